@@ -1,0 +1,1 @@
+"""gitsessions: a coding agent whose sessions live in git."""

@@ -1,0 +1,1 @@
+"""The typer application: the only layer that prints or reads the environment."""

@@ -1,0 +1,70 @@
+"""`export` and `import`: one JSON document per session."""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.audit import audit
+from gitsessions.services.exchange import export_session, import_session, parse_export
+from gitsessions.values.canonical import dumps
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import InvalidInput
+
+
+def cmd_export(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(metavar="ID", help="Session id or prefix.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to FILE instead of stdout.")
+    ] = None,
+) -> None:
+    """Export a whole session as one JSON document."""
+    state: State = ctx.obj
+    store = state.store
+    head = store.head(store.resolve(session))
+    data = dumps(export_session(store, head))
+    err.print("note: an export may contain source code and secrets from the session", markup=False)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        try:
+            output.write_bytes(data)
+        except OSError as error:
+            raise InvalidInput(f"cannot write {output}: {error.strerror}") from None
+        err.print(f"exported {head.id} to {output}", markup=False)
+    audit(store.home, "export", head.id, "ok")
+
+
+def cmd_import(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="An export file ('-' for stdin).")],
+    new_id: Annotated[bool, typer.Option("--new-id", help="Give the session a fresh id.")] = False,
+) -> None:
+    """Create a session from an export file; prints its id."""
+    state: State = ctx.obj
+    try:
+        data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as error:
+        raise InvalidInput(f"cannot read {file}: {error.strerror}") from None
+    try:
+        doc = parse_export(data)
+    except InvalidInput as error:
+        raise InvalidInput(f"{file}: {error}") from None
+    store = state.store
+    try:
+        head = import_session(store, doc, fresh_id=new_id, now=now_iso())
+    except InvalidInput:
+        raise
+    except Exception:
+        raise
+    audit(store.home, "import", head.id, "ok", source=doc["id"])
+    out.print(head.id)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(cmd_export)
+    app.command("import")(cmd_import)

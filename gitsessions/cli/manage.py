@@ -1,0 +1,285 @@
+"""Session management commands: list, info, show, log, rename, fork, archive, delete, gc."""
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from gitsessions.cli.render import print_json, print_messages
+from gitsessions.cli.state import State, err, out
+from gitsessions.services import manage
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import Head, parse_trailers
+from gitsessions.values.ids import short
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
+
+
+def _state(ctx: typer.Context) -> State:
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+def _head(ctx: typer.Context, session: str) -> Head:
+    store = _state(ctx).store
+    return store.head(store.resolve(session))
+
+
+def list_row(header: dict[str, Any]) -> dict[str, Any]:
+    counts = header.get("counts") or {}
+    return {
+        "id": header["id"],
+        "title": header.get("title", ""),
+        "summary": header.get("summary", ""),
+        "parent_id": header.get("parent_id"),
+        "archived": bool(header.get("archived")),
+        "messages": counts.get("messages", 0),
+        "compactions": counts.get("compactions", 0),
+        "created_at": header.get("created_at"),
+        "updated_at": header.get("updated_at"),
+        "workspace": (header.get("workspace") or {}).get("path"),
+    }
+
+
+def cmd_list(
+    ctx: typer.Context,
+    include_archived: Annotated[bool, typer.Option(help="Show archived sessions too.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """List sessions, newest first."""
+    headers = Catalog(_state(ctx).store).headers()
+    rows = [list_row(h) for h in headers if include_archived or not h.get("archived")]
+    rows.sort(key=lambda r: (r["updated_at"] or "", r["id"]), reverse=True)
+    if json_:
+        print_json(out, rows)
+        return
+    if not rows:
+        err.print("no sessions yet")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "title", "summary", "msgs", "compact", "updated", "parent", "workspace"):
+        table.add_column(column, overflow="fold" if column in ("title", "summary") else None)
+    for r in rows:
+        title = r["title"] + (" (archived)" if r["archived"] else "")
+        table.add_row(
+            short(r["id"]),
+            title,
+            r["summary"],
+            str(r["messages"]),
+            str(r["compactions"]),
+            (r["updated_at"] or "").replace("T", " "),
+            short(r["parent_id"]),
+            r["workspace"] or "",
+        )
+    out.print(table, markup=False, highlight=False)
+
+
+def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
+    """Show one session: ids, counts, usage, workspace, branch and head."""
+    store = _state(ctx).store
+    head = _head(ctx, session)
+    usage = store.read(head, "usage")
+    h, counts = head.header, head.counts
+    info = {
+        "id": head.id,
+        "title": h.get("title", ""),
+        "summary": h.get("summary", ""),
+        "parent_id": h.get("parent_id"),
+        "fork_point": h.get("fork_point"),
+        "archived": bool(h.get("archived")),
+        "messages": counts.get("messages", 0),
+        "context_messages": counts.get("context_messages", 0),
+        "compactions": counts.get("compactions", 0),
+        "usage": {
+            k: usage.get(k, 0)
+            for k in ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
+        },
+        "model": h.get("model"),
+        "workspace": h.get("workspace"),
+        "created_at": h.get("created_at"),
+        "updated_at": h.get("updated_at"),
+        "branch": head.branch,
+        "head": head.commit.decode(),
+    }
+    if json_:
+        print_json(out, info)
+        return
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    u = info["usage"]
+    ws = info["workspace"] or {}
+    for key, value in [
+        ("id", info["id"]),
+        ("title", info["title"]),
+        ("summary", info["summary"]),
+        ("parent", info["parent_id"] or "-"),
+        ("archived", "yes" if info["archived"] else "no"),
+        (
+            "messages",
+            f"{info['messages']} in the transcript, "
+            f"{info['context_messages']} in the working context",
+        ),
+        ("compactions", str(info["compactions"])),
+        (
+            "usage",
+            f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
+            f"{u['requests']} requests, ${u['cost_usd']:.4f}",
+        ),
+        ("model", info["model"] or "-"),
+        ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
+        ("created", info["created_at"]),
+        ("updated", info["updated_at"]),
+        ("branch", info["branch"]),
+        ("head", info["head"]),
+    ]:
+        table.add_row(key, str(value))
+    out.print(table, markup=False, highlight=False)
+
+
+def cmd_show(
+    ctx: typer.Context,
+    session: IdArg,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context", help="Show the working context (what the model sees next) instead."
+        ),
+    ] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Print the full transcript (or the working context) of a session."""
+    store = _state(ctx).store
+    head = _head(ctx, session)
+    messages = store.read(head, "context") if context else store.transcript(head)
+    if json_:
+        print_json(out, messages)
+    else:
+        print_messages(out, messages)
+
+
+def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
+    """The session's commits, newest first (a fork shows its parent's history too)."""
+    store = _state(ctx).store
+    head = _head(ctx, session)
+    entries = []
+    for commit_id, commit in store.history(head):
+        subject, trailers = parse_trailers(commit.message)
+        entry: dict[str, Any] = {
+            "commit": commit_id.decode(),
+            "time": _iso(commit.commit_time),
+            "event": trailers.get("Event", ""),
+            "session": trailers.get("Session", ""),
+            "subject": subject,
+        }
+        if "Tokens-Before" in trailers:
+            entry["tokens_before"] = int(trailers["Tokens-Before"])
+            entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
+        entries.append(entry)
+    if json_:
+        print_json(out, entries)
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("commit", "time", "event", "subject", "tokens"):
+        table.add_column(column)
+    for e in entries:
+        tokens = f"{e['tokens_before']} -> {e['tokens_after']}" if "tokens_before" in e else ""
+        subject = (
+            e["subject"] if e["session"] == head.id else f"{e['subject']} ({short(e['session'])})"
+        )
+        table.add_row(e["commit"][:10], e["time"].replace("T", " "), e["event"], subject, tokens)
+    out.print(table, markup=False, highlight=False)
+
+
+def _iso(timestamp: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cmd_rename(
+    ctx: typer.Context,
+    session: IdArg,
+    title: Annotated[str, typer.Argument(help="The new title (one line).")],
+) -> None:
+    """Set the session's title (yours; the model-written list summary is separate)."""
+    store = _state(ctx).store
+    head = manage.rename(store, store.resolve(session), title)
+    err.print(f"renamed {short(head.id)}: {head.header['title']}", markup=False)
+
+
+def cmd_fork(
+    ctx: typer.Context,
+    session: IdArg,
+    title: Annotated[str | None, typer.Option(help="Title of the fork.")] = None,
+    json_: JsonFlag = False,
+) -> None:
+    """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
+    store = _state(ctx).store
+    head = manage.fork(store, store.resolve(session), title)
+    if json_:
+        print_json(
+            out,
+            {
+                "id": head.id,
+                "parent_id": head.header["parent_id"],
+                "fork_point": head.header["fork_point"],
+                "branch": head.branch,
+            },
+        )
+    else:
+        out.print(head.id)
+
+
+def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
+    """Hide a session from `list` (and from search); it stays readable by id."""
+    store = _state(ctx).store
+    head = manage.set_archived(store, store.resolve(session), True)
+    err.print(f"archived {short(head.id)}")
+
+
+def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
+    """Bring an archived session back."""
+    store = _state(ctx).store
+    head = manage.set_archived(store, store.resolve(session), False)
+    err.print(f"unarchived {short(head.id)}")
+
+
+def cmd_delete(
+    ctx: typer.Context,
+    session: IdArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
+) -> None:
+    """Delete a session for good: its branch and every object only it used are purged."""
+    store = _state(ctx).store
+    session_id = store.resolve(session)
+    if not yes:
+        err.print(
+            f"refusing to delete {short(session_id)} without --yes "
+            "(this cannot be undone; `gitsessions export` keeps a copy)"
+        )
+        raise typer.Exit(1)
+    manage.delete(store, session_id)
+    err.print(f"deleted {session_id}")
+
+
+def cmd_gc(ctx: typer.Context) -> None:
+    """Pack objects (deltified) and purge what no session reaches."""
+    stats = manage.gc(_state(ctx).store)
+    err.print(
+        f"packed {stats['objects']} objects "
+        f"(from {stats['loose_before']} loose and {stats['packs_before']} packs)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(cmd_list)
+    app.command("info")(cmd_info)
+    app.command("show")(cmd_show)
+    app.command("log")(cmd_log)
+    app.command("rename")(cmd_rename)
+    app.command("fork")(cmd_fork)
+    app.command("archive")(cmd_archive)
+    app.command("unarchive")(cmd_unarchive)
+    app.command("delete")(cmd_delete)
+    app.command("gc")(cmd_gc)

@@ -1,0 +1,43 @@
+"""What every command shares: the resolved home, the store (opened on first use), consoles."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from gitsessions.store.sessions import SessionStore
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:
+    if flag is not None:
+        return flag.expanduser().absolute()
+    if env.get("GITSESSIONS_HOME"):
+        return Path(env["GITSESSIONS_HOME"]).expanduser().absolute()
+    data = env.get("XDG_DATA_HOME") or str(Path("~/.local/share").expanduser())
+    return Path(data).absolute() / "gitsessions"
+
+
+@dataclass
+class State:
+    home: Path
+    env: Mapping[str, str]
+    _store: SessionStore | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, flag: Path | None, env: Mapping[str, str]) -> "State":
+        return cls(resolve_home(flag, env), dict(env))
+
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            self._store = SessionStore(self.home)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,1 @@
+"""Compaction, tools, the model client, search, audit, import/export."""

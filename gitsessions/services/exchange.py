@@ -1,0 +1,211 @@
+"""Export and import: a whole session as one JSON document (`gitsessions.session/1`).
+
+Invariants:
+- Import validates the whole document before writing anything: a malformed document
+  writes nothing and raises `InvalidExport` naming the first problem.
+- Export then import then export gives the same JSON (the import commit keeps the
+  document's own timestamps).
+"""
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gitsessions.store.sessions import Change, Head, SessionStore
+from gitsessions.values.clock import parse_iso
+from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import check_title, is_session_id, new_id
+from gitsessions.values.messages import InvalidMessages, validate_messages
+from gitsessions.values.records import USAGE_TOTAL_KEYS
+
+EXPORT_FORMAT = "gitsessions.session/1"
+REQUIRED = ("format", "id", "messages", "transcript")
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    "title": "",
+    "summary": "",
+    "parent_id": None,
+    "fork_point": None,
+    "archived": False,
+    "created_at": None,
+    "updated_at": None,
+    "workspace": None,
+    "model": None,
+    "plan": [],
+    "usage": None,
+    "compactions": [],
+    "pins": [],
+}
+WORKSPACE_KEYS = ("path", "repo_root", "branch", "head")
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class InvalidExport(InvalidInput):
+    """An export document that cannot be imported."""
+
+
+def export_session(store: SessionStore, head: Head) -> dict[str, Any]:
+    """The whole session at `head` as an export document."""
+    h = head.header
+    return {
+        "format": EXPORT_FORMAT,
+        "id": head.id,
+        **{
+            key: h.get(key, OPTIONAL_DEFAULTS[key])
+            for key in (
+                "title",
+                "summary",
+                "parent_id",
+                "fork_point",
+                "archived",
+                "created_at",
+                "updated_at",
+                "workspace",
+                "model",
+            )
+        },
+        "messages": store.read(head, "context"),
+        "transcript": store.transcript(head),
+        "plan": store.read(head, "plan"),
+        "usage": store.read(head, "usage"),
+        "compactions": store.read(head, "compactions"),
+        "pins": store.read(head, "pins"),
+    }
+
+
+def parse_export(data: bytes) -> dict[str, Any]:
+    """Decode and validate an export file's bytes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidExport(f"not valid UTF-8 (byte {error.start})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidExport(
+            f"malformed JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    validate_export(doc)
+    return doc
+
+
+def _expect(doc: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str) -> None:
+    value = doc.get(key)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+        raise InvalidExport(f"{key!r} must be {what}, got {type(value).__name__}")
+
+
+def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def validate_export(doc: Any) -> None:
+    """Raise `InvalidExport` on the first thing wrong with an export document."""
+    if not isinstance(doc, dict):
+        raise InvalidExport("the document must be a JSON object")
+    if doc.get("format") != EXPORT_FORMAT:
+        raise InvalidExport(f"unknown format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")
+    for key in REQUIRED:
+        if key not in doc:
+            raise InvalidExport(f"missing {key!r}")
+    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS))
+    if unknown:
+        raise InvalidExport(f"unknown field {unknown[0]!r}")
+    if not is_session_id(doc["id"]):
+        raise InvalidExport(f"'id' must be 32 lowercase hex characters, got {doc['id']!r}")
+    if "title" in doc:
+        _expect(doc, "title", str, "a string")
+    if doc.get("title"):
+        try:
+            check_title(doc["title"])
+        except InvalidInput as error:
+            raise InvalidExport(f"'title': {error}") from None
+    if "summary" in doc:
+        _expect(doc, "summary", str, "a string")
+    if doc.get("parent_id") is not None and not is_session_id(doc["parent_id"]):
+        raise InvalidExport("'parent_id' must be a session id or null")
+    if doc.get("fork_point") is not None and not (
+        isinstance(doc["fork_point"], str) and _SHA.fullmatch(doc["fork_point"])
+    ):
+        raise InvalidExport("'fork_point' must be a 40-hex commit id or null")
+    if "archived" in doc:
+        _expect(doc, "archived", bool, "true or false")
+    for key in ("created_at", "updated_at"):
+        if doc.get(key) is not None:
+            try:
+                parse_iso(doc[key])
+            except (TypeError, ValueError):
+                raise InvalidExport(f"{key!r} must look like 2026-11-30T10:00:00Z") from None
+    if doc.get("model") is not None:
+        _expect(doc, "model", str, "a string or null")
+    _validate_workspace(doc.get("workspace"))
+    for key in ("messages", "transcript"):
+        try:
+            validate_messages(doc[key], key)
+        except InvalidMessages as error:
+            raise InvalidExport(str(error)) from None
+    for key in ("plan", "compactions", "pins"):
+        if key in doc:
+            _expect(doc, key, list, "a list")
+    if any(not isinstance(p, str) for p in doc.get("pins", [])):
+        raise InvalidExport("'pins' must be a list of strings")
+    for n, record in enumerate(doc.get("compactions", [])):
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("before_tokens"), int)
+            or not isinstance(record.get("after_tokens"), int)
+        ):
+            raise InvalidExport(f"compactions[{n}] needs integer before_tokens and after_tokens")
+    usage = doc.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise InvalidExport("'usage' must be an object")
+        for key in USAGE_TOTAL_KEYS:
+            value = usage.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise InvalidExport(f"'usage.{key}' must be a non-negative number")
+
+
+def _validate_workspace(workspace: Any) -> None:
+    if workspace is None:
+        return
+    if not isinstance(workspace, dict):
+        raise InvalidExport("'workspace' must be an object or null")
+    for key, value in workspace.items():
+        if key not in WORKSPACE_KEYS:
+            raise InvalidExport(f"unknown field 'workspace.{key}'")
+        if value is not None and not isinstance(value, str):
+            raise InvalidExport(f"'workspace.{key}' must be a string or null")
+
+
+def import_session(
+    store: SessionStore, doc: Mapping[str, Any], *, fresh_id: bool, now: str
+) -> Head:
+    """Create a session from a validated document; `fresh_id` gives it a new id."""
+    full = {**OPTIONAL_DEFAULTS, **doc}
+    session_id = new_id() if fresh_id else full["id"]
+    header = {
+        key: full[key]
+        for key in ("title", "summary", "parent_id", "fork_point", "archived", "workspace", "model")
+    }
+    header.update(
+        id=session_id, created_at=full["created_at"] or now, updated_at=full["updated_at"] or now
+    )
+    if header["workspace"] is None:
+        header["workspace"] = {key: None for key in WORKSPACE_KEYS}
+    change = Change(
+        context=list(full["messages"]),
+        append=list(full["transcript"]),
+        compactions=list(full["compactions"]),
+        plan=list(full["plan"]),
+        pins=list(full["pins"]),
+        usage=full["usage"],
+    )
+    trailers = {"Imported-From": doc["id"]} if fresh_id else {}
+    return store.create(
+        header,
+        change,
+        event="import",
+        subject=f"import: {header['title'] or session_id[:8]}",
+        trailers=trailers,
+    )

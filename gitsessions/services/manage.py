@@ -1,0 +1,103 @@
+"""Session management operations: rename, archive, fork, delete, gc, import.
+
+Each operation re-reads the session head and retries when another writer won the race,
+so a rename never silently undoes a concurrent turn (and vice versa). Every operation
+appends one line to the audit log, whatever its outcome.
+"""
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gitsessions.services.audit import audit
+from gitsessions.store import maintenance
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.errors import ConcurrentUpdate
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import check_title, new_id
+
+RETRIES = 5
+T = TypeVar("T")
+
+
+def _audited(
+    store: SessionStore, operation: str, session: str | None, run: Callable[[], T], **extra: Any
+) -> T:
+    try:
+        result = run()
+    except GitsessionsError as error:
+        audit(store.home, operation, session, "error", error=str(error), **extra)
+        raise
+    audit(store.home, operation, session, "ok", **extra)
+    return result
+
+
+def _update(
+    store: SessionStore, session_id: str, event: str, subject: str, make: Callable[[Head], Change]
+) -> Head:
+    for attempt in range(RETRIES):
+        head = store.head(session_id)
+        try:
+            return store.commit(head, make(head), event=event, subject=subject)
+        except ConcurrentUpdate:
+            if attempt == RETRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def rename(store: SessionStore, session_id: str, title: str) -> Head:
+    title = check_title(title)
+    return _audited(
+        store,
+        "rename",
+        session_id,
+        lambda: _update(
+            store,
+            session_id,
+            "rename",
+            f"rename: {title}",
+            lambda head: Change(header=touch(head.header, title=title)),
+        ),
+    )
+
+
+def set_archived(store: SessionStore, session_id: str, archived: bool) -> Head:
+    event = "archive" if archived else "unarchive"
+    return _audited(
+        store,
+        event,
+        session_id,
+        lambda: _update(
+            store,
+            session_id,
+            event,
+            event,
+            lambda head: Change(header=touch(head.header, archived=archived)),
+        ),
+    )
+
+
+def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head:
+    if title is not None:
+        title = check_title(title)
+    fork_id = new_id()
+    return _audited(
+        store,
+        "fork",
+        session_id,
+        lambda: store.fork(store.head(session_id), fork_id, title=title, created_at=now_iso()),
+        fork=fork_id,
+    )
+
+
+def delete(store: SessionStore, session_id: str) -> None:
+    def run() -> None:
+        store.delete(store.head(session_id))
+        Catalog(store).forget(session_id)
+
+    _audited(store, "delete", session_id, run)
+
+
+def gc(store: SessionStore) -> dict[str, int]:
+    return _audited(store, "gc", None, lambda: maintenance.repack(store.git, prune=True))

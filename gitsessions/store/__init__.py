@@ -1,0 +1,1 @@
+"""Sessions on dulwich: read, commit, fork, list, delete, purge."""

@@ -1,0 +1,175 @@
+"""The bare git repository behind the store, and its two write primitives.
+
+Invariants:
+- Objects are always written before any ref names them, and refs only move by
+  compare-and-swap (`set_if_equals` / `add_if_new` / `remove_if_equals`). A crash at any
+  point leaves every ref pointing at a complete commit.
+- Writers hold a shared `flock` on `gitsessions.lock` while they write objects and move a
+  ref; purging unreachable objects holds it exclusively, so it never deletes an object a
+  writer has written but not yet referenced.
+- No reflogs are written (no `message=` is ever passed), so deleting a ref leaves nothing
+  behind that `git fsck` would trip on.
+- Lock files that dulwich leaves after a crash (`*.lock` under refs/ and objects/) are
+  cleared once they are older than `STALE_LOCK_SECONDS`.
+"""
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from dulwich.errors import NotGitRepository
+from dulwich.file import FileLocked
+from dulwich.objects import Blob, ShaFile
+from dulwich.repo import Repo
+
+from gitsessions.store.errors import StoreBusy, StoreCorrupt
+
+STALE_LOCK_SECONDS = 10.0
+LOCK_RETRIES = 40
+SESSION_REF_PREFIX = b"refs/heads/sessions/"
+ZERO = b"0" * 40
+
+
+class GitStore:
+    """An opened `store.git`: objects, refs and the store-wide lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        created = not (path / "HEAD").exists()
+        if created:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                self.repo = Repo.init_bare(str(path), mkdir=False)
+            except FileExistsError:  # another process initialised it first
+                self.repo = Repo(str(path))
+        else:
+            try:
+                self.repo = Repo(str(path))
+            except NotGitRepository:
+                raise StoreCorrupt(f"{path} is not a git repository") from None
+        if created:
+            self._configure()
+        self._lock_path = path / "gitsessions.lock"
+
+    def _configure(self) -> None:
+        config = self.repo.get_config()
+        config.set((b"core",), b"logallrefupdates", b"false")
+        config.set((b"gc",), b"auto", b"0")  # stock git must not prune behind our lock
+        config.write_to_path()
+        self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+
+    def close(self) -> None:
+        self.repo.close()
+
+    # -- locking ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self, exclusive: bool = False) -> Iterator[None]:
+        """Hold the store-wide lock: shared for writers, exclusive for purges."""
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    def clear_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> int:
+        """Remove dulwich lock files left by crashed writers; returns how many."""
+        cutoff = time.time() - older_than
+        removed = 0
+        for top in ("refs", "objects"):
+            for dirpath, _dirs, files in os.walk(self.path / top):
+                for name in files:
+                    if not name.endswith(".lock"):
+                        continue
+                    lock = Path(dirpath) / name
+                    with contextlib.suppress(FileNotFoundError):
+                        if lock.stat().st_mtime < cutoff:
+                            lock.unlink()
+                            removed += 1
+        packed = self.path / "packed-refs.lock"
+        with contextlib.suppress(FileNotFoundError):
+            if packed.stat().st_mtime < cutoff:
+                packed.unlink()
+                removed += 1
+        return removed
+
+    def _retry_locked(self, attempt: int, what: str) -> None:
+        if attempt == LOCK_RETRIES // 2:
+            self.clear_stale_locks()
+        if attempt >= LOCK_RETRIES:
+            raise StoreBusy(
+                f"{what} stayed locked; if no other gitsessions is running, "
+                f"run `gitsessions gc` to clear stale locks"
+            )
+        time.sleep(min(0.005 * 2 ** min(attempt, 6), 0.5))
+
+    # -- objects ------------------------------------------------------------------------
+
+    def add_objects(self, objects: list[ShaFile]) -> None:
+        """Write objects loose; a concurrent writer of the same object counts as success."""
+        store = self.repo.object_store
+        for obj in objects:
+            attempt = 0
+            while True:
+                try:
+                    store.add_object(obj)
+                    break
+                except FileLocked:
+                    if obj.id in store:
+                        break
+                    attempt += 1
+                    self._retry_locked(attempt, f"object {obj.id.decode()}")
+
+    def get(self, sha: bytes) -> ShaFile:
+        """Read an object, rescanning packs once if a concurrent repack moved it."""
+        store = self.repo.object_store
+        try:
+            return store[sha]
+        except KeyError:
+            store._update_pack_cache()  # packs may have been rewritten by a purge
+            return store[sha]
+
+    def blob_bytes(self, sha: bytes) -> bytes:
+        obj = self.get(sha)
+        if not isinstance(obj, Blob):
+            raise StoreCorrupt(f"object {sha.decode()} is not a blob")
+        return obj.as_raw_string()
+
+    # -- refs ---------------------------------------------------------------------------
+
+    def ref(self, name: bytes) -> bytes | None:
+        try:
+            return self.repo.refs[name]
+        except KeyError:
+            return None
+
+    def session_refs(self) -> dict[bytes, bytes]:
+        """`{session id (bytes): head commit}` for every session branch."""
+        return dict(self.repo.refs.as_dict(SESSION_REF_PREFIX))
+
+    def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
+        """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won."""
+        attempt = 0
+        while True:
+            try:
+                if old is None:
+                    assert new is not None
+                    return bool(self.repo.refs.add_if_new(name, new))
+                if new is None:
+                    won = bool(self.repo.refs.remove_if_equals(name, old))
+                    if won:
+                        self._remove_reflog(name)
+                    return won
+                return bool(self.repo.refs.set_if_equals(name, old, new))
+            except FileLocked:
+                attempt += 1
+                self._retry_locked(attempt, f"branch {name.decode()}")
+
+    def _remove_reflog(self, name: bytes) -> None:
+        log = self.path / "logs" / os.fsdecode(name)
+        with contextlib.suppress(FileNotFoundError):
+            log.unlink()

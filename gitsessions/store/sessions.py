@@ -1,0 +1,327 @@
+"""The session store: every session a branch, every change one commit.
+
+Invariants:
+- All writes go through `SessionStore.commit`: build the new tree and commit from a base
+  `Head`, write the objects, then compare-and-swap the branch from the base commit to the
+  new one. If another writer moved the branch first, `ConcurrentUpdate` is raised and
+  nothing is overwritten; the caller re-reads and retries, or reports the conflict.
+- A fork writes one commit whose parent is the source session's head; the new branch is
+  created only after that commit exists, so the fork never shows a half-made state, and
+  nothing of the source (context, transcript, ...) is copied.
+- Ids reach ref names only after `values.ids` checked them (32 hex or a 4+ hex prefix).
+"""
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dulwich.objects import Commit, Tree
+
+from gitsessions.store import maintenance
+from gitsessions.store.errors import (
+    AmbiguousSessionId,
+    ConcurrentUpdate,
+    SessionExists,
+    SessionNotFound,
+    StoreCorrupt,
+)
+from gitsessions.store.layout import TreeDraft, read_transcript
+from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.values.canonical import dumps
+from gitsessions.values.clock import now_iso, parse_iso
+from gitsessions.values.ids import check_prefix, is_session_id
+from gitsessions.values.records import HEADER_FORMAT, empty_usage
+
+AUTHOR = b"gitsessions <gitsessions@localhost>"
+JSON_FILES = {
+    "context": "context.json",
+    "compactions": "compactions.json",
+    "plan": "plan.json",
+    "pins": "pins.json",
+    "usage": "usage.json",
+}
+
+
+def ref_name(session_id: str) -> bytes:
+    assert is_session_id(session_id), session_id
+    return SESSION_REF_PREFIX + session_id.encode()
+
+
+@dataclass(frozen=True)
+class Head:
+    """A session as of one commit: its header (session.json) and where to read the rest."""
+
+    id: str
+    commit: bytes
+    tree: bytes
+    header: dict[str, Any]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.header.get("counts") or {})
+
+    @property
+    def branch(self) -> str:
+        return ref_name(self.id).decode()
+
+
+@dataclass
+class Change:
+    """What one commit changes. `None` leaves a file as it is."""
+
+    header: dict[str, Any] | None = None
+    context: list[dict[str, Any]] | None = None
+    append: list[dict[str, Any]] = field(default_factory=list)
+    compactions: list[dict[str, Any]] | None = None
+    plan: list[Any] | None = None
+    pins: list[str] | None = None
+    usage: dict[str, Any] | None = None
+
+
+def commit_message(subject: str, session_id: str, event: str, trailers: Mapping[str, Any]) -> bytes:
+    lines = [f"Session: {session_id}", f"Event: {event}"]
+    lines += [f"{key}: {value}" for key, value in trailers.items() if value is not None]
+    return (subject.strip() + "\n\n" + "\n".join(lines) + "\n").encode("utf-8")
+
+
+def parse_trailers(message: bytes) -> tuple[str, dict[str, str]]:
+    """The subject and the `Key: value` trailers of a commit message."""
+    text = message.decode("utf-8", "replace")
+    subject, _, rest = text.partition("\n")
+    trailers: dict[str, str] = {}
+    paragraphs = rest.strip().split("\n\n")
+    for line in paragraphs[-1].splitlines() if paragraphs else []:
+        key, sep, value = line.partition(": ")
+        if sep and key and " " not in key:
+            trailers[key] = value
+    return subject, trailers
+
+
+class SessionStore:
+    """Sessions in `<home>/store.git`."""
+
+    def __init__(self, home: Path) -> None:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.home = home
+        self.git = GitStore(home / "store.git")
+
+    def close(self) -> None:
+        self.git.close()
+
+    # -- finding sessions -----------------------------------------------------------------
+
+    def ids(self) -> dict[str, bytes]:
+        """`{session id: head commit}` for every session."""
+        return {
+            k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
+        }
+
+    def resolve(self, text: str) -> str:
+        """The full id named by an id or unique prefix."""
+        prefix = check_prefix(text)
+        if len(prefix) == 32:
+            if self.git.ref(ref_name(prefix)) is None:
+                raise SessionNotFound(f"no session {prefix}")
+            return prefix
+        matches = sorted(i for i in self.ids() if i.startswith(prefix))
+        if not matches:
+            raise SessionNotFound(f"no session matches {prefix!r}")
+        if len(matches) > 1:
+            shown = ", ".join(m[:12] for m in matches[:5])
+            raise AmbiguousSessionId(
+                f"{prefix!r} matches {len(matches)} sessions ({shown}); type more characters"
+            )
+        return matches[0]
+
+    def head(self, session_id: str) -> Head:
+        commit_id = self.git.ref(ref_name(session_id))
+        if commit_id is None:
+            raise SessionNotFound(f"no session {session_id}")
+        return self.head_at(session_id, commit_id)
+
+    def head_at(self, session_id: str, commit_id: bytes) -> Head:
+        commit = self.git.get(commit_id)
+        if not isinstance(commit, Commit):
+            raise StoreCorrupt(f"{commit_id.decode()} is not a commit")
+        header = self._json_at(commit.tree, "session.json")
+        if not isinstance(header, dict):
+            raise StoreCorrupt(f"session {session_id}: session.json is missing")
+        return Head(session_id, commit_id, commit.tree, header)
+
+    def _json_at(self, tree_id: bytes, name: str) -> Any:
+        tree = self.git.get(tree_id)
+        assert isinstance(tree, Tree)
+        key = name.encode()
+        if key not in tree:
+            return None
+        try:
+            return json.loads(self.git.blob_bytes(tree[key][1]))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise StoreCorrupt(f"{name} at {tree_id.decode()[:12]}: {error}") from None
+
+    # -- reading a session ----------------------------------------------------------------
+
+    def read(self, head: Head, what: str) -> Any:
+        """One of context, compactions, plan, pins, usage at `head`."""
+        value = self._json_at(head.tree, JSON_FILES[what])
+        if value is None:
+            return empty_usage() if what == "usage" else []
+        return value
+
+    def transcript(
+        self, head: Head, start: int = 0, end: int | None = None
+    ) -> list[dict[str, Any]]:
+        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def commit(
+        self,
+        base: Head,
+        change: Change,
+        *,
+        event: str,
+        subject: str,
+        trailers: Mapping[str, Any] | None = None,
+    ) -> Head:
+        """Commit `change` on top of `base`; `ConcurrentUpdate` if the branch moved."""
+        return self._write(base.id, base, change, event, subject, trailers or {}, base.commit)
+
+    def create(
+        self,
+        header: dict[str, Any],
+        change: Change,
+        *,
+        event: str = "create",
+        subject: str | None = None,
+        trailers: Mapping[str, Any] | None = None,
+    ) -> Head:
+        """A new session branch whose first commit holds `header` and `change`."""
+        session_id = header["id"]
+        if not is_session_id(session_id):
+            raise StoreCorrupt(f"bad session id {session_id!r}")
+        empty = Change(context=[], compactions=[], plan=[], pins=[], usage=empty_usage())
+        for name in ("context", "compactions", "plan", "pins", "usage"):
+            if getattr(change, name) is None:
+                setattr(change, name, getattr(empty, name))
+        change.header = header
+        subject = subject or f"{event}: {header.get('title') or session_id}"
+        return self._write(session_id, None, change, event, subject, trailers or {}, None)
+
+    def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
+        """A new session on a commit whose parent is `source`'s head; nothing is copied."""
+        header = dict(source.header)
+        header.pop("format", None)
+        header.pop("counts", None)
+        header.update(
+            id=new_id,
+            parent_id=source.id,
+            fork_point=source.commit.decode(),
+            created_at=created_at,
+            updated_at=created_at,
+        )
+        if title is not None:
+            header["title"] = title
+        trailers = {"Parent-Session": source.id, "Fork-Point": source.commit.decode()}
+        return self._write(
+            new_id,
+            source,
+            Change(header=header),
+            "fork",
+            f"fork: from {source.id[:8]}",
+            trailers,
+            None,
+        )
+
+    def _write(
+        self,
+        session_id: str,
+        base: Head | None,
+        change: Change,
+        event: str,
+        subject: str,
+        trailers: Mapping[str, Any],
+        expected: bytes | None,
+    ) -> Head:
+        draft = TreeDraft(self.git, base.tree if base else None)
+        counts = (
+            dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
+        )
+        for what, name in JSON_FILES.items():
+            value = getattr(change, what)
+            if value is not None:
+                draft.set(name, dumps(value))
+        if change.append:
+            draft.append_transcript(change.append, counts["messages"])
+            counts["messages"] += len(change.append)
+        if change.context is not None:
+            counts["context_messages"] = len(change.context)
+        if change.compactions is not None:
+            counts["compactions"] = len(change.compactions)
+        header = dict(change.header if change.header is not None else base.header)  # type: ignore[union-attr]
+        header.pop("counts", None)
+        header["format"] = HEADER_FORMAT
+        header["id"] = session_id
+        header["counts"] = counts
+        draft.set("session.json", dumps(header))
+        tree_id = draft.finish()
+
+        commit = Commit()
+        commit.tree = tree_id
+        commit.parents = [base.commit] if base else []
+        commit.author = commit.committer = AUTHOR
+        when = _timestamp(header.get("updated_at"))
+        commit.author_time = commit.commit_time = when
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.encoding = b"UTF-8"
+        commit.message = commit_message(subject, session_id, event, trailers)
+        ref = ref_name(session_id)
+        with self.git.locked():
+            self.git.add_objects([*draft.new_objects, commit])
+            if not self.git.move_ref(ref, expected, commit.id):
+                if expected is None:
+                    raise SessionExists(f"session {session_id} already exists")
+                raise ConcurrentUpdate(
+                    f"session {session_id[:8]} was changed by another process; "
+                    "nothing was overwritten, try again"
+                )
+        maintenance.maybe_autopack(self.git)
+        return Head(session_id, commit.id, tree_id, header)
+
+    def delete(self, head: Head) -> None:
+        """Remove the session's branch and purge what no other branch reaches."""
+        with self.git.locked():
+            if not self.git.move_ref(ref_name(head.id), head.commit, None):
+                raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
+        maintenance.repack(self.git, prune=True)
+
+    def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:
+        """The commits of a session, newest first, following first parents."""
+        commit_id: bytes | None = head.commit
+        while commit_id is not None:
+            commit = self.git.get(commit_id)
+            assert isinstance(commit, Commit)
+            yield commit_id, commit
+            commit_id = commit.parents[0] if commit.parents else None
+
+    def heads(self, session_ids: Sequence[str] | None = None) -> Iterator[Head]:
+        refs = self.ids()
+        for session_id in session_ids if session_ids is not None else sorted(refs):
+            yield self.head_at(session_id, refs[session_id])
+
+
+def _timestamp(iso: Any) -> int:
+    try:
+        return int(parse_iso(iso).timestamp())
+    except (TypeError, ValueError):
+        return int(time.time())
+
+
+def touch(header: Mapping[str, Any], **updates: Any) -> dict[str, Any]:
+    """A copy of a header with `updates` applied and `updated_at` set to now."""
+    new = dict(updates)
+    new.setdefault("updated_at", now_iso())
+    return {**header, **new}

@@ -1,0 +1,104 @@
+"""OpenAI chat messages as plain dicts, and the checks every stored context must pass.
+
+A message is a JSON object with `role` in system/user/assistant/tool. An assistant
+message may carry `tool_calls` (each with a unique `id`, `type` "function" and
+`function.name` / `function.arguments`); a tool message carries the `tool_call_id` of
+the call it answers. Pairing is the invariant that matters most: every call has exactly
+one result, after it and before the next non-tool message, and every result has its call.
+Servers reject contexts that break it, so compaction and import both check it.
+"""
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gitsessions.values.errors import InvalidInput
+
+Message = dict[str, Any]
+ROLES = ("system", "user", "assistant", "tool")
+
+
+class InvalidMessages(InvalidInput):
+    """A list of messages is not a valid OpenAI chat context."""
+
+
+def validate_message(message: Any, where: str) -> None:
+    """Raise `InvalidMessages` naming `where` if `message` is not a chat message."""
+    if not isinstance(message, Mapping):
+        raise InvalidMessages(f"{where}: expected an object, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise InvalidMessages(f"{where}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise InvalidMessages(f"{where}: content must be a string, a list or null")
+    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+        raise InvalidMessages(f"{where}: a tool message needs a string tool_call_id")
+    calls = message.get("tool_calls")
+    if calls is None:
+        return
+    if role != "assistant":
+        raise InvalidMessages(f"{where}: only assistant messages may carry tool_calls")
+    if not isinstance(calls, list):
+        raise InvalidMessages(f"{where}: tool_calls must be a list")
+    for n, call in enumerate(calls):
+        if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
+            raise InvalidMessages(f"{where}: tool_calls[{n}] needs a string id")
+        function = call.get("function")
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise InvalidMessages(f"{where}: tool_calls[{n}] needs function.name")
+        if not isinstance(function.get("arguments", ""), str):
+            raise InvalidMessages(f"{where}: tool_calls[{n}].function.arguments must be a string")
+
+
+def pairing_errors(messages: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every way `messages` breaks call/result pairing; empty when the pairing is valid.
+
+    Each assistant tool call must be answered by exactly one tool message in the run of
+    tool messages that directly follows it; each tool message must answer such a call.
+    """
+    errors: list[str] = []
+    open_calls: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in open_calls:
+                del open_calls[call_id]
+            else:
+                errors.append(f"message {index}: tool result {call_id!r} has no matching call")
+            continue
+        for call_id, at in open_calls.items():
+            errors.append(f"message {at}: tool call {call_id!r} has no result")
+        open_calls = {}
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                call_id = call.get("id")
+                if call_id in open_calls:
+                    errors.append(f"message {index}: duplicate tool call id {call_id!r}")
+                open_calls[call_id] = index
+    for call_id, at in open_calls.items():
+        errors.append(f"message {at}: tool call {call_id!r} has no result")
+    return errors
+
+
+def validate_messages(messages: Any, where: str, *, check_pairing: bool = True) -> None:
+    """Raise `InvalidMessages` on the first problem in a list of chat messages."""
+    if not isinstance(messages, list):
+        raise InvalidMessages(f"{where}: expected a list of messages")
+    for index, message in enumerate(messages):
+        validate_message(message, f"{where}[{index}]")
+    if check_pairing:
+        errors = pairing_errors(messages)
+        if errors:
+            raise InvalidMessages(f"{where}: {errors[0]}")
+
+
+def text_of(message: Mapping[str, Any]) -> str:
+    """The plain text of a message's content (list parts joined), '' when none."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""

@@ -1,0 +1,86 @@
+"""The records a session is made of, as plain JSON-ready values.
+
+`session.json` holds the header below; the other files of a session's tree hold the
+working context, the transcript, the compaction records, the plan, the pins and the usage.
+Usage is one dict: totals at the top level and the same numbers per model in `by_model`.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+HEADER_FORMAT = "gitsessions.header/1"
+HEADER_KEYS = (
+    "id",
+    "title",
+    "summary",
+    "parent_id",
+    "fork_point",
+    "archived",
+    "created_at",
+    "updated_at",
+    "workspace",
+    "model",
+)
+USAGE_TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
+
+
+def empty_workspace(path: str | None = None) -> dict[str, Any]:
+    """A workspace record with nothing known but (maybe) its path."""
+    return {"path": path, "repo_root": None, "branch": None, "head": None}
+
+
+def empty_usage() -> dict[str, Any]:
+    """Usage with every counter at zero."""
+    return {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "requests": 0,
+        "cost_usd": 0.0,
+        "by_model": {},
+    }
+
+
+def add_usage(
+    usage: Mapping[str, Any],
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cost_usd: float,
+    requests: int = 1,
+) -> dict[str, Any]:
+    """A new usage dict with one more response counted, in total and for `model`."""
+
+    def bump(counters: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "prompt_tokens": int(counters.get("prompt_tokens", 0)) + prompt_tokens,
+            "completion_tokens": int(counters.get("completion_tokens", 0)) + completion_tokens,
+            "requests": int(counters.get("requests", 0)) + requests,
+            "cost_usd": round(float(counters.get("cost_usd", 0.0)) + cost_usd, 8),
+        }
+
+    by_model = dict(usage.get("by_model") or {})
+    by_model[model] = bump(by_model.get(model, {}))
+    return {**bump(usage), "by_model": by_model}
+
+
+def new_header(
+    session_id: str,
+    created_at: str,
+    *,
+    title: str = "",
+    workspace: Mapping[str, Any] | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """The header of a brand-new session."""
+    return {
+        "id": session_id,
+        "title": title,
+        "summary": "",
+        "parent_id": None,
+        "fork_point": None,
+        "archived": False,
+        "created_at": created_at,
+        "updated_at": created_at,
+        "workspace": dict(workspace) if workspace else empty_workspace(),
+        "model": model,
+    }
