@@ -49,7 +49,6 @@ def _main(
         ),
     ] = None,
 ) -> None:
-    os.umask(0o077)  # everything gitsessions writes is private to the user
     ctx.obj = State.from_env(home, os.environ)
     ctx.call_on_close(ctx.obj.close)
 

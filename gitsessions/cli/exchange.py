@@ -55,12 +55,7 @@ def cmd_import(
     except InvalidInput as error:
         raise InvalidInput(f"{file}: {error}") from None
     store = state.store
-    try:
-        head = import_session(store, doc, fresh_id=new_id, now=now_iso())
-    except InvalidInput:
-        raise
-    except Exception:
-        raise
+    head = import_session(store, doc, fresh_id=new_id, now=now_iso())
     audit(store.home, "import", head.id, "ok", source=doc["id"])
     out.print(head.id)
 

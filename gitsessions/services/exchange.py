@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gitsessions.store.errors import SessionExists
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
@@ -184,6 +185,10 @@ def import_session(
     """Create a session from a validated document; `fresh_id` gives it a new id."""
     full = {**OPTIONAL_DEFAULTS, **doc}
     session_id = new_id() if fresh_id else full["id"]
+    if session_id in store.ids():
+        raise SessionExists(
+            f"session {session_id} already exists; import with --new-id to keep both"
+        )
     header = {
         key: full[key]
         for key in ("title", "summary", "parent_id", "fork_point", "archived", "workspace", "model")

@@ -9,8 +9,10 @@ Invariants:
   writer has written but not yet referenced.
 - No reflogs are written (no `message=` is ever passed), so deleting a ref leaves nothing
   behind that `git fsck` would trip on.
-- Lock files that dulwich leaves after a crash (`*.lock` under refs/ and objects/) are
-  cleared once they are older than `STALE_LOCK_SECONDS`.
+- Every ref update also holds a per-branch `flock` (`locks/<branch>`). dulwich's own
+  `<ref>.lock` is only ever created under it, so one found while we hold the flock was
+  left by a crashed writer and is removed at once. Other lock files dulwich leaves after
+  a crash (objects, packed-refs) are cleared once older than `STALE_LOCK_SECONDS`.
 """
 
 import contextlib
@@ -27,10 +29,20 @@ from dulwich.repo import Repo
 
 from gitsessions.store.errors import StoreBusy, StoreCorrupt
 
-STALE_LOCK_SECONDS = 10.0
+STALE_LOCK_SECONDS = 5.0
 LOCK_RETRIES = 40
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
 ZERO = b"0" * 40
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Create files 0600 and directories 0700 inside the block (the umask is restored)."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 class GitStore:
@@ -39,20 +51,22 @@ class GitStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         created = not (path / "HEAD").exists()
+        self._lock_path = path / "gitsessions.lock"
         if created:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            try:
-                self.repo = Repo.init_bare(str(path), mkdir=False)
-            except FileExistsError:  # another process initialised it first
-                self.repo = Repo(str(path))
+            with private_files():
+                path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                try:
+                    self.repo = Repo.init_bare(str(path), mkdir=False, shared_repository="0600")
+                except FileExistsError:  # another process initialised it first
+                    self.repo = Repo(str(path))
         else:
             try:
                 self.repo = Repo(str(path))
             except NotGitRepository:
                 raise StoreCorrupt(f"{path} is not a git repository") from None
         if created:
-            self._configure()
-        self._lock_path = path / "gitsessions.lock"
+            with private_files():
+                self._configure()
 
     def _configure(self) -> None:
         config = self.repo.get_config()
@@ -72,15 +86,36 @@ class GitStore:
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            with private_files():
+                yield
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def ref_locked(self, name: bytes) -> Iterator[None]:
+        """Hold the branch's own flock; a dulwich `<ref>.lock` found now is stale."""
+        locks = self.path / "locks"
+        locks.mkdir(mode=0o700, exist_ok=True)
+        lock_file = locks / os.fsdecode(name).replace("/", "%")
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / (os.fsdecode(name) + ".lock")).unlink()
             yield
         finally:
             os.close(fd)
+
+    def forget_ref_lock(self, name: bytes) -> None:
+        """Remove the branch's flock file once the branch itself is gone."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / "locks" / os.fsdecode(name).replace("/", "%")).unlink()
 
     def clear_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> int:
         """Remove dulwich lock files left by crashed writers; returns how many."""
         cutoff = time.time() - older_than
         removed = 0
-        for top in ("refs", "objects"):
+        for top in ("objects",):
             for dirpath, _dirs, files in os.walk(self.path / top):
                 for name in files:
                     if not name.endswith(".lock"):
@@ -98,7 +133,7 @@ class GitStore:
         return removed
 
     def _retry_locked(self, attempt: int, what: str) -> None:
-        if attempt == LOCK_RETRIES // 2:
+        if attempt % 10 == 0:
             self.clear_stale_locks()
         if attempt >= LOCK_RETRIES:
             raise StoreBusy(

@@ -279,7 +279,7 @@ class SessionStore:
         commit.encoding = b"UTF-8"
         commit.message = commit_message(subject, session_id, event, trailers)
         ref = ref_name(session_id)
-        with self.git.locked():
+        with self.git.locked(), self.git.ref_locked(ref):
             self.git.add_objects([*draft.new_objects, commit])
             if not self.git.move_ref(ref, expected, commit.id):
                 if expected is None:
@@ -293,9 +293,11 @@ class SessionStore:
 
     def delete(self, head: Head) -> None:
         """Remove the session's branch and purge what no other branch reaches."""
-        with self.git.locked():
-            if not self.git.move_ref(ref_name(head.id), head.commit, None):
+        ref = ref_name(head.id)
+        with self.git.locked(), self.git.ref_locked(ref):
+            if not self.git.move_ref(ref, head.commit, None):
                 raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
+        self.git.forget_ref_lock(ref)
         maintenance.repack(self.git, prune=True)
 
     def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:

@@ -1,0 +1,5 @@
+"""`python -m gitsessions`."""
+
+from gitsessions.cli.app import main
+
+main()

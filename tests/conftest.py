@@ -1,0 +1,122 @@
+"""Shared fixtures. Every test gets its own GITSESSIONS_HOME, HOME and XDG dirs under
+tmp_path, and no GIT_* variables, so nothing reaches the user's state or the network."""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gitsessions.cli.app import app
+from gitsessions.store.sessions import Change, Head, SessionStore
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "gshome"
+    for name in list(os.environ):
+        if name.startswith("GIT_") or name.startswith("GITSESSIONS_") or name.startswith("OPENAI_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("GITSESSIONS_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
+
+
+@pytest.fixture
+def home(isolated_env: Path) -> Path:
+    return isolated_env
+
+
+@pytest.fixture
+def store(home: Path) -> Iterator[SessionStore]:
+    s = SessionStore(home)
+    yield s
+    s.close()
+
+
+class Cli:
+    """Run the real typer app in-process; stdout and stderr kept apart."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | bytes | None = None, code: int = 0) -> Any:
+        result = self.runner.invoke(app, list(args), input=input, catch_exceptions=False)
+        assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self(*args, "--json").stdout)
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+def git(store_path: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Stock git against the store."""
+    return subprocess.run(
+        ["git", "--git-dir", str(store_path), *args], capture_output=True, text=True, check=check
+    )
+
+
+def fsck(home: Path) -> None:
+    result = git(home / "store.git", "fsck", "--strict", "--no-progress", check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error" not in result.stderr.lower(), result.stderr
+
+
+@pytest.fixture
+def make_session(store: SessionStore) -> Callable[..., Head]:
+    """Create a session with `turns` simple user/assistant turns, committed one by one."""
+
+    def make(turns: int = 2, title: str = "a session", tag: str = "") -> Head:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a helpful coding agent."}
+        head = store.create(
+            new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
+        )
+        for n in range(turns):
+            msgs = [
+                {"role": "user", "content": f"question {n} {tag}"},
+                {"role": "assistant", "content": f"answer {n} {tag}"},
+            ]
+            context = store.read(head, "context") + msgs
+            head = store.commit(
+                head,
+                Change(context=context, append=msgs),
+                event="turn",
+                subject=f"turn {n + 1}: question {n}",
+            )
+        return head
+
+    return make
+
+
+def run_gitsessions(
+    *args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The installed console script in a real subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "gitsessions", *args],
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        input=input,
+        timeout=timeout,
+        cwd=REPO,
+    )

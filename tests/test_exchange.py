@@ -1,0 +1,159 @@
+"""Export and import: the version-1 format, validation, and exact round trips."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fsck
+
+SID = "0123456789abcdef0123456789abcdef"
+
+
+def document() -> dict:
+    context = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "fix the parser"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "parser.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "def parse(): ..."},
+        {"role": "assistant", "content": "Fixed. ✓ (unicode kept)"},
+    ]
+    return {
+        "format": "gitsessions.session/1",
+        "id": SID,
+        "title": "Parser fix",
+        "summary": "",
+        "parent_id": None,
+        "fork_point": None,
+        "archived": False,
+        "created_at": "2026-11-30T10:00:00Z",
+        "updated_at": "2026-11-30T10:05:00Z",
+        "workspace": {"path": "/abs/dir", "repo_root": None, "branch": None, "head": None},
+        "model": "gemma4",
+        "messages": context,
+        "transcript": context,
+        "plan": [{"step": "write a test", "status": "pending"}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "requests": 2, "cost_usd": 0.0},
+        "compactions": [
+            {
+                "time": "2026-11-30T10:04:00Z",
+                "trigger": "manual",
+                "before_tokens": 900,
+                "after_tokens": 200,
+                "summary": "...",
+            }
+        ],
+    }
+
+
+def write(tmp_path: Path, doc: object, name: str = "export.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc) if not isinstance(doc, str) else doc, encoding="utf-8")
+    return path
+
+
+def test_import_then_export_round_trips_exactly(cli, tmp_path, home):
+    path = write(tmp_path, document())
+    assert cli("import", str(path)).stdout.strip() == SID
+    first = cli("export", SID).stdout
+    assert "secrets" in cli("export", SID).stderr
+    reimport = write(tmp_path, first, "again.json")
+    cli("delete", SID, "--yes")
+    cli("import", str(reimport))
+    assert cli("export", SID).stdout == first
+    exported = json.loads(first)
+    original = document()
+    for key in (
+        "messages",
+        "transcript",
+        "title",
+        "workspace",
+        "plan",
+        "compactions",
+        "created_at",
+        "updated_at",
+        "model",
+    ):
+        assert exported[key] == original[key], key
+    assert cli.json("info", SID)["usage"]["prompt_tokens"] == 120
+    fsck(home)
+
+
+def test_export_to_file(cli, tmp_path, make_session):
+    head = make_session(turns=1)
+    out = tmp_path / "out.json"
+    cli("export", head.id, "-o", str(out))
+    doc = json.loads(out.read_text())
+    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/1"
+    assert len(doc["transcript"]) == 3
+
+
+def test_existing_id_needs_new_id(cli, tmp_path):
+    path = write(tmp_path, document())
+    cli("import", str(path))
+    result = cli("import", str(path), code=1)
+    assert "already exists" in result.stderr and "--new-id" in result.stderr
+    fresh = cli("import", str(path), "--new-id").stdout.strip()
+    assert len(fresh) == 32 and fresh != SID
+    assert cli.json("info", fresh)["title"] == "Parser fix"
+    assert len(cli.json("list")) == 2
+
+
+def _broken(mutate) -> dict:
+    doc = copy.deepcopy(document())
+    mutate(doc)
+    return doc
+
+
+@pytest.mark.parametrize(
+    "doc,message",
+    [
+        ("{not json", "malformed JSON"),
+        (_broken(lambda d: d.update(format="gitsessions.session/9")), "unknown format"),
+        (_broken(lambda d: d.update(id="../../etc")), "'id' must be 32"),
+        (_broken(lambda d: d.update(title=5)), "'title' must be a string"),
+        (_broken(lambda d: d.update(archived="yes")), "'archived' must be true or false"),
+        (_broken(lambda d: d.update(messages="hi")), "messages: expected a list"),
+        (_broken(lambda d: d["transcript"].pop(2)), "has no matching call"),
+        (_broken(lambda d: d["messages"].pop(3)), "has no result"),
+        (_broken(lambda d: d["messages"][1].update(role="wizard")), "role must be one of"),
+        (_broken(lambda d: d.update(created_at="yesterday")), "'created_at' must look like"),
+        (_broken(lambda d: d.update(usage={"prompt_tokens": -1})), "usage.prompt_tokens"),
+        (_broken(lambda d: d.update(extra=1)), "unknown field 'extra'"),
+        (_broken(lambda d: d.pop("transcript")), "missing 'transcript'"),
+        (_broken(lambda d: d.update(title="a\nb")), "single line"),
+        ([1, 2], "must be a JSON object"),
+    ],
+)
+def test_invalid_documents_write_nothing(cli, tmp_path, home, doc, message):
+    path = write(tmp_path, doc)
+    result = cli("import", str(path), code=1)
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert str(path) in result.stderr
+    assert cli("list", "--include-archived", "--json").stdout.strip() == "[]"
+    objects = home / "store.git" / "objects"
+    assert not list(objects.glob("??/*")) and not list(objects.glob("pack/*.pack"))
+
+
+def test_non_utf8_and_missing_files(cli, tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"title": "caf\xe9"}')
+    assert "not valid UTF-8" in cli("import", str(bad), code=1).stderr
+    assert "cannot read" in cli("import", str(tmp_path / "nope.json"), code=1).stderr
+
+
+def test_import_from_stdin(cli):
+    result = cli("import", "-", input=json.dumps(document()))
+    assert result.stdout.strip() == SID

@@ -1,0 +1,208 @@
+"""The store's contract: layout, commits and trailers, compare-and-swap, forks, purge."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store import maintenance
+from gitsessions.store.errors import ConcurrentUpdate, SessionExists
+from gitsessions.store.layout import SEGMENT_SIZE
+from gitsessions.store.sessions import Change, SessionStore, parse_trailers
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+from tests.conftest import fsck, git
+
+
+def count_objects(home: Path) -> int:
+    out = git(home / "store.git", "cat-file", "--batch-all-objects", "--batch-check").stdout
+    return len(out.splitlines())
+
+
+def test_layout_readable_with_stock_git(store, home, make_session):
+    head = make_session(turns=2)
+    branch = f"refs/heads/sessions/{head.id}"
+    files = git(home / "store.git", "ls-tree", "-r", "--name-only", branch).stdout.split()
+    assert files == [
+        "compactions.json",
+        "context.json",
+        "pins.json",
+        "plan.json",
+        "session.json",
+        "transcript/000000.jsonl",
+        "usage.json",
+    ]
+    header = json.loads(git(home / "store.git", "show", f"{branch}:session.json").stdout)
+    assert header["id"] == head.id
+    assert header["format"] == "gitsessions.header/1"
+    assert header["counts"] == {"messages": 5, "context_messages": 5, "compactions": 0}
+    log = git(home / "store.git", "log", "--format=%B%x00", branch).stdout
+    assert f"Session: {head.id}\nEvent: turn" in log
+    assert log.count("Event: ") == 3
+    fsck(home)
+
+
+def test_canonical_json_is_sorted_and_stable(store, home, make_session):
+    head = make_session(turns=1)
+    raw = git(home / "store.git", "show", f"{head.branch}:session.json").stdout
+    assert raw == json.dumps(json.loads(raw), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_transcript_segments_never_rewrite_full_segments(store, home):
+    sid = new_id()
+    head = store.create(new_header(sid, now_iso()), Change())
+    batch = [{"role": "user", "content": f"m{i}"} for i in range(SEGMENT_SIZE + 10)]
+    head = store.commit(head, Change(append=batch), event="turn", subject="turn 1")
+    tree = git(home / "store.git", "ls-tree", "-r", head.branch, "transcript").stdout
+    first_blob = tree.splitlines()[0].split()[2]
+    more = [{"role": "user", "content": f"n{i}"} for i in range(20)]
+    head = store.commit(head, Change(append=more), event="turn", subject="turn 2")
+    tree2 = git(home / "store.git", "ls-tree", "-r", head.branch, "transcript").stdout
+    assert tree2.splitlines()[0].split()[2] == first_blob
+    assert len(tree2.splitlines()) == 2
+    everything = store.transcript(head)
+    assert [m["content"] for m in everything] == [m["content"] for m in batch + more]
+    assert (
+        store.transcript(head, SEGMENT_SIZE - 2, SEGMENT_SIZE + 3)
+        == everything[SEGMENT_SIZE - 2 : SEGMENT_SIZE + 3]
+    )
+    fsck(home)
+
+
+def test_lost_race_raises_and_overwrites_nothing(store, make_session):
+    base = make_session(turns=1)
+    winner = store.commit(
+        base,
+        Change(append=[{"role": "user", "content": "first"}]),
+        event="turn",
+        subject="turn 2: first",
+    )
+    with pytest.raises(ConcurrentUpdate):
+        store.commit(
+            base,
+            Change(append=[{"role": "user", "content": "second"}]),
+            event="turn",
+            subject="turn 2: second",
+        )
+    assert store.head(base.id).commit == winner.commit
+    assert store.transcript(store.head(base.id))[-1]["content"] == "first"
+
+
+def test_create_refuses_existing_id(store, make_session):
+    head = make_session(turns=0)
+    with pytest.raises(SessionExists):
+        store.create(new_header(head.id, now_iso()), Change())
+
+
+def test_fork_copies_nothing(store, home, make_session):
+    parent = make_session(turns=30)
+    maintenance.repack(store.git)
+    before = count_objects(home)
+    fork = store.fork(parent, new_id(), title=None, created_at=now_iso())
+    added = count_objects(home) - before
+    assert added == 3  # session.json blob, root tree, fork commit
+    assert fork.header["parent_id"] == parent.id
+    assert fork.header["fork_point"] == parent.commit.decode()
+    assert store.transcript(fork) == store.transcript(parent)
+    assert store.read(fork, "context") == store.read(parent, "context")
+    _subject, trailers = parse_trailers(next(store.history(fork))[1].message)
+    assert trailers["Event"] == "fork"
+    assert trailers["Parent-Session"] == parent.id
+    assert trailers["Fork-Point"] == parent.commit.decode()
+    fsck(home)
+
+
+def test_delete_purges_only_unshared_objects(store, home, make_session):
+    keep = make_session(turns=2, tag="kept-4f1d")
+    doomed = make_session(turns=2, tag="doomed-9c2e")
+    fork = store.fork(doomed, new_id(), title="child", created_at=now_iso())
+    child = store.commit(
+        fork,
+        Change(append=[{"role": "user", "content": "child-only-77aa"}]),
+        event="turn",
+        subject="turn",
+    )
+    store.delete(store.head(doomed.id))
+    # the fork still has the parent's history (shared objects stay)
+    assert any("doomed-9c2e" in m.get("content", "") for m in store.transcript(child))
+    assert store.head(keep.id).commit == keep.commit
+    fsck(home)
+    # now delete the fork too: nothing of the doomed session survives on disk
+    store.delete(store.head(child.id))
+    raw = b"".join(p.read_bytes() for p in (home / "store.git").rglob("*") if p.is_file())
+    dump = subprocess.run(
+        ["git", "--git-dir", str(home / "store.git"), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+    ).stdout
+    assert b"doomed-9c2e" not in dump and b"child-only-77aa" not in dump
+    assert b"kept-4f1d" in dump
+    assert b"doomed-9c2e" not in raw  # not even compressed-away loose copies (pack is zlib)
+    fsck(home)
+
+
+def test_gc_packs_with_deltas(store, home, make_session):
+    head = make_session(turns=60)
+    stats = maintenance.repack(store.git)
+    assert stats["objects"] == count_objects(home)
+    assert not list((home / "store.git" / "objects").glob("??/*"))  # no loose objects left
+    verify = git(
+        home / "store.git",
+        "verify-pack",
+        "-v",
+        *map(str, (home / "store.git" / "objects" / "pack").glob("*.idx")),
+    ).stdout
+    assert "chain length" in verify  # deltified, not a pack of full objects
+    assert store.transcript(store.head(head.id))[-1]["content"].startswith("answer 59")
+    fsck(home)
+
+
+def test_autopack_kicks_in(store, home, monkeypatch, make_session):
+    monkeypatch.setattr(maintenance, "AUTOPACK_LOOSE", -1)
+    make_session(turns=3)
+    assert list((home / "store.git" / "objects" / "pack").glob("*.pack"))
+    fsck(home)
+
+
+def test_store_files_are_private(cli, home, make_session):
+    make_session(turns=1)
+    cli("list")
+    for path in [home, *home.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        assert mode & 0o077 == 0, (path, oct(mode))
+
+
+def test_stale_locks_are_cleared(store, home, make_session):
+    head = make_session(turns=1)
+    lock = home / "store.git" / "refs" / "heads" / "sessions" / f"{head.id}.lock"
+    lock.write_text("")
+    import os
+    import time
+
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    head = store.commit(
+        head,
+        Change(append=[{"role": "user", "content": "after crash"}]),
+        event="turn",
+        subject="turn",
+    )
+    assert not lock.exists()
+    assert store.transcript(head)[-1]["content"] == "after crash"
+
+
+def test_no_reflogs_left_after_delete(store, home, make_session):
+    head = make_session(turns=1)
+    store.delete(head)
+    assert not list((home / "store.git").glob("logs/**/*"))[:1] or not any(
+        p.is_file() for p in (home / "store.git" / "logs").rglob("*")
+    )
+    fsck(home)
+
+
+def test_sessions_survive_reopen(home, make_session, store):
+    head = make_session(turns=3)
+    again = SessionStore(home)
+    assert again.transcript(again.head(head.id)) == store.transcript(head)
+    again.close()
