@@ -1,0 +1,211 @@
+"""Model settings resolution: pure functions of (flags, environment, config.toml).
+
+Invariant: each setting takes the first value found in this order — CLI flag, environment
+variable, `config.toml`, built-in default — and `ModelSettings.sources` names where each
+came from ("flag --model", "env GITSESSIONS_BASE_URL", "config.toml", "default"), so error
+messages can say what to change. Nothing here reads `os.environ` itself: the caller
+passes the environment in. The API key's value never appears in a source or an error.
+"""
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from gitsessions.values.errors import GitsessionsError
+
+CONFIG_FILE = "config.toml"
+DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
+DEFAULT_MODEL = "gemma4"
+DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai client wants one
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_CONTEXT_TOKENS = 24_000
+
+# setting -> (CLI flag or None, environment variables in priority order)
+_LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "model": ("--model", ("GITSESSIONS_MODEL",)),
+    "base_url": ("--base-url", ("GITSESSIONS_BASE_URL", "OPENAI_BASE_URL")),
+    "api_key": (None, ("OPENAI_API_KEY",)),  # never a flag: it would show in `ps`
+    "summary_model": ("--summary-model", ("GITSESSIONS_SUMMARY_MODEL",)),
+    "timeout": ("--timeout", ("GITSESSIONS_TIMEOUT",)),
+    "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
+}
+
+
+class ConfigError(GitsessionsError):
+    """A setting or the config file is invalid."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Everything needed to talk to a model server, and where each value came from."""
+
+    model: str
+    base_url: str
+    api_key: str
+    summary_model: str
+    timeout: float = DEFAULT_TIMEOUT
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def config_path(home: Path) -> Path:
+    """Where the config file lives under `$GITSESSIONS_HOME`."""
+    return home / CONFIG_FILE
+
+
+def load_config(path: Path | str) -> dict[str, Any]:
+    """The parsed TOML at `path`; {} when the file does not exist."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from error
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        reason = str(error)
+        match = re.search(r"\(at line (\d+), column (\d+)\)", reason)
+        where = f"line {match.group(1)}" if match else "somewhere"
+        reason = reason[: match.start()].strip() if match else reason
+        raise ConfigError(f"malformed config file {path}, {where}: {reason}") from error
+
+
+def resolve_model_settings(
+    flags: Mapping[str, Any],
+    env: Mapping[str, str],
+    config: Mapping[str, Any],
+    *,
+    config_source: str = CONFIG_FILE,
+) -> ModelSettings:
+    """Resolve model settings by precedence flag > env > config > default; validate them.
+
+    `flags` holds CLI option values by setting name (None means not given; `api_key` is
+    ignored there). `config_source` is how sources name the config file.
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, (flag, env_names) in _LOOKUP.items():
+        found = _lookup(name, flag, env_names, flags, env, config, config_source)
+        if found is not None:
+            values[name], sources[name] = found
+
+    defaults = {
+        "model": DEFAULT_MODEL,
+        "base_url": DEFAULT_BASE_URL,
+        "api_key": DEFAULT_API_KEY,
+        "timeout": DEFAULT_TIMEOUT,
+        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
+    }
+    for name, default in defaults.items():
+        if name not in values:
+            values[name], sources[name] = default, "default"
+    if "summary_model" not in values:
+        values["summary_model"] = values["model"]
+        sources["summary_model"] = f"same as model ({sources['model']})"
+
+    for name in ("model", "summary_model", "api_key"):
+        _require_text(name, values[name], sources[name])
+    return ModelSettings(
+        model=values["model"].strip(),
+        base_url=_check_url(values["base_url"], sources["base_url"]),
+        api_key=values["api_key"],
+        summary_model=values["summary_model"].strip(),
+        timeout=_check_timeout(values["timeout"], sources["timeout"]),
+        max_context_tokens=_check_max_tokens(
+            values["max_context_tokens"], sources["max_context_tokens"]
+        ),
+        prices=_check_prices(config.get("prices", {}), config_source),
+        sources=sources,
+    )
+
+
+def _lookup(
+    name: str,
+    flag: str | None,
+    env_names: tuple[str, ...],
+    flags: Mapping[str, Any],
+    env: Mapping[str, str],
+    config: Mapping[str, Any],
+    config_source: str,
+) -> tuple[Any, str] | None:
+    if flag is not None and flags.get(name) is not None:
+        return flags[name], f"flag {flag}"
+    for env_name in env_names:
+        if env.get(env_name, "").strip():
+            return env[env_name].strip(), f"env {env_name}"
+    if config.get(name) is not None:
+        return config[name], config_source
+    return None
+
+
+def _require_text(name: str, value: Any, source: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} from {source} must be a non-empty string")
+
+
+def _check_url(value: Any, source: str) -> str:
+    text = value.strip() if isinstance(value, str) else value
+    parts = urlsplit(text) if isinstance(text, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base_url {value!r} from {source} is not an http(s) URL;"
+            f" expected something like {DEFAULT_BASE_URL}"
+        )
+    return text.rstrip("/")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _check_timeout(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"timeout {value!r} from {source} must be a positive number of seconds")
+    return number
+
+
+def _check_max_tokens(value: Any, source: str) -> int:
+    number = _number(value)
+    if number is None or not number.is_integer() or number <= 0:
+        raise ConfigError(f"max_context_tokens {value!r} from {source} must be a positive integer")
+    return int(number)
+
+
+def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [prices] must be a table of per-model tables")
+    prices: dict[str, dict[str, float]] = {}
+    for model, entry in table.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f'{source}: [prices."{model}"] must be a table')
+        price: dict[str, float] = {}
+        for key in ("prompt", "completion"):
+            number = _number(entry.get(key)) if not isinstance(entry.get(key), str) else None
+            if number is None or not math.isfinite(number) or number < 0:
+                raise ConfigError(
+                    f'{source}: [prices."{model}"] {key} must be a number'
+                    " (USD per 1M tokens, >= 0)"
+                )
+            price[key] = number
+        prices[model] = price
+    return prices

@@ -1,0 +1,304 @@
+"""The model client: one chat completion request against an OpenAI-compatible server.
+
+Invariants: this is the only module that imports `openai`. What it returns is plain data
+(an assistant message dict in the standard chat shape, usage, finish reason), the same
+whether the reply was streamed or not. Every failure the server or the network can cause
+surfaces as one `ModelError` subclass whose message names what to check; a
+KeyboardInterrupt is never swallowed, and a streamed response is always closed.
+"""
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from gitsessions.services.config import ModelSettings
+from gitsessions.values.errors import GitsessionsError
+
+Message = dict[str, Any]
+
+
+class ModelError(GitsessionsError):
+    """The model request failed."""
+
+
+class EndpointUnreachable(ModelError):
+    """No connection to the model server (refused, DNS, unreachable, dropped)."""
+
+
+class AuthenticationFailed(ModelError):
+    """The server rejected the API key (401/403)."""
+
+
+class ModelNotFound(ModelError):
+    """The server does not know the model, or the URL path is wrong (404)."""
+
+
+class RateLimited(ModelError):
+    """The server asked us to slow down (429)."""
+
+
+class ServerError(ModelError):
+    """The server failed (5xx) or reported an error inside a stream."""
+
+
+class RequestRejected(ModelError):
+    """The server refused the request itself (other 4xx, e.g. context too long)."""
+
+
+class ModelTimeout(ModelError):
+    """The server did not answer within the timeout."""
+
+
+class BadResponse(ModelError):
+    """The server answered with something that is not a chat completion."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens the server says the request used."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One assistant reply as plain data."""
+
+    message: Message
+    usage: Usage | None
+    finish_reason: str | None
+    model: str
+
+
+class ModelClient:
+    """Sends chat completion requests to the server named by `settings`."""
+
+    def __init__(self, settings: ModelSettings, *, max_retries: int = 0) -> None:
+        self.settings = settings
+        self._client = openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            timeout=settings.timeout,
+            max_retries=max_retries,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> "ModelClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(
+        self,
+        messages: list[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
+        """Request one reply. With `stream`, `on_text` gets each content delta as it comes."""
+        model = model or self.settings.model
+        request: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            request["tools"] = tools
+        if temperature is not None:
+            request["temperature"] = temperature
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        try:
+            if not stream:
+                response = self._client.chat.completions.create(**request)
+                return _parse_completion(_as_dict(response), model)
+            request.update(stream=True, stream_options={"include_usage": True})
+            chunks = self._client.chat.completions.create(**request)
+            try:
+                return _assemble_stream(chunks, model, on_text)
+            finally:
+                chunks.close()
+        except openai.OpenAIError as error:
+            raise self._map_error(error, model) from error
+        except json.JSONDecodeError as error:  # the openai client lets these through
+            raise BadResponse(
+                f"the model server at {self.settings.base_url} sent a malformed response: {error}"
+            ) from error
+
+    def list_models(self) -> list[str]:
+        """Model ids the server offers (GET /models)."""
+        try:
+            return sorted(model.id for model in self._client.models.list())
+        except openai.OpenAIError as error:
+            raise self._map_error(error, "") from error
+        except json.JSONDecodeError as error:
+            raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
+
+    def _map_error(self, error: openai.OpenAIError, model: str) -> ModelError:
+        url = self.settings.base_url
+        where = f"(base URL from {self.settings.sources.get('base_url', 'settings')})"
+        if isinstance(error, openai.APITimeoutError):
+            return ModelTimeout(
+                f"the model server at {url} did not answer within {self.settings.timeout:g} s;"
+                " check that it is running, or raise timeout in config.toml"
+            )
+        if isinstance(error, openai.APIConnectionError):
+            reason = str(error.__cause__ or error)
+            return EndpointUnreachable(
+                f"cannot reach the model server at {url}: {reason} {where};"
+                " check --base-url or GITSESSIONS_BASE_URL"
+            )
+        if isinstance(error, openai.APIResponseValidationError):
+            return BadResponse(f"the model server at {url} sent a malformed response")
+        if isinstance(error, openai.APIStatusError):
+            return _status_error(error.status_code, _server_message(error), model, url)
+        if isinstance(error, openai.APIError):  # an error event inside a stream
+            return ServerError(f"the model server at {url} reported an error: {error.message}")
+        return BadResponse(f"model request to {url} failed: {error}")
+
+
+def _status_error(status: int, detail: str, model: str, url: str) -> ModelError:
+    said = f" (server said: {detail})" if detail else ""
+    if status in (401, 403):
+        return AuthenticationFailed(
+            f"the model server at {url} rejected the API key (HTTP {status}){said};"
+            " check OPENAI_API_KEY or api_key in config.toml"
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"model {model!r} not found at {url} (HTTP 404){said};"
+            " check --model or GITSESSIONS_MODEL (Ollama: `ollama pull`) and the base URL path"
+        )
+    if status == 429:
+        return RateLimited(
+            f"the model server at {url} is rate limiting requests (HTTP 429){said};"
+            " wait and retry, or check your plan's limits"
+        )
+    if status >= 500:
+        return ServerError(f"the model server at {url} failed with HTTP {status}{said}")
+    return RequestRejected(f"the model server at {url} rejected the request (HTTP {status}){said}")
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, Mapping) else inner
+        if isinstance(message, str):
+            return " ".join(message.split())[:200]
+    return ""
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, openai.BaseModel):
+        return obj.to_dict()
+    if isinstance(obj, dict):
+        return obj
+    raise BadResponse(f"the model server sent a {type(obj).__name__}, not a chat completion")
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, Mapping):
+        return None
+    prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return Usage(prompt, completion)
+
+
+def _parse_completion(data: dict[str, Any], model: str) -> Completion:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise BadResponse("the model server's response has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        raise BadResponse("the model server's response has no message")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise BadResponse("the model server's message content is not text")
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise BadResponse("the model server's tool_calls is not a list")
+    return Completion(
+        message=_assistant_message(content or "", [_tool_call(c) for c in calls]),
+        usage=_usage(data.get("usage")),
+        finish_reason=choices[0].get("finish_reason"),
+        model=data.get("model") or model,
+    )
+
+
+def _tool_call(call: Any) -> Message:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise BadResponse("the model server sent a tool call without a function name")
+    arguments = function.get("arguments")
+    return {
+        "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {
+            "name": function["name"],
+            "arguments": arguments if isinstance(arguments, str) and arguments else "{}",
+        },
+    }
+
+
+def _assistant_message(text: str, calls: list[Message]) -> Message:
+    message: Message = {"role": "assistant", "content": text or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _assemble_stream(
+    chunks: Any, model: str, on_text: Callable[[str], None] | None
+) -> Completion:
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    saw_choice = False
+    for chunk in chunks:
+        data = _as_dict(chunk)
+        model = data.get("model") or model
+        usage = _usage(data.get("usage")) or usage
+        for choice in data.get("choices") or []:
+            saw_choice = True
+            finish_reason = choice.get("finish_reason") or finish_reason
+            delta = choice.get("delta") or {}
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                text.append(piece)
+                if on_text is not None:
+                    on_text(piece)
+            for part in delta.get("tool_calls") or []:
+                _merge_call_delta(calls, part)
+    if not saw_choice:
+        raise BadResponse("the model server's stream carried no choices")
+    ordered = [_tool_call(calls[index]) for index in sorted(calls)]
+    return Completion(_assistant_message("".join(text), ordered), usage, finish_reason, model)
+
+
+def _merge_call_delta(calls: dict[int, dict[str, Any]], part: Mapping[str, Any]) -> None:
+    """Fold one streamed tool-call fragment into `calls`, keyed by its index."""
+    index = part.get("index")
+    if not isinstance(index, int):  # servers that omit the index send whole calls
+        index = len(calls) if part.get("id") or not calls else max(calls)
+    call = calls.setdefault(index, {"id": None, "function": {"name": None, "arguments": ""}})
+    call["id"] = part.get("id") or call["id"]
+    function = part.get("function") or {}
+    if function.get("name"):
+        call["function"]["name"] = function["name"]
+    if isinstance(function.get("arguments"), str):
+        call["function"]["arguments"] += function["arguments"]

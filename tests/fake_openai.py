@@ -1,0 +1,314 @@
+"""A scripted, OpenAI-compatible HTTP server on 127.0.0.1 for tests. Never reaches the network.
+
+It is a real server (stdlib `ThreadingHTTPServer`, port 0), so the real `openai` client,
+or a `gitsessions` subprocess given `--base-url server.base_url`, talks to it over HTTP.
+
+    with FakeOpenAI() as server:           # or the `fake_openai` pytest fixture below
+        server.base_url                    # "http://127.0.0.1:PORT/v1"
+        server.reply(content="hi", usage=(10, 5))
+        server.reply(tool_calls=[{"name": "read_file", "arguments": {"path": "a.txt"}}])
+        server.fail(status=500)            # answers the next request with an error
+        server.delay(2.0)                  # waits 2 s, then serves the next queued item
+        server.malformed()                 # a 200 whose body is not valid JSON / SSE
+        server.responder = fn              # fn(request_json) -> str | dict | Reply
+        server.requests                    # every POSTed body (parsed JSON), in order
+        server.authorizations              # the Authorization header of each POST
+
+Scripted items are served first-in first-out, one per `POST /v1/chat/completions`. When the
+queue is empty the server calls `responder` if set (a `str` is the reply content, a `dict`
+holds `reply()` keyword arguments), otherwise answers with `default` (content "ok").
+Tool calls may be given in the standard shape (`id`, `type`, `function.name`,
+`function.arguments`) or as `{"name": ..., "arguments": dict-or-str}`; missing ids become
+`call_<n>`. A request with `"stream": true` is answered as server-sent events: a role
+chunk, the content in a few pieces, each tool call as an id/name chunk followed by its
+arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
+`stream_options.include_usage` is set, then `data: [DONE]`. `GET /v1/models` lists
+`server.models`. Anything else is a 404.
+"""
+
+import json
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class Reply:
+    """One assistant answer: text and/or tool calls, with the usage the server reports."""
+
+    content: str | None = "ok"
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: tuple[int, int] | None = (10, 5)
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+@dataclass
+class Failure:
+    """An HTTP error answer with an OpenAI-style error body."""
+
+    status: int
+    message: str
+
+
+@dataclass
+class Delay:
+    """Wait, then serve the next item (or the default)."""
+
+    seconds: float
+
+
+@dataclass
+class Malformed:
+    """A 200 answer whose body is not what the client can parse."""
+
+    body: str
+
+
+Responder = Callable[[dict[str, Any]], "str | dict[str, Any] | Reply"]
+
+
+def _tool_call(call: dict[str, Any], n: int) -> dict[str, Any]:
+    function = call.get("function", call)
+    arguments = function.get("arguments", "{}")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {
+        "id": call.get("id", f"call_{n}"),
+        "type": "function",
+        "function": {"name": function["name"], "arguments": arguments},
+    }
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+class FakeOpenAI:
+    """The scripted server. See the module docstring for the API."""
+
+    def __init__(self, default: Reply | None = None) -> None:
+        self.default = default or Reply()
+        self.responder: Responder | None = None
+        self.models: list[str] = ["gemma4", "fake-model"]
+        self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
+        self._queue: deque[Reply | Failure | Delay | Malformed] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -------------------------------------------------------------------
+
+    def reply(self, content: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+              usage: tuple[int, int] | None = (10, 5), finish_reason: str | None = None,
+              model: str | None = None) -> None:
+        """Queue one assistant answer."""
+        self._push(Reply(content, list(tool_calls or []), usage, finish_reason, model))
+
+    def fail(self, status: int = 500, message: str = "scripted failure") -> None:
+        """Queue an HTTP error answer."""
+        self._push(Failure(status, message))
+
+    def delay(self, seconds: float) -> None:
+        """Queue a pause before the next answer (for client timeouts)."""
+        self._push(Delay(seconds))
+
+    def malformed(self, body: str = "{this is not json") -> None:
+        """Queue a 200 answer with an unparseable body."""
+        self._push(Malformed(body))
+
+    def _push(self, item: Reply | Failure | Delay | Malformed) -> None:
+        with self._lock:
+            self._queue.append(item)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def last_request(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def start(self) -> "FakeOpenAI":
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- serving ---------------------------------------------------------------------
+
+    def _next(self, request: dict[str, Any]) -> Reply | Failure | Malformed:
+        while True:
+            with self._lock:
+                item = self._queue.popleft() if self._queue else None
+            if isinstance(item, Delay):
+                self._stopping.wait(item.seconds)
+                continue
+            if item is not None:
+                return item
+            if self.responder is None:
+                return self.default
+            answer = self.responder(request)
+            if isinstance(answer, str):
+                return Reply(content=answer)
+            return answer if isinstance(answer, Reply) else Reply(**answer)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out or hung up mid-answer is expected, not worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    @property
+    def fake(self) -> FakeOpenAI:
+        return self.server.fake  # type: ignore[attr-defined]
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                    for m in self.fake.models]
+            self._json(200, {"object": "list", "data": data})
+        else:
+            self._json(404, _error(f"no route {self.path}", "not_found"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._json(404, _error(f"no route {self.path}", "not_found"))
+            return
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            self._json(400, _error("request body is not JSON", "invalid_request_error"))
+            return
+        with self.fake._lock:
+            self.fake.requests.append(request)
+            self.fake.authorizations.append(self.headers.get("Authorization"))
+        item = self.fake._next(request)
+        stream = bool(request.get("stream"))
+        if isinstance(item, Failure):
+            self._json(item.status, _error(item.message, f"http_{item.status}"))
+        elif isinstance(item, Malformed):
+            if stream:
+                self._send(200, "text/event-stream", f"data: {item.body}\n\n".encode())
+            else:
+                self._send(200, "application/json", item.body.encode())
+        elif stream:
+            include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+            self._stream(item, request.get("model", "fake-model"), include_usage)
+        else:
+            self._json(200, _completion(item, request.get("model", "fake-model")))
+
+    def _json(self, status: int, body: dict[str, Any]) -> None:
+        self._send(status, "application/json", json.dumps(body).encode())
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, reply: Reply, model: str, include_usage: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        calls = [_tool_call(c, n) for n, c in enumerate(reply.tool_calls)]
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        deltas += [{"content": piece} for piece in _pieces(reply.content or "")]
+        for index, call in enumerate(calls):
+            name = call["function"]["name"]
+            head = {"index": index, "id": call["id"], "type": "function"}
+            deltas.append({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+            for piece in _pieces(call["function"]["arguments"], 2):
+                deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                "model": reply.model or model}
+        for delta in deltas:
+            self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if include_usage and reply.usage is not None:
+            self._event({**base, "choices": [], "usage": _usage(reply.usage)})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    def _event(self, chunk: dict[str, Any]) -> None:
+        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.flush()
+
+
+def _usage(usage: tuple[int, int]) -> dict[str, int]:
+    prompt, completion = usage
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+
+
+def _completion(reply: Reply, model: str) -> dict[str, Any]:
+    calls = [_tool_call(c, n) for n, c in enumerate(reply.tool_calls)]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if calls:
+        message["tool_calls"] = calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+        "model": reply.model or model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
+    }
+    if reply.usage is not None:
+        body["usage"] = _usage(reply.usage)
+    return body
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A started `FakeOpenAI`, stopped after the test."""
+    with FakeOpenAI() as server:
+        yield server

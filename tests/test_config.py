@@ -1,0 +1,142 @@
+"""Settings resolution: precedence flag > env > config.toml > default, sources, validation,
+and the config file loader. Never reads the real environment or home directory."""
+
+from pathlib import Path
+
+import pytest
+
+from gitsessions.services.config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL,
+    ConfigError,
+    config_path,
+    load_config,
+    resolve_model_settings,
+)
+from gitsessions.services.pricing import estimate_cost
+
+
+def test_defaults_target_a_local_ollama() -> None:
+    settings = resolve_model_settings({}, {}, {})
+    assert settings.base_url == DEFAULT_BASE_URL == "http://localhost:11434/v1"
+    assert settings.model == DEFAULT_MODEL == "gemma4"
+    assert settings.summary_model == "gemma4"
+    assert settings.api_key == "not-needed"
+    assert settings.timeout == 120.0
+    assert settings.sources["base_url"] == "default"
+    assert settings.sources["summary_model"] == "same as model (default)"
+
+
+def test_precedence_flag_over_env_over_config() -> None:
+    config = {"model": "cfg-model", "base_url": "http://cfg:1/v1", "api_key": "cfg-key",
+              "summary_model": "cfg-small", "timeout": 30}
+    env = {"GITSESSIONS_MODEL": "env-model", "OPENAI_BASE_URL": "http://openai-env:2/v1",
+           "OPENAI_API_KEY": "env-key"}
+    flags = {"model": "flag-model", "base_url": None, "api_key": "ignored-flag-key"}
+    settings = resolve_model_settings(flags, env, config)
+    assert settings.model == "flag-model"
+    assert settings.sources["model"] == "flag --model"
+    assert settings.base_url == "http://openai-env:2/v1"
+    assert settings.sources["base_url"] == "env OPENAI_BASE_URL"
+    assert settings.api_key == "env-key"
+    assert settings.sources["api_key"] == "env OPENAI_API_KEY"
+    assert settings.summary_model == "cfg-small"
+    assert settings.sources["summary_model"] == "config.toml"
+    assert settings.timeout == 30.0
+    assert settings.sources["timeout"] == "config.toml"
+
+
+def test_gitsessions_base_url_beats_openai_base_url() -> None:
+    env = {"GITSESSIONS_BASE_URL": "http://mine:1/v1/", "OPENAI_BASE_URL": "http://theirs/v1"}
+    settings = resolve_model_settings({}, env, {})
+    assert settings.base_url == "http://mine:1/v1"
+    assert settings.sources["base_url"] == "env GITSESSIONS_BASE_URL"
+
+
+def test_empty_env_values_count_as_unset() -> None:
+    settings = resolve_model_settings({}, {"GITSESSIONS_MODEL": " "}, {"model": "cfg"})
+    assert (settings.model, settings.sources["model"]) == ("cfg", "config.toml")
+
+
+def test_summary_model_follows_the_resolved_model() -> None:
+    settings = resolve_model_settings({}, {"GITSESSIONS_MODEL": "qwen3"}, {})
+    assert settings.summary_model == "qwen3"
+    assert settings.sources["summary_model"] == "same as model (env GITSESSIONS_MODEL)"
+    flagged = resolve_model_settings({"summary_model": "tiny"}, {}, {})
+    assert flagged.summary_model == "tiny"
+    assert flagged.sources["summary_model"] == "flag --summary-model"
+
+
+@pytest.mark.parametrize("url", ["localhost:11434", "ftp://host/v1", "http://", "", 42])
+def test_base_url_must_be_http(url: object) -> None:
+    with pytest.raises(ConfigError, match="base_url") as caught:
+        resolve_model_settings({}, {}, {"base_url": url})
+    assert "\n" not in str(caught.value)
+
+
+def test_bad_env_url_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="env GITSESSIONS_BASE_URL"):
+        resolve_model_settings({}, {"GITSESSIONS_BASE_URL": "nope"}, {})
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "soon", True, float("inf")])
+def test_timeout_must_be_positive(timeout: object) -> None:
+    with pytest.raises(ConfigError, match="timeout"):
+        resolve_model_settings({}, {}, {"timeout": timeout})
+
+
+def test_timeout_from_env_is_parsed() -> None:
+    settings = resolve_model_settings({}, {"GITSESSIONS_TIMEOUT": "2.5"}, {})
+    assert settings.timeout == 2.5
+
+
+def test_max_context_tokens() -> None:
+    assert resolve_model_settings({}, {}, {"max_context_tokens": 8192}).max_context_tokens == 8192
+    with pytest.raises(ConfigError, match="max_context_tokens"):
+        resolve_model_settings({}, {}, {"max_context_tokens": 1.5})
+
+
+def test_api_key_value_never_appears_in_errors() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_model_settings({}, {}, {"api_key": 12345})
+    assert "12345" not in str(caught.value)
+
+
+def test_prices_from_config_feed_the_cost_estimate(tmp_path: Path) -> None:
+    path = config_path(tmp_path)
+    path.write_text('model = "gpt-4o"\n[prices."my-model"]\nprompt = 1.0\ncompletion = 2\n')
+    settings = resolve_model_settings({}, {}, load_config(path))
+    assert settings.prices == {"my-model": {"prompt": 1.0, "completion": 2.0}}
+    assert estimate_cost("my-model", 1_000_000, 500_000, settings.prices) == (2.0, True)
+    assert estimate_cost("gpt-4o-2024-08-06", 1_000_000, 0, settings.prices) == (2.5, True)
+    assert estimate_cost("unknown", 1000, 1000, settings.prices) == (0.0, False)
+    override = {"gpt-4o": {"prompt": 0.0, "completion": 0.0}}
+    assert estimate_cost("gpt-4o", 1000, 1000, override) == (0.0, True)
+
+
+def test_bad_prices_are_rejected() -> None:
+    with pytest.raises(ConfigError, match=r'prices\."m"'):
+        resolve_model_settings({}, {}, {"prices": {"m": {"prompt": "cheap", "completion": 1}}})
+
+
+def test_missing_config_file_is_empty(tmp_path: Path) -> None:
+    assert load_config(tmp_path / "config.toml") == {}
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('model = "a"\nbase_url = \n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert "line 2" in message
+    assert "\n" not in message
+
+
+def test_config_file_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('base_url = "https://api.example.com/v1"\ntimeout = 5\n')
+    settings = resolve_model_settings({}, {}, load_config(path), config_source=str(path))
+    assert settings.base_url == "https://api.example.com/v1"
+    assert settings.sources["base_url"] == str(path)

@@ -1,0 +1,229 @@
+"""The model client against a real local HTTP server (tests/fake_openai.py): replies,
+streaming, tool calls, usage, and the mapping of every failure to a one-line error."""
+
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from gitsessions.services.config import resolve_model_settings
+from gitsessions.services.model import (
+    AuthenticationFailed,
+    BadResponse,
+    Completion,
+    EndpointUnreachable,
+    ModelClient,
+    ModelError,
+    ModelNotFound,
+    ModelTimeout,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+    Usage,
+)
+from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
+
+USER = [{"role": "user", "content": "hi"}]
+CALLS = [
+    {"id": "call_a", "name": "read_file", "arguments": {"path": "a.txt"}},
+    {"id": "call_b", "name": "run", "arguments": {"command": "ls -la", "timeout": 5}},
+]
+
+
+def make_client(base_url: str, **flags: object) -> ModelClient:
+    settings = resolve_model_settings(
+        {"base_url": base_url, **flags}, {"OPENAI_API_KEY": "sk-test"}, {}
+    )
+    return ModelClient(settings)
+
+
+@pytest.fixture
+def server(fake_openai: FakeOpenAI) -> FakeOpenAI:  # noqa: F811
+    return fake_openai
+
+
+@pytest.fixture
+def client(server: FakeOpenAI) -> Iterator[ModelClient]:
+    with make_client(server.base_url) as model_client:
+        yield model_client
+
+
+def test_plain_completion(server: FakeOpenAI, client: ModelClient) -> None:
+    server.reply(content="hello there", usage=(12, 3))
+    result = client.complete(USER, temperature=0, max_tokens=50)
+    assert result == Completion(
+        message={"role": "assistant", "content": "hello there"},
+        usage=Usage(12, 3),
+        finish_reason="stop",
+        model="gemma4",
+    )
+    request = server.last_request
+    assert request["messages"] == USER
+    assert (request["temperature"], request["max_tokens"], request["model"]) == (0, 50, "gemma4")
+    assert "stream" not in request and "tools" not in request
+    assert server.authorizations == ["Bearer sk-test"]
+
+
+def test_model_override_and_tools_are_sent(server: FakeOpenAI, client: ModelClient) -> None:
+    tools = [{"type": "function", "function": {"name": "noop", "parameters": {}}}]
+    client.complete(USER, model="summarizer", tools=tools)
+    assert server.last_request["model"] == "summarizer"
+    assert server.last_request["tools"] == tools
+
+
+def test_non_streamed_tool_calls(server: FakeOpenAI, client: ModelClient) -> None:
+    server.reply(tool_calls=CALLS)
+    result = client.complete(USER)
+    assert result.finish_reason == "tool_calls"
+    assert result.message["content"] is None
+    assert [c["function"]["name"] for c in result.message["tool_calls"]] == ["read_file", "run"]
+
+
+def test_streaming_assembles_text_deltas(server: FakeOpenAI, client: ModelClient) -> None:
+    server.reply(content="The quick brown fox", usage=(7, 4))
+    pieces: list[str] = []
+    result = client.complete(USER, stream=True, on_text=pieces.append)
+    assert len(pieces) > 1
+    assert "".join(pieces) == "The quick brown fox"
+    assert result.message == {"role": "assistant", "content": "The quick brown fox"}
+    assert result.usage == Usage(7, 4)
+    assert result.finish_reason == "stop"
+    assert server.last_request["stream"] is True
+    assert server.last_request["stream_options"] == {"include_usage": True}
+
+
+def test_streamed_tool_calls_are_assembled_by_index(
+    server: FakeOpenAI, client: ModelClient
+) -> None:
+    server.reply(content="Let me look.", tool_calls=CALLS, usage=(30, 9))
+    result = client.complete(USER, stream=True)
+    assert result.message == {
+        "role": "assistant",
+        "content": "Let me look.",
+        "tool_calls": [
+            {"id": "call_a", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
+            {"id": "call_b", "type": "function",
+             "function": {"name": "run", "arguments": '{"command": "ls -la", "timeout": 5}'}},
+        ],
+    }
+    assert result.finish_reason == "tool_calls"
+    assert result.usage == Usage(30, 9)
+
+
+def test_missing_usage_is_none(server: FakeOpenAI, client: ModelClient) -> None:
+    server.reply(content="a", usage=None)
+    assert client.complete(USER).usage is None
+    server.reply(content="b", usage=None)
+    assert client.complete(USER, stream=True).usage is None
+
+
+def test_responder_sees_the_request(server: FakeOpenAI, client: ModelClient) -> None:
+    server.responder = lambda request: f"you said {request['messages'][-1]['content']}"
+    assert client.complete(USER).message["content"] == "you said hi"
+
+
+def test_list_models(client: ModelClient) -> None:
+    assert client.list_models() == ["fake-model", "gemma4"]
+
+
+def test_connection_refused_names_the_url_and_the_fix() -> None:
+    with socket.socket() as sock:  # bound but not listening: connections are refused
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        with make_client(url) as model_client, pytest.raises(EndpointUnreachable) as caught:
+            model_client.complete(USER)
+    message = str(caught.value)
+    assert url in message
+    assert "--base-url" in message and "GITSESSIONS_BASE_URL" in message
+    assert "flag --base-url" in message  # where the URL came from
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "hint"),
+    [
+        (401, AuthenticationFailed, "OPENAI_API_KEY"),
+        (403, AuthenticationFailed, "OPENAI_API_KEY"),
+        (404, ModelNotFound, "GITSESSIONS_MODEL"),
+        (429, RateLimited, "429"),
+        (500, ServerError, "HTTP 500"),
+        (503, ServerError, "HTTP 503"),
+        (400, RequestRejected, "HTTP 400"),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_http_errors_map_to_specific_errors(
+    server: FakeOpenAI,
+    client: ModelClient,
+    status: int,
+    error: type[ModelError],
+    hint: str,
+    stream: bool,
+) -> None:
+    server.fail(status=status, message="nope\nreally")
+    with pytest.raises(error) as caught:
+        client.complete(USER, stream=stream)
+    message = str(caught.value)
+    assert hint in message
+    assert "\n" not in message
+    assert "server said: nope really" in message
+    if status == 404:
+        assert "'gemma4'" in message and server.base_url in message
+    assert len(server.requests) == 1  # no retries
+
+
+def test_timeout_names_the_seconds(server: FakeOpenAI) -> None:
+    server.delay(30)
+    client = make_client(server.base_url, timeout=0.2)
+    with client, pytest.raises(ModelTimeout, match=r"within 0\.2 s"):
+        client.complete(USER)
+
+
+@pytest.mark.parametrize("body", ["{this is not json", '{"unexpected": 1}', "[]", '"text"'])
+@pytest.mark.parametrize("stream", [False, True])
+def test_malformed_bodies_are_bad_responses(
+    server: FakeOpenAI, client: ModelClient, body: str, stream: bool
+) -> None:
+    server.malformed(body)
+    with pytest.raises(BadResponse) as caught:
+        client.complete(USER, stream=stream)
+    assert "\n" not in str(caught.value)
+
+
+def test_keyboard_interrupt_propagates_and_closes_the_stream(
+    server: FakeOpenAI, client: ModelClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: list[bool] = []
+    original_close = openai.Stream.close
+
+    def spy_close(self: openai.Stream) -> None:  # type: ignore[type-arg]
+        closed.append(True)
+        original_close(self)
+
+    monkeypatch.setattr(openai.Stream, "close", spy_close)
+
+    def interrupt(text: str) -> None:
+        raise KeyboardInterrupt
+
+    server.reply(content="a long answer")
+    with pytest.raises(KeyboardInterrupt):
+        client.complete(USER, stream=True, on_text=interrupt)
+    assert closed
+    server.reply(content="still works")
+    assert client.complete(USER).message["content"] == "still works"
+
+
+def test_keyboard_interrupt_while_waiting_is_not_swallowed(server: FakeOpenAI) -> None:
+    server.delay(30)
+    interrupt = threading.Timer(
+        0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+    )
+    with make_client(server.base_url) as model_client, pytest.raises(KeyboardInterrupt):
+        interrupt.start()
+        try:
+            model_client.complete(USER)
+        finally:
+            interrupt.cancel()

@@ -1,0 +1,140 @@
+"""Token counting: real tiktoken counts, message and tool overheads, caching, calibration,
+and the character-estimate fallback."""
+
+import pytest
+
+from gitsessions.values import tokens
+from gitsessions.values.tokens import ESTIMATE_METHOD, TokenCounter, default_counter
+
+
+@pytest.fixture(scope="module")
+def counter() -> TokenCounter:
+    result = TokenCounter()
+    assert result.method == "tiktoken:cl100k_base", "the offline encoding should load"
+    return result
+
+
+def test_text_counts_are_real_tiktoken(counter: TokenCounter) -> None:
+    assert counter.exact
+    assert counter.count_text("hello world") == 2
+    assert counter.count_text("") == 0
+    # special-token text is counted as ordinary text, not rejected
+    assert counter.count_text("<|endoftext|>") > 1
+
+
+def test_message_counts_role_content_and_overhead(counter: TokenCounter) -> None:
+    message = {"role": "user", "content": "hello world"}
+    assert counter.count_message(message) == tokens.MESSAGE_OVERHEAD + 1 + 2
+    parts = {"role": "user", "content": [{"type": "text", "text": "hello world"}]}
+    assert counter.count_message(parts) == counter.count_message(message)
+    named = {**message, "name": "alice"}
+    assert counter.count_message(named) > counter.count_message(message)
+
+
+def test_tool_calls_and_results_are_counted(counter: TokenCounter) -> None:
+    bare = {"role": "assistant", "content": None}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "src/main.py"}'},
+    }
+    with_call = {**bare, "tool_calls": [call]}
+    expected = (
+        tokens.TOOL_CALL_OVERHEAD
+        + counter.count_text("read_file")
+        + counter.count_text('{"path": "src/main.py"}')
+    )
+    assert counter.count_message(with_call) - counter.count_message(bare) == expected
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "print('hi')"}
+    assert counter.count_message(result) > counter.count_message(
+        {"role": "tool", "content": "print('hi')"}
+    )
+
+
+def test_tool_schemas_are_counted_and_cached(counter: TokenCounter) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": "Read a file from the workspace.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+    ]
+    assert counter.count_tools(None) == 0
+    assert counter.count_tools([]) == 0
+    one = counter.count_tools(tools)
+    assert one > 20
+    assert counter.count_tools(tools * 2) > one
+    misses = counter.cache_misses
+    assert counter.count_tools(tools) == one
+    assert counter.cache_misses == misses
+
+
+def test_context_adds_reply_priming_and_tools(counter: TokenCounter) -> None:
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    tools = [{"type": "function", "function": {"name": "noop", "parameters": {}}}]
+    plain = sum(counter.count_message(m) for m in messages) + tokens.REPLY_PRIMING
+    assert counter.count_context(messages) == plain
+    assert counter.count_context(messages, tools) == plain + counter.count_tools(tools)
+
+
+def test_recounting_a_long_context_hits_the_cache() -> None:
+    counter = TokenCounter()
+    messages = [{"role": "user", "content": f"message number {n}"} for n in range(10_000)]
+    first = counter.count_context(messages)
+    assert counter.cache_misses == 10_000
+    assert counter.count_context(messages) == first
+    assert counter.cache_misses == 10_000
+    assert counter.cache_hits == 10_000
+    counter.count_context([*messages, {"role": "assistant", "content": "new"}])
+    assert counter.cache_misses == 10_001
+
+
+def test_equal_messages_share_a_cache_entry_regardless_of_key_order() -> None:
+    counter = TokenCounter()
+    counter.count_message({"role": "user", "content": "x"})
+    counter.count_message({"content": "x", "role": "user"})
+    assert (counter.cache_misses, counter.cache_hits) == (1, 1)
+
+
+def test_cache_is_bounded() -> None:
+    counter = TokenCounter(cache_size=10)
+    for n in range(50):
+        counter.count_message({"role": "user", "content": str(n)})
+    counter.count_message({"role": "user", "content": "0"})
+    assert counter.cache_misses == 51
+    counter.count_message({"role": "user", "content": "49"})
+    assert counter.cache_hits == 1
+
+
+def test_calibration_scales_estimates_within_bounds(counter: TokenCounter) -> None:
+    calibrated = TokenCounter()
+    messages = [{"role": "user", "content": "hello world " * 50}]
+    raw = calibrated.count_context(messages)
+    assert calibrated.estimate(messages) == raw
+    calibrated.calibrate(raw, int(raw * 1.5))
+    assert calibrated.ratio == pytest.approx(1.5, rel=0.01)
+    assert calibrated.estimate(messages) >= raw * 1.49
+    calibrated.calibrate(raw, raw * 10)
+    assert calibrated.ratio == tokens.CALIBRATION_MAX
+    calibrated.calibrate(raw, 1)
+    assert calibrated.ratio == tokens.CALIBRATION_MIN
+    calibrated.calibrate(0, 100)  # ignored
+    assert calibrated.ratio == tokens.CALIBRATION_MIN
+
+
+@pytest.mark.parametrize("name", ["no_such_encoding_offline", "cl100k_base", "o200k_base"])
+def test_fallback_estimate_never_downloads(name: str) -> None:
+    counter = TokenCounter(name)
+    assert counter.method == ESTIMATE_METHOD
+    assert not counter.exact
+    assert counter.count_text("hello world") == 3  # ceil(11 / 4)
+    assert counter.count_text("abcd") == 1
+    message = {"role": "user", "content": "abcdefgh"}
+    assert counter.count_message(message) == tokens.MESSAGE_OVERHEAD + 1 + 2
+
+
+def test_default_counter_is_shared() -> None:
+    assert default_counter() is default_counter()
