@@ -1,0 +1,214 @@
+"""The tool registry and dispatcher: one OpenAI tool call in, one `ToolOutcome` out.
+
+`dispatch` never raises for anything the model did wrong: malformed or mistyped
+arguments, an unknown tool, a refused path, a failed edit, an OSError all come back as
+an outcome with `ok=False` and content starting `error: `, which the model reads and can
+correct. Only bugs propagate (exceptions that are neither `GitsessionsError` nor
+`OSError`). A tool registered with `needs_approval` runs only after `approve(name,
+arguments)` returned True; otherwise it does not run and the content says the user
+denied it (`error: denied by the user: ...`; every failure starts `error:`, which is
+what the ledger keys on, so a denied write is never listed as a changed file). Every
+content is bounded by the output limit.
+"""
+
+import copy
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gitsessions.services.tools.arguments import (
+    InvalidArguments,
+    check_arguments,
+    parse_arguments,
+)
+from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT, truncate
+from gitsessions.services.tools.result import ToolResult
+from gitsessions.services.tools.schemas import ToolDefinition
+from gitsessions.values.canonical import dumps_line
+from gitsessions.values.errors import GitsessionsError
+
+Handler = Callable[[dict[str, Any]], ToolResult | str]
+Approver = Callable[[str, Mapping[str, Any]], bool]
+MIN_REGISTRY_OUTPUT_LIMIT = 1_000
+
+
+def deny_all(name: str, arguments: Mapping[str, Any]) -> bool:
+    """The default approver: no mutating tool runs (what `exec` does without --auto-approve)."""
+    return False
+
+
+def approve_all(name: str, arguments: Mapping[str, Any]) -> bool:
+    """The approver for --auto-approve: every tool runs."""
+    return True
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one dispatched tool call, for the tool message and the audit log.
+
+    `content` goes into the tool message verbatim. `ok` is False for every error, for a
+    denied call and for a shell timeout (a non-zero exit code is still ok: the tool did
+    its job). `duration` is the handler's run time in seconds (0.0 when it did not run).
+    `arguments_digest` is the sha256 hex of the canonical JSON of the arguments as sent
+    (of the raw string when it is not valid JSON). `changed_path` is the workspace-
+    relative path written by write_file/edit_file; `exit_code` is run_shell's.
+    """
+
+    call_id: str
+    tool: str
+    content: str
+    ok: bool
+    duration: float
+    arguments_digest: str
+    changed_path: str | None = None
+    exit_code: int | None = None
+    denied: bool = False
+
+    def message(self) -> dict[str, Any]:
+        """The OpenAI `tool` message answering the call."""
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool: its definition for the model, its handler, its approval need."""
+
+    name: str
+    definition: ToolDefinition
+    handler: Handler
+    needs_approval: bool
+
+
+def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
+    """sha256 hex of the canonical JSON of `parsed`, or of `raw` when unparsed."""
+    data: bytes | None = None
+    if parsed is not None:
+        try:
+            data = dumps_line(parsed)
+        except ValueError:  # NaN or Infinity: not canonical JSON
+            data = None
+    if data is None:
+        data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else repr(raw).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def describe_os_error(error: OSError) -> str:
+    """A one-line description of an OSError, naming the file when known."""
+    if error.strerror and error.filename:
+        return f"{error.strerror}: {error.filename}"
+    return error.strerror or str(error) or type(error).__name__
+
+
+class ToolRegistry:
+    """Tools by name, and the dispatcher that runs a model's tool call."""
+
+    def __init__(
+        self, *, approve: Approver = deny_all, output_limit: int = DEFAULT_OUTPUT_LIMIT
+    ) -> None:
+        if output_limit < MIN_REGISTRY_OUTPUT_LIMIT:
+            raise ValueError(f"output_limit must be at least {MIN_REGISTRY_OUTPUT_LIMIT}")
+        self.approve = approve
+        self.output_limit = output_limit
+        self._tools: dict[str, ToolSpec] = {}
+
+    def register(
+        self,
+        name: str,
+        schema: ToolDefinition,
+        handler: Handler,
+        *,
+        needs_approval: bool = False,
+    ) -> None:
+        """Add a tool; `schema` is its OpenAI function-tool definition, named `name`."""
+        function = schema.get("function")
+        if schema.get("type") != "function" or not isinstance(function, Mapping):
+            raise ValueError(f"tool {name!r}: schema must be an OpenAI function tool")
+        if function.get("name") != name:
+            raise ValueError(f"tool {name!r}: schema names {function.get('name')!r}")
+        if not isinstance(function.get("parameters"), Mapping):
+            raise ValueError(f"tool {name!r}: schema has no parameters object")
+        if name in self._tools:
+            raise ValueError(f"tool {name!r} is already registered")
+        self._tools[name] = ToolSpec(name, copy.deepcopy(schema), handler, needs_approval)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Registered tool names, in registration order."""
+        return tuple(self._tools)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """The `tools=` list for the chat completions request (copies)."""
+        return [copy.deepcopy(spec.definition) for spec in self._tools.values()]
+
+    def needs_approval(self, name: str) -> bool:
+        """Whether `name` is registered as needing approval (unknown names: False)."""
+        spec = self._tools.get(name)
+        return spec is not None and spec.needs_approval
+
+    def dispatch(self, call: Mapping[str, Any]) -> ToolOutcome:
+        """Run one OpenAI tool call dict; every model mistake becomes an error outcome."""
+        call_id = call.get("id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = function.get("name")
+        name = name if isinstance(name, str) else ""
+        raw = function.get("arguments", "")
+        parsed: dict[str, Any] | None = None
+
+        def failed(message: str, **extra: Any) -> ToolOutcome:
+            return ToolOutcome(
+                call_id=call_id,
+                tool=name,
+                content=truncate(f"error: {message}", self.output_limit),
+                ok=False,
+                duration=extra.pop("duration", 0.0),
+                arguments_digest=arguments_digest(raw, parsed),
+                **extra,
+            )
+
+        spec = self._tools.get(name)
+        if spec is None:
+            available = ", ".join(self._tools) or "none"
+            return failed(f"unknown tool {name!r}; available: {available}")
+        try:
+            parsed = parse_arguments(raw)
+            arguments = check_arguments(name, parsed, spec.definition["function"]["parameters"])
+        except InvalidArguments as error:
+            return failed(str(error))
+        if spec.needs_approval and not self.approve(name, arguments):
+            return ToolOutcome(
+                call_id=call_id,
+                tool=name,
+                content=(
+                    f"error: denied by the user: this {name} call was not approved, so it "
+                    "was not run. Do not retry it unchanged; ask the user or take another "
+                    "approach."
+                ),
+                ok=False,
+                duration=0.0,
+                arguments_digest=arguments_digest(raw, parsed),
+                denied=True,
+            )
+        started = time.monotonic()
+        try:
+            result = spec.handler(arguments)
+        except GitsessionsError as error:
+            return failed(str(error), duration=time.monotonic() - started)
+        except OSError as error:
+            return failed(describe_os_error(error), duration=time.monotonic() - started)
+        duration = time.monotonic() - started
+        if isinstance(result, str):
+            result = ToolResult(result)
+        return ToolOutcome(
+            call_id=call_id,
+            tool=name,
+            content=truncate(result.content, self.output_limit),
+            ok=result.ok,
+            duration=duration,
+            arguments_digest=arguments_digest(raw, parsed),
+            changed_path=result.changed_path,
+            exit_code=result.exit_code,
+        )
