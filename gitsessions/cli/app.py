@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import exchange, manage
+from gitsessions.cli import exchange, manage, search
 from gitsessions.cli.state import State, err
 from gitsessions.values.errors import GitsessionsError
 
@@ -55,6 +55,7 @@ def _main(
 
 manage.register(app)
 exchange.register(app)
+search.register(app)
 
 
 def main() -> None:

@@ -43,7 +43,9 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
 
 def cmd_list(
     ctx: typer.Context,
-    include_archived: Annotated[bool, typer.Option(help="Show archived sessions too.")] = False,
+    include_archived: Annotated[
+        bool, typer.Option("--include-archived", help="Show archived sessions too.")
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """List sessions, newest first."""

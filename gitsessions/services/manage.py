@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gitsessions.services.audit import audit
+from gitsessions.services.search import SearchIndex
 from gitsessions.store import maintenance
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import ConcurrentUpdate
@@ -95,6 +96,7 @@ def delete(store: SessionStore, session_id: str) -> None:
     def run() -> None:
         store.delete(store.head(session_id))
         Catalog(store).forget(session_id)
+        SearchIndex(store).forget(session_id)
 
     _audited(store, "delete", session_id, run)
 

@@ -101,6 +101,24 @@ class TreeDraft:
         return self.root.id
 
 
+def transcript_segments(git: GitStore, tree_id: bytes) -> list[tuple[int, bytes]]:
+    """`(index of the segment's first message, blob id)` for each transcript segment."""
+    root = git.get(tree_id)
+    assert isinstance(root, Tree)
+    if TRANSCRIPT not in root:
+        return []
+    sub = git.get(root[TRANSCRIPT][1])
+    assert isinstance(sub, Tree)
+    return [
+        (int(item.path.split(b".")[0]) * SEGMENT_SIZE, item.sha)
+        for item in sorted(sub.items(), key=lambda i: i.path)
+    ]
+
+
+def read_segment(git: GitStore, blob_id: bytes) -> list[Any]:
+    return decode_lines(git.blob_bytes(blob_id), f"segment {blob_id.decode()[:12]}")
+
+
 def read_transcript(
     git: GitStore, tree_id: bytes, count: int, start: int = 0, end: int | None = None
 ) -> list[Any]:

@@ -28,7 +28,12 @@ from gitsessions.store.errors import (
     SessionNotFound,
     StoreCorrupt,
 )
-from gitsessions.store.layout import TreeDraft, read_transcript
+from gitsessions.store.layout import (
+    TreeDraft,
+    read_segment,
+    read_transcript,
+    transcript_segments,
+)
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, parse_iso
@@ -170,6 +175,13 @@ class SessionStore:
         if value is None:
             return empty_usage() if what == "usage" else []
         return value
+
+    def segments(self, head: Head) -> list[tuple[int, bytes]]:
+        """The transcript's segments as `(first message index, blob id)`."""
+        return transcript_segments(self.git, head.tree)
+
+    def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
+        return read_segment(self.git, blob_id)
 
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None

@@ -1,0 +1,42 @@
+"""`gitsessions search`: full-text search over every session."""
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.search import SearchIndex
+from gitsessions.values.ids import short
+
+
+def cmd_search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Text to find (case-insensitive substring).")],
+    include_archived: Annotated[
+        bool, typer.Option("--include-archived", help="Search archived sessions too.")
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many hits.")] = 50,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Search titles, summaries and every transcript message of all sessions."""
+    state: State = ctx.obj
+    hits = SearchIndex(state.store).search(query, include_archived=include_archived, limit=limit)
+    if json_:
+        print_json(out, [h.as_dict() for h in hits])
+        return
+    if not hits:
+        err.print("no matches")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("session", "title", "message", "snippet"):
+        table.add_column(column, overflow="fold" if column == "snippet" else None)
+    for h in hits:
+        where = h.role if h.index is None else f"{h.index} {h.role}"
+        table.add_row(short(h.session), h.title, where, h.snippet)
+    out.print(table, markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(cmd_search)

@@ -1,0 +1,79 @@
+"""`gitsessions search` and the search index cache."""
+
+from gitsessions.services.search import SearchIndex
+from gitsessions.store.sessions import Change
+
+
+def test_search_finds_messages_titles_and_respects_archive(cli, make_session, store):
+    a = make_session(turns=3, title="parser work", tag="tokenizer_bug")
+    b = make_session(turns=1, title="other", tag="nothing here")
+    hits = cli.json("search", "TOKENIZER_BUG")
+    assert {h["session"] for h in hits} == {a.id}
+    assert sorted(h["index"] for h in hits) == [1, 2, 3, 4, 5, 6]
+    assert all("tokenizer_bug" in h["snippet"] for h in hits)
+    assert [h["role"] for h in cli.json("search", "parser")] == ["title"]
+    cli("archive", a.id)
+    assert cli.json("search", "tokenizer_bug") == []
+    assert len(cli.json("search", "tokenizer_bug", "--include-archived")) == 6
+    assert b.id[:8] in cli("search", "nothing").stdout
+    assert "no matches" in cli("search", "zzzzqqq").stderr
+
+
+def test_short_queries_and_special_characters(cli, store, make_session):
+    head = make_session(turns=0)
+    store.commit(
+        head,
+        Change(
+            append=[
+                {"role": "user", "content": 'run "pytest -k x%_y" in a/b.py'},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "run_shell", "arguments": '{"command": "ls"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c", "content": "ok"},
+            ]
+        ),
+        event="turn",
+        subject="t",
+    )
+    assert [h["index"] for h in cli.json("search", '"pytest -k x%_y"')] == [1]
+    assert [h["index"] for h in cli.json("search", "x%")] == [1]
+    assert [h["index"] for h in cli.json("search", "run_shell")] == [2]
+    assert cli.json("search", "%%") == []
+
+
+def test_index_is_incremental_and_follows_refs(store, make_session):
+    head = make_session(turns=2, tag="alpha")
+    index = SearchIndex(store)
+    assert len(index.search("alpha")) == 4
+    head = store.commit(
+        head, Change(append=[{"role": "user", "content": "beta"}]), event="turn", subject="t"
+    )
+    assert [h.index for h in index.search("beta")] == [5]
+    assert len(index.search("alpha")) == 4  # earlier messages indexed once, not twice
+    store.delete(head)
+    assert index.search("alpha") == [] and index.search("beta") == []
+
+
+def test_delete_removes_text_from_index_file(cli, make_session, home):
+    head = make_session(turns=2, tag="wipe-me-8d7e")
+    make_session(turns=1, tag="stays")
+    assert cli.json("search", "wipe-me-8d7e")
+    cli("delete", head.id, "--yes")
+    for name in ("search.sqlite", "index.sqlite"):
+        assert b"wipe-me-8d7e" not in (home / name).read_bytes()
+    assert cli.json("search", "stays")
+
+
+def test_broken_cache_is_rebuilt(cli, make_session, home):
+    make_session(turns=1, tag="rebuild")
+    cli.json("search", "rebuild")
+    (home / "search.sqlite").write_bytes(b"garbage" * 100)
+    assert len(cli.json("search", "rebuild")) == 2
