@@ -1,0 +1,215 @@
+"""The ledger: what a session did, read from its transcript, never from a model.
+
+Invariant: a ledger is a pure function of (transcript, plan, pins). It lists every file a
+tool wrote or edited, the shell commands run with their exit codes, the last failed tool
+result, the open plan items and the pinned notes verbatim. Compaction appends it to every
+continuation note, so a summarizer that forgets a modified file cannot lose it.
+
+Tool result convention (the tool implementations must match it):
+
+- `write_file` and `edit_file` take a `path` argument; `run_shell` takes `command`.
+- A `run_shell` result starts with the line `exit code: N` (N an integer, e.g.
+  `exit code: 0`, `exit code: -9`) or `exit code: timeout after Ns`; the command's output
+  follows on the next lines. A result without that first line has an unknown exit
+  status, shown as `?`.
+- Any tool reports a failure with a result whose first line starts with `error:`.
+
+A tool result failed when it starts with `error:` or is a `run_shell` result whose exit
+status is not `0` (a timeout is a failure). A failed `write_file`/`edit_file` changed
+nothing, so its file is not listed.
+"""
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gitsessions.values.messages import text_of
+
+WRITE_TOOLS = {"write_file": "written", "edit_file": "edited"}
+SHELL_TOOL = "run_shell"
+LEDGER_HEADING = "## Ledger recorded from the transcript (exact, not summarized)"
+MAX_COMMANDS = 25
+MAX_COMMAND_CHARS = 300
+MAX_ERROR_LINES = 30
+MAX_ERROR_CHARS = 2000
+
+_EXIT_LINE = re.compile(r"\s*exit code:\s*(.*?)\s*", re.IGNORECASE)
+_INTEGER = re.compile(r"-?\d+")
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """One tool call from the transcript and the result recorded for it (if any)."""
+
+    call_index: int
+    result_index: int | None
+    name: str
+    arguments: Mapping[str, Any]
+    result: str | None
+
+
+@dataclass(frozen=True)
+class LastError:
+    """The last failed tool result: where it is, what ran, and an excerpt of it."""
+
+    index: int
+    name: str
+    detail: str
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The deterministic part of a continuation note."""
+
+    files: tuple[tuple[str, str], ...]
+    commands: tuple[tuple[str, str | None], ...]
+    last_error: LastError | None
+    open_plan: tuple[tuple[str, str], ...]
+    pins: tuple[str, ...]
+
+    def render(self) -> str:
+        """The ledger as plain text, headed by `LEDGER_HEADING`."""
+        lines = [LEDGER_HEADING]
+        lines.append("### Files written or edited by tools")
+        lines += [f"- {path} ({actions})" for path, actions in self.files] or ["- none"]
+        lines.append("### Shell commands (exit codes)")
+        shown = self.commands[-MAX_COMMANDS:]
+        if len(self.commands) > len(shown):
+            omitted = len(self.commands) - len(shown)
+            lines.append(f"- ({omitted} earlier commands omitted; read_session shows them)")
+        for command, code in shown:
+            lines.append(f"- [exit {'?' if code is None else code}] {_one_line(command)}")
+        if not self.commands:
+            lines.append("- none")
+        lines.append("### Last error")
+        if self.last_error is None:
+            lines.append("- none")
+        else:
+            error = self.last_error
+            lines.append(f"transcript message {error.index}, {error.name} {error.detail}:")
+            lines.append(error.excerpt)
+        lines.append("### Open plan items")
+        lines += [f"- [{status}] {text}" for text, status in self.open_plan] or ["- none"]
+        lines.append("### Pinned notes (verbatim)")
+        lines += [f"- {pin}" for pin in self.pins] or ["- none"]
+        return "\n".join(lines)
+
+
+def exit_status(result: str) -> str | None:
+    """What follows `exit code:` on a `run_shell` result's first line ("0", "1",
+    "timeout after 30s"), or None when the first line is not an exit line."""
+    match = _EXIT_LINE.fullmatch(result.split("\n", 1)[0])
+    return match.group(1) if match and match.group(1) else None
+
+
+def exit_code_of(result: str) -> int | None:
+    """The integer exit code of a `run_shell` result, None when unknown or timed out."""
+    status = exit_status(result)
+    return int(status) if status is not None and _INTEGER.fullmatch(status) else None
+
+
+def is_failure(name: str, result: str) -> bool:
+    """Whether a tool result reports a failure under the convention above."""
+    if result.lstrip().lower().startswith("error:"):
+        return True
+    if name == SHELL_TOOL:
+        status = exit_status(result)
+        return status is not None and status != "0"
+    return False
+
+
+def tool_events(transcript: Sequence[Mapping[str, Any]]) -> list[ToolEvent]:
+    """Every tool call in the transcript with its result, in call order."""
+    events: list[ToolEvent] = []
+    pending: dict[str, int] = {}
+    for index, message in enumerate(transcript):
+        role = message.get("role")
+        if role == "tool":
+            slot = pending.pop(str(message.get("tool_call_id")), None)
+            if slot is not None:
+                event = events[slot]
+                events[slot] = ToolEvent(
+                    event.call_index, index, event.name, event.arguments, text_of(message)
+                )
+            continue
+        pending = {}
+        if role != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            pending[str(call.get("id"))] = len(events)
+            events.append(
+                ToolEvent(index, None, str(function.get("name", "")), _arguments(function), None)
+            )
+    return events
+
+
+def build_ledger(
+    transcript: Sequence[Mapping[str, Any]],
+    plan: Sequence[Mapping[str, Any]] = (),
+    pins: Sequence[str] = (),
+) -> Ledger:
+    """Read the ledger from the transcript; plan items are {"text" or "step", "status"}."""
+    files: dict[str, list[str]] = {}
+    commands: list[tuple[str, str | None]] = []
+    last_error: LastError | None = None
+    for event in tool_events(transcript):
+        failed = event.result is not None and is_failure(event.name, event.result)
+        path = event.arguments.get("path")
+        if event.name in WRITE_TOOLS and isinstance(path, str) and path and not failed:
+            files.setdefault(path, []).append(WRITE_TOOLS[event.name])
+        command = event.arguments.get("command")
+        if event.name == SHELL_TOOL and isinstance(command, str):
+            code = None if event.result is None else exit_status(event.result)
+            commands.append((command, code))
+        if failed and event.result is not None and event.result_index is not None:
+            last_error = _last_error(event, event.result_index, event.result)
+    open_plan = tuple(
+        (str(item.get("text") or item.get("step") or ""), str(item.get("status") or "pending"))
+        for item in plan
+        if item.get("status") != "completed"
+    )
+    return Ledger(
+        files=tuple((path, _actions(acts)) for path, acts in files.items()),
+        commands=tuple(commands),
+        last_error=last_error,
+        open_plan=open_plan,
+        pins=tuple(pins),
+    )
+
+
+def _arguments(function: Mapping[str, Any]) -> Mapping[str, Any]:
+    raw = function.get("arguments")
+    if isinstance(raw, Mapping):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _actions(actions: list[str]) -> str:
+    counts = {action: actions.count(action) for action in dict.fromkeys(actions)}
+    return ", ".join(f"{a} x{n}" if n > 1 else a for a, n in counts.items())
+
+
+def _one_line(command: str) -> str:
+    text = command if "\n" not in command else json.dumps(command, ensure_ascii=False)
+    return text if len(text) <= MAX_COMMAND_CHARS else text[: MAX_COMMAND_CHARS - 3] + "..."
+
+
+def _last_error(event: ToolEvent, index: int, result: str) -> LastError:
+    lines = result.rstrip("\n").split("\n")
+    if event.name == SHELL_TOOL:
+        command = _one_line(str(event.arguments.get("command", "")))
+        detail = f"{command} (exit code: {exit_status(result)})"
+        excerpt = "\n".join(lines[-MAX_ERROR_LINES:])[-MAX_ERROR_CHARS:]
+    else:
+        path = event.arguments.get("path")
+        detail = f"on {path}" if isinstance(path, str) else "failed"
+        excerpt = "\n".join(lines[:MAX_ERROR_LINES])[:MAX_ERROR_CHARS]
+    return LastError(index=index, name=event.name, detail=detail, excerpt=excerpt)
