@@ -17,6 +17,7 @@ from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
+from tests.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,3 +121,10 @@ def run_gitsessions(
         timeout=timeout,
         cwd=REPO,
     )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A real OpenAI-compatible HTTP server on 127.0.0.1, scripted by the test."""
+    with FakeOpenAI() as fake:
+        yield fake

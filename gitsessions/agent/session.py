@@ -1,0 +1,116 @@
+"""One session as a live agent process sees it: the committed head plus what is pending.
+
+Invariants:
+- Every message goes to both records at once: appended to the working context and queued
+  for the transcript; `checkpoint` commits both in one commit. A step boundary always
+  checkpoints, so a crash loses at most the step in flight.
+- Commits only ever build on `self.head`; if another writer moved the branch, the store
+  raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
+  that the rare case.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from gitsessions.store.sessions import Change, Head, SessionStore, parse_trailers, touch
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.messages import Message, text_of
+from gitsessions.values.records import add_usage, new_header
+
+
+class AgentSession:
+    def __init__(self, store: SessionStore, head: Head) -> None:
+        self.store = store
+        self.head = head
+        self.context: list[Message] = store.read(head, "context")
+        self.plan: list[Any] = store.read(head, "plan")
+        self.usage: dict[str, Any] = store.read(head, "usage")
+        self.pending: list[Message] = []
+        self.header_updates: dict[str, Any] = {}
+        self.turn = _turn_of(store, head)
+        self._dirty = False
+
+    @classmethod
+    def create(
+        cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
+    ) -> "AgentSession":
+        system = {"role": "system", "content": system_prompt}
+        header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
+        head = store.create(
+            header, Change(context=[system], append=[system]), subject="create: new session"
+        )
+        return cls(store, head)
+
+    @property
+    def id(self) -> str:
+        return self.head.id
+
+    @property
+    def messages_total(self) -> int:
+        return self.head.counts.get("messages", 0) + len(self.pending)
+
+    def add(self, message: Message) -> None:
+        """Append to the working context and (at the next checkpoint) the transcript."""
+        self.context.append(message)
+        self.pending.append(message)
+        self._dirty = True
+
+    def set_plan(self, items: list[Any]) -> None:
+        self.plan = items
+        self._dirty = True
+
+    def count_usage(self, model: str, prompt: int, completion: int, cost: float) -> None:
+        self.usage = add_usage(self.usage, model, prompt, completion, cost)
+        self._dirty = True
+
+    def update_header(self, **fields: Any) -> None:
+        self.header_updates.update(fields)
+        self._dirty = True
+
+    def unanswered_prompt(self) -> str | None:
+        """The last user message when the model never answered it (e.g. it was down)."""
+        if self.context and self.context[-1].get("role") == "user" and len(self.context) > 1:
+            return text_of(self.context[-1])
+        return None
+
+    def checkpoint(
+        self, subject: str, event: str = "turn", trailers: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Commit what is pending; False when there was nothing to commit."""
+        if not self._dirty:
+            return False
+        header = touch(self.head.header, **self.header_updates)
+        change = Change(
+            header=header,
+            context=self.context,
+            append=self.pending,
+            plan=self.plan,
+            usage=self.usage,
+        )
+        all_trailers = {"Turn": self.turn, **(trailers or {})}
+        self.head = self.store.commit(
+            self.head, change, event=event, subject=subject, trailers=all_trailers
+        )
+        self.pending = []
+        self.header_updates = {}
+        self._dirty = False
+        return True
+
+    def adopt(self, head: Head) -> None:
+        """Continue from `head` (written by compaction, a slash command...): re-read state."""
+        assert not self.pending, "checkpoint before handing the session to another writer"
+        self.head = head
+        self.context = self.store.read(head, "context")
+        self.plan = self.store.read(head, "plan")
+        self.usage = self.store.read(head, "usage")
+
+
+def _turn_of(store: SessionStore, head: Head) -> int:
+    """The number of the last turn, from the newest commit that records one (a fork
+    continues its parent's numbering)."""
+    for _commit_id, commit in store.history(head):
+        _subject, trailers = parse_trailers(commit.message)
+        if "Turn" in trailers and trailers["Turn"].isdigit():
+            return int(trailers["Turn"])
+    return 0

@@ -1,0 +1,85 @@
+"""The tools that work on sessions rather than files: update_plan, read_session and
+search_sessions. They read the store (never the working context), so whatever
+compaction removed from the context stays recoverable by transcript index."""
+
+import json
+from typing import Any
+
+from gitsessions.agent.session import AgentSession
+from gitsessions.services.search import SearchIndex
+from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, ToolResult
+from gitsessions.values.messages import text_of
+
+READ_LIMIT = 40  # messages per read_session call
+
+
+def _render(index: int, message: dict[str, Any]) -> str:
+    head = f"[{index}] {message.get('role')}"
+    if message.get("role") == "tool":
+        head += f" (result of {message.get('tool_call_id')})"
+    parts = [head]
+    if text_of(message):
+        parts.append(text_of(message))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        parts.append(
+            f"-> {function.get('name')}({function.get('arguments', '')}) id={call.get('id')}"
+        )
+    return "\n".join(parts)
+
+
+def register_session_tools(registry: ToolRegistry, session: AgentSession) -> None:
+    store = session.store
+
+    def update_plan(args: dict[str, Any]) -> ToolResult:
+        items = [{"step": item["step"], "status": item["status"]} for item in args["items"]]
+        session.set_plan(items)
+        lines = [f"[{item['status']}] {item['step']}" for item in items] or ["(empty plan)"]
+        return ToolResult("plan saved:\n" + "\n".join(lines))
+
+    def read_session(args: dict[str, Any]) -> ToolResult:
+        if args["session"]:
+            head = store.head(store.resolve(args["session"]))
+            if head.id == session.id:
+                head = session.head
+        else:
+            head = session.head
+        total = head.counts.get("messages", 0)
+        start = args["start"] or 0
+        end = total if args["end"] is None else min(args["end"], total)
+        if start >= total:
+            raise ToolError(f"start {start} is past the end: the transcript has {total} messages")
+        query = (args["query"] or "").lower()
+        picked: list[str] = []
+        more = False
+        position = start
+        while position < end and not more:
+            chunk = store.transcript(head, position, min(end, position + 256))
+            for offset, message in enumerate(chunk):
+                if query and query not in json.dumps(message, ensure_ascii=False).lower():
+                    continue
+                if len(picked) == READ_LIMIT:
+                    more = True
+                    break
+                picked.append(_render(position + offset, message))
+            position += len(chunk) or 1
+        header = f"session {head.id} transcript: {total} messages"
+        if not picked:
+            return ToolResult(f"{header}; none matched in [{start}, {end})")
+        tail = f"\n[more matches: call again with start={position}]" if more else ""
+        return ToolResult(header + "\n\n" + "\n\n".join(picked) + tail)
+
+    def search_sessions(args: dict[str, Any]) -> ToolResult:
+        hits = SearchIndex(store).search(args["query"], include_archived=False, limit=20)
+        if not hits:
+            return ToolResult("no matches")
+        lines = [
+            f"{h.session} ({h.title or 'untitled'}) "
+            f"{'message ' + str(h.index) if h.index is not None else h.role}: {h.snippet}"
+            for h in hits
+        ]
+        return ToolResult("\n".join(lines))
+
+    registry.register("update_plan", SESSION_TOOLS["update_plan"], update_plan)
+    registry.register("read_session", SESSION_TOOLS["read_session"], read_session)
+    registry.register("search_sessions", SESSION_TOOLS["search_sessions"], search_sessions)

@@ -1,0 +1,163 @@
+"""Building an agent for `chat` and `exec`: settings, session, lease, tools, client."""
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.agent.loop import Agent, AgentConfig, Events
+from gitsessions.agent.prompts import system_prompt
+from gitsessions.agent.session import AgentSession
+from gitsessions.agent.session_tools import register_session_tools
+from gitsessions.cli.state import State, err
+from gitsessions.services.compaction import Policy
+from gitsessions.services.config import ModelSettings
+from gitsessions.services.model import ModelClient
+from gitsessions.services.pricing import estimate_cost
+from gitsessions.services.tools import Approver, create_registry
+from gitsessions.services.workspace import describe, head_of
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.errors import SessionNotFound
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import short
+from gitsessions.values.tokens import default_counter
+
+SECRET_ENV = ("OPENAI_API_KEY",)
+
+
+@dataclass
+class Built:
+    agent: Agent
+    settings: ModelSettings
+    workspace: Path
+    resumed: bool
+
+
+def workspace_dir(flag: Path | None) -> Path:
+    path = (flag or Path.cwd()).expanduser().absolute()
+    if not path.is_dir():
+        raise InvalidInput(f"workspace {path} is not a directory")
+    return path
+
+
+def pick_session(
+    store: SessionStore, resume: str | None, continue_: bool, workspace: Path
+) -> Head | None:
+    """The session to resume, or None for a new one."""
+    if resume and continue_:
+        raise InvalidInput("use --resume ID or --continue, not both")
+    if resume:
+        head = store.head(store.resolve(resume))
+        if head.header.get("archived"):
+            raise InvalidInput(
+                f"session {short(head.id)} is archived; "
+                f"`gitsessions unarchive {short(head.id)}` first"
+            )
+        return head
+    if continue_:
+        here = [
+            h
+            for h in Catalog(store).headers()
+            if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
+        ]
+        if not here:
+            raise SessionNotFound(
+                f"no session to continue in {workspace}; start one with `gitsessions chat`"
+            )
+        newest = max(here, key=lambda h: (h.get("updated_at") or "", h["id"]))
+        return store.head(newest["id"])
+    return None
+
+
+def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
+    unknown: set[str] = set()
+
+    def cost(model: str, prompt: int, completion: int) -> float:
+        value, known = estimate_cost(model, prompt, completion, settings.prices)
+        if not known and model not in unknown:
+            unknown.add(model)
+            err.print(
+                f"note: no price known for model {model}; tokens are recorded, cost "
+                'counts as 0 (set [prices."MODEL"] in config.toml)',
+                markup=False,
+                style="dim",
+            )
+        return value
+
+    return cost
+
+
+def child_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment run_shell gets: ours, minus the model's secrets."""
+    return {k: v for k, v in env.items() if k not in SECRET_ENV}
+
+
+@contextmanager
+def build_agent(
+    state: State,
+    settings: ModelSettings,
+    *,
+    resume: str | None,
+    continue_: bool,
+    workspace_flag: Path | None,
+    approve: Approver,
+    events: Events,
+    max_steps: int = 50,
+    stream: bool = True,
+) -> Iterator[Built]:
+    store = state.store
+    picked = pick_session(store, resume, continue_, workspace_dir(workspace_flag))
+    if picked is not None:
+        recorded = (picked.header.get("workspace") or {}).get("path")
+        workspace = workspace_dir(workspace_flag or (Path(recorded) if recorded else None))
+    else:
+        workspace = workspace_dir(workspace_flag)
+    env = dict(state.env)
+    lease = Lease(store.home, picked.id) if picked else None
+    try:
+        if picked is None:
+            session = AgentSession.create(
+                store, system_prompt(str(workspace)), describe(workspace, env), settings.model
+            )
+            lease = Lease(store.home, session.id)
+        else:
+            session = AgentSession(store, store.head(picked.id))  # re-read under the lease
+        registry = create_registry(
+            workspace,
+            child_env(env),
+            approve=approve,
+            output_limit=max(1000, min(16_000, settings.max_context_tokens)),
+        )
+        register_session_tools(registry, session)
+        config = AgentConfig(
+            model=settings.model,
+            summary_model=settings.summary_model,
+            policy=Policy(max_context_tokens=settings.max_context_tokens),
+            max_steps=max_steps,
+            stream=stream,
+        )
+        with ModelClient(settings) as client:
+            agent = Agent(
+                session,
+                client,
+                registry,
+                default_counter(),
+                config,
+                cost_function(settings),
+                events,
+                workspace_head=lambda: head_of(workspace, env),
+            )
+            yield Built(agent, settings, workspace, picked is not None)
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+def turn_usage(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+    delta["cost_usd"] = round(delta["cost_usd"], 8)
+    return delta

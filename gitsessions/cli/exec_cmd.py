@@ -1,0 +1,88 @@
+"""`gitsessions exec PROMPT`: one user turn, run to completion, for scripts and CI."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gitsessions.cli import options
+from gitsessions.cli.agent_setup import build_agent, turn_usage
+from gitsessions.cli.progress import ProgressEvents
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.tools import approve_all, deny_all
+from gitsessions.values.errors import InvalidInput
+
+EXIT_STOPPED = 3
+
+
+def cmd_exec(
+    ctx: typer.Context,
+    prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads it from stdin.")],
+    resume: options.Resume = None,
+    continue_: options.Continue = False,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    summary_model: options.SummaryModel = None,
+    max_context_tokens: options.MaxContext = None,
+    workspace: options.Workspace = None,
+    auto_approve: options.AutoApprove = False,
+    max_steps: Annotated[
+        int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
+    ] = 50,
+    json_: Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout.")] = False,
+) -> None:
+    """Run one turn (tool calls included) and print the final reply.
+
+    write_file, edit_file and run_shell are denied (the model is told) unless
+    --auto-approve. Exit codes: 0 done, 1 error (the session is saved up to the last
+    complete step), 3 the turn stopped early (--max-steps, repeated tool failures).
+    """
+    state: State = ctx.obj
+    text = sys.stdin.read() if prompt == "-" else prompt
+    if not text.strip():
+        raise InvalidInput("the prompt is empty")
+    settings = options.model_settings(
+        state,
+        model=model,
+        base_url=base_url,
+        summary_model=summary_model,
+        max_context_tokens=max_context_tokens,
+    )
+    with build_agent(
+        state,
+        settings,
+        resume=resume,
+        continue_=continue_,
+        workspace_flag=workspace,
+        approve=approve_all if auto_approve else deny_all,
+        events=ProgressEvents(err),
+        max_steps=max_steps,
+        stream=False,
+    ) as built:
+        agent = built.agent
+        err.print(f"session {agent.session.id}", style="dim", highlight=False)
+        before = dict(agent.session.usage)
+        result = agent.run_turn(text)
+        session = agent.session
+        if json_:
+            print_json(
+                out,
+                {
+                    "session": session.id,
+                    "reply": result.reply,
+                    "usage": turn_usage(before, session.usage),
+                    "compacted": result.compacted,
+                    "commit": session.head.commit.decode(),
+                    **({"stopped": result.stopped} if result.stopped else {}),
+                },
+            )
+        elif result.reply:
+            out.out(result.reply, highlight=False)
+        if result.stopped:
+            err.print(result.stopped, markup=False)
+            raise typer.Exit(EXIT_STOPPED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exec")(cmd_exec)

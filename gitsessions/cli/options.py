@@ -1,0 +1,60 @@
+"""Options shared by the commands that talk to a model, and how they become settings."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gitsessions.cli.state import State
+from gitsessions.services.config import (
+    ModelSettings,
+    config_path,
+    load_config,
+    resolve_model_settings,
+)
+
+Model = Annotated[
+    str | None, typer.Option("--model", help="Model name [env GITSESSIONS_MODEL; default gemma4].")
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint "
+        "[env GITSESSIONS_BASE_URL, OPENAI_BASE_URL; "
+        "default Ollama at http://localhost:11434/v1].",
+    ),
+]
+SummaryModel = Annotated[
+    str | None,
+    typer.Option(
+        "--summary-model", help="Model that writes compaction summaries [default: --model]."
+    ),
+]
+MaxContext = Annotated[
+    int | None,
+    typer.Option(
+        "--max-context-tokens",
+        min=512,
+        help="Context budget; compaction starts at 80% of it [default 24000].",
+    ),
+]
+Workspace = Annotated[
+    Path | None,
+    typer.Option("--workspace", help="Project directory [default: the current directory]."),
+]
+Resume = Annotated[str | None, typer.Option("--resume", metavar="ID", help="Resume this session.")]
+Continue = Annotated[
+    bool,
+    typer.Option("--continue", help="Resume the newest non-archived session of this workspace."),
+]
+AutoApprove = Annotated[
+    bool,
+    typer.Option("--auto-approve", help="Run write_file, edit_file and run_shell without asking."),
+]
+
+
+def model_settings(state: State, **flags: Any) -> ModelSettings:
+    """Settings from flags > environment > config.toml > defaults."""
+    path = config_path(state.home)
+    return resolve_model_settings(flags, state.env, load_config(path), config_source=str(path))

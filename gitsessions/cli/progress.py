@@ -1,0 +1,60 @@
+"""Rendering the agent's progress: tool calls and notices on stderr, replies on stdout."""
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from gitsessions.agent.loop import Events
+from gitsessions.services.compaction import CompactionResult
+from gitsessions.services.tools import ToolOutcome
+
+
+def describe_call(call: dict[str, Any], width: int = 100) -> str:
+    function = call.get("function") or {}
+    raw = function.get("arguments") or ""
+    try:
+        args = json.loads(raw)
+        shown = (
+            args.get("command")
+            or args.get("path")
+            or args.get("pattern")
+            or args.get("query")
+            or raw
+        )
+    except (ValueError, AttributeError):
+        shown = raw
+    text = f"{function.get('name')}: {' '.join(str(shown).split())}"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class ProgressEvents(Events):
+    """Progress lines on stderr (exec, and chat's tool lines)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def tool_started(self, call: dict[str, Any]) -> None:
+        self.console.print(Text("-> " + describe_call(call), style="cyan"), highlight=False)
+
+    def tool_finished(self, outcome: ToolOutcome) -> None:
+        first = outcome.content.splitlines()[0] if outcome.content else ""
+        style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
+        self.console.print(Text(f"   {first[:120]}", style=style), highlight=False)
+
+    def compacted(self, result: CompactionResult) -> None:
+        if result.changed:
+            self.console.print(
+                Text(
+                    f"compacted: {result.before_tokens} -> {result.after_tokens} tokens "
+                    f"({', '.join(result.stages)})",
+                    style="magenta",
+                ),
+                highlight=False,
+            )
+        for note in result.notes:
+            self.console.print(Text(f"   {note}", style="dim"), highlight=False)
+
+    def notice(self, text: str) -> None:
+        self.console.print(Text(text, style="yellow"), highlight=False)

@@ -1,0 +1,113 @@
+"""Running a compaction on a stored session and recording it as one commit.
+
+Invariant: the store changes only when compaction succeeded and changed the context.
+Then one commit replaces `context.json`, appends the record to `compactions.json` and
+adds the summarizer's usage to `usage.json`, with subject `compact: B -> A tokens` and
+trailers `Event: compact`, `Tokens-Before`, `Tokens-After`, `Trigger`, `Stages`. The
+transcript is never touched. Any failure leaves the session exactly as it was.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gitsessions.services.compaction import (
+    CompactionResult,
+    Count,
+    Mode,
+    Policy,
+    Summarize,
+    compact,
+)
+from gitsessions.services.continuation import SummaryRequest, SummaryResult
+from gitsessions.services.model import ModelClient
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.clock import now_iso
+from gitsessions.values.records import add_usage
+
+Cost = Callable[[str, int, int], float]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    result: CompactionResult
+    head: Head  # the new head when a commit was made, else the head compaction started from
+    committed: bool
+
+
+def make_summarizer(client: ModelClient, model: str) -> Summarize:
+    """A `summarize` callable that asks `model` through `client`."""
+
+    def summarize(request: SummaryRequest) -> SummaryResult:
+        completion = client.complete(
+            request.messages,
+            model=model,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+        )
+        usage = completion.usage
+        return SummaryResult(
+            text=completion.message.get("content") or "",
+            model=completion.model or model,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )
+
+    return summarize
+
+
+def compact_session(
+    store: SessionStore,
+    head: Head,
+    *,
+    policy: Policy,
+    summarize: Summarize,
+    count: Count,
+    cost: Cost,
+    trigger: Mode,
+    clear_only: bool = False,
+    dry_run: bool = False,
+    focus: str | None = None,
+) -> Recorded:
+    """Compact the working context of the session at `head` and commit the result."""
+    result = compact(
+        store.read(head, "context"),
+        policy,
+        summarize,
+        count,
+        mode=trigger,
+        clear_only=clear_only,
+        dry_run=dry_run,
+        focus=focus,
+        transcript=store.transcript(head),
+        plan=store.read(head, "plan"),
+        pins=store.read(head, "pins"),
+    )
+    if not result.changed:
+        return Recorded(result, head, False)
+    usage = store.read(head, "usage")
+    if result.summarizer_model and result.usage:
+        prompt = result.usage.get("prompt_tokens", 0)
+        completion = result.usage.get("completion_tokens", 0)
+        usage = add_usage(
+            usage,
+            result.summarizer_model,
+            prompt,
+            completion,
+            cost(result.summarizer_model, prompt, completion),
+        )
+    compactions = [*store.read(head, "compactions"), result.record(now_iso())]
+    new_head = store.commit(
+        head,
+        Change(
+            header=touch(head.header), context=result.messages, compactions=compactions, usage=usage
+        ),
+        event="compact",
+        subject=f"compact: {result.before_tokens} -> {result.after_tokens} tokens",
+        trailers={
+            "Tokens-Before": result.before_tokens,
+            "Tokens-After": result.after_tokens,
+            "Trigger": trigger,
+            "Stages": ",".join(result.stages),
+        },
+    )
+    return Recorded(result, new_head, True)

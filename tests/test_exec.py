@@ -1,0 +1,207 @@
+"""`gitsessions exec` as a real subprocess against a real fake model server."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.conftest import fsck, git, run_gitsessions
+
+
+def exec_(server, workspace: Path, *args: str, input: str | None = None):
+    return run_gitsessions(
+        "exec",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake-model",
+        "--workspace",
+        str(workspace),
+        *args,
+        input=input,
+    )
+
+
+def tool(name: str, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def test_multi_step_tool_turn_changes_files_and_commits(server, tmp_path, home):
+    ws = tmp_path / "project"
+    ws.mkdir()
+    server.reply(
+        content=None, tool_calls=[tool("write_file", path="hello.py", content="print('hello')\n")]
+    )
+    server.reply(content=None, tool_calls=[tool("run_shell", command="python3 hello.py")])
+    server.reply(content="Created hello.py and ran it.", usage=(300, 20))
+    server.reply(content="Hello script")  # the list summary written after the first turn
+    done = exec_(server, ws, "write a hello script", "--auto-approve", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["reply"] == "Created hello.py and ran it."
+    assert (ws / "hello.py").read_text() == "print('hello')\n"
+    assert result["usage"]["requests"] == 4 and result["compacted"] is False
+    # the second request carried the write_file result, the third the shell output
+    tool_results = [m for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert tool_results[-1]["content"].startswith("exit code: 0")
+    assert "hello" in tool_results[-1]["content"]
+    sid = result["session"]
+    branch = f"refs/heads/sessions/{sid}"
+    log = git(
+        home / "store.git", "log", "--format=%s|%(trailers:key=Event,valueonly,separator=)", branch
+    ).stdout.splitlines()
+    assert log[0] == "turn 1: write a hello script|turn"
+    assert log[-1].endswith("|create")
+    assert git(home / "store.git", "rev-parse", branch).stdout.strip() == result["commit"]
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert info["summary"] == "Hello script" and info["messages"] == 7
+    audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    tools = [a for a in audit if a["operation"] == "tool"]
+    assert [t["tool"] for t in tools] == ["write_file", "run_shell"]
+    assert all(t["outcome"] == "ok" and len(t["arguments_sha256"]) == 64 for t in tools)
+    fsck(home)
+
+
+def test_mutating_tools_denied_without_auto_approve(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    server.reply(content=None, tool_calls=[tool("write_file", path="x.txt", content="x")])
+    server.reply(content="I could not write the file.")
+    done = exec_(server, ws, "write x")
+    assert done.returncode == 0, done.stderr
+    assert not (ws / "x.txt").exists()
+    denied = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert "denied" in denied["content"]
+    assert done.stdout.strip() == "I could not write the file."
+
+
+def test_prompt_from_stdin_and_continue(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    first = exec_(server, ws, "-", "--json", input="first question\n")
+    sid = json.loads(first.stdout)["session"]
+    second = exec_(server, ws, "second question", "--continue", "--json")
+    assert json.loads(second.stdout)["session"] == sid
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == [
+        "first question\n",
+        "second question",
+    ]
+
+
+def test_model_errors_are_one_line_and_keep_the_prompt(server, tmp_path, home):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    server.fail(status=500)
+    done = exec_(server, ws, "keep me")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "Traceback" not in done.stderr
+    sessions = json.loads(run_gitsessions("list", "--json").stdout)
+    shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
+    assert json.loads(shown)[-1] == {"role": "user", "content": "keep me"}
+
+
+def test_unreachable_endpoint_says_what_to_check(tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    done = run_gitsessions(
+        "exec", "hi", "--workspace", str(ws), "--base-url", "http://127.0.0.1:9/v1"
+    )
+    assert done.returncode == 1
+    assert "cannot reach" in done.stderr and "--base-url" in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2  # session id line + the error
+
+
+def test_malformed_tool_calls_get_error_results_and_the_loop_goes_on(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    server.reply(content=None, tool_calls=[{"name": "read_file", "arguments": "{not json"}])
+    server.reply(content=None, tool_calls=[tool("no_such_tool")])
+    server.reply(content="recovered")
+    done = exec_(server, ws, "go", "--json")
+    assert json.loads(done.stdout)["reply"] == "recovered"
+    results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert results[0].startswith("error:") and "unknown tool" in results[1]
+
+
+def test_repeated_tool_failures_end_the_turn(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    for _ in range(5):
+        server.reply(content=None, tool_calls=[tool("no_such_tool")])
+    done = exec_(server, ws, "go")
+    assert done.returncode == 3
+    assert "every tool call failed" in done.stderr
+    assert len(server.requests) == 3
+
+
+def test_max_steps(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a")
+    for _ in range(3):
+        server.reply(content=None, tool_calls=[tool("read_file", path="a.txt")])
+    done = exec_(server, ws, "loop", "--max-steps", "2")
+    assert done.returncode == 3 and "--max-steps" in done.stderr
+    assert len(server.requests) == 2
+
+
+def test_archived_session_is_refused(server, tmp_path, cli):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    sid = json.loads(exec_(server, ws, "hi", "--json").stdout)["session"]
+    cli("archive", sid)
+    done = exec_(server, ws, "again", "--resume", sid[:6])
+    assert done.returncode == 1 and "unarchive" in done.stderr
+
+
+def test_file_tools_stay_in_the_workspace(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret")
+    os.symlink(outside, ws / "link.txt")
+    server.reply(
+        content=None,
+        tool_calls=[
+            tool("read_file", path=str(outside)),
+            tool("read_file", path="../outside.txt"),
+            tool("read_file", path="link.txt"),
+            tool("write_file", path="../evil.txt", content="x"),
+        ],
+    )
+    server.reply(content="done")
+    exec_(server, ws, "escape", "--auto-approve")
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 4 and all(r.startswith("error:") for r in results)
+    assert not any("secret" in r for r in results)
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_workspace_head_recorded(server, tmp_path, home):
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+    )
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", "-C", str(ws), *args], check=True, env=env)
+    ws_head = subprocess.run(
+        ["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    sid = json.loads(exec_(server, ws, "hi", "--json").stdout)["session"]
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert info["workspace"]["head"] == ws_head and info["workspace"]["branch"] == "main"
+    trailer = git(
+        home / "store.git",
+        "log",
+        "-1",
+        "--format=%(trailers:key=Workspace-Head)",
+        f"refs/heads/sessions/{sid}",
+    ).stdout.strip()
+    assert trailer == f"Workspace-Head: {ws_head}"
