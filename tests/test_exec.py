@@ -70,7 +70,7 @@ def test_mutating_tools_denied_without_auto_approve(server, tmp_path):
     done = exec_(server, ws, "write x")
     assert done.returncode == 0, done.stderr
     assert not (ws / "x.txt").exists()
-    denied = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
+    denied = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
     assert "denied" in denied["content"]
     assert done.stdout.strip() == "I could not write the file."
 

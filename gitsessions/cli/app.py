@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import exchange, exec_cmd, manage, search
+from gitsessions.cli import compact_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.state import State, err
 from gitsessions.values.errors import GitsessionsError
 
@@ -57,6 +57,7 @@ exec_cmd.register(app)
 manage.register(app)
 exchange.register(app)
 search.register(app)
+compact_cmd.register(app)
 
 
 def main() -> None:

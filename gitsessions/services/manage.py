@@ -15,7 +15,7 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
-from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.errors import GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_title, new_id
 
 RETRIES = 5
@@ -103,3 +103,42 @@ def delete(store: SessionStore, session_id: str) -> None:
 
 def gc(store: SessionStore) -> dict[str, int]:
     return _audited(store, "gc", None, lambda: maintenance.repack(store.git, prune=True))
+
+
+def pin(store: SessionStore, session_id: str, text: str) -> list[str]:
+    """Add a note that survives every compaction verbatim; returns all pins."""
+    if not text.strip():
+        raise InvalidInput("a pin needs some text")
+    pins: list[str] = []
+
+    def change(head: Head) -> Change:
+        pins[:] = [*store.read(head, "pins"), text.strip()]
+        return Change(header=touch(head.header), pins=list(pins))
+
+    _audited(
+        store,
+        "pin",
+        session_id,
+        lambda: _update(store, session_id, "pin", f"pin: {text.strip()[:60]}", change),
+    )
+    return pins
+
+
+def unpin(store: SessionStore, session_id: str, number: int) -> str:
+    """Remove pin `number` (1-based, as `pins` lists them); returns its text."""
+    removed: list[str] = []
+
+    def change(head: Head) -> Change:
+        pins = list(store.read(head, "pins"))
+        if not 1 <= number <= len(pins):
+            raise InvalidInput(f"no pin {number}: the session has {len(pins)} pins")
+        removed[:] = [pins.pop(number - 1)]
+        return Change(header=touch(head.header), pins=pins)
+
+    _audited(
+        store,
+        "unpin",
+        session_id,
+        lambda: _update(store, session_id, "unpin", f"unpin: {number}", change),
+    )
+    return removed[0]

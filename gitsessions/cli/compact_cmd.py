@@ -1,0 +1,151 @@
+"""`gitsessions compact`, `pin`, `unpin` and `pins`: manual compaction and pinned notes."""
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from gitsessions.cli import options
+from gitsessions.cli.agent_setup import cost_function
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import State, err, out
+from gitsessions.services import manage
+from gitsessions.services.compaction import Policy
+from gitsessions.services.compactor import compact_session, make_summarizer
+from gitsessions.services.model import ModelClient
+from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
+from gitsessions.store.lease import Lease
+from gitsessions.values.ids import short
+from gitsessions.values.tokens import default_counter
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
+
+
+def cmd_compact(
+    ctx: typer.Context,
+    session: IdArg,
+    focus: Annotated[
+        str | None, typer.Option(help="What the summary should keep above all.")
+    ] = None,
+    clear_only: Annotated[
+        bool, typer.Option("--clear-only", help="Only clear old tool outputs; no summary.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Report what each stage would do; call no model, write nothing."
+        ),
+    ] = False,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    summary_model: options.SummaryModel = None,
+    max_context_tokens: options.MaxContext = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout.")] = False,
+) -> None:
+    """Compact a session's working context now (both stages; all or nothing).
+
+    The transcript is never changed: `show` still prints every message, and the agent
+    reads cleared outputs back with read_session.
+    """
+    state: State = ctx.obj
+    store = state.store
+    session_id = store.resolve(session)
+    settings = options.model_settings(
+        state,
+        model=model,
+        base_url=base_url,
+        summary_model=summary_model,
+        max_context_tokens=max_context_tokens,
+    )
+    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+    counter = default_counter()
+    with Lease(store.home, session_id), ModelClient(settings) as client:
+        recorded = compact_session(
+            store,
+            store.head(session_id),
+            policy=Policy(max_context_tokens=settings.max_context_tokens),
+            summarize=make_summarizer(client, settings.summary_model),
+            count=lambda messages: counter.estimate(messages, tools),
+            cost=cost_function(settings),
+            trigger="manual",
+            clear_only=clear_only,
+            dry_run=dry_run,
+            focus=focus,
+        )
+    result = recorded.result
+    report: dict[str, Any] = {
+        "session": session_id,
+        "before_tokens": result.before_tokens,
+        "after_tokens": result.after_tokens,
+        "stages": list(result.stages),
+        "commit": recorded.head.commit.decode() if recorded.committed else None,
+    }
+    if dry_run:
+        report["dry_run"] = True
+    if result.outcome != "compacted":
+        report["stages"] = []
+    if json_:
+        print_json(out, {**report, "outcome": result.outcome, "notes": list(result.notes)})
+        return
+    for note in result.notes:
+        err.print(Text(note, style="dim"), highlight=False)
+    if result.outcome == "nothing_to_compact":
+        err.print("nothing to compact")
+    elif result.outcome == "not_needed":
+        err.print(f"nothing changed ({result.before_tokens} tokens)")
+    elif dry_run:
+        err.print(
+            f"dry run: {result.before_tokens} -> about {result.after_tokens} tokens "
+            f"({', '.join(result.stages)}); nothing written"
+        )
+    else:
+        err.print(
+            f"compacted {short(session_id)}: {result.before_tokens} -> "
+            f"{result.after_tokens} tokens ({', '.join(result.stages)})"
+        )
+    if counter.method.startswith("estimate"):
+        err.print(f"note: token counts are estimates ({counter.method})", style="dim")
+
+
+def cmd_pin(
+    ctx: typer.Context,
+    session: IdArg,
+    text: Annotated[str, typer.Argument(help="The note to keep verbatim.")],
+) -> None:
+    """Pin a note: it survives every compaction verbatim."""
+    store = ctx.obj.store
+    pins = manage.pin(store, store.resolve(session), text)
+    err.print(f"pinned as {len(pins)}")
+
+
+def cmd_unpin(
+    ctx: typer.Context,
+    session: IdArg,
+    number: Annotated[int, typer.Argument(help="The pin's number (see `pins`).")],
+) -> None:
+    """Remove a pinned note by its number."""
+    store = ctx.obj.store
+    removed = manage.unpin(store, store.resolve(session), number)
+    err.print(f"unpinned: {removed}", markup=False)
+
+
+def cmd_pins(
+    ctx: typer.Context,
+    session: IdArg,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List a session's pinned notes."""
+    store = ctx.obj.store
+    pins = store.read(store.head(store.resolve(session)), "pins")
+    if json_:
+        print_json(out, pins)
+        return
+    for number, text in enumerate(pins, start=1):
+        out.print(f"{number}. {text}", markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compact")(cmd_compact)
+    app.command("pin")(cmd_pin)
+    app.command("unpin")(cmd_unpin)
+    app.command("pins")(cmd_pins)

@@ -1,0 +1,102 @@
+"""Auto-compaction firing in the middle of a turn, seen from the model server's side."""
+
+import json
+
+from gitsessions.values.messages import pairing_errors
+from tests.conftest import run_gitsessions
+
+SUMMARIZER = "You write the continuation summary"
+TITLE = "Write a one-line title"
+
+
+def responder(request: dict) -> dict:
+    """A model that reads big.txt once per turn, then answers; and a summarizer. It
+    reports no usage, so the agent's token estimate stays uncalibrated."""
+    messages = request["messages"]
+    system = messages[0]["content"]
+    if system.startswith(SUMMARIZER):
+        return {
+            "content": "Goal: inspect big.txt twice. Constraint: read only.",
+            "usage": (700, 30),
+        }
+    if system.startswith(TITLE):
+        return {"content": "Reading big.txt"}
+    if messages[-1]["role"] == "user":
+        return {
+            "content": None,
+            "usage": None,
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}],
+        }
+    return {"content": "I read big.txt.", "usage": None}
+
+
+def test_auto_compaction_mid_turn(server, tmp_path, home):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "big.txt").write_text(" ".join(f"w{i:04d}" for i in range(700)))
+    server.responder = responder
+    common = (
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake",
+        "--workspace",
+        str(ws),
+        "--max-context-tokens",
+        "4000",
+        "--json",
+    )
+    first = run_gitsessions("exec", "read big.txt", *common)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["compacted"] is False
+    second = run_gitsessions("exec", "read it again", "--continue", *common)
+    assert second.returncode == 0, second.stderr
+    result = json.loads(second.stdout)
+    assert result["compacted"] is True and result["reply"] == "I read big.txt."
+    summarize_at = next(
+        i
+        for i, r in enumerate(server.requests)
+        if r["messages"][0]["content"].startswith(SUMMARIZER)
+    )
+    # the turn's first request came before compaction, the one after it carries the note
+    after = server.requests[summarize_at + 1]["messages"]
+    assert after[0]["role"] == "system"
+    assert after[1]["role"] == "user" and "<session_context_data>" in after[1]["content"]
+    assert "Goal: inspect big.txt twice." in after[1]["content"]
+    assert after[2] == {"role": "user", "content": "read it again"}
+    assert not pairing_errors(after)
+    assert after[-1]["role"] == "tool"  # mid-turn: the tool result of this turn is kept
+    assert "compacted:" in second.stderr
+    info = json.loads(run_gitsessions("info", result["session"], "--json").stdout)
+    assert info["compactions"] == 1 and info["messages"] == 9
+    log = json.loads(run_gitsessions("log", result["session"], "--json").stdout)
+    compact = [e for e in log if e["event"] == "compact"]
+    assert len(compact) == 1 and compact[0]["tokens_after"] < compact[0]["tokens_before"]
+    # every request the agent sent fit the budget it was given
+    assert all(r.get("max_tokens") in (None, 1024, 40) for r in server.requests)
+
+
+def test_tool_output_larger_than_budget_is_truncated(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "huge.txt").write_text("x" * 200_000 + "\n")
+    server.responder = responder
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": "cat huge.txt"}}]
+    )
+    done = run_gitsessions(
+        "exec",
+        "cat it",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake",
+        "--workspace",
+        str(ws),
+        "--max-context-tokens",
+        "4000",
+        "--auto-approve",
+    )
+    assert done.returncode == 0, done.stderr
+    result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert len(result) <= 4000 and "characters cut" in result

@@ -1,0 +1,165 @@
+"""`gitsessions compact`, pins, and the compaction commit, against a real fake server."""
+
+import json
+
+import pytest
+
+from gitsessions.store.sessions import Change
+from gitsessions.values.messages import pairing_errors
+from tests.conftest import fsck, git
+
+SUMMARIZER = "You write the continuation summary"
+
+
+def big_session(store, make_session, turns: int = 4, size: int = 3000):
+    """A session whose old tool outputs and turns are worth compacting."""
+    head = make_session(turns=0, title="big")
+    context = store.read(head, "context")
+    for n in range(turns):
+        words = " ".join(f"line{n}_{i}" for i in range(size // 10))
+        msgs = [
+            {"role": "user", "content": f"task {n}: read module_{n}.py"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {
+                            "name": "read_file",
+                            "arguments": json.dumps({"path": f"m{n}.py"}),
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": words},
+            {"role": "assistant", "content": f"module {n} read"},
+        ]
+        context += msgs
+        head = store.commit(
+            head, Change(context=list(context), append=msgs), event="turn", subject=f"turn {n + 1}"
+        )
+    return head
+
+
+def compact(cli, server, sid, *args, code=0):
+    return cli(
+        "compact",
+        sid,
+        "--base-url",
+        server.base_url,
+        "--model",
+        "fake",
+        "--max-context-tokens",
+        "3000",
+        *args,
+        code=code,
+    )
+
+
+def test_compact_runs_both_stages_and_commits(cli, server, store, make_session, home):
+    head = big_session(store, make_session)
+    transcript_before = store.transcript(head)
+    server.reply(content="Goal: read every module. Done: modules 0-2.", usage=(900, 40))
+    result = json.loads(compact(cli, server, head.id, "--json", "--focus", "module names").stdout)
+    assert set(result) >= {"session", "before_tokens", "after_tokens", "stages", "commit"}
+    assert result["after_tokens"] < result["before_tokens"]
+    assert "summarize" in result["stages"]
+    request = server.requests[0]
+    assert request["temperature"] == 0 and request["max_tokens"] == 1024
+    assert request["messages"][0]["content"].startswith(SUMMARIZER)
+    assert "module names" in request["messages"][0]["content"]
+    new = store.head(head.id)
+    assert new.commit.decode() == result["commit"]
+    context = store.read(new, "context")
+    assert context[0] == transcript_before[0]  # the system prompt stays
+    note = context[1]
+    assert note["role"] == "user" and "<session_context_data>" in note["content"]
+    assert "Goal: read every module." in note["content"]
+    assert context[2]["content"] == "task 3: read module_3.py"  # the latest user turn stays
+    assert not pairing_errors(context)
+    assert store.transcript(new) == transcript_before  # the record is untouched
+    records = store.read(new, "compactions")
+    assert len(records) == 1 and records[0]["trigger"] == "manual"
+    assert records[0]["summarizer"]["usage"] == {"prompt_tokens": 900, "completion_tokens": 40}
+    assert store.read(new, "usage")["prompt_tokens"] == 900
+    trailers = git(home / "store.git", "log", "-1", "--format=%B", new.branch).stdout
+    assert f"Tokens-Before: {result['before_tokens']}" in trailers
+    assert f"Tokens-After: {result['after_tokens']}" in trailers
+    assert "Event: compact" in trailers and "Trigger: manual" in trailers
+    subject = git(home / "store.git", "log", "-1", "--format=%s", new.branch).stdout.strip()
+    assert subject == f"compact: {result['before_tokens']} -> {result['after_tokens']} tokens"
+    assert len(cli("show", head.id, "--json").stdout) > len(
+        cli("show", head.id, "--context", "--json").stdout
+    )
+    assert cli.json("info", head.id)["compactions"] == 1
+    fsck(home)
+
+
+@pytest.mark.parametrize("failure", ["500", "timeout", "empty", "malformed"])
+def test_failed_summary_changes_nothing(cli, server, store, make_session, monkeypatch, failure):
+    head = big_session(store, make_session)
+    if failure == "500":
+        server.fail(status=500)
+    elif failure == "timeout":
+        monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
+        server.delay(5)
+    elif failure == "empty":
+        server.reply(content="   ")
+    else:
+        server.malformed()
+    result = compact(cli, server, head.id, code=1)
+    assert result.stderr.startswith("error: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert store.head(head.id).commit == head.commit  # not even stage 1 was kept
+
+
+def test_dry_run_calls_no_model_and_writes_nothing(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    result = json.loads(compact(cli, server, head.id, "--dry-run", "--json").stdout)
+    assert result["commit"] is None and result["dry_run"] is True
+    assert result["after_tokens"] < result["before_tokens"]
+    assert server.requests == []
+    assert store.head(head.id).commit == head.commit
+
+
+def test_clear_only_needs_no_model(cli, server, store, make_session):
+    head = big_session(store, make_session, turns=6)
+    result = json.loads(compact(cli, server, head.id, "--clear-only", "--json").stdout)
+    assert result["stages"] == ["clear"] and server.requests == []
+    context = store.read(store.head(head.id), "context")
+    stubs = [m for m in context if m["role"] == "tool" and "read_session" in m["content"]]
+    assert stubs and all("[cleared tool output:" in m["content"] for m in stubs)
+    assert not pairing_errors(context)
+
+
+def test_nothing_to_compact(cli, server, make_session, store):
+    head = make_session(turns=0)
+    result = compact(cli, server, head.id)
+    assert "nothing to compact" in result.stderr
+    assert store.head(head.id).commit == head.commit and server.requests == []
+
+
+def test_pins_survive_compaction_verbatim(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    pin = "Never touch the [legacy] API; keep Python 3.11 compatible."
+    cli("pin", head.id, pin)
+    cli("pin", head.id, "second pin")
+    assert cli.json("pins", head.id) == [pin, "second pin"]
+    cli("unpin", head.id, "2")
+    assert cli.json("pins", head.id) == [pin]
+    assert "no pin 5" in cli("unpin", head.id, "5", code=1).stderr
+    server.reply(content="a summary that forgot the pin")
+    compact(cli, server, head.id)
+    context = store.read(store.head(head.id), "context")
+    assert pin in context[1]["content"]
+
+
+def test_compact_refuses_a_session_in_use(cli, server, store, make_session, home):
+    from gitsessions.store.lease import Lease
+
+    head = big_session(store, make_session)
+    with Lease(home, head.id):
+        result = compact(cli, server, head.id, code=1)
+    assert "in use" in result.stderr
