@@ -83,6 +83,7 @@ def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
                 f"note: no price known for model {model}; tokens are recorded, cost "
                 'counts as 0 (set [prices."MODEL"] in config.toml)',
                 markup=False,
+                highlight=False,
                 style="dim",
             )
         return value

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import compact_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli import chat, compact_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.state import State, err
 from gitsessions.values.errors import GitsessionsError
 
@@ -53,6 +53,7 @@ def _main(
     ctx.call_on_close(ctx.obj.close)
 
 
+chat.register(app)
 exec_cmd.register(app)
 manage.register(app)
 exchange.register(app)

@@ -8,8 +8,10 @@ from rich.console import Console
 
 from gitsessions.store.sessions import SessionStore
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# Markup and highlighting are off: titles, summaries and model text are data, and a `[`
+# in them must print as itself.
+out = Console(soft_wrap=True, markup=False, highlight=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
 
 def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:

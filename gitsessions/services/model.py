@@ -7,18 +7,30 @@ surfaces as one `ModelError` subclass whose message names what to check; a
 KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 """
 
+from __future__ import annotations
+
 import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 from gitsessions.services.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
 
 Message = dict[str, Any]
+
+
+def _openai() -> ModuleType:
+    """The openai package, imported on first use: it takes seconds to import, and most
+    commands (list, show, log...) never talk to a model."""
+    import openai
+
+    return openai
 
 
 class ModelError(GitsessionsError):
@@ -84,7 +96,7 @@ class ModelClient:
 
     def __init__(self, settings: ModelSettings, *, max_retries: int = 0) -> None:
         self.settings = settings
-        self._client = openai.OpenAI(
+        self._client = _openai().OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
             timeout=settings.timeout,
@@ -94,7 +106,7 @@ class ModelClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "ModelClient":
+    def __enter__(self) -> ModelClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,7 +142,7 @@ class ModelClient:
                 return _assemble_stream(chunks, model, on_text)
             finally:
                 chunks.close()
-        except openai.OpenAIError as error:
+        except _openai().OpenAIError as error:
             raise self._map_error(error, model) from error
         except json.JSONDecodeError as error:  # the openai client lets these through
             raise BadResponse(
@@ -141,7 +153,7 @@ class ModelClient:
         """Model ids the server offers (GET /models)."""
         try:
             return sorted(model.id for model in self._client.models.list())
-        except openai.OpenAIError as error:
+        except _openai().OpenAIError as error:
             raise self._map_error(error, "") from error
         except json.JSONDecodeError as error:
             raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
@@ -149,22 +161,22 @@ class ModelClient:
     def _map_error(self, error: openai.OpenAIError, model: str) -> ModelError:
         url = self.settings.base_url
         where = f"(base URL from {self.settings.sources.get('base_url', 'settings')})"
-        if isinstance(error, openai.APITimeoutError):
+        if isinstance(error, _openai().APITimeoutError):
             return ModelTimeout(
                 f"the model server at {url} did not answer within {self.settings.timeout:g} s;"
                 " check that it is running, or raise timeout in config.toml"
             )
-        if isinstance(error, openai.APIConnectionError):
+        if isinstance(error, _openai().APIConnectionError):
             reason = str(error.__cause__ or error)
             return EndpointUnreachable(
                 f"cannot reach the model server at {url}: {reason} {where};"
                 " check --base-url or GITSESSIONS_BASE_URL"
             )
-        if isinstance(error, openai.APIResponseValidationError):
+        if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")
-        if isinstance(error, openai.APIStatusError):
+        if isinstance(error, _openai().APIStatusError):
             return _status_error(error.status_code, _server_message(error), model, url)
-        if isinstance(error, openai.APIError):  # an error event inside a stream
+        if isinstance(error, _openai().APIError):  # an error event inside a stream
             return ServerError(f"the model server at {url} reported an error: {error.message}")
         return BadResponse(f"model request to {url} failed: {error}")
 
@@ -202,7 +214,7 @@ def _server_message(error: openai.APIStatusError) -> str:
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, openai.BaseModel):
+    if isinstance(obj, _openai().BaseModel):
         return obj.to_dict()
     if isinstance(obj, dict):
         return obj

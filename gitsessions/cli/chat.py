@@ -1,0 +1,188 @@
+"""`gitsessions chat`: the interactive session."""
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.text import Text
+
+from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.cli import options
+from gitsessions.cli.agent_setup import build_agent
+from gitsessions.cli.slash import Exit, Slash
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.config import ModelSettings
+from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
+from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import short
+
+if TYPE_CHECKING:
+    from gitsessions.cli.chat_ui import ChatEvents
+
+PROMPT = "> "
+CONTINUATION = ". "
+
+
+def read_prompt() -> str:
+    """One prompt; a line ending in a backslash continues on the next line."""
+    lines = [input(PROMPT)]
+    while lines[-1].endswith("\\") and not Slash.is_command(lines[0]):
+        lines[-1] = lines[-1][:-1]
+        lines.append(input(CONTINUATION))
+    return "\n".join(lines)
+
+
+def probe(settings: ModelSettings) -> None:
+    """Say at once, in one line, when the endpoint is down or lacks the model."""
+    model = settings.model
+    try:
+        with ModelClient(replace(settings, timeout=min(settings.timeout, 5.0))) as client:
+            models = client.list_models()
+    except EndpointUnreachable as error:
+        err.print(
+            Text(
+                f"warning: {error}. Prompts are still saved; send them again with "
+                "Enter once the server is up.",
+                style="yellow",
+            ),
+            highlight=False,
+        )
+        return
+    except ModelError:
+        return  # some servers have no /models; the first request will tell
+    if models and model not in models:
+        shown = ", ".join(models[:8])
+        err.print(
+            Text(
+                f"warning: the server does not list model {model!r} (it has: {shown});"
+                " set --model or GITSESSIONS_MODEL",
+                style="yellow",
+            ),
+            highlight=False,
+        )
+
+
+def cmd_chat(
+    ctx: typer.Context,
+    resume: options.Resume = None,
+    continue_: options.Continue = False,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    summary_model: options.SummaryModel = None,
+    max_context_tokens: options.MaxContext = None,
+    workspace: options.Workspace = None,
+    auto_approve: options.AutoApprove = False,
+    max_steps: Annotated[
+        int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
+    ] = 50,
+) -> None:
+    """Chat with the agent in this workspace; every turn is a commit.
+
+    Type \\help for commands. Ctrl-C cancels the current request, Ctrl-D leaves.
+    """
+    from gitsessions.cli.chat_ui import ChatApprover, ChatEvents, History  # rich.markdown: slow
+
+    state: State = ctx.obj
+    settings = options.model_settings(
+        state,
+        model=model,
+        base_url=base_url,
+        summary_model=summary_model,
+        max_context_tokens=max_context_tokens,
+    )
+    events = ChatEvents(out, err)
+    approver = ChatApprover(err, auto=auto_approve)
+    with build_agent(
+        state,
+        settings,
+        resume=resume,
+        continue_=continue_,
+        workspace_flag=workspace,
+        approve=approver,
+        events=events,
+        max_steps=max_steps,
+        stream=True,
+    ) as built:
+        agent = built.agent
+        history = History(state.home)
+        session = agent.session
+        err.print(
+            Text(
+                f"gitsessions · session {short(session.id)} "
+                f"({'resumed' if built.resumed else 'new'}) · {settings.model} at "
+                f"{settings.base_url} · {built.workspace}",
+                style="bold",
+            ),
+            highlight=False,
+        )
+        err.print(
+            Text("\\help for commands · Ctrl-C cancels a request · Ctrl-D leaves", style="dim"),
+            highlight=False,
+        )
+        probe(settings)
+        if session.unanswered_prompt() is not None:
+            err.print(
+                Text(
+                    "the last prompt has no reply yet: press Enter to send it again", style="yellow"
+                ),
+                highlight=False,
+            )
+        try:
+            repl(agent, events)
+        finally:
+            history.save()
+            err.print(
+                Text(
+                    f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
+                    style="dim",
+                ),
+                highlight=False,
+            )
+
+
+def repl(agent: Agent, events: "ChatEvents") -> None:
+    slash = Slash(agent, out, err)
+    while True:
+        try:
+            line = read_prompt()
+        except EOFError:
+            err.print()
+            return
+        except KeyboardInterrupt:
+            err.print()
+            continue
+        try:
+            if Slash.is_command(line.strip()):
+                slash.run(line.strip())
+                continue
+            if not line.strip():
+                if agent.session.unanswered_prompt() is None:
+                    continue
+                result = agent.retry_turn()
+            else:
+                result = agent.run_turn(line)
+            report(result)
+        except Exit:
+            return
+        except KeyboardInterrupt:
+            events.reset()
+            err.print(Text("cancelled; the session is saved", style="yellow"), highlight=False)
+        except ModelError as error:
+            events.reset()
+            err.print(Text(f"error: {error}", style="red"), highlight=False)
+            err.print(
+                Text("your prompt is saved: press Enter to send it again", style="yellow"),
+                highlight=False,
+            )
+        except GitsessionsError as error:
+            events.reset()
+            err.print(Text(f"error: {error}", style="red"), highlight=False)
+
+
+def report(result: TurnResult) -> None:
+    if result.stopped:
+        err.print(Text(result.stopped, style="yellow"), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(cmd_chat)

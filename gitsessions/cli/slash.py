@@ -1,0 +1,189 @@
+"""Slash commands inside `chat` (`\\cmd` or `/cmd`). Nothing here is sent to the model."""
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gitsessions.agent.loop import Agent
+from gitsessions.services import manage
+from gitsessions.services.search import SearchIndex
+from gitsessions.store.catalog import Catalog
+from gitsessions.values.ids import check_title, short
+
+HELP = [
+    ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
+    ("\\title TEXT", "set this session's title"),
+    ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
+    ("\\fork", "save a checkpoint and fork this session (you stay here)"),
+    ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
+    ("\\plan", "show the agent's plan"),
+    ("\\sessions", "recent sessions"),
+    ("\\search QUERY", "search all sessions"),
+    ("\\help", "this list"),
+    ("\\exit", "leave (Ctrl-D works too)"),
+]
+
+
+class Exit(Exception):
+    """The user asked to leave."""
+
+
+class Slash:
+    def __init__(self, agent: Agent, out: Console, err: Console) -> None:
+        self.agent = agent
+        self.out = out
+        self.err = err
+        self.commands: dict[str, Callable[[str], None]] = {
+            "compact": self.compact,
+            "title": self.title,
+            "info": self.info,
+            "fork": self.fork,
+            "pin": self.pin,
+            "plan": self.plan,
+            "sessions": self.sessions,
+            "search": self.search,
+            "help": self.help,
+            "exit": self.exit,
+            "quit": self.exit,
+        }
+
+    @staticmethod
+    def is_command(line: str) -> bool:
+        return line[:1] in ("\\", "/") and line[1:2].isalpha()
+
+    def run(self, line: str) -> None:
+        name, _, rest = line[1:].strip().partition(" ")
+        command = self.commands.get(name.lower())
+        if command is None:
+            self.err.print(
+                f"unknown command {line.split()[0]}; \\help lists them (nothing "
+                "was sent to the model)",
+                markup=False,
+                highlight=False,
+            )
+            return
+        command(rest.strip())
+
+    def _say(self, text: str, style: str = "") -> None:
+        self.err.print(Text(text, style=style), highlight=False)
+
+    def _save(self) -> None:
+        session = self.agent.session
+        if session.checkpoint(f"turn {session.turn}: checkpoint", trailers={"Step": 0}):
+            self._say("checkpoint saved", "dim")
+
+    # -- commands ------------------------------------------------------------------------
+
+    def help(self, _: str) -> None:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        for usage, what in HELP:
+            table.add_row(Text(usage, style="bold"), what)
+        self.err.print(table)
+        self._say("/ works instead of \\ too. A line ending in \\ continues on the next.", "dim")
+
+    def exit(self, _: str) -> None:
+        raise Exit
+
+    def compact(self, focus: str) -> None:
+        result = self.agent.compact("manual", focus=focus or None)
+        if result is None:
+            return  # the loop already said why
+        if result.outcome == "nothing_to_compact":
+            self._say("nothing to compact")
+        elif result.outcome == "not_needed":
+            self._say(f"nothing changed ({result.before_tokens} tokens)")
+
+    def title(self, text: str) -> None:
+        title = check_title(text)
+        session = self.agent.session
+        session.update_header(title=title)
+        session.checkpoint(f"rename: {title}", event="rename")
+        self._say(f"title: {title}")
+
+    def info(self, _: str) -> None:
+        session = self.agent.session
+        self._save()
+        usage = session.usage
+        tokens = self.agent.estimate()
+        budget = self.agent.config.policy.max_context_tokens
+        rows = [
+            ("session", session.id),
+            ("title", session.head.header.get("title") or "-"),
+            ("summary", session.head.header.get("summary") or "-"),
+            (
+                "messages",
+                f"{session.messages_total} in the full record, "
+                f"{len(session.context)} in the working context",
+            ),
+            ("compactions", str(session.head.counts.get("compactions", 0))),
+            (
+                "usage",
+                f"{usage.get('prompt_tokens', 0)} prompt + "
+                f"{usage.get('completion_tokens', 0)} completion tokens, "
+                f"{usage.get('requests', 0)} requests, ${usage.get('cost_usd', 0.0):.4f}",
+            ),
+            (
+                "context",
+                f"{tokens} / {budget} tokens ({100 * tokens // budget}%), "
+                f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
+            ),
+            ("counting", self.agent.counter.method),
+        ]
+        table = Table(box=None, show_header=False, pad_edge=False)
+        for key, value in rows:
+            table.add_row(Text(key, style="bold"), Text(value))
+        self.err.print(table)
+
+    def fork(self, _: str) -> None:
+        self._save()
+        session = self.agent.session
+        head = manage.fork(session.store, session.id)
+        self._say(
+            f"forked: {head.id} (you are still in {short(session.id)}; "
+            f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
+        )
+
+    def pin(self, text: str) -> None:
+        self._save()
+        session = self.agent.session
+        pins = manage.pin(session.store, session.id, text)
+        session.adopt(session.store.head(session.id))
+        self._say(f"pinned as {len(pins)}")
+
+    def plan(self, _: str) -> None:
+        items = self.agent.session.plan
+        if not items:
+            self._say("no plan yet")
+        for item in items:
+            mark = {"completed": "x", "in_progress": ">"}.get(item.get("status"), " ")
+            self.err.print(Text(f"[{mark}] {item.get('step', '')}"), highlight=False)
+
+    def sessions(self, _: str) -> None:
+        headers = [h for h in Catalog(self.agent.session.store).headers() if not h.get("archived")]
+        headers.sort(key=lambda h: h.get("updated_at") or "", reverse=True)
+        table = Table(box=None, pad_edge=False)
+        for column in ("id", "title", "summary", "updated"):
+            table.add_column(column)
+        for h in headers[:15]:
+            here = " *" if h["id"] == self.agent.session.id else ""
+            table.add_row(
+                short(h["id"]) + here,
+                h.get("title") or "",
+                h.get("summary") or "",
+                (h.get("updated_at") or "").replace("T", " "),
+            )
+        self.err.print(table, markup=False)
+
+    def search(self, query: str) -> None:
+        if not query:
+            self._say("usage: \\search QUERY")
+            return
+        self._save()
+        hits = SearchIndex(self.agent.session.store).search(query, limit=20)
+        if not hits:
+            self._say("no matches")
+        for h in hits:
+            where = h.role if h.index is None else f"message {h.index}"
+            self.err.print(Text(f"{short(h.session)} {where}: {h.snippet}"), highlight=False)

@@ -1,0 +1,204 @@
+"""`gitsessions chat` driven through a real pseudo-terminal (pexpect)."""
+
+import json
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.conftest import REPO, run_gitsessions
+
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
+    env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "gitsessions",
+            "chat",
+            "--base-url",
+            server_url,
+            "--model",
+            "fake-model",
+            "--workspace",
+            str(workspace),
+            *args,
+        ],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        cwd=str(REPO),
+        dimensions=(50, 120),
+    )
+    child.expect(PROMPT)
+    return child
+
+
+def say(child: pexpect.spawn, line: str) -> str:
+    """Send a line, wait for the next prompt, return what was printed in between."""
+    child.sendline(line)
+    child.expect(PROMPT)
+    return plain(child.before)
+
+
+def leave(child: pexpect.spawn) -> None:
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.wait()
+    assert child.exitstatus == 0
+
+
+def sessions() -> list[dict]:
+    return json.loads(run_gitsessions("list", "--json").stdout)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def test_tool_turn_with_approvals(server, ws):
+    server.reply(
+        content=None,
+        tool_calls=[{"name": "write_file", "arguments": {"path": "yes.txt", "content": "y\n"}}],
+    )
+    server.reply(
+        content=None,
+        tool_calls=[{"name": "write_file", "arguments": {"path": "no.txt", "content": "n\n"}}],
+    )
+    server.reply(
+        content=None,
+        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo one > one.txt"}}],
+    )
+    server.reply(
+        content=None,
+        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo two > two.txt"}}],
+    )
+    server.reply(content="All **done**.")
+    child = spawn(server.base_url, ws)
+    child.sendline("make some files")
+    for answer in ("y", "n", "a"):
+        child.expect_exact("for this tool: ")
+        child.sendline(answer)
+    child.expect(PROMPT)  # the second run_shell ran without asking ("always")
+    assert "All done." in plain(child.before)  # markdown rendered once complete
+    leave(child)
+    assert (ws / "yes.txt").exists() and not (ws / "no.txt").exists()
+    assert (ws / "one.txt").exists() and (ws / "two.txt").exists()
+    denied = [m for m in server.requests[2]["messages"] if m["role"] == "tool"][-1]
+    assert "denied by the user" in denied["content"]
+    assert server.requests[0]["stream"] is True
+
+
+def test_slash_commands(server, ws):
+    child = spawn(server.base_url, ws)
+    assert "\\compact" in say(child, "\\help")
+    assert "unknown command \\nope" in say(child, "\\nope")
+    assert say(child, "/title My [first] session").strip().endswith("title: My [first] session")
+    assert "single line" not in say(child, "\\title ok title")
+    say(child, "hello there")  # one turn, so there is something to fork and search
+    info = say(child, "\\info")
+    assert "ok title" in info and "in the full record" in info and "/ 24000 tokens" in info
+    assert "pinned as 1" in say(child, "\\pin keep the API stable")
+    assert "no plan yet" in say(child, "\\plan")
+    found = say(child, "\\search hello there")
+    assert "message 1" in found
+    forked = say(child, "\\fork")
+    assert "forked: " in forked
+    listed = say(child, "\\sessions")
+    assert "ok title" in listed
+    assert "compact" in say(child, "\\compact")
+    child.sendline("\\exit")
+    child.expect(pexpect.EOF)
+    rows = sessions()
+    assert len(rows) == 2 and {r["title"] for r in rows} == {"ok title"}
+    assert sum(1 for r in rows if r["parent_id"]) == 1
+    requests_with_slash = [
+        r for r in server.requests if any("\\" in (m.get("content") or "") for m in r["messages"])
+    ]
+    assert requests_with_slash == []  # slash commands never reach the model
+    original = next(r for r in rows if not r["parent_id"])
+    pins = json.loads(run_gitsessions("pins", original["id"], "--json").stdout)
+    assert pins == ["keep the API stable"]
+
+
+def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
+    child = spawn(server.base_url, ws)
+    server.delay(20)  # the cancelled request's handler sleeps, then serves the default
+    child.sendline("slow question")
+    child.expect_exact("thinking")
+    server.reply(content="second answer")
+    child.sendintr()
+    child.expect_exact("cancelled; the session is saved")
+    child.expect(PROMPT)
+    assert "second answer" in say(child, "next question")
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    assert [m["content"] for m in transcript if m["role"] == "user"] == [
+        "slow question",
+        "next question",
+    ]
+
+
+def test_endpoint_down_keeps_prompt_then_resend(server, ws, tmp_path):
+    child = spawn("http://127.0.0.1:9/v1", ws)
+    assert "cannot reach" in plain(child.before)  # said at start, before any prompt is typed
+    out = say(child, "important prompt")
+    assert "error:" in out and "press Enter to send it again" in out
+    leave(child)
+    sid = sessions()[0]["id"]
+    server.reply(content="answered at last")
+    child = spawn(server.base_url, ws, "--resume", sid[:8])
+    assert "no reply yet" in plain(child.before)
+    assert "answered at last" in say(child, "")
+    leave(child)
+    sent = server.requests[0]["messages"]
+    assert sent[-1] == {"role": "user", "content": "important prompt"}
+
+
+def test_second_chat_on_same_session_is_refused(server, ws):
+    first = spawn(server.base_url, ws)
+    say(first, "hi")
+    sid = sessions()[0]["id"]
+    second = run_gitsessions(
+        "chat", "--resume", sid, "--base-url", server.base_url, "--workspace", str(ws), input=""
+    )
+    assert second.returncode == 1 and "in use" in second.stderr
+    leave(first)
+
+
+def test_resume_after_kill(server, ws):
+    server.reply(content="first answer")
+    child = spawn(server.base_url, ws)
+    say(child, "remember the number 42")
+    server.delay(30)
+    child.sendline("this one is in flight")
+    child.expect_exact("thinking")
+    os.kill(child.pid, signal.SIGKILL)
+    child.expect(pexpect.EOF)
+    sid = sessions()[0]["id"]
+    server.reply(content="resumed fine")
+    child = spawn(server.base_url, ws, "--continue")
+    assert sid[:8] in plain(child.before) and "no reply yet" in plain(child.before)
+    assert "resumed fine" in say(child, "")
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sid, "--json").stdout)
+    assert [m["content"] for m in transcript if m["role"] == "user"] == [
+        "remember the number 42",
+        "this one is in flight",
+    ]
+    assert transcript[-1]["content"] == "resumed fine"
