@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path / "gshome"
     for name in list(os.environ):
         if name.startswith("GIT_") or name.startswith("GITSESSIONS_") or name.startswith("OPENAI_"):
@@ -33,7 +33,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    return home
+    yield home
+    if (home / "store.git" / "HEAD").exists():  # whatever the test did, the store is valid
+        fsck(home)
 
 
 @pytest.fixture

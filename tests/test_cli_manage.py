@@ -11,8 +11,12 @@ from tests.conftest import fsck, git
 
 def test_list_newest_first_and_archived_hidden(cli, make_session, home, store):
     old = make_session(turns=1, title="old one")
-    store.commit(old, Change(header=touch(old.header, updated_at="2026-01-01T00:00:00Z")),
-                 event="turn", subject="backdate")
+    store.commit(
+        old,
+        Change(header=touch(old.header, updated_at="2026-01-01T00:00:00Z")),
+        event="turn",
+        subject="backdate",
+    )
     new = make_session(turns=2, title="new one")
     cli("rename", new.id[:6], "newest title")
     rows = cli.json("list")
@@ -222,3 +226,14 @@ def test_home_option_overrides_env(cli, tmp_path: Path, home):
     assert cli("--home", str(other), "list").stderr.strip() == "no sessions yet"
     assert (other / "store.git" / "HEAD").exists()
     assert not (home / "store.git").exists()
+
+
+def test_hostile_inputs_are_one_line_errors(cli, make_session, tmp_path):
+    head = make_session(turns=0, title="kept")
+    result = cli("rename", head.id, "bad \udcff byte", code=1)
+    assert "not valid UTF-8" in result.stderr
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("x")
+    result = cli("--home", str(a_file), "list", code=1)
+    assert result.stderr.startswith("error: cannot use") and "Traceback" not in result.stderr
+    assert cli.json("info", head.id)["title"] == "kept"

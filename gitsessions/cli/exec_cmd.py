@@ -39,7 +39,15 @@ def cmd_exec(
     complete step), 3 the turn stopped early (--max-steps, repeated tool failures).
     """
     state: State = ctx.obj
-    text = sys.stdin.read() if prompt == "-" else prompt
+    if prompt == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInput(
+                f"the prompt on stdin is not valid UTF-8 (byte {error.start})"
+            ) from None
+    else:
+        text = prompt
     if not text.strip():
         raise InvalidInput("the prompt is empty")
     settings = options.model_settings(

@@ -27,6 +27,7 @@ from gitsessions.store.errors import (
     SessionExists,
     SessionNotFound,
     StoreCorrupt,
+    StoreError,
 )
 from gitsessions.store.layout import (
     TreeDraft,
@@ -109,9 +110,14 @@ class SessionStore:
     """Sessions in `<home>/store.git`."""
 
     def __init__(self, home: Path) -> None:
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.git = GitStore(home / "store.git")
+        except OSError as error:
+            raise StoreError(
+                f"cannot use {home} as the gitsessions home: {error.strerror or error}"
+            ) from None
         self.home = home
-        self.git = GitStore(home / "store.git")
 
     def close(self) -> None:
         self.git.close()
