@@ -109,9 +109,14 @@ class FakeOpenAI:
 
     # -- scripting -------------------------------------------------------------------
 
-    def reply(self, content: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
-              usage: tuple[int, int] | None = (10, 5), finish_reason: str | None = None,
-              model: str | None = None) -> None:
+    def reply(
+        self,
+        content: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        usage: tuple[int, int] | None = (10, 5),
+        finish_reason: str | None = None,
+        model: str | None = None,
+    ) -> None:
         """Queue one assistant answer."""
         self._push(Reply(content, list(tool_calls or []), usage, finish_reason, model))
 
@@ -146,9 +151,7 @@ class FakeOpenAI:
         return self.requests[-1]
 
     def start(self) -> "FakeOpenAI":
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
         return self
 
@@ -205,8 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
-                    for m in self.fake.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                for m in self.fake.models
+            ]
             self._json(200, {"object": "list", "data": data})
         else:
             self._json(404, _error(f"no route {self.path}", "not_found"))
@@ -266,8 +271,12 @@ class _Handler(BaseHTTPRequestHandler):
             for piece in _pieces(call["function"]["arguments"], 2):
                 deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                "model": reply.model or model}
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": reply.model or model,
+        }
         for delta in deltas:
             self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
         self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
@@ -283,8 +292,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _usage(usage: tuple[int, int]) -> dict[str, int]:
     prompt, completion = usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:
@@ -297,10 +309,17 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = calls
     body: dict[str, Any] = {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
         "model": reply.model or model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+            }
+        ],
     }
     if reply.usage is not None:
         body["usage"] = _usage(reply.usage)

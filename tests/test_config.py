@@ -28,10 +28,18 @@ def test_defaults_target_a_local_ollama() -> None:
 
 
 def test_precedence_flag_over_env_over_config() -> None:
-    config = {"model": "cfg-model", "base_url": "http://cfg:1/v1", "api_key": "cfg-key",
-              "summary_model": "cfg-small", "timeout": 30}
-    env = {"GITSESSIONS_MODEL": "env-model", "OPENAI_BASE_URL": "http://openai-env:2/v1",
-           "OPENAI_API_KEY": "env-key"}
+    config = {
+        "model": "cfg-model",
+        "base_url": "http://cfg:1/v1",
+        "api_key": "cfg-key",
+        "summary_model": "cfg-small",
+        "timeout": 30,
+    }
+    env = {
+        "GITSESSIONS_MODEL": "env-model",
+        "OPENAI_BASE_URL": "http://openai-env:2/v1",
+        "OPENAI_API_KEY": "env-key",
+    }
     flags = {"model": "flag-model", "base_url": None, "api_key": "ignored-flag-key"}
     settings = resolve_model_settings(flags, env, config)
     assert settings.model == "flag-model"

@@ -104,10 +104,16 @@ def test_streamed_tool_calls_are_assembled_by_index(
         "role": "assistant",
         "content": "Let me look.",
         "tool_calls": [
-            {"id": "call_a", "type": "function",
-             "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
-            {"id": "call_b", "type": "function",
-             "function": {"name": "run", "arguments": '{"command": "ls -la", "timeout": 5}'}},
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+            },
+            {
+                "id": "call_b",
+                "type": "function",
+                "function": {"name": "run", "arguments": '{"command": "ls -la", "timeout": 5}'},
+            },
         ],
     }
     assert result.finish_reason == "tool_calls"

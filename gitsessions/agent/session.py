@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gitsessions.store.sessions import Change, Head, SessionStore, parse_trailers, touch
+from gitsessions.values.canonical import scrub
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.messages import Message, text_of
@@ -25,6 +26,7 @@ class AgentSession:
         self.head = head
         self.context: list[Message] = store.read(head, "context")
         self.plan: list[Any] = store.read(head, "plan")
+        self.pins: list[str] = store.read(head, "pins")
         self.usage: dict[str, Any] = store.read(head, "usage")
         self.pending: list[Message] = []
         self.header_updates: dict[str, Any] = {}
@@ -52,6 +54,7 @@ class AgentSession:
 
     def add(self, message: Message) -> None:
         """Append to the working context and (at the next checkpoint) the transcript."""
+        message = scrub(message)  # a model or a tool may produce text UTF-8 cannot hold
         self.context.append(message)
         self.pending.append(message)
         self._dirty = True
@@ -59,6 +62,11 @@ class AgentSession:
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items
         self._dirty = True
+
+    def add_pin(self, text: str) -> int:
+        self.pins = [*self.pins, text]
+        self._dirty = True
+        return len(self.pins)
 
     def count_usage(self, model: str, prompt: int, completion: int, cost: float) -> None:
         self.usage = add_usage(self.usage, model, prompt, completion, cost)
@@ -69,10 +77,27 @@ class AgentSession:
         self._dirty = True
 
     def unanswered_prompt(self) -> str | None:
-        """The last user message when the model never answered it (e.g. it was down)."""
-        if self.context and self.context[-1].get("role") == "user" and len(self.context) > 1:
-            return text_of(self.context[-1])
+        """The prompt of a turn the model left unfinished (it was down, or the process
+        died): the context ends with that prompt or with tool results."""
+        if len(self.context) < 2 or self.context[-1].get("role") not in ("user", "tool"):
+            return None
+        for message in reversed(self.context):
+            if message.get("role") == "user":
+                return text_of(message)
         return None
+
+    def open_calls(self) -> list[str]:
+        """Ids of the last assistant message's tool calls that have no result yet."""
+        answered: set[str] = set()
+        for message in reversed(self.context):
+            if message.get("role") == "tool":
+                answered.add(str(message.get("tool_call_id")))
+                continue
+            if message.get("role") == "assistant":
+                calls = [str(c.get("id")) for c in message.get("tool_calls") or []]
+                return [c for c in calls if c not in answered]
+            return []
+        return []
 
     def checkpoint(
         self, subject: str, event: str = "turn", trailers: Mapping[str, Any] | None = None
@@ -86,6 +111,7 @@ class AgentSession:
             context=self.context,
             append=self.pending,
             plan=self.plan,
+            pins=self.pins,
             usage=self.usage,
         )
         all_trailers = {"Turn": self.turn, **(trailers or {})}
@@ -103,6 +129,7 @@ class AgentSession:
         self.head = head
         self.context = self.store.read(head, "context")
         self.plan = self.store.read(head, "plan")
+        self.pins = self.store.read(head, "pins")
         self.usage = self.store.read(head, "usage")
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.session import AgentSession
@@ -92,8 +94,11 @@ def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
 
 
 def child_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment run_shell gets: ours, minus the model's secrets."""
-    return {k: v for k, v in env.items() if k not in SECRET_ENV}
+    """The environment run_shell gets: ours, minus the model's key and gitsessions' own
+    settings (which point at the store and its config)."""
+    return {
+        k: v for k, v in env.items() if k not in SECRET_ENV and not k.startswith("GITSESSIONS_")
+    }
 
 
 @contextmanager
@@ -110,12 +115,19 @@ def build_agent(
     stream: bool = True,
 ) -> Iterator[Built]:
     store = state.store
-    picked = pick_session(store, resume, continue_, workspace_dir(workspace_flag))
-    if picked is not None:
-        recorded = (picked.header.get("workspace") or {}).get("path")
-        workspace = workspace_dir(workspace_flag or (Path(recorded) if recorded else None))
-    else:
-        workspace = workspace_dir(workspace_flag)
+    workspace = workspace_dir(workspace_flag)
+    picked = pick_session(store, resume, continue_, workspace)
+    recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
+    if picked is not None and recorded != str(workspace):
+        # The tools work where the user is, never where a (possibly imported) record says.
+        err.print(
+            Text(
+                f"note: this session was recorded in {recorded or 'no workspace'}; "
+                f"the tools now work in {workspace}",
+                style="yellow",
+            ),
+            highlight=False,
+        )
     env = dict(state.env)
     lease = Lease(store.home, picked.id) if picked else None
     try:

@@ -131,6 +131,7 @@ def cmd_chat(
             repl(agent, events)
         finally:
             history.save()
+            agent.save()
             err.print(
                 Text(
                     f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
@@ -166,6 +167,7 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
             return
         except KeyboardInterrupt:
             events.reset()
+            agent.save()
             err.print(Text("cancelled; the session is saved", style="yellow"), highlight=False)
         except ModelError as error:
             events.reset()

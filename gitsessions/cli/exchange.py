@@ -1,5 +1,6 @@
 """`export` and `import`: one JSON document per session."""
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,8 +32,10 @@ def cmd_export(
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        try:
-            output.write_bytes(data)
+        try:  # private: an export may hold secrets
+            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
         except OSError as error:
             raise InvalidInput(f"cannot write {output}: {error.strerror}") from None
         err.print(f"exported {head.id} to {output}", markup=False)

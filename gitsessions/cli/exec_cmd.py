@@ -12,6 +12,7 @@ from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.tools import approve_all, deny_all
 from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import check_text
 
 EXIT_STOPPED = 3
 
@@ -48,7 +49,7 @@ def cmd_exec(
             ) from None
     else:
         text = prompt
-    if not text.strip():
+    if not check_text(text, "the prompt").strip():
         raise InvalidInput("the prompt is empty")
     settings = options.model_settings(
         state,

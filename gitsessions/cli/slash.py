@@ -70,9 +70,7 @@ class Slash:
         self.err.print(Text(text, style=style), highlight=False)
 
     def _save(self) -> None:
-        session = self.agent.session
-        if session.checkpoint(f"turn {session.turn}: checkpoint", trailers={"Step": 0}):
-            self._say("checkpoint saved", "dim")
+        self.agent.save()
 
     # -- commands ------------------------------------------------------------------------
 
@@ -146,11 +144,13 @@ class Slash:
         )
 
     def pin(self, text: str) -> None:
-        self._save()
+        if not text.strip():
+            self._say("usage: \\pin TEXT")
+            return
         session = self.agent.session
-        pins = manage.pin(session.store, session.id, text)
-        session.adopt(session.store.head(session.id))
-        self._say(f"pinned as {len(pins)}")
+        number = session.add_pin(text.strip())
+        session.checkpoint(f"pin: {text.strip()[:60]}", event="pin")
+        self._say(f"pinned as {number}")
 
     def plan(self, _: str) -> None:
         items = self.agent.session.plan

@@ -138,16 +138,6 @@ class CompactionResult:
         """A copy with `changes` applied."""
         return dataclasses.replace(self, **changes)
 
-    def check_fits(self) -> None:
-        """Raise `ContextStillTooLarge` when the context is still over the limit."""
-        if self.over_limit:
-            raise ContextStillTooLarge(
-                f"the context is still {self.after_tokens} tokens after compaction, over "
-                f"max_context_tokens {self.max_context_tokens}; nothing was lost. Try "
-                "`gitsessions compact --focus TEXT`, fork the session, or raise "
-                "--max-context-tokens"
-            )
-
     def record(self, time: datetime | str | None = None) -> dict[str, Any]:
         """The entry for compactions.json; `time` defaults to now (ISO 8601 UTC)."""
         if time is None:
@@ -187,7 +177,8 @@ def compact(
     """Compact `messages` (system prompt first) under `policy`.
 
     `mode="auto"` clears, then summarizes only if still over the target; if the summary
-    fails but clearing changed something, the cleared context is kept (see `notes`).
+    fails but clearing alone fits under max_context_tokens, the cleared context is kept
+    (and `notes` says so); otherwise the error propagates and nothing changes.
     `mode="manual"` clears and always summarizes when there are older turns, all or
     nothing. `clear_only` runs stage 1 alone; `dry_run` reports without summarizing.
     `transcript` (default: `messages`) feeds the ledger and the stubs' indices; `plan`
@@ -195,7 +186,7 @@ def compact(
 
     Raises `SummarizerFailed` or `CompactionRejected` (context unchanged) and
     `InvalidMessages` for a malformed context. A result still over the limit is not an
-    error: see `over_limit` and `check_fits()`.
+    error: see `over_limit`.
     """
     validate_messages(list(messages), "context", check_pairing=False)
     work = copy.deepcopy(list(messages))
@@ -262,7 +253,7 @@ def compact(
                 f"({after} >= {after_clear} tokens){UNCHANGED}"
             )
     except (SummarizerFailed, CompactionRejected) as error:
-        if mode == "auto" and stage1 is not None:
+        if mode == "auto" and stage1 is not None and not stage1.over_limit:
             reason = str(error).removesuffix(UNCHANGED)
             kept = stage1.but(notes=(*notes, f"kept stage 1 result: {reason}"))
             return _guarded(kept, paired, None)
@@ -300,21 +291,24 @@ def transcript_indices(
     messages: Sequence[Mapping[str, Any]], transcript: Sequence[Mapping[str, Any]]
 ) -> list[int | None]:
     """For each message, the transcript index of the same tool result (None for other
-    messages or when not found), matching tool_call_id in order."""
+    messages or when not found), matching tool_call_id from the end backwards: the
+    context's tail is the transcript's tail, and servers that reuse ids (`call_0` every
+    turn) would otherwise match an earlier turn's result."""
     where: dict[Any, list[int]] = {}
     for j, message in enumerate(transcript):
         if message.get("role") == "tool":
             where.setdefault(message.get("tool_call_id"), []).append(j)
     result: list[int | None] = [None] * len(messages)
-    position = 0
-    for at, message in enumerate(messages):
+    position = len(transcript)
+    for at in range(len(messages) - 1, -1, -1):
+        message = messages[at]
         if message.get("role") != "tool":
             continue
         found = where.get(message.get("tool_call_id"), [])
-        k = bisect.bisect_left(found, position)
-        if k < len(found):
+        k = bisect.bisect_left(found, position) - 1
+        if k >= 0:
             result[at] = found[k]
-            position = found[k] + 1
+            position = found[k]
     return result
 
 

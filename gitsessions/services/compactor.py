@@ -34,8 +34,12 @@ class Recorded:
     committed: bool
 
 
-def make_summarizer(client: ModelClient, model: str) -> Summarize:
-    """A `summarize` callable that asks `model` through `client`."""
+def make_summarizer(
+    client: ModelClient, model: str, spent: list[tuple[str, int, int]] | None = None
+) -> Summarize:
+    """A `summarize` callable that asks `model` through `client`; each call's usage is
+    appended to `spent` as (model, prompt tokens, completion tokens), whatever becomes
+    of the summary."""
 
     def summarize(request: SummaryRequest) -> SummaryResult:
         completion = client.complete(
@@ -45,12 +49,15 @@ def make_summarizer(client: ModelClient, model: str) -> Summarize:
             max_tokens=request.max_tokens,
         )
         usage = completion.usage
-        return SummaryResult(
+        result = SummaryResult(
             text=completion.message.get("content") or "",
             model=completion.model or model,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
         )
+        if spent is not None:
+            spent.append((result.model, result.prompt_tokens, result.completion_tokens))
+        return result
 
     return summarize
 

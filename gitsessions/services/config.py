@@ -203,8 +203,7 @@ def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
             number = _number(entry.get(key)) if not isinstance(entry.get(key), str) else None
             if number is None or not math.isfinite(number) or number < 0:
                 raise ConfigError(
-                    f'{source}: [prices."{model}"] {key} must be a number'
-                    " (USD per 1M tokens, >= 0)"
+                    f'{source}: [prices."{model}"] {key} must be a number (USD per 1M tokens, >= 0)'
                 )
             price[key] = number
         prices[model] = price

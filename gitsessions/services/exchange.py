@@ -14,6 +14,7 @@ from typing import Any
 
 from gitsessions.store.errors import SessionExists
 from gitsessions.store.sessions import Change, Head, SessionStore
+from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, is_session_id, new_id
@@ -81,13 +82,23 @@ def parse_export(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as error:
         raise InvalidExport(f"not valid UTF-8 (byte {error.start})") from None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise InvalidExport(
             f"malformed JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except RecursionError:
+        raise InvalidExport("nested too deeply to be a session") from None
     validate_export(doc)
+    try:
+        dumps(doc)  # lone surrogates (\ud800 escapes) cannot be stored
+    except InvalidInput as error:
+        raise InvalidExport(str(error)) from None
     return doc
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidExport(f"{name} is not a number a session can hold")
 
 
 def _expect(doc: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str) -> None:

@@ -13,6 +13,7 @@ from gitsessions.services.search import SearchIndex
 from gitsessions.store import maintenance
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import ConcurrentUpdate
+from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import GitsessionsError, InvalidInput
@@ -35,6 +36,13 @@ def _audited(
 
 
 def _update(
+    store: SessionStore, session_id: str, event: str, subject: str, make: Callable[[Head], Change]
+) -> Head:
+    with Lease(store.home, session_id):  # a live chat on it would lose its next commit
+        return _retrying(store, session_id, event, subject, make)
+
+
+def _retrying(
     store: SessionStore, session_id: str, event: str, subject: str, make: Callable[[Head], Change]
 ) -> Head:
     for attempt in range(RETRIES):
@@ -94,7 +102,8 @@ def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head
 
 def delete(store: SessionStore, session_id: str) -> None:
     def run() -> None:
-        store.delete(store.head(session_id))
+        with Lease(store.home, session_id):
+            store.delete(store.head(session_id))
         Catalog(store).forget(session_id)
         SearchIndex(store).forget(session_id)
 

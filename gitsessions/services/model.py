@@ -273,9 +273,7 @@ def _assistant_message(text: str, calls: list[Message]) -> Message:
     return message
 
 
-def _assemble_stream(
-    chunks: Any, model: str, on_text: Callable[[str], None] | None
-) -> Completion:
+def _assemble_stream(chunks: Any, model: str, on_text: Callable[[str], None] | None) -> Completion:
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage: Usage | None = None

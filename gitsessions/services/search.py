@@ -16,8 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gitsessions.store.errors import ObjectMissing
 from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
 
 TITLE, SUMMARY = -2, -1
@@ -101,7 +103,12 @@ class SearchIndex:
                 self._drop(db, session)
             for session, commit in refs.items():
                 if known.get(session) != commit.decode():
-                    self._index(db, self.store.head_at(session, commit))
+                    try:
+                        self._index(db, self.store.head_at(session, commit))
+                    except ObjectMissing:
+                        if self.store.exists(session):
+                            raise
+                        self._drop(db, session)  # deleted while we indexed
             db.commit()
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
@@ -167,7 +174,7 @@ class SearchIndex:
         session: str | None = None,
     ) -> list[Hit]:
         """Sessions, messages and snippets containing `query` (case-insensitive)."""
-        query = query.strip()
+        query = check_text(query, "the query").strip()
         if not query:
             return []
         self.refresh()

@@ -13,6 +13,7 @@ import os
 import sqlite3
 from typing import Any
 
+from gitsessions.store.errors import ObjectMissing
 from gitsessions.store.sessions import SessionStore
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT)"
@@ -53,7 +54,12 @@ class Catalog:
                 if row and row[0] == commit:
                     header = json.loads(row[1])
                 else:
-                    header = self.store.head_at(sid, commit.encode()).header
+                    try:
+                        header = self.store.head_at(sid, commit.encode()).header
+                    except ObjectMissing:
+                        if self.store.exists(sid):
+                            raise
+                        continue  # deleted while we listed
                     fresh.append((sid, commit, json.dumps(header)))
                 header["head"] = commit
                 out.append(header)

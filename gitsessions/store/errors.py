@@ -29,3 +29,7 @@ class StoreBusy(StoreError):
 
 class StoreCorrupt(StoreError):
     """The store holds something that is not a valid session."""
+
+
+class ObjectMissing(StoreError):
+    """An object a ref or tree names is gone: purged by a concurrent delete."""

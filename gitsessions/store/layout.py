@@ -63,12 +63,6 @@ class TreeDraft:
                 for item in sub.items():
                     self.transcript.add(item.path, item.mode, item.sha)
 
-    def read(self, name: str) -> bytes | None:
-        key = name.encode()
-        if key not in self.root:
-            return None
-        return self.git.blob_bytes(self.root[key][1])
-
     def set(self, name: str, data: bytes) -> None:
         blob = Blob.from_string(data)
         self.new_objects.append(blob)

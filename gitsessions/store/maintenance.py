@@ -8,7 +8,8 @@ Invariants:
 - Packs are deltified (dulwich's default repack is not): the store stays near the size
   of its compressed content rather than a full copy per turn.
 - `maybe_autopack` packs loose objects once they pile up, as `git gc --auto` does, by
-  sampling one fan-out directory; it never prunes.
+  sampling one fan-out directory, and consolidates packs once there are many (keeping
+  every loose object, and whatever packed object a ref reaches).
 """
 
 import contextlib

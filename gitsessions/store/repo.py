@@ -22,17 +22,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from dulwich.errors import NotGitRepository
+from dulwich.errors import NotGitRepository, PackedRefsException
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, ShaFile
 from dulwich.repo import Repo
 
-from gitsessions.store.errors import StoreBusy, StoreCorrupt
+from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 
 STALE_LOCK_SECONDS = 5.0
 LOCK_RETRIES = 40
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
-ZERO = b"0" * 40
 
 
 @contextlib.contextmanager
@@ -160,13 +159,21 @@ class GitStore:
                     self._retry_locked(attempt, f"object {obj.id.decode()}")
 
     def get(self, sha: bytes) -> ShaFile:
-        """Read an object, rescanning packs once if a concurrent repack moved it."""
+        """Read an object, rescanning packs once if a concurrent repack moved it;
+        `ObjectMissing` if it is gone (a concurrent delete purged it)."""
         store = self.repo.object_store
         try:
             return store[sha]
         except KeyError:
-            store._update_pack_cache()  # packs may have been rewritten by a purge
+            store._clear_cached_packs()  # packs may have been rewritten by a purge
+            store._update_pack_cache()
+        try:
             return store[sha]
+        except KeyError:
+            raise ObjectMissing(
+                f"object {sha.decode()[:12]} is gone from the store (was the "
+                "session deleted meanwhile?)"
+            ) from None
 
     def blob_bytes(self, sha: bytes) -> bytes:
         obj = self.get(sha)
@@ -181,10 +188,15 @@ class GitStore:
             return self.repo.refs[name]
         except KeyError:
             return None
+        except PackedRefsException as error:
+            raise StoreCorrupt(f"{self.path / 'packed-refs'} is corrupt: {error}") from None
 
     def session_refs(self) -> dict[bytes, bytes]:
         """`{session id (bytes): head commit}` for every session branch."""
-        return dict(self.repo.refs.as_dict(SESSION_REF_PREFIX))
+        try:
+            return dict(self.repo.refs.as_dict(SESSION_REF_PREFIX))
+        except PackedRefsException as error:
+            raise StoreCorrupt(f"{self.path / 'packed-refs'} is corrupt: {error}") from None
 
     def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
         """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won."""

@@ -13,7 +13,7 @@ Invariants:
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from gitsessions.store import maintenance
 from gitsessions.store.errors import (
     AmbiguousSessionId,
     ConcurrentUpdate,
+    ObjectMissing,
     SessionExists,
     SessionNotFound,
     StoreCorrupt,
@@ -130,11 +131,14 @@ class SessionStore:
             k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
         }
 
+    def exists(self, session_id: str) -> bool:
+        return self.git.ref(ref_name(session_id)) is not None
+
     def resolve(self, text: str) -> str:
         """The full id named by an id or unique prefix."""
         prefix = check_prefix(text)
         if len(prefix) == 32:
-            if self.git.ref(ref_name(prefix)) is None:
+            if not self.exists(prefix):
                 raise SessionNotFound(f"no session {prefix}")
             return prefix
         matches = sorted(i for i in self.ids() if i.startswith(prefix))
@@ -244,15 +248,22 @@ class SessionStore:
         if title is not None:
             header["title"] = title
         trailers = {"Parent-Session": source.id, "Fork-Point": source.commit.decode()}
-        return self._write(
-            new_id,
-            source,
-            Change(header=header),
-            "fork",
-            f"fork: from {source.id[:8]}",
-            trailers,
-            None,
-        )
+        try:
+            return self._write(
+                new_id,
+                source,
+                Change(header=header),
+                "fork",
+                f"fork: from {source.id[:8]}",
+                trailers,
+                None,
+            )
+        except ObjectMissing:
+            if self.exists(source.id):
+                raise
+            raise SessionNotFound(
+                f"session {source.id[:8]} was deleted; nothing was forked"
+            ) from None
 
     def _write(
         self,
@@ -298,6 +309,9 @@ class SessionStore:
         commit.message = commit_message(subject, session_id, event, trailers)
         ref = ref_name(session_id)
         with self.git.locked(), self.git.ref_locked(ref):
+            if base is not None and expected is None and not self.exists(base.id):
+                # A fork whose source was deleted meanwhile: its objects may be purged.
+                raise SessionNotFound(f"session {base.id[:8]} was deleted; nothing was forked")
             self.git.add_objects([*draft.new_objects, commit])
             if not self.git.move_ref(ref, expected, commit.id):
                 if expected is None:
@@ -326,11 +340,6 @@ class SessionStore:
             assert isinstance(commit, Commit)
             yield commit_id, commit
             commit_id = commit.parents[0] if commit.parents else None
-
-    def heads(self, session_ids: Sequence[str] | None = None) -> Iterator[Head]:
-        refs = self.ids()
-        for session_id in session_ids if session_ids is not None else sorted(refs):
-            yield self.head_at(session_id, refs[session_id])
 
 
 def _timestamp(iso: Any) -> int:

@@ -59,3 +59,12 @@ def check_title(title: str) -> str:
     if len(stripped) > MAX_TITLE:
         raise InvalidInput(f"title is longer than {MAX_TITLE} characters")
     return stripped
+
+
+def check_text(text: str, what: str) -> str:
+    """Free text from the command line (a prompt, a pin, a query): must be valid UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid UTF-8") from None
+    return text

@@ -9,18 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 HEADER_FORMAT = "gitsessions.header/1"
-HEADER_KEYS = (
-    "id",
-    "title",
-    "summary",
-    "parent_id",
-    "fork_point",
-    "archived",
-    "created_at",
-    "updated_at",
-    "workspace",
-    "model",
-)
 USAGE_TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
 
 

@@ -3,12 +3,13 @@
 `dispatch` never raises for anything the model did wrong: malformed or mistyped
 arguments, an unknown tool, a refused path, a failed edit, an OSError all come back as
 an outcome with `ok=False` and content starting `error: `, which the model reads and can
-correct. Only bugs propagate (exceptions that are neither `GitsessionsError` nor
-`OSError`). A tool registered with `needs_approval` runs only after `approve(name,
-arguments)` returned True; otherwise it does not run and the content says the user
-denied it (`error: denied by the user: ...`; every failure starts `error:`, which is
-what the ledger keys on, so a denied write is never listed as a changed file). Every
-content is bounded by the output limit.
+correct. Only bugs propagate (exceptions other than `GitsessionsError`, `OSError`, and
+the `ValueError`/`OverflowError`/`RecursionError` that impossible arguments raise). A
+tool registered with `needs_approval` runs only after `approve(name, arguments)` returned
+True; otherwise it does not run and the content says the user denied it (`error: denied
+by the user: ...`; every failure starts `error:`, which is what the ledger keys on, so a
+denied write is never listed as a changed file). Every content is bounded by the output
+limit.
 """
 
 import copy
@@ -199,6 +200,10 @@ class ToolRegistry:
             return failed(str(error), duration=time.monotonic() - started)
         except OSError as error:
             return failed(describe_os_error(error), duration=time.monotonic() - started)
+        except (ValueError, OverflowError, RecursionError) as error:
+            # arguments the model made up that the OS or a library cannot take: a NUL in a
+            # command, a lone surrogate in a path, a regex repeat count past sys.maxsize
+            return failed(f"invalid argument: {error}", duration=time.monotonic() - started)
         duration = time.monotonic() - started
         if isinstance(result, str):
             result = ToolResult(result)
