@@ -46,12 +46,23 @@ def cmd_list(
     include_archived: Annotated[
         bool, typer.Option("--include-archived", help="Show archived sessions too.")
     ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Show at most N sessions (0: all) [default: 100 in the table, all with --json].",
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """List sessions, newest first."""
     headers = Catalog(_state(ctx).store).headers()
     rows = [list_row(h) for h in headers if include_archived or not h.get("archived")]
     rows.sort(key=lambda r: (r["updated_at"] or "", r["id"]), reverse=True)
+    total = len(rows)
+    shown = limit if limit is not None else (0 if json_ else 100)
+    if shown:
+        rows = rows[:shown]
     if json_:
         print_json(out, rows)
         return
@@ -60,7 +71,8 @@ def cmd_list(
         return
     table = Table(box=None, pad_edge=False)
     for column in ("id", "title", "summary", "msgs", "compact", "updated", "parent", "workspace"):
-        table.add_column(column, overflow="fold" if column in ("title", "summary") else None)
+        wraps = column in ("title", "summary", "workspace")
+        table.add_column(column, overflow="fold" if wraps else None, no_wrap=not wraps)
     for r in rows:
         title = r["title"] + (" (archived)" if r["archived"] else "")
         table.add_row(
@@ -69,11 +81,13 @@ def cmd_list(
             r["summary"],
             str(r["messages"]),
             str(r["compactions"]),
-            (r["updated_at"] or "").replace("T", " "),
+            (r["updated_at"] or "")[:16].replace("T", " "),
             short(r["parent_id"]),
             r["workspace"] or "",
         )
     out.print(table, markup=False, highlight=False)
+    if total > len(rows):
+        err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
 
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:

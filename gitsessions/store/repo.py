@@ -192,7 +192,44 @@ class GitStore:
             raise StoreCorrupt(f"{self.path / 'packed-refs'} is corrupt: {error}") from None
 
     def session_refs(self) -> dict[bytes, bytes]:
-        """`{session id (bytes): head commit}` for every session branch."""
+        """`{session id (bytes): head commit}` for every session branch.
+
+        Read the way git reads them (packed-refs, then loose files override), which is
+        several times faster than dulwich's generic walk at 10,000 sessions; anything
+        unexpected (a symbolic ref, a malformed line) falls back to dulwich."""
+        refs: dict[bytes, bytes] = {}
+        prefix = SESSION_REF_PREFIX
+        try:
+            with open(self.path / "packed-refs", "rb") as packed:
+                for line in packed:
+                    if line[:1] in (b"#", b"^"):
+                        continue
+                    sha, _, name = line.rstrip(b"\n").partition(b" ")
+                    if name.startswith(prefix):
+                        if len(sha) != 40:
+                            return self._dulwich_session_refs()
+                        refs[name[len(prefix) :]] = sha
+        except FileNotFoundError:
+            pass
+        folder = self.path / os.fsdecode(prefix)
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            if name.endswith(".lock"):
+                continue
+            try:
+                with open(folder / name, "rb") as loose:
+                    sha = loose.read(64).strip()
+            except (FileNotFoundError, IsADirectoryError):
+                continue  # deleted meanwhile, or not a branch of ours
+            if len(sha) != 40:
+                return self._dulwich_session_refs()
+            refs[os.fsencode(name)] = sha
+        return refs
+
+    def _dulwich_session_refs(self) -> dict[bytes, bytes]:
         try:
             return dict(self.repo.refs.as_dict(SESSION_REF_PREFIX))
         except PackedRefsException as error:
