@@ -71,8 +71,12 @@ def cmd_list(
         return
     table = Table(box=None, pad_edge=False)
     for column in ("id", "title", "summary", "msgs", "compact", "updated", "parent", "workspace"):
-        wraps = column in ("title", "summary", "workspace")
-        table.add_column(column, overflow="fold" if wraps else None, no_wrap=not wraps)
+        if column in ("title", "summary"):
+            table.add_column(column, overflow="fold", min_width=16 if column == "title" else 8)
+        elif column == "workspace":
+            table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
+        else:
+            table.add_column(column, no_wrap=True)
     for r in rows:
         title = r["title"] + (" (archived)" if r["archived"] else "")
         table.add_row(

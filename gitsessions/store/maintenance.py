@@ -180,7 +180,7 @@ def maybe_autopack(git: GitStore) -> None:
 
 def _remove_temporary_packs(git: GitStore) -> None:
     """Half-written packs of a killed pack run (we hold the exclusive lock: none is live)."""
-    for leftover in (git.path / "objects" / "pack").glob("tmp*"):
+    for leftover in (git.path / "objects").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
 
