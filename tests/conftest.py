@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gitsessions.cli.app import app
+from gitsessions.services.tools import ToolRegistry
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -130,3 +131,20 @@ def server() -> Iterator[FakeOpenAI]:
     """A real OpenAI-compatible HTTP server on 127.0.0.1, scripted by the test."""
     with FakeOpenAI() as fake:
         yield fake
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty project directory for tool tests."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def tools(workspace: Path) -> ToolRegistry:
+    """The workspace tools over `workspace`, every call approved."""
+    from gitsessions.services.tools import approve_all, create_registry
+    from tests.tool_helpers import ENV
+
+    return create_registry(workspace, ENV, approve=approve_all)

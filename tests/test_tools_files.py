@@ -2,33 +2,13 @@
 failures, paging, binary refusal, listing and search, and workspace confinement
 (absolute paths, `..`, symlinked files and directories, writes through symlinks)."""
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gitsessions.services.tools import ToolOutcome, ToolRegistry, approve_all, create_registry
-
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
-
-
-def call(registry: ToolRegistry, name: str, **arguments: Any) -> ToolOutcome:
-    return registry.dispatch(
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)},
-        }
-    )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
+from gitsessions.services.tools import ToolRegistry, create_registry
+from tests.tool_helpers import ENV, call
 
 
 @pytest.fixture
@@ -37,11 +17,6 @@ def outside(tmp_path: Path) -> Path:
     secret.parent.mkdir()
     secret.write_text("top secret\n")
     return secret
-
-
-@pytest.fixture
-def tools(workspace: Path) -> ToolRegistry:
-    return create_registry(workspace, ENV, approve=approve_all)
 
 
 # read_file

@@ -15,12 +15,10 @@ from gitsessions.services.tools import (
     ToolError,
     ToolOutcome,
     ToolRegistry,
-    approve_all,
     create_registry,
 )
 from gitsessions.values.canonical import dumps_line
-
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+from tests.tool_helpers import ENV
 
 
 def raw_call(registry: ToolRegistry, name: str, arguments: Any) -> ToolOutcome:
@@ -31,18 +29,6 @@ def raw_call(registry: ToolRegistry, name: str, arguments: Any) -> ToolOutcome:
 
 def call(registry: ToolRegistry, name: str, **arguments: Any) -> ToolOutcome:
     return raw_call(registry, name, json.dumps(arguments))
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def tools(workspace: Path) -> ToolRegistry:
-    return create_registry(workspace, ENV, approve=approve_all)
 
 
 # approval

@@ -3,28 +3,15 @@ closed stdin, truncation of huge output, and killing the whole process group on 
 or when background processes outlive the command. No timing assertions: a process is
 checked gone through its pid file."""
 
-import json
 import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gitsessions.services.tools import ToolOutcome, ToolRegistry, approve_all, create_registry
-
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
-
-
-def call(registry: ToolRegistry, name: str, **arguments: Any) -> ToolOutcome:
-    return registry.dispatch(
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)},
-        }
-    )
+from gitsessions.services.tools import ToolRegistry, approve_all, create_registry
+from tests.tool_helpers import ENV, call
 
 
 def is_gone(pid: int) -> bool:
@@ -49,18 +36,6 @@ def eventually_gone(pid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def tools(workspace: Path) -> ToolRegistry:
-    return create_registry(workspace, ENV, approve=approve_all)
 
 
 def test_first_line_is_the_exit_code(tools: ToolRegistry) -> None:
