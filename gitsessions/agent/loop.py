@@ -122,6 +122,8 @@ class Agent:
         """Commit whatever is pending, first answering any tool call left without a result
         (after an interruption), so the stored context always has valid pairs."""
         session = self.session
+        if not session.dirty:
+            return
         for call_id in session.open_calls():
             session.add({"role": "tool", "tool_call_id": call_id, "content": CANCELLED})
             audit(session.store.home, "tool", session.id, "cancelled", call_id=call_id)

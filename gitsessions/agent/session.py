@@ -49,6 +49,11 @@ class AgentSession:
         return self.head.id
 
     @property
+    def dirty(self) -> bool:
+        """Whether anything awaits the next checkpoint."""
+        return self._dirty
+
+    @property
     def messages_total(self) -> int:
         return self.head.counts.get("messages", 0) + len(self.pending)
 
