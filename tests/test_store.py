@@ -206,3 +206,11 @@ def test_sessions_survive_reopen(home, make_session, store):
     again = SessionStore(home)
     assert again.transcript(again.head(head.id)) == store.transcript(head)
     again.close()
+
+
+def test_autopack_packs_loose_refs(store, home, monkeypatch, make_session):
+    monkeypatch.setattr(maintenance, "AUTOPACK_REFS", 2)
+    heads = [make_session(turns=0) for _ in range(4)]
+    packed = (home / "store.git" / "packed-refs").read_text()
+    assert sum(h.id in packed for h in heads) >= 3
+    assert set(store.ids()) == {h.id for h in heads}

@@ -12,7 +12,8 @@ Invariants:
   against the next newer one, with chains cut at `MAX_DEPTH`. The
   newest version of every file is stored whole, so reading a session's head is cheap,
   and an append-only transcript segment costs about what was appended.
-- `maybe_autopack` packs loose objects once they pile up, as `git gc --auto` does: it
+- `maybe_autopack` packs loose objects (and loose refs: reading 10,000 ref files makes
+  `list` slow) once they pile up, as `git gc --auto` does: it
   walks only the loose part of the history (stopping at packed objects), so its cost
   follows what was written since the last pack, not the size of the store.
 """
@@ -25,10 +26,11 @@ from dulwich.objects import Blob, Commit, ShaFile, Tag, Tree
 from dulwich.pack import UnpackedObject, full_unpacked_object
 
 from gitsessions.store.delta import create_delta
-from gitsessions.store.repo import GitStore
+from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 
 AUTOPACK_LOOSE = 1024  # loose objects (estimated) before an automatic pack
 AUTOPACK_PACKS = 32  # packs before they are consolidated
+AUTOPACK_REFS = 256  # loose session branches before they go into packed-refs
 MAX_DEPTH = 100  # longest delta chain (git's pack.depth is 50; here the bases are the newest)
 
 
@@ -170,10 +172,20 @@ def estimate_loose(git: GitStore) -> int:
         return 0
 
 
+def loose_refs(git: GitStore) -> int:
+    try:
+        return len(os.listdir(git.path / os.fsdecode(SESSION_REF_PREFIX)))
+    except FileNotFoundError:
+        return 0
+
+
 def maybe_autopack(git: GitStore) -> None:
-    """Pack loose objects, or consolidate packs, once either piles up."""
+    """Pack loose objects, loose refs, or consolidate packs, once any of them piles up."""
     if estimate_loose(git) > AUTOPACK_LOOSE:
         pack_loose(git)
+    elif loose_refs(git) > AUTOPACK_REFS:
+        with git.locked(exclusive=True):
+            git.repo.refs.pack_refs(all=True)
     if len(git.repo.object_store.packs) > AUTOPACK_PACKS:
         repack(git, prune=False)
 
