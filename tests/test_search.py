@@ -77,3 +77,12 @@ def test_broken_cache_is_rebuilt(cli, make_session, home):
     cli.json("search", "rebuild")
     (home / "search.sqlite").write_bytes(b"garbage" * 100)
     assert len(cli.json("search", "rebuild")) == 2
+
+
+def test_delete_with_a_broken_search_cache(cli, make_session, home):
+    head = make_session(turns=1, tag="gone")
+    cli.json("search", "gone")
+    (home / "search.sqlite").write_bytes(b"not a database")
+    (home / "index.sqlite").write_bytes(b"not a database either")
+    cli("delete", head.id, "--yes")
+    assert cli.json("search", "gone") == [] and cli.json("list") == []

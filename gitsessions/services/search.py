@@ -5,17 +5,17 @@ substring of 3+ characters matches, code included) is a cache. It is keyed by co
 each transcript segment is indexed under its git blob id, and a segment is re-read only
 when the blob a session points at changes, so refreshing after a turn reads one segment,
 not the whole store. Sessions whose branch is gone are dropped from it; a cache that
-cannot be read is deleted and rebuilt. Rows of deleted sessions are removed and the file
-is rewritten (`optimize`, `VACUUM`, `secure_delete`), so deleted text does not linger.
+cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
+removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 """
 
-import contextlib
-import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import ObjectMissing
 from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
@@ -74,28 +74,11 @@ class SearchIndex:
         self.store = store
         self.path = store.home / "search.sqlite"
 
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            db.execute("PRAGMA secure_delete=ON")
-            for statement in SCHEMA:
-                db.execute(statement)
-            yield db
-        finally:
-            db.close()
+    def _db(self) -> AbstractContextManager[sqlite3.Connection]:
+        return open_cache(self.path, SCHEMA)
 
     def refresh(self) -> None:
         """Bring the index up to date with the refs (reads only what changed)."""
-        try:
-            self._refresh()
-        except sqlite3.DatabaseError:
-            self.path.unlink(missing_ok=True)
-            self._refresh()
-
-    def _refresh(self) -> None:
         refs = self.store.ids()
         with self._db() as db:
             known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
