@@ -94,6 +94,7 @@ class Agent:
         self.cost = cost
         self.events = events or Events()
         self.workspace_head = workspace_head
+        self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
 
     # -- turns ---------------------------------------------------------------------------
@@ -136,8 +137,9 @@ class Agent:
         compacted = False
         failed_in_a_row = 0
         for step in range(1, self.config.max_steps + 1):
-            compacted |= self.ensure_budget()
-            completion = self._request()
+            raw, compacted_now = self.ensure_budget()
+            compacted |= compacted_now
+            completion = self._request(raw)
             try:
                 message = completion.message
                 self.session.add(message)
@@ -175,14 +177,16 @@ class Agent:
     # -- budget --------------------------------------------------------------------------
 
     def estimate(self) -> int:
-        return self.counter.estimate(self.session.context, self.registry.definitions())
+        return self.counter.estimate(self.session.context, self.tools)
 
-    def ensure_budget(self) -> bool:
-        """Compact automatically when over the threshold; True when it compacted. After a
+    def ensure_budget(self) -> tuple[int, bool]:
+        """Compact automatically when over the threshold. Returns the raw (uncalibrated)
+        token count of the context about to be sent, and whether it compacted. After a
         failed attempt, auto-compaction waits for the next turn instead of paying for the
         same failing summary at every step."""
         policy = self.config.policy
-        tokens = self.estimate()
+        raw = self.counter.count_context(self.session.context, self.tools)
+        tokens = self.counter.scaled(raw)
         compacted = False
         if should_compact(tokens, policy) and self._failed_turn != self.session.turn:
             result = self.compact("auto")
@@ -190,6 +194,7 @@ class Agent:
                 self._failed_turn = self.session.turn
             elif result.changed:
                 compacted = True
+                raw = self.counter.count_context(self.session.context, self.tools)
                 tokens = result.after_tokens
         if tokens > policy.max_context_tokens:
             raise ContextStillTooLarge(
@@ -198,7 +203,7 @@ class Agent:
                 f"Try `gitsessions compact {self.session.id[:8]} --focus TEXT`, a fork, or a "
                 "larger --max-context-tokens"
             )
-        return compacted
+        return raw, compacted
 
     def compact(
         self, trigger: str, focus: str | None = None, clear_only: bool = False
@@ -206,7 +211,7 @@ class Agent:
         """Compact now (committing what is pending first); None when it failed. Whatever
         the summarizer cost is counted, even when its summary was rejected."""
         self.save()
-        tools = self.registry.definitions()
+        tools = self.tools
         spent: list[tuple[str, int, int]] = []
         try:
             recorded = compact_session(
@@ -237,9 +242,8 @@ class Agent:
 
     # -- model ---------------------------------------------------------------------------
 
-    def _request(self) -> Completion:
-        tools = self.registry.definitions()
-        raw = self.counter.count_context(self.session.context, tools)
+    def _request(self, raw: int) -> Completion:
+        """Send the context (`raw` tokens by our count, for calibration)."""
         started = False
 
         def on_text(delta: str) -> None:
@@ -254,7 +258,7 @@ class Agent:
             completion = self.client.complete(
                 self.session.context,
                 model=self.config.model,
-                tools=tools,
+                tools=self.tools,
                 stream=self.config.stream,
                 on_text=on_text,
             )

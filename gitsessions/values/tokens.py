@@ -111,7 +111,11 @@ class TokenCounter:
         self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> int:
         """`count_context` scaled by the calibration ratio (rounded up)."""
-        return math.ceil(self.count_context(messages, tools) * self.ratio)
+        return self.scaled(self.count_context(messages, tools))
+
+    def scaled(self, raw: int) -> int:
+        """A raw count scaled by the calibration ratio (rounded up)."""
+        return math.ceil(raw * self.ratio)
 
     # -- internals -------------------------------------------------------------------
 
