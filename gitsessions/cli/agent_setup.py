@@ -25,6 +25,7 @@ from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
+from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
 SECRET_ENV = ("OPENAI_API_KEY",)
@@ -170,7 +171,6 @@ def build_agent(
 
 
 def turn_usage(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
-    delta = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in USAGE_TOTAL_KEYS}
     delta["cost_usd"] = round(delta["cost_usd"], 8)
     return delta

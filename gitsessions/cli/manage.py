@@ -10,7 +10,9 @@ from gitsessions.cli.state import State, err, out
 from gitsessions.services import manage
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head, parse_trailers
+from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.ids import short
+from gitsessions.values.records import USAGE_TOTAL_KEYS
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
@@ -110,10 +112,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "messages": counts.get("messages", 0),
         "context_messages": counts.get("context_messages", 0),
         "compactions": counts.get("compactions", 0),
-        "usage": {
-            k: usage.get(k, 0)
-            for k in ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
-        },
+        "usage": {k: usage.get(k, 0) for k in USAGE_TOTAL_KEYS},
         "model": h.get("model"),
         "workspace": h.get("workspace"),
         "created_at": h.get("created_at"),
@@ -187,7 +186,7 @@ def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None
         subject, trailers = parse_trailers(commit.message)
         entry: dict[str, Any] = {
             "commit": commit_id.decode(),
-            "time": _iso(commit.commit_time),
+            "time": iso_of_timestamp(commit.commit_time),
             "event": trailers.get("Event", ""),
             "session": trailers.get("Session", ""),
             "subject": subject,
@@ -209,12 +208,6 @@ def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None
         )
         table.add_row(e["commit"][:10], e["time"].replace("T", " "), e["event"], subject, tokens)
     out.print(table, markup=False, highlight=False)
-
-
-def _iso(timestamp: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cmd_rename(

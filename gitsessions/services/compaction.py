@@ -26,7 +26,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from gitsessions.services.continuation import (
@@ -36,6 +36,7 @@ from gitsessions.services.continuation import (
     summary_request,
 )
 from gitsessions.services.ledger import build_ledger
+from gitsessions.values.clock import iso, now_iso
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, pairing_errors, text_of, validate_messages
 
@@ -141,10 +142,9 @@ class CompactionResult:
     def record(self, time: datetime | str | None = None) -> dict[str, Any]:
         """The entry for compactions.json; `time` defaults to now (ISO 8601 UTC)."""
         if time is None:
-            time = datetime.now(UTC)
-        if isinstance(time, datetime):
-            aware = time if time.tzinfo else time.replace(tzinfo=UTC)
-            time = aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            time = now_iso()
+        elif isinstance(time, datetime):
+            time = iso(time)
         summarizer = None
         if self.summarizer_model is not None:
             summarizer = {"model": self.summarizer_model, "usage": dict(self.usage or {})}

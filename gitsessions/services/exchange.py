@@ -19,7 +19,7 @@ from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, is_session_id, new_id
 from gitsessions.values.messages import InvalidMessages, validate_messages
-from gitsessions.values.records import USAGE_TOTAL_KEYS
+from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
 
 EXPORT_FORMAT = "gitsessions.session/1"
 REQUIRED = ("format", "id", "messages", "transcript")
@@ -38,7 +38,18 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "compactions": [],
     "pins": [],
 }
-WORKSPACE_KEYS = ("path", "repo_root", "branch", "head")
+HEADER_FIELDS = (
+    "title",
+    "summary",
+    "parent_id",
+    "fork_point",
+    "archived",
+    "created_at",
+    "updated_at",
+    "workspace",
+    "model",
+)  # the header as the document holds it
+WORKSPACE_KEYS = tuple(empty_workspace())
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -52,20 +63,7 @@ def export_session(store: SessionStore, head: Head) -> dict[str, Any]:
     return {
         "format": EXPORT_FORMAT,
         "id": head.id,
-        **{
-            key: h.get(key, OPTIONAL_DEFAULTS[key])
-            for key in (
-                "title",
-                "summary",
-                "parent_id",
-                "fork_point",
-                "archived",
-                "created_at",
-                "updated_at",
-                "workspace",
-                "model",
-            )
-        },
+        **{key: h.get(key, OPTIONAL_DEFAULTS[key]) for key in HEADER_FIELDS},
         "messages": store.read(head, "context"),
         "transcript": store.transcript(head),
         "plan": store.read(head, "plan"),
@@ -200,15 +198,13 @@ def import_session(
         raise SessionExists(
             f"session {session_id} already exists; import with --new-id to keep both"
         )
-    header = {
-        key: full[key]
-        for key in ("title", "summary", "parent_id", "fork_point", "archived", "workspace", "model")
-    }
+    header = {key: full[key] for key in HEADER_FIELDS}
     header.update(
-        id=session_id, created_at=full["created_at"] or now, updated_at=full["updated_at"] or now
+        id=session_id,
+        created_at=full["created_at"] or now,
+        updated_at=full["updated_at"] or now,
+        workspace=full["workspace"] or empty_workspace(),
     )
-    if header["workspace"] is None:
-        header["workspace"] = {key: None for key in WORKSPACE_KEYS}
     change = Change(
         context=list(full["messages"]),
         append=list(full["transcript"]),

@@ -3,9 +3,20 @@
 from datetime import UTC, datetime
 
 
+def iso(moment: datetime) -> str:
+    """`moment` as `YYYY-MM-DDTHH:MM:SSZ` (a naive datetime is taken to be UTC)."""
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def now_iso() -> str:
     """The current time as `YYYY-MM-DDTHH:MM:SSZ`."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso(datetime.now(UTC))
+
+
+def iso_of_timestamp(seconds: int) -> str:
+    """A Unix timestamp (a commit's time) as a stored timestamp."""
+    return iso(datetime.fromtimestamp(seconds, UTC))
 
 
 def parse_iso(text: str) -> datetime:

@@ -45,11 +45,7 @@ def short(session_id: str | None) -> str:
 
 def check_title(title: str) -> str:
     """A user title: one line, no control characters, valid UTF-8, not empty."""
-    try:
-        title.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("title is not valid UTF-8") from None
-    stripped = title.strip()
+    stripped = check_text(title, "title").strip()
     if not stripped:
         raise InvalidInput("title must not be empty")
     if "\n" in stripped or "\r" in stripped:
