@@ -69,9 +69,6 @@ class Slash:
     def _say(self, text: str, style: str = "") -> None:
         self.err.print(Text(text, style=style), highlight=False)
 
-    def _save(self) -> None:
-        self.agent.save()
-
     # -- commands ------------------------------------------------------------------------
 
     def help(self, _: str) -> None:
@@ -102,7 +99,7 @@ class Slash:
 
     def info(self, _: str) -> None:
         session = self.agent.session
-        self._save()
+        self.agent.save()
         usage = session.usage
         tokens = self.agent.estimate()
         budget = self.agent.config.policy.max_context_tokens
@@ -135,7 +132,7 @@ class Slash:
         self.err.print(table)
 
     def fork(self, _: str) -> None:
-        self._save()
+        self.agent.save()
         session = self.agent.session
         head = manage.fork(session.store, session.id)
         self._say(
@@ -180,7 +177,7 @@ class Slash:
         if not query:
             self._say("usage: \\search QUERY")
             return
-        self._save()
+        self.agent.save()
         hits = SearchIndex(self.agent.session.store).search(query, limit=20)
         if not hits:
             self._say("no matches")
