@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from gitsessions.cli.app import app
 from gitsessions.services.tools import ToolRegistry
+from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -36,6 +37,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     yield home
     if (home / "store.git" / "HEAD").exists():  # whatever the test did, the store is valid
+        wait_for_maintenance(home / "store.git")
         fsck(home)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.store import maintenance
+from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.errors import ConcurrentUpdate, SessionExists
 from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Change, SessionStore, parse_trailers
@@ -158,11 +159,24 @@ def test_gc_packs_with_deltas(store, home, make_session):
     fsck(home)
 
 
-def test_autopack_kicks_in(store, home, monkeypatch, make_session):
+def test_maintenance_packs_loose_objects(store, home, monkeypatch, make_session):
     monkeypatch.setattr(maintenance, "AUTOPACK_LOOSE", -1)
-    make_session(turns=3)
+    head = make_session(turns=3)
+    assert maintenance.needs_maintenance(store.git)
+    assert maintenance.run_maintenance(store.git)["loose_packed"] > 0
     assert list((home / "store.git" / "objects" / "pack").glob("*.pack"))
+    assert not list((home / "store.git" / "objects").glob("??/*"))
+    assert store.transcript(store.head(head.id))[-1]["content"].startswith("answer 2")
     fsck(home)
+
+
+def test_writers_hand_maintenance_to_a_background_process(store, home, make_session):
+    heads = [make_session(turns=0) for _ in range(maintenance.AUTOPACK_REFS + 4)]
+    wait_for_maintenance(home / "store.git")  # the process a commit started
+    packed = (home / "store.git" / "packed-refs").read_text()
+    assert sum(h.id in packed for h in heads) > maintenance.AUTOPACK_REFS
+    assert maintenance.loose_refs(store.git) < maintenance.AUTOPACK_REFS
+    assert set(store.ids()) == {h.id for h in heads}
 
 
 def test_store_files_are_private(cli, home, make_session):
@@ -208,9 +222,10 @@ def test_sessions_survive_reopen(home, make_session, store):
     again.close()
 
 
-def test_autopack_packs_loose_refs(store, home, monkeypatch, make_session):
+def test_maintenance_packs_loose_refs(store, home, monkeypatch, make_session):
     monkeypatch.setattr(maintenance, "AUTOPACK_REFS", 2)
     heads = [make_session(turns=0) for _ in range(4)]
+    maintenance.run_maintenance(store.git)
     packed = (home / "store.git" / "packed-refs").read_text()
     assert sum(h.id in packed for h in heads) >= 3
     assert set(store.ids()) == {h.id for h in heads}

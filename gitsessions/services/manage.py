@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from gitsessions.services.audit import audit
 from gitsessions.services.search import SearchIndex
-from gitsessions.store import maintenance
+from gitsessions.store import background, maintenance
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.lease import Lease
@@ -110,8 +110,12 @@ def delete(store: SessionStore, session_id: str) -> None:
     _audited(store, "delete", session_id, run)
 
 
-def gc(store: SessionStore) -> dict[str, int]:
-    return _audited(store, "gc", None, lambda: maintenance.repack(store.git, prune=True))
+def gc(store: SessionStore) -> dict[str, object]:
+    def run() -> dict[str, object]:
+        with background.maintenance_quiet(store.git.path):
+            return maintenance.repack(store.git, prune=True)
+
+    return _audited(store, "gc", None, run)
 
 
 def pin(store: SessionStore, session_id: str, text: str) -> list[str]:

@@ -1,31 +1,40 @@
 """Packing and purging the store's objects.
 
 Invariants:
-- Both run under the store's exclusive lock, so no writer has objects in flight.
-- `repack(prune=True)` keeps exactly the objects reachable from some ref: it writes them
-  into one new pack, then removes every other pack and every loose object. Whatever a
-  deleted session alone referenced is then gone from disk.
+- Nothing a ref may need is ever removed. Purges (`gc`, and `purge` after `delete`)
+  run under the store's exclusive lock, so no writer has objects in flight; they first
+  read every ref strictly (a bad `packed-refs` line or ref file stops them), and just
+  before removing anything they read the refs again and stop unless they are unchanged.
+  A ref whose history cannot be walked (missing or corrupt objects) makes the purge
+  keep everything: it is reported, and nothing below it is guessed at.
+- Packing never removes an object that is not in a pack already renamed into place
+  (pack, then index, both fsynced), so it needs no exclusive lock: it holds the shared
+  one, like a writer, and runs in a background process (`background.py`), never inside
+  a turn.
 - Packs are deltified the way git does it, not the way dulwich's repack does (it writes
   no deltas) nor dulwich's `deltify_pack_objects` (a window search whose byte-level
   encoder costs ~20 ms a blob here, and unbounded chains): versions of one file are
   grouped by path, newest first, and each is stored as a line-based delta (`delta.py`)
-  against the next newer one, with chains cut at `MAX_DEPTH`. The
-  newest version of every file is stored whole, so reading a session's head is cheap,
-  and an append-only transcript segment costs about what was appended.
-- `maybe_autopack` packs loose objects (and loose refs: reading 10,000 ref files makes
-  `list` slow) once they pile up, as `git gc --auto` does: it
-  walks only the loose part of the history (stopping at packed objects), so its cost
-  follows what was written since the last pack, not the size of the store.
+  against the next newer one, with chains cut at `MAX_DEPTH`.
+- Memory is bounded by one object pair, not the store: walks keep ids and paths only,
+  and objects are read again one at a time while the pack is written.
+- `delete` purges only what the deleted branch alone reached: loose objects are
+  unlinked, and only the packs holding such objects are rewritten (record by record,
+  deltas kept) without them.
 """
 
 import contextlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from dulwich.objects import Blob, Commit, ShaFile, Tag, Tree
-from dulwich.pack import UnpackedObject, full_unpacked_object
+from dulwich.objects import Blob, Commit, Tag, Tree
+from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
 
+from gitsessions.store import dulwich_private
 from gitsessions.store.delta import create_delta
+from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.refpack import pack_refs, read_loose, read_packed
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 
 AUTOPACK_LOOSE = 1024  # loose objects (estimated) before an automatic pack
@@ -33,18 +42,50 @@ AUTOPACK_PACKS = 32  # packs before they are consolidated
 AUTOPACK_REFS = 256  # loose session branches before they go into packed-refs
 MAX_DEPTH = 100  # longest delta chain (git's pack.depth is 50; here the bases are the newest)
 
+Entry = tuple[bytes, int, bytes]  # hex id, object type, path it was found at ("" for commits)
 
-Hinted = tuple[ShaFile, bytes]  # an object and the path it was found at ("" for commits)
+
+@dataclass
+class Walk:
+    """What a walk from some refs reached, and the refs it could not walk."""
+
+    entries: list[Entry] = field(default_factory=list)
+    seen: set[bytes] = field(default_factory=set)
+    broken: dict[bytes, str] = field(default_factory=dict)  # ref name -> why
 
 
-def _walk(git: GitStore, roots: list[bytes], only: set[bytes] | None = None) -> list[Hinted]:
-    """Objects reachable from `roots` (each once), commits newest first, then each
-    commit's tree: so versions of a file come newest first. With `only`, objects outside
-    it are neither returned nor descended into."""
-    seen: set[bytes] = set()
+def all_refs(git: GitStore) -> dict[bytes, bytes]:
+    """Every ref of the store (but HEAD), read strictly: loose first, then packed."""
+    packed = read_packed(git.path / "packed-refs")
+    return {**packed, **read_loose(git.path)}
+
+
+def _walk(
+    git: GitStore,
+    refs: dict[bytes, bytes],
+    only: set[bytes] | None = None,
+    read_blobs: bool = False,
+    seen: set[bytes] | None = None,
+) -> Walk:
+    """Ids reachable from `refs`, commits newest first, then each commit's tree (so
+    versions of a file come newest first). Blobs are not read unless `read_blobs`.
+    With `only`, objects outside it are neither returned nor descended into; ids in
+    `seen` are skipped. A ref whose objects cannot be read is recorded in `broken`."""
+    walk = Walk(seen=seen if seen is not None else set())
+    for name, root in refs.items():
+        try:
+            _walk_one(git, root, walk, only, read_blobs)
+        except (StoreError, KeyError, ValueError, OSError) as error:
+            walk.broken[name] = str(error) or type(error).__name__
+    return walk
+
+
+def _walk_one(
+    git: GitStore, root: bytes, walk: Walk, only: set[bytes] | None, read_blobs: bool
+) -> None:
+    seen = walk.seen
     commits: list[Commit] = []
-    out: list[Hinted] = []
-    frontier = list(roots)
+    frontier = [root]
     while frontier:  # breadth-first along parents: newest commits first
         following: list[bytes] = []
         for sha in frontier:
@@ -54,41 +95,48 @@ def _walk(git: GitStore, roots: list[bytes], only: set[bytes] | None = None) -> 
             obj = git.get(sha)
             if isinstance(obj, Tag):
                 following.append(obj.object[1])
-                out.append((obj, b""))
+                walk.entries.append((sha, obj.type_num, b""))
             elif isinstance(obj, Commit):
                 commits.append(obj)
                 following.extend(obj.parents)
         frontier = following
     for commit in commits:
-        out.append((commit, b""))
-        stack = [(commit.tree, b"")]
+        walk.entries.append((commit.id, commit.type_num, b""))
+        stack = [(commit.tree, Tree.type_num, b"")]
         while stack:
-            sha, path = stack.pop()
+            sha, type_num, path = stack.pop()
             if sha in seen or (only is not None and sha not in only):
                 continue
             seen.add(sha)
-            obj = git.get(sha)
-            out.append((obj, path))
-            if isinstance(obj, Tree):
-                for item in obj.items():
-                    if item.mode != 0o160000:  # a gitlink names no object of ours
-                        stack.append((item.sha, path + b"/" + item.path))
-    return out
+            walk.entries.append((sha, type_num, path))
+            if type_num == Tree.type_num:
+                tree = git.get(sha)
+                if not isinstance(tree, Tree):
+                    raise StoreCorrupt(f"object {sha.decode()} is not a tree")
+                for item in tree.items():
+                    if item.mode == 0o160000:  # a gitlink names no object of ours
+                        continue
+                    kind = Tree.type_num if item.mode & 0o040000 else Blob.type_num
+                    stack.append((item.sha, kind, path + b"/" + item.path))
+            elif read_blobs:
+                git.get(sha)
 
 
-def _deltified(objects: list[Hinted]) -> Iterator[UnpackedObject]:
+def _deltified(git: GitStore, entries: list[Entry]) -> Iterator[UnpackedObject]:
     """Pack records: each blob or tree as a delta against the previous (newer) version
-    at the same path when that is at most half its size, chains at most MAX_DEPTH."""
-    order = sorted(range(len(objects)), key=lambda i: (objects[i][0].type_num, objects[i][1], i))
+    at the same path when that is at most half its size, chains at most MAX_DEPTH.
+    Objects are read one at a time; only the previous one is kept."""
+    order = sorted(range(len(entries)), key=lambda i: (entries[i][1], entries[i][2], i))
     previous: tuple[int, bytes, bytes, bytes, int] | None = None  # type, path, sha, raw, depth
     for i in order:
-        obj, path = objects[i]
+        sha, type_num, path = entries[i]
+        obj = git.get(sha)
         raw = obj.as_raw_string()
         depth = 0
         record = None
         if (
             previous is not None
-            and isinstance(obj, Blob | Tree)
+            and type_num in (Blob.type_num, Tree.type_num)
             and previous[0] == obj.type_num
             and previous[1] == path
             and previous[4] < MAX_DEPTH
@@ -107,61 +155,182 @@ def _deltified(objects: list[Hinted]) -> Iterator[UnpackedObject]:
         previous = (obj.type_num, path, obj.sha().digest(), raw, depth)
 
 
-def _write_pack(git: GitStore, objects: list[Hinted]) -> str | None:
-    if not objects:
+def _write_pack(git: GitStore, entries: list[Entry]) -> str | None:
+    if not entries:
         return None
-    pack = git.repo.object_store.add_pack_data(len(objects), _deltified(objects))
+    pack = git.repo.object_store.add_pack_data(len(entries), _deltified(git, entries))
     return pack.name() if pack is not None else None
 
 
-def _refs(git: GitStore) -> list[bytes]:
-    return [sha for name, sha in git.repo.refs.as_dict().items() if name != b"HEAD"]
+def _packed_ids(pack: Pack) -> Iterator[bytes]:
+    return iter(pack)
 
 
-def repack(git: GitStore, prune: bool = True) -> dict[str, int]:
-    """One deltified pack of what refs reach; with `prune`, nothing else survives."""
-    with git.locked(exclusive=True):
-        git.clear_stale_locks()
-        _remove_temporary_packs(git)
+def _check_unchanged(git: GitStore, before: dict[bytes, bytes], what: str) -> None:
+    if all_refs(git) != before:
+        raise StoreBusy(
+            f"the store's branches changed during {what}; nothing was purged, try again"
+        )
+
+
+def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
+    """One deltified pack of what refs reach; with `prune`, nothing else survives
+    (unless some ref cannot be walked: then nothing is purged and it is reported)."""
+    with git.locked(exclusive=prune):
+        if prune:
+            git.clear_stale_locks()
+            _remove_temporary_packs(git)
         store = git.repo.object_store
-        store._clear_cached_packs()
-        store._update_pack_cache()
-        reachable = _walk(git, _refs(git))
-        keep = {obj.id for obj, _ in reachable}
-        loose = list(store._iter_loose_objects())
-        if not prune:  # keep what is loose and unreferenced too
-            reachable += [(git.get(s), b"") for s in loose if s not in keep]
+        dulwich_private.rescan_packs(store)
+        refs = all_refs(git)
+        walk = _walk(git, refs)
+        keep = walk.seen
+        loose = list(dulwich_private.loose_objects(store))
         old_packs = list(store.packs)
-        new_name = _write_pack(git, reachable)
+        purge = prune and not walk.broken
+        entries = walk.entries
+        if not purge:  # keep everything: what is loose or packed and not reached too
+            extra = {s for s in loose if s not in keep}
+            for pack in old_packs:
+                extra.update(s for s in _packed_ids(pack) if s not in keep)
+            entries = entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
+        new_name = _write_pack(git, entries)
+        if purge:
+            _check_unchanged(git, refs, "gc")
         for pack in old_packs:
             if pack.name() != new_name:
-                store._remove_pack(pack)
+                dulwich_private.remove_pack(store, pack)
         for sha in loose:
             store.delete_loose_object(sha)
-        store._update_pack_cache()
-        git.repo.refs.pack_refs(all=True)
+        dulwich_private.rescan_packs(store)
+        pack_refs(git)
         _remove_empty_fanout(git)
         return {
-            "objects": len(reachable),
+            "objects": len(entries),
             "loose_before": len(loose),
             "packs_before": len(old_packs),
+            "purged": purge,
+            "broken": sorted(n.decode() for n in walk.broken),
         }
 
 
-def pack_loose(git: GitStore) -> int:
-    """Move loose objects into one new deltified pack; returns how many were packed."""
+def purge(git: GitStore, gone: bytes) -> dict[str, object]:
+    """After a branch at `gone` was deleted: remove the objects no other ref reaches.
+
+    Only `gone`'s own history is walked whole; the other refs' commits and trees are
+    read (never their blobs) to find what they still share with it."""
     with git.locked(exclusive=True):
         store = git.repo.object_store
-        loose = set(store._iter_loose_objects())
-        hinted = _walk(git, _refs(git), only=loose)
-        found = {obj.id for obj, _ in hinted}
-        hinted += [(git.get(sha), b"") for sha in loose - found]  # unreferenced leftovers
-        _write_pack(git, hinted)
+        dulwich_private.rescan_packs(store)
+        refs = all_refs(git)
+        candidates = _walk(git, {b"gone": gone}).seen
+        if not candidates:
+            return {"purged": 0, "broken": []}
+        others = _walk(git, refs)
+        if others.broken:  # what they reach is unknown: keep everything
+            return {"purged": 0, "broken": sorted(n.decode() for n in others.broken)}
+        doomed = candidates - others.seen
+        _check_unchanged(git, refs, "delete")
+        removed = 0
+        for sha in doomed:
+            path = git.path / "objects" / sha[:2].decode() / sha[2:].decode()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+        for pack in list(store.packs):
+            inside = {bytes.fromhex(s.decode()) for s in doomed if s in pack}
+            if inside:
+                removed += len(inside)
+                _rewrite_without(git, pack, inside)
+        dulwich_private.rescan_packs(store)
+        _remove_empty_fanout(git)
+        return {"purged": removed, "broken": []}
+
+
+def _rewrite_without(git: GitStore, pack: Pack, doomed: set[bytes]) -> None:
+    """Replace `pack` by one without `doomed` (binary ids): records are copied as they
+    are (deltas stay deltas); one whose base is doomed is written whole."""
+    store = git.repo.object_store
+    at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
+    count = len(at) - len(doomed)
+
+    def records() -> Iterator[UnpackedObject]:
+        for record in pack.data.iter_unpacked():
+            sha = at[record.offset]
+            if sha in doomed:
+                continue
+            if record.pack_type_num in (OFS_DELTA, REF_DELTA):
+                base = (
+                    at[record.offset - record.delta_base]
+                    if record.pack_type_num == OFS_DELTA
+                    else record.delta_base
+                )
+                if base in doomed:
+                    yield full_unpacked_object(git.get(sha.hex().encode()))
+                    continue
+                yield UnpackedObject(
+                    REF_DELTA,
+                    sha=sha,
+                    delta_base=base,
+                    decomp_len=record.decomp_len,
+                    decomp_chunks=record.decomp_chunks,
+                )
+            else:
+                yield UnpackedObject(
+                    record.pack_type_num,
+                    sha=sha,
+                    decomp_len=record.decomp_len,
+                    decomp_chunks=record.decomp_chunks,
+                )
+
+    if count:
+        store.add_pack_data(count, records())
+    dulwich_private.remove_pack(store, pack)
+
+
+def pack_loose(git: GitStore) -> int:
+    """Move loose objects into one new deltified pack; returns how many were packed.
+    Holds only the shared lock: a loose object is removed once its pack is in place."""
+    with git.locked():
+        store = git.repo.object_store
+        loose = set(dulwich_private.loose_objects(store))
+        if not loose:
+            return 0
+        refs = all_refs(git)
+        walk = _walk(git, refs, only=loose)
+        leftovers = sorted(loose - walk.seen)  # not (yet) referenced: kept all the same
+        entries = walk.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
+        _write_pack(git, entries)
+        dulwich_private.rescan_packs(store)
         for sha in loose:
             store.delete_loose_object(sha)
-        git.repo.refs.pack_refs(all=True)
         _remove_empty_fanout(git)
         return len(loose)
+
+
+def consolidate(git: GitStore) -> int:
+    """Merge every pack and loose object into one pack, dropping nothing; returns the
+    number of packs merged. Holds only the shared lock, like `pack_loose`."""
+    with git.locked():
+        store = git.repo.object_store
+        dulwich_private.rescan_packs(store)
+        old_packs = list(store.packs)
+        loose = list(dulwich_private.loose_objects(store))
+        refs = all_refs(git)
+        walk = _walk(git, refs)
+        extra = {s for s in loose if s not in walk.seen}
+        for pack in old_packs:
+            extra.update(s for s in _packed_ids(pack) if s not in walk.seen)
+        entries = walk.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
+        new_name = _write_pack(git, entries)
+        dulwich_private.rescan_packs(store)
+        for pack in old_packs:
+            if pack.name() != new_name:
+                dulwich_private.remove_pack(store, pack)
+        for sha in loose:
+            store.delete_loose_object(sha)
+        _remove_empty_fanout(git)
+        return len(old_packs)
 
 
 def estimate_loose(git: GitStore) -> int:
@@ -179,20 +348,40 @@ def loose_refs(git: GitStore) -> int:
         return 0
 
 
-def maybe_autopack(git: GitStore) -> None:
-    """Pack loose objects, loose refs, or consolidate packs, once any of them piles up."""
+def pack_count(git: GitStore) -> int:
+    try:
+        return sum(1 for n in os.listdir(git.path / "objects" / "pack") if n.endswith(".idx"))
+    except FileNotFoundError:
+        return 0
+
+
+def needs_maintenance(git: GitStore) -> bool:
+    """Cheap (three directory listings): has anything piled up past its threshold?"""
+    return (
+        estimate_loose(git) > AUTOPACK_LOOSE
+        or loose_refs(git) > AUTOPACK_REFS
+        or pack_count(git) > AUTOPACK_PACKS
+    )
+
+
+def run_maintenance(git: GitStore) -> dict[str, int]:
+    """What `needs_maintenance` asks for, each step safe beside live writers."""
+    done = {"loose_packed": 0, "refs_packed": 0, "packs_merged": 0}
     if estimate_loose(git) > AUTOPACK_LOOSE:
-        pack_loose(git)
-    elif loose_refs(git) > AUTOPACK_REFS:
-        with git.locked(exclusive=True):
-            git.repo.refs.pack_refs(all=True)
-    if len(git.repo.object_store.packs) > AUTOPACK_PACKS:
-        repack(git, prune=False)
+        done["loose_packed"] = pack_loose(git)
+    if loose_refs(git) > AUTOPACK_REFS:
+        done["refs_packed"] = pack_refs(git)
+    if pack_count(git) > AUTOPACK_PACKS:
+        done["packs_merged"] = consolidate(git)
+    return done
 
 
 def _remove_temporary_packs(git: GitStore) -> None:
     """Half-written packs of a killed pack run (we hold the exclusive lock: none is live)."""
     for leftover in (git.path / "objects").glob("tmp_pack_*"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+    for leftover in (git.path / "objects" / "pack").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
 
@@ -203,3 +392,32 @@ def _remove_empty_fanout(git: GitStore) -> None:
         if len(name) == 2:
             with contextlib.suppress(OSError):
                 os.rmdir(objects / name)
+
+
+def iter_commits(git: GitStore) -> Iterator[bytes]:
+    """Hex ids of every commit in the store, packed or loose, reachable or not. Pack
+    records are typed from their headers (a delta takes its base's type), so no blob
+    is resolved; unreadable objects are skipped (doctor reports them elsewhere)."""
+    store = git.repo.object_store
+    dulwich_private.rescan_packs(store)
+    for sha in list(dulwich_private.loose_objects(store)):
+        with contextlib.suppress(StoreError, KeyError, ValueError, OSError):
+            if git.get(sha).type_num == Commit.type_num:
+                yield sha
+    for pack in list(store.packs):
+        at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
+        kinds: dict[bytes, int] = {}
+        ref_deltas: list[tuple[bytes, bytes]] = []
+        for record in pack.data.iter_unpacked():
+            sha = at[record.offset]
+            if record.pack_type_num == OFS_DELTA:
+                kinds[sha] = kinds.get(at.get(record.offset - record.delta_base, b""), -1)
+            elif record.pack_type_num == REF_DELTA:
+                ref_deltas.append((sha, record.delta_base))
+            else:
+                kinds[sha] = record.pack_type_num
+        for sha, base in ref_deltas:
+            kinds[sha] = kinds.get(base, -1)
+        for sha, kind in kinds.items():
+            if kind == Commit.type_num:
+                yield sha.hex().encode()

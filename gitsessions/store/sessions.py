@@ -20,7 +20,7 @@ from typing import Any
 
 from dulwich.objects import Commit, Tree
 
-from gitsessions.store import maintenance
+from gitsessions.store import background, maintenance, tombstones
 from gitsessions.store.errors import (
     AmbiguousSessionId,
     ConcurrentUpdate,
@@ -110,7 +110,8 @@ def parse_trailers(message: bytes) -> tuple[str, dict[str, str]]:
 class SessionStore:
     """Sessions in `<home>/store.git`."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, background_maintenance: bool = True) -> None:
+        self.background_maintenance = background_maintenance
         try:
             home.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitStore(home / "store.git")
@@ -320,17 +321,22 @@ class SessionStore:
                     f"session {session_id[:8]} was changed by another process; "
                     "nothing was overwritten, try again"
                 )
-        maintenance.maybe_autopack(self.git)
+        if self.background_maintenance and maintenance.needs_maintenance(self.git):
+            background.schedule(self.git.path)
         return Head(session_id, commit.id, tree_id, header)
 
-    def delete(self, head: Head) -> None:
-        """Remove the session's branch and purge what no other branch reaches."""
+    def delete(self, head: Head) -> dict[str, object]:
+        """Remove the session's branch, then purge what no other branch reaches.
+
+        The id is recorded as deleted first (so `doctor` never brings it back from its
+        leftover commits), then the branch goes, then its objects."""
         ref = ref_name(head.id)
+        tombstones.record(self.git.path, head.id)
         with self.git.locked(), self.git.ref_locked(ref):
             if not self.git.move_ref(ref, head.commit, None):
                 raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
         self.git.forget_ref_lock(ref)
-        maintenance.repack(self.git, prune=True)
+        return maintenance.purge(self.git, head.commit)
 
     def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:
         """The commits of a session, newest first, following first parents."""

@@ -1,0 +1,135 @@
+"""Ref packing never loses a session: a kill at any unlink, rename or write of `gc`
+leaves every branch readable at its head, and readers never see an older head.
+
+Before the fix, dulwich's `add_packed_refs` deleted the loose ref files before it
+wrote `packed-refs`: a kill at the first unlink dropped every loose session."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store import maintenance
+from gitsessions.store.refpack import delete_ref, pack_refs, read_packed
+from gitsessions.store.sessions import Change, SessionStore, ref_name
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+from tests.conftest import REPO, fsck, git
+
+LOOSE = 30
+
+
+def _make_store(home: Path, count: int) -> dict[str, bytes]:
+    store = SessionStore(home, background_maintenance=False)
+    heads = {}
+    for n in range(count):
+        sid = new_id()
+        head = store.create(
+            new_header(sid, now_iso(), title=f"s{n}"),
+            Change(append=[{"role": "user", "content": f"m{n}"}]),
+        )
+        heads[sid] = head.commit
+    store.close()
+    return heads
+
+
+def _refs_by_git(home: Path) -> dict[str, bytes]:
+    out = git(
+        home / "store.git",
+        "for-each-ref",
+        "--format=%(objectname) %(refname)",
+        "refs/heads/sessions/",
+    ).stdout
+    refs = {}
+    for line in out.splitlines():
+        sha, name = line.split(" ")
+        refs[name.rsplit("/", 1)[1]] = sha.encode()
+    return refs
+
+
+def _killed_gc(home: Path, syscall: str, when: int) -> int:
+    env = {**os.environ, "GITSESSIONS_HOME": str(home)}
+    result = subprocess.run(
+        [
+            "strace", "-f", "-qq", "-o", "/dev/null",
+            "-e", f"inject={syscall}:signal=KILL:when={when}",
+            sys.executable, "-m", "gitsessions", "gc",
+        ],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    return result.returncode
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize(
+    ("syscall", "points"),
+    [("unlink", [1, LOOSE // 2]), ("rename", [1, 2]), ("write", [1, 20])],
+)
+def test_a_gc_killed_anywhere_keeps_every_session(tmp_path, syscall, points):
+    template = tmp_path / "template"
+    heads = _make_store(template, LOOSE)
+    killed = 0
+    for when in points:
+        home = tmp_path / f"{syscall}-{when}"
+        shutil.copytree(template, home, symlinks=True)
+        code = _killed_gc(home, syscall, when)
+        killed += code in (-signal.SIGKILL, 128 + signal.SIGKILL, 137)
+        assert _refs_by_git(home) == heads, (syscall, when)
+        again = subprocess.run(
+            [sys.executable, "-m", "gitsessions", "list", "--json"],
+            capture_output=True, text=True, cwd=REPO,
+            env={**os.environ, "GITSESSIONS_HOME": str(home)},
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        fsck(home)
+    assert killed, "no injection point was reached"
+
+
+def test_pack_refs_packs_then_removes_loose_files(home):
+    heads = _make_store(home, 5)
+    store = SessionStore(home, background_maintenance=False)
+    assert pack_refs(store.git) == 5
+    packed = read_packed(home / "store.git" / "packed-refs")
+    assert {ref_name(s): c for s, c in heads.items()}.items() <= packed.items()
+    assert maintenance.loose_refs(store.git) == 0
+    assert {s: c for s, c in store.ids().items()} == heads
+    store.close()
+
+
+def test_a_ref_busy_while_packing_stays_loose_and_moves_on(home):
+    heads = _make_store(home, 3)
+    store = SessionStore(home, background_maintenance=False)
+    sid = next(iter(heads))
+    name = ref_name(sid)
+    with store.git.ref_locked(name):  # a writer is in the middle of moving it
+        pack_refs(store.git)
+    assert (home / "store.git" / os.fsdecode(name)).exists()  # kept loose: it was busy
+    assert maintenance.loose_refs(store.git) == 1
+    head = store.commit(
+        store.head(sid),
+        Change(append=[{"role": "user", "content": "later"}]),
+        event="turn",
+        subject="turn",
+    )
+    pack_refs(store.git)
+    assert store.head(sid).commit == head.commit
+    assert store.ids()[sid] == head.commit
+    store.close()
+
+
+def test_delete_leaves_packed_refs_first(home):
+    heads = _make_store(home, 2)
+    store = SessionStore(home, background_maintenance=False)
+    pack_refs(store.git)
+    sid, commit = next(iter(heads.items()))
+    with store.git.ref_locked(ref_name(sid)):
+        assert not delete_ref(store.git.path, ref_name(sid), b"0" * 40)  # wrong old value
+        assert delete_ref(store.git.path, ref_name(sid), commit)
+    assert ref_name(sid) not in read_packed(home / "store.git" / "packed-refs")
+    assert sid not in store.ids()
+    store.close()
