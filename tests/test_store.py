@@ -10,7 +10,8 @@ from gitsessions.store import maintenance
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.errors import ConcurrentUpdate, SessionExists
 from gitsessions.store.layout import SEGMENT_SIZE
-from gitsessions.store.sessions import Change, SessionStore, parse_trailers
+from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header

@@ -12,7 +12,8 @@ Invariants:
 from collections.abc import Mapping
 from typing import Any
 
-from gitsessions.store.sessions import Change, Head, SessionStore, parse_trailers, touch
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.canonical import scrub
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id

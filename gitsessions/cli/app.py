@@ -5,15 +5,17 @@ single line on stderr with its exit code; nothing else is caught, so a bug still
 its traceback.
 """
 
+import errno
 import os
+import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import chat, compact_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.state import State, err
 from gitsessions.values.errors import GitsessionsError
 
@@ -23,8 +25,25 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except GitsessionsError as error:
-            err.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
-            raise typer.Exit(error.exit_code) from None
+            _fail(str(error), error.exit_code)
+        except OSError as error:  # a read-only home, a full disk, a file we may not read
+            _fail(_os_error(error), 1)
+        except sqlite3.Error as error:  # a cache file on a read-only or full disk
+            _fail(f"a cache file in the gitsessions home cannot be written ({error})", 1)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code) from None
+
+
+def _os_error(error: OSError) -> str:
+    what = error.strerror or type(error).__name__
+    where = f": {error.filename}" if error.filename else ""
+    hint = ""
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
+        hint = " (nothing was changed; free space or fix permissions and try again)"
+    return f"{what}{where}{hint}"
 
 
 app = typer.Typer(
@@ -59,6 +78,7 @@ manage.register(app)
 exchange.register(app)
 search.register(app)
 compact_cmd.register(app)
+doctor_cmd.register(app)
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ from gitsessions.cli.render import print_json, print_messages
 from gitsessions.cli.state import State, err, out
 from gitsessions.services import manage
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import Head, parse_trailers
+from gitsessions.store.sessions import Head
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
@@ -279,10 +280,21 @@ def cmd_delete(
 def cmd_gc(ctx: typer.Context) -> None:
     """Pack objects (deltified) and purge what no session reaches."""
     stats = manage.gc(_state(ctx).store)
+    broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
+    if broken:
+        err.print(
+            f"nothing was packed or purged: {plural(len(broken), 'session')} cannot be read "
+            f"whole ({', '.join(short(b) for b in broken[:5])}); run `gitsessions doctor`"
+        )
+        return
     err.print(
         f"packed {stats['objects']} objects "
         f"(from {stats['loose_before']} loose and {stats['packs_before']} packs)"
     )
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,10 @@ def cmd_search(
 ) -> None:
     """Search titles, summaries and every transcript message of all sessions."""
     state: State = ctx.obj
-    hits = SearchIndex(state.store).search(query, include_archived=include_archived, limit=limit)
+    index = SearchIndex(state.store)
+    hits = index.search(query, include_archived=include_archived, limit=limit)
+    for sid in index.skipped:
+        err.print(f"warning: session {short(sid)} cannot be read; run `gitsessions doctor`")
     if json_:
         print_json(out, [h.as_dict() for h in hits])
         return

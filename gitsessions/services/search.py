@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.store.cache import open_cache
-from gitsessions.store.errors import ObjectMissing
+from gitsessions.store.errors import ObjectMissing, StoreCorrupt
 from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
@@ -73,6 +73,7 @@ class SearchIndex:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self.path = store.home / "search.sqlite"
+        self.skipped: list[str] = []  # sessions that could not be read at the last refresh
 
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
         return open_cache(self.path, SCHEMA)
@@ -90,8 +91,11 @@ class SearchIndex:
                         self._index(db, self.store.head_at(session, commit))
                     except ObjectMissing:
                         if self.store.exists(session):
-                            raise
+                            self.skipped.append(session)  # damaged: `doctor` names it
                         self._drop(db, session)  # deleted while we indexed
+                    except StoreCorrupt:
+                        self.skipped.append(session)  # damaged: the others still search
+                        self._drop(db, session)
             db.commit()
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:

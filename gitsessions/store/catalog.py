@@ -10,10 +10,15 @@ import json
 from typing import Any
 
 from gitsessions.store.cache import open_cache
-from gitsessions.store.errors import ObjectMissing
+from gitsessions.store.errors import ObjectMissing, StoreError
 from gitsessions.store.sessions import SessionStore
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT)"
+
+
+def broken_header(session_id: str, why: str) -> dict[str, Any]:
+    """What `list` shows of a session that cannot be read: its id and why (never cached)."""
+    return {"id": session_id, "title": "(unreadable: run gitsessions doctor)", "broken": why}
 
 
 class Catalog:
@@ -36,10 +41,13 @@ class Catalog:
                     try:
                         header = self.store.head_at(sid, commit.encode()).header
                     except ObjectMissing:
-                        if self.store.exists(sid):
-                            raise
-                        continue  # deleted while we listed
-                    fresh.append((sid, commit, json.dumps(header)))
+                        if not self.store.exists(sid):
+                            continue  # deleted while we listed
+                        header = broken_header(sid, "its objects are missing")
+                    except StoreError as error:
+                        header = broken_header(sid, str(error))
+                    else:
+                        fresh.append((sid, commit, json.dumps(header)))
                 header["head"] = commit
                 out.append(header)
             gone = [(sid,) for sid in cached if sid not in refs]

@@ -36,6 +36,8 @@ from gitsessions.store.delta import create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.store.trailers import parse_trailers
+from gitsessions.values.ids import is_session_id
 
 AUTOPACK_LOOSE = 1024  # loose objects (estimated) before an automatic pack
 AUTOPACK_PACKS = 32  # packs before they are consolidated
@@ -60,7 +62,7 @@ def all_refs(git: GitStore) -> dict[bytes, bytes]:
     return {**packed, **read_loose(git.path)}
 
 
-def _walk(
+def walk(
     git: GitStore,
     refs: dict[bytes, bytes],
     only: set[bytes] | None = None,
@@ -71,19 +73,19 @@ def _walk(
     versions of a file come newest first). Blobs are not read unless `read_blobs`.
     With `only`, objects outside it are neither returned nor descended into; ids in
     `seen` are skipped. A ref whose objects cannot be read is recorded in `broken`."""
-    walk = Walk(seen=seen if seen is not None else set())
+    reached = Walk(seen=seen if seen is not None else set())
     for name, root in refs.items():
         try:
-            _walk_one(git, root, walk, only, read_blobs)
+            _walk_one(git, root, reached, only, read_blobs)
         except (StoreError, KeyError, ValueError, OSError) as error:
-            walk.broken[name] = str(error) or type(error).__name__
-    return walk
+            reached.broken[name] = str(error) or type(error).__name__
+    return reached
 
 
 def _walk_one(
-    git: GitStore, root: bytes, walk: Walk, only: set[bytes] | None, read_blobs: bool
+    git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None, read_blobs: bool
 ) -> None:
-    seen = walk.seen
+    seen = reached.seen
     commits: list[Commit] = []
     frontier = [root]
     while frontier:  # breadth-first along parents: newest commits first
@@ -95,20 +97,20 @@ def _walk_one(
             obj = git.get(sha)
             if isinstance(obj, Tag):
                 following.append(obj.object[1])
-                walk.entries.append((sha, obj.type_num, b""))
+                reached.entries.append((sha, obj.type_num, b""))
             elif isinstance(obj, Commit):
                 commits.append(obj)
                 following.extend(obj.parents)
         frontier = following
     for commit in commits:
-        walk.entries.append((commit.id, commit.type_num, b""))
+        reached.entries.append((commit.id, commit.type_num, b""))
         stack = [(commit.tree, Tree.type_num, b"")]
         while stack:
             sha, type_num, path = stack.pop()
             if sha in seen or (only is not None and sha not in only):
                 continue
             seen.add(sha)
-            walk.entries.append((sha, type_num, path))
+            reached.entries.append((sha, type_num, path))
             if type_num == Tree.type_num:
                 tree = git.get(sha)
                 if not isinstance(tree, Tree):
@@ -174,8 +176,9 @@ def _check_unchanged(git: GitStore, before: dict[bytes, bytes], what: str) -> No
 
 
 def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
-    """One deltified pack of what refs reach; with `prune`, nothing else survives
-    (unless some ref cannot be walked: then nothing is purged and it is reported)."""
+    """One deltified pack of what refs reach; with `prune`, nothing else survives.
+    When some ref cannot be walked (missing or damaged objects), nothing is repacked or
+    purged (what lies below the damage is unknown): the refs are reported instead."""
     with git.locked(exclusive=prune):
         if prune:
             git.clear_stale_locks()
@@ -183,19 +186,26 @@ def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
         store = git.repo.object_store
         dulwich_private.rescan_packs(store)
         refs = all_refs(git)
-        walk = _walk(git, refs)
-        keep = walk.seen
+        reached = walk(git, refs)
         loose = list(dulwich_private.loose_objects(store))
         old_packs = list(store.packs)
-        purge = prune and not walk.broken
-        entries = walk.entries
-        if not purge:  # keep everything: what is loose or packed and not reached too
-            extra = {s for s in loose if s not in keep}
+        stats: dict[str, object] = {
+            "objects": 0,
+            "loose_before": len(loose),
+            "packs_before": len(old_packs),
+            "purged": False,
+            "broken": sorted(n.decode() for n in reached.broken),
+        }
+        if reached.broken:
+            return stats
+        entries = reached.entries
+        if not prune:  # keep everything: what is loose or packed and not reached too
+            extra = {s for s in loose if s not in reached.seen}
             for pack in old_packs:
-                extra.update(s for s in _packed_ids(pack) if s not in keep)
+                extra.update(s for s in _packed_ids(pack) if s not in reached.seen)
             entries = entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
-        if purge:
+        if prune:
             _check_unchanged(git, refs, "gc")
         for pack in old_packs:
             if pack.name() != new_name:
@@ -205,13 +215,8 @@ def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
         dulwich_private.rescan_packs(store)
         pack_refs(git)
         _remove_empty_fanout(git)
-        return {
-            "objects": len(entries),
-            "loose_before": len(loose),
-            "packs_before": len(old_packs),
-            "purged": purge,
-            "broken": sorted(n.decode() for n in walk.broken),
-        }
+        stats.update(objects=len(entries), purged=prune)
+        return stats
 
 
 def purge(git: GitStore, gone: bytes) -> dict[str, object]:
@@ -223,10 +228,10 @@ def purge(git: GitStore, gone: bytes) -> dict[str, object]:
         store = git.repo.object_store
         dulwich_private.rescan_packs(store)
         refs = all_refs(git)
-        candidates = _walk(git, {b"gone": gone}).seen
+        candidates = walk(git, {b"gone": gone}).seen
         if not candidates:
             return {"purged": 0, "broken": []}
-        others = _walk(git, refs)
+        others = walk(git, refs)
         if others.broken:  # what they reach is unknown: keep everything
             return {"purged": 0, "broken": sorted(n.decode() for n in others.broken)}
         doomed = candidates - others.seen
@@ -297,9 +302,9 @@ def pack_loose(git: GitStore) -> int:
         if not loose:
             return 0
         refs = all_refs(git)
-        walk = _walk(git, refs, only=loose)
-        leftovers = sorted(loose - walk.seen)  # not (yet) referenced: kept all the same
-        entries = walk.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
+        reached = walk(git, refs, only=loose)
+        leftovers = sorted(loose - reached.seen)  # not (yet) referenced: kept all the same
+        entries = reached.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
         _write_pack(git, entries)
         dulwich_private.rescan_packs(store)
         for sha in loose:
@@ -317,11 +322,11 @@ def consolidate(git: GitStore) -> int:
         old_packs = list(store.packs)
         loose = list(dulwich_private.loose_objects(store))
         refs = all_refs(git)
-        walk = _walk(git, refs)
-        extra = {s for s in loose if s not in walk.seen}
+        reached = walk(git, refs)
+        extra = {s for s in loose if s not in reached.seen}
         for pack in old_packs:
-            extra.update(s for s in _packed_ids(pack) if s not in walk.seen)
-        entries = walk.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
+            extra.update(s for s in _packed_ids(pack) if s not in reached.seen)
+        entries = reached.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
         dulwich_private.rescan_packs(store)
         for pack in old_packs:
@@ -421,3 +426,25 @@ def iter_commits(git: GitStore) -> Iterator[bytes]:
         for sha, kind in kinds.items():
             if kind == Commit.type_num:
                 yield sha.hex().encode()
+
+
+SessionCommits = dict[bytes, tuple[list[bytes], int]]  # commit -> (parents, commit time)
+
+
+def session_commits(git: GitStore) -> tuple[int, dict[str, SessionCommits]]:
+    """Every commit of the store grouped by the session its `Session:` trailer names;
+    also how many commits were scanned."""
+    scanned = 0
+    out: dict[str, SessionCommits] = {}
+    for sha in iter_commits(git):
+        scanned += 1
+        try:
+            commit = git.get(sha)
+        except StoreError:
+            continue
+        if not isinstance(commit, Commit):
+            continue
+        sid = parse_trailers(commit.message)[1].get("Session", "")
+        if is_session_id(sid):
+            out.setdefault(sid, {})[sha] = (list(commit.parents), commit.commit_time)
+    return scanned, out

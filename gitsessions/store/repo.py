@@ -18,18 +18,37 @@ Invariants:
 import contextlib
 import fcntl
 import os
+import struct
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from dulwich.errors import NotGitRepository, PackedRefsException
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    NotGitRepository,
+    ObjectFormatException,
+)
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, ShaFile
 from dulwich.repo import Repo
 
+from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
-from gitsessions.store.refpack import delete_ref, read_packed
+from gitsessions.store.refpack import current, delete_ref, read_packed
 
+# What dulwich raises on a damaged object or pack (some of its checks are asserts).
+UNREADABLE = (
+    zlib.error,
+    ObjectFormatException,
+    ChecksumMismatch,
+    ApplyDeltaError,
+    ValueError,
+    struct.error,
+    AssertionError,
+    IndexError,
+)
 STALE_LOCK_SECONDS = 5.0
 LOCK_RETRIES = 40
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
@@ -78,7 +97,6 @@ class GitStore:
     def _configure(self) -> None:
         config = self.repo.get_config()
         config.set((b"core",), b"logallrefupdates", b"false")
-        config.set((b"core",), b"fsyncObjectFiles", b"true")
         config.set((b"gc",), b"auto", b"0")  # stock git must not prune behind our lock
         config.write_to_path()
         self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
@@ -177,16 +195,21 @@ class GitStore:
         `ObjectMissing` if it is gone (a concurrent delete purged it)."""
         store = self.repo.object_store
         try:
-            return store[sha]
-        except KeyError:
-            store._clear_cached_packs()  # packs may have been rewritten by a purge
-            store._update_pack_cache()
-        try:
-            return store[sha]
-        except KeyError:
-            raise ObjectMissing(
-                f"object {sha.decode()[:12]} is gone from the store (was the "
-                "session deleted meanwhile?)"
+            try:
+                return store[sha]
+            except KeyError:
+                rescan_packs(store)  # packs may have been rewritten by a purge
+            try:
+                return store[sha]
+            except KeyError:
+                raise ObjectMissing(
+                    f"object {sha.decode()[:12]} is gone from the store (was the "
+                    "session deleted meanwhile?)"
+                ) from None
+        except UNREADABLE as error:
+            raise StoreCorrupt(
+                f"object {sha.decode()[:12]} in {self.path} cannot be read "
+                f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
 
     def blob_bytes(self, sha: bytes) -> bytes:
@@ -198,12 +221,8 @@ class GitStore:
     # -- refs ---------------------------------------------------------------------------
 
     def ref(self, name: bytes) -> bytes | None:
-        try:
-            return self.repo.refs[name]
-        except KeyError:
-            return None
-        except PackedRefsException as error:
-            raise StoreCorrupt(f"{self.path / 'packed-refs'} is corrupt: {error}") from None
+        """A branch's commit (loose file first, then `packed-refs`), None if absent."""
+        return current(self.path, name)
 
     def session_refs(self) -> dict[bytes, bytes]:
         """`{session id (bytes): head commit}` for every session branch.

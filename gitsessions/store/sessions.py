@@ -37,6 +37,7 @@ from gitsessions.store.layout import (
     transcript_segments,
 )
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
@@ -86,25 +87,6 @@ class Change:
     plan: list[Any] | None = None
     pins: list[str] | None = None
     usage: dict[str, Any] | None = None
-
-
-def commit_message(subject: str, session_id: str, event: str, trailers: Mapping[str, Any]) -> bytes:
-    lines = [f"Session: {session_id}", f"Event: {event}"]
-    lines += [f"{key}: {value}" for key, value in trailers.items() if value is not None]
-    return (subject.strip() + "\n\n" + "\n".join(lines) + "\n").encode("utf-8")
-
-
-def parse_trailers(message: bytes) -> tuple[str, dict[str, str]]:
-    """The subject and the `Key: value` trailers of a commit message."""
-    text = message.decode("utf-8", "replace")
-    subject, _, rest = text.partition("\n")
-    trailers: dict[str, str] = {}
-    paragraphs = rest.strip().split("\n\n")
-    for line in paragraphs[-1].splitlines() if paragraphs else []:
-        key, sep, value = line.partition(": ")
-        if sep and key and " " not in key:
-            trailers[key] = value
-    return subject, trailers
 
 
 class SessionStore:

@@ -1,0 +1,57 @@
+"""`gitsessions doctor [--repair]`: what fsck cannot see, and its repair."""
+
+from typing import Annotated
+
+import typer
+
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.audit import audit
+from gitsessions.services.doctor import doctor
+
+
+def cmd_doctor(
+    ctx: typer.Context,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Restore lost or lagging branches from their commits, remove stale locks "
+            "and leases, set bad ref files aside and drop stale caches. Never deletes a "
+            "commit.",
+        ),
+    ] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Check the store for lost branches, broken sessions, stale locks and caches.
+
+    Exits 0 when nothing is wrong (or all of it was repaired), 1 otherwise."""
+    state: State = ctx.obj
+    report = doctor(state.store, repair=repair)
+    audit(
+        state.home,
+        "doctor",
+        None,
+        "ok" if report.healthy else "findings",
+        repair=repair,
+        findings=[f"{f.kind}:{f.subject}" for f in report.findings],
+    )
+    if json_:
+        print_json(out, report.as_dict())
+    else:
+        for finding in report.findings:
+            mark = "repaired" if finding.repaired else "found"
+            out.print(f"{mark}\t{finding.kind}\t{finding.subject}\t{finding.detail}")
+        unrepaired = sum(not f.repaired for f in report.findings)
+        summary = f"checked {report.sessions} sessions and {report.commits} commits: " + (
+            "nothing wrong" if not report.findings else f"{len(report.findings)} findings"
+        )
+        if unrepaired and not repair:
+            summary += "; `gitsessions doctor --repair` fixes what can be fixed"
+        err.print(summary)
+    if not report.healthy:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(cmd_doctor)
