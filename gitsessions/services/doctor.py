@@ -10,10 +10,10 @@ should be. Checks:
   that descends from its head (a commit whose ref update never happened);
 - broken: a session whose history has a missing or unreadable object;
 - locks: lock files left by killed processes; leases of processes that are gone;
-- caches: rows of `index.sqlite` / `search.sqlite` that name no branch or an old head.
+- caches: rows of `index.sqlite` / `search.sqlite` that name a session that is gone.
 Repair only ever adds or fast-forwards a branch (compare-and-swap), removes stale lock
-and lease files, moves unreadable ref files aside (`store.git/gitsessions/corrupt/`), and deletes caches
-(they are rebuilt). It never deletes a commit or rewrites history.
+and lease files, moves unreadable ref files aside (`store.git/gitsessions/corrupt/`),
+and deletes caches (they are rebuilt). It never deletes a commit or rewrites history.
 """
 
 import contextlib
