@@ -132,7 +132,7 @@ def cmd_chat(
         try:
             repl(agent, events)
         finally:
-            history.save()
+            history.save(session.id)
             agent.save()
             err.print(
                 Text(
