@@ -52,10 +52,6 @@ class Scope:
 
     workspace: Path | None
 
-    @property
-    def everything(self) -> bool:
-        return self.workspace is None
-
     def sessions(self, store: SessionStore, current: str) -> set[str] | None:
         """The ids within reach now (None: all of them); always includes `current`."""
         if self.workspace is None:
