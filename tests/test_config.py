@@ -148,3 +148,10 @@ def test_config_file_round_trip(tmp_path: Path) -> None:
     settings = resolve_model_settings({}, {}, load_config(path), config_source=str(path))
     assert settings.base_url == "https://api.example.com/v1"
     assert settings.sources["base_url"] == str(path)
+
+
+def test_integer_too_long_for_python_is_a_config_error(tmp_path: Path) -> None:
+    path = config_path(tmp_path)
+    path.write_text("timeout = " + "1" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"malformed config file .*4300 digits"):
+        load_config(path)

@@ -157,3 +157,32 @@ def test_non_utf8_and_missing_files(cli, tmp_path):
 def test_import_from_stdin(cli):
     result = cli("import", "-", input=json.dumps(document()))
     assert result.stdout.strip() == SID
+
+
+@pytest.mark.parametrize(
+    "number,message",
+    [
+        ("1" * 5000, "5000-digit integer is too large"),
+        ("-" + "9" * 25, "25-digit integer is too large"),
+        ("18446744073709551616", "20-digit integer is too large"),
+        ("1e999", "is not a number a session can hold"),
+    ],
+)
+def test_huge_numbers_are_one_line_errors(cli, tmp_path, home, number, message):
+    text = json.dumps(document()).replace('"prompt_tokens": 120', f'"prompt_tokens": {number}')
+    assert number in text
+    path = write(tmp_path, text)
+    result = cli("import", str(path), code=1)
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert cli("list", "--include-archived", "--json").stdout.strip() == "[]"
+
+
+def test_huge_integer_anywhere_in_the_file_is_refused(cli, tmp_path):
+    doc = document()
+    doc["compactions"][0]["extra"] = 1  # unknown record fields are kept as data
+    text = json.dumps(doc).replace('"extra": 1', '"extra": ' + "7" * 4400)
+    result = cli("import", "-", input=text, code=1)
+    assert "4400-digit integer" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

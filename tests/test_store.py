@@ -230,3 +230,11 @@ def test_maintenance_packs_loose_refs(store, home, monkeypatch, make_session):
     packed = (home / "store.git" / "packed-refs").read_text()
     assert sum(h.id in packed for h in heads) >= 3
     assert set(store.ids()) == {h.id for h in heads}
+
+
+def test_a_stored_integer_too_long_for_python_reads_as_corrupt() -> None:
+    from gitsessions.store.errors import StoreCorrupt
+    from gitsessions.store.layout import decode_lines
+
+    with pytest.raises(StoreCorrupt, match=r"000001\.jsonl: Exceeds the limit"):
+        decode_lines(b'{"n": ' + b"1" * 5000 + b"}\n", "000001.jsonl")

@@ -104,6 +104,13 @@ def test_malformed_json_is_an_error_result(tools: ToolRegistry) -> None:
     assert outcome.call_id == "call_9"
 
 
+def test_integer_too_long_for_python_is_an_error_result(tools: ToolRegistry) -> None:
+    outcome = raw_call(tools, "read_file", '{"path": "a.txt", "limit": ' + "9" * 5000 + "}")
+    assert not outcome.ok
+    assert outcome.content.startswith("error: arguments are not usable JSON")
+    assert "4300 digits" in outcome.content
+
+
 def test_arguments_that_are_not_an_object(tools: ToolRegistry) -> None:
     outcome = raw_call(tools, "read_file", '["a.txt"]')
     assert not outcome.ok

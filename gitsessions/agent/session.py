@@ -4,6 +4,8 @@ Invariants:
 - Every message goes to both records at once: appended to the working context and queued
   for the transcript; `checkpoint` commits both in one commit. A step boundary always
   checkpoints, so a crash loses at most the step in flight.
+- The context sent to the model starts with gitsessions' own system prompt and holds no
+  other system message (`use_system_prompt` on resume), whatever a session brought.
 - Commits only ever build on `self.head`; if another writer moved the branch, the store
   raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
   that the rare case.
@@ -64,6 +66,19 @@ class AgentSession:
         self.context.append(message)
         self.pending.append(message)
         self._dirty = True
+
+    def use_system_prompt(self, prompt: str) -> int:
+        """Make `prompt` the context's first and only system message (on resume: the
+        prompt is ours, written for this workspace, never one a stored or imported context
+        brought along). Returns how many system messages with other text were dropped;
+        they stay in the transcript. The change is committed at the next checkpoint."""
+        system: Message = {"role": "system", "content": prompt}
+        others = [m for m in self.context if m.get("role") != "system"]
+        dropped = sum(1 for m in self.context if m.get("role") == "system" and text_of(m) != prompt)
+        if [system, *others] != self.context:
+            self.context = [system, *others]
+            self._dirty = True
+        return dropped
 
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items

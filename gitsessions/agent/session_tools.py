@@ -1,10 +1,13 @@
 """The tools that work on sessions rather than files: update_plan, read_session and
 search_sessions. They read the store (never the working context), so whatever
-compaction removed from the context stays recoverable by transcript index."""
+compaction removed from the context stays recoverable by transcript index. They reach
+only the sessions `scope` allows (this workspace's, unless the user passed
+`--all-sessions`); a session out of reach reads as if it did not exist."""
 
 import json
 from typing import Any
 
+from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, ToolResult
@@ -28,8 +31,27 @@ def _render(index: int, message: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def register_session_tools(registry: ToolRegistry, session: AgentSession) -> None:
+OUT_OF_REACH = (
+    "no session {text!r} among this workspace's sessions (the session tools reach only "
+    "sessions of this workspace and their forks unless the user starts gitsessions with "
+    "--all-sessions)"
+)
+
+
+def register_session_tools(registry: ToolRegistry, session: AgentSession, scope: Scope) -> None:
     store = session.store
+
+    def resolve(text: str) -> str:
+        allowed = scope.sessions(store, session.id)
+        if allowed is None:
+            return store.resolve(text)
+        prefix = text.strip().lower()
+        matches = sorted(sid for sid in allowed if sid.startswith(prefix)) if prefix else []
+        if len(prefix) < 4 or len(matches) != 1 or not store.exists(matches[0]):
+            if len(matches) > 1 and len(prefix) >= 4:
+                raise ToolError(f"{text!r} matches {len(matches)} sessions; send more characters")
+            raise ToolError(OUT_OF_REACH.format(text=text))
+        return matches[0]
 
     def update_plan(args: dict[str, Any]) -> ToolResult:
         items = [{"step": item["step"], "status": item["status"]} for item in args["items"]]
@@ -39,7 +61,7 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession) -> Non
 
     def read_session(args: dict[str, Any]) -> ToolResult:
         if args["session"]:
-            head = store.head(store.resolve(args["session"]))
+            head = store.head(resolve(args["session"]))
             if head.id == session.id:
                 head = session.head
         else:
@@ -70,7 +92,12 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession) -> Non
         return ToolResult(header + "\n\n" + "\n\n".join(picked) + tail)
 
     def search_sessions(args: dict[str, Any]) -> ToolResult:
-        hits = SearchIndex(store).search(args["query"], include_archived=False, limit=20)
+        hits = SearchIndex(store).search(
+            args["query"],
+            include_archived=False,
+            limit=20,
+            sessions=scope.sessions(store, session.id),
+        )
         if not hits:
             return ToolResult("no matches")
         lines = [

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
+from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.state import State, err
@@ -114,6 +115,7 @@ def build_agent(
     events: Events,
     max_steps: int = 50,
     stream: bool = True,
+    all_sessions: bool = False,
 ) -> Iterator[Built]:
     store = state.store
     workspace = workspace_dir(workspace_flag)
@@ -139,13 +141,22 @@ def build_agent(
             lease = Lease(store.home, session.id)
         else:
             session = AgentSession(store, store.head(picked.id))  # re-read under the lease
+            if session.use_system_prompt(system_prompt(str(workspace))):
+                err.print(
+                    Text(
+                        "note: the system prompt stored with this session is not sent; "
+                        "gitsessions' own prompt for this workspace replaces it",
+                        style="yellow",
+                    ),
+                    highlight=False,
+                )
         registry = create_registry(
             workspace,
             child_env(env),
             approve=approve,
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
-        register_session_tools(registry, session)
+        register_session_tools(registry, session, Scope(None if all_sessions else workspace))
         config = AgentConfig(
             model=settings.model,
             summary_model=settings.summary_model,

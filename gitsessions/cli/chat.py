@@ -72,6 +72,7 @@ def cmd_chat(
     max_context_tokens: options.MaxContext = None,
     workspace: options.Workspace = None,
     auto_approve: options.AutoApprove = False,
+    all_sessions: options.AllSessions = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
     ] = 50,
@@ -102,6 +103,7 @@ def cmd_chat(
         events=events,
         max_steps=max_steps,
         stream=True,
+        all_sessions=all_sessions,
     ) as built:
         agent = built.agent
         history = History(state.home)
@@ -130,7 +132,7 @@ def cmd_chat(
         try:
             repl(agent, events)
         finally:
-            history.save()
+            history.save(session.id)
             agent.save()
             err.print(
                 Text(

@@ -12,6 +12,7 @@ from rich.status import Status
 from rich.text import Text
 
 from gitsessions.cli.progress import ProgressEvents, describe_call
+from gitsessions.services import chat_history
 from gitsessions.values.messages import Message, text_of
 
 
@@ -93,23 +94,30 @@ class ChatApprover:
 
 
 class History:
-    """Readline input history in `<home>/chat_history` (when readline is available)."""
+    """Readline input history, kept in `<home>/chat_history` with each line tagged by its
+    session (`services.chat_history`), so deleting a session drops what was typed in it."""
 
     def __init__(self, home: Path) -> None:
-        self.path = home / "chat_history"
+        self.home = home
         try:
             import readline
         except ImportError:  # pragma: no cover - not on this platform
             self.readline = None
             return
         self.readline = readline
-        readline.set_history_length(1000)
-        with contextlib.suppress(OSError):
-            readline.read_history_file(self.path)
+        for _session, line in chat_history.load(home)[-chat_history.LIMIT :]:
+            readline.add_history(line)
+        self.start = readline.get_current_history_length()
 
-    def save(self) -> None:
+    def save(self, session: str) -> None:
+        """Store the lines typed since the chat began, tagged with `session`."""
         if self.readline is None:
             return
+        rl = self.readline
+        typed = [
+            rl.get_history_item(n)
+            for n in range(self.start + 1, rl.get_current_history_length() + 1)
+        ]
         with contextlib.suppress(OSError):
-            self.path.touch(mode=0o600, exist_ok=True)
-            self.readline.write_history_file(self.path)
+            chat_history.append(self.home, session, [line for line in typed if line])
+        self.start = rl.get_current_history_length()

@@ -28,6 +28,7 @@ def cmd_exec(
     max_context_tokens: options.MaxContext = None,
     workspace: options.Workspace = None,
     auto_approve: options.AutoApprove = False,
+    all_sessions: options.AllSessions = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
     ] = 50,
@@ -68,6 +69,7 @@ def cmd_exec(
         events=ProgressEvents(err),
         max_steps=max_steps,
         stream=False,
+        all_sessions=all_sessions,
     ) as built:
         agent = built.agent
         err.print(f"session {agent.session.id}", style="dim", highlight=False)

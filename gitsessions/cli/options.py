@@ -53,6 +53,15 @@ AutoApprove = Annotated[
     typer.Option("--auto-approve", help="Run write_file, edit_file and run_shell without asking."),
 ]
 
+AllSessions = Annotated[
+    bool,
+    typer.Option(
+        "--all-sessions",
+        help="Let read_session and search_sessions reach every session, not only those "
+        "of this workspace and their forks.",
+    ),
+]
+
 
 def model_settings(state: State, **flags: Any) -> ModelSettings:
     """Settings from flags > environment > config.toml > defaults."""

@@ -78,6 +78,9 @@ def load_config(path: Path | str) -> dict[str, Any]:
         where = f"line {match.group(1)}" if match else "somewhere"
         reason = reason[: match.start()].strip() if match else reason
         raise ConfigError(f"malformed config file {path}, {where}: {reason}") from error
+    except ValueError as error:  # an integer of 4,300+ digits
+        reason = str(error).split(";")[0]
+        raise ConfigError(f"malformed config file {path}: {reason}") from None
 
 
 def resolve_model_settings(

@@ -8,6 +8,7 @@ Invariants:
 """
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -80,11 +81,15 @@ def parse_export(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as error:
         raise InvalidExport(f"not valid UTF-8 (byte {error.start})") from None
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(
+            text, parse_constant=_no_constant, parse_int=_bounded_int, parse_float=_finite_float
+        )
     except json.JSONDecodeError as error:
         raise InvalidExport(
             f"malformed JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except ValueError as error:  # what json itself refuses beyond JSONDecodeError
+        raise InvalidExport(f"malformed JSON: {first_line(str(error))}") from None
     except RecursionError:
         raise InvalidExport("nested too deeply to be a session") from None
     validate_export(doc)
@@ -97,6 +102,26 @@ def parse_export(data: bytes) -> dict[str, Any]:
 
 def _no_constant(name: str) -> Any:
     raise InvalidExport(f"{name} is not a number a session can hold")
+
+
+def _bounded_int(text: str) -> int:
+    """Integers a session can hold: 64-bit. Checked on the digits, before Python's own
+    conversion (which refuses 4,300+ digits with a ValueError of its own)."""
+    digits = len(text.lstrip("-"))
+    if digits > 19 or not -(2**63) <= int(text) < 2**63:
+        raise InvalidExport(f"a {digits}-digit integer is too large to be part of a session")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidExport(f"{text[:20]} is not a number a session can hold")
+    return value
+
+
+def first_line(text: str) -> str:
+    return (text.splitlines() or [""])[0][:200]
 
 
 def _expect(doc: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str) -> None:

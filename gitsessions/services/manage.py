@@ -2,12 +2,14 @@
 
 Each operation re-reads the session head and retries when another writer won the race,
 so a rename never silently undoes a concurrent turn (and vice versa). Every operation
-appends one line to the audit log, whatever its outcome.
+appends one line to the audit log, whatever its outcome. A delete leaves nothing of the
+session behind outside the store either: cache rows, chat history lines, lease file.
 """
 
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gitsessions.services import chat_history
 from gitsessions.services.audit import audit
 from gitsessions.services.search import SearchIndex
 from gitsessions.store import background, maintenance
@@ -29,7 +31,8 @@ def _audited(
     try:
         result = run()
     except GitsessionsError as error:
-        audit(store.home, operation, session, "error", error=str(error), **extra)
+        # the error's kind only: its message may quote titles or text of the session
+        audit(store.home, operation, session, "error", error=type(error).__name__, **extra)
         raise
     audit(store.home, operation, session, "ok", **extra)
     return result
@@ -102,10 +105,12 @@ def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head
 
 def delete(store: SessionStore, session_id: str) -> None:
     def run() -> None:
-        with Lease(store.home, session_id):
+        with Lease(store.home, session_id) as lease:
             store.delete(store.head(session_id))
-        Catalog(store).forget(session_id)
-        SearchIndex(store).forget(session_id)
+            Catalog(store).forget(session_id)
+            SearchIndex(store).forget(session_id)
+            chat_history.forget(store.home, session_id)
+            lease.discard()
 
     _audited(store, "delete", session_id, run)
 

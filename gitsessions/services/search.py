@@ -9,8 +9,9 @@ cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions 
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 """
 
+import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -159,8 +160,10 @@ class SearchIndex:
         include_archived: bool = False,
         limit: int = 50,
         session: str | None = None,
+        sessions: Collection[str] | None = None,
     ) -> list[Hit]:
-        """Sessions, messages and snippets containing `query` (case-insensitive)."""
+        """Sessions, messages and snippets containing `query` (case-insensitive); only
+        within `sessions` when given."""
         query = check_text(query, "the query").strip()
         if not query:
             return []
@@ -181,6 +184,9 @@ class SearchIndex:
         if session is not None:
             sql += " AND docs.session = ?"
             args.append(session)
+        if sessions is not None:
+            sql += " AND docs.session IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(sessions)))
         sql += " ORDER BY meta.updated_at DESC, docs.session, docs.idx LIMIT ?"
         args.append(limit)
         with self._db() as db:

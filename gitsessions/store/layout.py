@@ -37,7 +37,7 @@ def encode_lines(messages: Sequence[Any]) -> bytes:
 def decode_lines(data: bytes, where: str) -> list[Any]:
     try:
         return [json.loads(line) for line in data.decode("utf-8").splitlines() if line]
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
         raise StoreCorrupt(f"{where}: {error}") from None
 
 

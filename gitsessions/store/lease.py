@@ -2,7 +2,8 @@
 
 A lease is an exclusive, non-blocking `flock` on `<home>/leases/<id>.lock`, held for as
 long as the process works on the session. The kernel drops it when the process exits,
-however it exits, so a killed agent never leaves its session locked.
+however it exits, so a killed agent never leaves its session locked. The file of a
+deleted session is removed by the delete, under the lease (`discard`).
 """
 
 import contextlib
@@ -44,6 +45,13 @@ class Lease:
                 os.ftruncate(self.fd, 0)
             os.close(self.fd)
             self.fd = -1
+
+    def discard(self) -> None:
+        """For a session just deleted: remove the lease file while still holding it (so
+        no one else is working on it), then release."""
+        if self.fd >= 0:
+            self.path.unlink(missing_ok=True)
+        self.release()
 
     def __enter__(self) -> "Lease":
         return self

@@ -157,7 +157,7 @@ class SessionStore:
             return None
         try:
             return json.loads(self.git.blob_bytes(tree[key][1]))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
             raise StoreCorrupt(f"{name} at {tree_id.decode()[:12]}: {error}") from None
 
     # -- reading a session ----------------------------------------------------------------

@@ -56,6 +56,10 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
             f"arguments are not valid JSON ({error.msg} at line {error.lineno} column "
             f"{error.colno}); send one JSON object"
         ) from None
+    except ValueError as error:  # e.g. an integer of 4,300+ digits
+        raise InvalidArguments(
+            f"arguments are not usable JSON ({str(error).split(';')[0]}); send one JSON object"
+        ) from None
     if not isinstance(value, dict):
         raise InvalidArguments(f"arguments must be a JSON object, got {_kind(value)}")
     return value

@@ -169,7 +169,8 @@ UPDATE_PLAN = function_tool(
 
 READ_SESSION = function_tool(
     "read_session",
-    "Read the full transcript of this session or another one. The transcript keeps every "
+    "Read the full transcript of this session or another one of this workspace. The "
+    "transcript keeps every "
     "message ever exchanged, including tool outputs and older turns that were compacted "
     "out of your working context, so use this to recover anything a summary or a "
     "'[cleared]' stub left out. Select messages by index range, by a text query, or both.",
@@ -201,7 +202,8 @@ READ_SESSION = function_tool(
 
 SEARCH_SESSIONS = function_tool(
     "search_sessions",
-    "Full-text search over all non-archived sessions (titles, summaries and transcripts). "
+    "Full-text search over the non-archived sessions of this workspace (titles, summaries "
+    "and transcripts). "
     "Returns matching session ids with titles and snippets, and the message indexes to "
     "pass to read_session for the full text.",
     {

@@ -1,0 +1,59 @@
+"""Which sessions the session tools (`read_session`, `search_sessions`) may reach.
+
+Invariant: unless the user asked for every session (`--all-sessions`), a model reaches
+only the current session, the sessions recorded in the current workspace (paths compared
+resolved) and the forks of those, down any depth of `parent_id`. A session of another
+project, archived or not, is out of reach whatever id or query the model sends.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import SessionStore
+
+
+def _resolved(path: Any) -> str | None:
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def workspace_sessions(headers: Iterable[Mapping[str, Any]], workspace: Path) -> set[str]:
+    """Ids of the sessions recorded in `workspace`, and of every fork descending from one."""
+    here = str(workspace.resolve())
+    parent: dict[str, str | None] = {}
+    inside: set[str] = set()
+    for header in headers:
+        sid = str(header.get("id"))
+        parent[sid] = header.get("parent_id")
+        if _resolved((header.get("workspace") or {}).get("path")) == here:
+            inside.add(sid)
+    reached = set(inside)
+    for sid in parent:
+        chain: list[str] = []
+        node: str | None = sid
+        while node is not None and node in parent and node not in reached and node not in chain:
+            chain.append(node)
+            node = parent[node]
+        if node in reached:
+            reached.update(chain)
+    return reached
+
+
+@dataclass(frozen=True)
+class Scope:
+    """`workspace` None means every session (the user passed `--all-sessions`)."""
+
+    workspace: Path | None
+
+    def sessions(self, store: SessionStore, current: str) -> set[str] | None:
+        """The ids within reach now (None: all of them); always includes `current`."""
+        if self.workspace is None:
+            return None
+        return workspace_sessions(Catalog(store).headers(), self.workspace) | {current}
