@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from gitsessions.cli import chat, compact_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.state import State, err
+from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
 
 
@@ -23,7 +24,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except GitsessionsError as error:
-            err.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+            err.print(f"error: {one_line(error)}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(error.exit_code) from None
 
 
