@@ -185,6 +185,20 @@ def test_approval_shows_every_argument_whole() -> None:
     assert lines[4] == "  timeout: 30"
 
 
+def test_approval_of_a_file_shows_path_and_whole_content() -> None:
+    content = "line 1\n" * 50 + f"hidden {WIPE}\u202e tail\n"
+    shown = render(
+        describe_approval("write_file", {"path": f"a{WIPE}.py", "content": content}), False
+    )
+    assert_safe(shown)
+    assert "  path: a\\x1b[2K\\x1b[1G.py" in shown
+    assert (
+        shown.count("    | line 1") == 50 and "    | hidden \\x1b[2K\\x1b[1G\\u202e tail" in shown
+    )
+    edit = render(describe_approval("edit_file", {"path": "b.py", "old": "x", "new": ""}), False)
+    assert edit.splitlines()[2:] == ["  old:", "    | x", "  new:", "    (empty)"]
+
+
 # -- structure: every write to the terminal goes through the safe consoles ---------------
 
 
@@ -413,24 +427,16 @@ def test_exec_with_a_hostile_model(server, tmp_path, home) -> None:
     assert "exit code: 0" in shown.stdout and "\\x1b[2Kred" in shown.stdout  # tool output
 
 
-def test_chat_with_a_hostile_model(server, tmp_path) -> None:
-    ws = tmp_path / "project"
-    ws.mkdir()
-    script_hostile_model(server)
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+
+
+def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
+    """`chat` in a real pty; everything it writes is kept in the returned log."""
     log = io.StringIO()
+    command = ["-m", "gitsessions", "chat", "--base-url", server.base_url, "--model"]
     child = pexpect.spawn(
         sys.executable,
-        [
-            "-m",
-            "gitsessions",
-            "chat",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "fake-model",
-            "--workspace",
-            str(ws),
-        ],
+        [*command, "fake-model", "--workspace", str(ws), *args],
         env=dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50"),
         encoding="utf-8",
         timeout=30,
@@ -438,15 +444,28 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
         dimensions=(50, 120),
     )
     child.logfile_read = log
-    prompt = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
-    child.expect(prompt)
+    child.expect(PROMPT)
+    return child, log
+
+
+def assert_no_raw_sequences(everything: str) -> None:
+    """In a terminal rich styles its own output, so look for the attacker's sequences."""
+    for raw in (f"{WIPE}ls -la", "\x1b]0;pwned", "\x1b]8;;http://evil", "\x9b", "\u202e", "\u200b"):
+        assert raw not in everything, raw
+
+
+def test_chat_with_a_hostile_model(server, tmp_path) -> None:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    script_hostile_model(server)
+    child, log = spawn_chat(server, ws)
     child.sendline("list the files")
     child.expect_exact("for this tool: ")
     approval = child.before
     child.sendline("n")
-    child.expect(prompt)
+    child.expect(PROMPT)
     child.sendline("\\info")
-    child.expect(prompt)
+    child.expect(PROMPT)
     child.sendeof()
     child.expect(pexpect.EOF)
     child.wait()
@@ -458,7 +477,28 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
     assert shown.rstrip() == SHOWN_COMMAND.rstrip()
     assert "; echo pwned > pwned.txt #\\x1b[2K\\x1b[1Gls -la \\u202eexe.txt" in shown
     everything = log.getvalue()
-    for raw in (f"{WIPE}ls -la", "\x1b]0;pwned", "\x1b]8;;http://evil", "\x9b", "\u202e", "\u200b"):
-        assert raw not in everything, raw
+    assert_no_raw_sequences(everything)
     assert "\\x1b]0;pwned-title" in everything  # the reply, escaped as it streamed
     assert "other \\x1b[2K" in everything  # the server's model list, escaped
+
+
+def test_chat_on_a_hostile_session(server, tmp_path) -> None:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    sid = new_id()
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile_document(sid), ensure_ascii=False), encoding="utf-8")
+    assert run_gitsessions("import", str(path)).returncode == 0
+    child, log = spawn_chat(server, ws, "--resume", sid)
+    for line in ("\\info", "\\plan", "\\sessions", "\\search ls -la"):
+        child.sendline(line)
+        child.expect(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    everything = log.getvalue()
+    assert_no_raw_sequences(everything)
+    plain = SGR.sub("", everything)
+    assert "recorded in /ws/\\x1b[2K" in plain  # the imported workspace path
+    assert "step \\x1b[2K\\x1b[1Gls -la" in plain  # \\plan
+    assert "summary \\x1b[2K\\x1b[1Gls -la" in plain  # \\info and \\sessions
+    assert "\\u202egnp.exe\\u2066" in plain  # the title, in \\info and \\sessions
