@@ -206,6 +206,10 @@ def violations(source: str, name: str) -> list[str]:
     """Ways a CLI module could write to the terminal without `visible`."""
     found = []
     for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rich"):
+            for alias in node.names:
+                if alias.name in ("print", "get_console", "inspect", "print_json"):
+                    found.append(f"{name}: rich's global console ({alias.name})")
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == "sys" and node.attr in ("stdout", "stderr"):
                 found.append(f"{name}: sys.{node.attr}")
@@ -217,6 +221,13 @@ def violations(source: str, name: str) -> list[str]:
         called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
         if called == "print" and isinstance(func, ast.Name):
             found.append(f"{name}: builtin print")
+        receiver = getattr(func, "value", None)
+        if called == "write" and isinstance(receiver, ast.Name) and receiver.id == "os":
+            found.append(f"{name}: os.write")
+        if called in ("Live", "Status", "Progress") and not any(
+            k.arg == "console" for k in node.keywords
+        ):
+            found.append(f"{name}: {called} on rich's global console")
         if called in ("Console", "VisibleConsole") and name not in ("terminal.py", "state.py"):
             found.append(f"{name}: a console of its own")
         if called == "Console" and name == "state.py":
@@ -246,9 +257,10 @@ def test_cli_writes_only_through_visible_consoles(path: Path) -> None:
 def test_the_structure_check_catches_violations() -> None:
     bad = (
         "import sys\nsys.stdout.write(x)\nprint(x)\nc = Console()\ntyper.echo(x)\n"
-        "out.file.write(x)\ninput(f'{x}')\nMarkdown(x)\n"
+        "out.file.write(x)\ninput(f'{x}')\nMarkdown(x)\nfrom rich import print\n"
+        "os.write(1, x)\nLive(x)\n"
     )
-    assert len(violations(bad, "bad.py")) == 8
+    assert len(violations(bad, "bad.py")) == 11
 
 
 def test_the_shared_consoles_are_visible_consoles() -> None:
@@ -502,3 +514,15 @@ def test_chat_on_a_hostile_session(server, tmp_path) -> None:
     assert "step \\x1b[2K\\x1b[1Gls -la" in plain  # \\plan
     assert "summary \\x1b[2K\\x1b[1Gls -la" in plain  # \\info and \\sessions
     assert "\\u202egnp.exe\\u2066" in plain  # the title, in \\info and \\sessions
+
+
+def test_a_hostile_error_message_is_one_safe_line(server, tmp_path) -> None:
+    server.fail(status=400, message=f"bad request {EVIL}\nsecond line")
+    ws = tmp_path / "project"
+    ws.mkdir()
+    common = ["--base-url", server.base_url, "--model", "fake-model", "--workspace", str(ws)]
+    failed = run_gitsessions("exec", "go", *common)
+    assert failed.returncode == 1
+    assert_safe(failed.stdout + failed.stderr)
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "bad request \\x1b[2K" in errors[0], failed.stderr
