@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
-
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.state import State, err
+from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import Policy
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import ModelClient
@@ -84,7 +83,7 @@ def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
         if not known and model not in unknown:
             unknown.add(model)
             err.print(
-                f"note: no price known for model {model}; tokens are recorded, cost "
+                f"note: no price known for model {one_line(model)}; tokens are recorded, cost "
                 'counts as 0 (set [prices."MODEL"] in config.toml)',
                 markup=False,
                 highlight=False,
@@ -124,8 +123,8 @@ def build_agent(
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
         err.print(
-            Text(
-                f"note: this session was recorded in {recorded or 'no workspace'}; "
+            vtext(
+                f"note: this session was recorded in {one_line(recorded or 'no workspace')}; "
                 f"the tools now work in {workspace}",
                 style="yellow",
             ),

@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.state import State, err
+from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
 
 
@@ -33,7 +34,7 @@ class _Group(TyperGroup):
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code) from None
 
 

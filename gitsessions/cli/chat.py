@@ -11,6 +11,7 @@ from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent
 from gitsessions.cli.slash import Exit, Slash
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
 from gitsessions.values.errors import GitsessionsError
@@ -40,8 +41,8 @@ def probe(settings: ModelSettings) -> None:
             models = client.list_models()
     except EndpointUnreachable as error:
         err.print(
-            Text(
-                f"warning: {error}. Prompts are still saved; send them again with "
+            vtext(
+                f"warning: {one_line(error)}. Prompts are still saved; send them again with "
                 "Enter once the server is up.",
                 style="yellow",
             ),
@@ -53,7 +54,7 @@ def probe(settings: ModelSettings) -> None:
     if models and model not in models:
         shown = ", ".join(models[:8])
         err.print(
-            Text(
+            vtext(
                 f"warning: the server does not list model {model!r} (it has: {shown});"
                 " set --model or GITSESSIONS_MODEL",
                 style="yellow",
@@ -109,7 +110,7 @@ def cmd_chat(
         history = History(state.home)
         session = agent.session
         err.print(
-            Text(
+            vtext(
                 f"gitsessions · session {short(session.id)} "
                 f"({'resumed' if built.resumed else 'new'}) · {settings.model} at "
                 f"{settings.base_url} · {built.workspace}",
@@ -173,19 +174,19 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
             err.print(Text("cancelled; the session is saved", style="yellow"), highlight=False)
         except ModelError as error:
             events.reset()
-            err.print(Text(f"error: {error}", style="red"), highlight=False)
+            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
             err.print(
                 Text("your prompt is saved: press Enter to send it again", style="yellow"),
                 highlight=False,
             )
         except GitsessionsError as error:
             events.reset()
-            err.print(Text(f"error: {error}", style="red"), highlight=False)
+            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
 
 
 def report(result: TurnResult) -> None:
     if result.stopped:
-        err.print(Text(result.stopped, style="yellow"), highlight=False)
+        err.print(vtext(result.stopped, style="yellow"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

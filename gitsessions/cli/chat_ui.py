@@ -1,7 +1,13 @@
-"""The chat's terminal side: streaming replies, the spinner, approvals, input history."""
+"""The chat's terminal side: streaming replies, the spinner, approvals, input history.
+
+Model text is escaped with `visible` as a whole each time the display is redrawn, so an
+escape sequence split across stream chunks is escaped like any other. An approval shows
+the whole call, every argument complete and visible-safe: what is approved is what runs.
+"""
 
 import contextlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +17,14 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from gitsessions.cli.progress import ProgressEvents, describe_call
+from gitsessions.cli.progress import ProgressEvents
+from gitsessions.cli.terminal import one_line
 from gitsessions.services import chat_history
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.visible import visible
+
+# Arguments shown as a block of their own lines, even when short.
+BLOCK_ARGUMENTS = ("command", "content", "old", "new")
 
 
 class ChatEvents(ProgressEvents):
@@ -42,16 +53,16 @@ class ChatEvents(ProgressEvents):
             )
             self.live.start()
         self.buffer += delta
-        self.live.update(Text(self.buffer))
+        self.live.update(Text(visible(self.buffer)))
 
     def reply(self, message: Message) -> None:
         content = text_of(message)
         if self.live is not None:
-            self.live.update(Markdown(self.buffer) if self.buffer.strip() else Text(""))
+            self.live.update(markdown(self.buffer) if self.buffer.strip() else Text(""))
             self.live.stop()
             self.live = None
         elif content.strip():
-            self.out.print(Markdown(content))
+            self.out.print(markdown(content))
         self.buffer = ""
 
     def reset(self) -> None:
@@ -62,6 +73,31 @@ class ChatEvents(ProgressEvents):
                 self.live.stop()
             self.live = None
         self.buffer = ""
+
+
+def markdown(text: str) -> Markdown:
+    """A finished reply: escaped first, links shown with their address (no hidden
+    OSC 8 hyperlink targets)."""
+    return Markdown(visible(text), hyperlinks=False)
+
+
+def describe_approval(name: str, arguments: Mapping[str, Any]) -> Text:
+    """The question for one call: its name, then every argument whole and escaped (a
+    command, a file's content, the text an edit replaces: each on lines of its own)."""
+    text = Text(f"allow {one_line(name)}?", style="bold yellow")
+    for key, value in arguments.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if key in BLOCK_ARGUMENTS or "\n" in shown:
+            text.append(f"\n  {one_line(key)}:", style="bold")
+            if not shown:
+                text.append("\n    (empty)", style="dim")
+            for line in visible(shown).split("\n") if shown else []:
+                text.append("\n    | ", style="dim")
+                text.append(line)
+        else:
+            text.append(f"\n  {one_line(key)}: ", style="bold")
+            text.append(one_line(shown))
+    return text
 
 
 class ChatApprover:
@@ -75,10 +111,7 @@ class ChatApprover:
     def __call__(self, name: str, arguments: Any) -> bool:
         if self.auto or name in self.always:
             return True
-        call = {"function": {"name": name, "arguments": json.dumps(dict(arguments))}}
-        self.console.print(
-            Text(f"allow {describe_call(call, 200)}?", style="bold yellow"), highlight=False
-        )
+        self.console.print(describe_approval(name, arguments), highlight=False)
         while True:
             try:
                 answer = input("[y]es / [n]o / [a]lways for this tool: ").strip().lower()

@@ -3,12 +3,12 @@
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import cost_function
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
 from gitsessions.services.compaction import Policy
 from gitsessions.services.compactor import compact_session, make_summarizer
@@ -88,7 +88,7 @@ def cmd_compact(
         print_json(out, {**report, "outcome": result.outcome, "notes": list(result.notes)})
         return
     for note in result.notes:
-        err.print(Text(note, style="dim"), highlight=False)
+        err.print(vtext(note, style="dim"), highlight=False)
     if result.outcome == "nothing_to_compact":
         err.print("nothing to compact")
     elif result.outcome == "not_needed":
@@ -126,7 +126,7 @@ def cmd_unpin(
     """Remove a pinned note by its number."""
     store = ctx.obj.store
     removed = manage.unpin(store, store.resolve(session), number)
-    err.print(f"unpinned: {removed}", markup=False)
+    err.print(f"unpinned: {one_line(removed)}", markup=False)
 
 
 def cmd_pins(
@@ -141,7 +141,7 @@ def cmd_pins(
         print_json(out, pins)
         return
     for number, text in enumerate(pins, start=1):
-        out.print(f"{number}. {text}", markup=False, highlight=False)
+        out.print(vtext(f"{number}. {text}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line, write_json_bytes
 from gitsessions.services.audit import audit
 from gitsessions.services.exchange import export_session, import_session, parse_export
 from gitsessions.values.canonical import dumps
@@ -29,8 +30,7 @@ def cmd_export(
     data = dumps(export_session(store, head))
     err.print("note: an export may contain source code and secrets from the session", markup=False)
     if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        write_json_bytes(out, data)
     else:
         try:  # private: an export may hold secrets
             fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -38,7 +38,7 @@ def cmd_export(
                 file.write(data)
         except OSError as error:
             raise InvalidInput(f"cannot write {output}: {error.strerror}") from None
-        err.print(f"exported {head.id} to {output}", markup=False)
+        err.print(f"exported {head.id} to {one_line(output)}", markup=False)
     audit(store.home, "export", head.id, "ok")
 
 

@@ -10,6 +10,7 @@ from gitsessions.cli.agent_setup import build_agent, turn_usage
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import vtext
 from gitsessions.services.tools import approve_all, deny_all
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_text
@@ -89,9 +90,9 @@ def cmd_exec(
                 },
             )
         elif result.reply:
-            out.out(result.reply, highlight=False)
+            out.print(vtext(result.reply), highlight=False)
         if result.stopped:
-            err.print(result.stopped, markup=False)
+            err.print(vtext(result.stopped), highlight=False)
             raise typer.Exit(EXIT_STOPPED)
 
 

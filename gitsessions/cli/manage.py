@@ -1,4 +1,8 @@
-"""Session management commands: list, info, show, log, rename, fork, archive, delete, gc."""
+"""Session management commands: list, info, show, log, rename, fork, archive, delete, gc.
+
+Every stored string (title, summary, workspace, commit subject) is shown through
+`one_line` or `print_messages`, so it reaches the terminal visible-safe.
+"""
 
 from typing import Annotated, Any
 
@@ -7,6 +11,7 @@ from rich.table import Table
 
 from gitsessions.cli.render import print_json, print_messages
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line
 from gitsessions.services import manage
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
@@ -84,13 +89,13 @@ def cmd_list(
         title = r["title"] + (" (archived)" if r["archived"] else "")
         table.add_row(
             short(r["id"]),
-            title,
-            r["summary"],
+            one_line(title),
+            one_line(r["summary"]),
             str(r["messages"]),
             str(r["compactions"]),
-            (r["updated_at"] or "")[:16].replace("T", " "),
-            short(r["parent_id"]),
-            r["workspace"] or "",
+            one_line((r["updated_at"] or "")[:16].replace("T", " ")),
+            one_line(short(r["parent_id"])),
+            one_line(r["workspace"] or ""),
         )
     out.print(table, markup=False, highlight=False)
     if total > len(rows):
@@ -153,7 +158,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("branch", info["branch"]),
         ("head", info["head"]),
     ]:
-        table.add_row(key, str(value))
+        table.add_row(key, one_line(value))
     out.print(table, markup=False, highlight=False)
 
 
@@ -207,7 +212,13 @@ def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None
         subject = (
             e["subject"] if e["session"] == head.id else f"{e['subject']} ({short(e['session'])})"
         )
-        table.add_row(e["commit"][:10], e["time"].replace("T", " "), e["event"], subject, tokens)
+        table.add_row(
+            e["commit"][:10],
+            e["time"].replace("T", " "),
+            one_line(e["event"]),
+            one_line(subject),
+            tokens,
+        )
     out.print(table, markup=False, highlight=False)
 
 
@@ -219,7 +230,7 @@ def cmd_rename(
     """Set the session's title (yours; the model-written list summary is separate)."""
     store = _state(ctx).store
     head = manage.rename(store, store.resolve(session), title)
-    err.print(f"renamed {short(head.id)}: {head.header['title']}", markup=False)
+    err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
 
 
 def cmd_fork(

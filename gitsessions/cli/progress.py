@@ -1,4 +1,8 @@
-"""Rendering the agent's progress: tool calls and notices on stderr, replies on stdout."""
+"""Rendering the agent's progress: tool calls and notices on stderr, replies on stdout.
+
+Tool arguments and outputs come from the model and the tools: escaped with `one_line`
+before they are cut to width, so an escape is never split into something raw.
+"""
 
 import json
 from typing import Any
@@ -7,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gitsessions.agent.loop import Events
+from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import CompactionResult
 from gitsessions.services.tools import ToolOutcome
 
@@ -25,7 +30,7 @@ def describe_call(call: dict[str, Any], width: int = 100) -> str:
         )
     except (ValueError, AttributeError):
         shown = raw
-    text = f"{function.get('name')}: {' '.join(str(shown).split())}"
+    text = one_line(f"{function.get('name')}: {' '.join(str(shown).split())}")
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -41,7 +46,7 @@ class ProgressEvents(Events):
     def tool_finished(self, outcome: ToolOutcome) -> None:
         first = outcome.content.splitlines()[0] if outcome.content else ""
         style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
-        self.console.print(Text(f"   {first[:120]}", style=style), highlight=False)
+        self.console.print(Text(f"   {one_line(first)[:120]}", style=style), highlight=False)
 
     def compacted(self, result: CompactionResult) -> None:
         if result.changed:
@@ -54,7 +59,7 @@ class ProgressEvents(Events):
                 highlight=False,
             )
         for note in result.notes:
-            self.console.print(Text(f"   {note}", style="dim"), highlight=False)
+            self.console.print(vtext(f"   {note}", style="dim"), highlight=False)
 
     def notice(self, text: str) -> None:
-        self.console.print(Text(text, style="yellow"), highlight=False)
+        self.console.print(vtext(text, style="yellow"), highlight=False)

@@ -1,13 +1,15 @@
-"""Rendering sessions for people: tables and transcripts. Model text is never markup."""
+"""Rendering sessions for people: tables and transcripts. Model text is never markup, and
+every stored string is shown visible-safe (escaped controls, see cli/terminal.py)."""
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from gitsessions.cli.terminal import vtext, write_json
 from gitsessions.values.messages import text_of
+from gitsessions.values.visible import visible
 
 ROLE_STYLES = {
     "system": "magenta",
@@ -18,27 +20,25 @@ ROLE_STYLES = {
 
 
 def print_json(console: Console, value: Any) -> None:
-    """JSON straight to the console's file: rich would build a Text per line (seconds
-    for a 10,000-session listing)."""
-    console.file.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-    console.file.flush()
+    """JSON on the console's file, terminal-safe (see `terminal.write_json`)."""
+    write_json(console, value)
 
 
 def print_messages(console: Console, messages: Iterable[Mapping[str, Any]], first: int = 0) -> None:
     """A readable transcript: role, content, tool calls and results, plain text only."""
     for index, message in enumerate(messages, start=first):
         role = str(message.get("role", "?"))
-        label = Text(f"[{index}] {role}", style=ROLE_STYLES.get(role, ""))
+        label = Text(f"[{index}] {visible(role)}", style=ROLE_STYLES.get(role, ""))
         if role == "tool":
-            label.append(f"  (result of {message.get('tool_call_id')})", style="dim")
+            label.append(f"  (result of {visible(str(message.get('tool_call_id')))})", style="dim")
         console.print(label)
         body = text_of(message)
         if body:
-            console.print(Text(body), markup=False, highlight=False)
+            console.print(vtext(body), markup=False, highlight=False)
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             line = Text("  -> ", style="dim")
-            line.append(f"{function.get('name')}", style="bold")
-            line.append(f"({function.get('arguments', '')})  id={call.get('id')}")
+            line.append(visible(f"{function.get('name')}"), style="bold")
+            line.append(visible(f"({function.get('arguments', '')})  id={call.get('id')}"))
             console.print(line, markup=False, highlight=False)
         console.print()

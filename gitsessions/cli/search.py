@@ -7,6 +7,7 @@ from rich.table import Table
 
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line
 from gitsessions.services.search import SearchIndex
 from gitsessions.values.ids import short
 
@@ -37,7 +38,7 @@ def cmd_search(
         table.add_column(column, overflow="fold" if column == "snippet" else None)
     for h in hits:
         where = h.role if h.index is None else f"{h.index} {h.role}"
-        table.add_row(short(h.session), h.title, where, h.snippet)
+        table.add_row(short(h.session), one_line(h.title), one_line(where), one_line(h.snippet))
     out.print(table, markup=False, highlight=False)
 
 

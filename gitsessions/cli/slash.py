@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gitsessions.agent.loop import Agent
+from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
 from gitsessions.store.catalog import Catalog
@@ -58,7 +59,7 @@ class Slash:
         command = self.commands.get(name.lower())
         if command is None:
             self.err.print(
-                f"unknown command {line.split()[0]}; \\help lists them (nothing "
+                f"unknown command {one_line(line.split()[0])}; \\help lists them (nothing "
                 "was sent to the model)",
                 markup=False,
                 highlight=False,
@@ -67,7 +68,7 @@ class Slash:
         command(rest.strip())
 
     def _say(self, text: str, style: str = "") -> None:
-        self.err.print(Text(text, style=style), highlight=False)
+        self.err.print(vtext(text, style=style), highlight=False)
 
     # -- commands ------------------------------------------------------------------------
 
@@ -128,7 +129,7 @@ class Slash:
         ]
         table = Table(box=None, show_header=False, pad_edge=False)
         for key, value in rows:
-            table.add_row(Text(key, style="bold"), Text(value))
+            table.add_row(Text(key, style="bold"), Text(one_line(value)))
         self.err.print(table)
 
     def fork(self, _: str) -> None:
@@ -155,7 +156,7 @@ class Slash:
             self._say("no plan yet")
         for item in items:
             mark = {"completed": "x", "in_progress": ">"}.get(item.get("status"), " ")
-            self.err.print(Text(f"[{mark}] {item.get('step', '')}"), highlight=False)
+            self.err.print(vtext(f"[{mark}] {item.get('step', '')}"), highlight=False)
 
     def sessions(self, _: str) -> None:
         headers = [h for h in Catalog(self.agent.session.store).headers() if not h.get("archived")]
@@ -167,9 +168,9 @@ class Slash:
             here = " *" if h["id"] == self.agent.session.id else ""
             table.add_row(
                 short(h["id"]) + here,
-                h.get("title") or "",
-                h.get("summary") or "",
-                (h.get("updated_at") or "").replace("T", " "),
+                one_line(h.get("title") or ""),
+                one_line(h.get("summary") or ""),
+                one_line((h.get("updated_at") or "").replace("T", " ")),
             )
         self.err.print(table, markup=False)
 
@@ -183,4 +184,7 @@ class Slash:
             self._say("no matches")
         for h in hits:
             where = h.role if h.index is None else f"message {h.index}"
-            self.err.print(Text(f"{short(h.session)} {where}: {h.snippet}"), highlight=False)
+            self.err.print(
+                Text(f"{short(h.session)} {one_line(where)}: {one_line(h.snippet)}"),
+                highlight=False,
+            )

@@ -4,14 +4,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import Console
-
+from gitsessions.cli.terminal import VisibleConsole
 from gitsessions.store.sessions import SessionStore
 
 # Markup and highlighting are off: titles, summaries and model text are data, and a `[`
-# in them must print as itself.
-out = Console(soft_wrap=True, markup=False, highlight=False)
-err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
+# in them must print as itself. Both show every string visible-safe (cli/terminal.py).
+out = VisibleConsole(soft_wrap=True, markup=False, highlight=False)
+err = VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
 
 
 def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:

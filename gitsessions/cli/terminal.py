@@ -1,0 +1,74 @@
+"""The only way text reaches the terminal: consoles that show every string visible-safe.
+
+Invariant: no character `values.visible.visible` would escape (ESC, C0/C1 controls,
+bidi overrides, zero-width characters, lone surrogates) ever leaves `VisibleConsole`
+as content, whatever renderable carried it (str, Text, Table, Markdown, a Live display
+updated while a reply streams). Only rich's own styling and cursor control, which never
+come from data, are written raw. `tests/test_terminal_safety.py` checks that every
+module of the CLI writes through these consoles (or through `write_json`).
+
+Call sites still pass data through `visible()` / `vtext()` first: then a `\\r` or a
+backspace shows as `\\r` / `\\x08` instead of being dropped by rich, and table columns
+are measured on what will be shown. The console is the backstop when a call site forgets.
+"""
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
+
+from gitsessions.values.visible import json_visible, visible
+
+
+class VisibleConsole(Console):
+    """A rich Console whose rendered content is always passed through `visible`."""
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            text = segment.text
+            if segment.control is None and text:
+                shown = visible(text)
+                if shown is not text:
+                    segment = Segment(shown, segment.style, None)
+            yield segment
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # Escape before rich's Text silently drops \r, \b and friends.
+        return super().render_str(visible(text), **kwargs)
+
+
+def vtext(text: object, style: str = "") -> Text:
+    """`Text` of untrusted data (any value, shown with `str`), escaped, never markup."""
+    return Text(visible(str(text)), style=style)
+
+
+def one_line(text: object) -> str:
+    """Untrusted data for a single line (a table cell, an error): newlines escaped too."""
+    return visible(str(text), keep_newlines=False)
+
+
+def write_json(console: Console, value: Any) -> None:
+    """JSON straight to the console's file: rich would build a Text per line (seconds
+    for a 10,000-session listing). Characters `visible` escapes are written as \\uXXXX:
+    the same data, safe on a terminal."""
+    console.file.write(json_visible(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
+    console.file.flush()
+
+
+def write_json_bytes(console: Console, data: bytes) -> None:
+    """UTF-8 JSON (an export) to the console's file, terminal-safe like `write_json`;
+    byte for byte what was given when it holds nothing to escape."""
+    safe = json_visible(data.decode("utf-8")).encode("utf-8")
+    binary = getattr(console.file, "buffer", None)
+    if binary is not None:
+        console.file.flush()
+        binary.write(safe)
+        binary.flush()
+    else:
+        console.file.write(safe.decode("utf-8"))
+        console.file.flush()

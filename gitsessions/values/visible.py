@@ -1,0 +1,114 @@
+"""Text made safe to show on a terminal: what could move the cursor or hide text is escaped.
+
+`visible(text)` is the one function every string from a model, a tool, a file, the store
+or an import goes through before it reaches the terminal. It escapes, as plain text a
+reader sees (`\\x1b`, `\\r`, `\\u202e`):
+
+- C0 control characters (tab and newline kept unless `keep_newlines=False`; `\\r` always
+  escaped), DEL, and C1 control characters (U+0080-U+009F: U+009B is a one-byte CSI);
+  so ESC is shown and no escape sequence (CSI, OSC 8 hyperlink, title) ever reaches the
+  terminal, whatever chunk it arrives in: each character is escaped on its own;
+- bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which
+  reorder what is shown;
+- invisible characters that make two different strings look the same: zero-width space
+  and non-joiner, word joiner and invisible operators, BOM, line/paragraph separators,
+  tag characters (U+E0000-U+E007F), Mongolian vowel separator, interlinear annotations;
+  the zero-width joiner is kept between two emoji (family and profession emoji);
+- lone surrogates (from undecodable bytes).
+
+Everything else (accents, CJK, emoji, combining marks) passes unchanged, and text with
+nothing to escape is returned as is after one regex scan. Escaping is idempotent:
+`visible(visible(t)) == visible(t)`, since the escapes are printable ASCII.
+
+`json_visible(text)` does the same for JSON text: the characters become `\\uXXXX` escapes,
+so the document decodes to the same data and stays valid JSON.
+"""
+
+import re
+
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = (
+    "\u180e\u200b\u200c\u2028\u2029\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb"
+    "\U000e0000-\U000e007f"
+)
+_SURROGATE = "\ud800-\udfff"
+_EMOJI = re.compile("[\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]")
+_ZWJ = "\u200d"
+_ALWAYS = _CONTROL + _BIDI + _INVISIBLE + _SURROGATE + _ZWJ
+
+# One character class each, so a scan of clean text is one fast pass.
+_UNSAFE = re.compile(f"[{_ALWAYS}]")
+_UNSAFE_ONE_LINE = re.compile(f"[\t\n{_ALWAYS}]")
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _spelling(char: str) -> str:
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _joins_emoji(text: str, at: int) -> bool:
+    """A zero-width joiner between two emoji (a family, a profession) is kept."""
+    return (
+        0 < at < len(text) - 1
+        and _EMOJI.match(text, at - 1) is not None
+        and _EMOJI.match(text, at + 1) is not None
+    )
+
+
+_KNOWN = {
+    chr(code): _spelling(chr(code))
+    for code in [*range(0x100), *range(0x2000, 0x2070), *range(0xD800, 0xE000)]
+    if code != 0x200D
+}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    known = _KNOWN.get(char)
+    if known is not None:
+        return known
+    if char == _ZWJ and _joins_emoji(match.string, match.start()):
+        return char
+    return _spelling(char)
+
+
+def _escape_json(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, the only JSON spelling above U+FFFF
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """`text` with every character that could steer or hide terminal output escaped.
+
+    With `keep_newlines=False` tab and newline are escaped too (one-line contexts:
+    table cells, error messages).
+    """
+    pattern = _UNSAFE if keep_newlines else _UNSAFE_ONE_LINE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape, text)
+
+
+def json_visible(text: str) -> str:
+    """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with the same
+    characters as `visible` written as `\\uXXXX` escapes: same data, terminal-safe.
+
+    Valid because these characters can only occur inside JSON strings, where any
+    character may be written as an escape.
+    """
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(_escape_json, text)
