@@ -142,7 +142,7 @@ def build_agent(
             session = AgentSession(store, store.head(picked.id))  # re-read under the lease
             if session.use_system_prompt(system_prompt(str(workspace))):
                 err.print(
-                    Text(
+                    vtext(
                         "note: the system prompt stored with this session is not sent; "
                         "gitsessions' own prompt for this workspace replaces it",
                         style="yellow",
