@@ -8,7 +8,9 @@ should be. Checks:
 - lost: a session whose commits exist but whose branch does not (and that was not
   deleted: `store.tombstones`); behind: a branch with a commit of its own session
   that descends from its head (a commit whose ref update never happened);
-- broken: a session whose history has a missing or unreadable object;
+- broken: a session whose history has a missing or unreadable object; pack: a pack
+  whose length or checksum is wrong (nothing repairs it: restore it from a backup or
+  a synced copy; the sessions that need it are named as broken);
 - locks: lock files left by killed processes; leases of processes that are gone;
 - caches: rows of `index.sqlite` / `search.sqlite` that name a session that is gone.
 Repair only ever adds or fast-forwards a branch (compare-and-swap), removes stale lock
@@ -72,6 +74,8 @@ class Report:
 def doctor(store: SessionStore, repair: bool = False) -> Report:
     report = Report()
     with maintenance_quiet(store.git.path):
+        for pack, why in maintenance.damaged_packs(store.git):
+            report.findings.append(Finding("pack", f"store.git/{pack}", why))
         _check_ref_files(store, report, repair)
         refs = _session_refs(store, report)
         report.sessions = len(refs)

@@ -35,7 +35,7 @@ from gitsessions.store import dulwich_private
 from gitsessions.store.delta import create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
-from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.store.repo import SESSION_REF_PREFIX, UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id
 
@@ -410,22 +410,44 @@ def iter_commits(git: GitStore) -> Iterator[bytes]:
             if git.get(sha).type_num == Commit.type_num:
                 yield sha
     for pack in list(store.packs):
-        at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
-        kinds: dict[bytes, int] = {}
-        ref_deltas: list[tuple[bytes, bytes]] = []
-        for record in pack.data.iter_unpacked():
-            sha = at[record.offset]
-            if record.pack_type_num == OFS_DELTA:
-                kinds[sha] = kinds.get(at.get(record.offset - record.delta_base, b""), -1)
-            elif record.pack_type_num == REF_DELTA:
-                ref_deltas.append((sha, record.delta_base))
-            else:
-                kinds[sha] = record.pack_type_num
-        for sha, base in ref_deltas:
-            kinds[sha] = kinds.get(base, -1)
+        try:
+            kinds = _pack_kinds(pack)
+        except UNREADABLE:
+            continue  # `damaged_packs` names it
         for sha, kind in kinds.items():
             if kind == Commit.type_num:
                 yield sha.hex().encode()
+
+
+def damaged_packs(git: GitStore) -> list[tuple[str, str]]:
+    """`(pack file, why)` for each pack whose length or checksum is wrong."""
+    store = git.repo.object_store
+    dulwich_private.rescan_packs(store)
+    out = []
+    for pack in list(store.packs):
+        try:
+            pack.check_length_and_checksum()
+        except (*UNREADABLE, OSError) as error:
+            out.append((f"objects/pack/pack-{pack.name().decode()}.pack", str(error)))
+    return out
+
+
+def _pack_kinds(pack: Pack) -> dict[bytes, int]:
+    """Object type of every record of a pack, from the record headers alone."""
+    at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
+    kinds: dict[bytes, int] = {}
+    ref_deltas: list[tuple[bytes, bytes]] = []
+    for record in pack.data.iter_unpacked():
+        sha = at[record.offset]
+        if record.pack_type_num == OFS_DELTA:
+            kinds[sha] = kinds.get(at.get(record.offset - record.delta_base, b""), -1)
+        elif record.pack_type_num == REF_DELTA:
+            ref_deltas.append((sha, record.delta_base))
+        else:
+            kinds[sha] = record.pack_type_num
+    for sha, base in ref_deltas:
+        kinds[sha] = kinds.get(base, -1)
+    return kinds
 
 
 SessionCommits = dict[bytes, tuple[list[bytes], int]]  # commit -> (parents, commit time)
