@@ -133,3 +133,32 @@ def test_delete_leaves_packed_refs_first(home):
     assert ref_name(sid) not in read_packed(home / "store.git" / "packed-refs")
     assert sid not in store.ids()
     store.close()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_objects_reach_the_disk_before_the_ref_that_names_them(home):
+    """Durability: every object file of a commit is fsynced before the branch moves."""
+    heads = _make_store(home, 1)
+    sid = next(iter(heads))
+    trace = home.parent / "trace.txt"
+    env = {**os.environ, "GITSESSIONS_HOME": str(home)}
+    done = subprocess.run(
+        [
+            "strace", "-f", "-qq", "-o", str(trace), "-e", "trace=fsync,fdatasync,rename,openat",
+            sys.executable, "-m", "gitsessions", "rename", sid, "durable",
+        ],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = trace.read_text().splitlines()
+    ref_moved = next(
+        i for i, line in enumerate(lines) if "rename(" in line and f"sessions/{sid}.lock" in line
+    )
+    object_writes = [
+        i for i, line in enumerate(lines) if "openat(" in line and "/objects/" in line and
+        "O_CREAT" in line
+    ]  # fmt: skip
+    fsyncs = [i for i, line in enumerate(lines) if "fsync(" in line]
+    assert object_writes, "the commit wrote no loose object?"
+    assert all(i < ref_moved for i in object_writes)
+    assert len([i for i in fsyncs if i < ref_moved]) >= len(object_writes)
