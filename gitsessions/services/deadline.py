@@ -5,11 +5,11 @@ network outlasts the deadline by more than one read (a server that trickles a by
 half second is cut at the first read that ends after the deadline). httpx's own timeouts
 are per operation, so a slow but steady server would never trip them; here each
 operation's timeout is capped by what is left, and the answer's byte stream checks the
-clock after every read. Exceeding it raises `httpx2.ReadTimeout` (or `ConnectTimeout`),
+clock after every read. Exceeding it raises httpx's `ReadTimeout` (or `ConnectTimeout`),
 which the openai client turns into its timeout error.
 
-Imported only by the model client, and only once it talks to a server: `httpx2` comes with
-`openai` and is as slow to import.
+Imported only by the model client, and only once it talks to a server: the HTTP library
+comes with `openai` (`httpx2` in recent releases, `httpx` before) and is as slow to import.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx2
+try:
+    import httpx2
+except ImportError:  # openai releases before the httpx2 fork
+    import httpx as httpx2  # type: ignore[no-redef]
 
 TIMEOUT_KEYS = ("connect", "read", "write", "pool")
 
