@@ -34,6 +34,8 @@ Fault modes, as `reply()` keywords (streamed or not unless said):
                                                    #   encoding (a cut then misses the
                                                    #   final 0-length chunk)
     server.reply(content="...", trickle=0.5)       # send the body one byte every 0.5 s
+    server.reply(..., trickle=0.5, trickle_headers=True)  # not streamed: the status line
+                                                   #   and headers too
     server.progress                                # [bytes sent, bytes in the body] of
                                                    #   each trickled answer, live
     server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
@@ -66,6 +68,7 @@ class Reply:
     cut: str | None = None  # "content" or "arguments": where a stream stops early
     chunked: bool = False
     trickle: float | None = None  # seconds between bytes
+    trickle_headers: bool = False
 
 
 @dataclass
@@ -139,6 +142,7 @@ class FakeOpenAI:
         cut: str | None = None,
         chunked: bool = False,
         trickle: float | None = None,
+        trickle_headers: bool = False,
     ) -> None:
         """Queue one assistant answer (see the module docstring for the fault modes)."""
         assert cut in (None, "content", "arguments"), cut
@@ -152,6 +156,7 @@ class FakeOpenAI:
                 cut=cut,
                 chunked=chunked,
                 trickle=trickle,
+                trickle_headers=trickle_headers,
             )
         )
 
@@ -279,7 +284,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(item, request.get("model", "fake-model"), include_usage)
         else:
             body = json.dumps(_completion(item, request.get("model", "fake-model"))).encode()
-            self._send(200, "application/json", body, trickle=item.trickle)
+            if item.trickle_headers:
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                )
+                self.close_connection = True
+                self._write(head.encode() + body, item.trickle)
+            else:
+                self._send(200, "application/json", body, trickle=item.trickle)
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
         self._send(status, "application/json", json.dumps(body).encode())

@@ -210,6 +210,16 @@ def test_timeout_is_a_deadline_for_the_whole_request(server: FakeOpenAI, stream:
         assert fast_client.complete(USER, stream=stream).message["content"] == "fast"
 
 
+@pytest.mark.timeout(60)
+def test_the_deadline_covers_trickled_headers(server: FakeOpenAI) -> None:
+    server.reply(content="slow", trickle=0.3, trickle_headers=True)
+    slow_client = make_client(server.base_url, timeout=2)
+    with slow_client, pytest.raises(ModelTimeout, match="did not finish within 2 s"):
+        slow_client.complete(USER)
+    [(sent, total)] = server.progress
+    assert 0 < sent < total
+
+
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_stream_cut_before_its_finish_is_incomplete(
     server: FakeOpenAI, client: ModelClient, chunked: bool

@@ -115,14 +115,16 @@ class ModelClient:
 
         self.settings = settings
         self._deadline = Deadline()
+        http_client = _openai().DefaultHttpxClient(
+            timeout=settings.timeout, event_hooks=self._deadline.hooks
+        )
+        self._deadline.install(http_client)
         self._client = _openai().OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
             timeout=settings.timeout,
             max_retries=max_retries,
-            http_client=_openai().DefaultHttpxClient(
-                timeout=settings.timeout, event_hooks=self._deadline.hooks
-            ),
+            http_client=http_client,
         )
 
     def close(self) -> None:
