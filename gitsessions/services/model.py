@@ -208,7 +208,7 @@ class ModelClient:
             source = self.settings.sources.get("timeout", "settings")
             return ModelTimeout(
                 f"the model did not finish within {self.settings.timeout:g} s (timeout from "
-                f"{source}); check that the server at {url} is running, or raise --timeout, "
+                f"{source}); check that the server at {url} is running, or raise "
                 "GITSESSIONS_TIMEOUT or timeout in config.toml"
             )
         if isinstance(error, _openai().APIConnectionError):
