@@ -24,6 +24,24 @@ chunk, the content in a few pieces, each tool call as an id/name chunk followed 
 arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `stream_options.include_usage` is set, then `data: [DONE]`. `GET /v1/models` lists
 `server.models`. Anything else is a 404.
+
+Fault modes, as `reply()` keywords (streamed or not unless said):
+
+    server.reply(content="abc", cut="content")     # stream: stop after the first content
+    server.reply(tool_calls=[...], cut="arguments")  #   piece / inside the last call's
+                                                   #   arguments: no finish, no [DONE]
+    server.reply(..., chunked=True)                # stream framed as chunked transfer
+                                                   #   encoding (a cut then misses the
+                                                   #   final 0-length chunk)
+    server.reply(content="...", trickle=0.5)       # send the body one byte every 0.5 s
+    server.reply(..., trickle=0.5, trickle_headers=True)  # not streamed: the status line
+                                                   #   and headers too
+    server.progress                                # [bytes sent, bytes in the body] of
+                                                   #   each trickled answer, live
+    server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
+
+A cut or trickled answer closes the connection when done; a client that hangs up
+mid-trickle ends it quietly.
 """
 
 import json
@@ -47,6 +65,10 @@ class Reply:
     usage: tuple[int, int] | None = (10, 5)
     finish_reason: str | None = None
     model: str | None = None
+    cut: str | None = None  # "content" or "arguments": where a stream stops early
+    chunked: bool = False
+    trickle: float | None = None  # seconds between bytes
+    trickle_headers: bool = False
 
 
 @dataclass
@@ -100,6 +122,7 @@ class FakeOpenAI:
         self.models: list[str] = ["gemma4", "fake-model"]
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.progress: list[list[int]] = []
         self._queue: deque[Reply | Failure | Delay | Malformed] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -116,9 +139,26 @@ class FakeOpenAI:
         usage: tuple[int, int] | None = (10, 5),
         finish_reason: str | None = None,
         model: str | None = None,
+        cut: str | None = None,
+        chunked: bool = False,
+        trickle: float | None = None,
+        trickle_headers: bool = False,
     ) -> None:
-        """Queue one assistant answer."""
-        self._push(Reply(content, list(tool_calls or []), usage, finish_reason, model))
+        """Queue one assistant answer (see the module docstring for the fault modes)."""
+        assert cut in (None, "content", "arguments"), cut
+        self._push(
+            Reply(
+                content,
+                list(tool_calls or []),
+                usage,
+                finish_reason,
+                model,
+                cut=cut,
+                chunked=chunked,
+                trickle=trickle,
+                trickle_headers=trickle_headers,
+            )
+        )
 
     def fail(self, status: int = 500, message: str = "scripted failure") -> None:
         """Queue an HTTP error answer."""
@@ -243,33 +283,71 @@ class _Handler(BaseHTTPRequestHandler):
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             self._stream(item, request.get("model", "fake-model"), include_usage)
         else:
-            self._json(200, _completion(item, request.get("model", "fake-model")))
+            body = json.dumps(_completion(item, request.get("model", "fake-model"))).encode()
+            if item.trickle_headers:
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                )
+                self.close_connection = True
+                self._write(head.encode() + body, item.trickle)
+            else:
+                self._send(200, "application/json", body, trickle=item.trickle)
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
         self._send(status, "application/json", json.dumps(body).encode())
 
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
+    def _send(
+        self, status: int, content_type: str, body: bytes, trickle: float | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        if trickle:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
-        self.wfile.write(body)
+        self._write(body, trickle)
+
+    def _write(self, body: bytes, trickle: float | None) -> None:
+        """Send `body`, all at once or one byte every `trickle` seconds."""
+        if not trickle:
+            self.wfile.write(body)
+            self.wfile.flush()
+            return
+        progress = [0, len(body)]
+        with self.fake._lock:
+            self.fake.progress.append(progress)
+        for byte in body:
+            if self.fake._stopping.wait(trickle):
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                return
+            progress[0] += 1
 
     def _stream(self, reply: Reply, model: str, include_usage: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        if reply.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
         calls = [_tool_call(c, n) for n, c in enumerate(reply.tool_calls)]
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
         deltas += [{"content": piece} for piece in _pieces(reply.content or "")]
+        cut_at = 2 if reply.cut == "content" else None  # after the first content piece
         for index, call in enumerate(calls):
             name = call["function"]["name"]
             head = {"index": index, "id": call["id"], "type": "function"}
             deltas.append({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
-            for piece in _pieces(call["function"]["arguments"], 2):
+            for n, piece in enumerate(_pieces(call["function"]["arguments"], 2)):
                 deltas.append({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                if n == 0 and reply.cut == "arguments":
+                    cut_at = len(deltas)  # after the first half of this call's arguments
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         base = {
             "id": "chatcmpl-fake",
@@ -277,17 +355,29 @@ class _Handler(BaseHTTPRequestHandler):
             "created": 0,
             "model": reply.model or model,
         }
-        for delta in deltas:
-            self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-        self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        events = [
+            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            for delta in deltas
+        ]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if include_usage and reply.usage is not None:
-            self._event({**base, "choices": [], "usage": _usage(reply.usage)})
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-
-    def _event(self, chunk: dict[str, Any]) -> None:
-        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.flush()
+            events.append({**base, "choices": [], "usage": _usage(reply.usage)})
+        lines = [f"data: {json.dumps(event)}\n\n".encode() for event in events]
+        if reply.cut is None:
+            lines.append(b"data: [DONE]\n\n")
+        else:
+            assert cut_at is not None, "nothing to cut there"
+            lines = lines[:cut_at]
+        if reply.chunked:
+            lines = [b"%x\r\n%s\r\n" % (len(line), line) for line in lines]
+            if reply.cut is None:
+                lines.append(b"0\r\n\r\n")
+        if reply.trickle:
+            self._write(b"".join(lines), reply.trickle)
+            return
+        for line in lines:
+            self.wfile.write(line)
+            self.wfile.flush()
 
 
 def _usage(usage: tuple[int, int]) -> dict[str, int]:

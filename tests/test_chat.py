@@ -202,3 +202,23 @@ def test_resume_after_kill(server, ws):
         "this one is in flight",
     ]
     assert transcript[-1]["content"] == "resumed fine"
+
+
+def test_a_reply_cut_mid_stream_is_kept_marked_and_the_prompt_can_be_resent(server, ws):
+    write = {"name": "write_file", "arguments": {"path": "cut.txt", "content": "never"}}
+    server.reply(content="Writing the file now.", tool_calls=[write], cut="arguments")
+    child = spawn(server.base_url, ws, "--auto-approve")
+    out = say(child, "write cut.txt")
+    assert "Writing the file" in out  # streamed before the cut
+    assert "ended its stream before the reply was finished" in out
+    assert "press Enter to send it again" in out
+    assert not (ws / "cut.txt").exists()
+    server.reply(content="Done properly this time.")
+    assert "Done properly this time." in say(child, "")
+    leave(child)
+    assert not (ws / "cut.txt").exists()
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    cut = [m for m in transcript if m.get("incomplete")]
+    assert len(cut) == 1 and cut[0]["content"] == "Writing the file now."
+    assert cut[0]["unsent_tool_calls"][0]["function"]["name"] == "write_file"
+    assert transcript[-1] == {"role": "assistant", "content": "Done properly this time."}

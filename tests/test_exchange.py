@@ -134,6 +134,21 @@ def _broken(mutate) -> dict:
         (_broken(lambda d: d.pop("transcript")), "missing 'transcript'"),
         (_broken(lambda d: d.update(title="a\nb")), "single line"),
         ([1, 2], "must be a JSON object"),
+        (
+            _broken(
+                lambda d: d["messages"][2]["tool_calls"].append(d["messages"][2]["tool_calls"][0])
+            ),
+            "duplicate tool call id 'call_1'",
+        ),
+        (_broken(lambda d: d["messages"][4].update(incomplete="yes")), "incomplete must be true"),
+        (
+            _broken(lambda d: d["messages"][4].update(unsent_tool_calls=[{"id": 1}])),
+            "unsent_tool_calls[0] needs a string id",
+        ),
+        (
+            _broken(lambda d: d["messages"][4].update(incomplete=True)),
+            "messages[4]: 'incomplete' belongs in the transcript only",
+        ),
     ],
 )
 def test_invalid_documents_write_nothing(cli, tmp_path, home, doc, message):

@@ -2,10 +2,12 @@
 
 import json
 import os
+import resource
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import fsck, git, run_gitsessions
+from tests.conftest import REPO, fsck, git, run_gitsessions
 
 
 def exec_(server, workspace: Path, *args: str, input: str | None = None):
@@ -205,3 +207,100 @@ def test_workspace_head_recorded(server, tmp_path, home):
         f"refs/heads/sessions/{sid}",
     ).stdout.strip()
     assert trailer == f"Workspace-Head: {ws_head}"
+
+
+def test_repeated_tool_call_ids_are_stored_so_the_export_imports_again(server, tmp_path, home):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha")
+    (ws / "b.txt").write_text("beta")
+    same = [
+        {"id": "call_0", "name": "read_file", "arguments": {"path": "a.txt"}},
+        {"id": "call_0", "name": "read_file", "arguments": {"path": "b.txt"}},
+    ]
+    server.reply(content=None, tool_calls=same)
+    server.reply(content="read both")
+    done = exec_(server, ws, "read a and b", "--json")
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == ["call_0", "call_0-2"]
+    assert "alpha" in results[0]["content"] and "beta" in results[1]["content"]
+    exported = tmp_path / "s.json"
+    assert run_gitsessions("export", sid, "-o", str(exported)).returncode == 0
+    imported = run_gitsessions("import", str(exported), "--new-id")
+    assert imported.returncode == 0, imported.stderr
+    assert len(json.loads(run_gitsessions("list", "--json").stdout)) == 2
+    fsck(home)
+
+
+def test_timeout_is_a_deadline_for_the_whole_request(server, tmp_path, home):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    server.reply(content="a very slow answer " * 20, trickle=0.3)  # minutes at this pace
+    env = dict(os.environ, GITSESSIONS_TIMEOUT="2")
+    done = run_gitsessions(
+        "exec", "hi", "--base-url", server.base_url, "--workspace", str(ws), env=env, timeout=60
+    )
+    assert done.returncode == 1
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: the model did not finish within 2 s")
+    assert "GITSESSIONS_TIMEOUT" in error and "Traceback" not in done.stderr
+    [(sent, total)] = server.progress
+    assert sent < total
+    fsck(home)
+
+
+def test_a_reply_whose_commit_fails_is_still_printed(server, tmp_path, home):
+    """A real write failure mid-turn: once the model is asked (the prompt is committed),
+    the exec process may no longer grow any file (RLIMIT_FSIZE 0, as on a full disk), so
+    committing the reply fails with EFBIG."""
+    ws = tmp_path / "p"
+    ws.mkdir()
+    child: list[subprocess.Popen[str]] = []
+
+    def answer(request):
+        if request.get("max_tokens") is None:  # the turn's request, not the title summary
+            resource.prlimit(child[0].pid, resource.RLIMIT_FSIZE, (0, 0))
+            return "the answer that must not be lost"
+        return "a title"
+
+    server.responder = answer
+    for json_flag in ([], ["--json"]):
+        args = ["exec", "question", "--base-url", server.base_url, "--workspace", str(ws)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", *args, *json_flag],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        child[:] = [proc]
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 1, stderr
+        # dulwich's lock file, whose close failed too, reports it again when collected at
+        # exit ("Exception ignored in: ..._GitFile.__del__"): the store's business, not the
+        # turn's; everything before it must be clean.
+        stderr = stderr.split("Exception ignored in: <function _GitFile.__del__")[0]
+        assert "Traceback" not in stderr
+        error = stderr.strip().splitlines()[-1]
+        assert error.startswith("error: the reply could not be saved: File too large")
+        if json_flag:
+            result = json.loads(stdout)
+            assert result["reply"] == "the answer that must not be lost"
+            assert result["error"] == error.removeprefix("error: ")
+        else:
+            assert stdout.strip() == "the answer that must not be lost"
+    fsck(home)
+    # the store is intact: the prompt was saved, and a session continues normally
+    sessions = json.loads(run_gitsessions("list", "--json").stdout)
+    assert len(sessions) == 2
+    sid = sessions[0]["id"]
+    shown = json.loads(run_gitsessions("show", sid, "--json").stdout)
+    assert shown[-1] == {"role": "user", "content": "question"}
+    server.responder = None
+    server.reply(content="now saved")
+    again = exec_(server, ws, "once more", "--resume", sid, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["reply"] == "now saved"
+    fsck(home)

@@ -1,6 +1,7 @@
 """The model client against a real local HTTP server (tests/fake_openai.py): replies,
 streaming, tool calls, usage, and the mapping of every failure to a one-line error."""
 
+import json
 import signal
 import socket
 import threading
@@ -15,6 +16,7 @@ from gitsessions.services.model import (
     BadResponse,
     Completion,
     EndpointUnreachable,
+    IncompleteReply,
     ModelClient,
     ModelError,
     ModelNotFound,
@@ -186,6 +188,85 @@ def test_timeout_names_the_seconds(server: FakeOpenAI) -> None:
     client = make_client(server.base_url, timeout=0.2)
     with client, pytest.raises(ModelTimeout, match=r"within 0\.2 s"):
         client.complete(USER)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stream", [False, True])
+def test_timeout_is_a_deadline_for_the_whole_request(server: FakeOpenAI, stream: bool) -> None:
+    # One byte every 0.3 s: no single read ever waits 2 s, so only a deadline for the
+    # whole request stops it (the body takes minutes to send).
+    server.reply(content="a slow answer " * 20, trickle=0.3)
+    slow_client = make_client(server.base_url, timeout=2)
+    with slow_client, pytest.raises(ModelTimeout) as caught:
+        slow_client.complete(USER, stream=stream)
+    assert "did not finish within 2 s" in str(caught.value)
+    assert "timeout from flag --timeout" in str(caught.value)
+    [(sent, total)] = server.progress
+    assert 0 < sent < total  # it was sending, and had much more to send
+    if stream:
+        assert caught.value.partial is None or caught.value.partial.finish_reason is None
+    server.reply(content="fast")  # the client is still usable, with a fresh deadline
+    with make_client(server.base_url, timeout=2) as fast_client:
+        assert fast_client.complete(USER, stream=stream).message["content"] == "fast"
+
+
+@pytest.mark.timeout(60)
+def test_the_deadline_covers_trickled_headers(server: FakeOpenAI) -> None:
+    server.reply(content="slow", trickle=0.3, trickle_headers=True)
+    slow_client = make_client(server.base_url, timeout=2)
+    with slow_client, pytest.raises(ModelTimeout, match="did not finish within 2 s"):
+        slow_client.complete(USER)
+    [(sent, total)] = server.progress
+    assert 0 < sent < total
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_stream_cut_before_its_finish_is_incomplete(
+    server: FakeOpenAI, client: ModelClient, chunked: bool
+) -> None:
+    server.reply(content="The first part and the rest", cut="content", chunked=chunked)
+    pieces: list[str] = []
+    with pytest.raises(IncompleteReply) as caught:
+        client.complete(USER, stream=True, on_text=pieces.append)
+    partial = caught.value.partial
+    assert partial is not None and partial.finish_reason is None
+    assert partial.message == {"role": "assistant", "content": "".join(pieces)}
+    assert pieces and "rest" not in "".join(pieces)
+    assert "\n" not in str(caught.value) and server.base_url in str(caught.value)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_stream_cut_inside_tool_arguments_keeps_the_cut_call(
+    server: FakeOpenAI, client: ModelClient, chunked: bool
+) -> None:
+    calls = [{"id": "call_w", "name": "write_file", "arguments": {"path": "x", "content": "y"}}]
+    server.reply(content="Writing.", tool_calls=calls, cut="arguments", chunked=chunked)
+    with pytest.raises(IncompleteReply) as caught:
+        client.complete(USER, stream=True)
+    partial = caught.value.partial
+    assert partial is not None
+    [call] = partial.message["tool_calls"]
+    assert call["id"] == "call_w" and call["function"]["name"] == "write_file"
+    arguments = call["function"]["arguments"]
+    assert arguments and '{"path": "x", "content": "y"}'.startswith(arguments)
+    with pytest.raises(ValueError):
+        json.loads(arguments)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_repeated_tool_call_ids_are_made_unique(
+    server: FakeOpenAI, client: ModelClient, stream: bool
+) -> None:
+    calls = [
+        {"id": "call_0", "name": "read_file", "arguments": {"path": n}} for n in ("a", "b", "c")
+    ]
+    calls.append({"id": "call_0-2", "name": "read_file", "arguments": {"path": "d"}})
+    server.reply(content=None, tool_calls=calls)
+    result = client.complete(USER, stream=stream)
+    ids = [c["id"] for c in result.message["tool_calls"]]
+    assert ids == ["call_0", "call_0-2", "call_0-3", "call_0-2-2"]
+    paths = [json.loads(c["function"]["arguments"])["path"] for c in result.message["tool_calls"]]
+    assert paths == ["a", "b", "c", "d"]
 
 
 @pytest.mark.parametrize("body", ["{this is not json", '{"unexpected": 1}', "[]", '"text"'])

@@ -8,6 +8,12 @@ Invariants:
   request: a crash or a Ctrl-C loses at most the step in flight.
 - No request is sent that the estimate says is over `max_context_tokens`.
 - Every tool call gets exactly one result in the context, even when a tool is cancelled.
+- A reply the model did not finish (its stream was cut, broke or ran out of time) is
+  recorded in the transcript only, marked `"incomplete": true`, with its tool calls under
+  `unsent_tool_calls`: they are never run (their arguments may be cut), and the context is
+  left as it was, so sending the prompt again is a clean retry.
+- A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
+  got, and the step stays pending, so the next checkpoint commits it.
 """
 
 from collections.abc import Callable
@@ -24,7 +30,7 @@ from gitsessions.services.compaction import (
     should_compact,
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
-from gitsessions.services.model import Completion, ModelClient
+from gitsessions.services.model import Completion, ModelClient, ModelError
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
@@ -67,6 +73,20 @@ class TurnResult:
     steps: int
     compacted: bool
     stopped: str | None = None  # why the turn ended before the model finished
+
+
+class ReplyNotSaved(GitsessionsError):
+    """The model replied but committing the step failed. `result` is the turn as far as it
+    got (its reply included) so the CLI can still show it; the step stays pending in the
+    session, and the next checkpoint commits it."""
+
+    def __init__(self, cause: Exception, result: TurnResult) -> None:
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else cause
+        super().__init__(
+            f"the reply could not be saved: {reason}; the session keeps its last saved step"
+        )
+        self.result = result
+        self.exit_code = getattr(cause, "exit_code", 1)
 
 
 def first_line(text: str, width: int = 60) -> str:
@@ -139,7 +159,7 @@ class Agent:
         for step in range(1, self.config.max_steps + 1):
             raw, compacted_now = self.ensure_budget()
             compacted |= compacted_now
-            completion = self._request(raw)
+            completion = self._request(raw, subject, step)
             try:
                 message = completion.message
                 self.session.add(message)
@@ -147,13 +167,14 @@ class Agent:
                 calls = message.get("tool_calls") or []
                 if not calls:
                     self._refresh_summary()
-                    self.session.checkpoint(subject, trailers=self._trailers(step))
-                    return TurnResult(text_of(message), step, compacted)
+                    result = TurnResult(text_of(message), step, compacted)
+                    self._commit(subject, step, result)
+                    return result
                 outcomes = self._run_tools(calls)
             except KeyboardInterrupt:
                 self.save()
                 raise
-            self.session.checkpoint(subject, trailers=self._trailers(step))
+            self._commit(subject, step, TurnResult(text_of(message), step, compacted))
             failed = all(not o.ok for o in outcomes)  # errors and denials alike
             failed_in_a_row = failed_in_a_row + 1 if failed else 0
             if failed_in_a_row >= self.config.max_failed_steps:
@@ -170,6 +191,14 @@ class Agent:
             compacted,
             f"stopped: reached the limit of {self.config.max_steps} steps (--max-steps)",
         )
+
+    def _commit(self, subject: str, step: int, result: TurnResult) -> None:
+        """Checkpoint a step; a failure (disk full, a lost race...) raises `ReplyNotSaved`
+        carrying `result`, so the reply is not lost with it."""
+        try:
+            self.session.checkpoint(subject, trailers=self._trailers(step))
+        except (OSError, GitsessionsError) as error:
+            raise ReplyNotSaved(error, result) from error
 
     def _trailers(self, step: int) -> dict[str, Any]:
         return {"Step": step, "Workspace-Head": self.workspace_head()}
@@ -242,8 +271,9 @@ class Agent:
 
     # -- model ---------------------------------------------------------------------------
 
-    def _request(self, raw: int) -> Completion:
-        """Send the context (`raw` tokens by our count, for calibration)."""
+    def _request(self, raw: int, subject: str, step: int) -> Completion:
+        """Send the context (`raw` tokens by our count, for calibration). A reply cut short
+        is recorded (see `_keep_partial`) before its error goes on."""
         started = False
 
         def on_text(delta: str) -> None:
@@ -262,12 +292,32 @@ class Agent:
                 stream=self.config.stream,
                 on_text=on_text,
             )
+        except ModelError as error:
+            if error.partial is not None:
+                self._keep_partial(error.partial, subject, step)
+            raise
         finally:
             self.events.waiting(False)
         self._count(completion.model or self.config.model, completion)
         if completion.usage and completion.usage.prompt_tokens:
             self.counter.calibrate(raw, completion.usage.prompt_tokens)
         return completion
+
+    def _keep_partial(self, partial: Completion, subject: str, step: int) -> None:
+        """Record a reply the model did not finish: in the transcript only, marked
+        incomplete, its tool calls kept under `unsent_tool_calls` and never run. A failed
+        commit here leaves it pending (the next checkpoint saves it): the model's error is
+        the one to report."""
+        self._count(partial.model or self.config.model, partial)
+        message = partial.message
+        record: Message = {"role": "assistant", "content": text_of(message), "incomplete": True}
+        if message.get("tool_calls"):
+            record["unsent_tool_calls"] = message["tool_calls"]
+        self.session.record(record)
+        try:
+            self.session.checkpoint(subject, trailers=self._trailers(step))
+        except (OSError, GitsessionsError) as error:
+            self.events.notice(f"the partial reply is not saved yet: {error}")
 
     def _count(self, model: str, completion: Completion) -> None:
         usage = completion.usage

@@ -2,7 +2,8 @@
 
 Invariants:
 - Every message goes to both records at once: appended to the working context and queued
-  for the transcript; `checkpoint` commits both in one commit. A step boundary always
+  for the transcript (`record` queues one for the transcript alone: the context stays a
+  subsequence of the transcript); `checkpoint` commits both in one commit. A step boundary always
   checkpoints, so a crash loses at most the step in flight.
 - The context sent to the model starts with gitsessions' own system prompt and holds no
   other system message (`use_system_prompt` on resume), whatever a session brought.
@@ -80,6 +81,12 @@ class AgentSession:
             self._dirty = True
         return dropped
 
+    def record(self, message: Message) -> None:
+        """Append to the transcript only (at the next checkpoint): something that happened
+        but that the model must not be sent, such as a reply cut off mid-stream."""
+        self.pending.append(scrub(message))
+        self._dirty = True
+
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items
         self._dirty = True
@@ -136,6 +143,7 @@ class AgentSession:
             usage=self.usage,
         )
         all_trailers = {"Turn": self.turn, **(trailers or {})}
+        # A failed commit keeps everything pending, so the next checkpoint commits it.
         self.head = self.store.commit(
             self.head, change, event=event, subject=subject, trailers=all_trailers
         )

@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage
 from gitsessions.cli.progress import ProgressEvents
@@ -39,7 +40,8 @@ def cmd_exec(
 
     write_file, edit_file and run_shell are denied (the model is told) unless
     --auto-approve. Exit codes: 0 done, 1 error (the session is saved up to the last
-    complete step), 3 the turn stopped early (--max-steps, repeated tool failures).
+    complete step; a reply that could not be saved is still printed, and --json then
+    carries "error"), 3 the turn stopped early (--max-steps, repeated tool failures).
     """
     state: State = ctx.obj
     if prompt == "-":
@@ -75,7 +77,11 @@ def cmd_exec(
         agent = built.agent
         err.print(f"session {agent.session.id}", style="dim", highlight=False)
         before = dict(agent.session.usage)
-        result = agent.run_turn(text)
+        unsaved: ReplyNotSaved | None = None
+        try:
+            result = agent.run_turn(text)
+        except ReplyNotSaved as error:  # the reply is still the user's: print it, then fail
+            result, unsaved = error.result, error
         session = agent.session
         if json_:
             print_json(
@@ -87,10 +93,13 @@ def cmd_exec(
                     "compacted": result.compacted,
                     "commit": session.head.commit.decode(),
                     **({"stopped": result.stopped} if result.stopped else {}),
+                    **({"error": str(unsaved)} if unsaved else {}),
                 },
             )
         elif result.reply:
             out.print(vtext(result.reply), highlight=False)
+        if unsaved is not None:
+            raise unsaved
         if result.stopped:
             err.print(vtext(result.stopped), highlight=False)
             raise typer.Exit(EXIT_STOPPED)

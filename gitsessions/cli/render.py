@@ -31,11 +31,13 @@ def print_messages(console: Console, messages: Iterable[Mapping[str, Any]], firs
         label = Text(f"[{index}] {visible(role)}", style=ROLE_STYLES.get(role, ""))
         if role == "tool":
             label.append(f"  (result of {visible(str(message.get('tool_call_id')))})", style="dim")
+        if message.get("incomplete"):
+            label.append("  (incomplete: cut off mid-reply; its tool calls never ran)", style="dim")
         console.print(label)
         body = text_of(message)
         if body:
             console.print(vtext(body), markup=False, highlight=False)
-        for call in message.get("tool_calls") or []:
+        for call in [*(message.get("tool_calls") or []), *(message.get("unsent_tool_calls") or [])]:
             function = call.get("function") or {}
             line = Text("  -> ", style="dim")
             line.append(visible(f"{function.get('name')}"), style="bold")

@@ -19,7 +19,7 @@ from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, is_session_id, new_id
-from gitsessions.values.messages import InvalidMessages, validate_messages
+from gitsessions.values.messages import TRANSCRIPT_ONLY, InvalidMessages, validate_messages
 from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
 
 EXPORT_FORMAT = "gitsessions.session/1"
@@ -179,6 +179,10 @@ def validate_export(doc: Any) -> None:
             validate_messages(doc[key], key)
         except InvalidMessages as error:
             raise InvalidExport(str(error)) from None
+    for n, message in enumerate(doc["messages"]):
+        kept = [field for field in TRANSCRIPT_ONLY if field in message]
+        if kept:
+            raise InvalidExport(f"messages[{n}]: {kept[0]!r} belongs in the transcript only")
     for key in ("plan", "compactions", "pins"):
         if key in doc:
             _expect(doc, key, list, "a list")

@@ -5,6 +5,15 @@ Invariants: this is the only module that imports `openai`. What it returns is pl
 whether the reply was streamed or not. Every failure the server or the network can cause
 surfaces as one `ModelError` subclass whose message names what to check; a
 KeyboardInterrupt is never swallowed, and a streamed response is always closed.
+
+- The timeout is a deadline for the whole request (connect, send, every read of the
+  answer), not per read: a server trickling bytes is cut when it is spent.
+- A stream that ends (or fails) before its finish reason is not a reply: it raises
+  (`IncompleteReply` when it just stopped) with what did arrive in `error.partial`, so
+  the caller can keep the text and must not run the tool calls, whose arguments may be
+  cut.
+- Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
+  since every result names the call it answers.
 """
 
 from __future__ import annotations
@@ -34,7 +43,10 @@ def _openai() -> ModuleType:
 
 
 class ModelError(GitsessionsError):
-    """The model request failed."""
+    """The model request failed. `partial` holds what a stream delivered before it failed
+    (None when nothing arrived, and for requests that were not streamed)."""
+
+    partial: Completion | None = None
 
 
 class EndpointUnreachable(ModelError):
@@ -62,7 +74,11 @@ class RequestRejected(ModelError):
 
 
 class ModelTimeout(ModelError):
-    """The server did not answer within the timeout."""
+    """The server did not finish its answer within the timeout."""
+
+
+class IncompleteReply(ModelError):
+    """The stream ended before the model finished its reply (no finish reason)."""
 
 
 class BadResponse(ModelError):
@@ -95,12 +111,20 @@ class ModelClient:
     """Sends chat completion requests to the server named by `settings`."""
 
     def __init__(self, settings: ModelSettings, *, max_retries: int = 0) -> None:
+        from gitsessions.services.deadline import Deadline
+
         self.settings = settings
+        self._deadline = Deadline()
+        http_client = _openai().DefaultHttpxClient(
+            timeout=settings.timeout, event_hooks=self._deadline.hooks
+        )
+        self._deadline.install(http_client)
         self._client = _openai().OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
             timeout=settings.timeout,
             max_retries=max_retries,
+            http_client=http_client,
         )
 
     def close(self) -> None:
@@ -132,27 +156,46 @@ class ModelClient:
             request["temperature"] = temperature
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
-        try:
-            if not stream:
-                response = self._client.chat.completions.create(**request)
-                return _parse_completion(_as_dict(response), model)
+        if stream:
             request.update(stream=True, stream_options={"include_usage": True})
-            chunks = self._client.chat.completions.create(**request)
-            try:
-                return _assemble_stream(chunks, model, on_text)
-            finally:
-                chunks.close()
+        assembly = _Assembly(model)
+        try:
+            with self._deadline.running(self.settings.timeout):
+                if not stream:
+                    response = self._client.chat.completions.create(**request)
+                    return _parse_completion(_as_dict(response), model)
+                chunks = self._client.chat.completions.create(**request)
+                try:
+                    for chunk in chunks:
+                        assembly.feed(_as_dict(chunk), on_text)
+                finally:
+                    chunks.close()
         except _openai().OpenAIError as error:
-            raise self._map_error(error, model) from error
+            if assembly.saw_choice and type(error) is _openai().APIConnectionError:
+                reason = str(error.__cause__ or error)
+                raise assembly.attach(
+                    IncompleteReply(
+                        f"the connection to the model server at {self.settings.base_url} "
+                        f"broke before the reply was finished: {reason}"
+                    )
+                ) from error
+            raise assembly.attach(self._map_error(error, model)) from error
         except json.JSONDecodeError as error:  # the openai client lets these through
-            raise BadResponse(
-                f"the model server at {self.settings.base_url} sent a malformed response: {error}"
+            raise assembly.attach(
+                BadResponse(
+                    f"the model server at {self.settings.base_url} sent a malformed response: "
+                    f"{error}"
+                )
             ) from error
+        except ModelError as error:
+            raise assembly.attach(error) from None
+        return assembly.finish(self.settings.base_url)
 
     def list_models(self) -> list[str]:
         """Model ids the server offers (GET /models)."""
         try:
-            return sorted(model.id for model in self._client.models.list())
+            with self._deadline.running(self.settings.timeout):
+                return sorted(model.id for model in self._client.models.list())
         except _openai().OpenAIError as error:
             raise self._map_error(error, "") from error
         except json.JSONDecodeError as error:
@@ -162,9 +205,11 @@ class ModelClient:
         url = self.settings.base_url
         where = f"(base URL from {self.settings.sources.get('base_url', 'settings')})"
         if isinstance(error, _openai().APITimeoutError):
+            source = self.settings.sources.get("timeout", "settings")
             return ModelTimeout(
-                f"the model server at {url} did not answer within {self.settings.timeout:g} s;"
-                " check that it is running, or raise timeout in config.toml"
+                f"the model did not finish within {self.settings.timeout:g} s (timeout from "
+                f"{source}); check that the server at {url} is running, or raise "
+                "GITSESSIONS_TIMEOUT or timeout in config.toml"
             )
         if isinstance(error, _openai().APIConnectionError):
             reason = str(error.__cause__ or error)
@@ -244,7 +289,7 @@ def _parse_completion(data: dict[str, Any], model: str) -> Completion:
     if not isinstance(calls, list):
         raise BadResponse("the model server's tool_calls is not a list")
     return Completion(
-        message=_assistant_message(content or "", [_tool_call(c) for c in calls]),
+        message=_assistant_message(content or "", _unique_ids([_tool_call(c) for c in calls])),
         usage=_usage(data.get("usage")),
         finish_reason=choices[0].get("finish_reason"),
         model=data.get("model") or model,
@@ -266,6 +311,20 @@ def _tool_call(call: Any) -> Message:
     }
 
 
+def _unique_ids(calls: list[Message]) -> list[Message]:
+    """`calls` with every id unique: a repeated id gets the first free `-2`, `-3`...
+    suffix, so each result answers exactly one call."""
+    seen: set[str] = set()
+    for call in calls:
+        base = call["id"]
+        n = 1
+        while call["id"] in seen:
+            n += 1
+            call["id"] = f"{base}-{n}"
+        seen.add(call["id"])
+    return calls
+
+
 def _assistant_message(text: str, calls: list[Message]) -> Message:
     message: Message = {"role": "assistant", "content": text or (None if calls else "")}
     if calls:
@@ -273,31 +332,56 @@ def _assistant_message(text: str, calls: list[Message]) -> Message:
     return message
 
 
-def _assemble_stream(chunks: Any, model: str, on_text: Callable[[str], None] | None) -> Completion:
-    text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    usage: Usage | None = None
-    finish_reason: str | None = None
-    saw_choice = False
-    for chunk in chunks:
-        data = _as_dict(chunk)
-        model = data.get("model") or model
-        usage = _usage(data.get("usage")) or usage
+class _Assembly:
+    """A streamed reply as its chunks arrive; what arrived is kept if the stream fails."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.saw_choice = False
+
+    def feed(self, data: Mapping[str, Any], on_text: Callable[[str], None] | None) -> None:
+        self.model = data.get("model") or self.model
+        self.usage = _usage(data.get("usage")) or self.usage
         for choice in data.get("choices") or []:
-            saw_choice = True
-            finish_reason = choice.get("finish_reason") or finish_reason
+            self.saw_choice = True
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
             delta = choice.get("delta") or {}
             piece = delta.get("content")
             if isinstance(piece, str) and piece:
-                text.append(piece)
+                self.text.append(piece)
                 if on_text is not None:
                     on_text(piece)
             for part in delta.get("tool_calls") or []:
-                _merge_call_delta(calls, part)
-    if not saw_choice:
-        raise BadResponse("the model server's stream carried no choices")
-    ordered = [_tool_call(calls[index]) for index in sorted(calls)]
-    return Completion(_assistant_message("".join(text), ordered), usage, finish_reason, model)
+                _merge_call_delta(self.calls, part)
+
+    def completion(self, partial: bool = False) -> Completion:
+        """The reply; `partial` skips calls cut before their name arrived."""
+        ordered = [self.calls[i] for i in sorted(self.calls)]
+        calls = [_tool_call(c) for c in ordered if c["function"]["name"] or not partial]
+        message = _assistant_message("".join(self.text), _unique_ids(calls))
+        return Completion(message, self.usage, self.finish_reason, self.model)
+
+    def attach(self, error: ModelError) -> ModelError:
+        """`error`, carrying what arrived before it (if anything did)."""
+        if error.partial is None and (self.text or self.calls or self.usage):
+            error.partial = self.completion(partial=True)
+        return error
+
+    def finish(self, url: str) -> Completion:
+        if not self.saw_choice:
+            raise BadResponse("the model server's stream carried no choices")
+        if self.finish_reason is None:
+            raise self.attach(
+                IncompleteReply(
+                    f"the model server at {url} ended its stream before the reply was "
+                    "finished (no finish reason)"
+                )
+            )
+        return self.completion()
 
 
 def _merge_call_delta(calls: dict[int, dict[str, Any]], part: Mapping[str, Any]) -> None:

@@ -6,6 +6,11 @@ message may carry `tool_calls` (each with a unique `id`, `type` "function" and
 the call it answers. Pairing is the invariant that matters most: every call has exactly
 one result, after it and before the next non-tool message, and every result has its call.
 Servers reject contexts that break it, so compaction and import both check it.
+
+Transcript-only fields (never in the context, never sent to a model): a reply the model did
+not finish (its stream was cut) is recorded as an assistant message with
+`"incomplete": true`, its tool calls moved to `unsent_tool_calls` (same shape as
+`tool_calls`, never run, so they need no results).
 """
 
 from collections.abc import Iterable, Mapping
@@ -15,6 +20,7 @@ from gitsessions.values.errors import InvalidInput
 
 Message = dict[str, Any]
 ROLES = ("system", "user", "assistant", "tool")
+TRANSCRIPT_ONLY = ("incomplete", "unsent_tool_calls")  # never in a context
 
 
 class InvalidMessages(InvalidInput):
@@ -33,21 +39,28 @@ def validate_message(message: Any, where: str) -> None:
         raise InvalidMessages(f"{where}: content must be a string, a list or null")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         raise InvalidMessages(f"{where}: a tool message needs a string tool_call_id")
-    calls = message.get("tool_calls")
-    if calls is None:
-        return
-    if role != "assistant":
-        raise InvalidMessages(f"{where}: only assistant messages may carry tool_calls")
+    if not isinstance(message.get("incomplete", False), bool):
+        raise InvalidMessages(f"{where}: incomplete must be true or false")
+    for key in ("tool_calls", "unsent_tool_calls"):
+        calls = message.get(key)
+        if calls is None:
+            continue
+        if role != "assistant":
+            raise InvalidMessages(f"{where}: only assistant messages may carry {key}")
+        _validate_calls(calls, f"{where}: {key}")
+
+
+def _validate_calls(calls: Any, where: str) -> None:
     if not isinstance(calls, list):
-        raise InvalidMessages(f"{where}: tool_calls must be a list")
+        raise InvalidMessages(f"{where} must be a list")
     for n, call in enumerate(calls):
         if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
-            raise InvalidMessages(f"{where}: tool_calls[{n}] needs a string id")
+            raise InvalidMessages(f"{where}[{n}] needs a string id")
         function = call.get("function")
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InvalidMessages(f"{where}: tool_calls[{n}] needs function.name")
+            raise InvalidMessages(f"{where}[{n}] needs function.name")
         if not isinstance(function.get("arguments", ""), str):
-            raise InvalidMessages(f"{where}: tool_calls[{n}].function.arguments must be a string")
+            raise InvalidMessages(f"{where}[{n}].function.arguments must be a string")
 
 
 def pairing_errors(messages: Iterable[Mapping[str, Any]]) -> list[str]:
