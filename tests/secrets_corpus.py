@@ -176,6 +176,11 @@ def _build() -> list[tuple[str, str, str]]:
         out.append(("private-key", block, f"$ cat ~/.ssh/id\n{block}\n$ ls"))
     truncated = _pem("RSA").rsplit("\n", 2)[0]  # output cut before the END line
     out.append(("private-key", truncated, f"{truncated}\n"))
+    lines = _pem("RSA").split("\n")  # read_file's numbered pages, cut inside the block
+    first = "".join(f"{n:>6}\t{line}\n" for n, line in enumerate(lines[:4], 1))
+    out.append(("private-key", lines[1], first + "[showing lines 1-4 of 9; call read_file]\n"))
+    rest = "".join(f"{n:>6}\t{line}\n" for n, line in enumerate(lines[4:], 5))
+    out.append(("private-key", lines[5], rest))
     for token in _bearer():
         out += [
             ("bearer-token", token, f"Authorization: Bearer {token}"),

@@ -6,6 +6,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gitsessions.services.audit import audit
+from gitsessions.services.config import config_path, load_config, redact_setting
+from gitsessions.store.redaction import Finding
 from gitsessions.store.sessions import SessionStore
 
 # Markup and highlighting are off: titles, summaries and model text are data, and a `[`
@@ -36,7 +39,17 @@ class State:
     @property
     def store(self) -> SessionStore:
         if self._store is None:
-            self._store = SessionStore(self.home)
+            path = config_path(self.home)
+            home = self.home
+
+            def on_redacted(session: str, findings: list[Finding]) -> None:
+                audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
+
+            self._store = SessionStore(
+                home,
+                redact=redact_setting(load_config(path), str(path)),
+                on_redacted=on_redacted,
+            )
         return self._store
 
     def close(self) -> None:

@@ -7,6 +7,8 @@ when the blob a session points at changes, so refreshing after a turn reads one 
 not the whole store. Sessions whose branch is gone are dropped from it; a cache that
 cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
+With redaction on, text is redacted before it is indexed, so even a session stored before
+redaction existed (or with it off) cannot be searched for a secret's value.
 """
 
 import sqlite3
@@ -21,6 +23,7 @@ from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
+from gitsessions.values.secrets import redact
 
 TITLE, SUMMARY = -2, -1
 SCHEMA = [
@@ -102,7 +105,9 @@ class SearchIndex:
             (SUMMARY, "summary", h.get("summary") or ""),
         ):
             if text:
-                db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)", (text, sid, idx, role))
+                db.execute(
+                    "INSERT INTO docs VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
+                )
         stored = dict(db.execute("SELECT start, blob FROM segments WHERE session = ?", (sid,)))
         current = {start: blob.decode() for start, blob in self.store.segments(head)}
         for start in set(stored) | set(current):
@@ -116,7 +121,7 @@ class SearchIndex:
                 db.execute("DELETE FROM segments WHERE session = ? AND start = ?", (sid, start))
                 continue
             rows = [
-                (message_text(m), sid, start + n, str(m.get("role", "")))
+                (self._clean(message_text(m)), sid, start + n, str(m.get("role", "")))
                 for n, m in enumerate(self.store.segment(current[start].encode()))
             ]
             db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", [r for r in rows if r[0]])
@@ -133,6 +138,9 @@ class SearchIndex:
                 h.get("updated_at") or "",
             ),
         )
+
+    def _clean(self, text: str) -> str:
+        return redact(text)[0] if self.store.redact else text
 
     def _drop(self, db: sqlite3.Connection, session: str) -> None:
         for table in ("docs", "segments", "meta"):

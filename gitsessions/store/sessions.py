@@ -9,6 +9,9 @@ Invariants:
   created only after that commit exists, so the fork never shows a half-made state, and
   nothing of the source (context, transcript, ...) is copied.
 - Ids reach ref names only after `values.ids` checked them (32 hex or a 4+ hex prefix).
+- With `redact` on (the default), every commit passes `store.redaction` first: secrets in
+  what it writes become `[REDACTED:<rule>]`, the `Change` is updated in place (so a caller
+  that keeps the context in memory holds what was stored) and `on_redacted` hears where.
 """
 
 import json
@@ -35,6 +38,13 @@ from gitsessions.store.layout import (
     read_segment,
     read_transcript,
     transcript_segments,
+)
+from gitsessions.store.redaction import (
+    Finding,
+    OnRedacted,
+    redact_messages,
+    redact_named,
+    redact_subject,
 )
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 from gitsessions.values.canonical import dumps
@@ -77,7 +87,8 @@ class Head:
 
 @dataclass
 class Change:
-    """What one commit changes. `None` leaves a file as it is."""
+    """What one commit changes. `None` leaves a file as it is. A commit with redaction on
+    replaces what it redacted in here."""
 
     header: dict[str, Any] | None = None
     context: list[dict[str, Any]] | None = None
@@ -110,7 +121,11 @@ def parse_trailers(message: bytes) -> tuple[str, dict[str, str]]:
 class SessionStore:
     """Sessions in `<home>/store.git`."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(
+        self, home: Path, *, redact: bool = True, on_redacted: OnRedacted | None = None
+    ) -> None:
+        self.redact = redact
+        self.on_redacted = on_redacted
         try:
             home.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitStore(home / "store.git")
@@ -275,10 +290,12 @@ class SessionStore:
         trailers: Mapping[str, Any],
         expected: bytes | None,
     ) -> Head:
-        draft = TreeDraft(self.git, base.tree if base else None)
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
         )
+        if self.redact:
+            subject = self._redact(session_id, change, subject, counts["messages"])
+        draft = TreeDraft(self.git, base.tree if base else None)
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
             if value is not None:
@@ -322,6 +339,30 @@ class SessionStore:
                 )
         maintenance.maybe_autopack(self.git)
         return Head(session_id, commit.id, tree_id, header)
+
+    def _redact(self, session_id: str, change: Change, subject: str, first: int) -> str:
+        """Redact `change` in place and return the redacted subject; report findings."""
+        findings: list[Finding] = []
+        change.append, found = redact_messages(change.append, "transcript", first)
+        findings += found
+        if change.context is not None:
+            change.context, found = redact_messages(change.context, "context", 0)
+            findings += found
+        for what, where in (
+            ("header", "session.json"),
+            ("pins", "pins"),
+            ("plan", "plan"),
+            ("compactions", "compactions"),
+        ):
+            if getattr(change, what) is not None:
+                value, found = redact_named(getattr(change, what), where)
+                setattr(change, what, value)
+                findings += found
+        subject, found = redact_subject(subject)
+        findings += found
+        if findings and self.on_redacted is not None:
+            self.on_redacted(session_id, findings)
+        return subject
 
     def delete(self, head: Head) -> None:
         """Remove the session's branch and purge what no other branch reaches."""

@@ -56,6 +56,7 @@ def _real_password(password: str) -> bool:
 
 _B = r"(?<![A-Za-z0-9_\-])"  # not glued to a longer identifier
 _E = r"(?![A-Za-z0-9_\-])"
+_NUMBERED = r"(?:[ \t]*\d+\t)?"  # the line number read_file puts before each line
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -63,9 +64,20 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
             r"(?:.*?-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"  # the whole block
-            r"|(?:(?:\r?\n|\\r?\\n)(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+: [^\r\n\\]*)?"  # no END:
-            r"(?=[\r\n\\\"]|\Z))*)",  # its base64 and header lines
+            r"|(?:(?:\r?\n|\\r?\\n)" + _NUMBERED + r"(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+: [^\r\n\\]*)?"
+            r"(?=[\r\n\\\"]|\Z))*)",  # no END line: its base64 and header lines
             re.DOTALL,
+        ),
+        ("PRIVATE KEY",),
+    ),
+    Rule(  # the rest of a block whose BEGIN line is not in this text (a later page)
+        "private-key",
+        re.compile(
+            r"(?:(?<=\n)|^)(?:"
+            + _NUMBERED
+            + r"[A-Za-z0-9+/=]{16,}\r?\n)+"
+            + _NUMBERED
+            + r"-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
         ),
         ("PRIVATE KEY",),
     ),
