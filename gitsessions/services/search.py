@@ -8,7 +8,8 @@ not the whole store. Sessions whose branch is gone are dropped from it; a cache 
 cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 With redaction on, text is redacted before it is indexed, so even a session stored before
-redaction existed (or with it off) cannot be searched for a secret's value.
+redaction existed (or with it off) cannot be searched for a secret's value; an index built
+under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt.
 """
 
 import sqlite3
@@ -33,6 +34,7 @@ SCHEMA = [
     " PRIMARY KEY (session, start))",
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
+    "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)",
 ]
 
 
@@ -84,6 +86,7 @@ class SearchIndex:
         """Bring the index up to date with the refs (reads only what changed)."""
         refs = self.store.ids()
         with self._db() as db:
+            reset = self._match_mode(db)
             known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
             for session in set(known) - set(refs):
                 self._drop(db, session)
@@ -96,6 +99,10 @@ class SearchIndex:
                             raise
                         self._drop(db, session)  # deleted while we indexed
             db.commit()
+            if reset:
+                db.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+                db.commit()
+                db.execute("VACUUM")
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
         sid, h = head.id, head.header
@@ -138,6 +145,16 @@ class SearchIndex:
                 h.get("updated_at") or "",
             ),
         )
+
+    def _match_mode(self, db: sqlite3.Connection) -> bool:
+        """Empty an index built under the other redaction setting; True when it did."""
+        row = db.execute("SELECT redact FROM mode").fetchone()
+        if row is not None and bool(row[0]) == self.store.redact:
+            return False
+        for table in ("docs", "segments", "meta", "mode"):
+            db.execute(f"DELETE FROM {table}")
+        db.execute("INSERT INTO mode VALUES (?)", (int(self.store.redact),))
+        return True
 
     def _clean(self, text: str) -> str:
         return redact(text)[0] if self.store.redact else text
