@@ -151,11 +151,21 @@ RULES: tuple[Rule, ...] = (
         check=_real_password,
     ),
 )
-RULE_NAMES = tuple(rule.name for rule in RULES)
+RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
+# one C-level search over a string decides whether any rule needs to look at it
+_ANY_HINT = re.compile(
+    "|".join(
+        f"(?i:{re.escape(h)})" if rule.lower_hints else re.escape(h)
+        for rule in RULES
+        for h in rule.hints
+    )
+)
 
 
 def redact(text: str, rules: tuple[Rule, ...] = RULES) -> tuple[str, dict[str, int]]:
     """`text` with every secret replaced by `[REDACTED:<rule>]`, and `{rule: count}`."""
+    if not _ANY_HINT.search(text):
+        return text, {}
     found: Counter[str] = Counter()
     lowered: str | None = None
     for rule in rules:
@@ -203,6 +213,8 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
 
 def _walk(value: Any, found: Counter[str]) -> Any:
     if isinstance(value, str):
+        if not _ANY_HINT.search(value):
+            return value
         text, counts = redact(value)
         found.update(counts)
         return text if counts else value
