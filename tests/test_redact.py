@@ -274,3 +274,22 @@ def test_import_redacts_and_a_bad_setting_is_one_line(cli, tmp_path, home, secre
     assert bad.stderr.strip().splitlines() == [
         f"error: {home / 'config.toml'}: redact must be true or false, got 'no'"
     ]
+
+
+def test_chat_prompt_pin_title_and_input_history_are_redacted(server, tmp_path, home, secrets):
+    from tests.test_chat import leave, say, spawn
+
+    ws = tmp_path / "project"
+    ws.mkdir()
+    key = secrets["github"]
+    child = spawn(server.base_url, ws)
+    say(child, f"remember {key} for later")
+    say(child, f"\\pin token {key}")
+    say(child, f"\\title deploy with {key}")
+    leave(child)
+    sent = json.dumps(server.requests)
+    assert key not in sent and "remember [REDACTED:github-token] for later" in sent
+    objects = _all_objects(home)
+    assert key not in objects and objects.count("[REDACTED:github-token]") >= 3
+    history = (home / "chat_history").read_text()
+    assert key not in history and "\\pin token [REDACTED:github-token]" in history

@@ -104,7 +104,7 @@ def cmd_chat(
         stream=True,
     ) as built:
         agent = built.agent
-        history = History(state.home)
+        history = History(state.home, redact=state.store.redact)
         session = agent.session
         err.print(
             Text(

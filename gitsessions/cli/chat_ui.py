@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gitsessions.cli.progress import ProgressEvents, describe_call
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.secrets import redact
 
 
 class ChatEvents(ProgressEvents):
@@ -93,10 +94,12 @@ class ChatApprover:
 
 
 class History:
-    """Readline input history in `<home>/chat_history` (when readline is available)."""
+    """Readline input history in `<home>/chat_history` (when readline is available);
+    with `redact`, secrets typed at the prompt are redacted before the file is written."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, redact: bool = True) -> None:
         self.path = home / "chat_history"
+        self.redact = redact
         try:
             import readline
         except ImportError:  # pragma: no cover - not on this platform
@@ -110,6 +113,12 @@ class History:
     def save(self) -> None:
         if self.readline is None:
             return
+        if self.redact:
+            for n in range(self.readline.get_current_history_length()):
+                line = self.readline.get_history_item(n + 1)  # 1-based, unlike replace
+                clean = redact(line)[0] if line else line
+                if clean != line:
+                    self.readline.replace_history_item(n, clean)
         with contextlib.suppress(OSError):
             self.path.touch(mode=0o600, exist_ok=True)
             self.readline.write_history_file(self.path)
