@@ -293,3 +293,12 @@ def test_chat_prompt_pin_title_and_input_history_are_redacted(server, tmp_path, 
     assert key not in objects and objects.count("[REDACTED:github-token]") >= 3
     history = (home / "chat_history").read_text()
     assert key not in history and "\\pin token [REDACTED:github-token]" in history
+
+
+def test_the_setting_defaults_to_on():
+    from gitsessions.services.config import ConfigError, redact_setting
+
+    assert redact_setting({}) is True
+    assert redact_setting({"redact": False}) is False
+    with pytest.raises(ConfigError, match="redact must be true or false"):
+        redact_setting({"redact": 0})

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gitsessions.services.audit import audit
-from gitsessions.services.config import config_path, load_config, redact_setting
+from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
 from gitsessions.store.redaction import Finding
 from gitsessions.store.sessions import SessionStore
 
@@ -45,11 +45,13 @@ class State:
             def on_redacted(session: str, findings: list[Finding]) -> None:
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
-            self._store = SessionStore(
-                home,
-                redact=redact_setting(load_config(path), str(path)),
-                on_redacted=on_redacted,
-            )
+            store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
+            try:
+                store.redact = redact_setting(load_config(path), str(path))
+            except ConfigError:
+                store.close()
+                raise
+            self._store = store
         return self._store
 
     def close(self) -> None:
