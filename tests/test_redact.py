@@ -94,7 +94,7 @@ def test_a_message_is_redacted_in_content_parts_and_tool_call_arguments():
 def test_megabytes_of_text_without_secrets_come_back_unchanged():
     text = ("x = compute(task-list, 'https://example.com/a')  # sha 3f2a9c1d\n" * 20_000) * 2
     new, found = redact(text)
-    assert new is text and found == {}
+    assert new == text and found == {}
     key = "AIza" + chars(ALNUM, 35)
     new, found = redact(text + key)
     assert found == {"google-api-key": 1} and new.endswith("[REDACTED:google-api-key]")
@@ -119,11 +119,26 @@ def test_store_redacts_what_it_writes_and_reports_where(home):
     user = {"role": "user", "content": f"token {key}"}
     change = Change(context=[system, user], append=[user])
     head = store.commit(head, change, event="turn", subject="turn 1")
+    note = {"role": "user", "content": f"<session_context_data>{key}</session_context_data>"}
+    record = {"before_tokens": 9, "after_tokens": 5, "summary": f"used {key}"}
+    compacted = store.commit(
+        head,
+        Change(context=[system, note, user], compactions=[record]),
+        event="compact",
+        subject="compact: 9 -> 5 tokens",
+    )
+    assert store.read(compacted, "compactions")[0]["summary"] == "used [REDACTED:slack-token]"
+    assert key not in json.dumps(store.read(compacted, "context"))
     assert change.context[1]["content"] == "token [REDACTED:slack-token]"  # taken back
     assert store.transcript(head)[1]["content"] == "token [REDACTED:slack-token]"
     assert head.header["title"] == "about [REDACTED:slack-token]"
     assert store.read(head, "pins") == ["pin [REDACTED:slack-token]"]
-    created, turn = seen
+    created, turn, compaction = seen
+    assert [(f["where"], f.get("index")) for f in compaction[1]] == [
+        ("context", 1),
+        ("context", 2),  # the raw `user` dict again: whatever a caller holds is caught
+        ("compactions", None),
+    ]
     assert {f["where"] for f in created[1]} == {"session.json", "pins", "commit message"}
     assert turn == (
         sid,
