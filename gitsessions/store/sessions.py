@@ -11,7 +11,8 @@ Invariants:
 - Ids reach ref names only after `values.ids` checked them (32 hex or a 4+ hex prefix).
 - With `redact` on (the default), every commit passes `store.redaction` first: secrets in
   what it writes become `[REDACTED:<rule>]`, the `Change` is updated in place (so a caller
-  that keeps the context in memory holds what was stored) and `on_redacted` hears where.
+  that keeps the context in memory holds what was stored) and, once the commit is made,
+  `on_redacted` hears where.
 """
 
 import json
@@ -293,8 +294,9 @@ class SessionStore:
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
         )
+        findings: list[Finding] = []
         if self.redact:
-            subject = self._redact(session_id, change, subject, counts["messages"])
+            subject, findings = self._redact(change, subject, counts["messages"])
         draft = TreeDraft(self.git, base.tree if base else None)
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
@@ -338,10 +340,12 @@ class SessionStore:
                     "nothing was overwritten, try again"
                 )
         maintenance.maybe_autopack(self.git)
+        if findings and self.on_redacted is not None:  # only for a commit that happened
+            self.on_redacted(session_id, findings)
         return Head(session_id, commit.id, tree_id, header)
 
-    def _redact(self, session_id: str, change: Change, subject: str, first: int) -> str:
-        """Redact `change` in place and return the redacted subject; report findings."""
+    def _redact(self, change: Change, subject: str, first: int) -> tuple[str, list[Finding]]:
+        """Redact `change` in place; the redacted subject and where secrets were found."""
         findings: list[Finding] = []
         change.append, found = redact_messages(change.append, "transcript", first)
         findings += found
@@ -359,10 +363,7 @@ class SessionStore:
                 setattr(change, what, value)
                 findings += found
         subject, found = redact_subject(subject)
-        findings += found
-        if findings and self.on_redacted is not None:
-            self.on_redacted(session_id, findings)
-        return subject
+        return subject, findings + found
 
     def delete(self, head: Head) -> None:
         """Remove the session's branch and purge what no other branch reaches."""
