@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -148,6 +149,9 @@ def test_store_redacts_what_it_writes_and_reports_where(home):
         ],
     )
     assert key not in repr(seen)
+    with pytest.raises(ConcurrentUpdate):  # `head` is stale: nothing stored, nothing audited
+        store.commit(head, Change(append=[user]), event="turn", subject="late")
+    assert len(seen) == 3
     store.close()
 
 
