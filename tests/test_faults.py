@@ -74,9 +74,7 @@ def _export(n: int) -> str:
 
 
 def _snapshot(home: Path) -> str:
-    return git(
-        home / "store.git", "for-each-ref", "--format=%(objectname) %(refname)"
-    ).stdout
+    return git(home / "store.git", "for-each-ref", "--format=%(objectname) %(refname)").stdout
 
 
 needs_root = pytest.mark.skipif(not ROOT, reason="mounting a tmpfs needs root")

@@ -34,6 +34,7 @@ from gitsessions.services.model import Completion, ModelClient, ModelError
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.secrets import redact
 from gitsessions.values.tokens import TokenCounter
 
 CANCELLED = "error: cancelled by the user before this tool finished"
@@ -90,6 +91,9 @@ class ReplyNotSaved(GitsessionsError):
 
 
 def first_line(text: str, width: int = 60) -> str:
+    """The first non-empty line, shortened to `width`; redacted first, since a secret cut
+    in half no longer matches its rule (commit subjects are made of this)."""
+    text = redact(text)[0]
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= width else line[: width - 3].rstrip() + "..."
 

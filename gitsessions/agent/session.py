@@ -7,6 +7,8 @@ Invariants:
   checkpoints, so a crash loses at most the step in flight.
 - The context sent to the model starts with gitsessions' own system prompt and holds no
   other system message (`use_system_prompt` on resume), whatever a session brought.
+- After a checkpoint the context in memory is the context stored: with redaction on,
+  the model is sent `[REDACTED:<rule>]`, never a secret that was typed or printed.
 - Commits only ever build on `self.head`; if another writer moved the branch, the store
   raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
   that the rare case.
@@ -147,6 +149,8 @@ class AgentSession:
         self.head = self.store.commit(
             self.head, change, event=event, subject=subject, trailers=all_trailers
         )
+        # what was stored (redacted, when redaction is on) is what the model sees next
+        self.context, self.plan, self.pins = change.context, change.plan, change.pins
         self.pending = []
         self.header_updates = {}
         self._dirty = False

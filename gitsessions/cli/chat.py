@@ -107,7 +107,7 @@ def cmd_chat(
         all_sessions=all_sessions,
     ) as built:
         agent = built.agent
-        history = History(state.home)
+        history = History(state.home, redact=state.store.redact)
         session = agent.session
         err.print(
             vtext(

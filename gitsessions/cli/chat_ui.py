@@ -25,6 +25,7 @@ from gitsessions.values.visible import visible
 
 # Arguments shown as a block of their own lines, even when short.
 BLOCK_ARGUMENTS = ("command", "content", "old", "new")
+from gitsessions.values.secrets import redact
 
 
 class ChatEvents(ProgressEvents):
@@ -128,10 +129,12 @@ class ChatApprover:
 
 class History:
     """Readline input history, kept in `<home>/chat_history` with each line tagged by its
-    session (`services.chat_history`), so deleting a session drops what was typed in it."""
+    session (`services.chat_history`), so deleting a session drops what was typed in it;
+    with `redact`, secrets typed at the prompt are redacted before the file is written."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, redact: bool = True) -> None:
         self.home = home
+        self.redact = redact
         try:
             import readline
         except ImportError:  # pragma: no cover - not on this platform
@@ -151,6 +154,8 @@ class History:
             rl.get_history_item(n)
             for n in range(self.start + 1, rl.get_current_history_length() + 1)
         ]
+        if self.redact:
+            typed = [redact(line)[0] if line else line for line in typed]
         with contextlib.suppress(OSError):
             chat_history.append(self.home, session, [line for line in typed if line])
         self.start = rl.get_current_history_length()

@@ -10,7 +10,7 @@ import typer
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line, write_json_bytes
 from gitsessions.services.audit import audit
-from gitsessions.services.exchange import export_session, import_session, parse_export
+from gitsessions.services.exchange import export_redacted, import_session, parse_export
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
@@ -27,7 +27,8 @@ def cmd_export(
     state: State = ctx.obj
     store = state.store
     head = store.head(store.resolve(session))
-    data = dumps(export_session(store, head))
+    doc, redacted = export_redacted(store, head)
+    data = dumps(doc)
     err.print("note: an export may contain source code and secrets from the session", markup=False)
     if output is None:
         write_json_bytes(out, data)
@@ -39,7 +40,7 @@ def cmd_export(
         except OSError as error:
             raise InvalidInput(f"cannot write {output}: {error.strerror}") from None
         err.print(f"exported {head.id} to {one_line(output)}", markup=False)
-    audit(store.home, "export", head.id, "ok")
+    audit(store.home, "export", head.id, "ok", **({"redacted": redacted} if redacted else {}))
 
 
 def cmd_import(

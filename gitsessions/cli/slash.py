@@ -12,6 +12,7 @@ from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import check_title, short
+from gitsessions.values.secrets import redact
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
@@ -147,7 +148,7 @@ class Slash:
             return
         session = self.agent.session
         number = session.add_pin(text.strip())
-        session.checkpoint(f"pin: {text.strip()[:60]}", event="pin")
+        session.checkpoint(f"pin: {redact(text.strip())[0][:60]}", event="pin")
         self._say(f"pinned as {number}")
 
     def plan(self, _: str) -> None:

@@ -5,6 +5,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.cli.terminal import VisibleConsole
+from gitsessions.services.audit import audit
+from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
+from gitsessions.store.redaction import Finding
 from gitsessions.store.sessions import SessionStore
 
 # Markup and highlighting are off: titles, summaries and model text are data, and a `[`
@@ -35,7 +38,19 @@ class State:
     @property
     def store(self) -> SessionStore:
         if self._store is None:
-            self._store = SessionStore(self.home)
+            path = config_path(self.home)
+            home = self.home
+
+            def on_redacted(session: str, findings: list[Finding]) -> None:
+                audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
+
+            store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
+            try:
+                store.redact = redact_setting(load_config(path), str(path))
+            except ConfigError:
+                store.close()
+                raise
+            self._store = store
         return self._store
 
     def close(self) -> None:

@@ -83,6 +83,15 @@ def load_config(path: Path | str) -> dict[str, Any]:
         raise ConfigError(f"malformed config file {path}: {reason}") from None
 
 
+def redact_setting(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> bool:
+    """`redact = true|false` from config.toml: whether secrets are redacted before they
+    are stored (on unless the file turns it off)."""
+    value = config.get("redact", True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{config_source}: redact must be true or false, got {value!r}")
+    return value
+
+
 def resolve_model_settings(
     flags: Mapping[str, Any],
     env: Mapping[str, str],

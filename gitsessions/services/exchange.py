@@ -5,6 +5,8 @@ Invariants:
   writes nothing and raises `InvalidExport` naming the first problem.
 - Export then import then export gives the same JSON (the import commit keeps the
   document's own timestamps).
+- With the store's redaction on, an export holds no secret value, even of a session
+  stored before redaction existed; an import is redacted by the store as it is written.
 """
 
 import json
@@ -21,6 +23,7 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, is_session_id, new_id
 from gitsessions.values.messages import TRANSCRIPT_ONLY, InvalidMessages, validate_messages
 from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
+from gitsessions.values.secrets import redact_value
 
 EXPORT_FORMAT = "gitsessions.session/1"
 REQUIRED = ("format", "id", "messages", "transcript")
@@ -59,7 +62,18 @@ class InvalidExport(InvalidInput):
 
 
 def export_session(store: SessionStore, head: Head) -> dict[str, Any]:
-    """The whole session at `head` as an export document."""
+    """The whole session at `head` as an export document (redacted when the store
+    redacts)."""
+    return export_redacted(store, head)[0]
+
+
+def export_redacted(store: SessionStore, head: Head) -> tuple[dict[str, Any], dict[str, int]]:
+    """The export document and `{rule: count}` of what was redacted in it just now."""
+    doc = _document(store, head)
+    return redact_value(doc) if store.redact else (doc, {})
+
+
+def _document(store: SessionStore, head: Head) -> dict[str, Any]:
     h = head.header
     return {
         "format": EXPORT_FORMAT,

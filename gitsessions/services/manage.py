@@ -20,6 +20,7 @@ from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_title, new_id
+from gitsessions.values.secrets import redact
 
 RETRIES = 5
 T = TypeVar("T")
@@ -137,7 +138,7 @@ def pin(store: SessionStore, session_id: str, text: str) -> list[str]:
         store,
         "pin",
         session_id,
-        lambda: _update(store, session_id, "pin", f"pin: {text.strip()[:60]}", change),
+        lambda: _update(store, session_id, "pin", f"pin: {redact(text.strip())[0][:60]}", change),
     )
     return pins
 

@@ -7,6 +7,9 @@ when the blob a session points at changes, so refreshing after a turn reads one 
 not the whole store. Sessions whose branch is gone are dropped from it; a cache that
 cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
+With redaction on, text is redacted before it is indexed, so even a session stored before
+redaction existed (or with it off) cannot be searched for a secret's value; an index built
+under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt.
 """
 
 import json
@@ -22,6 +25,7 @@ from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
+from gitsessions.values.secrets import redact
 
 TITLE, SUMMARY = -2, -1
 SCHEMA = [
@@ -31,6 +35,7 @@ SCHEMA = [
     " PRIMARY KEY (session, start))",
     "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
+    "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)",
 ]
 
 
@@ -83,6 +88,7 @@ class SearchIndex:
         """Bring the index up to date with the refs (reads only what changed)."""
         refs = self.store.ids()
         with self._db() as db:
+            reset = self._match_mode(db)
             known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
             for session in set(known) - set(refs):
                 self._drop(db, session)
@@ -98,6 +104,10 @@ class SearchIndex:
                         self.skipped.append(session)  # damaged: the others still search
                         self._drop(db, session)
             db.commit()
+            if reset:
+                db.execute("INSERT INTO docs(docs) VALUES ('optimize')")
+                db.commit()
+                db.execute("VACUUM")
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
         sid, h = head.id, head.header
@@ -107,7 +117,9 @@ class SearchIndex:
             (SUMMARY, "summary", h.get("summary") or ""),
         ):
             if text:
-                db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)", (text, sid, idx, role))
+                db.execute(
+                    "INSERT INTO docs VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
+                )
         stored = dict(db.execute("SELECT start, blob FROM segments WHERE session = ?", (sid,)))
         current = {start: blob.decode() for start, blob in self.store.segments(head)}
         for start in set(stored) | set(current):
@@ -121,7 +133,7 @@ class SearchIndex:
                 db.execute("DELETE FROM segments WHERE session = ? AND start = ?", (sid, start))
                 continue
             rows = [
-                (message_text(m), sid, start + n, str(m.get("role", "")))
+                (self._clean(message_text(m)), sid, start + n, str(m.get("role", "")))
                 for n, m in enumerate(self.store.segment(current[start].encode()))
             ]
             db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", [r for r in rows if r[0]])
@@ -138,6 +150,19 @@ class SearchIndex:
                 h.get("updated_at") or "",
             ),
         )
+
+    def _match_mode(self, db: sqlite3.Connection) -> bool:
+        """Empty an index built under the other redaction setting; True when it did."""
+        row = db.execute("SELECT redact FROM mode").fetchone()
+        if row is not None and bool(row[0]) == self.store.redact:
+            return False
+        for table in ("docs", "segments", "meta", "mode"):
+            db.execute(f"DELETE FROM {table}")
+        db.execute("INSERT INTO mode VALUES (?)", (int(self.store.redact),))
+        return True
+
+    def _clean(self, text: str) -> str:
+        return redact(text)[0] if self.store.redact else text
 
     def _drop(self, db: sqlite3.Connection, session: str) -> None:
         for table in ("docs", "segments", "meta"):

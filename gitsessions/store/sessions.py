@@ -9,6 +9,10 @@ Invariants:
   created only after that commit exists, so the fork never shows a half-made state, and
   nothing of the source (context, transcript, ...) is copied.
 - Ids reach ref names only after `values.ids` checked them (32 hex or a 4+ hex prefix).
+- With `redact` on (the default), every commit passes `store.redaction` first: secrets in
+  what it writes become `[REDACTED:<rule>]`, the `Change` is updated in place (so a caller
+  that keeps the context in memory holds what was stored) and, once the commit is made,
+  `on_redacted` hears where.
 """
 
 import json
@@ -35,6 +39,13 @@ from gitsessions.store.layout import (
     read_segment,
     read_transcript,
     transcript_segments,
+)
+from gitsessions.store.redaction import (
+    Finding,
+    OnRedacted,
+    redact_messages,
+    redact_named,
+    redact_subject,
 )
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 from gitsessions.store.trailers import commit_message
@@ -78,7 +89,8 @@ class Head:
 
 @dataclass
 class Change:
-    """What one commit changes. `None` leaves a file as it is."""
+    """What one commit changes. `None` leaves a file as it is. A commit with redaction on
+    replaces what it redacted in here."""
 
     header: dict[str, Any] | None = None
     context: list[dict[str, Any]] | None = None
@@ -92,7 +104,16 @@ class Change:
 class SessionStore:
     """Sessions in `<home>/store.git`."""
 
-    def __init__(self, home: Path, background_maintenance: bool = True) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        redact: bool = True,
+        on_redacted: OnRedacted | None = None,
+        background_maintenance: bool = True,
+    ) -> None:
+        self.redact = redact
+        self.on_redacted = on_redacted
         self.background_maintenance = background_maintenance
         try:
             home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -258,10 +279,13 @@ class SessionStore:
         trailers: Mapping[str, Any],
         expected: bytes | None,
     ) -> Head:
-        draft = TreeDraft(self.git, base.tree if base else None)
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
         )
+        findings: list[Finding] = []
+        if self.redact:
+            subject, findings = self._redact(change, subject, counts["messages"])
+        draft = TreeDraft(self.git, base.tree if base else None)
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
             if value is not None:
@@ -305,7 +329,30 @@ class SessionStore:
                 )
         if self.background_maintenance and maintenance.needs_maintenance(self.git):
             background.schedule(self.git.path)
+        if findings and self.on_redacted is not None:  # only for a commit that happened
+            self.on_redacted(session_id, findings)
         return Head(session_id, commit.id, tree_id, header)
+
+    def _redact(self, change: Change, subject: str, first: int) -> tuple[str, list[Finding]]:
+        """Redact `change` in place; the redacted subject and where secrets were found."""
+        findings: list[Finding] = []
+        change.append, found = redact_messages(change.append, "transcript", first)
+        findings += found
+        if change.context is not None:
+            change.context, found = redact_messages(change.context, "context", 0)
+            findings += found
+        for what, where in (
+            ("header", "session.json"),
+            ("pins", "pins"),
+            ("plan", "plan"),
+            ("compactions", "compactions"),
+        ):
+            if getattr(change, what) is not None:
+                value, found = redact_named(getattr(change, what), where)
+                setattr(change, what, value)
+                findings += found
+        subject, found = redact_subject(subject)
+        return subject, findings + found
 
     def delete(self, head: Head) -> dict[str, object]:
         """Remove the session's branch, then purge what no other branch reaches.

@@ -1,0 +1,227 @@
+"""Secret redaction: API keys, private key blocks, bearer tokens and URL passwords in text
+are replaced by `[REDACTED:<rule>]`.
+
+Invariants:
+- Pure: `redact` returns the new text and `{rule: count}`; a finding never carries the
+  value it replaced, so findings can be logged.
+- Idempotent: no rule matches a `[REDACTED:<rule>]` marker, so redacting twice changes
+  nothing the second time.
+- A private key block is replaced whole, BEGIN line to END line (or to the end of its
+  base64 body when the END line is missing, e.g. in truncated output).
+- Fast on large text: each rule runs only when one of its literal hints occurs in the
+  text (a substring search); text without any hint is returned as it is.
+
+Rules are this module's own table, not detect-secrets': see docs/secrets.md for why.
+"""
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MARKER = "[REDACTED:{}]"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of secret. `group` is the part of a match that is the secret (0: all of
+    it); `check` may reject a match that is shaped right but not a secret."""
+
+    name: str
+    pattern: re.Pattern[str]
+    hints: tuple[str, ...]
+    group: int = 0
+    check: Callable[[str], bool] | None = None
+    lower_hints: bool = field(default=False)  # hints are matched against the lowercased text
+
+
+def _mixed(token: str) -> bool:
+    """Random keys hold upper and lower case letters and digits; kebab-case names don't."""
+    return (
+        any(c.isdigit() for c in token)
+        and any(c.isupper() for c in token)
+        and any(c.islower() for c in token)
+    )
+
+
+def _has_digit_and_letter(token: str) -> bool:
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+
+
+def _real_password(password: str) -> bool:
+    """Not a placeholder such as `$PASS`, `${DB_PASSWORD}`, `<password>`, `***` or `...`."""
+    return not (password[0] in "$<{%*." or set(password) <= set("*x.X"))
+
+
+_B = r"(?<![A-Za-z0-9_\-])"  # not glued to a longer identifier
+_E = r"(?![A-Za-z0-9_\-])"
+_NUMBERED = r"(?:[ \t]*\d+\t)?"  # the line number read_file puts before each line
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"  # the whole block
+            r"|(?:(?:\r?\n|\\r?\\n)" + _NUMBERED + r"(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+: [^\r\n\\]*)?"
+            r"(?=[\r\n\\\"]|\Z))*)",  # no END line: its base64 and header lines
+            re.DOTALL,
+        ),
+        ("PRIVATE KEY",),
+    ),
+    Rule(  # the rest of a block whose BEGIN line is not in this text (a later page)
+        "private-key",
+        re.compile(
+            r"(?:(?<=\n)|^)(?:"
+            + _NUMBERED
+            + r"[A-Za-z0-9+/=]{16,}\r?\n)+"
+            + _NUMBERED
+            + r"-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
+        ),
+        ("PRIVATE KEY",),
+    ),
+    Rule(
+        "anthropic-api-key",
+        re.compile(_B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{32,}" + _E),
+        ("sk-ant-",),
+    ),
+    Rule(
+        "openai-api-key",
+        re.compile(_B + r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}" + _E),
+        ("sk-",),
+        check=_mixed,
+    ),
+    Rule(
+        "github-token",
+        re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})" + _E),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    Rule(
+        "gitlab-token",
+        re.compile(_B + r"gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|agent)-[A-Za-z0-9_\-]{20,}" + _E),
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glft-", "glimt-", "glagent-"),
+    ),
+    Rule(
+        "slack-webhook",
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,}"),
+        ("hooks.slack.com",),
+    ),
+    Rule(
+        "slack-token",
+        re.compile(_B + r"(?:xox[abposer]|xapp)-[0-9]+-[A-Za-z0-9\-]{10,}" + _E),
+        ("xox", "xapp-"),
+    ),
+    Rule(
+        "aws-access-key-id",
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])"),
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+    ),
+    Rule(
+        "aws-secret-access-key",
+        re.compile(
+            r"(?i:secret)[_\- ]?(?i:access)[_\- ]?(?i:key)[\"']?\s*[:=]\s*[\"']?"
+            r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        ("secret",),
+        group=1,
+        check=_has_digit_and_letter,
+        lower_hints=True,
+    ),
+    Rule(
+        "google-api-key",
+        re.compile(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+        ("AIza",),
+    ),
+    Rule(
+        "bearer-token",
+        re.compile(r"(?i:bearer)\s+([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"),
+        ("bearer",),
+        group=1,
+        check=_has_digit_and_letter,
+        lower_hints=True,
+    ),
+    Rule(
+        "url-password",
+        re.compile(
+            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\"'<>\[\]]+:([^\s:/@\"'<>\[\]]+)@[^\s/@]"
+        ),
+        ("://",),
+        group=1,
+        check=_real_password,
+    ),
+)
+RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
+# one C-level search over a string decides whether any rule needs to look at it
+_ANY_HINT = re.compile(
+    "|".join(
+        f"(?i:{re.escape(h)})" if rule.lower_hints else re.escape(h)
+        for rule in RULES
+        for h in rule.hints
+    )
+)
+
+
+def redact(text: str, rules: tuple[Rule, ...] = RULES) -> tuple[str, dict[str, int]]:
+    """`text` with every secret replaced by `[REDACTED:<rule>]`, and `{rule: count}`."""
+    if not _ANY_HINT.search(text):
+        return text, {}
+    found: Counter[str] = Counter()
+    lowered: str | None = None
+    for rule in rules:
+        if rule.lower_hints:
+            if lowered is None:
+                lowered = text.lower()
+            if not any(h in lowered for h in rule.hints):
+                continue
+        elif not any(h in text for h in rule.hints):
+            continue
+        text, count = _apply(rule, text)
+        if count:
+            found[rule.name] += count
+            lowered = None
+    return text, dict(found)
+
+
+def _apply(rule: Rule, text: str) -> tuple[str, int]:
+    count = 0
+    marker = MARKER.format(rule.name)
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal count
+        secret = match.group(rule.group)
+        if rule.check is not None and not rule.check(secret):
+            return match.group(0)
+        count += 1
+        if rule.group == 0:
+            return marker
+        start, end = match.span(rule.group)
+        base = match.start(0)
+        whole = match.group(0)
+        return whole[: start - base] + marker + whole[end - base :]
+
+    return rule.pattern.sub(replace, text), count
+
+
+def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
+    """Any JSON-like value (a message, a header, a list of pins) with every string in it
+    redacted; dict keys are left alone. Unchanged parts are returned as they were."""
+    found: Counter[str] = Counter()
+    new = _walk(value, found)
+    return new, dict(found)
+
+
+def _walk(value: Any, found: Counter[str]) -> Any:
+    if isinstance(value, str):
+        if not _ANY_HINT.search(value):
+            return value
+        text, counts = redact(value)
+        found.update(counts)
+        return text if counts else value
+    if isinstance(value, Mapping):
+        items = {key: _walk(item, found) for key, item in value.items()}
+        return items if any(items[k] is not value[k] for k in items) else value
+    if isinstance(value, list | tuple):
+        walked = [_walk(item, found) for item in value]
+        return walked if any(a is not b for a, b in zip(walked, value, strict=True)) else value
+    return value
