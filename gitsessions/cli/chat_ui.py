@@ -21,11 +21,11 @@ from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.terminal import one_line
 from gitsessions.services import chat_history
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.secrets import redact
 from gitsessions.values.visible import visible
 
 # Arguments shown as a block of their own lines, even when short.
 BLOCK_ARGUMENTS = ("command", "content", "old", "new")
-from gitsessions.values.secrets import redact
 
 
 class ChatEvents(ProgressEvents):
