@@ -1,0 +1,207 @@
+"""The process run_shell starts: it runs the command and leaves no process behind.
+
+Run by path, not imported (`python -E -P launcher.py SPEC -- bash -c COMMAND`), so it
+starts without loading gitsessions; it needs only the standard library, plus landlockpy
+when SPEC asks for a sandbox. SPEC is JSON: `status_fd` (a pipe to report on), `parent`
+(the pid that started us) and `sandbox` (null, or `{"writable": [...], "network": bool}`).
+
+Invariant: when this process exits, every process the command started is dead, however
+it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
+(PR_SET_CHILD_SUBREAPER), so orphaned descendants are re-parented to it instead of to
+init, and once the command's main process has exited it SIGKILLs every descendant it
+finds under /proc, round after round, until none is left. SIGTERM (sent by run_shell on
+timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
+the same cleanup at once. With a sandbox, Landlock restricts this process before the
+command starts, so the command and all it starts can read everything but write only
+under `writable`, and make or accept no TCP connection unless `network`. The one line
+written to `status_fd` is JSON: `exit` (the command's exit code, negative for a signal,
+null when stopped), `killed` (how many leftover processes were killed), `error` (why the
+command did not start, or null).
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+EXIT_NOT_STARTED = 126
+EXIT_NOT_FOUND = 127
+
+
+class Stop(Exception):
+    """SIGTERM or SIGHUP arrived: stop the command and everything it started."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stop(signum)
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl({option}): {os.strerror(error)}")
+
+
+def descendants(root: int) -> dict[int, tuple[int, bool]]:
+    """Every process below `root`, found through the parent pid in /proc/PID/stat: its
+    parent pid, and whether it is a zombie (dead, waiting to be reaped)."""
+    children: dict[int, list[int]] = {}
+    zombie: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        if fields[0] == b"Z":
+            zombie.add(int(entry.name))
+    found: dict[int, tuple[int, bool]] = {}
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        for pid in children.get(parent, ()):
+            found[pid] = (parent, pid in zombie)
+            todo.append(pid)
+    return found
+
+
+def reap_nohang() -> None:
+    """Collect every child that has already exited."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_all() -> int:
+    """SIGKILL every descendant until none is left; return how many were killed. A
+    process we may not signal (a setuid program) is left alone rather than waited for."""
+    killed: set[int] = set()
+    me = os.getpid()
+    while tree := descendants(me):
+        direct = any(parent == me and dead for parent, dead in tree.values())
+        progress = direct
+        for pid, (parent, dead) in tree.items():
+            if dead:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.add(pid)
+            progress = True
+            direct = direct or parent == me
+        if not progress:
+            break
+        if direct:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(-1, 0)  # a child is dead or was just killed: returns soon
+        else:
+            time.sleep(0.01)  # only grandchildren were killed: let them die
+        reap_nohang()
+    return len(killed)
+
+
+def restrict(sandbox: dict[str, Any]) -> None:
+    """Landlock this process: writes only under `writable`, TCP only with `network`."""
+    import landlockpy
+    from landlockpy import AccessFS, AccessNet
+
+    abi = landlockpy.abi_version()
+    if abi < 1:
+        raise OSError("this kernel has no Landlock (Linux >= 5.13 with Landlock enabled)")
+    file_writes = AccessFS.WRITE_FILE | AccessFS.TRUNCATE
+    writes = (
+        file_writes
+        | AccessFS.REMOVE_DIR
+        | AccessFS.REMOVE_FILE
+        | AccessFS.MAKE_CHAR
+        | AccessFS.MAKE_DIR
+        | AccessFS.MAKE_REG
+        | AccessFS.MAKE_SOCK
+        | AccessFS.MAKE_FIFO
+        | AccessFS.MAKE_BLOCK
+        | AccessFS.MAKE_SYM
+        | AccessFS.REFER
+    )
+    network = AccessNet.NONE if sandbox["network"] else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
+    if network and abi < 4:
+        raise OSError(f"this kernel's Landlock (ABI {abi}) cannot block TCP (needs ABI 4)")
+    with landlockpy.Ruleset(handled_fs=writes, handled_net=network) as ruleset:
+        for path in sandbox["writable"]:
+            ruleset.allow_path(path, writes if os.path.isdir(path) else file_writes)
+        ruleset.restrict()
+
+
+def exit_code(status: int) -> int:
+    """A wait status as run_shell reports it: the exit code, or minus the signal."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def start(argv: list[str]) -> int:
+    """Fork and exec `argv` with default signal handling; return its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(number, signal.SIG_DFL)
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        os.write(2, f"{argv[0]}: {error.strerror}\n".encode())
+        os._exit(EXIT_NOT_FOUND if isinstance(error, FileNotFoundError) else EXIT_NOT_STARTED)
+    os._exit(EXIT_NOT_STARTED)  # not reached: execvp returns only by raising
+
+
+def main(arguments: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    spec = json.loads(arguments[0])
+    argv = arguments[2:]  # arguments[1] is "--"
+    status_fd = spec["status_fd"]
+    os.set_inheritable(status_fd, False)
+    report: dict[str, Any] = {"exit": None, "killed": 0, "error": None}
+    code = EXIT_NOT_STARTED
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != spec["parent"]:
+            raise Stop(signal.SIGTERM)  # run_shell's process died before the prctl
+        if spec["sandbox"] is not None:
+            restrict(spec["sandbox"])
+        child = start(argv)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == child:
+                report["exit"] = exit_code(status)
+                code = report["exit"] if report["exit"] >= 0 else 128 - report["exit"]
+                break
+    except Stop:
+        code = 128 + signal.SIGTERM
+    except (OSError, ImportError, ValueError) as error:  # reported; run_shell raises it
+        report["error"] = str(error) or type(error).__name__
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        report["killed"] = kill_all()
+    os.write(status_fd, json.dumps(report).encode() + b"\n")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

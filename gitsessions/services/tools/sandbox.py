@@ -1,0 +1,74 @@
+"""The shell sandbox policy (`--sandbox workspace-write`) and whether this kernel can keep it.
+
+Invariant: a `Sandbox` is only built after `landlock_abi()` showed the kernel can enforce
+it, so a sandbox the user asked for is never silently absent: without Landlock (or, when
+the network must be blocked, without Landlock ABI 4) `workspace_write` raises
+`SandboxUnavailable` with one line saying so. The policy itself is applied by the shell
+launcher (launcher.py) to itself before the command starts: reads are allowed
+everywhere; writes only under the workspace, the temp dir and a few harmless devices;
+no TCP bind or connect unless `network`.
+"""
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import landlockpy
+
+from gitsessions.values.errors import GitsessionsError
+
+MODES = ("none", "workspace-write")
+NETWORK_ABI = 4  # LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP, Linux 6.7
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+
+
+class SandboxUnavailable(GitsessionsError):
+    """The sandbox asked for cannot be enforced by this kernel."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Where a sandboxed shell may write, and whether it may use TCP."""
+
+    writable: tuple[str, ...]
+    network: bool = False
+
+    def spec(self) -> dict[str, Any]:
+        """The launcher's `sandbox` field."""
+        return {"writable": list(self.writable), "network": self.network}
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 when it has none (or it is disabled)."""
+    try:
+        return landlockpy.abi_version()
+    except (landlockpy.LandlockError, OSError):
+        return 0
+
+
+def workspace_write(
+    workspace: str | os.PathLike[str], *, network: bool = False, temp_dir: str | None = None
+) -> Sandbox:
+    """The `workspace-write` policy for `workspace`, checked against this kernel.
+
+    `temp_dir` defaults to `tempfile.gettempdir()` (the agent's TMPDIR, which the shell
+    inherits). Raises SandboxUnavailable when the kernel cannot enforce it.
+    """
+    abi = landlock_abi()
+    if abi < 1:
+        raise SandboxUnavailable(
+            "--sandbox workspace-write needs Linux Landlock, which this kernel lacks or has "
+            "disabled (Linux >= 5.13 with landlock in the lsm= boot list); "
+            "run with --sandbox none to go without it"
+        )
+    if not network and abi < NETWORK_ABI:
+        raise SandboxUnavailable(
+            f"this kernel's Landlock (ABI {abi}) cannot block network access, which needs "
+            f"ABI {NETWORK_ABI} (Linux >= 6.7); add --sandbox-network to allow the network"
+        )
+    roots = [os.path.realpath(workspace), os.path.realpath(temp_dir or tempfile.gettempdir())]
+    roots += [device for device in DEVICES if os.path.exists(device)]
+    return Sandbox(writable=tuple(dict.fromkeys(roots)), network=network)
