@@ -28,6 +28,8 @@ def cmd_exec(
     max_context_tokens: options.MaxContext = None,
     workspace: options.Workspace = None,
     auto_approve: options.AutoApprove = False,
+    sandbox: options.Sandbox = None,
+    sandbox_network: options.SandboxNetwork = None,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
     ] = 50,
@@ -58,9 +60,11 @@ def cmd_exec(
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
     )
+    shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
     with build_agent(
         state,
         settings,
+        shell,
         resume=resume,
         continue_=continue_,
         workspace_flag=workspace,

@@ -1,9 +1,12 @@
 """The process run_shell starts: it runs the command and leaves no process behind.
 
-Run by path, not imported (`python -E -P launcher.py SPEC -- bash -c COMMAND`), so it
-starts without loading gitsessions; it needs only the standard library, plus landlockpy
-when SPEC asks for a sandbox. SPEC is JSON: `status_fd` (a pipe to report on), `parent`
-(the pid that started us) and `sandbox` (null, or `{"writable": [...], "network": bool}`).
+Run by path, not imported, so it starts without loading gitsessions:
+
+    python -E -P [-S] launcher.py --status-fd N --parent PID
+        [--sandbox [--write PATH]... [--network]] -- bash -c COMMAND
+
+It needs only the standard library (run with -S, without site-packages, when there is no
+sandbox), plus landlockpy for `--sandbox`.
 
 Invariant: when this process exits, every process the command started is dead, however
 it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
@@ -11,22 +14,18 @@ it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subre
 init, and once the command's main process has exited it SIGKILLs every descendant it
 finds under /proc, round after round, until none is left. SIGTERM (sent by run_shell on
 timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
-the same cleanup at once. With a sandbox, Landlock restricts this process before the
+the same cleanup at once. With `--sandbox`, Landlock restricts this process before the
 command starts, so the command and all it starts can read everything but write only
-under `writable`, and make or accept no TCP connection unless `network`. The one line
-written to `status_fd` is JSON: `exit` (the command's exit code, negative for a signal,
-null when stopped), `killed` (how many leftover processes were killed), `error` (why the
-command did not start, or null).
+under the `--write` paths, and neither bind nor connect TCP unless `--network`.
+Last, one line goes to the status fd: `exit N killed K` (N negative for a signal, `none`
+when stopped) or `error MESSAGE` when the command was not started.
 """
 
-import contextlib
 import ctypes
-import json
 import os
 import signal
 import sys
 import time
-from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -38,7 +37,7 @@ class Stop(Exception):
     """SIGTERM or SIGHUP arrived: stop the command and everything it started."""
 
 
-def _stop(signum: int, frame: Any) -> None:
+def _stop(signum: int, frame: object) -> None:
     raise Stop(signum)
 
 
@@ -107,15 +106,17 @@ def kill_all() -> int:
         if not progress:
             break
         if direct:
-            with contextlib.suppress(ChildProcessError):
+            try:  # noqa: SIM105 - contextlib would cost start-up time
                 os.waitpid(-1, 0)  # a child is dead or was just killed: returns soon
+            except ChildProcessError:
+                pass
         else:
             time.sleep(0.01)  # only grandchildren were killed: let them die
         reap_nohang()
     return len(killed)
 
 
-def restrict(sandbox: dict[str, Any]) -> None:
+def restrict(writable: list[str], network: bool) -> None:
     """Landlock this process: writes only under `writable`, TCP only with `network`."""
     import landlockpy
     from landlockpy import AccessFS, AccessNet
@@ -137,11 +138,11 @@ def restrict(sandbox: dict[str, Any]) -> None:
         | AccessFS.MAKE_SYM
         | AccessFS.REFER
     )
-    network = AccessNet.NONE if sandbox["network"] else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
-    if network and abi < 4:
+    blocked = AccessNet.NONE if network else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
+    if blocked and abi < 4:
         raise OSError(f"this kernel's Landlock (ABI {abi}) cannot block TCP (needs ABI 4)")
-    with landlockpy.Ruleset(handled_fs=writes, handled_net=network) as ruleset:
-        for path in sandbox["writable"]:
+    with landlockpy.Ruleset(handled_fs=writes, handled_net=blocked) as ruleset:
+        for path in writable:
             ruleset.allow_path(path, writes if os.path.isdir(path) else file_writes)
         ruleset.restrict()
 
@@ -168,38 +169,74 @@ def start(argv: list[str]) -> int:
     os._exit(EXIT_NOT_STARTED)  # not reached: execvp returns only by raising
 
 
+class Options:
+    """The parsed command line (a plain class: dataclasses would cost startup time)."""
+
+    def __init__(self) -> None:
+        self.status_fd = -1
+        self.parent = -1
+        self.sandbox = False
+        self.writable: list[str] = []
+        self.network = False
+        self.argv: list[str] = []
+
+
+def parse(arguments: list[str]) -> Options:
+    """Options from the command line; ValueError for anything else."""
+    options = Options()
+    rest = iter(arguments)
+    for word in rest:
+        if word == "--":
+            options.argv = list(rest)
+        elif word == "--status-fd":
+            options.status_fd = int(next(rest))
+        elif word == "--parent":
+            options.parent = int(next(rest))
+        elif word == "--sandbox":
+            options.sandbox = True
+        elif word == "--write":
+            options.writable.append(next(rest))
+        elif word == "--network":
+            options.network = True
+        else:
+            raise ValueError(f"unknown launcher option {word!r}")
+    if options.status_fd < 0 or options.parent < 0 or not options.argv:
+        raise ValueError("usage: launcher.py --status-fd N --parent PID [...] -- COMMAND...")
+    return options
+
+
 def main(arguments: list[str]) -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGHUP, _stop)
-    spec = json.loads(arguments[0])
-    argv = arguments[2:]  # arguments[1] is "--"
-    status_fd = spec["status_fd"]
-    os.set_inheritable(status_fd, False)
-    report: dict[str, Any] = {"exit": None, "killed": 0, "error": None}
+    options = parse(arguments)
+    os.set_inheritable(options.status_fd, False)
+    report = "exit none"
     code = EXIT_NOT_STARTED
     try:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != spec["parent"]:
+        if os.getppid() != options.parent:
             raise Stop(signal.SIGTERM)  # run_shell's process died before the prctl
-        if spec["sandbox"] is not None:
-            restrict(spec["sandbox"])
-        child = start(argv)
+        if options.sandbox:
+            restrict(options.writable, options.network)
+        child = start(options.argv)
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == child:
-                report["exit"] = exit_code(status)
-                code = report["exit"] if report["exit"] >= 0 else 128 - report["exit"]
+                exit = exit_code(status)
+                report, code = f"exit {exit}", exit if exit >= 0 else 128 - exit
                 break
     except Stop:
         code = 128 + signal.SIGTERM
-    except (OSError, ImportError, ValueError) as error:  # reported; run_shell raises it
-        report["error"] = str(error) or type(error).__name__
+    except (OSError, ImportError) as error:  # reported; run_shell raises it
+        report = "error " + " ".join((str(error) or type(error).__name__).split())
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        report["killed"] = kill_all()
-    os.write(status_fd, json.dumps(report).encode() + b"\n")
+        killed = kill_all()
+    if not report.startswith("error"):
+        report += f" killed {killed}"
+    os.write(options.status_fd, report.encode() + b"\n")
     return code
 
 

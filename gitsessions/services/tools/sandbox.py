@@ -6,13 +6,12 @@ the network must be blocked, without Landlock ABI 4) `workspace_write` raises
 `SandboxUnavailable` with one line saying so. The policy itself is applied by the shell
 launcher (launcher.py) to itself before the command starts: reads are allowed
 everywhere; writes only under the workspace, the temp dir and a few harmless devices;
-no TCP bind or connect unless `network`.
+no TCP bind or connect unless `network` (UDP and Unix sockets stay open).
 """
 
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any
 
 import landlockpy
 
@@ -36,9 +35,12 @@ class Sandbox:
     writable: tuple[str, ...]
     network: bool = False
 
-    def spec(self) -> dict[str, Any]:
-        """The launcher's `sandbox` field."""
-        return {"writable": list(self.writable), "network": self.network}
+    def launcher_arguments(self) -> list[str]:
+        """The launcher options that apply this sandbox."""
+        arguments = ["--sandbox"]
+        for path in self.writable:
+            arguments += ["--write", path]
+        return [*arguments, *(["--network"] if self.network else [])]
 
 
 def landlock_abi() -> int:

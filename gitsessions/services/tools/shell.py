@@ -13,15 +13,15 @@ result text always starts with the line `exit code: N` or `exit code: timeout af
 """
 
 import contextlib
-import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.output import truncate
@@ -87,19 +87,29 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _read_report(descriptor: int) -> dict[str, Any]:
-    """The launcher's JSON status line; {} when it died without writing one."""
+def _wait_report(descriptor: int, timeout: float) -> str | None:
+    """The launcher's status line, read until it exits ("" when it wrote none); None
+    when `timeout` seconds passed first."""
+    deadline = time.monotonic() + timeout
     data = bytearray()
-    try:
-        while chunk := os.read(descriptor, 4096):
-            data += chunk
-    finally:
-        os.close(descriptor)
-    try:
-        report = json.loads(data)
-    except ValueError:
-        return {}
-    return report if isinstance(report, dict) else {}
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
+            return None
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            return data.decode("utf-8", errors="replace").strip()
+        data += chunk
+
+
+def _launcher(sandbox: Sandbox | None, status_fd: int) -> list[str]:
+    """The launcher's command line up to `bash -c`; without a sandbox it needs no
+    site-packages (-S), which saves start-up time."""
+    argv = [sys.executable, "-E", "-P", *(["-S"] if sandbox is None else []), str(LAUNCHER)]
+    argv += ["--status-fd", str(status_fd), "--parent", str(os.getpid())]
+    if sandbox is not None:
+        argv += sandbox.launcher_arguments()
+    return [*argv, "--", "bash", "-c"]
 
 
 def exit_line(exit_code: int | None, timeout: float) -> str:
@@ -126,15 +136,9 @@ def run_shell(
     """
     read_end, write_end = os.pipe()
     status_read, status_write = os.pipe()
-    spec = {
-        "status_fd": status_write,
-        "parent": os.getpid(),
-        "sandbox": None if sandbox is None else sandbox.spec(),
-    }
-    argv = [sys.executable, "-E", "-P", str(LAUNCHER), json.dumps(spec), "--", "bash", "-c"]
     try:
         process = subprocess.Popen(
-            [*argv, command],
+            [*_launcher(sandbox, status_write), command],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -155,29 +159,32 @@ def run_shell(
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
     notes: list[str] = []
-    timed_out = False
     try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _stop(process)
-        notes.append(
-            f"[timed out after {timeout:g}s; the command and every process it started were killed]"
-        )
+        report = _wait_report(status_read, timeout)
+        if report is None:
+            _stop(process)
+            notes.append(
+                f"[timed out after {timeout:g}s; the command and every process it started "
+                "were killed]"
+            )
+        else:
+            process.wait()
     finally:
         if process.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing behind
             _stop(process)
-            _read_report(status_read)
-    report = _read_report(status_read)
-    if report.get("error"):
+        os.close(status_read)
+    words = (report or "").split()
+    if words[:1] == ["error"]:
         reader.join(LINGER_SECONDS)
-        raise ShellNotStarted(f"the command was not run: {report['error']}")
+        raise ShellNotStarted(f"the command was not run: {report[len('error') :].strip()}")
     exit_code: int | None = None
-    if not timed_out:
-        reported = report.get("exit")
-        exit_code = reported if isinstance(reported, int) else process.returncode
-    killed = report.get("killed", 0)
-    if exit_code is not None and isinstance(killed, int) and killed > 0:
+    killed = 0
+    if report is not None:
+        exit_code = process.returncode  # the launcher died without a report: its own code
+        if len(words) == 4 and words[0] == "exit" and words[2] == "killed":
+            exit_code = None if words[1] == "none" else int(words[1])
+            killed = int(words[3])
+    if exit_code is not None and killed > 0:
         notes.append(
             f"[{killed} background process{'es were' if killed > 1 else ' was'} still "
             "running when the command exited, and killed]"
