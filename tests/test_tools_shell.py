@@ -7,6 +7,10 @@ file and by scanning /proc for a marker in its argv."""
 import contextlib
 import os
 import re
+import signal
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -78,7 +82,7 @@ def test_stdin_is_closed(tools: ToolRegistry) -> None:
 
 
 def marked(marker: str) -> list[int]:
-    """Live processes whose argv holds `marker` (a zombie's cmdline is empty)."""
+    """Live processes whose argv[0] is `marker` (a zombie's cmdline is empty)."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -86,7 +90,7 @@ def marked(marker: str) -> list[int]:
                 cmdline = Path(entry.path, "cmdline").read_bytes()
             except OSError:
                 continue
-            if marker.encode() in cmdline:
+            if cmdline.split(b"\0")[0] == marker.encode():
                 found.append(int(entry.name))
     return found
 
@@ -156,6 +160,59 @@ def test_setsid_and_nohup_descendants_are_killed_when_the_command_exits(
         kill_marked(marker)
     for name in ("setsid.pid", "nohup.pid", "fork.pid"):
         assert is_gone(int((workspace / name).read_text())), name
+
+
+def wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_cancelling_the_call_kills_everything(workspace: Path, tools: ToolRegistry) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    command = escapees(marker) + "echo $$ > sh.pid; touch ready; sleep 300"
+
+    def interrupt() -> None:  # Ctrl-C, once everything runs
+        wait_for(workspace / "ready")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        call(tools, "run_shell", command=command)
+    try:
+        assert marked(marker) == []
+    finally:
+        kill_marked(marker)
+    assert is_gone(int((workspace / "sh.pid").read_text()))
+
+
+def test_killing_the_agent_kills_everything(workspace: Path) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from gitsessions.services.tools.shell import run_shell\n"
+            "run_shell(sys.argv[1], cwd=sys.argv[2], env={'PATH': sys.argv[3]}, "
+            "output_limit=4000, timeout=600)\n",
+            escapees(marker) + "touch ready; sleep 300",
+            str(workspace),
+            ENV["PATH"],
+        ]
+    )
+    try:
+        wait_for(workspace / "ready")
+        assert len(marked(marker)) == 3
+        agent.kill()  # no cleanup code runs in the agent: the kernel tells the launcher
+        agent.wait()
+        deadline = time.monotonic() + 30
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(marker) == []
+    finally:
+        agent.kill()
+        kill_marked(marker)
 
 
 def test_a_command_killed_by_a_signal_reports_it(tools: ToolRegistry) -> None:

@@ -38,6 +38,8 @@ class Stop(Exception):
 
 
 def _stop(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     raise Stop(signum)
 
 
@@ -236,7 +238,10 @@ def main(arguments: list[str]) -> int:
         killed = kill_all()
     if not report.startswith("error"):
         report += f" killed {killed}"
-    os.write(options.status_fd, report.encode() + b"\n")
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        os.write(options.status_fd, report.encode() + b"\n")
+    except BrokenPipeError:
+        pass  # run_shell's process is gone: nobody to tell
     return code
 
 
