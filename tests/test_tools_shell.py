@@ -36,15 +36,6 @@ def is_gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def eventually_gone(pid: int) -> bool:
-    deadline = time.monotonic() + 10
-    while not is_gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_first_line_is_the_exit_code(tools: ToolRegistry) -> None:
     outcome = call(tools, "run_shell", command="echo hello")
     assert outcome.ok

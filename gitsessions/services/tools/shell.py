@@ -92,9 +92,11 @@ def _wait_report(descriptor: int, timeout: float) -> str | None:
     when `timeout` seconds passed first."""
     deadline = time.monotonic() + timeout
     data = bytearray()
+    poller = select.poll()  # not select.select: it fails for descriptors above 1023
+    poller.register(descriptor, select.POLLIN)
     while True:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
+        if remaining <= 0 or not poller.poll(remaining * 1000):
             return None
         chunk = os.read(descriptor, 4096)
         if not chunk:
