@@ -11,8 +11,9 @@ sandbox), plus landlockpy for `--sandbox`.
 Invariant: when this process exits, every process the command started is dead, however
 it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
 (PR_SET_CHILD_SUBREAPER), so orphaned descendants are re-parented to it instead of to
-init, and once the command's main process has exited it SIGKILLs every descendant it
-finds under /proc, round after round, until none is left. SIGTERM (sent by run_shell on
+init, and once the command's main process has exited it SIGKILLs its children (found
+under /proc), whose own children then become its children, round after round, until none
+is left. SIGTERM (sent by run_shell on
 timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
 the same cleanup at once. With `--sandbox`, Landlock restricts this process before the
 command starts, so the command and all it starts can read everything but write only
@@ -25,7 +26,6 @@ import ctypes
 import os
 import signal
 import sys
-import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -50,11 +50,10 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(error, f"prctl({option}): {os.strerror(error)}")
 
 
-def descendants(root: int) -> dict[int, tuple[int, bool]]:
-    """Every process below `root`, found through the parent pid in /proc/PID/stat: its
-    parent pid, and whether it is a zombie (dead, waiting to be reaped)."""
-    children: dict[int, list[int]] = {}
-    zombie: set[int] = set()
+def children(parent: int) -> dict[int, bool]:
+    """The processes whose parent is `parent`, found through /proc/PID/stat, and whether
+    each is a zombie (dead, waiting to be reaped)."""
+    found: dict[int, bool] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -63,16 +62,8 @@ def descendants(root: int) -> dict[int, tuple[int, bool]]:
                 fields = stat.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-        if fields[0] == b"Z":
-            zombie.add(int(entry.name))
-    found: dict[int, tuple[int, bool]] = {}
-    todo = [root]
-    while todo:
-        parent = todo.pop()
-        for pid in children.get(parent, ()):
-            found[pid] = (parent, pid in zombie)
-            todo.append(pid)
+        if int(fields[1]) == parent:
+            found[int(entry.name)] = fields[0] == b"Z"
     return found
 
 
@@ -88,14 +79,16 @@ def reap_nohang() -> None:
 
 
 def kill_all() -> int:
-    """SIGKILL every descendant until none is left; return how many were killed. A
-    process we may not signal (a setuid program) is left alone rather than waited for."""
+    """SIGKILL our children, round after round, until none is left; return how many were
+    killed. Only children are signalled: their pids cannot be reused by an unrelated process
+    until we reap them, and when one dies its own children become ours (we are their
+    subreaper) for the next round. A child we may not signal (a setuid program) is left
+    alone rather than waited for."""
     killed: set[int] = set()
     me = os.getpid()
-    while tree := descendants(me):
-        direct = any(parent == me and dead for parent, dead in tree.values())
-        progress = direct
-        for pid, (parent, dead) in tree.items():
+    while found := children(me):
+        progress = any(found.values())  # a zombie to reap
+        for pid, dead in found.items():
             if dead:
                 continue
             try:
@@ -104,16 +97,12 @@ def kill_all() -> int:
                 continue
             killed.add(pid)
             progress = True
-            direct = direct or parent == me
         if not progress:
             break
-        if direct:
-            try:  # noqa: SIM105 - contextlib would cost start-up time
-                os.waitpid(-1, 0)  # a child is dead or was just killed: returns soon
-            except ChildProcessError:
-                pass
-        else:
-            time.sleep(0.01)  # only grandchildren were killed: let them die
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            os.waitpid(-1, 0)  # a child is dead or was just killed: returns soon
+        except ChildProcessError:
+            pass
         reap_nohang()
     return len(killed)
 
