@@ -5,6 +5,8 @@ unless the network is allowed), through the registry and through `gitsessions ex
 
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from gitsessions.services.tools.sandbox import (
     landlock_abi,
     workspace_write,
 )
+from gitsessions.services.tools.shell import LAUNCHER
 from gitsessions.services.tools.shell_env import shell_environment
 from tests.conftest import run_gitsessions
 from tests.tool_helpers import ENV, call
@@ -181,8 +184,26 @@ def test_a_sandbox_that_cannot_be_applied_runs_nothing(places: dict[str, Path]) 
     registry = create_registry(places["ws"], ENV, approve=approve_all, sandbox=box)
     outcome = call(registry, "run_shell", command="touch ran")
     assert not outcome.ok
-    assert outcome.content.startswith("error: the command was not run: ")
+    assert outcome.content.startswith("error: the command was not run: the sandbox failed: ")
     assert not (places["ws"] / "ran").exists()
+
+
+def test_a_ruleset_the_kernel_refuses_runs_nothing(tmp_path: Path) -> None:
+    status_read, status_write = os.pipe()
+    not_a_ruleset, other_end = os.pipe()
+    launcher = [sys.executable, "-E", "-P", "-S", str(LAUNCHER), "--status-fd", str(status_write)]
+    options = ["--parent", str(os.getpid()), "--ruleset-fd", str(not_a_ruleset)]
+    done = subprocess.run(
+        [*launcher, *options, "--", "bash", "-c", "touch ran"],
+        cwd=tmp_path,
+        pass_fds=(status_write, not_a_ruleset),
+    )
+    for fd in (status_write, not_a_ruleset, other_end):
+        os.close(fd)
+    with os.fdopen(status_read, "rb") as status:
+        assert status.read().decode().startswith("error landlock_restrict_self: ")
+    assert done.returncode == 126
+    assert not (tmp_path / "ran").exists()
 
 
 # -- end to end: gitsessions exec --sandbox ----------------------------------------------

@@ -2,11 +2,9 @@
 
 Run by path, not imported, so it starts without loading gitsessions:
 
-    python -E -P [-S] launcher.py --status-fd N --parent PID
-        [--sandbox [--write PATH]... [--network]] -- bash -c COMMAND
+    python -E -P -S launcher.py --status-fd N --parent PID [--ruleset-fd N] -- bash -c CMD
 
-It needs only the standard library (run with -S, without site-packages, when there is no
-sandbox), plus landlockpy for `--sandbox`.
+It needs only the standard library (hence -S: no site-packages to load).
 
 Invariant: when this process exits, every process the command started is dead, however
 it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
@@ -15,9 +13,9 @@ init, and once the command's main process has exited it SIGKILLs its children (f
 under /proc), whose own children then become its children, round after round, until none
 is left. SIGTERM (sent by run_shell on
 timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
-the same cleanup at once. With `--sandbox`, Landlock restricts this process before the
-command starts, so the command and all it starts can read everything but write only
-under the `--write` paths, and neither bind nor connect TCP unless `--network`.
+the same cleanup at once. With `--ruleset-fd`, a Landlock ruleset that run_shell built
+(sandbox.py) restricts this process before the command starts, so the command and all
+it starts are confined by it; a ruleset that cannot be enforced means nothing runs.
 Last, one line goes to the status fd: `exit N killed K` (N negative for a signal, `none`
 when stopped) or `error MESSAGE` when the command was not started.
 """
@@ -29,6 +27,8 @@ import sys
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_RESTRICT_SELF = 446  # the same number on every Linux architecture
 EXIT_NOT_STARTED = 126
 EXIT_NOT_FOUND = 127
 
@@ -107,35 +107,15 @@ def kill_all() -> int:
     return len(killed)
 
 
-def restrict(writable: list[str], network: bool) -> None:
-    """Landlock this process: writes only under `writable`, TCP only with `network`."""
-    import landlockpy
-    from landlockpy import AccessFS, AccessNet
-
-    abi = landlockpy.abi_version()
-    if abi < 1:
-        raise OSError("this kernel has no Landlock (Linux >= 5.13 with Landlock enabled)")
-    file_writes = AccessFS.WRITE_FILE | AccessFS.TRUNCATE
-    writes = (
-        file_writes
-        | AccessFS.REMOVE_DIR
-        | AccessFS.REMOVE_FILE
-        | AccessFS.MAKE_CHAR
-        | AccessFS.MAKE_DIR
-        | AccessFS.MAKE_REG
-        | AccessFS.MAKE_SOCK
-        | AccessFS.MAKE_FIFO
-        | AccessFS.MAKE_BLOCK
-        | AccessFS.MAKE_SYM
-        | AccessFS.REFER
-    )
-    blocked = AccessNet.NONE if network else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
-    if blocked and abi < 4:
-        raise OSError(f"this kernel's Landlock (ABI {abi}) cannot block TCP (needs ABI 4)")
-    with landlockpy.Ruleset(handled_fs=writes, handled_net=blocked) as ruleset:
-        for path in writable:
-            ruleset.allow_path(path, writes if os.path.isdir(path) else file_writes)
-        ruleset.restrict()
+def restrict(ruleset_fd: int) -> None:
+    """Enforce on this process (and so on all it starts) the Landlock ruleset run_shell
+    built (sandbox.py); no_new_privs first, as the kernel requires without CAP_SYS_ADMIN."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"landlock_restrict_self: {os.strerror(error)}")
+    os.close(ruleset_fd)
 
 
 def exit_code(status: int) -> int:
@@ -166,9 +146,7 @@ class Options:
     def __init__(self) -> None:
         self.status_fd = -1
         self.parent = -1
-        self.sandbox = False
-        self.writable: list[str] = []
-        self.network = False
+        self.ruleset_fd = -1
         self.argv: list[str] = []
 
 
@@ -183,12 +161,8 @@ def parse(arguments: list[str]) -> Options:
             options.status_fd = int(next(rest))
         elif word == "--parent":
             options.parent = int(next(rest))
-        elif word == "--sandbox":
-            options.sandbox = True
-        elif word == "--write":
-            options.writable.append(next(rest))
-        elif word == "--network":
-            options.network = True
+        elif word == "--ruleset-fd":
+            options.ruleset_fd = int(next(rest))
         else:
             raise ValueError(f"unknown launcher option {word!r}")
     if options.status_fd < 0 or options.parent < 0 or not options.argv:
@@ -208,8 +182,8 @@ def main(arguments: list[str]) -> int:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != options.parent:
             raise Stop(signal.SIGTERM)  # run_shell's process died before the prctl
-        if options.sandbox:
-            restrict(options.writable, options.network)
+        if options.ruleset_fd >= 0:
+            restrict(options.ruleset_fd)
         child = start(options.argv)
         while True:
             pid, status = os.waitpid(-1, 0)
@@ -219,8 +193,9 @@ def main(arguments: list[str]) -> int:
                 break
     except Stop:
         code = 128 + signal.SIGTERM
-    except (OSError, ImportError) as error:  # reported; run_shell raises it
-        report = "error " + " ".join((str(error) or type(error).__name__).split())
+    except OSError as error:  # reported; run_shell raises it
+        reason = error.strerror or str(error) or type(error).__name__
+        report = "error " + " ".join(reason.split())
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -3,10 +3,11 @@
 Invariant: a `Sandbox` is only built after `landlock_abi()` showed the kernel can enforce
 it, so a sandbox the user asked for is never silently absent: without Landlock (or, when
 the network must be blocked, without Landlock ABI 4) `workspace_write` raises
-`SandboxUnavailable` with one line saying so. The policy itself is applied by the shell
-launcher (launcher.py) to itself before the command starts: reads are allowed
-everywhere; writes only under the workspace, the temp dir and a few harmless devices;
-no TCP bind or connect unless `network` (UDP and Unix sockets stay open).
+`SandboxUnavailable` with one line saying so. `ruleset_fd` builds the Landlock ruleset
+here, with landlockpy; the shell launcher (launcher.py) enforces it on itself before the
+command starts: reads are allowed everywhere; writes only under the workspace, the temp
+dir and a few harmless devices; no TCP bind or connect unless `network` (UDP and Unix
+sockets stay open).
 """
 
 import os
@@ -14,12 +15,27 @@ import tempfile
 from dataclasses import dataclass
 
 import landlockpy
+from landlockpy import AccessFS, AccessNet
 
 from gitsessions.values.errors import GitsessionsError
 
 MODES = ("none", "workspace-write")
 NETWORK_ABI = 4  # LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP, Linux 6.7
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+FILE_WRITES = AccessFS.WRITE_FILE | AccessFS.TRUNCATE
+WRITES = (
+    FILE_WRITES
+    | AccessFS.REMOVE_DIR
+    | AccessFS.REMOVE_FILE
+    | AccessFS.MAKE_CHAR
+    | AccessFS.MAKE_DIR
+    | AccessFS.MAKE_REG
+    | AccessFS.MAKE_SOCK
+    | AccessFS.MAKE_FIFO
+    | AccessFS.MAKE_BLOCK
+    | AccessFS.MAKE_SYM
+    | AccessFS.REFER
+)  # reads and execution are not handled, so they stay allowed everywhere
 
 
 class SandboxUnavailable(GitsessionsError):
@@ -35,12 +51,17 @@ class Sandbox:
     writable: tuple[str, ...]
     network: bool = False
 
-    def launcher_arguments(self) -> list[str]:
-        """The launcher options that apply this sandbox."""
-        arguments = ["--sandbox"]
-        for path in self.writable:
-            arguments += ["--write", path]
-        return [*arguments, *(["--network"] if self.network else [])]
+    def ruleset_fd(self) -> int:
+        """A new Landlock ruleset fd (the caller closes it) allowing writes only under
+        `writable` and, unless `network`, no TCP bind or connect. Raises OSError when a
+        path is gone or the kernel refuses a rule."""
+        blocked = AccessNet.NONE if self.network else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
+        if blocked and landlock_abi() < NETWORK_ABI:  # best effort would drop it silently
+            raise OSError(f"this kernel's Landlock cannot block TCP (needs ABI {NETWORK_ABI})")
+        with landlockpy.Ruleset(handled_fs=WRITES, handled_net=blocked) as ruleset:
+            for path in self.writable:
+                ruleset.allow_path(path, WRITES if os.path.isdir(path) else FILE_WRITES)
+            return os.dup(ruleset.fileno())
 
 
 def landlock_abi() -> int:

@@ -104,14 +104,27 @@ def _wait_report(descriptor: int, timeout: float) -> str | None:
         data += chunk
 
 
-def _launcher(sandbox: Sandbox | None, status_fd: int) -> list[str]:
-    """The launcher's command line up to `bash -c`; without a sandbox it needs no
-    site-packages (-S), which saves start-up time."""
-    argv = [sys.executable, "-E", "-P", *(["-S"] if sandbox is None else []), str(LAUNCHER)]
+def _launcher(status_fd: int, ruleset_fd: int | None) -> list[str]:
+    """The launcher's command line up to `bash -c`. It needs only the standard library:
+    -S (no site-packages) saves start-up time, -E -P keep PYTHON* variables and the
+    working directory out of its imports."""
+    argv = [sys.executable, "-E", "-P", "-S", str(LAUNCHER)]
     argv += ["--status-fd", str(status_fd), "--parent", str(os.getpid())]
-    if sandbox is not None:
-        argv += sandbox.launcher_arguments()
+    if ruleset_fd is not None:
+        argv += ["--ruleset-fd", str(ruleset_fd)]
     return [*argv, "--", "bash", "-c"]
+
+
+def _ruleset(sandbox: Sandbox | None) -> int | None:
+    if sandbox is None:
+        return None
+    try:
+        return sandbox.ruleset_fd()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = f": {error.filename}" if error.filename else ""
+        message = f"the command was not run: the sandbox failed: {reason}{where}"
+        raise ShellNotStarted(message) from error
 
 
 def exit_line(exit_code: int | None, timeout: float) -> str:
@@ -136,11 +149,12 @@ def run_shell(
     A timeout is `ok=False` with `exit_code=None`; any exit code is `ok=True`. Raises
     ShellNotStarted when the launcher could not apply `sandbox` (nothing ran).
     """
+    ruleset_fd = _ruleset(sandbox)
     read_end, write_end = os.pipe()
     status_read, status_write = os.pipe()
     try:
         process = subprocess.Popen(
-            [*_launcher(sandbox, status_write), command],
+            [*_launcher(status_write, ruleset_fd), command],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -148,7 +162,7 @@ def run_shell(
             stderr=write_end,
             start_new_session=True,
             close_fds=True,
-            pass_fds=(status_write,),
+            pass_fds=(status_write,) if ruleset_fd is None else (status_write, ruleset_fd),
         )
     except BaseException:
         os.close(read_end)
@@ -157,6 +171,8 @@ def run_shell(
     finally:
         os.close(write_end)
         os.close(status_write)
+        if ruleset_fd is not None:
+            os.close(ruleset_fd)
     capture = _Capture(max(256 * 1024, output_limit * 4))
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
