@@ -14,28 +14,17 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-import landlockpy
-from landlockpy import AccessFS, AccessNet
-
 from gitsessions.values.errors import GitsessionsError
 
 MODES = ("none", "workspace-write")
 NETWORK_ABI = 4  # LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP, Linux 6.7
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
-FILE_WRITES = AccessFS.WRITE_FILE | AccessFS.TRUNCATE
-WRITES = (
-    FILE_WRITES
-    | AccessFS.REMOVE_DIR
-    | AccessFS.REMOVE_FILE
-    | AccessFS.MAKE_CHAR
-    | AccessFS.MAKE_DIR
-    | AccessFS.MAKE_REG
-    | AccessFS.MAKE_SOCK
-    | AccessFS.MAKE_FIFO
-    | AccessFS.MAKE_BLOCK
-    | AccessFS.MAKE_SYM
-    | AccessFS.REFER
-)  # reads and execution are not handled, so they stay allowed everywhere
+FILE_WRITES = ("WRITE_FILE", "TRUNCATE")
+DIR_WRITES = (
+    "REMOVE_DIR", "REMOVE_FILE", "MAKE_CHAR", "MAKE_DIR", "MAKE_REG", "MAKE_SOCK",
+    "MAKE_FIFO", "MAKE_BLOCK", "MAKE_SYM", "REFER",
+)  # fmt: skip
+# Reads and execution are not handled by the ruleset, so they stay allowed everywhere.
 
 
 class SandboxUnavailable(GitsessionsError):
@@ -55,20 +44,31 @@ class Sandbox:
         """A new Landlock ruleset fd (the caller closes it) allowing writes only under
         `writable` and, unless `network`, no TCP bind or connect. Raises OSError when a
         path is gone or the kernel refuses a rule."""
+        import landlockpy  # here, not at the top: only a sandboxed shell pays its import
+        from landlockpy import AccessFS, AccessNet
+
+        file_writes = AccessFS.NONE
+        for name in FILE_WRITES:
+            file_writes |= AccessFS[name]
+        writes = file_writes
+        for name in DIR_WRITES:
+            writes |= AccessFS[name]
         blocked = AccessNet.NONE if self.network else AccessNet.BIND_TCP | AccessNet.CONNECT_TCP
         if blocked and landlock_abi() < NETWORK_ABI:  # best effort would drop it silently
             raise OSError(f"this kernel's Landlock cannot block TCP (needs ABI {NETWORK_ABI})")
-        with landlockpy.Ruleset(handled_fs=WRITES, handled_net=blocked) as ruleset:
+        with landlockpy.Ruleset(handled_fs=writes, handled_net=blocked) as ruleset:
             for path in self.writable:
-                ruleset.allow_path(path, WRITES if os.path.isdir(path) else FILE_WRITES)
+                ruleset.allow_path(path, writes if os.path.isdir(path) else file_writes)
             return os.dup(ruleset.fileno())
 
 
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (or it is disabled)."""
     try:
+        import landlockpy
+
         return landlockpy.abi_version()
-    except (landlockpy.LandlockError, OSError):
+    except (ImportError, OSError):  # LandlockError is an OSError
         return 0
 
 
