@@ -1,11 +1,18 @@
 """run_shell with a real bash: the `exit code:` first line, the caller's environment,
-closed stdin, truncation of huge output, and killing the whole process group on timeout
-or when background processes outlive the command. No timing assertions: a process is
-checked gone through its pid file."""
+closed stdin, truncation of huge output, and killing every process the command started
+(its process group and what left it with setsid, nohup or a double fork) on timeout and
+when the command exits. No timing assertions: a process is checked gone through its pid
+file and by scanning /proc for a marker in its argv."""
 
+import contextlib
 import os
 import re
+import signal
+import subprocess
+import sys
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -27,15 +34,6 @@ def is_gone(pid: int) -> bool:
     except FileNotFoundError:
         return True
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
-def eventually_gone(pid: int) -> bool:
-    deadline = time.monotonic() + 10
-    while not is_gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_first_line_is_the_exit_code(tools: ToolRegistry) -> None:
@@ -74,36 +72,152 @@ def test_stdin_is_closed(tools: ToolRegistry) -> None:
     assert outcome.content.splitlines()[1:] == ["read=1"]
 
 
-def test_timeout_kills_the_process_group(workspace: Path, tools: ToolRegistry) -> None:
-    command = "sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; echo started; sleep 30"
-    outcome = call(tools, "run_shell", command=command, timeout=1)
+def marked(marker: str) -> list[int]:
+    """Live processes whose argv[0] is `marker` (a zombie's cmdline is empty)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cmdline = Path(entry.path, "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.split(b"\0")[0] == marker.encode():
+                found.append(int(entry.name))
+    return found
+
+
+def kill_marked(marker: str) -> None:
+    """Leave nothing behind when a check failed."""
+    for pid in marked(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+
+
+def escapees(marker: str) -> str:
+    """Three processes that leave the command's process group, each with `marker` as its
+    argv[0] and its pid in a file; the command returns once all three run."""
+    sleeper = f"exec -a {marker} sleep 300"
+    return (
+        f"setsid bash -c 'echo $$ > setsid.pid; {sleeper}' > /dev/null 2>&1 &\n"
+        f"nohup bash -c 'echo $$ > nohup.pid; {sleeper}' > /dev/null 2>&1 &\n"
+        f"(setsid bash -c 'echo $$ > fork.pid; {sleeper}' > /dev/null 2>&1 & ) \n"
+        "for f in setsid.pid nohup.pid fork.pid; do\n"
+        "  until [ -s $f ] && grep -q "
+        f"{marker} /proc/$(cat $f)/cmdline 2>/dev/null; do sleep 0.01; done\n"
+        "done\n"
+        "echo started\n"
+    )
+
+
+def test_timeout_kills_everything_the_command_started(workspace: Path, tools: ToolRegistry) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    command = escapees(marker) + "sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; sleep 30"
+    outcome = call(tools, "run_shell", command=command, timeout=2)
     assert not outcome.ok
     assert outcome.exit_code is None
-    assert outcome.content.splitlines()[0] == "exit code: timeout after 1s"
+    assert outcome.content.splitlines()[0] == "exit code: timeout after 2s"
     assert "started" in outcome.content
-    assert "process group was killed" in outcome.content
-    for name in ("bg.pid", "sh.pid"):
-        pid = int((workspace / name).read_text())
-        assert eventually_gone(pid), name
+    assert "every process it started were killed" in outcome.content
+    try:
+        assert marked(marker) == []
+    finally:
+        kill_marked(marker)
+    for name in ("bg.pid", "sh.pid", "setsid.pid", "nohup.pid", "fork.pid"):
+        assert is_gone(int((workspace / name).read_text())), name
 
 
 def test_background_process_holding_output_is_killed(workspace: Path, tools: ToolRegistry) -> None:
     outcome = call(tools, "run_shell", command="sleep 30 & echo $! > bg.pid; echo done")
     assert outcome.exit_code == 0
-    assert outcome.content.splitlines()[:2] == ["exit code: 0", "done"]
-    assert "background processes" in outcome.content
-    assert eventually_gone(int((workspace / "bg.pid").read_text()))
+    assert outcome.content.splitlines() == [
+        "exit code: 0",
+        "done",
+        "[1 background process was still running when the command exited, and killed]",
+    ]
+    assert is_gone(int((workspace / "bg.pid").read_text()))
 
 
-def test_detached_background_process_survives(workspace: Path, tools: ToolRegistry) -> None:
-    command = "sleep 30 > /dev/null 2>&1 & echo $! > bg.pid; echo done"
-    outcome = call(tools, "run_shell", command=command)
-    pid = int((workspace / "bg.pid").read_text())
+def test_setsid_and_nohup_descendants_are_killed_when_the_command_exits(
+    workspace: Path, tools: ToolRegistry
+) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    outcome = call(tools, "run_shell", command=escapees(marker))
+    assert outcome.exit_code == 0
+    assert outcome.content.splitlines()[1] == "started"
+    assert "background processes were still running" in outcome.content
     try:
-        assert outcome.content == "exit code: 0\ndone\n"
-        assert not is_gone(pid)
+        assert marked(marker) == []
     finally:
-        os.kill(pid, 9)
+        kill_marked(marker)
+    for name in ("setsid.pid", "nohup.pid", "fork.pid"):
+        assert is_gone(int((workspace / name).read_text())), name
+
+
+def wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_cancelling_the_call_kills_everything(workspace: Path, tools: ToolRegistry) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    command = escapees(marker) + "echo $$ > sh.pid; touch ready; sleep 300"
+
+    def interrupt() -> None:  # Ctrl-C, once everything runs
+        wait_for(workspace / "ready")
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        call(tools, "run_shell", command=command)
+    try:
+        assert marked(marker) == []
+    finally:
+        kill_marked(marker)
+    assert is_gone(int((workspace / "sh.pid").read_text()))
+
+
+def test_killing_the_agent_kills_everything(workspace: Path) -> None:
+    marker = f"gs-mark-{uuid.uuid4().hex}"
+    agent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from gitsessions.services.tools.shell import run_shell\n"
+            "run_shell(sys.argv[1], cwd=sys.argv[2], env={'PATH': sys.argv[3]}, "
+            "output_limit=4000, timeout=600)\n",
+            escapees(marker) + "touch ready; sleep 300",
+            str(workspace),
+            ENV["PATH"],
+        ]
+    )
+    try:
+        wait_for(workspace / "ready")
+        assert len(marked(marker)) == 3
+        agent.kill()  # no cleanup code runs in the agent: the kernel tells the launcher
+        agent.wait()
+        deadline = time.monotonic() + 30
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(marker) == []
+    finally:
+        agent.kill()
+        kill_marked(marker)
+
+
+def test_a_command_killed_by_a_signal_reports_it(tools: ToolRegistry) -> None:
+    outcome = call(tools, "run_shell", command="echo before; kill -9 $$")
+    assert outcome.ok
+    assert outcome.exit_code == -9
+    assert outcome.content.splitlines() == ["exit code: -9", "before"]
+
+
+def test_exit_codes_pass_through_the_launcher(tools: ToolRegistry) -> None:
+    assert call(tools, "run_shell", command="exit 255").exit_code == 255
+    missing = call(tools, "run_shell", command="no-such-command-here")
+    assert missing.exit_code == 127
+    assert "not found" in missing.content
 
 
 def _cut_count(content: str) -> int:

@@ -17,7 +17,10 @@ from gitsessions.services.compaction import Policy
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import ModelClient
 from gitsessions.services.pricing import estimate_cost
+from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.tools import Approver, create_registry
+from gitsessions.services.tools.sandbox import Sandbox, workspace_write
+from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.services.workspace import describe, head_of
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import SessionNotFound
@@ -27,8 +30,6 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
-
-SECRET_ENV = ("OPENAI_API_KEY",)
 
 
 @dataclass
@@ -94,18 +95,29 @@ def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
     return cost
 
 
-def child_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment run_shell gets: ours, minus the model's key and gitsessions' own
-    settings (which point at the store and its config)."""
-    return {
-        k: v for k, v in env.items() if k not in SECRET_ENV and not k.startswith("GITSESSIONS_")
-    }
+def shell_sandbox(shell: ShellSettings, workspace: Path) -> Sandbox | None:
+    """The sandbox run_shell runs in, None for `--sandbox none`; says so on stderr.
+    Raises SandboxUnavailable (exit 2) when the kernel cannot enforce it."""
+    if shell.sandbox != "workspace-write":
+        return None
+    sandbox = workspace_write(workspace, network=shell.sandbox_network)
+    network = "allowed" if sandbox.network else "blocked"
+    err.print(
+        Text(
+            f"sandbox: run_shell writes only in {', '.join(sandbox.writable[:2])}; "
+            f"network {network}",
+            style="dim",
+        ),
+        highlight=False,
+    )
+    return sandbox
 
 
 @contextmanager
 def build_agent(
     state: State,
     settings: ModelSettings,
+    shell: ShellSettings,
     *,
     resume: str | None,
     continue_: bool,
@@ -131,6 +143,7 @@ def build_agent(
             highlight=False,
         )
     env = dict(state.env)
+    sandbox = shell_sandbox(shell, workspace)  # before anything is created
     lease = Lease(store.home, picked.id) if picked else None
     try:
         if picked is None:
@@ -151,8 +164,9 @@ def build_agent(
                 )
         registry = create_registry(
             workspace,
-            child_env(env),
+            shell_environment(env, shell.env_keep),
             approve=approve,
+            sandbox=sandbox,
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
         register_session_tools(registry, session, Scope(None if all_sessions else workspace))

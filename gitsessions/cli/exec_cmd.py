@@ -31,6 +31,8 @@ def cmd_exec(
     workspace: options.Workspace = None,
     auto_approve: options.AutoApprove = False,
     all_sessions: options.AllSessions = False,
+    sandbox: options.Sandbox = None,
+    sandbox_network: options.SandboxNetwork = None,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
     ] = 50,
@@ -62,9 +64,11 @@ def cmd_exec(
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
     )
+    shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
     with build_agent(
         state,
         settings,
+        shell,
         resume=resume,
         continue_=continue_,
         workspace_flag=workspace,

@@ -12,6 +12,7 @@ from gitsessions.services.config import (
     load_config,
     resolve_model_settings,
 )
+from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
 
 Model = Annotated[
     str | None, typer.Option("--model", help="Model name [env GITSESSIONS_MODEL; default gemma4].")
@@ -61,9 +62,32 @@ AllSessions = Annotated[
         "of this workspace and their forks.",
     ),
 ]
+Sandbox = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        metavar="MODE",
+        help="run_shell sandbox: none, or workspace-write (Linux Landlock: writes only in "
+        "the workspace and the temp dir, no network) [config [shell] sandbox; default none].",
+    ),
+]
+SandboxNetwork = Annotated[
+    bool | None,
+    typer.Option(
+        "--sandbox-network/--no-sandbox-network",
+        help="Let a workspace-write sandboxed shell use the network "
+        "[config [shell] sandbox_network; default no].",
+    ),
+]
 
 
 def model_settings(state: State, **flags: Any) -> ModelSettings:
     """Settings from flags > environment > config.toml > defaults."""
     path = config_path(state.home)
     return resolve_model_settings(flags, state.env, load_config(path), config_source=str(path))
+
+
+def shell_settings(state: State, **flags: Any) -> ShellSettings:
+    """run_shell settings from flags > config.toml [shell] > defaults."""
+    path = config_path(state.home)
+    return resolve_shell_settings(flags, load_config(path), config_source=str(path))

@@ -16,6 +16,7 @@ from gitsessions.services.tools.listing import list_files, search_files
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT
 from gitsessions.services.tools.registry import Approver, ToolRegistry, deny_all
 from gitsessions.services.tools.result import ToolResult
+from gitsessions.services.tools.sandbox import Sandbox
 from gitsessions.services.tools.schemas import (
     EDIT_FILE,
     LIST_FILES,
@@ -36,9 +37,11 @@ def create_registry(
     approve: Approver = deny_all,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     default_timeout: int = DEFAULT_TIMEOUT,
+    sandbox: Sandbox | None = None,
 ) -> ToolRegistry:
     """A registry holding read_file, write_file, edit_file, list_files, search_files and
-    run_shell, confined to `root`, with `env` as run_shell's whole environment."""
+    run_shell, confined to `root`, with `env` as run_shell's whole environment and
+    `sandbox` (when given) confining run_shell's writes and network."""
     workspace = Workspace(root)
     child_env = dict(env)
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
@@ -62,7 +65,7 @@ def create_registry(
         timeout = default_timeout if a["timeout"] is None else a["timeout"]
         return run_shell(
             a["command"], cwd=workspace.root, env=child_env, timeout=timeout,
-            output_limit=output_limit,
+            output_limit=output_limit, sandbox=sandbox,
         )  # fmt: skip
 
     for definition, handler in (

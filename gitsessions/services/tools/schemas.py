@@ -125,9 +125,9 @@ RUN_SHELL = function_tool(
     "Run a command with `bash -c` in the workspace root directory. stdin is closed (no "
     "interactive prompts: pass flags like -y). stdout and stderr are merged. The result's "
     "first line is 'exit code: N' (or 'exit code: timeout after Ns'), followed by the "
-    "output; long output keeps its beginning and end. On timeout the command and every "
-    "process it started are killed; background processes still attached to the output "
-    "are killed when the command exits. Needs the user's approval.",
+    "output; long output keeps its beginning and end. When the command exits or times out, "
+    "every process it started is killed, background and detached ones too: nothing "
+    "outlives the call. Needs the user's approval.",
     {
         "command": {"type": "string", "description": "The bash command line to run."},
         "timeout": {

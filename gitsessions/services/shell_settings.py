@@ -1,0 +1,76 @@
+"""Shell settings resolution: the `[shell]` table of config.toml under the CLI flags.
+
+Invariant: each setting takes the CLI flag when given, else `[shell]` in config.toml,
+else its default (no environment variables: what the shell may reach is not something
+an inherited variable should change). A key in `[shell]` this module does not know is an
+error, not ignored: a misspelt `sandbox_network` must not silently weaken the sandbox.
+`sources` names where each value came from, like `ModelSettings.sources`.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitsessions.services.config import CONFIG_FILE, ConfigError
+from gitsessions.services.tools.sandbox import MODES
+
+TABLE = "shell"
+KEYS = ("env_keep", "sandbox", "sandbox_network")
+DEFAULT_SANDBOX = "none"
+
+
+@dataclass(frozen=True)
+class ShellSettings:
+    """What run_shell may see and reach: kept variables, sandbox mode, network."""
+
+    env_keep: tuple[str, ...] = ()
+    sandbox: str = DEFAULT_SANDBOX
+    sandbox_network: bool = False
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def resolve_shell_settings(
+    flags: Mapping[str, Any], config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
+) -> ShellSettings:
+    """Resolve `sandbox` and `sandbox_network` (flags: None means not given) and
+    `env_keep` (config only) by precedence flag > config > default; validate them."""
+    table = config.get(TABLE, {})
+    where = f"{config_source} [{TABLE}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{config_source}: [{TABLE}] must be a table")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(KEYS)}")
+    sources: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for name, flag, default in (
+        ("sandbox", "--sandbox", DEFAULT_SANDBOX),
+        ("sandbox_network", "--sandbox-network", False),
+        ("env_keep", None, []),
+    ):
+        if flag is not None and flags.get(name) is not None:
+            values[name], sources[name] = flags[name], f"flag {flag}"
+        elif table.get(name) is not None:
+            values[name], sources[name] = table[name], where
+        else:
+            values[name], sources[name] = default, "default"
+    if values["sandbox"] not in MODES:
+        raise ConfigError(
+            f"sandbox {values['sandbox']!r} from {sources['sandbox']} must be one of: "
+            + ", ".join(MODES)
+        )
+    if not isinstance(values["sandbox_network"], bool):
+        source = sources["sandbox_network"]
+        raise ConfigError(f"sandbox_network from {source} must be true or false")
+    keep = values["env_keep"]
+    if not isinstance(keep, list) or not all(isinstance(p, str) and p for p in keep):
+        raise ConfigError(
+            f"env_keep from {sources['env_keep']} must be a list of variable names or globs, "
+            'e.g. ["GH_TOKEN", "AWS_*"]'
+        )
+    return ShellSettings(
+        env_keep=tuple(keep),
+        sandbox=values["sandbox"],
+        sandbox_network=values["sandbox_network"],
+        sources=sources,
+    )

@@ -1,0 +1,213 @@
+"""The process run_shell starts: it runs the command and leaves no process behind.
+
+Run by path, not imported, so it starts without loading gitsessions:
+
+    python -E -P -S launcher.py --status-fd N --parent PID [--ruleset-fd N] -- bash -c CMD
+
+It needs only the standard library (hence -S: no site-packages to load).
+
+Invariant: when this process exits, every process the command started is dead, however
+it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
+(PR_SET_CHILD_SUBREAPER), so orphaned descendants are re-parented to it instead of to
+init, and once the command's main process has exited it SIGKILLs its children (found
+under /proc), whose own children then become its children, round after round, until none
+is left. SIGTERM (sent by run_shell on
+timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
+the same cleanup at once. With `--ruleset-fd`, a Landlock ruleset that run_shell built
+(sandbox.py) restricts this process before the command starts, so the command and all
+it starts are confined by it; a ruleset that cannot be enforced means nothing runs.
+Last, one line goes to the status fd: `exit N killed K` (N negative for a signal, `none`
+when stopped) or `error MESSAGE` when the command was not started.
+"""
+
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_RESTRICT_SELF = 446  # the same number on every Linux architecture
+EXIT_NOT_STARTED = 126
+EXIT_NOT_FOUND = 127
+
+
+class Stop(Exception):
+    """SIGTERM or SIGHUP arrived: stop the command and everything it started."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    raise Stop(signum)
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"prctl({option}): {os.strerror(error)}")
+
+
+def children(parent: int) -> dict[int, bool]:
+    """The processes whose parent is `parent`, found through /proc/PID/stat, and whether
+    each is a zombie (dead, waiting to be reaped)."""
+    found: dict[int, bool] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == parent:
+            found[int(entry.name)] = fields[0] == b"Z"
+    return found
+
+
+def reap_nohang() -> None:
+    """Collect every child that has already exited."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_all() -> int:
+    """SIGKILL our children, round after round, until none is left; return how many were
+    killed. Only children are signalled: their pids cannot be reused by an unrelated process
+    until we reap them, and when one dies its own children become ours (we are their
+    subreaper) for the next round. A child we may not signal (a setuid program) is left
+    alone rather than waited for."""
+    killed: set[int] = set()
+    me = os.getpid()
+    while found := children(me):
+        progress = any(found.values())  # a zombie to reap
+        for pid, dead in found.items():
+            if dead:
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.add(pid)
+            progress = True
+        if not progress:
+            break
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            os.waitpid(-1, 0)  # a child is dead or was just killed: returns soon
+        except ChildProcessError:
+            pass
+        reap_nohang()
+    return len(killed)
+
+
+def restrict(ruleset_fd: int) -> None:
+    """Enforce on this process (and so on all it starts) the Landlock ruleset run_shell
+    built (sandbox.py); no_new_privs first, as the kernel requires without CAP_SYS_ADMIN."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"landlock_restrict_self: {os.strerror(error)}")
+    os.close(ruleset_fd)
+
+
+def exit_code(status: int) -> int:
+    """A wait status as run_shell reports it: the exit code, or minus the signal."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def start(argv: list[str]) -> int:
+    """Fork and exec `argv` with default signal handling; return its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(number, signal.SIG_DFL)
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        os.write(2, f"{argv[0]}: {error.strerror}\n".encode())
+        os._exit(EXIT_NOT_FOUND if isinstance(error, FileNotFoundError) else EXIT_NOT_STARTED)
+    os._exit(EXIT_NOT_STARTED)  # not reached: execvp returns only by raising
+
+
+class Options:
+    """The parsed command line (a plain class: dataclasses would cost startup time)."""
+
+    def __init__(self) -> None:
+        self.status_fd = -1
+        self.parent = -1
+        self.ruleset_fd = -1
+        self.argv: list[str] = []
+
+
+def parse(arguments: list[str]) -> Options:
+    """Options from the command line; ValueError for anything else."""
+    options = Options()
+    rest = iter(arguments)
+    for word in rest:
+        if word == "--":
+            options.argv = list(rest)
+        elif word == "--status-fd":
+            options.status_fd = int(next(rest))
+        elif word == "--parent":
+            options.parent = int(next(rest))
+        elif word == "--ruleset-fd":
+            options.ruleset_fd = int(next(rest))
+        else:
+            raise ValueError(f"unknown launcher option {word!r}")
+    if options.status_fd < 0 or options.parent < 0 or not options.argv:
+        raise ValueError("usage: launcher.py --status-fd N --parent PID [...] -- COMMAND...")
+    return options
+
+
+def main(arguments: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    options = parse(arguments)
+    os.set_inheritable(options.status_fd, False)
+    report = "exit none"
+    code = EXIT_NOT_STARTED
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != options.parent:
+            raise Stop(signal.SIGTERM)  # run_shell's process died before the prctl
+        if options.ruleset_fd >= 0:
+            restrict(options.ruleset_fd)
+        child = start(options.argv)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == child:
+                exit = exit_code(status)
+                report, code = f"exit {exit}", exit if exit >= 0 else 128 - exit
+                break
+    except Stop:
+        code = 128 + signal.SIGTERM
+    except OSError as error:  # reported; run_shell raises it
+        reason = error.strerror or str(error) or type(error).__name__
+        report = "error " + " ".join(reason.split())
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        killed = kill_all()
+    if not report.startswith("error"):
+        report += f" killed {killed}"
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        os.write(options.status_fd, report.encode() + b"\n")
+    except BrokenPipeError:
+        pass  # run_shell's process is gone: nobody to tell
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
