@@ -103,7 +103,7 @@ def shell_sandbox(shell: ShellSettings, workspace: Path) -> Sandbox | None:
     sandbox = workspace_write(workspace, network=shell.sandbox_network)
     network = "allowed" if sandbox.network else "blocked"
     err.print(
-        Text(
+        vtext(
             f"sandbox: run_shell writes only in {', '.join(sandbox.writable[:2])}; "
             f"network {network}",
             style="dim",
