@@ -104,7 +104,7 @@ def test_tool_turn_with_approvals(server, ws):
     assert server.requests[0]["stream"] is True
 
 
-def test_slash_commands(server, ws):
+def test_slash_commands(server, ws, home):
     child = spawn(server.base_url, ws)
     assert "\\compact" in say(child, "\\help")
     assert "unknown command \\nope" in say(child, "\\nope")
@@ -134,6 +134,10 @@ def test_slash_commands(server, ws):
     original = next(r for r in rows if not r["parent_id"])
     pins = json.loads(run_gitsessions("pins", original["id"], "--json").stdout)
     assert pins == ["keep the API stable"]
+    # \title and \pin go through the same write path as `rename` and `pin`: audited
+    audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    ops = [(a["operation"], a["outcome"]) for a in audit if a["session"] == original["id"]]
+    assert ops.count(("rename", "ok")) == 2 and ("pin", "ok") in ops
 
 
 def test_ctrl_c_cancels_request_and_keeps_session(server, ws):

@@ -17,6 +17,8 @@ Invariants:
 from collections.abc import Mapping
 from typing import Any
 
+from gitsessions.services import writer
+from gitsessions.services.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.canonical import scrub
@@ -45,8 +47,12 @@ class AgentSession:
     ) -> "AgentSession":
         system = {"role": "system", "content": system_prompt}
         header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
-        head = store.create(
-            header, Change(context=[system], append=[system]), subject="create: new session"
+        head = writer.create(
+            store,
+            header,
+            Change(context=[system], append=[system]),
+            operation=None,  # a turn's tool runs are audited; the session's birth is its commit
+            subject="create: new session",
         )
         return cls(store, head)
 
@@ -145,10 +151,11 @@ class AgentSession:
             usage=self.usage,
         )
         all_trailers = {"Turn": self.turn, **(trailers or {})}
-        # A failed commit keeps everything pending, so the next checkpoint commits it.
-        self.head = self.store.commit(
-            self.head, change, event=event, subject=subject, trailers=all_trailers
-        )
+        # The one write path, on exactly our head (we hold the lease). A failed commit
+        # keeps everything pending, so the next checkpoint commits it.
+        self.head = writer.commit_on(
+            self.store, self.head, Edit(change, event, subject, all_trailers)
+        ).head
         # what was stored (redacted, when redaction is on) is what the model sees next
         self.context, self.plan, self.pins = change.context, change.plan, change.pins
         self.pending = []

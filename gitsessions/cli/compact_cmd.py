@@ -114,7 +114,7 @@ def cmd_pin(
 ) -> None:
     """Pin a note: it survives every compaction verbatim."""
     store = ctx.obj.store
-    pins = manage.pin(store, store.resolve(session), text)
+    _written, pins = manage.pin(store, store.resolve(session), text)
     err.print(f"pinned as {len(pins)}")
 
 

@@ -60,7 +60,6 @@ def cmd_import(
         raise InvalidInput(f"{file}: {error}") from None
     store = state.store
     head = import_session(store, doc, fresh_id=new_id, now=now_iso())
-    audit(store.home, "import", head.id, "ok", source=doc["id"])
     out.print(head.id)
 
 

@@ -229,7 +229,11 @@ def cmd_rename(
 ) -> None:
     """Set the session's title (yours; the model-written list summary is separate)."""
     store = _state(ctx).store
-    head = manage.rename(store, store.resolve(session), title)
+    written = manage.rename(store, store.resolve(session), title)
+    head = written.head
+    if not written.committed:
+        err.print(f"{short(head.id)} is already titled {one_line(head.header['title'])}")
+        return
     err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
 
 
@@ -259,15 +263,17 @@ def cmd_fork(
 def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
     """Hide a session from `list` (and from search); it stays readable by id."""
     store = _state(ctx).store
-    head = manage.set_archived(store, store.resolve(session), True)
-    err.print(f"archived {short(head.id)}")
+    written = manage.set_archived(store, store.resolve(session), True)
+    state = "archived" if written.committed else "already archived"
+    err.print(f"{short(written.head.id)}: {state}")
 
 
 def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
     """Bring an archived session back."""
     store = _state(ctx).store
-    head = manage.set_archived(store, store.resolve(session), False)
-    err.print(f"unarchived {short(head.id)}")
+    written = manage.set_archived(store, store.resolve(session), False)
+    state = "unarchived" if written.committed else "not archived"
+    err.print(f"{short(written.head.id)}: {state}")
 
 
 def cmd_delete(

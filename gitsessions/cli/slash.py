@@ -12,7 +12,6 @@ from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import check_title, short
-from gitsessions.values.secrets import redact
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
@@ -94,10 +93,11 @@ class Slash:
 
     def title(self, text: str) -> None:
         title = check_title(text)
+        self.agent.save()  # pending steps first: the rename builds on them
         session = self.agent.session
-        session.update_header(title=title)
-        session.checkpoint(f"rename: {title}", event="rename")
-        self._say(f"title: {title}")
+        written = manage.rename(session.store, session.id, title, lease_held=True)
+        session.adopt(written.head)
+        self._say(f"title: {title}" if written.committed else f"already titled {title}")
 
     def info(self, _: str) -> None:
         session = self.agent.session
@@ -146,10 +146,11 @@ class Slash:
         if not text.strip():
             self._say("usage: \\pin TEXT")
             return
+        self.agent.save()
         session = self.agent.session
-        number = session.add_pin(text.strip())
-        session.checkpoint(f"pin: {redact(text.strip())[0][:60]}", event="pin")
-        self._say(f"pinned as {number}")
+        written, pins = manage.pin(session.store, session.id, text, lease_held=True)
+        session.adopt(written.head)
+        self._say(f"pinned as {len(pins)}")
 
     def plan(self, _: str) -> None:
         items = self.agent.session.plan

@@ -26,6 +26,8 @@ def _safe(value: Any) -> Any:
         return value
     if isinstance(value, list | tuple):
         return [_safe(item) for item in value]
+    if isinstance(value, dict):  # e.g. redaction findings: {where, index, rule, count}
+        return {str(_safe(key)): _safe(item) for key, item in value.items()}
     text = str(value)
     if TOKEN.fullmatch(text):
         return text

@@ -1,6 +1,7 @@
 """Running a compaction on a stored session and recording it as one commit.
 
-Invariant: the store changes only when compaction succeeded and changed the context.
+Invariant: the store changes only when compaction succeeded and changed the context,
+through the one write path (`services.writer`), with an audit line.
 Then one commit replaces `context.json`, appends the record to `compactions.json` and
 adds the summarizer's usage to `usage.json`, with subject `compact: B -> A tokens` and
 trailers `Event: compact`, `Tokens-Before`, `Tokens-After`, `Trigger`, `Stages`. The
@@ -10,6 +11,7 @@ transcript is never touched. Any failure leaves the session exactly as it was.
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitsessions.services import writer
 from gitsessions.services.compaction import (
     CompactionResult,
     Count,
@@ -20,6 +22,7 @@ from gitsessions.services.compaction import (
 )
 from gitsessions.services.continuation import SummaryRequest, SummaryResult
 from gitsessions.services.model import ModelClient
+from gitsessions.services.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.records import add_usage
@@ -103,18 +106,21 @@ def compact_session(
             cost(result.summarizer_model, prompt, completion),
         )
     compactions = [*store.read(head, "compactions"), result.record(now_iso())]
-    new_head = store.commit(
-        head,
+    edit = Edit(
         Change(
             header=touch(head.header), context=result.messages, compactions=compactions, usage=usage
         ),
-        event="compact",
-        subject=f"compact: {result.before_tokens} -> {result.after_tokens} tokens",
-        trailers={
+        "compact",
+        f"compact: {result.before_tokens} -> {result.after_tokens} tokens",
+        {
             "Tokens-Before": result.before_tokens,
             "Tokens-After": result.after_tokens,
             "Trigger": trigger,
             "Stages": ",".join(result.stages),
         },
     )
-    return Recorded(result, new_head, True)
+    # built from this very head (the caller holds the lease): a moved branch is an error
+    written = writer.audited(
+        store, "compact", head.id, lambda: writer.commit_on(store, head, edit), trigger=trigger
+    )
+    return Recorded(result, written.head, written.committed)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gitsessions.services import writer
 from gitsessions.store.errors import SessionExists
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.canonical import dumps
@@ -257,10 +258,13 @@ def import_session(
         usage=full["usage"],
     )
     trailers = {"Imported-From": doc["id"]} if fresh_id else {}
-    return store.create(
+    return writer.create(
+        store,
         header,
         change,
+        operation="import",
         event="import",
         subject=f"import: {header['title'] or session_id[:8]}",
         trailers=trailers,
+        source=doc["id"],
     )

@@ -1,101 +1,52 @@
-"""Session management operations: rename, archive, fork, delete, gc, import.
+"""Session management operations: rename, archive, pin, unpin, fork, delete, gc.
 
-Each operation re-reads the session head and retries when another writer won the race,
-so a rename never silently undoes a concurrent turn (and vice versa). Every operation
-appends one line to the audit log, whatever its outcome. A delete leaves nothing of the
-session behind outside the store either: cache rows, chat history lines, lease file.
+Each is an edit function handed to `services.writer` (the one write path: lease,
+compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
+From the chat, the agent's process already holds the lease (`lease_held=True`). A delete
+leaves nothing of the session behind outside the store either: cache rows, chat history
+lines, lease file.
 """
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-from gitsessions.services import chat_history
-from gitsessions.services.audit import audit
+from gitsessions.services import chat_history, writer
 from gitsessions.services.search import SearchIndex
+from gitsessions.services.writer import Edit, Written
 from gitsessions.store import background, maintenance
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
-from gitsessions.values.errors import GitsessionsError, InvalidInput
+from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, new_id
 from gitsessions.values.secrets import redact
 
-RETRIES = 5
-T = TypeVar("T")
 
-
-def _audited(
-    store: SessionStore, operation: str, session: str | None, run: Callable[[], T], **extra: Any
-) -> T:
-    try:
-        result = run()
-    except GitsessionsError as error:
-        # the error's kind only: its message may quote titles or text of the session
-        audit(store.home, operation, session, "error", error=type(error).__name__, **extra)
-        raise
-    audit(store.home, operation, session, "ok", **extra)
-    return result
-
-
-def _update(
-    store: SessionStore, session_id: str, event: str, subject: str, make: Callable[[Head], Change]
-) -> Head:
-    with Lease(store.home, session_id):  # a live chat on it would lose its next commit
-        return _retrying(store, session_id, event, subject, make)
-
-
-def _retrying(
-    store: SessionStore, session_id: str, event: str, subject: str, make: Callable[[Head], Change]
-) -> Head:
-    for attempt in range(RETRIES):
-        head = store.head(session_id)
-        try:
-            return store.commit(head, make(head), event=event, subject=subject)
-        except ConcurrentUpdate:
-            if attempt == RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
-def rename(store: SessionStore, session_id: str, title: str) -> Head:
+def rename(store: SessionStore, session_id: str, title: str, lease_held: bool = False) -> Written:
     title = check_title(title)
-    return _audited(
-        store,
-        "rename",
-        session_id,
-        lambda: _update(
-            store,
-            session_id,
-            "rename",
-            f"rename: {title}",
-            lambda head: Change(header=touch(head.header, title=title)),
-        ),
-    )
+
+    def edit(head: Head) -> Edit | None:
+        if head.header.get("title") == title:
+            return None
+        return Edit(Change(header=touch(head.header, title=title)), "rename", f"rename: {title}")
+
+    return writer.update(store, session_id, edit, operation="rename", lease_held=lease_held)
 
 
-def set_archived(store: SessionStore, session_id: str, archived: bool) -> Head:
+def set_archived(store: SessionStore, session_id: str, archived: bool) -> Written:
     event = "archive" if archived else "unarchive"
-    return _audited(
-        store,
-        event,
-        session_id,
-        lambda: _update(
-            store,
-            session_id,
-            event,
-            event,
-            lambda head: Change(header=touch(head.header, archived=archived)),
-        ),
-    )
+
+    def edit(head: Head) -> Edit | None:
+        if bool(head.header.get("archived")) == archived:
+            return None
+        return Edit(Change(header=touch(head.header, archived=archived)), event, event)
+
+    return writer.update(store, session_id, edit, operation=event)
 
 
 def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head:
     if title is not None:
         title = check_title(title)
     fork_id = new_id()
-    return _audited(
+    return writer.audited(
         store,
         "fork",
         session_id,
@@ -113,7 +64,7 @@ def delete(store: SessionStore, session_id: str) -> None:
             chat_history.forget(store.home, session_id)
             lease.discard()
 
-    _audited(store, "delete", session_id, run)
+    writer.audited(store, "delete", session_id, run)
 
 
 def gc(store: SessionStore) -> dict[str, object]:
@@ -121,43 +72,40 @@ def gc(store: SessionStore) -> dict[str, object]:
         with background.maintenance_quiet(store.git.path):
             return maintenance.repack(store.git, prune=True)
 
-    return _audited(store, "gc", None, run)
+    return writer.audited(store, "gc", None, run)
 
 
-def pin(store: SessionStore, session_id: str, text: str) -> list[str]:
+def pin(
+    store: SessionStore, session_id: str, text: str, lease_held: bool = False
+) -> tuple[Written, list[str]]:
     """Add a note that survives every compaction verbatim; returns all pins."""
-    if not text.strip():
+    text = text.strip()
+    if not text:
         raise InvalidInput("a pin needs some text")
     pins: list[str] = []
 
-    def change(head: Head) -> Change:
-        pins[:] = [*store.read(head, "pins"), text.strip()]
-        return Change(header=touch(head.header), pins=list(pins))
+    def edit(head: Head) -> Edit:
+        pins[:] = [*store.read(head, "pins"), text]
+        return Edit(
+            Change(header=touch(head.header), pins=list(pins)),
+            "pin",
+            f"pin: {redact(text)[0][:60]}",
+        )
 
-    _audited(
-        store,
-        "pin",
-        session_id,
-        lambda: _update(store, session_id, "pin", f"pin: {redact(text.strip())[0][:60]}", change),
-    )
-    return pins
+    written = writer.update(store, session_id, edit, operation="pin", lease_held=lease_held)
+    return written, pins
 
 
 def unpin(store: SessionStore, session_id: str, number: int) -> str:
     """Remove pin `number` (1-based, as `pins` lists them); returns its text."""
     removed: list[str] = []
 
-    def change(head: Head) -> Change:
+    def edit(head: Head) -> Edit:
         pins = list(store.read(head, "pins"))
         if not 1 <= number <= len(pins):
             raise InvalidInput(f"no pin {number}: the session has {len(pins)} pins")
         removed[:] = [pins.pop(number - 1)]
-        return Change(header=touch(head.header), pins=pins)
+        return Edit(Change(header=touch(head.header), pins=pins), "unpin", f"unpin: {number}")
 
-    _audited(
-        store,
-        "unpin",
-        session_id,
-        lambda: _update(store, session_id, "unpin", f"unpin: {number}", change),
-    )
+    writer.update(store, session_id, edit, operation="unpin")
     return removed[0]

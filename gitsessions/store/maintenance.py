@@ -214,7 +214,8 @@ def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
             store.delete_loose_object(sha)
         dulwich_private.rescan_packs(store)
         pack_refs(git)
-        _remove_empty_fanout(git)
+        if prune:  # the exclusive lock: no writer is about to use an empty directory
+            _remove_empty_fanout(git)
         stats.update(objects=len(entries), purged=prune)
         return stats
 
@@ -295,7 +296,8 @@ def _rewrite_without(git: GitStore, pack: Pack, doomed: set[bytes]) -> None:
 
 def pack_loose(git: GitStore) -> int:
     """Move loose objects into one new deltified pack; returns how many were packed.
-    Holds only the shared lock: a loose object is removed once its pack is in place."""
+    Holds only the shared lock: a loose object is removed once its pack is in place,
+    and empty fan-out directories stay (a writer may be about to use one)."""
     with git.locked():
         store = git.repo.object_store
         loose = set(dulwich_private.loose_objects(store))
@@ -309,7 +311,6 @@ def pack_loose(git: GitStore) -> int:
         dulwich_private.rescan_packs(store)
         for sha in loose:
             store.delete_loose_object(sha)
-        _remove_empty_fanout(git)
         return len(loose)
 
 
@@ -334,7 +335,6 @@ def consolidate(git: GitStore) -> int:
                 dulwich_private.remove_pack(store, pack)
         for sha in loose:
             store.delete_loose_object(sha)
-        _remove_empty_fanout(git)
         return len(old_packs)
 
 

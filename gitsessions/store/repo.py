@@ -184,6 +184,9 @@ class GitStore:
                 try:
                     store.add_object(obj)
                     break
+                except FileNotFoundError:  # its fan-out directory was removed meanwhile
+                    attempt += 1
+                    self._retry_locked(attempt, f"object {obj.id.decode()}")
                 except FileLocked:
                     if obj.id in store:
                         break

@@ -212,9 +212,14 @@ class SessionStore:
         event: str,
         subject: str,
         trailers: Mapping[str, Any] | None = None,
+        skip_unchanged: bool = False,
     ) -> Head:
-        """Commit `change` on top of `base`; `ConcurrentUpdate` if the branch moved."""
-        return self._write(base.id, base, change, event, subject, trailers or {}, base.commit)
+        """Commit `change` on top of `base`; `ConcurrentUpdate` if the branch moved.
+        With `skip_unchanged`, a change that leaves every file as it was (but the
+        header's `updated_at`) makes no commit: `base` itself comes back."""
+        return self._write(
+            base.id, base, change, event, subject, trailers or {}, base.commit, skip_unchanged
+        )
 
     def create(
         self,
@@ -278,6 +283,7 @@ class SessionStore:
         subject: str,
         trailers: Mapping[str, Any],
         expected: bytes | None,
+        skip_unchanged: bool = False,
     ) -> Head:
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
@@ -302,6 +308,13 @@ class SessionStore:
         header["format"] = HEADER_FORMAT
         header["id"] = session_id
         header["counts"] = counts
+        if skip_unchanged and base is not None and not change.append:
+            draft.set(
+                "session.json", dumps({**header, "updated_at": base.header.get("updated_at")})
+            )
+            if draft.root.id == base.tree:
+                return base
+            draft.new_objects.pop()
         draft.set("session.json", dumps(header))
         tree_id = draft.finish()
 
