@@ -162,3 +162,50 @@ def test_objects_reach_the_disk_before_the_ref_that_names_them(home):
     assert object_writes, "the commit wrote no loose object?"
     assert all(i < ref_moved for i in object_writes)
     assert len([i for i in fsyncs if i < ref_moved]) >= len(object_writes)
+
+
+def test_readers_never_see_an_older_head_while_refs_are_packed(home):
+    """A writer commits, a packer packs refs over and over, a reader reads the head:
+    every read is the head committed before it began, or a newer one."""
+    import threading
+
+    heads = _make_store(home, 20)
+    sid = next(iter(heads))
+    store = SessionStore(home, background_maintenance=False)
+    committed: list[bytes] = [heads[sid]]
+    stop = threading.Event()
+    reads: list[tuple[int, bytes]] = []
+
+    def write() -> None:
+        writer = SessionStore(home, background_maintenance=False)
+        head = writer.head(sid)
+        for n in range(60):
+            msg = {"role": "user", "content": f"w{n}"}
+            head = writer.commit(head, Change(append=[msg]), event="turn", subject="turn")
+            committed.append(head.commit)
+        writer.close()
+        stop.set()
+
+    def pack() -> None:
+        packer = SessionStore(home, background_maintenance=False)
+        while not stop.is_set():
+            pack_refs(packer.git)
+        packer.close()
+
+    def read() -> None:
+        reader = SessionStore(home, background_maintenance=False)
+        while not stop.is_set():
+            known = len(committed)  # the newest head acknowledged before this read
+            reads.append((known, reader.ids()[sid]))
+        reader.close()
+
+    threads = [threading.Thread(target=f) for f in (write, pack, read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    # a read may see a head committed after it began (not yet acknowledged), never older
+    stale = [(k, seen) for k, seen in reads if seen not in committed[k - 1 :]]
+    assert reads and not stale, stale[:3]
+    assert store.head(sid).commit == committed[-1]
+    store.close()
