@@ -251,6 +251,25 @@ def test_arguments_digest_is_canonical(workspace: Path, tools: ToolRegistry) -> 
     assert broken.arguments_digest == hashlib.sha256(b"{nope").hexdigest()
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path": NaN}',
+        '{"path": "a.txt", "limit": -Infinity}',
+        '{"path": "\\ud800"}',
+        '{"p\ud800": 1}',
+    ],
+)
+def test_arguments_without_canonical_json_get_an_error_and_the_raw_digest(
+    workspace: Path, tools: ToolRegistry, raw: str
+) -> None:
+    (workspace / "a.txt").write_text("x\n")
+    outcome = raw_call(tools, "read_file", raw)
+    assert not outcome.ok and outcome.content.startswith("error: ")
+    expected = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    assert outcome.arguments_digest == expected
+
+
 def test_outcome_message_answers_the_call(workspace: Path, tools: ToolRegistry) -> None:
     (workspace / "a.txt").write_text("x\n")
     outcome = call(tools, "read_file", path="a.txt")
