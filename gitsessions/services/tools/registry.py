@@ -54,8 +54,7 @@ class ToolOutcome:
     its job). `duration` is the handler's run time in seconds (0.0 when it did not run).
     `arguments_digest` is the sha256 hex of the canonical JSON of the arguments as sent
     (of the raw string when it is not valid JSON, or holds NaN, Infinity or a lone
-    surrogate, which have no canonical JSON). `changed_path` is the workspace-
-    relative path written by write_file/edit_file; `exit_code` is run_shell's.
+    surrogate, which have no canonical JSON). `exit_code` is run_shell's.
     """
 
     call_id: str
@@ -64,7 +63,6 @@ class ToolOutcome:
     ok: bool
     duration: float
     arguments_digest: str
-    changed_path: str | None = None
     exit_code: int | None = None
     denied: bool = False
 
@@ -216,6 +214,5 @@ class ToolRegistry:
             ok=result.ok,
             duration=duration,
             arguments_digest=arguments_digest(raw, parsed),
-            changed_path=result.changed_path,
             exit_code=result.exit_code,
         )
