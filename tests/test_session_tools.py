@@ -16,6 +16,7 @@ from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.sessions import SessionStore
 
 TOTAL = 100  # transcript messages, the system prompt included
+SEARCH_LIMIT = 20  # hits per search_sessions call
 NEXT = re.compile(r"call (?:read_session )?again with start=(\d+)")
 INDEX = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 
@@ -169,3 +170,22 @@ def test_update_plan_is_saved_with_the_session(
     assert session.checkpoint("turn 2: plan")
     assert store.read(store.head(session.id), "plan") == items
     assert dispatch(registry, "update_plan", items=[]).content == "plan saved:\n(empty plan)"
+
+
+def test_search_hits_lead_to_read_session_and_say_when_there_are_more(
+    registry: ToolRegistry, session: AgentSession
+) -> None:
+    found = dispatch(registry, "search_sessions", query="NEEDLE")
+    lines = found.content.splitlines()
+    hits = [line for line in lines if line.startswith(session.id)]
+    assert len(hits) == SEARCH_LIMIT
+    assert lines[-1] == (
+        f"[more than {SEARCH_LIMIT} matches: narrow the query, or page through one session "
+        "with read_session and the same query]"
+    )
+    for hit in hits[:3]:
+        index = int(re.search(r" message (\d+): ", hit).group(1))  # type: ignore[union-attr]
+        page = read(registry, session=session.id[:8], start=index, end=index + 1).content
+        assert f"[{index}] " in page and "NEEDLE" in page
+    few = dispatch(registry, "search_sessions", query="message 9 NEEDLE").content
+    assert "more than" not in few and "message 9 NEEDLE" in few

@@ -7,7 +7,8 @@ only the sessions `scope` allows (this workspace's, unless the user passed
 read_session pages: a page holds at most READ_LIMIT messages and fits the registry's output
 limit whole (only a single message longer than the limit is cut), and it ends with either
 the `start` of the next page or a line saying there is no more, so following the pages
-shows every selected message exactly once."""
+shows every selected message exactly once. search_sessions shows at most SEARCH_LIMIT
+hits and says so when there are more."""
 
 import json
 from typing import Any
@@ -19,6 +20,7 @@ from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, T
 from gitsessions.values.messages import text_of
 
 READ_LIMIT = 40  # messages per read_session call
+SEARCH_LIMIT = 20  # hits per search_sessions call
 PAGE_ROOM = 400  # characters of the output limit kept for a page's header and last line
 
 
@@ -112,7 +114,7 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         hits = SearchIndex(store).search(
             args["query"],
             include_archived=False,
-            limit=20,
+            limit=SEARCH_LIMIT + 1,
             sessions=scope.sessions(store, session.id),
         )
         if not hits:
@@ -120,8 +122,13 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         lines = [
             f"{h.session} ({h.title or 'untitled'}) "
             f"{'message ' + str(h.index) if h.index is not None else h.role}: {h.snippet}"
-            for h in hits
+            for h in hits[:SEARCH_LIMIT]
         ]
+        if len(hits) > SEARCH_LIMIT:
+            lines.append(
+                f"[more than {SEARCH_LIMIT} matches: narrow the query, or page through one "
+                "session with read_session and the same query]"
+            )
         return ToolResult("\n".join(lines))
 
     registry.register("update_plan", SESSION_TOOLS["update_plan"], update_plan)
