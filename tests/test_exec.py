@@ -303,4 +303,37 @@ def test_a_reply_whose_commit_fails_is_still_printed(server, tmp_path, home):
     again = exec_(server, ws, "once more", "--resume", sid, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["reply"] == "now saved"
+
+
+def test_nan_or_lone_surrogate_in_tool_arguments_gets_an_error_result(server, tmp_path, home):
+    """Arguments that have no canonical JSON (NaN, a lone surrogate escape) must not abort
+    the turn: the call gets an error result, the next step runs, the session is stored."""
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    server.reply(
+        content=None,
+        tool_calls=[
+            {"name": "read_file", "arguments": '{"path": NaN}'},
+            {"name": "read_file", "arguments": '{"path": "\\ud800"}'},
+            {"name": "read_file", "arguments": '{"path": "a.txt", "limit": Infinity}'},
+            {"name": "read_file", "arguments": '{"path": "\ud800"}'},  # the raw string itself
+        ],
+    )
+    server.reply(content="recovered")
+    done = exec_(server, ws, "go", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    result = json.loads(done.stdout)
+    assert result["reply"] == "recovered"
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 4
+    assert all(r.startswith("error:") for r in results), results
+    shown = json.loads(run_gitsessions("show", result["session"], "--json").stdout)
+    assert [m["content"] for m in shown if m["role"] == "tool"] == results
+    assert shown[-1] == {"role": "assistant", "content": "recovered"}
+    audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    tools = [a for a in audit if a["operation"] == "tool"]
+    assert [t["outcome"] for t in tools] == ["error"] * 4
+    assert all(len(t["arguments_sha256"]) == 64 for t in tools)
     fsck(home)

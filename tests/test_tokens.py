@@ -138,3 +138,16 @@ def test_fallback_estimate_never_downloads(name: str) -> None:
 
 def test_default_counter_is_shared() -> None:
     assert default_counter() is default_counter()
+
+
+def test_values_without_canonical_json_are_counted_not_raised(counter: TokenCounter) -> None:
+    """NaN, Infinity and lone surrogates have no canonical JSON: such a message or schema
+    is still counted (just not cached), never an exception."""
+    nan_part = {"role": "user", "content": [{"type": "input_audio", "value": float("nan")}]}
+    surrogate = {"role": "user", "content": [{"type": "x", "text": None, "data": "\ud800"}]}
+    tools = [{"type": "function", "function": {"name": "f", "default": float("inf")}}]
+    for message in (nan_part, surrogate):
+        assert counter.count_message(message) > tokens.MESSAGE_OVERHEAD
+        assert counter.count_message(message) == counter.count_message(message)
+    assert counter.count_tools(tools) > tokens.TOOLS_OVERHEAD
+    assert counter.count_context([nan_part, surrogate], tools) > 0

@@ -27,7 +27,6 @@ def test_read_file_numbers_lines(workspace: Path, tools: ToolRegistry) -> None:
     outcome = call(tools, "read_file", path="a.txt")
     assert outcome.ok
     assert outcome.content == "     1\talpha\n     2\tbeta\n"
-    assert outcome.changed_path is None
 
 
 def test_read_file_offset_and_limit(workspace: Path, tools: ToolRegistry) -> None:
@@ -98,7 +97,6 @@ def test_write_file_creates_parents(workspace: Path, tools: ToolRegistry) -> Non
     outcome = call(tools, "write_file", path="src/pkg/mod.py", content="x = 1\n")
     assert outcome.ok
     assert (workspace / "src/pkg/mod.py").read_text() == "x = 1\n"
-    assert outcome.changed_path == "src/pkg/mod.py"
     assert outcome.content.startswith("created src/pkg/mod.py")
 
 
@@ -114,8 +112,7 @@ def test_edit_file_replaces_unique_match(workspace: Path, tools: ToolRegistry) -
     (workspace / "m.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
     outcome = call(tools, "edit_file", path="m.py", old="    return 2\n", new="    return 3\n")
     assert outcome.ok
-    assert outcome.changed_path == "m.py"
-    assert "line 5" in outcome.content
+    assert outcome.content.startswith("edited m.py: replaced ") and "at line 5" in outcome.content
     assert (workspace / "m.py").read_text() == "def f():\n    return 1\n\ndef g():\n    return 3\n"
 
 
@@ -124,7 +121,6 @@ def test_edit_file_not_found_leaves_file(workspace: Path, tools: ToolRegistry) -
     outcome = call(tools, "edit_file", path="m.py", old="b = 2", new="b = 3")
     assert not outcome.ok
     assert "not found" in outcome.content
-    assert outcome.changed_path is None
     assert (workspace / "m.py").read_text() == "a = 1\n"
 
 

@@ -1,6 +1,8 @@
 """The dispatcher: approval, model mistakes as error results (never exceptions), extra
 handlers registered by the agent layer, output truncation, digests and the schemas."""
 
+import ast
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -9,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import gitsessions.services.tools as tools_package
 from gitsessions.services.tools import (
     MUTATING_TOOLS,
     SESSION_TOOLS,
@@ -48,7 +51,6 @@ def test_denied_write_does_not_run(workspace: Path) -> None:
     assert not outcome.ok
     assert outcome.denied
     assert outcome.content.startswith("error: denied by the user: this write_file call")
-    assert outcome.changed_path is None
 
 
 def test_denied_shell_and_edit_do_not_run(workspace: Path) -> None:
@@ -251,6 +253,25 @@ def test_arguments_digest_is_canonical(workspace: Path, tools: ToolRegistry) -> 
     assert broken.arguments_digest == hashlib.sha256(b"{nope").hexdigest()
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path": NaN}',
+        '{"path": "a.txt", "limit": -Infinity}',
+        '{"path": "\\ud800"}',
+        '{"p\ud800": 1}',
+    ],
+)
+def test_arguments_without_canonical_json_get_an_error_and_the_raw_digest(
+    workspace: Path, tools: ToolRegistry, raw: str
+) -> None:
+    (workspace / "a.txt").write_text("x\n")
+    outcome = raw_call(tools, "read_file", raw)
+    assert not outcome.ok and outcome.content.startswith("error: ")
+    expected = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    assert outcome.arguments_digest == expected
+
+
 def test_outcome_message_answers_the_call(workspace: Path, tools: ToolRegistry) -> None:
     (workspace / "a.txt").write_text("x\n")
     outcome = call(tools, "read_file", path="a.txt")
@@ -279,3 +300,37 @@ def test_definitions_are_strict_function_tools(tools: ToolRegistry) -> None:
         assert parameters["required"] == list(parameters["properties"])
         for prop in parameters["properties"].values():
             assert prop.get("description"), function["name"]
+
+
+# nothing dead: what the package exports and what an outcome carries is used
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python_trees(*folders: str) -> list[tuple[str, ast.AST]]:
+    return [
+        (path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ]
+
+
+def test_every_package_export_is_imported_somewhere() -> None:
+    """`gitsessions.services.tools.__all__` lists only names some module imports from it."""
+    imported: set[str] = set()
+    for _, tree in python_trees("gitsessions", "tests", "bench"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "gitsessions.services.tools":
+                imported |= {alias.name for alias in node.names}
+    assert sorted(set(tools_package.__all__) - imported) == []
+
+
+def test_every_outcome_field_is_read_by_its_consumers() -> None:
+    """A ToolOutcome field that no code outside the tools package (the loop, the audit,
+    the CLI) reads is a promise nothing keeps: `message()` reads `call_id`."""
+    read: set[str] = {"call_id", "content"}  # read by ToolOutcome.message()
+    for relative, tree in python_trees("gitsessions"):
+        if not relative.startswith("gitsessions/services/tools/"):
+            read |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    fields = {field.name for field in dataclasses.fields(ToolOutcome)}
+    assert sorted(fields - read) == []

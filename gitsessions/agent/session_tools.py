@@ -2,7 +2,13 @@
 search_sessions. They read the store (never the working context), so whatever
 compaction removed from the context stays recoverable by transcript index. They reach
 only the sessions `scope` allows (this workspace's, unless the user passed
-`--all-sessions`); a session out of reach reads as if it did not exist."""
+`--all-sessions`); a session out of reach reads as if it did not exist.
+
+read_session pages: a page holds at most READ_LIMIT messages and fits the registry's output
+limit whole (only a single message longer than the limit is cut), and it ends with either
+the `start` of the next page or a line saying there is no more, so following the pages
+shows every selected message exactly once. search_sessions shows at most SEARCH_LIMIT
+hits and says so when there are more."""
 
 import json
 from typing import Any
@@ -14,6 +20,8 @@ from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, T
 from gitsessions.values.messages import text_of
 
 READ_LIMIT = 40  # messages per read_session call
+SEARCH_LIMIT = 20  # hits per search_sessions call
+PAGE_ROOM = 400  # characters of the output limit kept for a page's header and last line
 
 
 def _render(index: int, message: dict[str, Any]) -> str:
@@ -73,29 +81,40 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
             raise ToolError(f"start {start} is past the end: the transcript has {total} messages")
         query = (args["query"] or "").lower()
         picked: list[str] = []
-        more = False
+        following: int | None = None  # the index the next page starts at, if any
+        budget = registry.output_limit - PAGE_ROOM  # a page is never cut in the middle
+        size = 0
         position = start
-        while position < end and not more:
+        while position < end and following is None:
             chunk = store.transcript(head, position, min(end, position + 256))
             for offset, message in enumerate(chunk):
                 if query and query not in json.dumps(message, ensure_ascii=False).lower():
                     continue
-                if len(picked) == READ_LIMIT:
-                    more = True
+                rendered = _render(position + offset, message)
+                size += len(rendered) + 2
+                if len(picked) == READ_LIMIT or (picked and size > budget):
+                    following = position + offset
                     break
-                picked.append(_render(position + offset, message))
+                picked.append(rendered)
             position += len(chunk) or 1
         header = f"session {head.id} transcript: {total} messages"
+        what = "matches" if query else "messages"
         if not picked:
             return ToolResult(f"{header}; none matched in [{start}, {end})")
-        tail = f"\n[more matches: call again with start={position}]" if more else ""
-        return ToolResult(header + "\n\n" + "\n\n".join(picked) + tail)
+        if following is None:
+            tail = f"[no more {what} in [{start}, {end})]"
+        else:
+            tail = (
+                f"[more {what}: call read_session again with start={following} and the same "
+                "session, end and query]"
+            )
+        return ToolResult(header + "\n\n" + "\n\n".join(picked) + "\n\n" + tail)
 
     def search_sessions(args: dict[str, Any]) -> ToolResult:
         hits = SearchIndex(store).search(
             args["query"],
             include_archived=False,
-            limit=20,
+            limit=SEARCH_LIMIT + 1,
             sessions=scope.sessions(store, session.id),
         )
         if not hits:
@@ -103,8 +122,13 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         lines = [
             f"{h.session} ({h.title or 'untitled'}) "
             f"{'message ' + str(h.index) if h.index is not None else h.role}: {h.snippet}"
-            for h in hits
+            for h in hits[:SEARCH_LIMIT]
         ]
+        if len(hits) > SEARCH_LIMIT:
+            lines.append(
+                f"[more than {SEARCH_LIMIT} matches: narrow the query, or page through one "
+                "session with read_session and the same query]"
+            )
         return ToolResult("\n".join(lines))
 
     registry.register("update_plan", SESSION_TOOLS["update_plan"], update_plan)

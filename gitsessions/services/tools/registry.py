@@ -28,7 +28,7 @@ from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT, truncate
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import ToolDefinition
 from gitsessions.values.canonical import dumps_line
-from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.errors import GitsessionsError, InvalidInput
 
 Handler = Callable[[dict[str, Any]], ToolResult | str]
 Approver = Callable[[str, Mapping[str, Any]], bool]
@@ -53,8 +53,8 @@ class ToolOutcome:
     denied call and for a shell timeout (a non-zero exit code is still ok: the tool did
     its job). `duration` is the handler's run time in seconds (0.0 when it did not run).
     `arguments_digest` is the sha256 hex of the canonical JSON of the arguments as sent
-    (of the raw string when it is not valid JSON). `changed_path` is the workspace-
-    relative path written by write_file/edit_file; `exit_code` is run_shell's.
+    (of the raw string when it is not valid JSON, or holds NaN, Infinity or a lone
+    surrogate, which have no canonical JSON). `exit_code` is run_shell's.
     """
 
     call_id: str
@@ -63,7 +63,6 @@ class ToolOutcome:
     ok: bool
     duration: float
     arguments_digest: str
-    changed_path: str | None = None
     exit_code: int | None = None
     denied: bool = False
 
@@ -83,12 +82,13 @@ class ToolSpec:
 
 
 def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
-    """sha256 hex of the canonical JSON of `parsed`, or of `raw` when unparsed."""
+    """sha256 hex of the canonical JSON of `parsed`, or of `raw` when unparsed or when
+    `parsed` has no canonical JSON (it holds NaN, Infinity or a lone surrogate)."""
     data: bytes | None = None
     if parsed is not None:
         try:
             data = dumps_line(parsed)
-        except ValueError:  # NaN or Infinity: not canonical JSON
+        except InvalidInput:  # NaN, Infinity or a lone surrogate: no canonical JSON
             data = None
     if data is None:
         data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else repr(raw).encode()
@@ -214,6 +214,5 @@ class ToolRegistry:
             ok=result.ok,
             duration=duration,
             arguments_digest=arguments_digest(raw, parsed),
-            changed_path=result.changed_path,
             exit_code=result.exit_code,
         )

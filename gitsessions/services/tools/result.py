@@ -1,8 +1,8 @@
-"""What a tool handler returns: the text for the model plus facts for the ledger.
+"""What a tool handler returns: the text for the model plus facts for the audit log.
 
-`content` is exactly what the model reads. `changed_path` is set only by a tool that
-changed a file, as the workspace-relative path. `exit_code` is set only by `run_shell`
-when the command finished. `ok=False` marks a failure the loop should count.
+`content` is exactly what the model reads (the ledger reads the transcript, so content
+and the call's arguments are all it gets). `exit_code` is set only by `run_shell` when
+the command finished. `ok=False` marks a failure the loop should count.
 """
 
 from dataclasses import dataclass
@@ -14,5 +14,4 @@ class ToolResult:
 
     content: str
     ok: bool = True
-    changed_path: str | None = None
     exit_code: int | None = None
