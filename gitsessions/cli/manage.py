@@ -46,6 +46,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "created_at": header.get("created_at"),
         "updated_at": header.get("updated_at"),
         "workspace": (header.get("workspace") or {}).get("path"),
+        **({"broken": header["broken"]} if "broken" in header else {}),
     }
 
 

@@ -1,15 +1,26 @@
 """Opening the sqlite caches beside the store (`index.sqlite`, `search.sqlite`).
 
-Invariant: a cache is never the truth, so one that cannot be opened as a database is
-deleted and created anew, here, for every caller; files are private (0600) and deleted
+Invariant: a cache is never the truth, so one that cannot be opened as a database, or
+whose `PRAGMA user_version` (derived from its schema) is not this build's, is deleted and
+created anew, here, for every caller; files are private (0600) and deleted
 rows are overwritten on disk (`secure_delete`).
 """
 
 import contextlib
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+
+class _OtherSchema(sqlite3.DatabaseError):
+    """The file was written for another schema (another version of gitsessions)."""
+
+
+def schema_version(schema: Sequence[str]) -> int:
+    """`PRAGMA user_version` of a cache: derived from its schema, so it changes with it."""
+    return zlib.crc32("\n".join(schema).encode()) & 0x7FFFFFFF or 1
 
 
 def _open(path: Path, schema: Sequence[str], timeout: float) -> sqlite3.Connection:
@@ -18,8 +29,16 @@ def _open(path: Path, schema: Sequence[str], timeout: float) -> sqlite3.Connecti
     db = sqlite3.connect(path, timeout=timeout)
     try:
         db.execute("PRAGMA secure_delete=ON")
+        version = schema_version(schema)
+        found = db.execute("PRAGMA user_version").fetchone()[0]
+        if found != version:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise _OtherSchema(f"{path} has schema {found}, not {version}")
         for statement in schema:
             db.execute(statement)
+        if found != version:
+            db.execute(f"PRAGMA user_version = {version}")
     except BaseException:
         db.close()
         raise

@@ -11,14 +11,17 @@ from typing import Any
 
 from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import ObjectMissing, StoreError
+from gitsessions.store.formats import NewerFormat
 from gitsessions.store.sessions import SessionStore
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT)"
 
 
-def broken_header(session_id: str, why: str) -> dict[str, Any]:
+def broken_header(
+    session_id: str, why: str, title: str = "(unreadable: run gitsessions doctor)"
+) -> dict[str, Any]:
     """What `list` shows of a session that cannot be read: its id and why (never cached)."""
-    return {"id": session_id, "title": "(unreadable: run gitsessions doctor)", "broken": why}
+    return {"id": session_id, "title": title, "broken": why}
 
 
 class Catalog:
@@ -44,6 +47,10 @@ class Catalog:
                         if not self.store.exists(sid):
                             continue  # deleted while we listed
                         header = broken_header(sid, "its objects are missing")
+                    except NewerFormat as error:
+                        header = broken_header(
+                            sid, str(error), "(newer format: upgrade gitsessions)"
+                        )
                     except StoreError as error:
                         header = broken_header(sid, str(error))
                     else:

@@ -36,6 +36,7 @@ from dulwich.repo import Repo
 
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
+from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.refpack import current, delete_ref, read_packed
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
@@ -93,11 +94,27 @@ class GitStore:
         if created:
             with private_files():
                 self._configure()
+        else:
+            self._check_format()
+
+    def _check_format(self) -> None:
+        """Refuse a store of a newer format; record ours in a store that has none yet."""
+        config = self.repo.get_config()
+        try:
+            value = config.get((b"gitsessions",), b"formatVersion").decode("ascii", "replace")
+        except KeyError:
+            value = None
+        check_store(value)
+        if value is None:
+            with contextlib.suppress(OSError), private_files():
+                config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
+                config.write_to_path()
 
     def _configure(self) -> None:
         config = self.repo.get_config()
         config.set((b"core",), b"logallrefupdates", b"false")
         config.set((b"gc",), b"auto", b"0")  # stock git must not prune behind our lock
+        config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
         config.write_to_path()
         self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
 

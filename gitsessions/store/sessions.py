@@ -34,6 +34,7 @@ from gitsessions.store.errors import (
     StoreCorrupt,
     StoreError,
 )
+from gitsessions.store.formats import check_header
 from gitsessions.store.layout import (
     TreeDraft,
     read_segment,
@@ -168,6 +169,7 @@ class SessionStore:
         header = self._json_at(commit.tree, "session.json")
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
+        check_header(header, session_id)
         return Head(session_id, commit_id, commit.tree, header)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
