@@ -2,10 +2,12 @@
 what they did, `log` shows turns, and an import is dated when it happened."""
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
+from gitsessions.agent.subjects import describe_call, step_subject, turn_subject
 from gitsessions.services.doctor import doctor
 from gitsessions.services.manage import delete, gc
 from gitsessions.store.mainbranch import MAIN_REF
@@ -13,8 +15,9 @@ from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
-from tests.conftest import git
+from tests.conftest import git, run_gitsessions
 from tests.test_exchange import SID, document, write
+from tests.test_exec import exec_, tool
 
 
 def notices(repo: Path) -> str:
@@ -88,3 +91,114 @@ def test_an_import_is_dated_at_the_import(cli, tmp_path, home):
     header = json.loads(git(repo, "show", f"sessions/{SID}:session.json").stdout)
     assert header["created_at"] == "2026-11-30T10:00:00Z"
     assert header["updated_at"] == "2026-11-30T10:05:00Z"
+
+
+# -- step subjects -----------------------------------------------------------------------
+
+
+def call(name: str, **arguments: object) -> dict:
+    return {
+        "id": f"c_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def test_step_subjects_say_what_the_step_did():
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("read_file", path="app.py"), call("run_shell", command="pytest -q")],
+    }
+    assert step_subject(13, 2, message) == "turn 13.2: read_file app.py; run_shell pytest -q"
+    reply = {"role": "assistant", "content": "Fixed.\nThe parser now handles empty input."}
+    assert step_subject(13, 3, reply) == 'turn 13.3: reply "Fixed."'
+    assert step_subject(2, 1, {"role": "assistant", "content": ""}) == "turn 2.1: reply (empty)"
+    assert turn_subject(13, "\n  fix the parser\nplease") == "turn 13: fix the parser"
+    plan = call("update_plan", items=[{"step": "a", "status": "pending"}] * 3)
+    assert describe_call(plan) == "update_plan 3 items"
+    assert describe_call(call("search_files", pattern="def main", path=None)) == (
+        "search_files def main"
+    )
+    assert describe_call({"function": {"name": "read_file", "arguments": "{not json"}}) == (
+        "read_file"
+    )
+
+
+def test_step_subjects_are_one_short_line_without_secrets():
+    key = "ghp_" + "A1b2C3d4" * 4 + "E5f6"
+    long_command = f"curl -H 'Authorization: token {key}' https://example.com/api\necho done"
+    message = {"role": "assistant", "tool_calls": [call("run_shell", command=long_command)]}
+    subject = step_subject(7, 1, message)
+    assert subject.startswith("turn 7.1: run_shell curl -H 'Authorization: token [RED")
+    assert key[:8] not in subject and "\n" not in subject and len(subject) <= 72
+    many = {
+        "role": "assistant",
+        "tool_calls": [call("read_file", path=f"src/m{n}.py") for n in range(9)],
+    }
+    subject = step_subject(130, 12, many)
+    assert len(subject) <= 72 and subject.endswith(" more"), subject
+    shown = subject.count("read_file")
+    assert subject.endswith(f"; +{9 - shown} more") and shown >= 2
+    reply = {"role": "assistant", "content": "word " * 40}
+    assert len(step_subject(1, 1, reply)) <= 72
+    cut = {"role": "assistant", "content": "", "unsent_tool_calls": [call("list_files", path=".")]}
+    assert step_subject(3, 2, cut, cut=True) == "turn 3.2: cut off: list_files ."
+
+
+# -- gitsessions log: turns by default, --steps for commits --------------------------------
+
+
+def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_path, home, cli):
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('hi')\n")
+    server.reply(content=None, tool_calls=[tool("read_file", path="app.py")])
+    server.reply(
+        content=None,
+        tool_calls=[tool("read_file", path="app.py"), tool("run_shell", command="python3 app.py")],
+    )
+    server.reply(content="It prints hi.")
+    server.reply(content="App check")  # the list summary after the first turn
+    first = exec_(server, ws, "what does app.py print?", "--auto-approve", "--json")
+    assert first.returncode == 0, first.stderr
+    sid = json.loads(first.stdout)["session"]
+    server.reply(content="Nothing else.")
+    second = exec_(server, ws, "anything else?", "--resume", sid, "--json")
+    assert second.returncode == 0, second.stderr
+    cli("rename", sid, "checked")
+
+    subjects = git(home / "store.git", "log", "--format=%s", f"sessions/{sid}").stdout
+    assert subjects.splitlines() == [
+        "rename: checked",
+        'turn 2.1: reply "Nothing else."',
+        "turn 2: anything else?",
+        'turn 1.3: reply "It prints hi."',
+        "turn 1.2: read_file app.py; run_shell python3 app.py",
+        "turn 1.1: read_file app.py",
+        "turn 1: what does app.py print?",
+        "create: new session",
+    ]
+    steps = cli.json("log", sid, "--steps")
+    assert [e["subject"] for e in steps] == subjects.splitlines()
+    turns = cli.json("log", sid)
+    assert [(e["event"], e["subject"]) for e in turns] == [
+        ("rename", "rename: checked"),
+        ("turn", "turn 2: anything else?"),
+        ("turn", "turn 1: what does app.py print?"),
+        ("create", "create: new session"),
+    ]
+    one = turns[2]
+    assert one["turn"] == 1 and one["steps"] == 3
+    assert one["tools"] == {"read_file": 2, "run_shell": 1}
+    assert [c["subject"] for c in one["commits"]] == subjects.splitlines()[3:7]
+    assert one["commit"] == steps[3]["commit"] and one["time"] == steps[6]["time"]
+    assert turns[1]["steps"] == 1 and turns[1]["tools"] == {}
+
+    wide = dict(os.environ, COLUMNS="200")
+    text = run_gitsessions("log", sid, env=wide).stdout
+    assert "3 steps: read_file x2, run_shell" in text and "1 step" in text
+    assert "turn 1.2" not in text and len(text.strip().splitlines()) == 5  # header + 4
+    text = run_gitsessions("log", sid, "--steps", env=wide).stdout
+    assert "turn 1.2: read_file app.py; run_shell python3 app.py" in text
+    assert len(text.strip().splitlines()) == 9
