@@ -33,6 +33,7 @@ from gitsessions.services.compaction import (
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
 from gitsessions.services.model import Completion, ModelClient, ModelError
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.tokens import TokenCounter
@@ -131,7 +132,7 @@ class Agent:
         """Finish the last turn, whose prompt (and maybe some steps) was saved but which
         the model never finished (it was down, or the process was stopped)."""
         assert self.session.unanswered_prompt() is not None
-        return self._steps()
+        return self._steps(first=last_step(self.session) + 1)
 
     def save(self) -> None:
         """Commit whatever is pending, first answering any tool call left without a result
@@ -145,10 +146,13 @@ class Agent:
         prompt = session.unanswered_prompt() or ""
         session.checkpoint(turn_subject(session.turn, prompt), trailers=self._trailers(0))
 
-    def _steps(self) -> TurnResult:
+    def _steps(self, first: int = 1) -> TurnResult:
+        """Steps until a reply without tool calls; numbered from `first` (a retried turn
+        goes on after its saved steps), counted from 1 in the result."""
         compacted = False
         failed_in_a_row = 0
-        for step in range(1, self.config.max_steps + 1):
+        for taken in range(1, self.config.max_steps + 1):
+            step = first + taken - 1
             raw, compacted_now = self.ensure_budget()
             compacted |= compacted_now
             completion = self._request(raw, step)
@@ -159,20 +163,20 @@ class Agent:
                 calls = message.get("tool_calls") or []
                 if not calls:
                     self._refresh_summary()
-                    result = TurnResult(text_of(message), step, compacted)
+                    result = TurnResult(text_of(message), taken, compacted)
                     self._commit(step, message, result)
                     return result
                 outcomes = self._run_tools(calls)
             except KeyboardInterrupt:
                 self.save()
                 raise
-            self._commit(step, message, TurnResult(text_of(message), step, compacted))
+            self._commit(step, message, TurnResult(text_of(message), taken, compacted))
             failed = all(not o.ok for o in outcomes)  # errors and denials alike
             failed_in_a_row = failed_in_a_row + 1 if failed else 0
             if failed_in_a_row >= self.config.max_failed_steps:
                 return TurnResult(
                     "",
-                    step,
+                    taken,
                     compacted,
                     f"stopped: {failed_in_a_row} steps in a "
                     "row where every tool call failed or was denied",
@@ -369,3 +373,16 @@ class Agent:
             duration=round(outcome.duration, 3),
             **({"exit_code": outcome.exit_code} if outcome.exit_code is not None else {}),
         )
+
+
+def last_step(session: AgentSession) -> int:
+    """The newest step saved in the session's current turn (0: only its prompt)."""
+    for _commit_id, commit in session.store.history(session.head):
+        trailers = parse_trailers(commit.message)[1]
+        if "Turn" not in trailers:
+            continue  # a compaction inside the turn
+        if trailers["Turn"] != str(session.turn):
+            return 0
+        if trailers.get("Step", "").isdigit() and int(trailers["Step"]) > 0:
+            return int(trailers["Step"])
+    return 0
