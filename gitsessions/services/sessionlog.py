@@ -62,21 +62,23 @@ def turns(store: SessionStore, head: Head, entries: list[dict[str, Any]]) -> lis
             }
             records.append(group)
         group["commits"].insert(0, entry)  # newest first, like everything else
+    transcript = store.transcript(head) if groups else []  # read once, not per turn
+    counts: dict[bytes, int] = {}
     for group in groups.values():
         newest, oldest = group["commits"][0], group["commits"][-1]
         group["commit"] = newest["commit"]
         group["steps"] = len({c["step"] for c in group["commits"] if c.get("step", 0) > 0})
-        group["tools"] = _tools(store, head, oldest["commit"], newest["commit"])
+        start = _messages_before(store, head, oldest["commit"].encode(), counts)
+        end = _messages_at(store, head, newest["commit"].encode(), counts)
+        group["tools"] = _tools(transcript[start:end])
     records.reverse()
     return records
 
 
-def _tools(store: SessionStore, head: Head, oldest: str, newest: str) -> dict[str, int]:
-    """`{tool name: calls}` in the messages the commits `oldest`..`newest` added."""
-    start = _messages_before(store, head, oldest.encode())
-    end = store.head_at(head.id, newest.encode()).counts.get("messages", 0)
+def _tools(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """`{tool name: calls}` made by the assistant messages among `messages`."""
     used: dict[str, int] = {}
-    for message in store.transcript(head, start, end):
+    for message in messages:
         if message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
@@ -85,10 +87,18 @@ def _tools(store: SessionStore, head: Head, oldest: str, newest: str) -> dict[st
     return used
 
 
-def _messages_before(store: SessionStore, head: Head, commit_id: bytes) -> int:
+def _messages_at(
+    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+) -> int:
+    """How many transcript messages there were at `commit_id` (remembered in `counts`)."""
+    if commit_id not in counts:
+        counts[commit_id] = store.head_at(head.id, commit_id).counts.get("messages", 0)
+    return counts[commit_id]
+
+
+def _messages_before(
+    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+) -> int:
     """How many transcript messages there were before `commit_id` (at its parent)."""
-    commit = store.git.get(commit_id)
-    parents = getattr(commit, "parents", [])
-    if not parents:
-        return 0
-    return store.head_at(head.id, parents[0]).counts.get("messages", 0)
+    parents = getattr(store.git.get(commit_id), "parents", [])
+    return _messages_at(store, head, parents[0], counts) if parents else 0
