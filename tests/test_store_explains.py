@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from gitsessions.agent.subjects import describe_call, step_subject, turn_subject
+from gitsessions.services import sessionlog
 from gitsessions.services.doctor import doctor
 from gitsessions.services.manage import delete, gc
 from gitsessions.store.mainbranch import MAIN_REF
@@ -202,3 +203,53 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     text = run_gitsessions("log", sid, "--steps", env=wide).stdout
     assert "turn 1.2: read_file app.py; run_shell python3 app.py" in text
     assert len(text.strip().splitlines()) == 9
+
+
+def test_a_compaction_inside_a_turn_is_its_own_record(store):
+    head = store.create(new_header(new_id(), now_iso(), title="t"), Change(context=[]))
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+    }
+    steps = [
+        ("turn 1: look", 0, [{"role": "user", "content": "look"}]),
+        (
+            "turn 1.1: read_file a.py",
+            1,
+            [
+                {"role": "assistant", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c", "content": "x"},
+            ],
+        ),
+        ("compact: 900 -> 100 tokens", None, []),
+        ('turn 1.2: reply "seen"', 2, [{"role": "assistant", "content": "seen"}]),
+    ]
+    for subject, step, append in steps:
+        if step is None:
+            trailers = {"Tokens-Before": 900, "Tokens-After": 100}
+            head = store.commit(
+                head, Change(context=[]), event="compact", subject=subject, trailers=trailers
+            )
+        else:
+            head = store.commit(
+                head,
+                Change(append=append),
+                event="turn",
+                subject=subject,
+                trailers={"Turn": 1, "Step": step},
+            )
+    records = sessionlog.turns(store, head, sessionlog.commits(store, head))
+    assert [(r["event"], r["subject"]) for r in records] == [
+        ("compact", "compact: 900 -> 100 tokens"),
+        ("turn", "turn 1: look"),
+        ("create", "create: t"),
+    ]
+    turn = records[1]
+    assert turn["steps"] == 2 and turn["tools"] == {"read_file": 1}
+    assert [c["subject"] for c in turn["commits"]] == [
+        'turn 1.2: reply "seen"',
+        "turn 1.1: read_file a.py",
+        "turn 1: look",
+    ]
+    assert turn["commit"] == head.commit.decode() and records[0]["tokens_after"] == 100
