@@ -80,6 +80,13 @@ def test_a_reply_cut_inside_tool_arguments_runs_nothing_and_is_kept_marked(
     retried = json.dumps(server.requests[1]["messages"])
     assert "incomplete" not in retried and "unsent_tool_calls" not in retried
     assert "I will write it." not in retried  # the model never sees the cut reply
+    subjects = [c.message.decode().split("\n")[0] for _, c in store.history(store.head(session.id))]
+    assert subjects[:4] == [  # the retry goes on after the saved step
+        'turn 1.3: reply "Wrote x.txt."',
+        "turn 1.2: write_file x.txt",
+        "turn 1.1: cut off: write_file x.txt; run_shell",  # its arguments were cut
+        "turn 1: write x and run it",
+    ]
     # the stored session, incomplete message included, exports and imports again
     exported = home.parent / "export.json"
     cli("export", session.id, "-o", str(exported))

@@ -52,7 +52,12 @@ def test_multi_step_tool_turn_changes_files_and_commits(server, tmp_path, home):
     log = git(
         home / "store.git", "log", "--format=%s|%(trailers:key=Event,valueonly,separator=)", branch
     ).stdout.splitlines()
-    assert log[0] == "turn 1: write a hello script|turn"
+    assert log[:4] == [  # every step says what it did
+        'turn 1.3: reply "Created hello.py and ran it."|turn',
+        "turn 1.2: run_shell python3 hello.py|turn",
+        "turn 1.1: write_file hello.py|turn",
+        "turn 1: write a hello script|turn",
+    ]
     assert log[-1].endswith("|create")
     assert git(home / "store.git", "rev-parse", branch).stdout.strip() == result["commit"]
     info = json.loads(run_gitsessions("info", sid, "--json").stdout)

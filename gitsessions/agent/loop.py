@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.agent.session import AgentSession
+from gitsessions.agent.subjects import first_line, step_subject, turn_subject
 from gitsessions.services.audit import audit
 from gitsessions.services.compaction import (
     CompactionError,
@@ -32,9 +33,9 @@ from gitsessions.services.compaction import (
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
 from gitsessions.services.model import Completion, ModelClient, ModelError
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
-from gitsessions.values.secrets import redact
 from gitsessions.values.tokens import TokenCounter
 
 CANCELLED = "error: cancelled by the user before this tool finished"
@@ -90,14 +91,6 @@ class ReplyNotSaved(GitsessionsError):
         self.exit_code = getattr(cause, "exit_code", 1)
 
 
-def first_line(text: str, width: int = 60) -> str:
-    """The first non-empty line, shortened to `width`; redacted first, since a secret cut
-    in half no longer matches its rule (commit subjects are made of this)."""
-    text = redact(text)[0]
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= width else line[: width - 3].rstrip() + "..."
-
-
 class Agent:
     def __init__(
         self,
@@ -127,21 +120,19 @@ class Agent:
         """One user turn, run until the model answers without tool calls."""
         session = self.session
         session.turn += 1
-        subject = f"turn {session.turn}: {first_line(prompt)}"
         session.add({"role": "user", "content": prompt})
         try:
-            session.checkpoint(subject, trailers=self._trailers(0))
+            session.checkpoint(turn_subject(session.turn, prompt), trailers=self._trailers(0))
         except GitsessionsError:
             session.turn -= 1
             raise
-        return self._steps(subject)
+        return self._steps()
 
     def retry_turn(self) -> TurnResult:
         """Finish the last turn, whose prompt (and maybe some steps) was saved but which
         the model never finished (it was down, or the process was stopped)."""
-        prompt = self.session.unanswered_prompt()
-        assert prompt is not None
-        return self._steps(f"turn {self.session.turn}: {first_line(prompt)}")
+        assert self.session.unanswered_prompt() is not None
+        return self._steps(first=last_step(self.session) + 1)
 
     def save(self) -> None:
         """Commit whatever is pending, first answering any tool call left without a result
@@ -153,17 +144,18 @@ class Agent:
             session.add({"role": "tool", "tool_call_id": call_id, "content": CANCELLED})
             audit(session.store.home, "tool", session.id, "cancelled", call_id=call_id)
         prompt = session.unanswered_prompt() or ""
-        session.checkpoint(
-            f"turn {session.turn}: {first_line(prompt) or 'checkpoint'}", trailers=self._trailers(0)
-        )
+        session.checkpoint(turn_subject(session.turn, prompt), trailers=self._trailers(0))
 
-    def _steps(self, subject: str) -> TurnResult:
+    def _steps(self, first: int = 1) -> TurnResult:
+        """Steps until a reply without tool calls; numbered from `first` (a retried turn
+        goes on after its saved steps), counted from 1 in the result."""
         compacted = False
         failed_in_a_row = 0
-        for step in range(1, self.config.max_steps + 1):
+        for taken in range(1, self.config.max_steps + 1):
+            step = first + taken - 1
             raw, compacted_now = self.ensure_budget()
             compacted |= compacted_now
-            completion = self._request(raw, subject, step)
+            completion = self._request(raw, step)
             try:
                 message = completion.message
                 self.session.add(message)
@@ -171,20 +163,20 @@ class Agent:
                 calls = message.get("tool_calls") or []
                 if not calls:
                     self._refresh_summary()
-                    result = TurnResult(text_of(message), step, compacted)
-                    self._commit(subject, step, result)
+                    result = TurnResult(text_of(message), taken, compacted)
+                    self._commit(step, message, result)
                     return result
                 outcomes = self._run_tools(calls)
             except KeyboardInterrupt:
                 self.save()
                 raise
-            self._commit(subject, step, TurnResult(text_of(message), step, compacted))
+            self._commit(step, message, TurnResult(text_of(message), taken, compacted))
             failed = all(not o.ok for o in outcomes)  # errors and denials alike
             failed_in_a_row = failed_in_a_row + 1 if failed else 0
             if failed_in_a_row >= self.config.max_failed_steps:
                 return TurnResult(
                     "",
-                    step,
+                    taken,
                     compacted,
                     f"stopped: {failed_in_a_row} steps in a "
                     "row where every tool call failed or was denied",
@@ -196,9 +188,10 @@ class Agent:
             f"stopped: reached the limit of {self.config.max_steps} steps (--max-steps)",
         )
 
-    def _commit(self, subject: str, step: int, result: TurnResult) -> None:
-        """Checkpoint a step; a failure (disk full, a lost race...) raises `ReplyNotSaved`
-        carrying `result`, so the reply is not lost with it."""
+    def _commit(self, step: int, message: Message, result: TurnResult) -> None:
+        """Checkpoint a step, its subject saying what `message` did; a failure (disk full, a
+        lost race...) raises `ReplyNotSaved` carrying `result`, so the reply is not lost."""
+        subject = step_subject(self.session.turn, step, message)
         try:
             self.session.checkpoint(subject, trailers=self._trailers(step))
         except (OSError, GitsessionsError) as error:
@@ -275,7 +268,7 @@ class Agent:
 
     # -- model ---------------------------------------------------------------------------
 
-    def _request(self, raw: int, subject: str, step: int) -> Completion:
+    def _request(self, raw: int, step: int) -> Completion:
         """Send the context (`raw` tokens by our count, for calibration). A reply cut short
         is recorded (see `_keep_partial`) before its error goes on."""
         started = False
@@ -298,7 +291,7 @@ class Agent:
             )
         except ModelError as error:
             if error.partial is not None:
-                self._keep_partial(error.partial, subject, step)
+                self._keep_partial(error.partial, step)
             raise
         finally:
             self.events.waiting(False)
@@ -307,7 +300,7 @@ class Agent:
             self.counter.calibrate(raw, completion.usage.prompt_tokens)
         return completion
 
-    def _keep_partial(self, partial: Completion, subject: str, step: int) -> None:
+    def _keep_partial(self, partial: Completion, step: int) -> None:
         """Record a reply the model did not finish: in the transcript only, marked
         incomplete, its tool calls kept under `unsent_tool_calls` and never run. A failed
         commit here leaves it pending (the next checkpoint saves it): the model's error is
@@ -318,6 +311,7 @@ class Agent:
         if message.get("tool_calls"):
             record["unsent_tool_calls"] = message["tool_calls"]
         self.session.record(record)
+        subject = step_subject(self.session.turn, step, record, cut=True)
         try:
             self.session.checkpoint(subject, trailers=self._trailers(step))
         except (OSError, GitsessionsError) as error:
@@ -379,3 +373,16 @@ class Agent:
             duration=round(outcome.duration, 3),
             **({"exit_code": outcome.exit_code} if outcome.exit_code is not None else {}),
         )
+
+
+def last_step(session: AgentSession) -> int:
+    """The newest step saved in the session's current turn (0: only its prompt)."""
+    for _commit_id, commit in session.store.history(session.head):
+        trailers = parse_trailers(commit.message)[1]
+        if "Turn" not in trailers:
+            continue  # a compaction inside the turn
+        if trailers["Turn"] != str(session.turn):
+            return 0
+        if trailers.get("Step", "").isdigit() and int(trailers["Step"]) > 0:
+            return int(trailers["Step"])
+    return 0

@@ -12,11 +12,9 @@ from rich.table import Table
 from gitsessions.cli.render import print_json, print_messages
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line
-from gitsessions.services import manage
+from gitsessions.services import manage, sessionlog
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
-from gitsessions.store.trailers import parse_trailers
-from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 
@@ -184,32 +182,28 @@ def cmd_show(
         print_messages(out, messages)
 
 
-def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
-    """The session's commits, newest first (a fork shows its parent's history too)."""
+def cmd_log(
+    ctx: typer.Context,
+    session: IdArg,
+    steps: Annotated[
+        bool, typer.Option("--steps", help="One line per commit (every step of every turn).")
+    ] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """The session's history, newest first: one line per turn (its prompt, steps and the
+    tools it used) and per other event; a fork shows its parent's history too."""
     store = _state(ctx).store
     head = _head(ctx, session)
-    entries = []
-    for commit_id, commit in store.history(head):
-        subject, trailers = parse_trailers(commit.message)
-        entry: dict[str, Any] = {
-            "commit": commit_id.decode(),
-            "time": iso_of_timestamp(commit.commit_time),
-            "event": trailers.get("Event", ""),
-            "session": trailers.get("Session", ""),
-            "subject": subject,
-        }
-        if "Tokens-Before" in trailers:
-            entry["tokens_before"] = int(trailers["Tokens-Before"])
-            entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
-        entries.append(entry)
+    entries = sessionlog.commits(store, head)
+    if not steps:
+        entries = sessionlog.turns(store, head, entries)
     if json_:
         print_json(out, entries)
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("commit", "time", "event", "subject", "tokens"):
-        table.add_column(column)
+    for column in ("commit", "time", "event", "subject", "detail"):
+        table.add_column(column, no_wrap=column in ("commit", "time", "event"))
     for e in entries:
-        tokens = f"{e['tokens_before']} -> {e['tokens_after']}" if "tokens_before" in e else ""
         subject = (
             e["subject"] if e["session"] == head.id else f"{e['subject']} ({short(e['session'])})"
         )
@@ -218,9 +212,21 @@ def cmd_log(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None
             e["time"].replace("T", " "),
             one_line(e["event"]),
             one_line(subject),
-            tokens,
+            one_line(_detail(e)),
         )
     out.print(table, markup=False, highlight=False)
+
+
+def _detail(entry: dict[str, Any]) -> str:
+    """Tokens of a compaction; steps and tools of a turn."""
+    if "tokens_before" in entry:
+        return f"{entry['tokens_before']} -> {entry['tokens_after']}"
+    if "tools" not in entry:
+        return ""
+    tools = ", ".join(
+        name if count == 1 else f"{name} x{count}" for name, count in entry["tools"].items()
+    )
+    return plural(entry["steps"], "step") + (f": {tools}" if tools else "")
 
 
 def cmd_rename(

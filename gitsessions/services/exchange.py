@@ -235,7 +235,8 @@ def _validate_workspace(workspace: Any) -> None:
 def import_session(
     store: SessionStore, doc: Mapping[str, Any], *, fresh_id: bool, now: str
 ) -> Head:
-    """Create a session from a validated document; `fresh_id` gives it a new id."""
+    """Create a session from a validated document; `fresh_id` gives it a new id. The
+    commit is dated `now` (the import); the imported times stay in the header."""
     full = {**OPTIONAL_DEFAULTS, **doc}
     session_id = new_id() if fresh_id else full["id"]
     if session_id in store.ids():
@@ -267,4 +268,5 @@ def import_session(
         subject=f"import: {header['title'] or session_id[:8]}",
         trailers=trailers,
         source=doc["id"],
+        when=int(parse_iso(now).timestamp()),  # the commit is dated at the import
     )

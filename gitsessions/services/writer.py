@@ -131,6 +131,7 @@ def create(
     event: str = "create",
     subject: str | None = None,
     trailers: Mapping[str, Any] | None = None,
+    when: int | None = None,
     **extra: Any,
 ) -> Head:
     """A new session (create, import): its first commit and its branch."""
@@ -138,6 +139,8 @@ def create(
         store,
         operation,
         header["id"],
-        lambda: store.create(header, change, event=event, subject=subject, trailers=trailers),
+        lambda: store.create(
+            header, change, event=event, subject=subject, trailers=trailers, when=when
+        ),
         **extra,
     )

@@ -37,6 +37,7 @@ from dulwich.repo import Repo
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
+from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.refpack import current, delete_ref, read_packed
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
@@ -91,9 +92,11 @@ class GitStore:
         # Objects and packs reach the disk before a ref names them (git's core.fsync
         # defaults); dulwich already fsyncs ref files.
         self.repo.object_store.fsync_object_files = True
+        self._has_main = False
         if created:
             with private_files():
                 self._configure()
+            self.ensure_main()
         else:
             self._check_format()
 
@@ -117,6 +120,20 @@ class GitStore:
         config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
         config.write_to_path()
         self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+
+    def ensure_main(self) -> bool:
+        """Give `HEAD` its `main` branch (the README commit, see `mainbranch`) unless it
+        has one; True when it was created now. Checked once per process: a store made
+        before `main` existed gets it at its first write."""
+        if self._has_main or self.ref(MAIN_REF) is not None:
+            self._has_main = True
+            return False
+        objects = main_commit(int(time.time()))
+        with self.locked(), self.ref_locked(MAIN_REF):
+            self.add_objects(list(objects))
+            created = self.move_ref(MAIN_REF, None, objects[-1].id)
+        self._has_main = True
+        return created
 
     def close(self) -> None:
         self.repo.close()

@@ -231,8 +231,10 @@ class SessionStore:
         event: str = "create",
         subject: str | None = None,
         trailers: Mapping[str, Any] | None = None,
+        when: int | None = None,
     ) -> Head:
-        """A new session branch whose first commit holds `header` and `change`."""
+        """A new session branch whose first commit holds `header` and `change`, dated
+        `when` (Unix time; default: the header's `updated_at`)."""
         session_id = header["id"]
         if not is_session_id(session_id):
             raise StoreCorrupt(f"bad session id {session_id!r}")
@@ -242,7 +244,9 @@ class SessionStore:
                 setattr(change, name, getattr(empty, name))
         change.header = header
         subject = subject or f"{event}: {header.get('title') or session_id}"
-        return self._write(session_id, None, change, event, subject, trailers or {}, None)
+        return self._write(
+            session_id, None, change, event, subject, trailers or {}, None, when=when
+        )
 
     def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
         """A new session on a commit whose parent is `source`'s head; nothing is copied."""
@@ -286,7 +290,10 @@ class SessionStore:
         trailers: Mapping[str, Any],
         expected: bytes | None,
         skip_unchanged: bool = False,
+        *,
+        when: int | None = None,
     ) -> Head:
+        self.git.ensure_main()  # a store made before `main` existed gets it now
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
         )
@@ -324,7 +331,8 @@ class SessionStore:
         commit.tree = tree_id
         commit.parents = [base.commit] if base else []
         commit.author = commit.committer = AUTHOR
-        when = _timestamp(header.get("updated_at"))
+        if when is None:
+            when = _timestamp(header.get("updated_at"))
         commit.author_time = commit.commit_time = when
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"

@@ -1,0 +1,104 @@
+"""A session's history for `log`: every commit, or one record per turn.
+
+Invariants:
+- `commits` is the first-parent history, newest first (a fork shows its parent's too),
+  one record per commit with what its trailers say.
+- `turns` groups those same commits: every `Event: turn` commit with the same `Session`
+  and `Turn` goes into one record, placed at the turn's first commit, so a compaction in
+  the middle of a turn is its own record and times still go newest first. Every other
+  commit (create, compact, rename, fork, import, pin...) is a record of its own, as in
+  `commits`. No commit is dropped: the commits of each turn are under `commits`.
+- The tools a turn used are read from the transcript messages its commits added (the
+  transcript is never rewritten, so a fork's history reads from the fork's head).
+"""
+
+from typing import Any
+
+from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.store.trailers import parse_trailers
+from gitsessions.values.clock import iso_of_timestamp
+
+
+def commits(store: SessionStore, head: Head) -> list[dict[str, Any]]:
+    """One record per commit, newest first."""
+    entries = []
+    for commit_id, commit in store.history(head):
+        subject, trailers = parse_trailers(commit.message)
+        entry: dict[str, Any] = {
+            "commit": commit_id.decode(),
+            "time": iso_of_timestamp(commit.commit_time),
+            "event": trailers.get("Event", ""),
+            "session": trailers.get("Session", ""),
+            "subject": subject,
+        }
+        for key in ("Turn", "Step"):
+            if trailers.get(key, "").isdigit():
+                entry[key.lower()] = int(trailers[key])
+        if "Tokens-Before" in trailers:
+            entry["tokens_before"] = int(trailers["Tokens-Before"])
+            entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
+        entries.append(entry)
+    return entries
+
+
+def turns(store: SessionStore, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`entries` (from `commits`) grouped: one record per turn, newest first."""
+    records: list[dict[str, Any]] = []
+    groups: dict[tuple[str, int], dict[str, Any]] = {}
+    for entry in reversed(entries):  # oldest first: a turn sits at its first commit
+        if entry["event"] != "turn" or "turn" not in entry:
+            records.append(entry)
+            continue
+        key = (entry["session"], entry["turn"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {
+                "event": "turn",
+                "turn": entry["turn"],
+                "session": entry["session"],
+                "time": entry["time"],
+                "subject": entry["subject"],
+                "commits": [],
+            }
+            records.append(group)
+        group["commits"].insert(0, entry)  # newest first, like everything else
+    transcript = store.transcript(head) if groups else []  # read once, not per turn
+    counts: dict[bytes, int] = {}
+    for group in groups.values():
+        newest, oldest = group["commits"][0], group["commits"][-1]
+        group["commit"] = newest["commit"]
+        group["steps"] = len({c["step"] for c in group["commits"] if c.get("step", 0) > 0})
+        start = _messages_before(store, head, oldest["commit"].encode(), counts)
+        end = _messages_at(store, head, newest["commit"].encode(), counts)
+        group["tools"] = _tools(transcript[start:end])
+    records.reverse()
+    return records
+
+
+def _tools(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """`{tool name: calls}` made by the assistant messages among `messages`."""
+    used: dict[str, int] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            name = str((call.get("function") or {}).get("name") or "?")
+            used[name] = used.get(name, 0) + 1
+    return used
+
+
+def _messages_at(
+    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+) -> int:
+    """How many transcript messages there were at `commit_id` (remembered in `counts`)."""
+    if commit_id not in counts:
+        counts[commit_id] = store.head_at(head.id, commit_id).counts.get("messages", 0)
+    return counts[commit_id]
+
+
+def _messages_before(
+    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+) -> int:
+    """How many transcript messages there were before `commit_id` (at its parent)."""
+    parents = getattr(store.git.get(commit_id), "parents", [])
+    return _messages_at(store, head, parents[0], counts) if parents else 0
