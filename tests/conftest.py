@@ -128,6 +128,12 @@ def run_gitsessions(
     )
 
 
+def exec_args(server: FakeOpenAI, workspace: Path) -> list[str]:
+    """`exec` against the fake model server, working in `workspace`."""
+    return ["exec", "--base-url", server.base_url, "--model", "fake-model", "--workspace",
+            str(workspace)]  # fmt: skip
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     """A real OpenAI-compatible HTTP server on 127.0.0.1, scripted by the test."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import workspace_sessions
+from tests.conftest import exec_args
 from tests.test_exchange import SID, document, write
 
 MARKER = "zebra-quokka-7731"
@@ -14,13 +15,7 @@ MARKER = "zebra-quokka-7731"
 
 def exec_(cli, server, workspace: Path, *args: str, code: int = 0):
     return cli(
-        "exec",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-model",
-        "--workspace",
-        str(workspace),
+        *exec_args(server, workspace),
         *args,
         code=code,
     )

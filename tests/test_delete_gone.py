@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gitsessions.services import chat_history
 from gitsessions.services.audit import audit
+from tests.conftest import exec_args
 from tests.test_chat import leave, say, spawn
 
 GONE = "okapi-marker-5517"  # in the deleted session's prompt, title, pin, tool output, chat
@@ -16,13 +17,7 @@ KEPT = "narwhal-marker-2093"  # in a session that stays: proves the scan can fin
 
 def exec_(cli, server, workspace: Path, *args: str) -> str:
     done = cli(
-        "exec",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-model",
-        "--workspace",
-        str(workspace),
+        *exec_args(server, workspace),
         "--json",
         *args,
     )

@@ -7,18 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO, fsck, git, run_gitsessions
+from tests.conftest import REPO, exec_args, fsck, git, run_gitsessions
 
 
 def exec_(server, workspace: Path, *args: str, input: str | None = None):
     return run_gitsessions(
-        "exec",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-model",
-        "--workspace",
-        str(workspace),
+        *exec_args(server, workspace),
         *args,
         input=input,
     )

@@ -14,7 +14,7 @@ from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
 from gitsessions.values.secrets import RULE_NAMES, redact, redact_value
-from tests.conftest import run_gitsessions
+from tests.conftest import exec_args, run_gitsessions
 from tests.secrets_corpus import NEGATIVES, POSITIVES, _pem, chars
 
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -196,13 +196,7 @@ def _exec_turn_with_secrets(server, tmp_path: Path, secrets: dict[str, str]):
     server.reply(content="The file holds an AWS secret and a private key.")
     server.reply(content="Env file review")  # the list summary
     done = run_gitsessions(
-        "exec",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "fake-model",
-        "--workspace",
-        str(ws),
+        *exec_args(server, ws),
         "--json",
         f"my token is {secrets['github']}, now read .env",
     )

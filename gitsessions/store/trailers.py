@@ -11,7 +11,8 @@ from typing import Any
 def commit_message(subject: str, session_id: str, event: str, trailers: Mapping[str, Any]) -> bytes:
     lines = [f"Session: {session_id}", f"Event: {event}"]
     lines += [f"{key}: {value}" for key, value in trailers.items() if value is not None]
-    return (subject.strip() + "\n\n" + "\n".join(lines) + "\n").encode("utf-8")
+    text = subject.strip() + "\n\n" + "\n".join(lines) + "\n"
+    return text.encode("utf-8", "replace")  # a lone surrogate from a model becomes "?"
 
 
 def parse_trailers(message: bytes) -> tuple[str, dict[str, str]]:
