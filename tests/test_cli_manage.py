@@ -205,7 +205,7 @@ def test_gc_from_cli(cli, make_session, home):
 
 @pytest.mark.parametrize("bad", ["abc", "../../etc/passwd", "zzzz", "0123456789abcdef" * 3])
 def test_bad_ids_are_one_line_errors(cli, bad):
-    result = cli("info", bad, code=1)
+    result = cli("info", bad, code=2)  # bad usage, as the README says
     assert result.stderr.startswith("error: invalid session id")
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -237,3 +237,11 @@ def test_hostile_inputs_are_one_line_errors(cli, make_session, tmp_path):
     result = cli("--home", str(a_file), "list", code=1)
     assert result.stderr.startswith("error: cannot use") and "Traceback" not in result.stderr
     assert cli.json("info", head.id)["title"] == "kept"
+
+
+def test_bad_usage_exits_2(cli, make_session, tmp_path):
+    head = make_session(turns=0)
+    assert "not both" in cli("exec", "x", "--resume", head.id, "--continue", code=2).stderr
+    assert "prompt is empty" in cli("exec", "  ", code=2).stderr
+    assert "without --yes" in cli("delete", head.id, code=2).stderr
+    assert cli("info", head.id).stdout  # nothing was deleted

@@ -386,10 +386,10 @@ def test_json_and_export_keep_the_data(cli, hostile) -> None:
 def test_hostile_session_through_every_changing_command(cli, hostile, stored, tmp_path) -> None:
     assert "\\u202e" in run(cli, "rename", hostile, f"new {EVIL_TITLE}")
     assert "unpinned: pin \\x1b[2K" in run(cli, "unpin", hostile, "1")
-    assert "\\x1b[2K" in run(cli, "info", f"abcd{EVIL}", code=1)  # bad id, echoed safely
+    assert "\\x1b[2K" in run(cli, "info", f"abcd{EVIL}", code=2)  # bad id, echoed safely
     run(cli, "archive", stored)
     run(cli, "unarchive", stored)
-    run(cli, "delete", stored, code=1)  # refused without --yes: nothing deleted
+    run(cli, "delete", stored, code=2)  # refused without --yes: nothing deleted
     run(cli, "delete", stored, "--yes")
     run(cli, "export", hostile, "-o", str(tmp_path / f"out{EVIL}.json"), code=1)
     assert "\\x1b[2K" in run(cli, "import", str(tmp_path / f"missing{EVIL}.json"), code=1)

@@ -26,7 +26,7 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
@@ -52,7 +52,7 @@ def pick_session(
 ) -> Head | None:
     """The session to resume, or None for a new one."""
     if resume and continue_:
-        raise InvalidInput("use --resume ID or --continue, not both")
+        raise BadUsage("use --resume ID or --continue, not both")
     if resume:
         head = store.head(store.resolve(resume))
         if head.header.get("archived"):

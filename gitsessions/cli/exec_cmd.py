@@ -13,7 +13,7 @@ from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import vtext
 from gitsessions.services.tools import approve_all, deny_all
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_text
 
 EXIT_STOPPED = 3
@@ -56,7 +56,7 @@ def cmd_exec(
     else:
         text = prompt
     if not check_text(text, "the prompt").strip():
-        raise InvalidInput("the prompt is empty")
+        raise BadUsage("the prompt is empty")
     settings = options.model_settings(
         state,
         model=model,
@@ -86,6 +86,10 @@ def cmd_exec(
             result = agent.run_turn(text)
         except ReplyNotSaved as error:  # the reply is still the user's: print it, then fail
             result, unsaved = error.result, error
+        except GitsessionsError as error:  # a script still learns which session it was
+            if json_:
+                print_json(out, {"session": agent.session.id, "error": str(error)})
+            raise
         session = agent.session
         if json_:
             print_json(

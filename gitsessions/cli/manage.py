@@ -296,7 +296,7 @@ def cmd_delete(
             f"refusing to delete {short(session_id)} without --yes "
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
-        raise typer.Exit(1)
+        raise typer.Exit(2)
     manage.delete(store, session_id)
     err.print(f"deleted {session_id}")
 

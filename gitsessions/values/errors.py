@@ -18,3 +18,10 @@ class GitsessionsError(Exception):
 
 class InvalidInput(GitsessionsError):
     """User-supplied input (an id, a title, a file) is malformed."""
+
+
+class BadUsage(InvalidInput):
+    """The command line itself is wrong (an id too short, flags that exclude each other,
+    a missing confirmation): exit code 2, like a usage error."""
+
+    exit_code = 2

@@ -8,7 +8,7 @@ name or a file name without any risk of path traversal.
 import re
 import uuid
 
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 
 ID_LENGTH = 32
 MIN_PREFIX = 4
@@ -28,11 +28,11 @@ def is_session_id(text: object) -> bool:
 
 
 def check_prefix(text: str) -> str:
-    """Return `text` lowercased when it can name a session, else raise `InvalidInput`."""
+    """Return `text` lowercased when it can name a session, else raise `BadUsage`."""
     lowered = text.strip().lower()
     if not _PREFIX.fullmatch(lowered):
         shown = text if len(text) <= 40 else text[:40] + "..."
-        raise InvalidInput(
+        raise BadUsage(
             f"invalid session id {shown!r}: expected {MIN_PREFIX} to {ID_LENGTH} hex characters"
         )
     return lowered
