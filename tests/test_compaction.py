@@ -676,3 +676,34 @@ def test_reused_tool_call_ids_map_to_the_latest_results():
     indices = transcript_indices(context, transcript)
     assert indices[-1] == len(transcript) - 1  # turn 3's result, not turn 1's
     assert transcript[indices[-1]]["content"] == "output 3"
+
+
+def test_only_the_last_note_before_the_kept_turn_is_nothing_to_compact() -> None:
+    """After a compaction, compacting again has nothing new to summarize: the model is
+    not asked (it used to get a request with no messages) and nothing changes."""
+    from gitsessions.services.continuation import make_note
+
+    messages = [
+        {"role": "system", "content": "sys"},
+        make_note("what happened so far " * 50, "ledger"),
+        user("the kept question " * 50),
+        assistant(content="the kept answer " * 50),
+    ]
+    summarizer = Summarizer()
+    for mode in ("auto", "manual"):
+        result = compact(messages, Policy(max_context_tokens=100), summarizer, count, mode=mode)
+        assert result.outcome == "nothing_to_compact"
+        assert not result.changed
+    assert summarizer.requests == []
+
+
+def test_a_dry_run_never_reports_a_bigger_estimate_as_compacted() -> None:
+    messages = [
+        {"role": "system", "content": "sys"},
+        user("a"),
+        assistant(content="b"),
+        user("c"),
+    ]
+    result = compact(messages, Policy(), Summarizer(), count, mode="manual", dry_run=True)
+    assert result.after_tokens <= result.before_tokens
+    assert result.outcome == "not_needed" and not result.changed

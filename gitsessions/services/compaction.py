@@ -32,6 +32,7 @@ from typing import Any, Literal
 from gitsessions.services.continuation import (
     SummaryRequest,
     SummaryResult,
+    is_note,
     make_note,
     summary_request,
 )
@@ -221,8 +222,13 @@ def compact(
         return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
 
     cut = boundaries[-1]
-    ledger_text = build_ledger(record, plan, pins).render()
     older = work[1:cut]  # unstubbed: they are summarized away, so the summarizer sees all
+    if all(is_note(m) for m in older):  # only the last note: nothing new to summarize
+        notes.append("nothing new to summarize since the last compaction")
+        if stage1 is not None:
+            return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
+        return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
+    ledger_text = build_ledger(record, plan, pins).render()
     kept_clear = [index for position, index in clearing if position >= cut]
     stages = ("clear", "summarize") if kept_clear else ("summarize",)
     budget = policy.max_context_tokens - policy.summary_max_tokens
@@ -237,6 +243,9 @@ def compact(
             f"would summarize {len(older)} messages before message {cut} "
             f"({count(older)} tokens); after: about {estimate} tokens at most"
         )
+        if estimate >= before:  # a summary could be as long as what it replaces
+            notes.append("summarizing would not make the context smaller; nothing to do")
+            return base.result(work, before, (), (), notes, outcome="not_needed")
         return base.result(work, estimate, stages, kept_clear, notes, summarized=len(older))
     try:
         summary = _summarize(request, summarize)
