@@ -336,3 +336,16 @@ def test_nan_or_lone_surrogate_in_tool_arguments_gets_an_error_result(server, tm
     assert [t["outcome"] for t in tools] == ["error"] * 4
     assert all(len(t["arguments_sha256"]) == 64 for t in tools)
     fsck(home)
+
+
+def test_a_budget_the_agent_cannot_work_in_is_refused_before_a_session_exists(
+    server, tmp_path, home
+):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    done = exec_(server, ws, "hi", "--max-context-tokens", "1000")
+    assert done.returncode == 2
+    assert "--max-context-tokens 1000 is too small" in done.stderr and "use at least" in done.stderr
+    assert server.requests == []
+    listed = run_gitsessions("list", "--json")
+    assert json.loads(listed.stdout) == []

@@ -18,7 +18,7 @@ from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import ModelClient
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
-from gitsessions.services.tools import Approver, create_registry
+from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.services.workspace import describe, head_of
@@ -143,6 +143,7 @@ def build_agent(
             highlight=False,
         )
     env = dict(state.env)
+    check_budget(settings.max_context_tokens, system_prompt(str(workspace)))
     sandbox = shell_sandbox(shell, workspace)  # before anything is created
     lease = Lease(store.home, picked.id) if picked else None
     try:
@@ -192,6 +193,19 @@ def build_agent(
     finally:
         if lease is not None:
             lease.release()
+
+
+def check_budget(max_context_tokens: int, prompt: str) -> None:
+    """Refuse a budget the agent can never work in, before a session is created: the
+    system prompt and tool schemas, a continuation note and one turn must fit."""
+    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+    fixed = default_counter().estimate([{"role": "system", "content": prompt}], tools)
+    minimum = -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+    if max_context_tokens < minimum:
+        raise BadUsage(
+            f"--max-context-tokens {max_context_tokens} is too small: the system prompt and "
+            f"tool definitions alone take {fixed} tokens; use at least {minimum}"
+        )
 
 
 def turn_usage(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:

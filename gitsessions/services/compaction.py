@@ -210,7 +210,7 @@ def compact(
 
     summarizing = not clear_only and (mode == "manual" or after_clear > policy.target_tokens)
     if summarizing and not boundaries:
-        notes.append("stage 2 cannot run: no user message after the first one to cut at")
+        notes.append("cannot summarize: no user message after the first one to cut at")
         summarizing = False
     if not summarizing and stage1 is not None:
         return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
@@ -264,7 +264,7 @@ def compact(
     except (SummarizerFailed, CompactionRejected) as error:
         if mode == "auto" and stage1 is not None and not stage1.over_limit:
             reason = str(error).removesuffix(UNCHANGED)
-            kept = stage1.but(notes=(*notes, f"kept stage 1 result: {reason}"))
+            kept = stage1.but(notes=(*notes, f"kept the cleared tool outputs only: {reason}"))
             return _guarded(kept, paired, None)
         raise
     notes.append(f"summarized {len(older)} messages: {after_clear} -> {after} tokens")
