@@ -116,7 +116,8 @@ def test_fork_copies_nothing(store, home, make_session):
     fsck(home)
 
 
-def test_delete_purges_only_unshared_objects(store, home, make_session):
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_delete_purges_only_unshared_objects(store, home, make_session, packed):
     keep = make_session(turns=2, tag="kept-4f1d")
     doomed = make_session(turns=2, tag="doomed-9c2e")
     fork = store.fork(doomed, new_id(), title="child", created_at=now_iso())
@@ -126,6 +127,9 @@ def test_delete_purges_only_unshared_objects(store, home, make_session):
         event="turn",
         subject="turn",
     )
+    if packed:  # one deltified pack: the deleted sessions' objects are bases of others
+        maintenance.repack(store.git)
+        make_session(turns=1, tag="after-pack")  # and a few loose objects beside it
     store.delete(store.head(doomed.id))
     # the fork still has the parent's history (shared objects stay)
     assert any("doomed-9c2e" in m.get("content", "") for m in store.transcript(child))
@@ -140,6 +144,8 @@ def test_delete_purges_only_unshared_objects(store, home, make_session):
     ).stdout
     assert b"doomed-9c2e" not in dump and b"child-only-77aa" not in dump
     assert b"kept-4f1d" in dump
+    for idx in (home / "store.git" / "objects" / "pack").glob("*.idx"):
+        git(home / "store.git", "verify-pack", str(idx))  # checksums, offsets, deltas
     assert b"doomed-9c2e" not in raw  # not even compressed-away loose copies (pack is zlib)
     fsck(home)
 

@@ -34,6 +34,7 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 from gitsessions.store import dulwich_private
 from gitsessions.store.delta import create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
 from gitsessions.store.repo import SESSION_REF_PREFIX, UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
@@ -86,7 +87,7 @@ def _walk_one(
     git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None, read_blobs: bool
 ) -> None:
     seen = reached.seen
-    commits: list[Commit] = []
+    commits: list[tuple[bytes, bytes]] = []  # (commit, its tree)
     frontier = [root]
     while frontier:  # breadth-first along parents: newest commits first
         following: list[bytes] = []
@@ -94,17 +95,18 @@ def _walk_one(
             if sha in seen or (only is not None and sha not in only):
                 continue
             seen.add(sha)
-            obj = git.get(sha)
-            if isinstance(obj, Tag):
-                following.append(obj.object[1])
-                reached.entries.append((sha, obj.type_num, b""))
-            elif isinstance(obj, Commit):
-                commits.append(obj)
-                following.extend(obj.parents)
+            type_num, raw = git.raw(sha)
+            if type_num == Tag.type_num:
+                following.append(_header_value(raw, b"object"))
+                reached.entries.append((sha, type_num, b""))
+            elif type_num == Commit.type_num:
+                tree, parents = _parse_commit(raw)
+                commits.append((sha, tree))
+                following.extend(parents)
         frontier = following
-    for commit in commits:
-        reached.entries.append((commit.id, commit.type_num, b""))
-        stack = [(commit.tree, Tree.type_num, b"")]
+    for sha, tree in commits:
+        reached.entries.append((sha, Commit.type_num, b""))
+        stack = [(tree, Tree.type_num, b"")]
         while stack:
             sha, type_num, path = stack.pop()
             if sha in seen or (only is not None and sha not in only):
@@ -112,16 +114,51 @@ def _walk_one(
             seen.add(sha)
             reached.entries.append((sha, type_num, path))
             if type_num == Tree.type_num:
-                tree = git.get(sha)
-                if not isinstance(tree, Tree):
+                kind, raw = git.raw(sha)
+                if kind != Tree.type_num:
                     raise StoreCorrupt(f"object {sha.decode()} is not a tree")
-                for item in tree.items():
-                    if item.mode == 0o160000:  # a gitlink names no object of ours
+                for mode, name, item in _parse_tree(raw):
+                    if mode == 0o160000:  # a gitlink names no object of ours
                         continue
-                    kind = Tree.type_num if item.mode & 0o040000 else Blob.type_num
-                    stack.append((item.sha, kind, path + b"/" + item.path))
+                    child = Tree.type_num if mode & 0o040000 else Blob.type_num
+                    stack.append((item, child, path + b"/" + name))
             elif read_blobs:
-                git.get(sha)
+                git.raw(sha)
+
+
+def _header_value(raw: bytes, key: bytes) -> bytes:
+    for line in raw.split(b"\n\n", 1)[0].split(b"\n"):
+        if line.startswith(key + b" "):
+            return line[len(key) + 1 :]
+    raise StoreCorrupt(f"an object has no {key.decode()} line")
+
+
+def _parse_commit(raw: bytes) -> tuple[bytes, list[bytes]]:
+    """A commit's tree and parents (hex), from its raw text."""
+    tree = b""
+    parents: list[bytes] = []
+    for line in raw.split(b"\n\n", 1)[0].split(b"\n"):
+        if line.startswith(b"tree "):
+            tree = line[5:]
+        elif line.startswith(b"parent "):
+            parents.append(line[7:])
+    if len(tree) != 40:
+        raise StoreCorrupt("a commit names no tree")
+    return tree, parents
+
+
+def _parse_tree(raw: bytes) -> list[tuple[int, bytes, bytes]]:
+    """`(mode, name, hex sha)` of each entry of a raw tree."""
+    out = []
+    at, end = 0, len(raw)
+    while at < end:
+        space = raw.index(b" ", at)
+        nul = raw.index(b"\0", space)
+        out.append(
+            (int(raw[at:space], 8), raw[space + 1 : nul], raw[nul + 1 : nul + 21].hex().encode())
+        )
+        at = nul + 21
+    return out
 
 
 def _deltified(git: GitStore, entries: list[Entry]) -> Iterator[UnpackedObject]:
@@ -254,43 +291,14 @@ def purge(git: GitStore, gone: bytes) -> dict[str, object]:
 
 
 def _rewrite_without(git: GitStore, pack: Pack, doomed: set[bytes]) -> None:
-    """Replace `pack` by one without `doomed` (binary ids): records are copied as they
-    are (deltas stay deltas); one whose base is doomed is written whole."""
+    """Replace `pack` by a copy without `doomed` (binary ids), records copied as they are."""
     store = git.repo.object_store
-    at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
-    count = len(at) - len(doomed)
 
-    def records() -> Iterator[UnpackedObject]:
-        for record in pack.data.iter_unpacked():
-            sha = at[record.offset]
-            if sha in doomed:
-                continue
-            if record.pack_type_num in (OFS_DELTA, REF_DELTA):
-                base = (
-                    at[record.offset - record.delta_base]
-                    if record.pack_type_num == OFS_DELTA
-                    else record.delta_base
-                )
-                if base in doomed:
-                    yield full_unpacked_object(git.get(sha.hex().encode()))
-                    continue
-                yield UnpackedObject(
-                    REF_DELTA,
-                    sha=sha,
-                    delta_base=base,
-                    decomp_len=record.decomp_len,
-                    decomp_chunks=record.decomp_chunks,
-                )
-            else:
-                yield UnpackedObject(
-                    record.pack_type_num,
-                    sha=sha,
-                    decomp_len=record.decomp_len,
-                    decomp_chunks=record.decomp_chunks,
-                )
+    def resolve(sha: bytes) -> tuple[int, bytes]:
+        obj = git.get(sha.hex().encode())
+        return obj.type_num, obj.as_raw_string()
 
-    if count:
-        store.add_pack_data(count, records())
+    rewrite_without(pack, git.path / "objects" / "pack", doomed, resolve)
     dulwich_private.remove_pack(store, pack)
 
 

@@ -249,6 +249,28 @@ class GitStore:
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
 
+    def raw(self, sha: bytes) -> tuple[int, bytes]:
+        """`(type number, raw content)` of an object, without building a `ShaFile`
+        (walks read thousands of trees); the same errors as `get`."""
+        store = self.repo.object_store
+        try:
+            try:
+                return store.get_raw(sha)
+            except KeyError:
+                rescan_packs(store)
+            try:
+                return store.get_raw(sha)
+            except KeyError:
+                raise ObjectMissing(
+                    f"object {sha.decode()[:12]} is gone from the store (was the "
+                    "session deleted meanwhile?)"
+                ) from None
+        except UNREADABLE as error:
+            raise StoreCorrupt(
+                f"object {sha.decode()[:12]} in {self.path} cannot be read "
+                f"({type(error).__name__}: {error}); run `gitsessions doctor`"
+            ) from None
+
     def blob_bytes(self, sha: bytes) -> bytes:
         obj = self.get(sha)
         if not isinstance(obj, Blob):
