@@ -79,13 +79,15 @@ FULL: dict[str, Any] = {
     "kills": 200,
     "load_commits": 200,
     "load_shared_commits": 100,
+    "free_kb": [0, 4, 8, 16, 32, 64, 128, 256],  # ENOSPC mode: space left on the tmpfs
 }
 QUICK: dict[str, Any] = {
     "sessions": 270,
-    "points": 3,
-    "kills": 12,
+    "points": 2,
+    "kills": 10,
     "load_commits": 20,
     "load_shared_commits": 10,
+    "free_kb": [0, 32],
 }
 
 
@@ -354,7 +356,11 @@ def verify(case: Path, before: dict[str, str], may_vanish: set[str], rename_id: 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str | None:
     """None if the command succeeded or failed with one clean line; else what is wrong."""
     if "Traceback" in done.stderr:
-        return "traceback: " + last_line(done.stderr)
+        frames = [
+            line.strip() for line in done.stderr.splitlines() if line.strip().startswith("File ")
+        ]
+        where = frames[-1].replace(str(REPO) + os.sep, "") if frames else ""
+        return f"traceback: {last_line(done.stderr)} ({where})"
     if done.returncode == 0:
         return None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -732,11 +738,9 @@ def quantile(values: list[float], q: float) -> float:
 
 # -- ENOSPC on a small tmpfs ---------------------------------------------------------------
 
-FREE_STEPS_KB = [0, 4, 8, 16, 32, 64, 128, 256]
-
 
 def mode_enospc(
-    base: Base, work: Path, commands: list[str], args: argparse.Namespace
+    base: Base, work: Path, cfg: dict[str, Any], commands: list[str], args: argparse.Namespace
 ) -> dict[str, Any]:
     if os.geteuid() != 0:
         return {"skipped": "not root: mounting a tmpfs needs root"}
@@ -753,7 +757,7 @@ def mode_enospc(
         if size > 1_500_000:
             return {"skipped": f"the prepared home is {size} bytes; too big for a 2 MB tmpfs"}
         for name in commands:
-            for free_kb in FREE_STEPS_KB:
+            for free_kb in cfg["free_kb"]:
                 if time.time() > args.deadline:
                     break
                 case = mnt / "case"
@@ -945,6 +949,7 @@ def main() -> None:
     parser.add_argument("--points", type=int, help="strace points per command and syscall")
     parser.add_argument("--kills", type=int, help="random kills")
     parser.add_argument("--load-commits", type=int, help="commits per distinct-session worker")
+    parser.add_argument("--load-shared-commits", type=int, help="commits per shared worker")
     parser.add_argument("--enospc", action="store_true", help="strace: inject ENOSPC too")
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once (default 1)")
     parser.add_argument("--minutes", type=float, default=0, help="stop starting cases after M")
@@ -957,7 +962,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     cfg = dict(QUICK if args.quick else FULL)
-    for key in ("sessions", "points", "kills", "load_commits"):
+    for key in ("sessions", "points", "kills", "load_commits", "load_shared_commits"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     modes = args.modes.split(",")
@@ -1004,7 +1009,7 @@ def main() -> None:
                     results[mode] = mode_load(base, root, cfg, args)
                 elif mode == "enospc":
                     small = prepare(root / "small", 20, server.base_url)
-                    results[mode] = mode_enospc(small, root, commands, args)
+                    results[mode] = mode_enospc(small, root, cfg, commands, args)
                 else:
                     parser.error(f"unknown mode {mode}")
                 results[mode]["wall_s"] = time.perf_counter() - t
