@@ -83,11 +83,11 @@ FULL: dict[str, Any] = {
 }
 QUICK: dict[str, Any] = {
     "sessions": 270,
-    "points": 2,
-    "kills": 10,
+    "points": 1,
+    "kills": 6,
     "load_commits": 20,
     "load_shared_commits": 10,
-    "free_kb": [0, 32],
+    "free_kb": [0],
 }
 
 
@@ -395,15 +395,16 @@ def count_syscalls(case: Path, args: list[str]) -> tuple[dict[str, int], float, 
 
 
 def sample(count: int, cap: int, rng: random.Random) -> list[int]:
-    """All of 1..count when it fits in `cap`, else the first, the last and an even spread."""
+    """All of 1..count when it fits in `cap`; else the first, the last and an even spread
+    (jittered by the seed); with a cap of 1, the middle one."""
     if count <= cap:
         return list(range(1, count + 1))
-    picks = {1, count}
+    if cap <= 1:
+        return [max(1, count // 2)]
     step = (count - 1) / (cap - 1)
-    picks.update(round(1 + i * step) for i in range(cap))
-    # jitter the middle so reruns with another seed reach other points
-    out = sorted(picks)
-    return sorted({min(count, max(1, n + rng.randint(0, max(0, int(step) - 1)))) for n in out})
+    picks = {round(1 + i * step) for i in range(cap)}
+    jitter = max(0, int(step) - 1)
+    return sorted({1, count} | {min(count, n + rng.randint(0, jitter)) for n in picks})
 
 
 @dataclass

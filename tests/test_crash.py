@@ -66,6 +66,15 @@ def inject(base, tmp_path: Path, command: str, syscall: str, n: int) -> dict:
     return crash.run_point(base, tmp_path, point, 0)
 
 
+def middle(base, tmp_path: Path, command: str, syscall: str) -> int:
+    """The middle invocation of `syscall` in a normal run of `command` (counted by strace)."""
+    case = crash.copy_base(base, tmp_path / "count")
+    counts, _seconds, code = crash.count_syscalls(case, crash.command_argv(command, case, base))
+    shutil.rmtree(case)
+    assert code == 0
+    return max(1, counts.get(syscall, 0) // 2)
+
+
 def assert_survived(result: dict) -> None:
     assert result["ok"], crash.describe(result)
     assert result["lost_count"] == 0
@@ -77,7 +86,8 @@ def assert_survived(result: dict) -> None:
 @needs_strace
 @REF_PACKING_LOSS
 def test_gc_killed_while_packing_refs_loses_no_session(many, tmp_path):
-    result = inject(many, tmp_path, "gc", "unlink", 40)  # gc unlinks every loose ref
+    n = middle(many, tmp_path, "gc", "unlink")  # gc unlinks every loose ref as it packs them
+    result = inject(many, tmp_path, "gc", "unlink", n)
     assert result["killed"]
     assert_survived(result)
 
@@ -85,7 +95,7 @@ def test_gc_killed_while_packing_refs_loses_no_session(many, tmp_path):
 @needs_strace
 @REF_PACKING_LOSS
 def test_delete_killed_while_packing_refs_loses_no_session(many, tmp_path):
-    result = inject(many, tmp_path, "delete", "unlink", 120)
+    result = inject(many, tmp_path, "delete", "unlink", middle(many, tmp_path, "delete", "unlink"))
     assert result["killed"]
     assert_survived(result)
 
@@ -94,7 +104,7 @@ def test_delete_killed_while_packing_refs_loses_no_session(many, tmp_path):
 @REF_PACKING_LOSS
 def test_pin_killed_in_its_autopack_of_refs_loses_no_session(many, tmp_path):
     """A plain commit packs refs once more than 256 are loose: kill it there."""
-    result = inject(many, tmp_path, "pin", "unlink", AUTOPACK_REFS)
+    result = inject(many, tmp_path, "pin", "unlink", middle(many, tmp_path, "pin", "unlink"))
     assert result["killed"]
     assert_survived(result)
 
@@ -103,7 +113,7 @@ def test_pin_killed_in_its_autopack_of_refs_loses_no_session(many, tmp_path):
 
 
 @needs_strace
-@pytest.mark.parametrize("n", [1, 3, 5])
+@pytest.mark.parametrize("n", [1, 5])
 def test_pin_killed_at_each_rename_loses_nothing(few, tmp_path, n):
     """The object writes and the compare-and-swap of the ref: killed at each rename."""
     result = inject(few, tmp_path, "pin", "rename", n)
@@ -120,6 +130,6 @@ def test_delete_killed_while_purging_loses_only_the_deleted_session(few, tmp_pat
 
 def test_random_kills_of_mixed_commands_lose_nothing(few, tmp_path):
     rng = random.Random(7)
-    for index, name in enumerate(["fork", "delete", "import"]):
-        result = crash.run_kill(few, tmp_path, (name, rng.uniform(0.3, 1.5)), index)
+    for index, name in enumerate(["fork", "delete"]):
+        result = crash.run_kill(few, tmp_path, (name, rng.uniform(0.5, 2.0)), index)
         assert_survived(result)
