@@ -45,6 +45,7 @@ import random
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -522,20 +523,37 @@ def describe(result: dict[str, Any]) -> str:
 # -- random kills --------------------------------------------------------------------------
 
 
-def measure(base: Base, work: Path, commands: list[str]) -> dict[str, float]:
-    """Each command's normal duration (one run on a fresh copy); failing ones are left out."""
-    out: dict[str, float] = {}
-    for name in commands:
-        case = copy_base(base, work / f"measure-{name}")
-        started = time.perf_counter()
-        done = gitsessions(case, command_argv(name, case, base))
-        seconds = time.perf_counter() - started
-        shutil.rmtree(case, ignore_errors=True)
-        if done.returncode == 0:
-            out[name] = seconds
-        else:
-            print(f"    {name} fails without a kill: {last_line(done.stderr)}", flush=True)
-    return out
+def measure(base: Base, work: Path, args: list[str], jobs: int) -> float | None:
+    """Median duration of `args` run `jobs` at once (as the kills will run), each on a fresh
+    copy; None if it fails without a kill."""
+
+    def one(index: int) -> float | None:
+        case = copy_base(base, work / f"measure-{args[0]}-{index}")
+        try:
+            started = time.perf_counter()
+            done = gitsessions(case, [a.replace(str(base.root), str(case)) for a in args])
+            seconds = time.perf_counter() - started
+        finally:
+            shutil.rmtree(case, ignore_errors=True)
+        if done.returncode != 0:
+            print(f"    {args[0]} fails without a kill: {last_line(done.stderr)}", flush=True)
+            return None
+        return seconds
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        times = list(pool.map(one, range(max(1, jobs))))
+    if any(t is None for t in times):
+        return None
+    return statistics.median(t for t in times if t is not None)
+
+
+def debris(home: Path) -> list[str]:
+    """dulwich lock files and half-written packs a killed writer left in the store (the
+    store's own flock files, gitsessions.lock and locks/, are always there)."""
+    store = home / "store.git"
+    found = [*store.rglob("*.lock"), *store.rglob("tmp_*")]
+    names = [str(p.relative_to(store)) for p in found]
+    return sorted(n for n in names if n != "gitsessions.lock" and not n.startswith("locks"))[:10]
 
 
 def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dict[str, Any]:
@@ -557,6 +575,7 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
             os.killpg(proc.pid, signal.SIGKILL)
         code = proc.wait()
         after = session_refs(case / "home") or {}
+        left = debris(case / "home")
         may_vanish = {base.target} if name == "delete" else set()
         check = verify(case, before, may_vanish, base.other)
         return {
@@ -564,6 +583,7 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
             "delay_s": delay,
             "killed": code == -signal.SIGKILL,
             "changed": after != before,
+            "debris": left,
             "ok": check.ok,
             "lost_count": len(check.lost),
             "lost": check.lost[:10],
@@ -576,18 +596,30 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
 def mode_random(
     base: Base, work: Path, cfg: dict[str, Any], commands: list[str], args: argparse.Namespace
 ) -> dict[str, Any]:
-    durations = measure(base, work, commands)
-    print("    durations: " + ", ".join(f"{k} {v:.2f} s" for k, v in durations.items()))
+    # Kills are spread over the whole run; 3 in 4 are drawn after the interpreter start-up
+    # (the time `--help` takes), so most land in the command's own work.
+    startup = measure(base, work, ["--help"], args.jobs) or 0.0
+    durations: dict[str, float] = {}
+    for name in commands:
+        seconds = measure(base, work, command_argv(name, base.root, base), args.jobs)
+        if seconds is not None:
+            durations[name] = seconds
+    print(
+        f"    start-up {startup:.2f} s; durations: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in durations.items()),
+        flush=True,
+    )
     rng = random.Random(SEED + 1)
     names = sorted(durations)
-    items = [
-        (name, rng.uniform(0, durations[name]))
-        for name in (rng.choice(names) for _ in range(cfg["kills"]))
-    ]
+    items = []
+    for _ in range(cfg["kills"]):
+        name = rng.choice(names)
+        low = 0.0 if rng.random() < 0.25 else min(startup, durations[name])
+        items.append((name, rng.uniform(low, durations[name])))
     results = run_all(
         items, lambda it, i: run_kill(base, work, it, i), args.jobs, "random", args.deadline
     )
-    return {"durations_s": durations, "kills": results}
+    return {"startup_s": startup, "durations_s": durations, "kills": results}
 
 
 # -- load ----------------------------------------------------------------------------------
@@ -863,6 +895,7 @@ def report(results: dict[str, Any]) -> str:
                 sum(k["command"] == name for k in kills),
                 sum(k["killed"] for k in kills if k["command"] == name),
                 sum(k["changed"] for k in kills if k["command"] == name),
+                sum(bool(k.get("debris")) for k in kills if k["command"] == name),
                 sum(not k["ok"] for k in kills if k["command"] == name),
                 sum(bool(k["lost"]) for k in kills if k["command"] == name),
                 f"{rk['durations_s'].get(name, 0):.2f}",
@@ -875,6 +908,7 @@ def report(results: dict[str, Any]) -> str:
                 len(kills),
                 sum(k["killed"] for k in kills),
                 sum(k["changed"] for k in kills),
+                sum(bool(k.get("debris")) for k in kills),
                 sum(not k["ok"] for k in kills),
                 sum(bool(k["lost"]) for k in kills),
                 "",
@@ -883,7 +917,16 @@ def report(results: dict[str, Any]) -> str:
         out.append(
             table(
                 "random SIGKILL",
-                ["", "runs", "killed", "refs changed", "failed", "with loss", "normal s"],
+                [
+                    "",
+                    "runs",
+                    "killed",
+                    "refs moved",
+                    "left locks",
+                    "failed",
+                    "with loss",
+                    "normal s",
+                ],
                 rows,
             )
         )
