@@ -72,6 +72,7 @@ SEED = 20261201
 CREATED = "2026-01-01T00:00:00Z"
 SYSCALLS = ["rename", "renameat", "renameat2", "unlink", "unlinkat", "write", "fsync", "fdatasync"]
 ENOSPC_SYSCALLS = {"write", "fsync", "fdatasync"}
+MODES = ["strace", "random", "load", "enospc"]
 COMMANDS = ["exec", "compact", "fork", "rename", "pin", "import", "delete", "gc", "doctor"]
 
 FULL: dict[str, Any] = {
@@ -1010,6 +1011,10 @@ def main() -> None:
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    unknown += [c for c in (args.commands or "").split(",") if c and c not in COMMANDS]
+    if unknown:
+        parser.error(f"unknown modes or commands: {', '.join(unknown)}")
     args.deadline = time.time() + args.minutes * 60 if args.minutes else float("inf")
 
     root = Path(tempfile.mkdtemp(prefix="gitsessions-crash-"))
@@ -1054,8 +1059,6 @@ def main() -> None:
                 elif mode == "enospc":
                     small = prepare(root / "small", 20, server.base_url)
                     results[mode] = mode_enospc(small, root, cfg, commands, args)
-                else:
-                    parser.error(f"unknown mode {mode}")
                 results[mode]["wall_s"] = time.perf_counter() - t
                 print(f"    {results[mode]['wall_s']:.0f} s", flush=True)
     finally:
