@@ -571,9 +571,14 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
             cwd=case,
             start_new_session=True,
         )
-        time.sleep(delay)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        started = time.perf_counter()
+        finished: float | None = None
+        try:
+            proc.wait(timeout=delay)
+            finished = time.perf_counter() - started  # done before the kill: a wasted draw
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
         code = proc.wait()
         after = session_refs(case / "home") or {}
         left = debris(case / "home")
@@ -583,6 +588,7 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
             "command": name,
             "delay_s": delay,
             "killed": code == -signal.SIGKILL,
+            "finished_s": finished,
             "changed": after != before,
             "debris": left,
             "ok": check.ok,
@@ -612,14 +618,35 @@ def mode_random(
     )
     rng = random.Random(SEED + 1)
     names = sorted(durations)
-    items = []
-    for _ in range(cfg["kills"]):
-        name = rng.choice(names)
-        low = 0.0 if rng.random() < 0.25 else min(startup, durations[name])
-        items.append((name, rng.uniform(low, durations[name])))
-    results = run_all(
-        items, lambda it, i: run_kill(base, work, it, i), args.jobs, "random", args.deadline
-    )
+    results: list[dict[str, Any]] = []
+    # Rounds until `kills` processes were really killed: a run that ended before its kill
+    # (the machine got faster) teaches the real duration for the next round.
+    for _round in range(5):
+        wanted = cfg["kills"] - sum(r["killed"] for r in results)
+        if wanted <= 0 or time.time() > args.deadline:
+            break
+        items = []
+        for _ in range(wanted):
+            name = rng.choice(names)
+            low = 0.0 if rng.random() < 0.25 else min(startup, durations[name])
+            items.append((name, rng.uniform(low, durations[name])))
+        offset = len(results)
+        results += run_all(
+            items,
+            lambda it, i, offset=offset: run_kill(base, work, it, offset + i),
+            args.jobs,
+            "random",
+            args.deadline,
+        )
+        for name in names:
+            ended = [r["finished_s"] for r in results if r["command"] == name and r["finished_s"]]
+            if ended:
+                durations[name] = min(durations[name], statistics.median(ended))
+        print(
+            f"    {sum(r['killed'] for r in results)} killed of {len(results)} runs; durations "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in durations.items()),
+            flush=True,
+        )
     return {"startup_s": startup, "durations_s": durations, "kills": results}
 
 
