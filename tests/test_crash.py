@@ -96,11 +96,13 @@ def test_delete_killed_while_packing_refs_loses_no_session(many, tmp_path):
 
 
 @needs_strace
-def test_pin_killed_in_its_autopack_of_refs_loses_no_session(many, tmp_path):
-    """A plain commit packs refs once more than 256 are loose: kill it there."""
-    result = inject(many, tmp_path, "pin", "unlink", middle(many, tmp_path, "pin", "unlink"))
-    assert result["killed"]
-    assert_survived(result)
+def test_a_commit_past_the_ref_threshold_killed_loses_no_session(many, tmp_path):
+    """A plain commit with more than 256 loose refs hands ref packing to a background
+    process (it used to pack inline and lose every loose ref when killed there)."""
+    for n in (1, middle(many, tmp_path, "pin", "rename")):
+        result = inject(many, tmp_path / f"at-{n}", "pin", "rename", n)
+        assert result["killed"]
+        assert_survived(result)
 
 
 # -- paths that hold today ----------------------------------------------------------------------
