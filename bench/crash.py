@@ -369,8 +369,10 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str | None:
     if done.returncode == 0:
         return None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    if len(lines) > 1:
-        return f"{len(lines)}-line error: " + " | ".join(lines[:3])[:300]
+    errors = [line for line in lines if line.startswith("error: ")]
+    # notes and progress may come first; the failure itself is one `error:` line, last
+    if len(errors) != 1 or lines[-1] != errors[0]:
+        return f"{len(lines)}-line error: " + " | ".join(lines[-3:])[:300]
     return None
 
 

@@ -20,6 +20,8 @@ from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
 
+DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
 
 class _Group(TyperGroup):
     def invoke(self, ctx: typer.Context) -> Any:
@@ -42,7 +44,7 @@ def _os_error(error: OSError) -> str:
     what = error.strerror or type(error).__name__
     where = f": {error.filename}" if error.filename else ""
     hint = ""
-    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
+    if error.errno in DISK_ERRORS:
         hint = " (nothing was changed; free space or fix permissions and try again)"
     return f"{what}{where}{hint}"
 
@@ -82,8 +84,17 @@ compact_cmd.register(app)
 doctor_cmd.register(app)
 
 
+def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:
+    """dulwich's lock files retry their cleanup in `__del__` after a full or read-only
+    disk already failed the command (reported once, as one line): say nothing more."""
+    if isinstance(unraisable.exc_value, OSError) and unraisable.exc_value.errno in DISK_ERRORS:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.unraisablehook = _quiet_disk_errors
     try:
         app()
     except KeyboardInterrupt:

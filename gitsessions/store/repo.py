@@ -226,6 +226,11 @@ class GitStore:
                         break
                     attempt += 1
                     self._retry_locked(attempt, f"object {obj.id.decode()}")
+                except OSError:  # a full disk: dulwich may leave its lock file behind
+                    sha = obj.id.decode()
+                    with contextlib.suppress(OSError):
+                        (self.path / "objects" / sha[:2] / f"{sha[2:]}.lock").unlink()
+                    raise
 
     def get(self, sha: bytes) -> ShaFile:
         """Read an object, rescanning packs once if a concurrent repack moved it;
