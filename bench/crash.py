@@ -555,11 +555,13 @@ def measure(base: Base, work: Path, args: list[str], jobs: int) -> float | None:
 
 def debris(home: Path) -> list[str]:
     """dulwich lock files and half-written packs a killed writer left in the store (the
-    store's own flock files, gitsessions.lock and locks/, are always there)."""
+    store's own flock files, gitsessions.lock, maintenance.lock and locks/, are always
+    there)."""
     store = home / "store.git"
     found = [*store.rglob("*.lock"), *store.rglob("tmp_*")]
     names = [str(p.relative_to(store)) for p in found]
-    return sorted(n for n in names if n != "gitsessions.lock" and not n.startswith("locks"))[:10]
+    flocks = ("gitsessions.lock", "maintenance.lock")
+    return sorted(n for n in names if n not in flocks and not n.startswith("locks"))[:10]
 
 
 def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dict[str, Any]:
