@@ -181,7 +181,7 @@ def test_fork_from_cli(cli, make_session, home, store):
 def test_delete_needs_yes_and_forks_survive(cli, make_session, home):
     parent = make_session(turns=2, tag="secret-5ab1")
     child = cli.json("fork", parent.id)["id"]
-    result = cli("delete", parent.id, code=1)
+    result = cli("delete", parent.id, code=2)
     assert "--yes" in result.stderr
     assert cli.json("info", parent.id)["id"] == parent.id
     cli("delete", parent.id, "--yes")
