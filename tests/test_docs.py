@@ -49,3 +49,9 @@ def test_slash_commands_documented():
 def test_ci_runs_the_readme_test_command():
     assert "uv run pytest" in README
     assert "uv run pytest" in (REPO / ".ci" / "run").read_text()
+
+
+def test_no_merge_conflict_markers_in_docs():
+    for path in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        text = path.read_text(encoding="utf-8")
+        assert "\n<<<<<<< " not in text and "\n>>>>>>> " not in text, path.name
