@@ -21,8 +21,9 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 from dulwich.errors import (
     ApplyDeltaError,
@@ -52,6 +53,7 @@ UNREADABLE = (
     IndexError,
 )
 STALE_LOCK_SECONDS = 5.0
+T = TypeVar("T")
 LOCK_RETRIES = 40
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
 
@@ -234,37 +236,24 @@ class GitStore:
 
     def get(self, sha: bytes) -> ShaFile:
         """Read an object, rescanning packs once if a concurrent repack moved it;
-        `ObjectMissing` if it is gone (a concurrent delete purged it)."""
-        store = self.repo.object_store
-        try:
-            try:
-                return store[sha]
-            except KeyError:
-                rescan_packs(store)  # packs may have been rewritten by a purge
-            try:
-                return store[sha]
-            except KeyError:
-                raise ObjectMissing(
-                    f"object {sha.decode()[:12]} is gone from the store (was the "
-                    "session deleted meanwhile?)"
-                ) from None
-        except UNREADABLE as error:
-            raise StoreCorrupt(
-                f"object {sha.decode()[:12]} in {self.path} cannot be read "
-                f"({type(error).__name__}: {error}); run `gitsessions doctor`"
-            ) from None
+        `ObjectMissing` if it is gone (a concurrent delete purged it), `StoreCorrupt`
+        if it cannot be read."""
+        return self._read(sha, lambda store: store[sha])
 
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`
         (walks read thousands of trees); the same errors as `get`."""
+        return self._read(sha, lambda store: store.get_raw(sha))
+
+    def _read(self, sha: bytes, fetch: Callable[[Any], T]) -> T:
         store = self.repo.object_store
         try:
             try:
-                return store.get_raw(sha)
+                return fetch(store)
             except KeyError:
-                rescan_packs(store)
+                rescan_packs(store)  # packs may have been rewritten by a purge
             try:
-                return store.get_raw(sha)
+                return fetch(store)
             except KeyError:
                 raise ObjectMissing(
                     f"object {sha.decode()[:12]} is gone from the store (was the "
