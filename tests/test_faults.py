@@ -103,7 +103,7 @@ def test_a_read_only_home_gives_one_line_errors(tmp_path):
         ):
             result = run_gitsessions(*args, env=env, input=_export(7))
             line = _one_line(result)
-            assert "Read-only file system" in line, (args, line)
+            assert "Read-only file system" in line and "gitsessions doctor" in line, (args, line)
         # reading still works (export logs itself, so it cannot), and nothing changed
         assert run_gitsessions("info", short, env=env).returncode == 0
         assert "hello 0" in run_gitsessions("show", short, env=env).stdout
@@ -128,7 +128,8 @@ def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
             result = run_gitsessions(*args, env=env)
             if result.returncode == 0:
                 continue  # it fit in what was left
-            assert "No space left on device" in _one_line(result)
+            line = _one_line(result)
+            assert "No space left on device" in line and "gitsessions doctor" in line
         after = _snapshot(home)
         for line in before.splitlines():  # every session still there, at its head or newer
             assert line.split()[1] in after

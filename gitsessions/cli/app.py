@@ -45,7 +45,10 @@ def _os_error(error: OSError) -> str:
     where = f": {error.filename}" if error.filename else ""
     hint = ""
     if error.errno in DISK_ERRORS:
-        hint = " (nothing was changed; free space or fix permissions and try again)"
+        hint = (
+            " (nothing was changed; free space or fix permissions, then "
+            "`gitsessions doctor` checks the store)"
+        )
     return f"{what}{where}{hint}"
 
 
