@@ -314,3 +314,19 @@ def test_keyboard_interrupt_while_waiting_is_not_swallowed(server: FakeOpenAI) -
             model_client.complete(USER)
         finally:
             interrupt.cancel()
+
+
+def test_a_ctrl_c_hidden_inside_a_library_error_is_still_a_ctrl_c():
+    """pydantic turns a KeyboardInterrupt raised while it builds a schema (the first
+    request) into a SchemaError that only names it; chat must still see a Ctrl-C."""
+    from gitsessions.services.model import _interrupted
+
+    assert _interrupted(ValueError("Error building `list` serializer:\n  KeyboardInterrupt: "))
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError as outer:
+        assert _interrupted(outer)
+    assert not _interrupted(ValueError("a plain error"))

@@ -34,6 +34,17 @@ from gitsessions.values.errors import GitsessionsError
 Message = dict[str, Any]
 
 
+def _interrupted(error: BaseException) -> bool:
+    """Whether a KeyboardInterrupt hides inside `error`: pydantic turns one raised while
+    it builds a schema into a `SchemaError` that only names it."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt) or "KeyboardInterrupt" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _openai() -> ModuleType:
     """The openai package, imported on first use: it takes seconds to import, and most
     commands (list, show, log...) never talk to a model."""
@@ -185,6 +196,10 @@ class ModelClient:
             ) from error
         except ModelError as error:
             raise assembly.attach(error) from None
+        except Exception as error:
+            if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
+                raise KeyboardInterrupt from None
+            raise
         return assembly.finish(self.settings.base_url)
 
     def list_models(self) -> list[str]:
