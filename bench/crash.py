@@ -62,6 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.store import table  # noqa: E402
 from gitsessions.store import maintenance  # noqa: E402
 from gitsessions.store.background import wait_for_maintenance  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
@@ -297,6 +298,15 @@ class Check:
     def ok(self) -> bool:
         return not self.lost and not self.problems
 
+    def verdict(self) -> dict[str, Any]:
+        """The fields every case record carries."""
+        return {
+            "ok": self.ok,
+            "lost_count": len(self.lost),
+            "lost": self.lost[:10],
+            "problems": self.problems,
+        }
+
 
 def check_refs(
     home: Path, before: dict[str, str], may_vanish: set[str], check: Check, when: str
@@ -447,10 +457,7 @@ def run_point(base: Base, work: Path, point: Point, index: int) -> dict[str, Any
             "killed": killed,
             "exit": done.returncode,
             "stderr": last_line(done.stderr),
-            "ok": check.ok,
-            "lost_count": len(check.lost),
-            "lost": check.lost[:10],
-            "problems": check.problems,
+            **check.verdict(),
         }
     finally:
         shutil.rmtree(case, ignore_errors=True)
@@ -598,10 +605,7 @@ def run_kill(base: Base, work: Path, item: tuple[str, float], index: int) -> dic
             "finished_s": finished,
             "changed": after != before,
             "debris": left,
-            "ok": check.ok,
-            "lost_count": len(check.lost),
-            "lost": check.lost[:10],
-            "problems": check.problems,
+            **check.verdict(),
         }
     finally:
         shutil.rmtree(case, ignore_errors=True)
@@ -874,18 +878,6 @@ def mode_enospc(
 
 
 # -- report --------------------------------------------------------------------------------
-
-
-def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
-    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        pairs = enumerate(zip(row, widths, strict=True))
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs)
-
-    rule = "-" * len(line(cells[0]))
-    return "\n".join([title, rule, line(cells[0]), rule, *map(line, cells[1:]), ""])
 
 
 def summarize_points(results: list[dict[str, Any]], key: str | None) -> list[list[Any]]:

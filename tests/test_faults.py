@@ -17,20 +17,13 @@ from tests.conftest import git, run_gitsessions
 ROOT = os.geteuid() == 0
 
 
-def _can_mount(tmp_path: Path) -> bool:
-    probe = tmp_path / "probe"
-    probe.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)])
-    if done.returncode:
-        return False
-    subprocess.run(["umount", str(probe)], check=True)
-    return True
-
-
 @contextlib.contextmanager
 def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A fresh tmpfs of `size` at `path` (the test is skipped where it cannot be mounted)."""
     path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)])
+    options = f"size={size},mode=0700"
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)]).returncode:
+        pytest.skip("tmpfs cannot be mounted here")
     try:
         yield path
     finally:
@@ -82,8 +75,6 @@ needs_root = pytest.mark.skipif(not ROOT, reason="mounting a tmpfs needs root")
 
 @needs_root
 def test_a_read_only_home_gives_one_line_errors(tmp_path):
-    if not _can_mount(tmp_path):
-        pytest.skip("tmpfs cannot be mounted here")
     with tmpfs(tmp_path / "ro", "8m") as home:
         env = {**os.environ, "GITSESSIONS_HOME": str(home)}
         ids = _make(env)
@@ -113,8 +104,6 @@ def test_a_read_only_home_gives_one_line_errors(tmp_path):
 
 @needs_root
 def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
-    if not _can_mount(tmp_path):
-        pytest.skip("tmpfs cannot be mounted here")
     with tmpfs(tmp_path / "full", "1m") as home:
         env = {**os.environ, "GITSESSIONS_HOME": str(home)}
         ids = _make(env)

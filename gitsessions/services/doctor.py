@@ -31,7 +31,7 @@ from typing import Any
 from gitsessions.store import maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
-from gitsessions.store.refpack import packed_lock, read_packed
+from gitsessions.store.refpack import is_sha, packed_lock, read_packed
 from gitsessions.store.repo import SESSION_REF_PREFIX, STALE_LOCK_SECONDS
 from gitsessions.store.sessions import SessionStore, ref_name
 
@@ -102,11 +102,7 @@ def _check_ref_files(store: SessionStore, report: Report, repair: bool) -> None:
         finding = Finding("refs", _relative(store, packed_path), str(error))
         if repair:  # keep the good lines; the bad ones are saved beside it
             with packed_lock(git_path) as commit:
-                good: dict[bytes, bytes] = {}
-                for line in packed_path.read_bytes().splitlines():
-                    sha, _, name = line.partition(b" ")
-                    if len(sha) == 40 and _hex(sha) and name.startswith(b"refs/"):
-                        good[name] = sha
+                good = read_packed(packed_path, strict=False)
                 _keep_aside(packed_path)
                 commit(good)
             finding.repaired = True
@@ -116,7 +112,7 @@ def _check_ref_files(store: SessionStore, report: Report, repair: bool) -> None:
         if file.name.endswith(".lock") or not file.is_file():
             continue
         value = file.read_bytes().strip()
-        if len(value) != 40 or not _hex(value):
+        if not is_sha(value):
             finding = Finding(
                 "refs", _relative(store, file), "does not hold a commit id (moved aside)"
             )
@@ -134,10 +130,6 @@ def _keep_aside(path: Path) -> None:
     aside.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = path.relative_to(git_path).as_posix().replace("/", "%")
     os.replace(path, aside / f"{name}.{int(time.time())}")
-
-
-def _hex(value: bytes) -> bool:
-    return all(c in b"0123456789abcdef" for c in value)
 
 
 def _session_refs(store: SessionStore, report: Report) -> dict[str, bytes]:

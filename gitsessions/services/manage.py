@@ -70,7 +70,7 @@ def delete(store: SessionStore, session_id: str) -> None:
 def gc(store: SessionStore) -> dict[str, object]:
     def run() -> dict[str, object]:
         with background.maintenance_quiet(store.git.path):
-            return maintenance.repack(store.git, prune=True)
+            return maintenance.repack(store.git)
 
     return writer.audited(store, "gc", None, run)
 

@@ -63,29 +63,21 @@ def all_refs(git: GitStore) -> dict[bytes, bytes]:
     return {**packed, **read_loose(git.path)}
 
 
-def walk(
-    git: GitStore,
-    refs: dict[bytes, bytes],
-    only: set[bytes] | None = None,
-    read_blobs: bool = False,
-    seen: set[bytes] | None = None,
-) -> Walk:
+def walk(git: GitStore, refs: dict[bytes, bytes], only: set[bytes] | None = None) -> Walk:
     """Ids reachable from `refs`, commits newest first, then each commit's tree (so
-    versions of a file come newest first). Blobs are not read unless `read_blobs`.
-    With `only`, objects outside it are neither returned nor descended into; ids in
-    `seen` are skipped. A ref whose objects cannot be read is recorded in `broken`."""
-    reached = Walk(seen=seen if seen is not None else set())
+    versions of a file come newest first); blobs are named, never read. With `only`,
+    objects outside it are neither returned nor descended into. A ref whose objects
+    cannot be read is recorded in `broken`."""
+    reached = Walk()
     for name, root in refs.items():
         try:
-            _walk_one(git, root, reached, only, read_blobs)
+            _walk_one(git, root, reached, only)
         except (StoreError, KeyError, ValueError, OSError) as error:
             reached.broken[name] = str(error) or type(error).__name__
     return reached
 
 
-def _walk_one(
-    git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None, read_blobs: bool
-) -> None:
+def _walk_one(git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None) -> None:
     seen = reached.seen
     commits: list[tuple[bytes, bytes]] = []  # (commit, its tree)
     frontier = [root]
@@ -122,8 +114,6 @@ def _walk_one(
                         continue
                     child = Tree.type_num if mode & 0o040000 else Blob.type_num
                     stack.append((item, child, path + b"/" + name))
-            elif read_blobs:
-                git.raw(sha)
 
 
 def _header_value(raw: bytes, key: bytes) -> bytes:
@@ -201,10 +191,6 @@ def _write_pack(git: GitStore, entries: list[Entry]) -> str | None:
     return pack.name() if pack is not None else None
 
 
-def _packed_ids(pack: Pack) -> Iterator[bytes]:
-    return iter(pack)
-
-
 def _check_unchanged(git: GitStore, before: dict[bytes, bytes], what: str) -> None:
     if all_refs(git) != before:
         raise StoreBusy(
@@ -212,14 +198,14 @@ def _check_unchanged(git: GitStore, before: dict[bytes, bytes], what: str) -> No
         )
 
 
-def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
-    """One deltified pack of what refs reach; with `prune`, nothing else survives.
-    When some ref cannot be walked (missing or damaged objects), nothing is repacked or
-    purged (what lies below the damage is unknown): the refs are reported instead."""
-    with git.locked(exclusive=prune):
-        if prune:
-            git.clear_stale_locks()
-            _remove_temporary_packs(git)
+def repack(git: GitStore) -> dict[str, object]:
+    """`gc`: one deltified pack of what refs reach, and nothing else survives. When some
+    ref cannot be walked (missing or damaged objects), nothing is repacked or purged
+    (what lies below the damage is unknown): the refs are reported instead. Merging
+    packs without purging is `consolidate`."""
+    with git.locked(exclusive=True):
+        git.clear_stale_locks()
+        _remove_temporary_packs(git)
         store = git.repo.object_store
         dulwich_private.rescan_packs(store)
         refs = all_refs(git)
@@ -236,14 +222,8 @@ def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
         if reached.broken:
             return stats
         entries = reached.entries
-        if not prune:  # keep everything: what is loose or packed and not reached too
-            extra = {s for s in loose if s not in reached.seen}
-            for pack in old_packs:
-                extra.update(s for s in _packed_ids(pack) if s not in reached.seen)
-            entries = entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
-        if prune:
-            _check_unchanged(git, refs, "gc")
+        _check_unchanged(git, refs, "gc")
         for pack in old_packs:
             if pack.name() != new_name:
                 dulwich_private.remove_pack(store, pack)
@@ -251,9 +231,8 @@ def repack(git: GitStore, prune: bool = True) -> dict[str, object]:
             store.delete_loose_object(sha)
         dulwich_private.rescan_packs(store)
         pack_refs(git)
-        if prune:  # the exclusive lock: no writer is about to use an empty directory
-            _remove_empty_fanout(git)
-        stats.update(objects=len(entries), purged=prune)
+        _remove_empty_fanout(git)  # the exclusive lock: no writer is about to use one
+        stats.update(objects=len(entries), purged=True)
         return stats
 
 
@@ -334,7 +313,7 @@ def consolidate(git: GitStore) -> int:
         reached = walk(git, refs)
         extra = {s for s in loose if s not in reached.seen}
         for pack in old_packs:
-            extra.update(s for s in _packed_ids(pack) if s not in reached.seen)
+            extra.update(s for s in pack if s not in reached.seen)  # hex ids
         entries = reached.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
         dulwich_private.rescan_packs(store)
@@ -415,7 +394,7 @@ def iter_commits(git: GitStore) -> Iterator[bytes]:
     dulwich_private.rescan_packs(store)
     for sha in list(dulwich_private.loose_objects(store)):
         with contextlib.suppress(StoreError, KeyError, ValueError, OSError):
-            if git.get(sha).type_num == Commit.type_num:
+            if git.raw(sha)[0] == Commit.type_num:
                 yield sha
     for pack in list(store.packs):
         try:

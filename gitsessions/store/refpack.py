@@ -27,20 +27,41 @@ HEADER = b"# pack-refs with: sorted \n"
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
 
 
-def read_packed(path: Path) -> dict[bytes, bytes]:
-    """`{ref name: sha}` from a packed-refs file; `StoreCorrupt` on any bad line."""
-    refs: dict[bytes, bytes] = {}
+def is_sha(value: bytes) -> bool:
+    return bool(_SHA.fullmatch(value))
+
+
+# One parse per version of the file: it is only ever replaced by a rename, so its inode,
+# size and mtime (taken from the open file) name its content.
+_parsed: dict[Path, tuple[tuple[int, int, int], dict[bytes, bytes]]] = {}
+
+
+def read_packed(path: Path, strict: bool = True) -> dict[bytes, bytes]:
+    """`{ref name: sha}` from a packed-refs file; `StoreCorrupt` on any bad line (with
+    `strict=False` bad lines are skipped, for `doctor --repair`)."""
     try:
-        data = path.read_bytes()
+        file = open(path, "rb")  # noqa: SIM115 - closed below, after fstat and read
     except FileNotFoundError:
-        return refs
+        return {}
+    with file:
+        info = os.fstat(file.fileno())
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        cached = _parsed.get(path)
+        if strict and cached is not None and cached[0] == key:
+            return dict(cached[1])
+        data = file.read()
+    refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line or line.startswith(b"#") or line.startswith(b"^"):
             continue
         sha, sep, name = line.partition(b" ")
-        if not sep or not _SHA.match(sha) or not name.startswith(b"refs/"):
+        if not sep or not is_sha(sha) or not name.startswith(b"refs/"):
+            if not strict:
+                continue
             raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
         refs[name] = sha
+    if strict:
+        _parsed[path] = (key, dict(refs))
     return refs
 
 

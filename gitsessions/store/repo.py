@@ -39,7 +39,7 @@ from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.refpack import current, delete_ref, read_packed
+from gitsessions.store.refpack import current, delete_ref, is_sha, read_packed
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
 UNREADABLE = (
@@ -300,7 +300,7 @@ class GitStore:
                     sha = file.read(64).strip()
             except (FileNotFoundError, IsADirectoryError):
                 continue  # packed and deleted meanwhile, or not a branch of ours
-            if not _is_sha(sha):
+            if not is_sha(sha):
                 raise StoreCorrupt(
                     f"{folder / name} does not hold a commit id; run `gitsessions doctor`"
                 )
@@ -335,7 +335,3 @@ class GitStore:
         log = self.path / "logs" / os.fsdecode(name)
         with contextlib.suppress(FileNotFoundError):
             log.unlink()
-
-
-def _is_sha(value: bytes) -> bool:
-    return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)
