@@ -37,7 +37,7 @@ import dulwich
 from gitsessions.store import maintenance
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.layout import SEGMENT_SIZE
+from gitsessions.store.chunks import FANOUT
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.canonical import dumps_line
 from gitsessions.values.records import add_usage, empty_workspace, new_header
@@ -278,6 +278,23 @@ def loose_refs(git_dir: Path) -> int:
 
 
 @contextlib.contextmanager
+def loose_objects(git_dir: Path) -> dict[str, int]:
+    """`{object id: file size}` of the loose objects."""
+    out: dict[str, int] = {}
+    for sub in (git_dir / "objects").glob("[0-9a-f][0-9a-f]"):
+        for f in sub.iterdir():
+            out[sub.name + f.name] = f.stat().st_size
+    return out
+
+
+def step_overhead(store: SessionStore, head: Head, before: dict[str, int]) -> int:
+    """Bytes one commit wrote (loose objects, as on disk) beyond its new transcript
+    chunk: the cost of a step other than its new messages."""
+    new = {k: v for k, v in loose_objects(store.git.path).items() if k not in before}
+    chunk = store.segments(head)[-1][1].decode()
+    return sum(new.values()) - new.get(chunk, 0)
+
+
 def autopack_off() -> Iterator[None]:
     """Setup only, in a child process: start no background maintenance after writes."""
     saved = maintenance.needs_maintenance
@@ -393,7 +410,7 @@ def section_commit(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: S
     }
     res["rows"] = []
     for n in ns:
-        row: dict[str, Any] = {"n": n, "fill": n % SEGMENT_SIZE}
+        row: dict[str, Any] = {"n": n}
         res["rows"].append(row)
         home = work / f"commit-{n}"
         store = SessionStore(home)
@@ -413,17 +430,21 @@ def section_commit(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: S
         times: list[float] = []
         packs = row["objects_before"]["packs"]
         autopacks = 0
+        overheads: list[int] = []
         for i, turn in enumerate(extra):
             change, tail, usage = turn_change(head, tail, turn, usage)
+            loose = loose_objects(home / "store.git")
             t = time.perf_counter()
             head = store.commit(head, change, event="turn", subject=f"turn {i}")
             elapsed = time.perf_counter() - t
             if i:  # the first commit warms caches; not counted
                 times.append(elapsed)
+                overheads.append(step_overhead(store, head, loose))
             now_packs = object_counts(home / "store.git")["packs"]
             autopacks += now_packs != packs
             packs = now_packs
         row["store"] = summary_ms(times)
+        row["step_overhead_bytes"] = {"median": median(overheads), "max": max(overheads)}
         row["autopacks_during_timing"] = autopacks
         store.close()
         save()
@@ -851,7 +872,7 @@ def report_commit(res: dict[str, Any]) -> str:
         rows.append(
             [
                 f"{r['n']:,}",
-                r["fill"],
+                size(r.get("step_overhead_bytes", {}).get("median")),
                 ms(s.get("median_ms")),
                 ms(s.get("p90_ms")),
                 ms(s.get("max_ms")),
@@ -865,7 +886,7 @@ def report_commit(res: dict[str, Any]) -> str:
         "1. Commit one turn vs. transcript length (ms; store = SessionStore.commit)",
         [
             "messages",
-            "seg fill",
+            "step bytes*",
             "store med",
             "p90",
             "max",
@@ -1203,7 +1224,7 @@ def main() -> None:
         "git": git_version(),
         "cpus": os.cpu_count(),
         "loadavg_start": os.getloadavg(),
-        "segment_size": SEGMENT_SIZE,
+        "chunk_fanout": FANOUT,
         "context_keep": CONTEXT_KEEP,
         "seed": SEED,
         "config": {k: v for k, v in cfg.items() if k != "json_reps"},

@@ -1,4 +1,4 @@
-"""Export and import: the version-1 format, validation, and exact round trips."""
+"""Export and import: format 2 (and format-1 documents), validation, exact round trips."""
 
 import copy
 import json
@@ -74,9 +74,11 @@ def test_import_then_export_round_trips_exactly(cli, tmp_path, home):
     assert cli("export", SID).stdout == first
     exported = json.loads(first)
     original = document()
+    # a format-1 document's transcript imports as records without times
+    assert exported["format"] == "gitsessions.session/2"
+    assert exported["transcript"] == [{"message": m} for m in original["transcript"]]
     for key in (
         "messages",
-        "transcript",
         "title",
         "workspace",
         "plan",
@@ -90,13 +92,34 @@ def test_import_then_export_round_trips_exactly(cli, tmp_path, home):
     fsck(home)
 
 
+def test_a_format_2_document_keeps_its_records_through_a_round_trip(cli, tmp_path):
+    doc = document()
+    doc["format"] = "gitsessions.session/2"
+    doc["active_at"] = "2026-11-30T10:04:00Z"
+    doc["transcript"] = [
+        {"message": m, "time": f"2026-11-30T10:00:0{n}.125Z", "turn": 1, "step": n}
+        for n, m in enumerate(doc["transcript"])
+    ]
+    doc["transcript"][-1].update(model="gemma4", usage={"prompt_tokens": 9})
+    cli("import", str(write(tmp_path, doc)))
+    exported = json.loads(cli("export", SID).stdout)
+    assert exported["transcript"] == doc["transcript"]
+    assert exported["active_at"] == "2026-11-30T10:04:00Z"
+    bad = copy.deepcopy(doc)
+    bad["transcript"][1]["time"] = "yesterday"
+    cli("delete", SID, "--yes")
+    result = cli("import", str(write(tmp_path, bad, "bad.json")), code=1)
+    assert "transcript[1]: 'time' must look like" in result.stderr
+
+
 def test_export_to_file(cli, tmp_path, make_session):
     head = make_session(turns=1)
     out = tmp_path / "out.json"
     cli("export", head.id, "-o", str(out))
     doc = json.loads(out.read_text())
-    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/1"
+    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/2"
     assert len(doc["transcript"]) == 3
+    assert all(r["time"].endswith("Z") for r in doc["transcript"])
 
 
 def test_existing_id_needs_new_id(cli, tmp_path):

@@ -64,18 +64,18 @@ def test_a_header_without_a_known_format_is_damage(cli, home, make_session):
 
 def test_a_store_of_a_newer_format_is_refused(cli, home, make_session):
     make_session(turns=1)
-    assert git(home / "store.git", "config", "gitsessions.formatVersion").stdout.strip() == "1"
+    assert git(home / "store.git", "config", "gitsessions.formatVersion").stdout.strip() == "2"
     git(home / "store.git", "config", "gitsessions.formatVersion", "3")
     result = cli("list", code=1)
     assert "this store was written by a newer gitsessions (format 3)" in result.stderr
-    git(home / "store.git", "config", "gitsessions.formatVersion", "1")
+    git(home / "store.git", "config", "gitsessions.formatVersion", "2")
 
 
 def test_a_store_without_a_format_gets_ours(cli, home, make_session):
     make_session(turns=1)
     git(home / "store.git", "config", "--unset", "gitsessions.formatVersion")
     cli("list")
-    assert git(home / "store.git", "config", "gitsessions.formatVersion").stdout.strip() == "1"
+    assert git(home / "store.git", "config", "gitsessions.formatVersion").stdout.strip() == "2"
 
 
 def test_a_cache_of_another_schema_is_rebuilt(cli, home, make_session):

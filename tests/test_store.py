@@ -8,8 +8,8 @@ import pytest
 
 from gitsessions.store import maintenance
 from gitsessions.store.background import wait_for_maintenance
+from gitsessions.store.chunks import FANOUT
 from gitsessions.store.errors import ConcurrentUpdate, SessionExists
-from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import now_iso
@@ -29,16 +29,21 @@ def test_layout_readable_with_stock_git(store, home, make_session):
     files = git(home / "store.git", "ls-tree", "-r", "--name-only", branch).stdout.split()
     assert files == [
         "compactions.json",
+        "context-inline.json",
         "context.json",
         "pins.json",
         "plan.json",
         "session.json",
-        "transcript/000000.jsonl",
+        "transcript/0000000000.jsonl",  # create: the system prompt
+        "transcript/0000000001.jsonl",  # turn 1
+        "transcript/0000000003.jsonl",  # turn 2
         "usage.json",
     ]
     header = json.loads(git(home / "store.git", "show", f"{branch}:session.json").stdout)
     assert header["id"] == head.id
-    assert header["format"] == "gitsessions.header/1"
+    assert header["format"] == "gitsessions.header/2"
+    context = json.loads(git(home / "store.git", "show", f"{branch}:context.json").stdout)
+    assert context == {"context": [{"from": 0, "to": 5}], "format": "gitsessions.context/2"}
     assert header["counts"] == {"messages": 5, "context_messages": 5, "compactions": 0}
     log = git(home / "store.git", "log", "--format=%B%x00", branch).stdout
     assert f"Session: {head.id}\nEvent: turn" in log
@@ -52,24 +57,36 @@ def test_canonical_json_is_sorted_and_stable(store, home, make_session):
     assert raw == json.dumps(json.loads(raw), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def test_transcript_segments_never_rewrite_full_segments(store, home):
+def test_transcript_lines_are_written_once_in_a_bounded_tree(store, home):
     sid = new_id()
     head = store.create(new_header(sid, now_iso()), Change())
-    batch = [{"role": "user", "content": f"m{i}"} for i in range(SEGMENT_SIZE + 10)]
-    head = store.commit(head, Change(append=batch), event="turn", subject="turn 1")
-    tree = git(home / "store.git", "ls-tree", "-r", head.branch, "transcript").stdout
-    first_blob = tree.splitlines()[0].split()[2]
-    more = [{"role": "user", "content": f"n{i}"} for i in range(20)]
-    head = store.commit(head, Change(append=more), event="turn", subject="turn 2")
-    tree2 = git(home / "store.git", "ls-tree", "-r", head.branch, "transcript").stdout
-    assert tree2.splitlines()[0].split()[2] == first_blob
-    assert len(tree2.splitlines()) == 2
+    sent: list[str] = []
+    blobs_seen: dict[str, str] = {}
+    for n in range(FANOUT * FANOUT + 3):  # deep enough for three levels
+        batch = [{"role": "user", "content": f"m{n}.{i}"} for i in range(n % 3 + 1)]
+        sent += [m["content"] for m in batch]
+        head = store.commit(head, Change(append=batch), event="turn", subject=f"turn {n}")
+    listing = git(home / "store.git", "ls-tree", "-r", "-t", head.branch, "transcript").stdout
+    for line in listing.splitlines():
+        meta, path = line.split("\t")
+        blobs_seen[path] = meta.split()[2]
+    chunks_ = [p for p in blobs_seen if p.endswith(".jsonl")]
+    assert len(chunks_) == FANOUT * FANOUT + 3  # one chunk per commit, none rewritten
+    assert {p.count("/") for p in chunks_} == {3}  # transcript/<dir>/<dir>/<chunk>
+    for path, blob in blobs_seen.items():
+        if not path.endswith(".jsonl"):
+            entries = git(home / "store.git", "ls-tree", blob).stdout.splitlines()
+            assert len(entries) <= FANOUT
+    # the first chunk's blob is the one the first commit wrote
+    first = git(home / "store.git", "rev-list", "--max-parents=0", head.branch).stdout.strip()
+    second = git(home / "store.git", "rev-list", "--reverse", head.branch).stdout.split()[1]
+    assert first
+    early = git(home / "store.git", "ls-tree", "-r", second, "transcript").stdout.split()[2]
+    assert early == blobs_seen[chunks_[0]]
     everything = store.transcript(head)
-    assert [m["content"] for m in everything] == [m["content"] for m in batch + more]
-    assert (
-        store.transcript(head, SEGMENT_SIZE - 2, SEGMENT_SIZE + 3)
-        == everything[SEGMENT_SIZE - 2 : SEGMENT_SIZE + 3]
-    )
+    assert [m["content"] for m in everything] == sent
+    assert store.transcript(head, 100, 123) == everything[100:123]
+    assert store.transcript(head, len(sent) - 2) == everything[-2:]
     fsck(home)
 
 
@@ -244,3 +261,17 @@ def test_a_stored_integer_too_long_for_python_reads_as_corrupt() -> None:
 
     with pytest.raises(StoreCorrupt, match=r"000001\.jsonl: Exceeds the limit"):
         decode_lines(b'{"n": ' + b"1" * 5000 + b"}\n", "000001.jsonl")
+
+
+def test_a_long_batch_is_split_into_chunks_of_at_most_256_lines(store, home):
+    batch = [{"role": "user", "content": f"m{i}"} for i in range(600)]
+    head = store.create(new_header(new_id(), now_iso()), Change(append=batch, context=batch))
+    names = git(home / "store.git", "ls-tree", "-r", "--name-only", head.branch).stdout.split()
+    assert [n for n in names if n.startswith("transcript/")] == [
+        "transcript/0000000000.jsonl",
+        "transcript/0000000256.jsonl",
+        "transcript/0000000512.jsonl",
+    ]
+    assert store.transcript(head) == batch
+    assert store.read(head, "context") == batch
+    fsck(home)

@@ -158,7 +158,7 @@ class Agent:
             completion = self._request(raw, step)
             try:
                 message = completion.message
-                self.session.add(message)
+                self.session.add(message, **reply_meta(completion, self.config.model))
                 self.events.reply(message)
                 calls = message.get("tool_calls") or []
                 if not calls:
@@ -310,7 +310,7 @@ class Agent:
         record: Message = {"role": "assistant", "content": text_of(message), "incomplete": True}
         if message.get("tool_calls"):
             record["unsent_tool_calls"] = message["tool_calls"]
-        self.session.record(record)
+        self.session.record(record, **reply_meta(partial, self.config.model))
         subject = step_subject(self.session.turn, step, record, cut=True)
         try:
             self.session.checkpoint(subject, trailers=self._trailers(step))
@@ -386,3 +386,15 @@ def last_step(session: AgentSession) -> int:
         if trailers.get("Step", "").isdigit() and int(trailers["Step"]) > 0:
             return int(trailers["Step"])
     return 0
+
+
+def reply_meta(completion: Completion, model: str) -> dict[str, Any]:
+    """What a reply's transcript record adds to the message: the model that answered and
+    the request's usage (never sent to a model)."""
+    usage = completion.usage
+    return {
+        "model": completion.model or model,
+        "usage": None
+        if usage is None
+        else {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+    }

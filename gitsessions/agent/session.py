@@ -37,6 +37,7 @@ class AgentSession:
         self.pins: list[str] = store.read(head, "pins")
         self.usage: dict[str, Any] = store.read(head, "usage")
         self.pending: list[Message] = []
+        self.pending_meta: list[dict[str, Any]] = []  # per pending message: model, usage
         self.header_updates: dict[str, Any] = {}
         self.turn = _turn_of(store, head)
         self._dirty = False
@@ -69,11 +70,16 @@ class AgentSession:
     def messages_total(self) -> int:
         return self.head.counts.get("messages", 0) + len(self.pending)
 
-    def add(self, message: Message) -> None:
-        """Append to the working context and (at the next checkpoint) the transcript."""
+    def add(self, message: Message, **meta: Any) -> None:
+        """Append to the working context and (at the next checkpoint) the transcript;
+        `meta` (a reply's `model` and `usage`) goes to its transcript record only."""
         message = scrub(message)  # a model or a tool may produce text UTF-8 cannot hold
         self.context.append(message)
+        self._queue(message, meta)
+
+    def _queue(self, message: Message, meta: dict[str, Any]) -> None:
         self.pending.append(message)
+        self.pending_meta.append(meta)
         self._dirty = True
 
     def use_system_prompt(self, prompt: str) -> int:
@@ -89,11 +95,10 @@ class AgentSession:
             self._dirty = True
         return dropped
 
-    def record(self, message: Message) -> None:
+    def record(self, message: Message, **meta: Any) -> None:
         """Append to the transcript only (at the next checkpoint): something that happened
         but that the model must not be sent, such as a reply cut off mid-stream."""
-        self.pending.append(scrub(message))
-        self._dirty = True
+        self._queue(scrub(message), meta)
 
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items
@@ -146,6 +151,7 @@ class AgentSession:
             header=header,
             context=self.context,
             append=self.pending,
+            append_meta=self.pending_meta,
             plan=self.plan,
             pins=self.pins,
             usage=self.usage,
@@ -159,6 +165,7 @@ class AgentSession:
         # what was stored (redacted, when redaction is on) is what the model sees next
         self.context, self.plan, self.pins = change.context, change.plan, change.pins
         self.pending = []
+        self.pending_meta = []
         self.header_updates = {}
         self._dirty = False
         return True

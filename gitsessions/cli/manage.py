@@ -43,6 +43,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "compactions": counts.get("compactions", 0),
         "created_at": header.get("created_at"),
         "updated_at": header.get("updated_at"),
+        "active_at": header.get("active_at") or header.get("updated_at"),
         "workspace": (header.get("workspace") or {}).get("path"),
         **({"broken": header["broken"]} if "broken" in header else {}),
     }
@@ -62,10 +63,11 @@ def cmd_list(
     ] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """List sessions, newest first."""
+    """List sessions, the most recently active first (a turn or a compaction; renaming or
+    archiving does not move a session up)."""
     headers = Catalog(_state(ctx).store).headers()
     rows = [list_row(h) for h in headers if include_archived or not h.get("archived")]
-    rows.sort(key=lambda r: (r["updated_at"] or "", r["id"]), reverse=True)
+    rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
     total = len(rows)
     shown = limit if limit is not None else (0 if json_ else 100)
     if shown:
@@ -77,7 +79,7 @@ def cmd_list(
         err.print("no sessions yet")
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "summary", "msgs", "compact", "updated", "parent", "workspace"):
+    for column in ("id", "title", "summary", "msgs", "compact", "active", "parent", "workspace"):
         if column in ("title", "summary"):
             table.add_column(column, overflow="fold", min_width=16 if column == "title" else 8)
         elif column == "workspace":
@@ -92,7 +94,7 @@ def cmd_list(
             one_line(r["summary"]),
             str(r["messages"]),
             str(r["compactions"]),
-            one_line((r["updated_at"] or "")[:16].replace("T", " ")),
+            one_line((r["active_at"] or "")[:16].replace("T", " ")),
             one_line(short(r["parent_id"])),
             one_line(r["workspace"] or ""),
         )
@@ -122,6 +124,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "workspace": h.get("workspace"),
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
+        "active_at": h.get("active_at"),
         "branch": head.branch,
         "head": head.commit.decode(),
     }
@@ -153,6 +156,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("model", info["model"] or "-"),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
         ("created", info["created_at"]),
+        ("active", info["active_at"]),
         ("updated", info["updated_at"]),
         ("branch", info["branch"]),
         ("head", info["head"]),

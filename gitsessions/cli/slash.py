@@ -162,9 +162,9 @@ class Slash:
 
     def sessions(self, _: str) -> None:
         headers = [h for h in Catalog(self.agent.session.store).headers() if not h.get("archived")]
-        headers.sort(key=lambda h: h.get("updated_at") or "", reverse=True)
+        headers.sort(key=lambda h: h.get("active_at") or h.get("updated_at") or "", reverse=True)
         table = Table(box=None, pad_edge=False)
-        for column in ("id", "title", "summary", "updated"):
+        for column in ("id", "title", "summary", "active"):
             table.add_column(column)
         for h in headers[:15]:
             here = " *" if h["id"] == self.agent.session.id else ""
@@ -172,7 +172,7 @@ class Slash:
                 short(h["id"]) + here,
                 one_line(h.get("title") or ""),
                 one_line(h.get("summary") or ""),
-                one_line((h.get("updated_at") or "").replace("T", " ")),
+                one_line((h.get("active_at") or h.get("updated_at") or "").replace("T", " ")),
             )
         self.err.print(table, markup=False)
 

@@ -74,13 +74,15 @@ class Report:
 def doctor(store: SessionStore, repair: bool = False) -> Report:
     report = Report()
     with maintenance_quiet(store.git.path):
-        for pack, why in maintenance.damaged_packs(store.git):
+        damaged: set[bytes] = set()
+        for pack, why, shas in maintenance.damaged_packs(store.git):
             report.findings.append(Finding("pack", f"store.git/{pack}", why))
+            damaged |= shas
         _check_ref_files(store, report, repair)
         refs = _session_refs(store, report)
         report.sessions = len(refs)
         _check_commits(store, refs, report, repair)
-        _check_broken(store, refs, report)
+        _check_broken(store, refs, report, damaged)
         _check_locks(store, report, repair)
         _check_leases(store, refs, report, repair)
         _check_caches(store, refs, report, repair)
@@ -193,15 +195,20 @@ def _descends(commits: dict[bytes, tuple[list[bytes], int]], tip: bytes, head: b
     return False
 
 
-def _check_broken(store: SessionStore, refs: dict[str, bytes], report: Report) -> None:
+def _check_broken(
+    store: SessionStore, refs: dict[str, bytes], report: Report, damaged: set[bytes]
+) -> None:
     for sid, head in sorted(refs.items()):
-        problem = session_problem(store, head)
+        problem = session_problem(store, head, damaged)
         if problem:
             report.findings.append(Finding("broken", sid, problem))
 
 
-def session_problem(store: SessionStore, head: bytes) -> str | None:
-    """Why a session's history cannot be read whole, or None when it can."""
+def session_problem(
+    store: SessionStore, head: bytes, damaged: frozenset[bytes] | set[bytes] = frozenset()
+) -> str | None:
+    """Why a session's history cannot be read whole, or None when it can. `damaged`:
+    the objects of packs whose checksum is wrong (their index still names them)."""
     git = store.git
     walk = maintenance.walk(git, {b"head": head})
     if walk.broken:
@@ -209,6 +216,8 @@ def session_problem(store: SessionStore, head: bytes) -> str | None:
     for sha, type_num, _path in walk.entries:
         if type_num == 3 and sha not in git.repo.object_store:
             return f"object {sha.decode()[:12]} is missing"
+        if sha in damaged and not git.has_loose(sha):
+            return f"object {sha.decode()[:12]} is in a damaged pack"
     return None
 
 

@@ -1,4 +1,7 @@
-"""Export and import: a whole session as one JSON document (`gitsessions.session/1`).
+"""Export and import: a whole session as one JSON document (`gitsessions.session/2`).
+
+Format 2 holds the transcript as records (`{"message", "time", "turn", "step", ...}`, as
+the store keeps them); a format-1 document (bare messages) still imports.
 
 Invariants:
 - Import validates the whole document before writing anything: a malformed document
@@ -26,7 +29,9 @@ from gitsessions.values.messages import TRANSCRIPT_ONLY, InvalidMessages, valida
 from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
 from gitsessions.values.secrets import redact_value
 
-EXPORT_FORMAT = "gitsessions.session/1"
+EXPORT_FORMAT = "gitsessions.session/2"
+IMPORTED_FORMATS = ("gitsessions.session/1", EXPORT_FORMAT)
+RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage"}
 REQUIRED = ("format", "id", "messages", "transcript")
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "title": "",
@@ -36,6 +41,7 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "archived": False,
     "created_at": None,
     "updated_at": None,
+    "active_at": None,
     "workspace": None,
     "model": None,
     "plan": [],
@@ -51,11 +57,13 @@ HEADER_FIELDS = (
     "archived",
     "created_at",
     "updated_at",
+    "active_at",
     "workspace",
     "model",
 )  # the header as the document holds it
 WORKSPACE_KEYS = tuple(empty_workspace())
 _SHA = re.compile(r"[0-9a-f]{40}")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
 
 class InvalidExport(InvalidInput):
@@ -81,7 +89,7 @@ def _document(store: SessionStore, head: Head) -> dict[str, Any]:
         "id": head.id,
         **{key: h.get(key, OPTIONAL_DEFAULTS[key]) for key in HEADER_FIELDS},
         "messages": store.read(head, "context"),
-        "transcript": store.transcript(head),
+        "transcript": store.records(head),
         "plan": store.read(head, "plan"),
         "usage": store.read(head, "usage"),
         "compactions": store.read(head, "compactions"),
@@ -153,7 +161,7 @@ def validate_export(doc: Any) -> None:
     """Raise `InvalidExport` on the first thing wrong with an export document."""
     if not isinstance(doc, dict):
         raise InvalidExport("the document must be a JSON object")
-    if doc.get("format") != EXPORT_FORMAT:
+    if doc.get("format") not in IMPORTED_FORMATS:
         raise InvalidExport(f"unknown format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")
     for key in REQUIRED:
         if key not in doc:
@@ -180,7 +188,7 @@ def validate_export(doc: Any) -> None:
         raise InvalidExport("'fork_point' must be a 40-hex commit id or null")
     if "archived" in doc:
         _expect(doc, "archived", bool, "true or false")
-    for key in ("created_at", "updated_at"):
+    for key in ("created_at", "updated_at", "active_at"):
         if doc.get(key) is not None:
             try:
                 parse_iso(doc[key])
@@ -189,9 +197,11 @@ def validate_export(doc: Any) -> None:
     if doc.get("model") is not None:
         _expect(doc, "model", str, "a string or null")
     _validate_workspace(doc.get("workspace"))
-    for key in ("messages", "transcript"):
+    if doc["format"] == EXPORT_FORMAT:
+        _validate_records(doc["transcript"])
+    for key, messages in (("messages", doc["messages"]), ("transcript", messages_of(doc))):
         try:
-            validate_messages(doc[key], key)
+            validate_messages(messages, key)
         except InvalidMessages as error:
             raise InvalidExport(str(error)) from None
     for n, message in enumerate(doc["messages"]):
@@ -218,6 +228,37 @@ def validate_export(doc: Any) -> None:
             value = usage.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise InvalidExport(f"'usage.{key}' must be a non-negative number")
+
+
+def messages_of(doc: Mapping[str, Any]) -> list[Any]:
+    """The transcript's messages of a validated document of either format."""
+    if doc["format"] == EXPORT_FORMAT:
+        return [record["message"] for record in doc["transcript"]]
+    return list(doc["transcript"])
+
+
+def _validate_records(records: Any) -> None:
+    if not isinstance(records, list):
+        raise InvalidExport("'transcript' must be a list of records")
+    for n, record in enumerate(records):
+        where = f"transcript[{n}]"
+        if not isinstance(record, dict) or "message" not in record:
+            raise InvalidExport(f"{where}: a record needs a 'message'")
+        unknown = sorted(set(record) - RECORD_FIELDS)
+        if unknown:
+            raise InvalidExport(f"{where}: unknown field {unknown[0]!r}")
+        if "time" in record and not (
+            isinstance(record["time"], str) and _TIME.fullmatch(record["time"])
+        ):
+            raise InvalidExport(f"{where}: 'time' must look like 2026-11-30T10:00:00.000Z")
+        for key in ("turn", "step"):
+            value = record.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidExport(f"{where}: {key!r} must be a non-negative integer")
+        if not isinstance(record.get("model", ""), str):
+            raise InvalidExport(f"{where}: 'model' must be a string")
+        if not isinstance(record.get("usage", {}), dict):
+            raise InvalidExport(f"{where}: 'usage' must be an object")
 
 
 def _validate_workspace(workspace: Any) -> None:
@@ -250,9 +291,17 @@ def import_session(
         updated_at=full["updated_at"] or now,
         workspace=full["workspace"] or empty_workspace(),
     )
+    header["active_at"] = full["active_at"] or header["updated_at"]
+    records = (
+        list(full["transcript"])
+        if full["format"] == EXPORT_FORMAT
+        else [{"message": m} for m in full["transcript"]]
+    )
     change = Change(
         context=list(full["messages"]),
-        append=list(full["transcript"]),
+        append=[record["message"] for record in records],
+        append_meta=[{k: v for k, v in r.items() if k != "message"} for r in records],
+        as_recorded=True,
         compactions=list(full["compactions"]),
         plan=list(full["plan"]),
         pins=list(full["pins"]),

@@ -21,7 +21,6 @@ from typing import Any
 
 from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import ObjectMissing, StoreCorrupt
-from gitsessions.store.layout import SEGMENT_SIZE
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
@@ -122,12 +121,13 @@ class SearchIndex:
                 )
         stored = dict(db.execute("SELECT start, blob FROM segments WHERE session = ?", (sid,)))
         current = {start: blob.decode() for start, blob in self.store.segments(head)}
-        for start in set(stored) | set(current):
+        starts = sorted(set(stored) | set(current))
+        for at, start in enumerate(starts):
             if stored.get(start) == current.get(start):
                 continue
+            end = starts[at + 1] if at + 1 < len(starts) else 2**62
             db.execute(
-                "DELETE FROM docs WHERE session = ? AND idx >= ? AND idx < ?",
-                (sid, start, start + SEGMENT_SIZE),
+                "DELETE FROM docs WHERE session = ? AND idx >= ? AND idx < ?", (sid, start, end)
             )
             if start not in current:
                 db.execute("DELETE FROM segments WHERE session = ? AND start = ?", (sid, start))

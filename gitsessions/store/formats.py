@@ -1,12 +1,16 @@
-"""Which stored formats this build reads, and the refusal of newer ones.
+"""Which stored formats this build reads, how format 2 names itself, and the refusal of
+newer ones.
 
 Invariants:
-- A session header names its format (`gitsessions.header/N`); the store names its own in
-  `store.git/config` (`gitsessions.formatVersion`). A build meets a number above
-  `FORMAT` only to refuse it with one line (`NewerFormat`), before anything is read
-  further or written: data of a newer gitsessions is never rewritten by an older one.
-- A header without a format, or with a format this build does not know the shape of,
-  is damage (`StoreCorrupt`), not a newer version.
+- A session header names its format (`gitsessions.header/N`), and in format 2 every
+  other JSON file of the tree names its own (`{"format": "gitsessions.plan/2", "plan":
+  [...]}`); the store names its format in `store.git/config`
+  (`gitsessions.formatVersion`). A build meets a number above `FORMAT` only to refuse it
+  with one line (`NewerFormat`), before anything is read further or written: data of a
+  newer gitsessions is never rewritten by an older one.
+- A format this build does not know the shape of, or a file whose format names another
+  file, is damage (`StoreCorrupt`), not a newer version.
+- Format 1 is read as it is; the next commit of a session writes it whole as format 2.
 """
 
 import re
@@ -16,7 +20,7 @@ from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.values.records import HEADER_FORMAT
 
 FORMAT = int(HEADER_FORMAT.rsplit("/", 1)[1])  # what this build writes, the newest it reads
-_HEADER = re.compile(r"gitsessions\.header/([0-9]{1,6})")
+_NAMED = re.compile(r"gitsessions\.([a-z-]+)/([0-9]{1,6})")
 
 
 class NewerFormat(StoreError):
@@ -29,16 +33,42 @@ def newer(what: str, version: int) -> NewerFormat:
     )
 
 
-def check_header(header: dict[str, Any], session_id: str) -> None:
-    match = _HEADER.fullmatch(str(header.get("format", "")))
-    if match is None:
+def check_header(header: dict[str, Any], session_id: str) -> int:
+    """The header's format version (1 or 2)."""
+    match = _NAMED.fullmatch(str(header.get("format", "")))
+    if match is None or match.group(1) != "header" or int(match.group(2)) < 1:
         raise StoreCorrupt(
             f"session {session_id[:8]}: session.json names no known format "
             f"({str(header.get('format'))[:40]!r}); run `gitsessions doctor`"
         )
-    version = int(match.group(1))
+    version = int(match.group(2))
     if version > FORMAT:
         raise newer(f"session {session_id[:8]}", version)
+    return version
+
+
+def upgrade_header(header: dict[str, Any], version: int) -> dict[str, Any]:
+    """A header as format 2 reads it: format 1 had no `active_at` (its `updated_at`
+    stood for both)."""
+    if version >= 2:
+        return header
+    return {**header, "active_at": header.get("updated_at")}
+
+
+def wrap(kind: str, value: Any) -> dict[str, Any]:
+    """A format-2 JSON file: its value under its own name, beside its format."""
+    return {"format": f"gitsessions.{kind}/{FORMAT}", kind: value}
+
+
+def unwrap(kind: str, doc: Any, where: str) -> Any:
+    """The value of a format-2 JSON file, its format checked."""
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    match = _NAMED.fullmatch(str(fmt))
+    if match is not None and match.group(1) == kind and int(match.group(2)) > FORMAT:
+        raise newer(where, int(match.group(2)))
+    if match is None or match.group(1) != kind or int(match.group(2)) != 2 or kind not in doc:
+        raise StoreCorrupt(f"{where}: not a gitsessions.{kind} file of format 2")
+    return doc[kind]
 
 
 def check_store(version_text: str | None) -> None:

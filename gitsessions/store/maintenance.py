@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from dulwich.objects import Blob, Commit, Tag, Tree
+from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
 
 from gitsessions.store import dulwich_private
@@ -406,8 +406,9 @@ def iter_commits(git: GitStore) -> Iterator[bytes]:
                 yield sha.hex().encode()
 
 
-def damaged_packs(git: GitStore) -> list[tuple[str, str]]:
-    """`(pack file, why)` for each pack whose length or checksum is wrong."""
+def damaged_packs(git: GitStore) -> list[tuple[str, str, set[bytes]]]:
+    """`(pack file, why, the ids its index names)` for each pack whose length or
+    checksum is wrong."""
     store = git.repo.object_store
     dulwich_private.rescan_packs(store)
     out = []
@@ -415,7 +416,11 @@ def damaged_packs(git: GitStore) -> list[tuple[str, str]]:
         try:
             pack.check_length_and_checksum()
         except (*UNREADABLE, OSError) as error:
-            out.append((f"objects/pack/pack-{pack.name().decode()}.pack", str(error)))
+            try:
+                shas = {sha_to_hex(sha) for sha, _offset, _crc in pack.index.iterentries()}
+            except (*UNREADABLE, OSError):
+                shas = set()
+            out.append((f"objects/pack/pack-{pack.name().decode()}.pack", str(error), shas))
     return out
 
 

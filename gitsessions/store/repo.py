@@ -95,6 +95,7 @@ class GitStore:
         # defaults); dulwich already fsyncs ref files.
         self.repo.object_store.fsync_object_files = True
         self._has_main = False
+        self._stored_format: int | None = None
         if created:
             with private_files():
                 self._configure()
@@ -110,10 +111,21 @@ class GitStore:
         except KeyError:
             value = None
         check_store(value)
+        self._stored_format = int(value) if value is not None else None
         if value is None:
-            with contextlib.suppress(OSError), private_files():
-                config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
-                config.write_to_path()
+            self.ensure_format()
+
+    def ensure_format(self) -> None:
+        """Record this build's format in a store of an older one (or of none) before its
+        first write: from then on, an older build refuses the store instead of misreading
+        what this one writes."""
+        if self._stored_format == FORMAT:
+            return
+        config = self.repo.get_config()
+        with contextlib.suppress(OSError), private_files():
+            config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
+            config.write_to_path()
+        self._stored_format = FORMAT
 
     def _configure(self) -> None:
         config = self.repo.get_config()
@@ -121,12 +133,14 @@ class GitStore:
         config.set((b"gc",), b"auto", b"0")  # stock git must not prune behind our lock
         config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
         config.write_to_path()
+        self._stored_format = FORMAT
         self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
 
     def ensure_main(self) -> bool:
         """Give `HEAD` its `main` branch (the README commit, see `mainbranch`) unless it
         has one; True when it was created now. Checked once per process: a store made
         before `main` existed gets it at its first write."""
+        self.ensure_format()
         if self._has_main or self.ref(MAIN_REF) is not None:
             self._has_main = True
             return False
@@ -264,6 +278,9 @@ class GitStore:
                 f"object {sha.decode()[:12]} in {self.path} cannot be read "
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
+
+    def has_loose(self, sha: bytes) -> bool:
+        return bool(self.repo.object_store.contains_loose(sha))
 
     def blob_bytes(self, sha: bytes) -> bytes:
         obj = self.get(sha)

@@ -24,7 +24,7 @@ from typing import Any
 
 from dulwich.objects import Commit, Tree
 
-from gitsessions.store import background, maintenance, tombstones
+from gitsessions.store import background, context_refs, maintenance, tombstones
 from gitsessions.store.errors import (
     AmbiguousSessionId,
     ConcurrentUpdate,
@@ -34,12 +34,14 @@ from gitsessions.store.errors import (
     StoreCorrupt,
     StoreError,
 )
-from gitsessions.store.formats import check_header
+from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header, wrap
 from gitsessions.store.layout import (
+    Record,
     TreeDraft,
-    read_segment,
+    iter_records,
+    read_chunk,
     read_transcript,
-    transcript_segments,
+    transcript_chunks,
 )
 from gitsessions.store.redaction import (
     Finding,
@@ -51,7 +53,7 @@ from gitsessions.store.redaction import (
 from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
 from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
-from gitsessions.values.clock import now_iso, parse_iso
+from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
 from gitsessions.values.records import HEADER_FORMAT, empty_usage
 
@@ -63,6 +65,9 @@ JSON_FILES = {
     "pins": "pins.json",
     "usage": "usage.json",
 }
+INLINE = "context-inline.json"
+ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
+RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
 
 
 def ref_name(session_id: str) -> bytes:
@@ -78,6 +83,7 @@ class Head:
     commit: bytes
     tree: bytes
     header: dict[str, Any]
+    version: int = FORMAT
 
     @property
     def counts(self) -> dict[str, int]:
@@ -96,6 +102,11 @@ class Change:
     header: dict[str, Any] | None = None
     context: list[dict[str, Any]] | None = None
     append: list[dict[str, Any]] = field(default_factory=list)
+    # per appended message, what its transcript record adds: a reply's "model" and
+    # "usage"; with `as_recorded` (an import) each record's own "time", "turn", "step"
+    # and nothing is stamped
+    append_meta: list[dict[str, Any]] = field(default_factory=list)
+    as_recorded: bool = False
     compactions: list[dict[str, Any]] | None = None
     plan: list[Any] | None = None
     pins: list[str] | None = None
@@ -124,6 +135,9 @@ class SessionStore:
                 f"cannot use {home} as the gitsessions home: {error.strerror or error}"
             ) from None
         self.home = home
+        # {session id: (commit, the context there as (message key, transcript index))}:
+        # what the next commit's context is matched against without reading it again
+        self._contexts: dict[str, tuple[bytes, list[context_refs.Candidate]]] = {}
 
     def close(self) -> None:
         self.git.close()
@@ -169,8 +183,10 @@ class SessionStore:
         header = self._json_at(commit.tree, "session.json")
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
-        check_header(header, session_id)
-        return Head(session_id, commit_id, commit.tree, header)
+        version = check_header(header, session_id)
+        return Head(
+            session_id, commit_id, commit.tree, upgrade_header(header, version), version
+        )
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
         tree = self.git.get(tree_id)
@@ -187,22 +203,75 @@ class SessionStore:
 
     def read(self, head: Head, what: str) -> Any:
         """One of context, compactions, plan, pins, usage at `head`."""
+        if what == "context":
+            return [message for message, _ref in self._context(head)]
         value = self._json_at(head.tree, JSON_FILES[what])
         if value is None:
             return empty_usage() if what == "usage" else []
+        if head.version >= 2:
+            value = unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
         return value
 
+    def _context(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
+        """The working context at `head`, each message with its transcript index."""
+        where = f"context.json of session {head.id[:8]}"
+        doc = self._json_at(head.tree, "context.json")
+        if doc is None:
+            pairs: list[tuple[dict[str, Any], int | None]] = []
+        elif head.version < 2:
+            if not isinstance(doc, list):
+                raise StoreCorrupt(f"{where}: not a list")
+            transcript = [(context_refs.key(m), i) for i, m in enumerate(self.transcript(head))]
+            found = context_refs.match(doc, transcript)
+            pairs = [(m, ref) for m, (_key, ref) in zip(doc, found, strict=True)]
+        else:
+            items = unwrap("context", doc, where)
+            inline = unwrap("inline", self._json_at(head.tree, INLINE) or {}, where)
+            if not isinstance(inline, list):
+                raise StoreCorrupt(f"{where}: the inline messages are not a list")
+            refs = context_refs.references(items, len(inline), head.counts.get("messages", 0))
+            lines = self._lines(head, sorted({r for r in refs if r is not None}))
+            spare = iter(inline)
+            pairs = [(next(spare) if r is None else lines[r], r) for r in refs]
+        self._contexts[head.id] = (
+            head.commit,
+            [(context_refs.key(m), ref) for m, ref in pairs],
+        )
+        return pairs
+
+    def _lines(self, head: Head, wanted: list[int]) -> dict[int, dict[str, Any]]:
+        """`{index: message}` for the transcript lines `wanted` (sorted), reading only
+        the chunks that hold them."""
+        out: dict[int, dict[str, Any]] = {}
+        runs: list[list[int]] = []
+        for index in wanted:
+            if runs and index == runs[-1][1]:
+                runs[-1][1] = index + 1
+            else:
+                runs.append([index, index + 1])
+        count = head.counts.get("messages", 0)
+        for start, end in runs:
+            for index, record in iter_records(self.git, head.tree, count, start, end):
+                out[index] = record["message"]
+        return out
+
     def segments(self, head: Head) -> list[tuple[int, bytes]]:
-        """The transcript's segments as `(first message index, blob id)`."""
-        return transcript_segments(self.git, head.tree)
+        """The transcript's chunks as `(first message index, blob id)`."""
+        return transcript_chunks(self.git, head.tree)
 
     def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
-        return read_segment(self.git, blob_id)
+        """The messages of one transcript chunk."""
+        return [record["message"] for record in read_chunk(self.git, blob_id)]
+
+    def records(self, head: Head, start: int = 0, end: int | None = None) -> list[Record]:
+        """Transcript records `start:end`: `{"message", "time", "turn", "step", ...}`
+        (a line written by format 1 has only `message`)."""
+        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
 
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None
     ) -> list[dict[str, Any]]:
-        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
+        return [record["message"] for record in self.records(head, start, end)]
 
     # -- writing --------------------------------------------------------------------------
 
@@ -300,16 +369,28 @@ class SessionStore:
         findings: list[Finding] = []
         if self.redact:
             subject, findings = self._redact(change, subject, counts["messages"])
+        if base is not None and base.version < FORMAT:
+            self._upgrading(base, change)
         draft = TreeDraft(self.git, base.tree if base else None)
+        if base is not None and base.version < FORMAT:
+            draft.refile_transcript()
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
-            if value is not None:
-                draft.set(name, dumps(value))
+            if value is not None and what != "context":
+                draft.set(name, dumps(wrap(what, value)))
+        first = counts["messages"]
         if change.append:
-            draft.append_transcript(change.append, counts["messages"])
+            draft.append_transcript(self._records(change, trailers), first)
             counts["messages"] += len(change.append)
+        candidates: list[context_refs.Candidate] | None = None
         if change.context is not None:
             counts["context_messages"] = len(change.context)
+            known = self._candidates(base) if base is not None else []
+            appended = [(context_refs.key(m), first + i) for i, m in enumerate(change.append)]
+            candidates = context_refs.match(change.context, known + appended)
+            items, inline = context_refs.encode(change.context, [r for _k, r in candidates])
+            draft.set("context.json", dumps(wrap("context", items)))
+            draft.set(INLINE, dumps(wrap("inline", inline)))
         if change.compactions is not None:
             counts["compactions"] = len(change.compactions)
         header = dict(change.header if change.header is not None else base.header)  # type: ignore[union-attr]
@@ -317,10 +398,14 @@ class SessionStore:
         header["format"] = HEADER_FORMAT
         header["id"] = session_id
         header["counts"] = counts
+        if event in ACTIVE_EVENTS and event != "import":
+            header["active_at"] = header.get("updated_at")
+        elif base is not None:
+            header["active_at"] = base.header.get("active_at", header.get("updated_at"))
+        header.setdefault("active_at", header.get("updated_at"))
         if skip_unchanged and base is not None and not change.append:
-            draft.set(
-                "session.json", dumps({**header, "updated_at": base.header.get("updated_at")})
-            )
+            times = {k: base.header.get(k) for k in ("updated_at", "active_at")}
+            draft.set("session.json", dumps({**header, **times}))
             if draft.root.id == base.tree:
                 return base
             draft.new_objects.pop()
@@ -354,7 +439,44 @@ class SessionStore:
             background.schedule(self.git.path)
         if findings and self.on_redacted is not None:  # only for a commit that happened
             self.on_redacted(session_id, findings)
+        if candidates is not None:
+            self._contexts[session_id] = (commit.id, candidates)
+        elif base is not None and self._contexts.get(session_id, (None,))[0] == base.commit:
+            self._contexts[session_id] = (commit.id, self._contexts[session_id][1])
         return Head(session_id, commit.id, tree_id, header)
+
+    def _candidates(self, base: Head) -> list[context_refs.Candidate]:
+        """The base's context as (message key, transcript index): what a new context is
+        matched against (kept from the last read or commit, else read now)."""
+        cached = self._contexts.get(base.id)
+        if cached is not None and cached[0] == base.commit:
+            return cached[1]
+        self._context(base)
+        return self._contexts[base.id][1]
+
+    def _upgrading(self, base: Head, change: Change) -> None:
+        """A commit on a format-1 head writes every file as format 2: fill in what the
+        change leaves as it was."""
+        for what in ("context", *(w for w in JSON_FILES if w != "context")):
+            if getattr(change, what) is None:
+                setattr(change, what, self.read(base, what))
+
+    def _records(self, change: Change, trailers: Mapping[str, Any]) -> list[Record]:
+        """The transcript records of the appended messages: written now (UTC, ms), in
+        the turn and step the trailers name, with what the writer added (model, usage)."""
+        stamp: dict[str, Any] = {"time": now_iso_ms()}
+        for name in ("Turn", "Step"):
+            value = str(trailers.get(name, ""))
+            if value.isdigit():
+                stamp[name.lower()] = int(value)
+        if change.as_recorded:
+            stamp = {}
+        records: list[Record] = []
+        for i, message in enumerate(change.append):
+            meta = change.append_meta[i] if i < len(change.append_meta) else {}
+            extra = {k: v for k, v in meta.items() if k in RECORD_KEYS and v is not None}
+            records.append({"message": message, **stamp, **extra})
+        return records
 
     def _redact(self, change: Change, subject: str, first: int) -> tuple[str, list[Finding]]:
         """Redact `change` in place; the redacted subject and where secrets were found."""

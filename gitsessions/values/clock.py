@@ -1,4 +1,5 @@
-"""Timestamps: ISO 8601 in UTC with a `Z`, to the second, as stored everywhere."""
+"""Timestamps: ISO 8601 in UTC with a `Z`, to the second (transcript records: to the
+millisecond)."""
 
 from datetime import UTC, datetime
 
@@ -12,6 +13,11 @@ def iso(moment: datetime) -> str:
 def now_iso() -> str:
     """The current time as `YYYY-MM-DDTHH:MM:SSZ`."""
     return iso(datetime.now(UTC))
+
+
+def now_iso_ms() -> str:
+    """The current time as `YYYY-MM-DDTHH:MM:SS.mmmZ` (transcript records)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def iso_of_timestamp(seconds: int) -> str:

@@ -1,14 +1,16 @@
 """The records a session is made of, as plain JSON-ready values.
 
-`session.json` holds the header below; the other files of a session's tree hold the
-working context, the transcript, the compaction records, the plan, the pins and the usage.
+`session.json` holds the header below (`updated_at`: the last change of any kind;
+`active_at`: the last turn or compaction, what `list` and `--continue` go by); the other
+files of a session's tree hold the working context, the transcript, the compaction
+records, the plan, the pins and the usage.
 Usage is one dict: totals at the top level and the same numbers per model in `by_model`.
 """
 
 from collections.abc import Mapping
 from typing import Any
 
-HEADER_FORMAT = "gitsessions.header/1"
+HEADER_FORMAT = "gitsessions.header/2"
 USAGE_TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
 
 
@@ -69,6 +71,7 @@ def new_header(
         "archived": False,
         "created_at": created_at,
         "updated_at": created_at,
+        "active_at": created_at,
         "workspace": dict(workspace) if workspace else empty_workspace(),
         "model": model,
     }

@@ -1,0 +1,158 @@
+"""Stores written by each format stay readable: the committed fixtures of format 1 and
+format 2 (`tests/fixtures/make_store.py` wrote them, driving the CLI), the upgrade of a
+format-1 session at its next commit (history untouched), and the refusal of format 3."""
+
+import json
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store.sessions import SessionStore
+from tests.conftest import REPO, exec_args, fsck, git
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def unpack(version: int, home: Path) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(FIXTURES / f"store-format{version}.tar.gz") as tar:
+        tar.extractall(home, filter="data")
+    return home / "store.git"
+
+
+def sessions(cli) -> dict[str, dict]:
+    return {row["title"]: row for row in cli.json("list", "--include-archived")}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_stored_format_reads_whole(version, cli, home):
+    unpack(version, home)
+    rows = sessions(cli)
+    assert set(rows) >= {"Golden", "Golden fork"} and len(rows) == 3
+    golden, fork = rows["Golden"], rows["Golden fork"]
+    assert fork["parent_id"] == golden["id"]
+    assert [r["archived"] for r in rows.values()].count(True) == 1
+    assert golden["compactions"] == 1
+    shown = cli.json("show", golden["id"])
+    assert any("alpha line 399" in (m.get("content") or "") for m in shown)
+    context = cli.json("show", golden["id"], "--context")
+    assert "The user read a.txt (alpha)." in context[1]["content"]  # the note
+    assert context[-1] == {"role": "assistant", "content": "done"}
+    info = cli.json("info", golden["id"])
+    assert info["active_at"] <= info["updated_at"]  # format 1: active_at = updated_at
+    assert cli.json("pins", golden["id"]) == ["alpha is the answer"] or cli(
+        "pins", golden["id"]
+    ).stdout.count("alpha is the answer")
+    exported = json.loads(cli("export", fork["id"]).stdout)
+    assert exported["format"] == "gitsessions.session/2"
+    records = exported["transcript"]
+    assert records[-1]["message"]["content"] == "in the fork"
+    assert ("time" in records[-1]) == (version == 2)
+    fsck(home)
+
+
+def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
+    home, server, workspace, cli
+):
+    repo = unpack(1, home)
+    golden = sessions(cli)["Golden"]
+    branch = f"refs/heads/sessions/{golden['id']}"
+    old_head = git(repo, "rev-parse", branch).stdout.strip()
+    old_blobs = set(git(repo, "ls-tree", "-r", old_head, "transcript").stdout.split())
+    before = cli.json("show", golden["id"])
+    fork = sessions(cli)["Golden fork"]
+    fork_point = json.loads(cli("export", fork["id"]).stdout)["fork_point"]
+
+    server.reply(content="upgraded", usage=(50, 2))
+    done = subprocess.run(
+        ["python", "-m", "gitsessions", *exec_args(server, workspace), "--resume",
+         golden["id"], "--json", "after the upgrade"],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "config", "gitsessions.formatVersion").stdout.strip() == "2"
+    header = json.loads(git(repo, "show", f"{branch}:session.json").stdout)
+    assert header["format"] == "gitsessions.header/2"
+    assert header["active_at"] >= header["created_at"]
+    for name in ("plan", "pins", "usage", "compactions"):
+        doc = json.loads(git(repo, "show", f"{branch}:{name}.json").stdout)
+        assert doc["format"] == f"gitsessions.{name}/2"
+    context = json.loads(git(repo, "show", f"{branch}:context.json").stdout)["context"]
+    assert any("from" in item for item in context)  # by reference now
+    # history is never rewritten: the old head is the new commits' ancestor, its
+    # transcript blobs are still the transcript's, and the fork point still resolves
+    git(repo, "merge-base", "--is-ancestor", old_head, branch)
+    new_blobs = set(git(repo, "ls-tree", "-r", branch, "transcript").stdout.split())
+    assert {b for b in old_blobs if len(b) == 40} <= new_blobs
+    assert git(repo, "cat-file", "-t", fork_point).stdout.strip() == "commit"
+    after = cli.json("show", golden["id"])
+    assert after[: len(before)] == before
+    assert after[-1] == {"role": "assistant", "content": "upgraded"}
+    request = server.requests[-1]["messages"]
+    assert request[-1] == {"role": "user", "content": "after the upgrade"}
+    assert "The user read a.txt (alpha)." in request[1]["content"]
+    fsck(home)
+
+
+def _plant(repo: Path, branch: str, name: str, text: str) -> str:
+    """A commit on `branch` whose `name` holds `text` (stock git plumbing)."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}  # fmt: skip
+
+    def plumb(*args: str, stdin: str = "") -> str:
+        return subprocess.run(
+            ["git", "--git-dir", str(repo), *args],
+            input=stdin, capture_output=True, text=True, check=True, env=env,
+        ).stdout.strip()  # fmt: skip
+
+    blob = plumb("hash-object", "-w", "--stdin", stdin=text)
+    entries = [
+        f"100644 blob {blob}\t{name}" if e.endswith(f"\t{name}") else e
+        for e in plumb("ls-tree", branch).splitlines()
+    ]
+    tree = plumb("mktree", stdin="\n".join(entries) + "\n")
+    sid = branch.rsplit("/", 1)[1]
+    commit = plumb("commit-tree", tree, "-p", branch, "-m", f"x\n\nSession: {sid}\nEvent: turn\n")
+    plumb("update-ref", branch, commit)
+    return commit
+
+
+def test_a_planted_format_3_is_refused_in_one_line_and_never_rewritten(cli, home):
+    repo = unpack(2, home)
+    rows = sessions(cli)
+    golden, fork = rows["Golden"]["id"], rows["Golden fork"]["id"]
+    branch = f"refs/heads/sessions/{golden}"
+    plan = json.dumps({"format": "gitsessions.plan/3", "plan": {"new": "shape"}})
+    planted = _plant(repo, branch, "plan.json", plan)
+    result = cli("export", golden, code=1)
+    assert result.stderr.strip().endswith(
+        "was written by a newer gitsessions (format 3); upgrade to read it"
+    )
+    assert len(result.stderr.strip().splitlines()) == 1
+    header = json.loads(git(repo, "show", f"{branch}:session.json").stdout)
+    header["format"] = "gitsessions.header/3"
+    planted = _plant(repo, branch, "session.json", json.dumps(header))
+    for args in (["rename", golden, "new"], ["pin", golden, "x"], ["fork", golden]):
+        line = cli(*args, code=1).stderr.strip()
+        assert line == (
+            f"error: session {golden[:8]} was written by a newer gitsessions (format 3); "
+            "upgrade to read it"
+        )
+    assert git(repo, "rev-parse", branch).stdout.strip() == planted
+    assert sessions(cli)["Golden fork"]["id"] == fork  # the others still list
+
+
+def test_store_reads_format_1_context_with_its_transcript_indices(home):
+    unpack(1, home)
+    store = SessionStore(home)
+    golden = next(
+        store.head(sid) for sid in store.ids() if store.head(sid).header["title"] == "Golden"
+    )
+    assert golden.version == 1
+    pairs = store._context(golden)
+    transcript = store.transcript(golden)
+    for message, ref in pairs:
+        assert ref is None or transcript[ref] == message
+    assert [ref is None for _m, ref in pairs].count(True) == 1  # only the note is inline
