@@ -37,7 +37,6 @@ def test_layout_readable_with_stock_git(store, home, make_session):
         "transcript/0000000000.jsonl",  # create: the system prompt
         "transcript/0000000001.jsonl",  # turn 1
         "transcript/0000000003.jsonl",  # turn 2
-        "usage.json",
     ]
     header = json.loads(git(home / "store.git", "show", f"{branch}:session.json").stdout)
     assert header["id"] == head.id

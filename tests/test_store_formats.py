@@ -62,6 +62,7 @@ def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
     old_head = git(repo, "rev-parse", branch).stdout.strip()
     old_blobs = set(git(repo, "ls-tree", "-r", old_head, "transcript").stdout.split())
     before = cli.json("show", golden["id"])
+    requests = cli.json("info", golden["id"])["usage"]["requests"]
     fork = sessions(cli)["Golden fork"]
     fork_point = json.loads(cli("export", fork["id"]).stdout)["fork_point"]
 
@@ -76,9 +77,11 @@ def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
     header = json.loads(git(repo, "show", f"{branch}:session.json").stdout)
     assert header["format"] == "gitsessions.header/2"
     assert header["active_at"] >= header["created_at"]
-    for name in ("plan", "pins", "usage", "compactions"):
+    for name in ("plan", "pins", "compactions"):
         doc = json.loads(git(repo, "show", f"{branch}:{name}.json").stdout)
         assert doc["format"] == f"gitsessions.{name}/2"
+    assert header["usage"]["requests"] == requests + 1  # usage.json moved into the header
+    assert git(repo, "cat-file", "-e", f"{branch}:usage.json", check=False).returncode
     context = json.loads(git(repo, "show", f"{branch}:context.json").stdout)["context"]
     assert any("from" in item for item in context)  # by reference now
     # history is never rewritten: the old head is the new commits' ancestor, its

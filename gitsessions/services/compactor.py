@@ -3,7 +3,7 @@
 Invariant: the store changes only when compaction succeeded and changed the context,
 through the one write path (`services.writer`), with an audit line.
 Then one commit replaces `context.json`, appends the record to `compactions.json` and
-adds the summarizer's usage to `usage.json`, with subject `compact: B -> A tokens` and
+adds the summarizer's usage to the header's `usage`, with subject `compact: B -> A tokens` and
 trailers `Event: compact`, `Tokens-Before`, `Tokens-After`, `Trigger`, `Stages`. The
 transcript is never touched. Any failure leaves the session exactly as it was.
 """

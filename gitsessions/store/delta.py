@@ -1,11 +1,13 @@
-"""A line-oriented git delta encoder for the store's JSON files.
+"""A unit-oriented git delta encoder for the store's JSON files and trees.
 
 Every blob the store writes is text made of lines (canonical JSON, JSONL), and versions
-of one file differ by whole lines: a transcript segment only grows, the working context
-slides. So a delta that copies whole runs of lines from the base and inserts the rest
-is both small and cheap to compute (a dict lookup per line), where a general byte-level
-encoder costs tens of milliseconds per blob. The output is git's delta format
-(base size, target size, copy and insert instructions), readable by git and dulwich.
+of one file differ by whole lines: the header's counts change, the working context
+grows. Versions of one tree differ by whole entries: a transcript directory gains a
+chunk. So a delta that copies whole runs of units (lines, or tree entries) from the
+base and inserts the rest is both small and cheap to compute (a dict lookup per unit),
+where a general byte-level encoder costs tens of milliseconds per object. The output is
+git's delta format (base size, target size, copy and insert instructions), readable by
+git and dulwich.
 """
 
 MIN_COPY_LINE = 8  # a shorter line is inserted, unless it continues a copy
@@ -45,11 +47,23 @@ def _lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def create_delta(base: bytes, target: bytes) -> bytes:
-    """A git delta that turns `base` into `target`."""
+def tree_entries(data: bytes) -> list[bytes]:
+    """A raw tree cut into its entries (`mode name\0` and a 20-byte id each)."""
+    out = []
+    at = 0
+    while at < len(data):
+        end = data.index(b"\0", at) + 21
+        out.append(data[at:end])
+        at = end
+    return out
+
+
+def create_delta(base: bytes, target: bytes, tree: bool = False) -> bytes:
+    """A git delta that turns `base` into `target` (raw trees when `tree`)."""
+    units = tree_entries if tree else _lines
     index: dict[bytes, int] = {}
     offset = 0
-    for line in _lines(base):
+    for line in units(base):
         index.setdefault(line, offset)
         offset += len(line)
     out = bytearray(_varint(len(base)) + _varint(len(target)))
@@ -72,7 +86,7 @@ def create_delta(base: bytes, target: bytes) -> bytes:
             start += length
         copy_start = -1
 
-    for line in _lines(target):
+    for line in units(target):
         size = len(line)
         if copy_start >= 0 and base[copy_end : copy_end + size] == line:
             copy_end += size
@@ -89,5 +103,60 @@ def create_delta(base: bytes, target: bytes) -> bytes:
         copy_start, copy_end = found, found + size
     if copy_start >= 0:
         flush_copy()
+    flush_insert()
+    return bytes(out)
+
+
+BLOCK = 16  # a byte delta copies runs of at least this many bytes
+INDEXED = 1 << 16  # bases up to this size are indexed at every offset, larger ones sparser
+
+
+def create_byte_delta(base: bytes, target: bytes) -> bytes:
+    """A git delta that turns `base` into `target`, copying any run of 16+ bytes the two
+    share, for texts that share phrases but not lines: consecutive transcript chunks.
+    The base's 16-byte windows are indexed (every offset of a small base; of a large one,
+    every `len(base) // INDEXED`th), so time and memory stay linear."""
+    index: dict[bytes, int] = {}
+    for offset in range(0, len(base) - BLOCK + 1, max(1, len(base) // INDEXED)):
+        index.setdefault(base[offset : offset + BLOCK], offset)
+    out = bytearray(_varint(len(base)) + _varint(len(target)))
+    pending = bytearray()
+
+    def flush_insert() -> None:
+        for start in range(0, len(pending), MAX_INSERT):
+            chunk = pending[start : start + MAX_INSERT]
+            out.append(len(chunk))
+            out.extend(chunk)
+        pending.clear()
+
+    at, end = 0, len(target)
+    while at < end:
+        found = index.get(target[at : at + BLOCK]) if at + BLOCK <= end else None
+        if found is None:
+            pending.append(target[at])
+            at += 1
+            continue
+        length = BLOCK
+        while at + length < end and found + length < len(base):
+            step = min(64, end - at - length, len(base) - found - length)
+            t, b = at + length, found + length
+            if target[t : t + step] == base[b : b + step]:
+                length += step
+            elif target[at + length] == base[found + length]:
+                length += 1
+            else:
+                break
+        back = 0
+        while back < len(pending) and found > back and pending[-1 - back] == base[found - back - 1]:
+            back += 1
+        if back:
+            del pending[-back:]
+        flush_insert()
+        start, total = found - back, length + back
+        while total:
+            size = min(MAX_COPY, total)
+            out.extend(_copy(start, size))
+            start, total = start + size, total - size
+        at += length
     flush_insert()
     return bytes(out)

@@ -4,7 +4,7 @@
     context.json              the working context, by reference to transcript lines
     context-inline.json       the context's messages the transcript does not hold
     transcript/...            the full record, a tree of immutable chunks (`chunks`)
-    compactions.json  plan.json  pins.json  usage.json
+    compactions.json  plan.json  pins.json   (usage: in the header)
 
 Invariants:
 - A transcript line, once written, is never rewritten: a commit adds one chunk holding

@@ -31,13 +31,15 @@ and every change to a session is one commit on it. A session's tree:
 
 | file | holds |
 | --- | --- |
-| `session.json` | the header: format, id, title, parent, times, workspace, model, counts |
-| `context.json` | the working context: the exact messages the model is sent next |
-| `transcript/NNNNNN.jsonl` | the full record, one message per line, 256 per segment |
+| `session.json` | the header: format, id, title, parent, times, workspace, model, counts, usage |
+| `context.json` | the working context (sent to the model next), as transcript line numbers |
+| `context-inline.json` | the context's messages the transcript does not hold (compaction's note) |
+| `transcript/...` | the full record, a record per line (`{"message", "time", ...}`) |
 | `compactions.json` | one record per compaction of the working context |
-| `plan.json`, `pins.json`, `usage.json` | the plan, pinned notes, token usage and cost |
+| `plan.json`, `pins.json` | the plan, pinned notes |
 
-All JSON is canonical (sorted keys, UTF-8), so `git diff` between two commits is readable.
+All JSON is canonical (sorted keys, UTF-8), so `git diff` between two commits is readable;
+each file names its format (`"format": "gitsessions.plan/2"`).
 
 Each commit message is a subject saying what happened (`turn 13.2: read_file app.py`),
 then trailers: `Session: <id>` and `Event: <create|turn|compact|fork|rename|...>` on
@@ -50,7 +52,8 @@ Reading with stock git (`gitsessions list` gives the ids):
     git --git-dir store.git branch --list 'sessions/*'
     git --git-dir store.git log --oneline sessions/<id>
     git --git-dir store.git show sessions/<id>:session.json
-    git --git-dir store.git show sessions/<id>:transcript/000000.jsonl
+    git --git-dir store.git ls-tree -r --name-only sessions/<id> transcript
+    git --git-dir store.git show sessions/<id>:transcript/0000000000.jsonl
 
 The full format is described in gitsessions' docs/format.md.
 """

@@ -25,6 +25,7 @@ Invariants:
 
 import contextlib
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
 
 from gitsessions.store import dulwich_private
-from gitsessions.store.delta import create_delta
+from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
@@ -151,11 +152,26 @@ def _parse_tree(raw: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
+def _chunk(path: bytes) -> bool:
+    return path.startswith(b"/transcript/") and path.endswith(b".jsonl")
+
+
+def _order(entry: Entry, i: int) -> tuple[int, bytes, bytes, int]:
+    """Versions of one path together, newest first; transcript chunks together, the
+    newest (highest index) first."""
+    _sha, type_num, path = entry
+    if _chunk(path):
+        return type_num, b"transcript/", bytes(255 - b for b in path), i
+    return type_num, path, b"", i
+
+
 def _deltified(git: GitStore, entries: list[Entry]) -> Iterator[UnpackedObject]:
-    """Pack records: each blob or tree as a delta against the previous (newer) version
-    at the same path when that is at most half its size, chains at most MAX_DEPTH.
+    """Pack records: each blob, tree or commit as a delta against the previous (newer)
+    version at the same path, and each transcript chunk against the next newer chunk
+    (they share phrases, not lines: `create_byte_delta`), when the delta compresses
+    smaller than the object does; chains at most MAX_DEPTH.
     Objects are read one at a time; only the previous one is kept."""
-    order = sorted(range(len(entries)), key=lambda i: (entries[i][1], entries[i][2], i))
+    order = sorted(range(len(entries)), key=lambda i: _order(entries[i], i))
     previous: tuple[int, bytes, bytes, bytes, int] | None = None  # type, path, sha, raw, depth
     for i in order:
         sha, type_num, path = entries[i]
@@ -165,13 +181,18 @@ def _deltified(git: GitStore, entries: list[Entry]) -> Iterator[UnpackedObject]:
         record = None
         if (
             previous is not None
-            and type_num in (Blob.type_num, Tree.type_num)
+            and type_num in (Blob.type_num, Tree.type_num, Commit.type_num)
             and previous[0] == obj.type_num
-            and previous[1] == path
+            and (previous[1] == path or (_chunk(previous[1]) and _chunk(path)))
             and previous[4] < MAX_DEPTH
         ):
-            delta = create_delta(previous[3], raw)
-            if len(delta) <= len(raw) // 2:
+            if _chunk(path):
+                delta = create_byte_delta(previous[3], raw)
+            else:
+                delta = create_delta(previous[3], raw, tree=type_num == Tree.type_num)
+            if len(delta) <= len(raw) // 2 or (
+                len(delta) < len(raw) and len(zlib.compress(delta)) < len(zlib.compress(raw))
+            ):
                 depth = previous[4] + 1
                 record = UnpackedObject(
                     obj.type_num,

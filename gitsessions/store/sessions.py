@@ -63,8 +63,8 @@ JSON_FILES = {
     "compactions": "compactions.json",
     "plan": "plan.json",
     "pins": "pins.json",
-    "usage": "usage.json",
 }
+V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
 RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
@@ -205,7 +205,9 @@ class SessionStore:
         """One of context, compactions, plan, pins, usage at `head`."""
         if what == "context":
             return [message for message, _ref in self._context(head)]
-        value = self._json_at(head.tree, JSON_FILES[what])
+        if what == "usage" and head.version >= 2:
+            return head.header.get("usage") or empty_usage()
+        value = self._json_at(head.tree, JSON_FILES.get(what, V1_USAGE))
         if value is None:
             return empty_usage() if what == "usage" else []
         if head.version >= 2:
@@ -374,6 +376,7 @@ class SessionStore:
         draft = TreeDraft(self.git, base.tree if base else None)
         if base is not None and base.version < FORMAT:
             draft.refile_transcript()
+            draft.remove(V1_USAGE)
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
             if value is not None and what != "context":
@@ -398,6 +401,10 @@ class SessionStore:
         header["format"] = HEADER_FORMAT
         header["id"] = session_id
         header["counts"] = counts
+        if change.usage is not None:
+            header["usage"] = change.usage
+        elif base is not None:
+            header["usage"] = base.header.get("usage") or empty_usage()
         if event in ACTIVE_EVENTS and event != "import":
             header["active_at"] = header.get("updated_at")
         elif base is not None:
@@ -457,7 +464,7 @@ class SessionStore:
     def _upgrading(self, base: Head, change: Change) -> None:
         """A commit on a format-1 head writes every file as format 2: fill in what the
         change leaves as it was."""
-        for what in ("context", *(w for w in JSON_FILES if w != "context")):
+        for what in (*JSON_FILES, "usage"):
             if getattr(change, what) is None:
                 setattr(change, what, self.read(base, what))
 
