@@ -73,7 +73,8 @@ class ContextStillTooLarge(CompactionError):
 @dataclass(frozen=True)
 class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
-    (None: trim_threshold); compaction aims to end at or under it."""
+    (None: trim_threshold); compaction aims to end at or under it. The ledger of a
+    continuation note gets `ledger_share` of max_context_tokens."""
 
     max_context_tokens: int = 24000
     trim_threshold: float = 0.8
@@ -81,11 +82,12 @@ class Policy:
     current_turn_allowance: int = 2000
     summary_max_tokens: int = 1024
     target: float | None = None
+    ledger_share: float = 0.1
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
             raise InvalidPolicy("max_context_tokens must be a positive number of tokens")
-        for name in ("trim_threshold", "target"):
+        for name in ("trim_threshold", "target", "ledger_share"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise InvalidPolicy(f"{name} must be a fraction in (0, 1], got {value}")
@@ -100,6 +102,11 @@ class Policy:
         """The token count compaction aims to end at or under."""
         ratio = self.trim_threshold if self.target is None else self.target
         return ratio * self.max_context_tokens
+
+    @property
+    def ledger_tokens(self) -> int:
+        """The most tokens the ledger of a continuation note may take."""
+        return int(self.ledger_share * self.max_context_tokens)
 
 
 def should_compact(tokens: int, policy: Policy) -> bool:
@@ -228,7 +235,10 @@ def compact(
         if stage1 is not None:
             return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
         return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
-    ledger_text = build_ledger(record, plan, pins).render()
+    fixed = count([{"role": "user", "content": ""}])
+    ledger_text = build_ledger(record, plan, pins).render(
+        policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
+    )
     kept_clear = [index for position, index in clearing if position >= cut]
     stages = ("clear", "summarize") if kept_clear else ("summarize",)
     budget = policy.max_context_tokens - policy.summary_max_tokens
