@@ -8,11 +8,10 @@ context stays exactly as it was. The transcript is never rewritten: a cleared to
 output becomes a stub naming its transcript message index and `read_session`.
 
 Stage 1 ("clear") first cuts every giant message (over `giant_share` of the budget and
-GIANT_MIN_TOKENS: a
-tool-call argument, a reply, a tool output, a user message, anywhere in the context, the
-current turn included) to a head and a tail that name its transcript message, then
-replaces old tool outputs with stubs, oldest first, until the context is at or under the
-target. Protected: the newest tool result always; in the current turn
+GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user message, anywhere
+in the context, the current turn included) to a head and a tail that name its transcript
+message, then replaces old tool outputs with stubs, oldest first, until the context is
+at or under the target. Protected: the newest tool result always; in the current turn
 (after the latest user message) the newest outputs within `current_turn_allowance`
 tokens; before it, any of the last `keep_recent_tool_results` tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
@@ -80,7 +79,8 @@ class ContextStillTooLarge(CompactionError):
 class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
     (None: trim_threshold); compaction aims to end at or under it. The ledger of a
-    continuation note gets `ledger_share` of max_context_tokens."""
+    continuation note gets `ledger_share` of max_context_tokens; a message over
+    `giant_share` of it (and GIANT_MIN_TOKENS) is cut in stage 1."""
 
     max_context_tokens: int = 24000
     trim_threshold: float = 0.8
