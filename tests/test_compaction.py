@@ -217,9 +217,9 @@ def test_newest_output_is_kept_even_over_the_allowance() -> None:
         {"role": "system", "content": "sys"},
         user("Go."),
         assistant(call("a", "read_file", path="a")),
-        tool("a", big("a", 8000)),
+        tool("a", big("a", 7000)),
         assistant(call("b", "read_file", path="b")),
-        tool("b", big("b", 8000)),
+        tool("b", big("b", 7000)),  # under GIANT_MIN_TOKENS: a giant would be cut
     ]
     policy = Policy(max_context_tokens=1000, current_turn_allowance=10)
     result = valid(compact(messages, policy, Summarizer(), count, clear_only=True))
@@ -708,3 +708,51 @@ def test_a_dry_run_never_reports_a_bigger_estimate_as_compacted() -> None:
     result = compact(messages, Policy(), Summarizer(), count, mode="manual", dry_run=True)
     assert result.after_tokens <= result.before_tokens
     assert result.outcome == "not_needed" and not result.changed
+
+
+# -- giant messages --------------------------------------------------------------------
+
+
+def test_giant_messages_are_cut_in_stage1_with_the_full_text_in_the_transcript() -> None:
+    """A giant tool-call argument and a giant reply in the current turn (where stage 2
+    cannot reach) are cut to a head and a tail naming their transcript message."""
+    reply = "reply head " + big("said", 400_000) + " reply tail"
+    messages = [
+        {"role": "system", "content": "sys"},
+        user("first"),
+        assistant(content="ok"),
+        user("write the data file"),
+        assistant(call("c1", "write_file", path="data.txt", content=big("data", 400_000))),
+        tool("c1", "wrote data.txt"),
+        assistant(content=reply),
+    ]
+    original = copy.deepcopy(messages)
+    result = valid(compact(messages, POLICY, Summarizer(), count))
+    assert messages == original
+    assert result.stages == ("clear",) and result.after_tokens <= POLICY.target_tokens
+    arguments = json.loads(result.messages[4]["tool_calls"][0]["function"]["arguments"])
+    assert "read_session(start=4, end=5)" in json.dumps(arguments)
+    assert arguments["head"].startswith('{"path": "data.txt"')
+    assert result.messages[4]["tool_calls"][0]["id"] == "c1"
+    cut = result.messages[6]["content"]
+    assert cut.startswith("reply head") and cut.endswith("reply tail")
+    assert "read_session(start=6, end=7)" in cut and len(cut) < 10_000
+    assert set(result.cleared) == {4, 6}
+    assert any("giant" in note for note in result.notes)
+
+
+def test_a_giant_older_message_reaches_the_summarizer_cut_before_it_is_counted() -> None:
+    messages = session()
+    messages[3] = tool("c1", big("huge", 3_000_000))
+    counted: list[int] = []  # text sizes of the summarizer requests that were counted
+
+    def spy(items: Sequence[dict[str, Any]]) -> int:
+        if items and text_of(items[0]).startswith("You write the continuation summary"):
+            counted.append(sum(len(text_of(m)) for m in items))
+        return count(items)
+
+    policy = Policy(max_context_tokens=3000, summary_max_tokens=500)
+    summarizer = Summarizer()
+    valid(compact(messages, policy, summarizer, spy, mode="manual"))
+    assert counted and max(counted) < 50_000  # never the whole 3 MB
+    assert count(summarizer.requests[0].messages) <= 2500

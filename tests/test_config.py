@@ -104,6 +104,17 @@ def test_max_context_tokens() -> None:
         resolve_model_settings({}, {}, {"max_context_tokens": 1.5})
 
 
+def test_ledger_share() -> None:
+    assert resolve_model_settings({}, {}, {}).ledger_share == 0.1
+    settings = resolve_model_settings({}, {}, {"ledger_share": 0.25})
+    assert (settings.ledger_share, settings.sources["ledger_share"]) == (0.25, "config.toml")
+    env = {"GITSESSIONS_LEDGER_SHARE": "0.05"}
+    assert resolve_model_settings({}, env, {"ledger_share": 0.25}).ledger_share == 0.05
+    for bad in (0, 1.5, "lots", True):
+        with pytest.raises(ConfigError, match=r"ledger_share .* must be a fraction"):
+            resolve_model_settings({}, {}, {"ledger_share": bad})
+
+
 def test_api_key_value_never_appears_in_errors() -> None:
     with pytest.raises(ConfigError) as caught:
         resolve_model_settings({}, {}, {"api_key": 12345})

@@ -170,3 +170,26 @@ def test_unparsable_arguments_are_ignored(arguments: str) -> None:
     ledger = build_ledger(messages)
     assert ledger.files == ()
     assert ledger.render().startswith(LEDGER_HEADING)
+
+
+def test_files_past_the_ledgers_budget_are_counted() -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for n in range(600):
+        path = "src/hot.py" if n % 7 == 0 and n < 300 else f"src/m{n}.py"
+        messages += turn(f"c{n}", "edit_file", f"edited {path}", path=path, old="a", new="b")
+    messages += turn("last", "write_file", "wrote src/latest.py", path="src/latest.py")
+    ledger = build_ledger(messages, pins=["keep me"])
+
+    def tokens(text: str) -> int:
+        return len(text) // 4 + 1
+
+    whole = ledger.render()
+    assert "src/m5.py" in whole and "more files" not in whole
+    text = ledger.render(max_tokens=400, tokens=tokens)
+    assert tokens(text) <= 400
+    assert "src/latest.py" in text and "src/hot.py (edited x43)" in text and "keep me" in text
+    kept = text.count("\n- src/")
+    assert 20 < kept < len(ledger.files) == 559
+    assert f"- and {559 - kept} more files; read_session lists them" in text
+    # the budget can hold less than the fixed sections: still the newest file, and a count
+    assert "src/latest.py" in ledger.render(max_tokens=10, tokens=tokens)

@@ -1,7 +1,14 @@
 """`gitsessions search` and the search index cache."""
 
+import sqlite3
+
+from gitsessions.services import manage
+from gitsessions.services.manage import fork
 from gitsessions.services.search import SearchIndex
-from gitsessions.store.sessions import Change
+from gitsessions.store.sessions import Change, Head
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
 
 
 def test_search_finds_messages_titles_and_respects_archive(cli, make_session, store):
@@ -86,3 +93,48 @@ def test_delete_with_a_broken_search_cache(cli, make_session, home):
     (home / "index.sqlite").write_bytes(b"not a database either")
     cli("delete", head.id, "--yes")
     assert cli.json("search", "gone") == [] and cli.json("list") == []
+
+
+def _long_session(store, messages: int, tag: str) -> Head:
+    """A session of `messages` messages of ~1 KB each, committed at once."""
+    sid = new_id()
+    system = {"role": "system", "content": "You are a helpful coding agent."}
+    head = store.create(new_header(sid, now_iso()), Change(context=[system], append=[system]))
+    body = [
+        {"role": "user" if n % 2 else "assistant", "content": f"{tag} {n} " + "lorem ipsum " * 80}
+        for n in range(messages)
+    ]
+    return store.commit(head, Change(append=body), event="import", subject="import")
+
+
+def test_forks_share_the_index(store):
+    parent = _long_session(store, 700, "shared")
+    index = SearchIndex(store)
+    assert len(index.search("shared 699 ")) == 1
+    before = index.path.stat().st_size
+    forks = [fork(store, parent.id, title=f"fork {n}") for n in range(5)]
+    hits = index.search("shared 699 ")
+    assert sorted(h.session for h in hits) == sorted([parent.id] + [f.id for f in forks])
+    assert {h.index for h in hits} == {700}
+    grown = index.path.stat().st_size - before
+    assert grown < 5 * 10_000, grown  # a fork adds under 10 KB, not a copy of its text
+    assert [h.session for h in index.search("fork 3")] == [forks[3].id]
+
+
+def test_segments_are_stored_once_and_unheld_text_goes(store, make_session):
+    parent = make_session(turns=2, tag="first")
+    child = fork(store, parent.id)
+    index = SearchIndex(store)
+    index.refresh()
+    for head, word in ((store.head(parent.id), "parentword"), (store.head(child.id), "childword")):
+        store.commit(
+            head, Change(append=[{"role": "user", "content": word}]), event="turn", subject="t"
+        )
+    assert [h.session for h in index.search("parentword")] == [parent.id]
+    assert [(h.session, h.index) for h in index.search("childword")] == [(child.id, 5)]
+    assert len(index.search("first")) == 8  # 4 messages, in each of 2 sessions
+    with sqlite3.connect(index.path) as db:
+        (stored,) = db.execute("SELECT count(*) FROM texts").fetchone()
+    assert stored == 6 + 6  # the shared blob of 5 messages went; each new one is stored once
+    manage.delete(store, parent.id)
+    assert index.search("parentword") == [] and len(index.search("first")) == 4

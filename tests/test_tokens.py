@@ -151,3 +151,35 @@ def test_values_without_canonical_json_are_counted_not_raised(counter: TokenCoun
         assert counter.count_message(message) == counter.count_message(message)
     assert counter.count_tools(tools) > tokens.TOOLS_OVERHEAD
     assert counter.count_context([nan_part, surrogate], tools) > 0
+
+
+def test_a_giant_text_is_counted_from_a_bounded_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting a message of any size reads a bounded part of it: the tokenizer sees at
+    most EXACT_CHARS characters and the cache key is not built from the whole message."""
+    counter = TokenCounter()
+    encoding = counter._encoding
+    assert encoding is not None
+    seen: list[int] = []
+
+    class Spy:
+        def encode_ordinary(self, text: str) -> list[int]:
+            seen.append(len(text))
+            return encoding.encode_ordinary(text)
+
+    hashed: list[int] = []
+    real_dumps = tokens.dumps_line
+    monkeypatch.setattr(tokens, "dumps_line", lambda v: hashed.append(1) or real_dumps(v))
+    counter._encoding = Spy()
+    line = "value_{} = compute(alpha, {}) # a line of code\n"
+    text = "".join(line.format(n, n * 7) for n in range(60_000))  # ~2.9 MB
+    exact = sum(
+        len(encoding.encode_ordinary(text[i : i + 50_000])) for i in range(0, len(text), 50_000)
+    )
+    estimate = counter.count_text(text)
+    assert sum(seen) <= tokens.EXACT_CHARS
+    assert abs(estimate - exact) <= exact * 0.05
+    seen.clear()
+    message = {"role": "assistant", "content": text}
+    assert counter.count_message(message) >= estimate
+    assert sum(seen) <= tokens.EXACT_CHARS + 100 and not hashed
+    assert counter.count_text("hello world") == 2  # short texts stay exact

@@ -176,7 +176,10 @@ def build_agent(
         config = AgentConfig(
             model=settings.model,
             summary_model=settings.summary_model,
-            policy=Policy(max_context_tokens=settings.max_context_tokens),
+            policy=Policy(
+                max_context_tokens=settings.max_context_tokens,
+                ledger_share=settings.ledger_share,
+            ),
             max_steps=max_steps,
             stream=stream,
         )

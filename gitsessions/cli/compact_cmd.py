@@ -63,7 +63,10 @@ def cmd_compact(
         recorded = compact_session(
             store,
             store.head(session_id),
-            policy=Policy(max_context_tokens=settings.max_context_tokens),
+            policy=Policy(
+                max_context_tokens=settings.max_context_tokens,
+                ledger_share=settings.ledger_share,
+            ),
             summarize=make_summarizer(client, settings.summary_model),
             count=lambda messages: counter.estimate(messages, tools),
             cost=cost_function(settings),

@@ -7,8 +7,11 @@ messages are valid and smaller than before, or an unchanged-context outcome
 context stays exactly as it was. The transcript is never rewritten: a cleared tool
 output becomes a stub naming its transcript message index and `read_session`.
 
-Stage 1 ("clear") replaces old tool outputs with stubs, oldest first, until the context
-is at or under the target. Protected: the newest tool result always; in the current turn
+Stage 1 ("clear") first cuts every giant message (over `giant_share` of the budget and
+GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user message, anywhere
+in the context, the current turn included) to a head and a tail that name its transcript
+message, then replaces old tool outputs with stubs, oldest first, until the context is
+at or under the target. Protected: the newest tool result always; in the current turn
 (after the latest user message) the newest outputs within `current_turn_allowance`
 tokens; before it, any of the last `keep_recent_tool_results` tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
@@ -24,6 +27,7 @@ context is taken to be the transcript (a session never compacted before).
 import bisect
 import copy
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +52,7 @@ Outcome = Literal["compacted", "not_needed", "nothing_to_compact"]
 
 STUB_PREFIX = "[cleared tool output:"
 UNCHANGED = "; the context is unchanged"
+GIANT_MIN_TOKENS = 2000  # a message is giant over this and giant_share of the budget
 
 
 class CompactionError(GitsessionsError):
@@ -73,7 +78,9 @@ class ContextStillTooLarge(CompactionError):
 @dataclass(frozen=True)
 class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
-    (None: trim_threshold); compaction aims to end at or under it."""
+    (None: trim_threshold); compaction aims to end at or under it. The ledger of a
+    continuation note gets `ledger_share` of max_context_tokens; a message over
+    `giant_share` of it (and GIANT_MIN_TOKENS) is cut in stage 1."""
 
     max_context_tokens: int = 24000
     trim_threshold: float = 0.8
@@ -81,11 +88,13 @@ class Policy:
     current_turn_allowance: int = 2000
     summary_max_tokens: int = 1024
     target: float | None = None
+    ledger_share: float = 0.1
+    giant_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
             raise InvalidPolicy("max_context_tokens must be a positive number of tokens")
-        for name in ("trim_threshold", "target"):
+        for name in ("trim_threshold", "target", "ledger_share", "giant_share"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise InvalidPolicy(f"{name} must be a fraction in (0, 1], got {value}")
@@ -100,6 +109,16 @@ class Policy:
         """The token count compaction aims to end at or under."""
         ratio = self.trim_threshold if self.target is None else self.target
         return ratio * self.max_context_tokens
+
+    @property
+    def giant_keep_chars(self) -> int:
+        """How many characters of a giant text stay (a head and a tail)."""
+        return max(1000, self.max_context_tokens // 8)
+
+    @property
+    def ledger_tokens(self) -> int:
+        """The most tokens the ledger of a continuation note may take."""
+        return int(self.ledger_share * self.max_context_tokens)
 
 
 def should_compact(tokens: int, policy: Policy) -> bool:
@@ -196,13 +215,16 @@ def compact(
     before = count(work)
     base = _Base(before, mode, policy.max_context_tokens, dry_run)
 
-    cleared_msgs, clearing, unmatched = _clear(work, record, policy, count, before)
+    cleared_msgs, clearing, unmatched, giants = _clear(work, record, policy, count, before)
     after_clear = count(cleared_msgs) if clearing else before
     notes: list[str] = []
     if unmatched:
         notes.append(f"kept {unmatched} tool outputs not found in the transcript")
     if clearing:
-        notes.append(f"cleared {len(clearing)} tool outputs: {before} -> {after_clear} tokens")
+        what = f"{len(clearing) - giants} tool outputs"
+        if giants:
+            what = f"{giants} giant messages (cut to a head and a tail) and {what}"
+        notes.append(f"cleared {what}: {before} -> {after_clear} tokens")
     stage1 = None
     if clearing:
         stage1 = base.result(cleared_msgs, after_clear, ("clear",), [i for _, i in clearing])
@@ -228,7 +250,10 @@ def compact(
         if stage1 is not None:
             return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
         return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
-    ledger_text = build_ledger(record, plan, pins).render()
+    fixed = count([{"role": "user", "content": ""}])
+    ledger_text = build_ledger(record, plan, pins).render(
+        policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
+    )
     kept_clear = [index for position, index in clearing if position >= cut]
     stages = ("clear", "summarize") if kept_clear else ("summarize",)
     budget = policy.max_context_tokens - policy.summary_max_tokens
@@ -252,7 +277,7 @@ def compact(
         compacted = [cleared_msgs[0], make_note(summary.text, ledger_text), *cleared_msgs[cut:]]
         after = count(compacted)
         if after > policy.target_tokens:  # the kept turn itself is big: clear inside it too
-            compacted, more, _ = _clear(compacted, record, policy, count, after)
+            compacted, more, _, _ = _clear(compacted, record, policy, count, after)
             after = count(compacted) if more else after
             kept_clear = sorted([*kept_clear, *(index for _, index in more)])
             stages = ("clear", "summarize") if kept_clear else stages
@@ -365,24 +390,105 @@ def _candidates(
 
 def _clear(
     messages: list[Message], record: Sequence[Message], policy: Policy, count: Count, total: int
-) -> tuple[list[Message], list[tuple[int, int]], int]:
-    """Stage 1: a copy with old outputs stubbed until at or under the target, the
-    (position, transcript index) of each cleared output, and the unmatched count."""
+) -> tuple[list[Message], list[tuple[int, int]], int, int]:
+    """Stage 1: a copy with giant messages cut and old outputs stubbed until at or under
+    the target, the (position, transcript index) of each cut or cleared message, the
+    unmatched count and how many giants were cut."""
     if total <= policy.target_tokens:
-        return messages, [], 0
-    found, unmatched = _candidates(messages, record, policy, count)
-    result = list(messages)
-    cleared: list[tuple[int, int]] = []
-    estimate = total
+        return messages, [], 0, 0
+    result, cleared = _cut_giants(messages, record, policy, count)
+    giants = len(cleared)
+    estimate = count(result) if cleared else total
+    if estimate <= policy.target_tokens:
+        return result, cleared, 0, giants
+    found, unmatched = _candidates(result, record, policy, count)
+    cut = {position for position, _ in cleared}
     for position, index, stub, saved in found:
         result[position] = {**result[position], "content": stub}
-        cleared.append((position, index))
+        if position not in cut:  # a cut giant output stubbed after all: listed once
+            cleared.append((position, index))
         estimate -= saved
         if estimate <= policy.target_tokens:
             estimate = count(result)  # the per-message savings are an estimate: verify
             if estimate <= policy.target_tokens:
                 break
-    return result, cleared, unmatched
+    return result, sorted(cleared), unmatched, giants
+
+
+def _cut_giants(
+    messages: list[Message], record: Sequence[Message], policy: Policy, count: Count
+) -> tuple[list[Message], list[tuple[int, int]]]:
+    """A copy with each giant message found in the transcript cut to a head and a tail,
+    and the (position, transcript index) of each."""
+    fixed = count([])
+    limit = max(GIANT_MIN_TOKENS, policy.giant_share * policy.max_context_tokens)
+    giants = [
+        p
+        for p, m in enumerate(messages)
+        if p and m.get("role") != "system" and count([m]) - fixed > limit
+    ]
+    if not giants:
+        return list(messages), []
+    tools = transcript_indices(messages, record)
+    result = list(messages)
+    cut: list[tuple[int, int]] = []
+    bound = len(record)
+    for position in reversed(giants):
+        message = messages[position]
+        index = tools[position] if message.get("role") == "tool" else None
+        if index is None:
+            index = _find(record, message, bound)
+        if index is None:
+            continue  # not in the transcript: cutting it would lose its text
+        bound = index
+        result[position] = _cut_message(message, index, policy.giant_keep_chars)
+        cut.append((position, index))
+    return result, sorted(cut)
+
+
+def _find(record: Sequence[Message], message: Message, bound: int) -> int | None:
+    """The last transcript index before `bound` holding `message`."""
+    for index in range(min(bound, len(record)) - 1, -1, -1):
+        if record[index] == message:
+            return index
+    return None
+
+
+def _cut_text(text: str, keep: int, where: str) -> str:
+    if len(text) <= keep:
+        return text
+    half = keep // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} chars cut; {where}]\n{text[-half:]}"
+
+
+def _cut_message(message: Message, index: int, keep: int) -> Message:
+    """`message` with its text and each tool-call argument cut to about `keep` chars; a
+    cut argument becomes a JSON object {"head", "cut", "tail"}, so it stays valid JSON."""
+    where = (
+        f"the whole message is transcript message {index}: "
+        f"read_session(start={index}, end={index + 1})"
+    )
+    cut: Message = dict(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        cut["content"] = _cut_text(content, keep, where)
+    elif isinstance(content, list):
+        cut["content"] = _cut_text(text_of(message), keep, where)
+    calls = []
+    for call in message.get("tool_calls") or []:
+        arguments = str((call.get("function") or {}).get("arguments", ""))
+        if len(arguments) > keep:
+            half = keep // 2
+            note = f"{len(arguments) - 2 * half} chars of the arguments cut; {where}"
+            arguments = json.dumps(
+                {"head": arguments[:half], "cut": note, "tail": arguments[-half:]},
+                ensure_ascii=False,
+            )
+            call = {**call, "function": {**call["function"], "arguments": arguments}}
+        calls.append(call)
+    if calls:
+        cut["tool_calls"] = calls
+    return cut
 
 
 # -- stage 2 and guards --------------------------------------------------------------

@@ -24,6 +24,7 @@ DEFAULT_MODEL = "gemma4"
 DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai client wants one
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
+DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
 
 # setting -> (CLI flag or None, environment variables in priority order)
 _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -33,6 +34,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "summary_model": ("--summary-model", ("GITSESSIONS_SUMMARY_MODEL",)),
     "timeout": ("--timeout", ("GITSESSIONS_TIMEOUT",)),
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
+    "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
 }
 
 
@@ -52,6 +54,7 @@ class ModelSettings:
     summary_model: str
     timeout: float = DEFAULT_TIMEOUT
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
+    ledger_share: float = DEFAULT_LEDGER_SHARE
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -117,6 +120,7 @@ def resolve_model_settings(
         "api_key": DEFAULT_API_KEY,
         "timeout": DEFAULT_TIMEOUT,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
+        "ledger_share": DEFAULT_LEDGER_SHARE,
     }
     for name, default in defaults.items():
         if name not in values:
@@ -136,6 +140,7 @@ def resolve_model_settings(
         max_context_tokens=_check_max_tokens(
             values["max_context_tokens"], sources["max_context_tokens"]
         ),
+        ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
     )
@@ -201,6 +206,13 @@ def _check_max_tokens(value: Any, source: str) -> int:
     if number is None or not number.is_integer() or number <= 0:
         raise ConfigError(f"max_context_tokens {value!r} from {source} must be a positive integer")
     return int(number)
+
+
+def _check_share(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not 0 < number <= 1:
+        raise ConfigError(f"ledger_share {value!r} from {source} must be a fraction in (0, 1]")
+    return number
 
 
 def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:

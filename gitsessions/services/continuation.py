@@ -48,6 +48,7 @@ Prefer exact names, paths, identifiers and numbers over prose. If a previous sum
 given, merge it: keep what is still true, drop what was superseded."""
 
 MIN_MESSAGE_CHARS = 200
+CHARS_PER_TOKEN = 4  # a generous average for cutting texts before they are counted
 
 Count = Callable[[Sequence[Message]], int]
 
@@ -121,9 +122,10 @@ def summary_request(
 ) -> SummaryRequest:
     """The request that summarizes `older`, folding earlier notes, fitted into `budget`.
 
-    Earlier notes in `older` become the "previous_summary" field. When the request is
-    over `budget` tokens, long message texts are shortened (head and tail kept), then
-    the oldest messages are dropped, user messages last; each step is listed in `notes`.
+    Earlier notes in `older` become the "previous_summary" field. No text is longer than
+    CHARS_PER_TOKEN x `budget` characters to begin with. When the request is over
+    `budget` tokens, long message texts are shortened (head and tail kept), then the
+    oldest messages are dropped, user messages last; each step is listed in `notes`.
     """
     previous = [previous_summary(m) for m in older if is_note(m)]
     rest = [dict(m) for m in older if not is_note(m)]
@@ -139,9 +141,11 @@ def summary_request(
         payload = json.dumps(data, ensure_ascii=False, sort_keys=True)
         return [{"role": "system", "content": system}, {"role": "user", "content": payload}]
 
-    request = build(rest)
     longest = max((_size(m) for m in rest), default=0)
-    limit = longest
+    # no single text longer than the whole budget at CHARS_PER_TOKEN: a giant message is
+    # cut before anything is counted, so the cost does not grow with its size
+    limit = min(longest, max(MIN_MESSAGE_CHARS, CHARS_PER_TOKEN * budget))
+    request = build([_shorten(m, limit) for m in rest])
     while count(request) > budget and limit > MIN_MESSAGE_CHARS:
         limit //= 2
         request = build([_shorten(m, limit) for m in rest])

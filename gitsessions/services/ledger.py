@@ -17,11 +17,17 @@ Tool result convention (the tool implementations must match it):
 A tool result failed when it starts with `error:` or is a `run_shell` result whose exit
 status is not `0` (a timeout is a failure). A failed `write_file`/`edit_file` changed
 nothing, so its file is not listed.
+
+Rendered within a token budget (`render(max_tokens, tokens)`, compaction gives it
+`ledger_share` of the context budget), the ledger keeps every section but the file list
+whole; the file list keeps the most recently and the most often changed files, taken
+alternately from the two rankings while they fit, and counts the rest ("and 3,912 more
+files; read_session lists them"). Without a budget every file is listed.
 """
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +40,8 @@ MAX_COMMANDS = 25
 MAX_COMMAND_CHARS = 300
 MAX_ERROR_LINES = 30
 MAX_ERROR_CHARS = 2000
+
+MORE_FILES = "- and {count:,} more files; read_session lists them (query: write_file, edit_file)"
 
 _EXIT_LINE = re.compile(r"\s*exit code:\s*(.*?)\s*", re.IGNORECASE)
 _INTEGER = re.compile(r"-?\d+")
@@ -62,20 +70,49 @@ class LastError:
 
 @dataclass(frozen=True)
 class Ledger:
-    """The deterministic part of a continuation note."""
+    """The deterministic part of a continuation note. `files` are (path, actions) in the
+    order first changed; `changes` gives for each of them (times changed, transcript
+    index of the last change)."""
 
     files: tuple[tuple[str, str], ...]
     commands: tuple[tuple[str, str | None], ...]
     last_error: LastError | None
     open_plan: tuple[tuple[str, str], ...]
     pins: tuple[str, ...]
+    changes: tuple[tuple[int, int], ...] = ()
 
-    def render(self) -> str:
-        """The ledger as plain text, headed by `LEDGER_HEADING`."""
-        lines = [LEDGER_HEADING]
-        lines.append("### Files written or edited by tools")
-        lines += [f"- {path} ({actions})" for path, actions in self.files] or ["- none"]
-        lines.append("### Shell commands (exit codes)")
+    def render(self, max_tokens: int | None = None, tokens: Callable[[str], int] = len) -> str:
+        """The ledger as plain text, headed by `LEDGER_HEADING`; with `max_tokens` (as
+        `tokens` counts them) the file list is cut to what fits, see the module doc."""
+        rest = self._rest()
+        lines = [LEDGER_HEADING, "### Files written or edited by tools"]
+        entries = [f"- {path} ({actions})" for path, actions in self.files]
+        if max_tokens is None or tokens("\n".join([*lines, *entries, *rest])) <= max_tokens:
+            return "\n".join([*lines, *(entries or ["- none"]), *rest])
+        room = max_tokens - tokens("\n".join([*lines, MORE_FILES.format(count=0), *rest]))
+        kept: set[int] = set()
+        for position in self._ranked():
+            cost = tokens(entries[position]) + 1  # the entry and its newline
+            if cost > room and kept:
+                break
+            kept.add(position)  # the newest file is always named
+            room -= cost
+        lines += [entries[i] for i in sorted(kept)]
+        lines.append(MORE_FILES.format(count=len(entries) - len(kept)))
+        return "\n".join([*lines, *rest])
+
+    def _ranked(self) -> list[int]:
+        """Positions in `files`, the most recently and the most often changed taken in
+        turn, each once."""
+        changes = self.changes or tuple((1, n) for n in range(len(self.files)))
+        recent = sorted(range(len(changes)), key=lambda i: -changes[i][1])
+        often = sorted(range(len(changes)), key=lambda i: (-changes[i][0], -changes[i][1]))
+        order = dict.fromkeys(p for pair in zip(recent, often, strict=True) for p in pair)
+        return list(order)
+
+    def _rest(self) -> list[str]:
+        """Every section after the file list."""
+        lines = ["### Shell commands (exit codes)"]
         shown = self.commands[-MAX_COMMANDS:]
         if len(self.commands) > len(shown):
             omitted = len(self.commands) - len(shown)
@@ -95,7 +132,7 @@ class Ledger:
         lines += [f"- [{status}] {text}" for text, status in self.open_plan] or ["- none"]
         lines.append("### Pinned notes (verbatim)")
         lines += [f"- {pin}" for pin in self.pins] or ["- none"]
-        return "\n".join(lines)
+        return lines
 
 
 def exit_status(result: str) -> str | None:
@@ -154,6 +191,7 @@ def build_ledger(
 ) -> Ledger:
     """Read the ledger from the transcript; plan items are {"text" or "step", "status"}."""
     files: dict[str, list[str]] = {}
+    last: dict[str, int] = {}
     commands: list[tuple[str, str | None]] = []
     last_error: LastError | None = None
     for event in tool_events(transcript):
@@ -161,6 +199,7 @@ def build_ledger(
         path = event.arguments.get("path")
         if event.name in WRITE_TOOLS and isinstance(path, str) and path and not failed:
             files.setdefault(path, []).append(WRITE_TOOLS[event.name])
+            last[path] = event.call_index
         command = event.arguments.get("command")
         if event.name == SHELL_TOOL and isinstance(command, str):
             code = None if event.result is None else exit_status(event.result)
@@ -178,6 +217,7 @@ def build_ledger(
         last_error=last_error,
         open_plan=open_plan,
         pins=tuple(pins),
+        changes=tuple((len(acts), last[path]) for path, acts in files.items()),
     )
 
 

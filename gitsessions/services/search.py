@@ -2,11 +2,16 @@
 
 The index (`<home>/search.sqlite`, SQLite FTS5 with the trigram tokenizer, so any
 substring of 3+ characters matches, code included) is a cache. It is keyed by content:
-each transcript segment is indexed under its git blob id, and a segment is re-read only
-when the blob a session points at changes, so refreshing after a turn reads one segment,
-not the whole store. Sessions whose branch is gone are dropped from it; a cache that
-cannot be read is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
+each transcript segment's text is stored once per git blob id (`texts`, rowid = blob key x
+SLOTS + message offset), and a table says which sessions hold which segment at which
+index (`holds`). A fork copies nothing in the store, so it adds only its `holds` rows
+here, and a search matches each segment's text once however many forks hold it. A
+segment is read only when no session held its blob yet, so refreshing after a turn reads
+one segment, not the whole store; text no session holds any more is dropped. Sessions
+whose branch is gone are dropped from it; a cache that cannot be read, or was built for
+another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
+Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
 With redaction on, text is redacted before it is indexed, so even a session stored before
 redaction existed (or with it off) cannot be searched for a secret's value; an index built
 under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt.
@@ -27,15 +32,21 @@ from gitsessions.values.messages import text_of
 from gitsessions.values.secrets import redact
 
 TITLE, SUMMARY = -2, -1
+SLOTS = 1024  # rowids per segment blob in `texts`: a message's rowid is blob * SLOTS + n
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (session TEXT PRIMARY KEY, head TEXT, title TEXT,"
     " archived INTEGER, updated_at TEXT)",
-    "CREATE TABLE IF NOT EXISTS segments (session TEXT, start INTEGER, blob TEXT,"
+    "CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, sha TEXT UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS holds (session TEXT, start INTEGER, blob INTEGER,"
     " PRIMARY KEY (session, start))",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, session UNINDEXED,"
+    "CREATE INDEX IF NOT EXISTS holds_blob ON holds (blob)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, role UNINDEXED,"
+    " tokenize='trigram')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS labels USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
     "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)",
 ]
+TABLES = ("texts", "labels", "holds", "blobs", "meta", "mode")
 
 
 @dataclass(frozen=True)
@@ -104,42 +115,48 @@ class SearchIndex:
                         self._drop(db, session)
             db.commit()
             if reset:
-                db.execute("INSERT INTO docs(docs) VALUES ('optimize')")
-                db.commit()
-                db.execute("VACUUM")
+                self._compact_file(db)
+
+    # -- storage: each segment blob's text once, and which sessions hold it -------------
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
         sid, h = head.id, head.header
-        db.execute("DELETE FROM docs WHERE session = ? AND idx < 0", (sid,))
+        db.execute("DELETE FROM labels WHERE session = ?", (sid,))
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
         ):
             if text:
                 db.execute(
-                    "INSERT INTO docs VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
+                    "INSERT INTO labels VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
                 )
-        stored = dict(db.execute("SELECT start, blob FROM segments WHERE session = ?", (sid,)))
+        stored = dict(
+            db.execute(
+                "SELECT holds.start, blobs.sha FROM holds JOIN blobs ON blobs.id = holds.blob"
+                " WHERE holds.session = ?",
+                (sid,),
+            )
+        )
         current = {start: blob.decode() for start, blob in self.store.segments(head)}
-        starts = sorted(set(stored) | set(current))
-        for at, start in enumerate(starts):
+        released: set[int] = set()
+        for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):
                 continue
-            end = starts[at + 1] if at + 1 < len(starts) else 2**62
-            db.execute(
-                "DELETE FROM docs WHERE session = ? AND idx >= ? AND idx < ?", (sid, start, end)
-            )
+            if start in stored:
+                released.update(
+                    row[0]
+                    for row in db.execute(
+                        "SELECT blob FROM holds WHERE session = ? AND start = ?", (sid, start)
+                    )
+                )
             if start not in current:
-                db.execute("DELETE FROM segments WHERE session = ? AND start = ?", (sid, start))
+                db.execute("DELETE FROM holds WHERE session = ? AND start = ?", (sid, start))
                 continue
-            rows = [
-                (self._clean(message_text(m)), sid, start + n, str(m.get("role", "")))
-                for n, m in enumerate(self.store.segment(current[start].encode()))
-            ]
-            db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", [r for r in rows if r[0]])
             db.execute(
-                "INSERT OR REPLACE INTO segments VALUES (?, ?, ?)", (sid, start, current[start])
+                "INSERT OR REPLACE INTO holds VALUES (?, ?, ?)",
+                (sid, start, self._blob(db, current[start])),
             )
+        self._collect(db, released)
         db.execute(
             "INSERT OR REPLACE INTO meta VALUES (?, ?, ?, ?, ?)",
             (
@@ -151,12 +168,41 @@ class SearchIndex:
             ),
         )
 
+    def _blob(self, db: sqlite3.Connection, sha: str) -> int:
+        """The key of segment blob `sha`, its messages indexed if they were not yet."""
+        row = db.execute("SELECT id FROM blobs WHERE sha = ?", (sha,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        messages = self.store.segment(sha.encode())
+        if len(messages) > SLOTS:
+            raise StoreCorrupt(f"segment {sha[:12]} holds {len(messages)} messages")
+        key = db.execute("INSERT INTO blobs (sha) VALUES (?)", (sha,)).lastrowid
+        assert key is not None
+        rows = [
+            (key * SLOTS + n, self._clean(message_text(m)), str(m.get("role", "")))
+            for n, m in enumerate(messages)
+        ]
+        db.executemany("INSERT INTO texts (rowid, text, role) VALUES (?, ?, ?)",
+                       [r for r in rows if r[1]])  # fmt: skip
+        return key
+
+    def _collect(self, db: sqlite3.Connection, keys: Collection[int]) -> None:
+        """Drop the text of those blobs that no session holds any more."""
+        for key in keys:
+            if db.execute("SELECT 1 FROM holds WHERE blob = ? LIMIT 1", (key,)).fetchone():
+                continue
+            db.execute(
+                "DELETE FROM texts WHERE rowid >= ? AND rowid < ?",
+                (key * SLOTS, (key + 1) * SLOTS),
+            )
+            db.execute("DELETE FROM blobs WHERE id = ?", (key,))
+
     def _match_mode(self, db: sqlite3.Connection) -> bool:
         """Empty an index built under the other redaction setting; True when it did."""
         row = db.execute("SELECT redact FROM mode").fetchone()
         if row is not None and bool(row[0]) == self.store.redact:
             return False
-        for table in ("docs", "segments", "meta", "mode"):
+        for table in TABLES:
             db.execute(f"DELETE FROM {table}")
         db.execute("INSERT INTO mode VALUES (?)", (int(self.store.redact),))
         return True
@@ -165,18 +211,68 @@ class SearchIndex:
         return redact(text)[0] if self.store.redact else text
 
     def _drop(self, db: sqlite3.Connection, session: str) -> None:
-        for table in ("docs", "segments", "meta"):
+        held = [
+            row[0] for row in db.execute("SELECT blob FROM holds WHERE session = ?", (session,))
+        ]
+        for table in ("labels", "holds", "meta"):
             db.execute(f"DELETE FROM {table} WHERE session = ?", (session,))
+        self._collect(db, held)
+
+    def _compact_file(self, db: sqlite3.Connection) -> None:
+        """Rewrite the file so deleted text is not left in free pages."""
+        for table in ("texts", "labels"):
+            db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        db.commit()
+        db.execute("VACUUM")
 
     def forget(self, session: str) -> None:
-        """Remove a deleted session's text from the index file now."""
+        """Remove a deleted session's text from the index file now (text a fork still
+        holds stays)."""
         if not self.path.exists():
             return
         with self._db() as db:
             self._drop(db, session)
-            db.execute("INSERT INTO docs(docs) VALUES ('optimize')")
-            db.commit()
-            db.execute("VACUUM")
+            self._compact_file(db)
+
+    def _matching(
+        self,
+        db: sqlite3.Connection,
+        where: str,
+        args: list[Any],
+        *,
+        include_archived: bool,
+        limit: int,
+        session: str | None,
+        sessions: Collection[str] | None,
+    ) -> list[tuple[str, int, str, str, str]]:
+        """`(session, index, role, text, title)` of each message, title or summary for
+        which `where` holds (written against a table named `{t}` with a `text` column,
+        taking `args`), newest session first. A segment's text is matched once, however
+        many sessions hold it."""
+        filters, extra = "", []
+        if not include_archived:
+            filters += " AND meta.archived = 0"
+        if session is not None:
+            filters += " AND meta.session = ?"
+            extra.append(session)
+        if sessions is not None:
+            filters += " AND meta.session IN (SELECT value FROM json_each(?))"
+            extra.append(json.dumps(sorted(sessions)))
+        sql = (
+            f"SELECT holds.session, holds.start + texts.rowid % {SLOTS}, texts.role, texts.text,"
+            " meta.title, meta.updated_at FROM texts"
+            f" JOIN holds ON holds.blob = texts.rowid / {SLOTS}"
+            f" JOIN meta ON meta.session = holds.session WHERE {where.format(t='texts')}"
+            f"{filters} UNION ALL "
+            "SELECT labels.session, labels.idx, labels.role, labels.text, meta.title,"
+            " meta.updated_at FROM labels JOIN meta ON meta.session = labels.session"
+            f" WHERE {where.format(t='labels')}{filters}"
+            " ORDER BY 6 DESC, 1, 2 LIMIT ?"
+        )
+        rows = db.execute(sql, [*args, *extra, *args, *extra, limit]).fetchall()
+        return [(sid, idx, role, text, title) for sid, idx, role, text, title, _ in rows]
+
+    # -- query ----------------------------------------------------------------------------
 
     def search(
         self,
@@ -194,28 +290,21 @@ class SearchIndex:
             return []
         self.refresh()
         if len(query) >= 3:
-            where = "docs MATCH ?"
+            where = "{t} MATCH ?"
             arg = '"' + query.replace('"', '""') + '"'
         else:  # the trigram index needs 3 characters; scan instead
-            where = "docs.text LIKE ? ESCAPE '\\'"
+            where = "{t}.text LIKE ? ESCAPE '\\'"
             arg = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        sql = (
-            f"SELECT docs.session, docs.idx, docs.role, docs.text, meta.title FROM docs "
-            f"JOIN meta ON meta.session = docs.session WHERE {where}"
-        )
-        args: list[Any] = [arg]
-        if not include_archived:
-            sql += " AND meta.archived = 0"
-        if session is not None:
-            sql += " AND docs.session = ?"
-            args.append(session)
-        if sessions is not None:
-            sql += " AND docs.session IN (SELECT value FROM json_each(?))"
-            args.append(json.dumps(sorted(sessions)))
-        sql += " ORDER BY meta.updated_at DESC, docs.session, docs.idx LIMIT ?"
-        args.append(limit)
         with self._db() as db:
-            rows = db.execute(sql, args).fetchall()
+            rows = self._matching(
+                db,
+                where,
+                [arg],
+                include_archived=include_archived,
+                limit=limit,
+                session=session,
+                sessions=sessions,
+            )
         return [
             Hit(sid, title, idx if idx >= 0 else None, role, snippet(text, query))
             for sid, idx, role, text, title in rows

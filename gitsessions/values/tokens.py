@@ -6,6 +6,10 @@ Invariants:
   to a character estimate (ceil(len / 4)). `TokenCounter.method` says which is in use.
 - A message's count depends only on its canonical JSON, so counts are cached by a hash
   of it: re-counting a long context costs O(new messages).
+- Counting takes bounded time and memory whatever the size: a text longer than
+  EXACT_CHARS is estimated from its first and last EXACT_CHARS / 2 characters (counted
+  exactly, scaled to the whole length), and a message holding more than CACHE_CHARS
+  characters of text is counted without building its cache key (no copy of it is made).
 - Counts are estimates of what a server will bill. `calibrate` learns the ratio between
   the server's reported prompt_tokens and our raw count; `estimate` applies it.
 """
@@ -34,6 +38,8 @@ REPLY_PRIMING = 3  # <|start|>assistant<|message|>
 CALIBRATION_MIN = 0.5
 CALIBRATION_MAX = 2.0
 DEFAULT_CACHE_SIZE = 100_000
+EXACT_CHARS = 200_000  # longer texts: estimated from a head and a tail of this many chars
+CACHE_CHARS = 1_000_000  # messages with more text are not cached (hashing would copy them)
 
 
 class _Encoding(Protocol):
@@ -81,10 +87,18 @@ class TokenCounter:
             return 0
         if self._encoding is None:
             return math.ceil(len(text) / 4)
-        return len(self._encoding.encode_ordinary(text))
+        if len(text) <= EXACT_CHARS:
+            return len(self._encoding.encode_ordinary(text))
+        half = EXACT_CHARS // 2
+        sample = len(self._encoding.encode_ordinary(text[:half]))
+        sample += len(self._encoding.encode_ordinary(text[-half:]))
+        return math.ceil(sample * len(text) / (2 * half))
 
     def count_message(self, message: Mapping[str, Any]) -> int:
-        """Tokens one chat message adds to a request, overhead included. Cached."""
+        """Tokens one chat message adds to a request, overhead included. Cached, unless
+        it holds more than CACHE_CHARS characters of text."""
+        if _text_chars(message) > CACHE_CHARS:
+            return self._count_message(message)
         return self._cached(b"m", message, lambda: self._count_message(message))
 
     def count_tools(self, tools: list[dict[str, Any]] | None) -> int:
@@ -177,6 +191,21 @@ class TokenCounter:
 
     def _count_str(self, value: Any) -> int:
         return self.count_text(value) if isinstance(value, str) else 0
+
+
+def _text_chars(message: Mapping[str, Any]) -> int:
+    """Characters in a message's content and tool-call arguments (cheap: no copies)."""
+    content = message.get("content")
+    total = len(content) if isinstance(content, str) else 0
+    if isinstance(content, list):
+        for part in content:
+            text = part.get("text") if isinstance(part, Mapping) else part
+            total += len(text) if isinstance(text, str) else 0
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        total += len(arguments) if isinstance(arguments, str) else 0
+    return total
 
 
 def _json_text(value: Any) -> str:

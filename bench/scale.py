@@ -1,0 +1,283 @@
+"""Scale bench (issue 9): giant messages and search over many forks.
+
+Everything runs in a temporary directory made at run time (removed at the end); message
+content comes from a fixed seed. Each case runs the real `gitsessions` CLI in a child
+process against the fake OpenAI server of the tests (127.0.0.1, no network) and reports
+its wall time and peak RSS (`wait4`), so one case cannot inflate another's numbers.
+
+Sections:
+- giant: one `exec` turn after a session holding a 20 MB tool-call argument (`arg`), a
+  30 MB assistant reply (`reply`), and a turn whose model answers with a 20 MB tool call
+  (`mid-turn`: the giant is in the current turn, so only stage 1 can shrink it). Reported:
+  exit code, seconds, peak RSS, and whether the next request fit the budget.
+- search: a 1,000-turn session forked 0 / 10 / 100 times; `search` in a new process, the
+  first one after the forks (it refreshes the index) and a second one; index bytes.
+
+    uv run python bench/scale.py                    # both sections, a few minutes
+    uv run python bench/scale.py --only giant --out /tmp/scale.json
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
+from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
+from gitsessions.values.clock import now_iso  # noqa: E402
+from gitsessions.values.ids import new_id  # noqa: E402
+from gitsessions.values.records import new_header  # noqa: E402
+from gitsessions.values.tokens import default_counter  # noqa: E402
+from tests.fake_openai import FakeOpenAI  # noqa: E402
+
+SEED = 20250101
+BUDGET = 24_000
+SUMMARIZER = "You write the continuation summary"
+CODE = [REPO]  # the checkout whose gitsessions the child processes run (--code)
+WORDS = ("alpha", "beta", "gamma", "delta", "value", "result", "config", "parser", "token",
+         "index", "cache", "session")  # fmt: skip
+
+
+def text_of_size(chars: int, rng: random.Random) -> str:
+    """Code-like lines (so tiktoken sees ordinary text, not one pathological run)."""
+    lines: list[str] = []
+    size = 0
+    while size < chars:
+        name, call = rng.choice(WORDS), rng.choice(WORDS)
+        line = f"{name}_{rng.randrange(10**6)} = {call}({rng.random():.6f})"
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)[:chars]
+
+
+def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", *args], stdout=out, stderr=err,
+            env={**env, "PYTHONPATH": str(CODE[0])}, cwd=CODE[0],
+        )  # fmt: skip
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                break
+            time.sleep(0.02)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {
+            "code": child.returncode,
+            "seconds": round(seconds, 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "timed_out": seconds > timeout,
+            "stdout": out.read().decode(errors="replace"),
+            "stderr": err.read().decode(errors="replace")[-600:],
+        }
+
+
+def environment(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSESSIONS_"))}
+    env.update(GITSESSIONS_HOME=str(home), HOME=str(home.parent), GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+# -- giant messages ---------------------------------------------------------------------
+
+
+def _call(call_id: str, path: str, content: str) -> dict[str, Any]:
+    arguments = json.dumps({"path": path, "content": content})
+    return {"id": call_id, "type": "function",
+            "function": {"name": "write_file", "arguments": arguments}}  # fmt: skip
+
+
+def giant_session(home: Path, workspace: Path, kind: str, rng: random.Random) -> str:
+    """A session whose last turn holds a giant tool argument or reply."""
+    system = {"role": "system", "content": "You are a coding agent."}
+    turn: list[dict[str, Any]] = [{"role": "user", "content": "write the data file"}]
+    if kind == "arg":
+        big = text_of_size(20_000_000, rng)
+        turn += [
+            {"role": "assistant", "content": None, "tool_calls": [_call("c1", "data.txt", big)]},
+            {"role": "tool", "tool_call_id": "c1", "content": "wrote data.txt (20000000 chars)"},
+            {"role": "assistant", "content": "Done: data.txt is written."},
+        ]
+    else:
+        turn.append({"role": "assistant", "content": text_of_size(30_000_000, rng)})
+    sid = new_id()
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        header = new_header(sid, now_iso(), title=kind, workspace={"path": str(workspace)})
+        head = store.create(header, Change(context=[system], append=[system]))
+        store.commit(head, Change(context=[system, *turn], append=turn), event="import",
+                     subject="import")  # fmt: skip
+    finally:
+        store.close()
+    return sid
+
+
+def giant_case(root: Path, kind: str, timeout: float) -> dict[str, Any]:
+    rng = random.Random(SEED)
+    home, workspace = root / kind / "home", root / kind / "ws"
+    workspace.mkdir(parents=True)
+    big_call = None
+    if kind == "mid-turn":
+        big_call = _call("big", "data.txt", text_of_size(20_000_000, rng))
+        resume: list[str] = []
+    else:
+        resume = ["--resume", giant_session(home, workspace, kind, rng)]
+    sent: list[int] = []
+    counter = default_counter()
+    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        if messages[0]["content"].startswith(SUMMARIZER):
+            return {"content": "Goal: write data.txt.", "usage": (900, 10)}
+        if "tools" in request:
+            sent.append(counter.count_context(messages, tools))
+        if big_call is not None and messages[-1]["role"] == "user":
+            return {"content": None, "tool_calls": [big_call], "usage": None}
+        return {"content": "Next step done.", "usage": None}
+
+    with FakeOpenAI() as server:
+        server.responder = responder
+        result = run_cli(
+            ["exec", "next step", *resume, "--base-url", server.base_url, "--model", "fake",
+             "--workspace", str(workspace), "--auto-approve", "--json"],
+            environment(home), timeout,
+        )  # fmt: skip
+    result["requests_tokens"] = sent
+    result["fits"] = result["code"] == 0 and all(n <= BUDGET for n in sent)
+    result.pop("stdout")
+    return result
+
+
+# -- search over forks ------------------------------------------------------------------
+
+
+def search_cases(root: Path, forks: Sequence[int], turns: int, timeout: float) -> list[dict]:
+    """One 1,000-turn session, forked up to max(forks) times; after each step, a new
+    process runs `search` twice (the first refreshes the index)."""
+    rng = random.Random(SEED)
+    home = root / "search" / "home"
+    store = SessionStore(home, background_maintenance=False)
+    rows: list[dict[str, Any]] = []
+    try:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a coding agent."}
+        head = store.create(new_header(sid, now_iso(), title="long"),
+                            Change(context=[system], append=[system]))  # fmt: skip
+        body: list[dict[str, Any]] = []
+        for n in range(turns):
+            body += [
+                {"role": "user", "content": f"turn {n}: " + text_of_size(400, rng)},
+                {"role": "assistant", "content": f"reply {n}: " + text_of_size(1600, rng)},
+            ]
+        head = store.commit(head, Change(append=body), event="import", subject="import")
+        made = 0
+        for target in forks:
+            while made < target:
+                store.fork(head, new_id(), title=f"fork {made}", created_at=now_iso())
+                made += 1
+            env = environment(home)
+            first = run_cli(["search", "turn 999:", "--json"], env, timeout)
+            second = run_cli(["search", "reply 500:", "--json"], env, timeout)
+            index = home / "search.sqlite"
+            rows.append({
+                "forks": target,
+                "index_bytes": index.stat().st_size if index.exists() else 0,
+                "first_search_seconds": first["seconds"],
+                "second_search_seconds": second["seconds"],
+                "first_search_rss_mb": first["peak_rss_mb"],
+                "hits": len(json.loads(first["stdout"] or "[]")),
+                "code": first["code"] or second["code"],
+            })  # fmt: skip
+    finally:
+        store.close()
+    return rows
+
+
+# -- output -----------------------------------------------------------------------------
+
+
+def table(title: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = [title, "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="giant,search", help="sections: giant,search")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per case")
+    parser.add_argument("--forks", default="0,10,100", help="fork counts for search")
+    parser.add_argument("--turns", type=int, default=1000, help="turns of the searched session")
+    parser.add_argument("--label", default="", help="a name for this run (e.g. before, after)")
+    parser.add_argument("--code", type=Path, default=REPO,
+                        help="run the gitsessions found in this directory (e.g. an older "
+                        "checkout made with `git archive`); setup uses this one")  # fmt: skip
+    args = parser.parse_args(argv)
+    CODE[0] = args.code.resolve()
+    sections = set(args.only.split(","))
+    report: dict[str, Any] = {
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "label": args.label,
+        "code": str(CODE[0]) if CODE[0] != REPO else "this checkout",
+        "python": platform.python_version(),
+        "loadavg": os.getloadavg(),
+    }
+    root = Path(tempfile.mkdtemp(prefix="gitsessions-scale-"))
+    steps: list[tuple[str, Callable[[], Any]]] = []
+    if "giant" in sections:
+        steps.append(("giant", lambda: [
+            {"case": kind, **giant_case(root, kind, args.timeout)}
+            for kind in ("arg", "reply", "mid-turn")
+        ]))  # fmt: skip
+    if "search" in sections:
+        forks = [int(n) for n in args.forks.split(",")]
+        steps.append(("search", lambda: search_cases(root, forks, args.turns, args.timeout)))
+    columns = {
+        "giant": ["case", "code", "seconds", "peak_rss_mb", "fits", "requests_tokens"],
+        "search": ["forks", "index_bytes", "first_search_seconds", "second_search_seconds",
+                   "first_search_rss_mb", "hits", "code"],
+    }  # fmt: skip
+    try:
+        for name, step in steps:
+            report[name] = step()
+            print(table(f"== {name} {args.label}", report[name], columns[name]), flush=True)
+            for row in report[name]:
+                if row.get("code"):
+                    print(f"  {row.get('case', row.get('forks'))}: {row.get('stderr', '')}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
