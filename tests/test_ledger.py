@@ -193,3 +193,27 @@ def test_files_past_the_ledgers_budget_are_counted() -> None:
     assert f"- and {559 - kept} more files; read_session lists them" in text
     # the budget can hold less than the fixed sections: still the newest file, and a count
     assert "src/latest.py" in ledger.render(max_tokens=10, tokens=tokens)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_ledger_fed_in_pieces_through_its_state_is_the_ledger_read_whole(seed) -> None:
+    import json
+    import random
+
+    from gitsessions.services.ledger import LedgerBuilder
+
+    rng = random.Random(seed)
+    messages = transcript() * 3
+    for n, message in enumerate(messages):  # distinct call ids, as a real transcript has
+        for call in message.get("tool_calls") or []:
+            call["id"] = f"{call['id']}-{n // len(transcript())}"
+        if message.get("role") == "tool":
+            message["tool_call_id"] = f"{message['tool_call_id']}-{n // len(transcript())}"
+    cuts = sorted(rng.sample(range(1, len(messages)), rng.randint(1, 6)))
+    builder = LedgerBuilder()
+    for start, end in zip([0, *cuts], [*cuts, len(messages)], strict=True):
+        builder.feed(messages[start:end], start)
+        builder = LedgerBuilder.from_state(json.loads(json.dumps(builder.state())))
+    whole = build_ledger(messages, [{"step": "x", "status": "pending"}], ["pin"])
+    assert builder.ledger([{"step": "x", "status": "pending"}], ["pin"]) == whole
+    assert whole.render() == builder.ledger([{"step": "x", "status": "pending"}], ["pin"]).render()

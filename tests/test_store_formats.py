@@ -154,7 +154,7 @@ def test_store_reads_format_1_context_with_its_transcript_indices(home):
         store.head(sid) for sid in store.ids() if store.head(sid).header["title"] == "Golden"
     )
     assert golden.version == 1
-    pairs = store._context(golden)
+    pairs = store.context_lines(golden)
     transcript = store.transcript(golden)
     for message, ref in pairs:
         assert ref is None or transcript[ref] == message

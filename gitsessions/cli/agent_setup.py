@@ -179,6 +179,7 @@ def build_agent(
             policy=Policy(
                 max_context_tokens=settings.max_context_tokens,
                 ledger_share=settings.ledger_share,
+                target=settings.compact_target,
             ),
             max_steps=max_steps,
             stream=stream,

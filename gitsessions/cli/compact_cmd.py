@@ -40,6 +40,13 @@ def cmd_compact(
     base_url: options.BaseUrl = None,
     summary_model: options.SummaryModel = None,
     max_context_tokens: options.MaxContext = None,
+    target: Annotated[
+        float | None,
+        typer.Option(
+            help="End at or under this fraction of --max-context-tokens [config "
+            "compact_target; default 0.5].",
+        ),
+    ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout.")] = False,
 ) -> None:
     """Compact a session's working context now (both stages; all or nothing).
@@ -56,6 +63,7 @@ def cmd_compact(
         base_url=base_url,
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
+        compact_target=target,
     )
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     counter = default_counter()
@@ -66,6 +74,7 @@ def cmd_compact(
             policy=Policy(
                 max_context_tokens=settings.max_context_tokens,
                 ledger_share=settings.ledger_share,
+                target=settings.compact_target,
             ),
             summarize=make_summarizer(client, settings.summary_model),
             count=lambda messages: counter.estimate(messages, tools),

@@ -40,7 +40,7 @@ from gitsessions.services.continuation import (
     make_note,
     summary_request,
 )
-from gitsessions.services.ledger import build_ledger
+from gitsessions.services.ledger import Ledger, build_ledger
 from gitsessions.values.clock import iso, now_iso
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, pairing_errors, text_of, validate_messages
@@ -191,6 +191,8 @@ def compact(
     dry_run: bool = False,
     focus: str | None = None,
     transcript: Sequence[Message] | None = None,
+    transcript_start: int = 0,
+    ledger: Ledger | None = None,
     plan: Sequence[Mapping[str, Any]] = (),
     pins: Sequence[str] = (),
 ) -> CompactionResult:
@@ -201,7 +203,9 @@ def compact(
     (and `notes` says so); otherwise the error propagates and nothing changes.
     `mode="manual"` clears and always summarizes when there are older turns, all or
     nothing. `clear_only` runs stage 1 alone; `dry_run` reports without summarizing.
-    `transcript` (default: `messages`) feeds the ledger and the stubs' indices; `plan`
+    `transcript` (default: `messages`) feeds the ledger and the stubs' indices: it may be
+    the transcript's tail from message `transcript_start` on (what the context's tool
+    outputs need), with `ledger` read beforehand (incrementally, see `ledger`); `plan`
     items are {"text" or "step", "status"}; `pins` are kept verbatim in every note.
 
     Raises `SummarizerFailed` or `CompactionRejected` (context unchanged) and
@@ -215,7 +219,8 @@ def compact(
     before = count(work)
     base = _Base(before, mode, policy.max_context_tokens, dry_run)
 
-    cleared_msgs, clearing, unmatched, giants = _clear(work, record, policy, count, before)
+    start = transcript_start if transcript is not None else 0
+    cleared_msgs, clearing, unmatched, giants = _clear(work, record, start, policy, count, before)
     after_clear = count(cleared_msgs) if clearing else before
     notes: list[str] = []
     if unmatched:
@@ -237,7 +242,7 @@ def compact(
     if not summarizing and stage1 is not None:
         return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
     if not summarizing:
-        if (boundaries and not clear_only) or _candidates(work, record, policy, count)[0]:
+        if (boundaries and not clear_only) or _candidates(work, record, start, policy, count)[0]:
             notes.append(f"already at or under the target ({before} tokens); nothing changed")
             return base.result(work, before, (), (), notes, outcome="not_needed")
         notes.append("nothing to compact: no older turns and no clearable tool output")
@@ -251,7 +256,9 @@ def compact(
             return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
         return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
     fixed = count([{"role": "user", "content": ""}])
-    ledger_text = build_ledger(record, plan, pins).render(
+    if ledger is None:
+        ledger = build_ledger(record, plan, pins)
+    ledger_text = ledger.render(
         policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
     )
     kept_clear = [index for position, index in clearing if position >= cut]
@@ -277,7 +284,7 @@ def compact(
         compacted = [cleared_msgs[0], make_note(summary.text, ledger_text), *cleared_msgs[cut:]]
         after = count(compacted)
         if after > policy.target_tokens:  # the kept turn itself is big: clear inside it too
-            compacted, more, _, _ = _clear(compacted, record, policy, count, after)
+            compacted, more, _, _ = _clear(compacted, record, start, policy, count, after)
             after = count(compacted) if more else after
             kept_clear = sorted([*kept_clear, *(index for _, index in more)])
             stages = ("clear", "summarize") if kept_clear else stages
@@ -349,8 +356,15 @@ def transcript_indices(
 # -- stage 1 -------------------------------------------------------------------------
 
 
+def _located(
+    messages: Sequence[Message], record: Sequence[Message], start: int
+) -> list[int | None]:
+    """`transcript_indices` of `messages` in `record`, the transcript from `start` on."""
+    return [None if i is None else i + start for i in transcript_indices(messages, record)]
+
+
 def _candidates(
-    messages: list[Message], record: Sequence[Message], policy: Policy, count: Count
+    messages: list[Message], record: Sequence[Message], start: int, policy: Policy, count: Count
 ) -> tuple[list[tuple[int, int, str, int]], int]:
     """Clearable (position, transcript index, stub, tokens saved), oldest first, and how many
     unprotected outputs were kept because the transcript does not hold them."""
@@ -369,7 +383,7 @@ def _candidates(
         protected.add(position)
     keep = policy.keep_recent_tool_results
     protected |= {i for i in (tools[-keep:] if keep else []) if i < latest_user}
-    indices = transcript_indices(messages, record)
+    indices = _located(messages, record, start)
     found: list[tuple[int, int, str, int]] = []
     unmatched = 0
     for position in tools:
@@ -389,19 +403,24 @@ def _candidates(
 
 
 def _clear(
-    messages: list[Message], record: Sequence[Message], policy: Policy, count: Count, total: int
+    messages: list[Message],
+    record: Sequence[Message],
+    start: int,
+    policy: Policy,
+    count: Count,
+    total: int,
 ) -> tuple[list[Message], list[tuple[int, int]], int, int]:
     """Stage 1: a copy with giant messages cut and old outputs stubbed until at or under
     the target, the (position, transcript index) of each cut or cleared message, the
     unmatched count and how many giants were cut."""
     if total <= policy.target_tokens:
         return messages, [], 0, 0
-    result, cleared = _cut_giants(messages, record, policy, count)
+    result, cleared = _cut_giants(messages, record, start, policy, count)
     giants = len(cleared)
     estimate = count(result) if cleared else total
     if estimate <= policy.target_tokens:
         return result, cleared, 0, giants
-    found, unmatched = _candidates(result, record, policy, count)
+    found, unmatched = _candidates(result, record, start, policy, count)
     cut = {position for position, _ in cleared}
     for position, index, stub, saved in found:
         result[position] = {**result[position], "content": stub}
@@ -416,7 +435,7 @@ def _clear(
 
 
 def _cut_giants(
-    messages: list[Message], record: Sequence[Message], policy: Policy, count: Count
+    messages: list[Message], record: Sequence[Message], start: int, policy: Policy, count: Count
 ) -> tuple[list[Message], list[tuple[int, int]]]:
     """A copy with each giant message found in the transcript cut to a head and a tail,
     and the (position, transcript index) of each."""
@@ -429,15 +448,16 @@ def _cut_giants(
     ]
     if not giants:
         return list(messages), []
-    tools = transcript_indices(messages, record)
+    tools = _located(messages, record, start)
     result = list(messages)
     cut: list[tuple[int, int]] = []
-    bound = len(record)
+    bound = start + len(record)
     for position in reversed(giants):
         message = messages[position]
         index = tools[position] if message.get("role") == "tool" else None
         if index is None:
-            index = _find(record, message, bound)
+            found = _find(record, message, bound - start)
+            index = None if found is None else found + start
         if index is None:
             continue  # not in the transcript: cutting it would lose its text
         bound = index

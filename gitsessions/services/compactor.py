@@ -10,6 +10,7 @@ transcript is never touched. Any failure leaves the session exactly as it was.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gitsessions.services import writer
 from gitsessions.services.compaction import (
@@ -21,6 +22,7 @@ from gitsessions.services.compaction import (
     compact,
 )
 from gitsessions.services.continuation import SummaryRequest, SummaryResult
+from gitsessions.services.ledger import LedgerBuilder
 from gitsessions.services.model import ModelClient
 from gitsessions.services.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -65,6 +67,21 @@ def make_summarizer(
     return summarize
 
 
+def _ledger_from(compactions: list[Any], total: int) -> LedgerBuilder:
+    """The ledger as the last compaction left it (to be fed what came since), or a new
+    one when there is none (the first compaction reads the transcript whole)."""
+    last = compactions[-1] if compactions else None
+    state = last.get("ledger") if isinstance(last, dict) else None
+    if isinstance(state, dict):
+        try:
+            builder = LedgerBuilder.from_state(state)
+        except ValueError:
+            return LedgerBuilder()
+        if builder.through <= total:
+            return builder
+    return LedgerBuilder()
+
+
 def compact_session(
     store: SessionStore,
     head: Head,
@@ -78,9 +95,25 @@ def compact_session(
     dry_run: bool = False,
     focus: str | None = None,
 ) -> Recorded:
-    """Compact the working context of the session at `head` and commit the result."""
+    """Compact the working context of the session at `head` and commit the result.
+
+    Reads what the context and the new messages need, not the whole transcript: the
+    context's own lines, the transcript from the oldest line the context refers to (its
+    tool outputs and messages that may be cleared or cut), and, for the ledger, the
+    messages since the last compaction (whose record carries the ledger's state)."""
+    lines = store.context_lines(head)
+    context = [message for message, _ref in lines]
+    total = head.counts.get("messages", 0)
+    compactions = store.read(head, "compactions")
+    builder = _ledger_from(compactions, total)
+    refs = [r for m, r in lines if r is not None and m.get("role") != "system"]
+    start = min([*refs, total])
+    first = min(start, builder.through)
+    tail = store.transcript(head, first)
+    builder.feed(tail[builder.through - first :], builder.through)
+    plan, pins = store.read(head, "plan"), store.read(head, "pins")
     result = compact(
-        store.read(head, "context"),
+        context,
         policy,
         summarize,
         count,
@@ -88,9 +121,11 @@ def compact_session(
         clear_only=clear_only,
         dry_run=dry_run,
         focus=focus,
-        transcript=store.transcript(head),
-        plan=store.read(head, "plan"),
-        pins=store.read(head, "pins"),
+        transcript=tail[start - first :],
+        transcript_start=start,
+        ledger=builder.ledger(plan, pins),
+        plan=plan,
+        pins=pins,
     )
     if not result.changed:
         return Recorded(result, head, False)
@@ -105,7 +140,8 @@ def compact_session(
             completion,
             cost(result.summarizer_model, prompt, completion),
         )
-    compactions = [*store.read(head, "compactions"), result.record(now_iso())]
+    earlier = [{k: v for k, v in c.items() if k != "ledger"} for c in compactions]
+    compactions = [*earlier, {**result.record(now_iso()), "ledger": builder.state()}]
     edit = Edit(
         Change(
             header=touch(head.header), context=result.messages, compactions=compactions, usage=usage

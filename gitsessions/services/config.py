@@ -25,6 +25,7 @@ DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai clien
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
 DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
+DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
 
 # setting -> (CLI flag or None, environment variables in priority order)
 _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -35,6 +36,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "timeout": ("--timeout", ("GITSESSIONS_TIMEOUT",)),
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
+    "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
 }
 
 
@@ -55,6 +57,7 @@ class ModelSettings:
     timeout: float = DEFAULT_TIMEOUT
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
     ledger_share: float = DEFAULT_LEDGER_SHARE
+    compact_target: float = DEFAULT_COMPACT_TARGET
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -121,6 +124,7 @@ def resolve_model_settings(
         "timeout": DEFAULT_TIMEOUT,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
         "ledger_share": DEFAULT_LEDGER_SHARE,
+        "compact_target": DEFAULT_COMPACT_TARGET,
     }
     for name, default in defaults.items():
         if name not in values:
@@ -141,6 +145,7 @@ def resolve_model_settings(
             values["max_context_tokens"], sources["max_context_tokens"]
         ),
         ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
+        compact_target=_check_target(values["compact_target"], sources["compact_target"]),
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
     )
@@ -212,6 +217,16 @@ def _check_share(value: Any, source: str) -> float:
     number = _number(value)
     if number is None or not 0 < number <= 1:
         raise ConfigError(f"ledger_share {value!r} from {source} must be a fraction in (0, 1]")
+    return number
+
+
+def _check_target(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not 0 < number <= 0.8:
+        raise ConfigError(
+            f"compact_target {value!r} from {source} must be a fraction in (0, 0.8] "
+            "(compaction starts at 0.8 of max_context_tokens)"
+        )
     return number
 
 

@@ -28,7 +28,7 @@ files; read_session lists them"). Without a budget every file is listed.
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gitsessions.values.messages import text_of
@@ -56,6 +56,7 @@ class ToolEvent:
     name: str
     arguments: Mapping[str, Any]
     result: str | None
+    call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Ledger:
     open_plan: tuple[tuple[str, str], ...]
     pins: tuple[str, ...]
     changes: tuple[tuple[int, int], ...] = ()
+    earlier_commands: int = 0  # commands before `commands` (kept no more)
 
     def render(self, max_tokens: int | None = None, tokens: Callable[[str], int] = len) -> str:
         """The ledger as plain text, headed by `LEDGER_HEADING`; with `max_tokens` (as
@@ -114,8 +116,8 @@ class Ledger:
         """Every section after the file list."""
         lines = ["### Shell commands (exit codes)"]
         shown = self.commands[-MAX_COMMANDS:]
-        if len(self.commands) > len(shown):
-            omitted = len(self.commands) - len(shown)
+        if len(self.commands) > len(shown) or self.earlier_commands:
+            omitted = len(self.commands) - len(shown) + self.earlier_commands
             lines.append(f"- ({omitted} earlier commands omitted; read_session shows them)")
         for command, code in shown:
             lines.append(f"- [exit {'?' if code is None else code}] {_one_line(command)}")
@@ -190,35 +192,143 @@ def build_ledger(
     pins: Sequence[str] = (),
 ) -> Ledger:
     """Read the ledger from the transcript; plan items are {"text" or "step", "status"}."""
-    files: dict[str, list[str]] = {}
-    last: dict[str, int] = {}
-    commands: list[tuple[str, str | None]] = []
+    builder = LedgerBuilder()
+    builder.feed(transcript, 0)
+    return builder.ledger(plan, pins)
+
+
+@dataclass
+class LedgerBuilder:
+    """The ledger read incrementally: `feed` the transcript's messages from `through` on;
+    `state()` is JSON that compaction keeps in its record, so the next compaction reads
+    only the messages since (`from_state`). Feeding a transcript in any number of pieces
+    gives the ledger `build_ledger` reads from it whole. Tool calls are taken in call
+    order once their assistant message's results are in (the `group`)."""
+
+    through: int = 0
+    files: dict[str, dict[str, int]] = field(default_factory=dict)  # path: {action: times}
+    last: dict[str, int] = field(default_factory=dict)  # path: index of its last change
+    commands: list[tuple[str, str | None]] = field(default_factory=list)  # the last ones
+    earlier_commands: int = 0
     last_error: LastError | None = None
-    for event in tool_events(transcript):
-        failed = event.result is not None and is_failure(event.name, event.result)
-        path = event.arguments.get("path")
-        if event.name in WRITE_TOOLS and isinstance(path, str) and path and not failed:
-            files.setdefault(path, []).append(WRITE_TOOLS[event.name])
-            last[path] = event.call_index
-        command = event.arguments.get("command")
-        if event.name == SHELL_TOOL and isinstance(command, str):
-            code = None if event.result is None else exit_status(event.result)
-            commands.append((command, code))
-        if failed and event.result is not None and event.result_index is not None:
-            last_error = _last_error(event, event.result_index, event.result)
-    open_plan = tuple(
-        (str(item.get("text") or item.get("step") or ""), str(item.get("status") or "pending"))
-        for item in plan
-        if item.get("status") != "completed"
-    )
-    return Ledger(
-        files=tuple((path, _actions(acts)) for path, acts in files.items()),
-        commands=tuple(commands),
-        last_error=last_error,
-        open_plan=open_plan,
-        pins=tuple(pins),
-        changes=tuple((len(acts), last[path]) for path, acts in files.items()),
-    )
+    group: list[ToolEvent] = field(default_factory=list)  # the open assistant message's
+
+    def feed(self, messages: Sequence[Mapping[str, Any]], start: int) -> None:
+        """Messages `start...` of the transcript; `start` must be `through`."""
+        if start != self.through:
+            raise ValueError(f"ledger: fed from {start}, but read through {self.through}")
+        for offset, message in enumerate(messages):
+            index = start + offset
+            role = message.get("role")
+            if role == "tool":
+                call_id = str(message.get("tool_call_id"))
+                for slot, event in enumerate(self.group):
+                    if event.result_index is None and event.name and _id(event) == call_id:
+                        self.group[slot] = ToolEvent(
+                            event.call_index, index, event.name, event.arguments,
+                            text_of(message), event.call_id,
+                        )  # fmt: skip
+                        break
+                continue
+            self._close()
+            if role == "assistant":
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") or {}
+                    self.group.append(
+                        ToolEvent(index, None, str(function.get("name", "")),
+                                  _arguments(function), None, str(call.get("id")))
+                    )  # fmt: skip
+        self.through = start + len(messages)
+
+    def _close(self) -> None:
+        for event in self.group:
+            failed = event.result is not None and is_failure(event.name, event.result)
+            path = event.arguments.get("path")
+            if event.name in WRITE_TOOLS and isinstance(path, str) and path and not failed:
+                actions = self.files.setdefault(path, {})
+                actions[WRITE_TOOLS[event.name]] = actions.get(WRITE_TOOLS[event.name], 0) + 1
+                self.last[path] = event.call_index
+            command = event.arguments.get("command")
+            if event.name == SHELL_TOOL and isinstance(command, str):
+                code = None if event.result is None else exit_status(event.result)
+                self.commands.append((command, code))
+                if len(self.commands) > MAX_COMMANDS:
+                    self.earlier_commands += len(self.commands) - MAX_COMMANDS
+                    del self.commands[:-MAX_COMMANDS]
+            if failed and event.result is not None and event.result_index is not None:
+                self.last_error = _last_error(event, event.result_index, event.result)
+        self.group = []
+
+    def ledger(
+        self, plan: Sequence[Mapping[str, Any]] = (), pins: Sequence[str] = ()
+    ) -> Ledger:
+        """The ledger of what was fed (an open assistant message counted as it stands)."""
+        done = LedgerBuilder.from_state(self.state())
+        done._close()
+        open_plan = tuple(
+            (str(item.get("text") or item.get("step") or ""), str(item.get("status") or "pending"))
+            for item in plan
+            if item.get("status") != "completed"
+        )
+        return Ledger(
+            files=tuple((path, _actions(acts)) for path, acts in done.files.items()),
+            commands=tuple(done.commands),
+            last_error=done.last_error,
+            open_plan=open_plan,
+            pins=tuple(pins),
+            changes=tuple((sum(acts.values()), done.last[p]) for p, acts in done.files.items()),
+            earlier_commands=done.earlier_commands,
+        )
+
+    def state(self) -> dict[str, Any]:
+        """What the next compaction needs to go on from `through`, as JSON."""
+        error = self.last_error
+        return {
+            "through": self.through,
+            "files": [[path, acts, self.last[path]] for path, acts in self.files.items()],
+            "commands": [list(c) for c in self.commands],
+            "earlier_commands": self.earlier_commands,
+            "last_error": None
+            if error is None
+            else [error.index, error.name, error.detail, error.excerpt],
+            "group": [_event_state(e) for e in self.group],
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "LedgerBuilder":
+        """A builder that goes on from a `state()`; ValueError when it is not one."""
+        try:
+            error = state["last_error"]
+            return cls(
+                through=int(state["through"]),
+                files={
+                    str(p): {str(a): int(n) for a, n in acts.items()}
+                    for p, acts, _last in state["files"]
+                },
+                last={str(p): int(last) for p, _acts, last in state["files"]},
+                commands=[(str(c), None if k is None else str(k)) for c, k in state["commands"]],
+                earlier_commands=int(state["earlier_commands"]),
+                last_error=None if error is None else LastError(*error),
+                group=[ToolEvent(*e) for e in state["group"]],
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ValueError(f"not a ledger state: {error}") from None
+
+
+def _event_state(e: ToolEvent) -> list[Any]:
+    return [e.call_index, e.result_index, e.name, dict(e.arguments), _kept(e.result), e.call_id]
+
+
+def _kept(result: str | None) -> str | None:
+    """What the ledger can still need of a result whose message is not closed yet (its
+    first line, and excerpts of at most MAX_ERROR_CHARS from either end)."""
+    if result is None or len(result) <= 2 * MAX_ERROR_CHARS + 1:
+        return result
+    return result[:MAX_ERROR_CHARS] + "\n" + result[-MAX_ERROR_CHARS:]
+
+
+def _id(event: ToolEvent) -> str:
+    return event.call_id
 
 
 def _arguments(function: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -232,8 +342,7 @@ def _arguments(function: Mapping[str, Any]) -> Mapping[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _actions(actions: list[str]) -> str:
-    counts = {action: actions.count(action) for action in dict.fromkeys(actions)}
+def _actions(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{a} x{n}" if n > 1 else a for a, n in counts.items())
 
 

@@ -204,7 +204,7 @@ class SessionStore:
     def read(self, head: Head, what: str) -> Any:
         """One of context, compactions, plan, pins, usage at `head`."""
         if what == "context":
-            return [message for message, _ref in self._context(head)]
+            return [message for message, _ref in self.context_lines(head)]
         if what == "usage" and head.version >= 2:
             return head.header.get("usage") or empty_usage()
         value = self._json_at(head.tree, JSON_FILES.get(what, V1_USAGE))
@@ -214,8 +214,9 @@ class SessionStore:
             value = unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
         return value
 
-    def _context(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
-        """The working context at `head`, each message with its transcript index."""
+    def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
+        """The working context at `head`, each message with its transcript index (None:
+        a message the transcript does not hold, such as compaction's note)."""
         where = f"context.json of session {head.id[:8]}"
         doc = self._json_at(head.tree, "context.json")
         if doc is None:
@@ -458,7 +459,7 @@ class SessionStore:
         cached = self._contexts.get(base.id)
         if cached is not None and cached[0] == base.commit:
             return cached[1]
-        self._context(base)
+        self.context_lines(base)
         return self._contexts[base.id][1]
 
     def _upgrading(self, base: Head, change: Change) -> None:
