@@ -75,6 +75,8 @@ def section_resume(
                 rss.append(peak)
         row["first_request"] = bench.summary_ms(firsts)
         row["rss_mb"] = max(rss)
+        row["rss_each_mb"] = [round(r) for r in rss]
+        row["first_each_ms"] = [round(f * 1000) for f in firsts]
         save()
     small, large = res["rows"][0], res["rows"][-1]
     res["ratio"] = large["first_request"]["median_ms"] / small["first_request"]["median_ms"]

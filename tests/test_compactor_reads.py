@@ -26,8 +26,9 @@ def summarize(request: SummaryRequest) -> SummaryResult:
 
 
 def turn(n: int) -> list[dict]:
+    arguments = json.dumps({"path": f"f{n}.py"})
     call = {"id": f"c{n}", "type": "function",
-            "function": {"name": "write_file", "arguments": json.dumps({"path": f"f{n}.py"})}}  # fmt: skip
+            "function": {"name": "write_file", "arguments": arguments}}  # fmt: skip
     return [
         {"role": "user", "content": f"step {n}"},
         {"role": "assistant", "content": None, "tool_calls": [call]},
@@ -70,7 +71,7 @@ def test_the_second_compaction_reads_no_line_before_the_first_one(home: Path) ->
     gone = next(
         (start, blob)
         for start, blob in store.segments(head)
-        if 0 < start and start + 4 <= min(r for r in context_refs if r > 0)
+        if start > 0 and start + 4 <= min(r for r in context_refs if r > 0)
     )
     path = home / "store.git" / "objects" / gone[1][:2].decode() / gone[1][2:].decode()
     saved = path.read_bytes()
