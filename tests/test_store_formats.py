@@ -95,6 +95,8 @@ def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
     assert after[-1] == {"role": "assistant", "content": "upgraded"}
     request = server.requests[-1]["messages"]
     assert request[-1] == {"role": "user", "content": "after the upgrade"}
+    openai_keys = {"role", "content", "tool_calls", "tool_call_id", "name"}
+    assert all(set(m) <= openai_keys for m in request)  # no record field reaches the model
     assert "The user read a.txt (alpha)." in request[1]["content"]
     fsck(home)
 
@@ -159,3 +161,32 @@ def test_store_reads_format_1_context_with_its_transcript_indices(home):
     for message, ref in pairs:
         assert ref is None or transcript[ref] == message
     assert [ref is None for _m, ref in pairs].count(True) == 1  # only the note is inline
+
+
+def test_records_say_when_and_in_which_turn_and_never_reach_the_model(
+    home, server, workspace, cli
+):
+    for prompt in ("first", "second"):
+        server.reply(content=f"re {prompt}", usage=(30, 4))
+        args = [*exec_args(server, workspace), "--json", prompt]
+        if prompt == "second":
+            args[1:1] = ["--continue"]
+        done = subprocess.run(["python", "-m", "gitsessions", *args], capture_output=True,
+                              text=True, cwd=REPO, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    records = json.loads(cli("export", sid).stdout)["transcript"]
+    second = [r for r in records if r.get("turn") == 2]
+    assert [r["message"]["role"] for r in second] == ["user", "assistant"]
+    assert [r["step"] for r in second] == [0, 1]
+    reply = second[-1]
+    assert reply["model"] == "fake-model" and reply["usage"] == {
+        "prompt_tokens": 30,
+        "completion_tokens": 4,
+    }
+    assert all(r["time"].endswith("Z") and len(r["time"]) == 24 for r in records)
+    assert records[0]["time"] <= second[0]["time"] <= reply["time"]
+    sent = server.requests[-1]["messages"]
+    assert sent[-2:] == [{"role": "assistant", "content": "re first"}, {"role": "user",
+                         "content": "second"}] or sent[-1]["content"] == "second"  # fmt: skip
+    assert all("time" not in m and "turn" not in m and "usage" not in m for m in sent)
