@@ -190,3 +190,34 @@ def test_records_say_when_and_in_which_turn_and_never_reach_the_model(
     assert sent[-2:] == [{"role": "assistant", "content": "re first"}, {"role": "user",
                          "content": "second"}] or sent[-1]["content"] == "second"  # fmt: skip
     assert all("time" not in m and "turn" not in m and "usage" not in m for m in sent)
+
+
+def test_resuming_reads_only_the_chunks_the_context_refers_to(home, server, workspace):
+    from gitsessions.store.sessions import Change
+    from gitsessions.values.clock import now_iso
+    from gitsessions.values.ids import new_id
+    from gitsessions.values.records import new_header
+
+    store = SessionStore(home, background_maintenance=False)
+    system = {"role": "system", "content": "agent"}
+    lines = [system]
+    for n in range(300):
+        lines += [{"role": "user", "content": f"q{n}"}, {"role": "assistant", "content": f"a{n}"}]
+    context = [system, *lines[-10:]]
+    head = store.create(new_header(new_id(), now_iso()), Change(context=context, append=lines))
+    middle = dict(store.segments(head))[256]  # lines 256-511: no context message is there
+    path = home / "store.git" / "objects" / middle[:2].decode() / middle[2:].decode()
+    saved = path.read_bytes()
+    path.unlink()
+    try:
+        server.reply(content="resumed", usage=(10, 1))
+        done = subprocess.run(
+            ["python", "-m", "gitsessions", *exec_args(server, workspace), "--resume",
+             head.id, "go on"],
+            capture_output=True, text=True, cwd=REPO, check=False,
+        )  # fmt: skip
+    finally:
+        path.write_bytes(saved)
+    assert done.returncode == 0, done.stderr
+    sent = [m.get("content") for m in server.requests[0]["messages"]]
+    assert sent[-3:] == ["q299", "a299", "go on"]
