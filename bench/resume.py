@@ -7,36 +7,48 @@ lines), with the working context the last messages, as after compactions; the bu
 set high so that no compaction runs: what is measured is reading the session.
 """
 
+import multiprocessing
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from gitsessions.store.sessions import Change, SessionStore
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def measure(cmd: list[str], server: Any, env: dict[str, str]) -> tuple[float, float]:
+def measure(
+    cmd: list[str], server: Any, env: dict[str, str], bench: Any
+) -> tuple[float, float]:
     """(seconds from spawn to the first request, peak RSS MB of the process)."""
     seen = len(server.requests)
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO
-    )
+    done = bench.spawn_measured(cmd, env)
     first = None
     while first is None:
         if len(server.requests) > seen:
             first = time.perf_counter() - start
-        elif proc.poll() is not None:
-            raise RuntimeError(f"exec ended before a request: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+        elif done.poll():
+            raise RuntimeError(f"exec ended before a request: {done.recv()!r}")
         else:
             time.sleep(0.0005)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if status:
-        raise RuntimeError(f"exec failed: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-    return first, usage.ru_maxrss / 1024
+    _seconds, code, rss, error = done.recv()
+    if code:
+        raise RuntimeError(f"exec failed: {error!r}")
+    return first, rss
+
+
+def build(home: Path, n: int, bench: Any) -> None:
+    """A session of `n` transcript messages in `home`; its id in `home/id`."""
+    store = SessionStore(home, background_maintenance=False)
+    gen = bench.Messages(bench.SEED + 7)
+    system = {"role": "system", "content": "You are a coding agent."}
+    stream = [system, *gen.stream(n - 1)]
+    context = [system, *stream[1:][-bench.CONTEXT_KEEP :]]
+    head = store.create(
+        bench.make_header(gen, f"resume {n}"), Change(context=context, append=stream)
+    )
+    store.close()
+    (home / "id").write_text(head.id)
 
 
 def section_resume(
@@ -49,28 +61,26 @@ def section_resume(
     env["HOME"] = str(work)
     for n in cfg["resume_ns"]:
         home = work / f"resume-{n}"
-        store = SessionStore(home, background_maintenance=False)
-        gen = bench.Messages(bench.SEED + 7)
-        system = {"role": "system", "content": "You are a coding agent."}
-        stream = [system, *gen.stream(n - 1)]
-        context = [system, *stream[1:][-bench.CONTEXT_KEEP :]]
         t = time.perf_counter()
-        head = store.create(
-            bench.make_header(gen, f"resume {n}"), Change(context=context, append=stream)
-        )
-        store.close()
+        # built in a process of its own: a child forked from one holding 200k messages
+        # would count them in its peak RSS until it execs
+        context = multiprocessing.get_context("fork")
+        builder = context.Process(target=build, args=(home, n, bench))
+        builder.start()
+        builder.join()
+        session_id = (home / "id").read_text()
         row: dict[str, Any] = {"n": n, "build_s": time.perf_counter() - t}
         res["rows"].append(row)
         firsts: list[float] = []
         rss: list[float] = []
         with FakeOpenAI() as server:
             cmd = [
-                *bench.cli_command(), "--home", str(home), "exec", "--resume", head.id,
+                *bench.cli_command(), "--home", str(home), "exec", "--resume", session_id,
                 "--base-url", server.base_url, "--model", "m", "--workspace", str(work),
                 "--max-context-tokens", "1000000", "go on",
             ]  # fmt: skip
             for _ in range(cfg["resume_reps"]):
-                first, peak = measure(cmd, server, env)
+                first, peak = measure(cmd, server, env, bench)
                 firsts.append(first)
                 rss.append(peak)
         row["first_request"] = bench.summary_ms(firsts)
