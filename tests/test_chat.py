@@ -226,3 +226,26 @@ def test_a_reply_cut_mid_stream_is_kept_marked_and_the_prompt_can_be_resent(serv
     assert len(cut) == 1 and cut[0]["content"] == "Writing the file now."
     assert cut[0]["unsent_tool_calls"][0]["function"]["name"] == "write_file"
     assert transcript[-1] == {"role": "assistant", "content": "Done properly this time."}
+
+
+def screen_of(raw: str, rows: int = 50, columns: int = 120) -> list[str]:
+    """What a terminal shows after `raw`: the lines of a VT100 screen fed the output."""
+    import pyte
+
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.Stream(screen)
+    stream.feed(raw.replace("\n", "\r\n").replace("\r\r\n", "\r\n"))
+    return [line.rstrip() for line in screen.display]
+
+
+def test_a_long_reply_wraps_instead_of_being_cut_at_the_terminal_width(server, ws):
+    words = [f"word{n:03d}" for n in range(300)]
+    server.reply(content=" ".join(words))
+    child = spawn(server.base_url, ws)
+    child.sendline("tell me a long story")
+    child.expect(PROMPT)
+    shown = screen_of(child.before)
+    leave(child)
+    on_screen = " ".join(shown).split()
+    missing = [w for w in words if w not in on_screen]
+    assert missing == [], f"{len(missing)} words not on screen, first {missing[:5]}"

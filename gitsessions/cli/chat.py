@@ -10,7 +10,7 @@ from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent
 from gitsessions.cli.slash import Exit, Slash
-from gitsessions.cli.state import State, err, out
+from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
@@ -95,7 +95,7 @@ def cmd_chat(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
-    events = ChatEvents(out, err)
+    events = ChatEvents(replies, err)
     approver = ChatApprover(err, auto=auto_approve)
     with build_agent(
         state,
