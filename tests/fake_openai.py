@@ -12,6 +12,9 @@ or a `gitsessions` subprocess given `--base-url server.base_url`, talks to it ov
         server.malformed()                 # a 200 whose body is not valid JSON / SSE
         server.responder = fn              # fn(request_json) -> str | dict | Reply
         server.requests                    # every POSTed body (parsed JSON), in order
+        server.strict = True               # reject (HTTP 400) messages whose roles do
+                                           #   not alternate, as strict chat templates do
+        server.rejected                    # the requests strict mode refused
         server.authorizations              # the Authorization header of each POST
 
 Scripted items are served first-in first-out, one per `POST /v1/chat/completions`. When the
@@ -24,6 +27,12 @@ chunk, the content in a few pieces, each tool call as an id/name chunk followed 
 arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `stream_options.include_usage` is set, then `data: [DONE]`. `GET /v1/models` lists
 `server.models`. Anything else is a 404.
+
+Strict mode (`FakeOpenAI(strict=True)`; the `server` fixture of conftest.py is strict)
+answers like Gemma, Mistral or Llama templates served by vLLM or llama.cpp: system
+messages only first, then user and assistant in turn, starting with a user message; an
+assistant's tool calls are followed by their tool results, after which the assistant or
+the user may speak. Anything else gets HTTP 400 "roles must alternate ...".
 
 Fault modes, as `reply()` keywords (streamed or not unless said):
 
@@ -116,8 +125,10 @@ def _pieces(text: str, count: int = 3) -> list[str]:
 class FakeOpenAI:
     """The scripted server. See the module docstring for the API."""
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def __init__(self, default: Reply | None = None, strict: bool = False) -> None:
         self.default = default or Reply()
+        self.strict = strict
+        self.rejected: list[dict[str, Any]] = []
         self.responder: Responder | None = None
         self.models: list[str] = ["gemma4", "fake-model"]
         self.requests: list[dict[str, Any]] = []
@@ -270,6 +281,12 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._lock:
             self.fake.requests.append(request)
             self.fake.authorizations.append(self.headers.get("Authorization"))
+        problem = alternation_error(request.get("messages")) if self.fake.strict else None
+        if problem is not None:
+            with self.fake._lock:
+                self.fake.rejected.append(request)
+            self._json(400, _error(f"roles must alternate: {problem}", "invalid_request_error"))
+            return
         item = self.fake._next(request)
         stream = bool(request.get("stream"))
         if isinstance(item, Failure):
@@ -380,6 +397,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
+def alternation_error(messages: Any) -> str | None:
+    """Why `messages` would break a strict chat template, or None when they alternate:
+    system messages first only, then user/assistant in turn starting with user; tool
+    results only right after the assistant's calls (or each other), followed by either
+    side."""
+    if not isinstance(messages, list):
+        return "messages is not a list"
+    expected: tuple[str, ...] = ("system", "user")
+    for n, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in expected:
+            return f"message {n} is {role!r}, expected {' or '.join(expected)}"
+        if role == "system":
+            expected = ("system", "user")
+        elif role == "user":
+            expected = ("assistant",)
+        elif role == "assistant":
+            expected = ("tool",) if message.get("tool_calls") else ("user",)
+        else:
+            expected = ("tool", "assistant", "user")
+    return None
+
+
 def _usage(usage: tuple[int, int]) -> dict[str, int]:
     prompt, completion = usage
     return {
@@ -418,6 +458,6 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
-    """A started `FakeOpenAI`, stopped after the test."""
-    with FakeOpenAI() as server:
+    """A started `FakeOpenAI` in strict mode, stopped after the test."""
+    with FakeOpenAI(strict=True) as server:
         yield server

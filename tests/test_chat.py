@@ -156,6 +156,11 @@ def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
         "slow question",
         "next question",
     ]
+    # the unanswered prompt and the next one are sent as one user message (strict server)
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == "slow question\n\nnext question"
+    assert server.rejected == []
 
 
 def test_endpoint_down_keeps_prompt_then_resend(server, ws, tmp_path):

@@ -9,6 +9,7 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent
+from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.slash import Exit, Slash
 from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
@@ -135,7 +136,8 @@ def cmd_chat(
                 highlight=False,
             )
         try:
-            repl(agent, events)
+            with interrupts_kept():
+                repl(agent, events)
         finally:
             history.save(session.id)
             agent.save()

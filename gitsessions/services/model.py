@@ -12,6 +12,9 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
   (`IncompleteReply` when it just stopped) with what did arrive in `error.partial`, so
   the caller can keep the text and must not run the tool calls, whose arguments may be
   cut.
+- Every request alternates user and assistant messages (tool results aside): runs of
+  user messages are merged on the way out (`values.messages.alternating`), since strict
+  chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
 - Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
   since every result names the call it answers.
 """
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
 from gitsessions.services.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.messages import alternating
 
 Message = dict[str, Any]
 
@@ -156,7 +160,7 @@ class ModelClient:
     ) -> Completion:
         """Request one reply. With `stream`, `on_text` gets each content delta as it comes."""
         model = model or self.settings.model
-        request: dict[str, Any] = {"model": model, "messages": messages}
+        request: dict[str, Any] = {"model": model, "messages": alternating(messages)}
         if tools:
             request["tools"] = tools
         if temperature is not None:

@@ -115,3 +115,31 @@ def text_of(message: Mapping[str, Any]) -> str:
         parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
         return "\n".join(p for p in parts if isinstance(p, str))
     return ""
+
+
+def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+    """`messages` as a request strict chat templates accept: each run of consecutive user
+    messages merged into one (their texts joined by a blank line), so user and assistant
+    take turns (tool results aside). A continuation note followed by the kept prompt, or
+    a prompt sent again after an unanswered one, becomes one user message; what is stored
+    is not changed. Other messages are passed on as they are (copied)."""
+    merged: list[Message] = []
+    for message in messages:
+        if merged and message.get("role") == "user" and merged[-1].get("role") == "user":
+            merged[-1] = {**merged[-1], "content": _joined(merged[-1], message)}
+        else:
+            merged.append(dict(message))
+    return merged
+
+
+def _joined(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | list[Any]:
+    a, b = first.get("content"), second.get("content")
+    if isinstance(a, list) or isinstance(b, list):  # content parts: keep them parts
+        return [*_parts(a), *_parts(b)]
+    return "\n\n".join(t for t in (a or "", b or "") if t)
+
+
+def _parts(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    return [{"type": "text", "text": content}] if content else []
