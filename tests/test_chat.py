@@ -254,3 +254,25 @@ def test_a_long_reply_wraps_instead_of_being_cut_at_the_terminal_width(server, w
     on_screen = " ".join(shown).split()
     missing = [w for w in words if w not in on_screen]
     assert missing == [], f"{len(missing)} words not on screen, first {missing[:5]}"
+
+
+def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws):
+    server.reply(content="First part of the answer. " + "and more " * 150, trickle=0.005)
+    child = spawn(server.base_url, ws)
+    child.sendline("a long answer please")
+    child.expect_exact("First part of the answer.")
+    child.sendintr()
+    child.expect_exact("cancelled; the session is saved")
+    child.expect(PROMPT)
+    server.reply(content="short one")
+    assert "short one" in say(child, "shorter then")
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    cut = [m for m in transcript if m.get("incomplete")]
+    assert len(cut) == 1 and cut[0]["interrupted"] is True
+    assert cut[0]["content"].startswith("First part of the answer.")
+    assert [m["role"] for m in transcript[1:]] == ["user", "assistant", "user", "assistant"]
+    # the partial reply is not sent again: the model sees both prompts as one message
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == "a long answer please\n\nshorter then"

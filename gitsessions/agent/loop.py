@@ -8,8 +8,9 @@ Invariants:
   request: a crash or a Ctrl-C loses at most the step in flight.
 - No request is sent that the estimate says is over `max_context_tokens`.
 - Every tool call gets exactly one result in the context, even when a tool is cancelled.
-- A reply the model did not finish (its stream was cut, broke or ran out of time) is
-  recorded in the transcript only, marked `"incomplete": true`, with its tool calls under
+- A reply the model did not finish (its stream was cut, broke, ran out of time, or was
+  stopped by Ctrl-C) is recorded in the transcript only, marked `"incomplete": true`
+  (and `"interrupted": true` after a Ctrl-C), with its tool calls under
   `unsent_tool_calls`: they are never run (their arguments may be cut), and the context is
   left as it was, so sending the prompt again is a clean retry.
 - A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
@@ -31,7 +32,7 @@ from gitsessions.services.compaction import (
     should_compact,
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
-from gitsessions.services.model import Completion, ModelClient, ModelError
+from gitsessions.services.model import Completion, ModelClient, ModelError, RequestInterrupted
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
@@ -293,6 +294,11 @@ class Agent:
             if error.partial is not None:
                 self._keep_partial(error.partial, step)
             raise
+        except RequestInterrupted as interrupt:  # Ctrl-C: what streamed so far is kept
+            self.events.waiting(False)
+            if interrupt.partial is not None:
+                self._keep_partial(interrupt.partial, step, interrupted=True)
+            raise
         finally:
             self.events.waiting(False)
         self._count(completion.model or self.config.model, completion)
@@ -300,14 +306,16 @@ class Agent:
             self.counter.calibrate(raw, completion.usage.prompt_tokens)
         return completion
 
-    def _keep_partial(self, partial: Completion, step: int) -> None:
+    def _keep_partial(self, partial: Completion, step: int, interrupted: bool = False) -> None:
         """Record a reply the model did not finish: in the transcript only, marked
-        incomplete, its tool calls kept under `unsent_tool_calls` and never run. A failed
-        commit here leaves it pending (the next checkpoint saves it): the model's error is
-        the one to report."""
+        incomplete (and `interrupted` when the user stopped it with Ctrl-C), its tool
+        calls kept under `unsent_tool_calls` and never run. A failed commit here leaves it
+        pending (the next checkpoint saves it): the model's error is the one to report."""
         self._count(partial.model or self.config.model, partial)
         message = partial.message
         record: Message = {"role": "assistant", "content": text_of(message), "incomplete": True}
+        if interrupted:
+            record["interrupted"] = True
         if message.get("tool_calls"):
             record["unsent_tool_calls"] = message["tool_calls"]
         self.session.record(record)

@@ -11,7 +11,8 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 - A stream that ends (or fails) before its finish reason is not a reply: it raises
   (`IncompleteReply` when it just stopped) with what did arrive in `error.partial`, so
   the caller can keep the text and must not run the tool calls, whose arguments may be
-  cut.
+  cut. A Ctrl-C during a request raises `RequestInterrupted` (a KeyboardInterrupt) with
+  what arrived in its `partial` too.
 - Every request alternates user and assistant messages (tool results aside): runs of
   user messages are merged on the way out (`values.messages.alternating`), since strict
   chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
@@ -55,6 +56,15 @@ def _openai() -> ModuleType:
     import openai
 
     return openai
+
+
+class RequestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a request: a KeyboardInterrupt carrying, in `partial`, what a stream
+    delivered before it (None when nothing arrived)."""
+
+    def __init__(self, partial: Completion | None = None) -> None:
+        super().__init__()
+        self.partial = partial
 
 
 class ModelError(GitsessionsError):
@@ -200,9 +210,11 @@ class ModelClient:
             ) from error
         except ModelError as error:
             raise assembly.attach(error) from None
+        except KeyboardInterrupt:
+            raise RequestInterrupted(assembly.partial()) from None
         except Exception as error:
             if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
-                raise KeyboardInterrupt from None
+                raise RequestInterrupted(assembly.partial()) from None
             raise
         return assembly.finish(self.settings.base_url)
 
@@ -380,10 +392,14 @@ class _Assembly:
         message = _assistant_message("".join(self.text), _unique_ids(calls))
         return Completion(message, self.usage, self.finish_reason, self.model)
 
+    def partial(self) -> Completion | None:
+        """What arrived so far, None when nothing did."""
+        return self.completion(partial=True) if self.text or self.calls or self.usage else None
+
     def attach(self, error: ModelError) -> ModelError:
         """`error`, carrying what arrived before it (if anything did)."""
-        if error.partial is None and (self.text or self.calls or self.usage):
-            error.partial = self.completion(partial=True)
+        if error.partial is None:
+            error.partial = self.partial()
         return error
 
     def finish(self, url: str) -> Completion:
