@@ -167,13 +167,15 @@ def test_endpoint_down_keeps_prompt_then_resend(server, ws, tmp_path):
     child = spawn("http://127.0.0.1:9/v1", ws)
     assert "cannot reach" in plain(child.before)  # said at start, before any prompt is typed
     out = say(child, "important prompt")
-    assert "error:" in out and "press Enter to send it again" in out
+    assert "error:" in out and "\\retry sends it again" in out
     leave(child)
     sid = sessions()[0]["id"]
     server.reply(content="answered at last")
     child = spawn(server.base_url, ws, "--resume", sid[:8])
-    assert "no reply yet" in plain(child.before)
-    assert "answered at last" in say(child, "")
+    assert "no reply yet" in plain(child.before) and "\\retry" in plain(child.before)
+    assert "\\retry" in say(child, "")  # an empty Enter sends nothing, it says how to
+    assert server.requests == []
+    assert "answered at last" in say(child, "\\retry")
     leave(child)
     sent = server.requests[0]["messages"]
     assert sent[-1] == {"role": "user", "content": "important prompt"}
@@ -203,7 +205,7 @@ def test_resume_after_kill(server, ws):
     server.reply(content="resumed fine")
     child = spawn(server.base_url, ws, "--continue")
     assert sid[:8] in plain(child.before) and "no reply yet" in plain(child.before)
-    assert "resumed fine" in say(child, "")
+    assert "resumed fine" in say(child, "\\retry")
     leave(child)
     transcript = json.loads(run_gitsessions("show", sid, "--json").stdout)
     assert [m["content"] for m in transcript if m["role"] == "user"] == [
@@ -220,10 +222,12 @@ def test_a_reply_cut_mid_stream_is_kept_marked_and_the_prompt_can_be_resent(serv
     out = say(child, "write cut.txt")
     assert "Writing the file" in out  # streamed before the cut
     assert "ended its stream before the reply was finished" in out
-    assert "press Enter to send it again" in out
+    assert "\\retry sends it again" in out
     assert not (ws / "cut.txt").exists()
     server.reply(content="Done properly this time.")
-    assert "Done properly this time." in say(child, "")
+    say(child, "")
+    assert len(server.requests) == 1  # an empty Enter never resends
+    assert "Done properly this time." in say(child, "\\retry")
     leave(child)
     assert not (ws / "cut.txt").exists()
     transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
@@ -276,3 +280,52 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
     sent = server.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user"]
     assert sent[1]["content"] == "a long answer please\n\nshorter then"
+
+
+def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):
+    child = spawn(server.base_url, ws)
+    server.reply(content="answer one")
+    say(child, "first question")
+    server.reply(content="answer two")
+    say(child, "second question")
+    assert "undone: turn 2" in say(child, "\\undo")
+    server.reply(content="answer three")
+    say(child, "third question")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["first question", "answer one", "third question"]
+    assert "undone: turn 3" in say(child, "\\undo")
+    assert "undone: turn 1" in say(child, "\\undo")
+    assert "nothing to undo" in say(child, "\\undo")
+    leave(child)
+    sid = sessions()[0]["id"]
+    transcript = json.loads(run_gitsessions("show", sid, "--json").stdout)
+    assert [m["content"] for m in transcript if m["role"] == "user"] == [
+        "first question",
+        "second question",
+        "third question",
+    ]
+    context = json.loads(run_gitsessions("show", sid, "--context", "--json").stdout)
+    assert [m["role"] for m in context] == ["system"]
+    log = json.loads(run_gitsessions("log", sid, "--json").stdout)
+    undos = [e["subject"] for e in log if e["event"] == "undo"]
+    assert undos == ["undo: turn 1", "undo: turn 3", "undo: turn 2"]
+
+
+def test_retry_sends_the_last_prompt_again_without_the_answer_it_replaces(server, ws):
+    child = spawn(server.base_url, ws)
+    server.reply(content="a poor answer")
+    say(child, "explain git")
+    server.reply(content="a better answer")
+    assert "a better answer" in say(child, "\\retry")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["explain git"]
+    say(child, "")  # an empty Enter sends nothing
+    assert len([r for r in server.requests if r.get("tools")]) == 2  # the title aside
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    assert [m["content"] for m in transcript[1:]] == [
+        "explain git",
+        "a poor answer",
+        "explain git",
+        "a better answer",
+    ]

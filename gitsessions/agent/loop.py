@@ -32,6 +32,7 @@ from gitsessions.services.compaction import (
     should_compact,
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
+from gitsessions.services.continuation import is_note
 from gitsessions.services.model import Completion, ModelClient, ModelError, RequestInterrupted
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
@@ -76,6 +77,19 @@ class TurnResult:
     steps: int
     compacted: bool
     stopped: str | None = None  # why the turn ended before the model finished
+
+
+@dataclass(frozen=True)
+class Undone:
+    """A turn taken out of the working context: its number (None when the history does
+    not say) and its prompt."""
+
+    turn: int | None
+    prompt: str
+
+
+class NothingToRetry(GitsessionsError):
+    """`retry` with no prompt in the context."""
 
 
 class ReplyNotSaved(GitsessionsError):
@@ -134,6 +148,50 @@ class Agent:
         the model never finished (it was down, or the process was stopped)."""
         assert self.session.unanswered_prompt() is not None
         return self._steps(first=last_step(self.session) + 1)
+
+    def retry(self) -> TurnResult:
+        """Send the last prompt again: finish it when it has no reply yet, otherwise undo
+        its turn (its answer leaves the context, not the transcript) and run it anew.
+        Raises `NothingToRetry` when no prompt was sent yet."""
+        if self.session.unanswered_prompt() is not None:
+            return self.retry_turn()
+        undone = self.undo()
+        if undone is None:
+            raise NothingToRetry("nothing to retry: no prompt was sent in this context yet")
+        return self.run_turn(undone.prompt)
+
+    def undo(self) -> Undone | None:
+        """Drop the last turn (its prompt and everything after it) from the working
+        context, recorded as one `undo` commit; the transcript keeps it. None when the
+        context holds no prompt to drop (a continuation note is not one)."""
+        self.save()
+        context = self.session.context
+        prompts = [
+            i for i, m in enumerate(context) if i > 0 and m.get("role") == "user" and not is_note(m)
+        ]
+        if not prompts:
+            return None
+        at = prompts[-1]
+        turn = self._last_kept_turn()
+        self.session.set_context(context[:at])
+        subject = f"undo: turn {turn}" if turn else "undo: the last prompt"
+        trailers = {"Undone-Turn": turn} if turn else {}
+        self.session.checkpoint(subject, event="undo", trailers=trailers)
+        return Undone(turn, text_of(context[at]))
+
+    def _last_kept_turn(self) -> int | None:
+        """The newest turn whose prompt is still in the context: the newest turn that
+        started (a `Step: 0` commit) and was not undone since."""
+        undone: set[str] = set()
+        for _commit_id, commit in self.session.store.history(self.session.head):
+            trailers = parse_trailers(commit.message)[1]
+            if trailers.get("Event") == "undo":
+                undone.add(trailers.get("Undone-Turn", ""))
+            elif trailers.get("Event") == "turn" and trailers.get("Step") == "0":
+                turn = trailers.get("Turn", "")
+                if turn.isdigit() and turn not in undone:
+                    return int(turn)
+        return None
 
     def save(self) -> None:
         """Commit whatever is pending, first answering any tool call left without a result

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 PROMPT = "> "
 CONTINUATION = ". "
+RETRY = "\\retry sends it again"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
 
 
 def read_prompt() -> str:
@@ -43,8 +45,8 @@ def probe(settings: ModelSettings) -> None:
     except EndpointUnreachable as error:
         err.print(
             vtext(
-                f"warning: {one_line(error)}. Prompts are still saved; send them again with "
-                "Enter once the server is up.",
+                f"warning: {one_line(error)}. Prompts are still saved; \\retry sends the last "
+                "one again once the server is up.",
                 style="yellow",
             ),
             highlight=False,
@@ -83,7 +85,9 @@ def cmd_chat(
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
 
-    Type \\help for commands. Ctrl-C cancels the current request, Ctrl-D leaves.
+    Type \\help for commands. Ctrl-C cancels the current request (what streamed is
+    kept in the transcript), \\retry sends the last prompt again, \\undo drops the last
+    turn from the working context, Ctrl-D leaves.
     """
     from gitsessions.cli.chat_ui import ChatApprover, ChatEvents, History  # rich.markdown: slow
 
@@ -129,12 +133,7 @@ def cmd_chat(
         )
         probe(settings)
         if session.unanswered_prompt() is not None:
-            err.print(
-                Text(
-                    "the last prompt has no reply yet: press Enter to send it again", style="yellow"
-                ),
-                highlight=False,
-            )
+            err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
         try:
             with interrupts_kept():
                 repl(agent, events)
@@ -163,12 +162,14 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
             continue
         try:
             if Slash.is_command(line.strip()):
-                slash.run(line.strip())
-                continue
-            if not line.strip():
-                if agent.session.unanswered_prompt() is None:
+                turn = slash.run(line.strip())
+                if turn is None:
                     continue
-                result = agent.retry_turn()
+                result = turn()
+            elif not line.strip():  # never sends anything
+                if agent.session.unanswered_prompt() is not None:
+                    err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
+                continue
             else:
                 result = agent.run_turn(line)
             report(result)
@@ -181,10 +182,7 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
         except ModelError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
-            err.print(
-                Text("your prompt is saved: press Enter to send it again", style="yellow"),
-                highlight=False,
-            )
+            err.print(Text(f"your prompt is saved: {RETRY}", style="yellow"), highlight=False)
         except GitsessionsError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
