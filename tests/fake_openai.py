@@ -8,6 +8,7 @@ or a `gitsessions` subprocess given `--base-url server.base_url`, talks to it ov
         server.reply(content="hi", usage=(10, 5))
         server.reply(tool_calls=[{"name": "read_file", "arguments": {"path": "a.txt"}}])
         server.fail(status=500)            # answers the next request with an error
+        server.fail(429, retry_after="2")  #   with a Retry-After header
         server.delay(2.0)                  # waits 2 s, then serves the next queued item
         server.malformed()                 # a 200 whose body is not valid JSON / SSE
         server.responder = fn              # fn(request_json) -> str | dict | Reply
@@ -86,6 +87,7 @@ class Failure:
 
     status: int
     message: str
+    retry_after: str | None = None
 
 
 @dataclass
@@ -171,9 +173,11 @@ class FakeOpenAI:
             )
         )
 
-    def fail(self, status: int = 500, message: str = "scripted failure") -> None:
-        """Queue an HTTP error answer."""
-        self._push(Failure(status, message))
+    def fail(
+        self, status: int = 500, message: str = "scripted failure", retry_after: str | None = None
+    ) -> None:
+        """Queue an HTTP error answer (with a Retry-After header when given)."""
+        self._push(Failure(status, message, retry_after))
 
     def delay(self, seconds: float) -> None:
         """Queue a pause before the next answer (for client timeouts)."""
@@ -290,7 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
         item = self.fake._next(request)
         stream = bool(request.get("stream"))
         if isinstance(item, Failure):
-            self._json(item.status, _error(item.message, f"http_{item.status}"))
+            headers = {"Retry-After": item.retry_after} if item.retry_after is not None else {}
+            body = json.dumps(_error(item.message, f"http_{item.status}")).encode()
+            self._send(item.status, "application/json", body, headers=headers)
         elif isinstance(item, Malformed):
             if stream:
                 self._send(200, "text/event-stream", f"data: {item.body}\n\n".encode())
@@ -315,10 +321,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, "application/json", json.dumps(body).encode())
 
     def _send(
-        self, status: int, content_type: str, body: bytes, trickle: float | None = None
+        self,
+        status: int,
+        content_type: str,
+        body: bytes,
+        trickle: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         if trickle:
             self.send_header("Connection", "close")

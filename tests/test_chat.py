@@ -329,3 +329,13 @@ def test_retry_sends_the_last_prompt_again_without_the_answer_it_replaces(server
         "explain git",
         "a better answer",
     ]
+
+
+def test_a_rate_limited_request_is_retried_with_a_countdown(server, ws):
+    server.fail(429, retry_after="2")
+    server.reply(content="served after the wait")
+    child = spawn(server.base_url, ws)
+    out = say(child, "hello")
+    assert "rate limited (HTTP 429): retrying in 2 s (1 of 3)" in out
+    assert "served after the wait" in out and "error" not in out
+    leave(child)

@@ -93,9 +93,11 @@ def test_prompt_from_stdin_and_continue(server, tmp_path):
 def test_model_errors_are_one_line_and_keep_the_prompt(server, tmp_path, home):
     ws = tmp_path / "p"
     ws.mkdir()
-    server.fail(status=500)
+    for _ in range(4):  # the first try and 3 retries
+        server.fail(status=500, retry_after="0")
     done = exec_(server, ws, "keep me")
     assert done.returncode == 1
+    assert done.stderr.count("server error (HTTP 500): retrying in 0 s") == 3
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in done.stderr
     sessions = json.loads(run_gitsessions("list", "--json").stdout)

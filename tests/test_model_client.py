@@ -26,6 +26,7 @@ from gitsessions.services.model import (
     ServerError,
     Usage,
 )
+from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 
 USER = [{"role": "user", "content": "hi"}]
@@ -394,3 +395,42 @@ def test_consecutive_user_messages_are_sent_as_one(server: FakeOpenAI, client: M
         {"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]},
     ]
     assert messages == kept and server.rejected == []
+
+
+def retrying_client(server: FakeOpenAI, waits: list[float], retries: int = 3) -> ModelClient:
+    settings = resolve_model_settings(
+        {"base_url": server.base_url}, {"OPENAI_API_KEY": "sk-test"}, {}
+    )
+    return ModelClient(settings, retries=retries, wait=lambda retry: waits.append(retry.seconds))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_rate_limits_and_server_errors_are_retried_honouring_retry_after(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    waits: list[float] = []
+    server.fail(429, retry_after="7")
+    server.fail(503)  # no Retry-After: backoff
+    server.fail(500)
+    server.reply(content="at last")
+    with retrying_client(server, waits) as client:
+        assert text_of(client.complete(USER, stream=stream).message) == "at last"
+    assert waits == [7.0, 2.0, 4.0]
+    assert len(server.requests) == 4
+
+
+def test_retries_give_up_after_the_last_try_or_a_long_retry_after(server: FakeOpenAI) -> None:
+    waits: list[float] = []
+    for _ in range(3):
+        server.fail(502)
+    with retrying_client(server, waits, retries=2) as client:
+        with pytest.raises(ServerError, match="HTTP 502"):
+            client.complete(USER)
+        assert waits == [1.0, 2.0] and len(server.requests) == 3
+        server.fail(429, retry_after="3600")  # an hour: say so instead of waiting
+        with pytest.raises(RateLimited, match="retry after 3600 s"):
+            client.complete(USER)
+        server.fail(400)  # the request itself is wrong: sending it again cannot help
+        with pytest.raises(RequestRejected):
+            client.complete(USER)
+    assert waits == [1.0, 2.0] and len(server.requests) == 5

@@ -17,6 +17,7 @@ Invariants:
   got, and the step stays pending, so the next checkpoint commits it.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,13 @@ from gitsessions.services.compaction import (
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
 from gitsessions.services.continuation import is_note
-from gitsessions.services.model import Completion, ModelClient, ModelError, RequestInterrupted
+from gitsessions.services.model import (
+    Completion,
+    ModelClient,
+    ModelError,
+    RequestInterrupted,
+    Retry,
+)
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
@@ -69,6 +76,10 @@ class Events:
     def tool_finished(self, outcome: ToolOutcome) -> None: ...
     def compacted(self, result: CompactionResult) -> None: ...
     def notice(self, text: str) -> None: ...
+
+    def retrying(self, retry: Retry) -> None:
+        """Wait before a refused request (429, 5xx) is sent again; the CLI counts down."""
+        time.sleep(retry.seconds)
 
 
 @dataclass(frozen=True)

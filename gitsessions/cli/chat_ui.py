@@ -7,6 +7,8 @@ the whole call, every argument complete and visible-safe: what is approved is wh
 
 import contextlib
 import json
+import math
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,10 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
-from gitsessions.cli.progress import ProgressEvents
+from gitsessions.cli.progress import ProgressEvents, retry_line
 from gitsessions.cli.terminal import one_line
 from gitsessions.services import chat_history
+from gitsessions.services.model import Retry
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.secrets import redact
 from gitsessions.values.visible import visible
@@ -46,6 +49,22 @@ class ChatEvents(ProgressEvents):
         elif not active and self.status is not None:
             self.status.stop()
             self.status = None
+
+    def retrying(self, retry: Retry) -> None:
+        """A one-line countdown in place of the spinner's text, then back to thinking."""
+        end = time.monotonic() + retry.seconds
+        status = self.status or Status("", console=self.console, spinner="dots")
+        if self.status is None:
+            status.start()
+        try:
+            while (left := end - time.monotonic()) > 0:
+                status.update(retry_line(retry, math.ceil(left)))
+                time.sleep(min(1.0, left))
+        finally:
+            if self.status is None:
+                status.stop()
+            else:
+                status.update("thinking...")
 
     def text(self, delta: str) -> None:
         if self.live is None:

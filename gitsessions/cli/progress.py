@@ -5,6 +5,7 @@ before they are cut to width, so an escape is never split into something raw.
 """
 
 import json
+import time
 from typing import Any
 
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.text import Text
 from gitsessions.agent.loop import Events
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import CompactionResult
+from gitsessions.services.model import Retry
 from gitsessions.services.tools import ToolOutcome
 
 
@@ -63,3 +65,14 @@ class ProgressEvents(Events):
 
     def notice(self, text: str) -> None:
         self.console.print(vtext(text, style="yellow"), highlight=False)
+
+    def retrying(self, retry: Retry) -> None:
+        self.console.print(vtext(retry_line(retry, retry.seconds), style="yellow"), highlight=False)
+        time.sleep(retry.seconds)
+
+
+def retry_line(retry: Retry, left: float) -> str:
+    """`rate limited (HTTP 429): retrying in 7 s (1 of 3)`"""
+    status = retry.error.status
+    why = "rate limited" if status == 429 else "server error"
+    return f"{why} (HTTP {status}): retrying in {left:.0f} s ({retry.attempt} of {retry.retries})"
