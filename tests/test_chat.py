@@ -72,6 +72,11 @@ def ws(tmp_path: Path) -> Path:
 
 
 def test_tool_turn_with_approvals(server, ws):
+    def shell(command: str) -> None:
+        server.reply(
+            content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+        )
+
     server.reply(
         content=None,
         tool_calls=[{"name": "write_file", "arguments": {"path": "yes.txt", "content": "y\n"}}],
@@ -80,25 +85,32 @@ def test_tool_turn_with_approvals(server, ws):
         content=None,
         tool_calls=[{"name": "write_file", "arguments": {"path": "no.txt", "content": "n\n"}}],
     )
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo one > one.txt"}}],
-    )
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo two > two.txt"}}],
-    )
+    shell("touch one.txt")
+    shell("touch two.txt")  # same prefix: runs without asking
+    shell("touch three.txt; seq 1 12")  # a second command: asks whatever the prefix
     server.reply(content="All **done**.")
     child = spawn(server.base_url, ws)
     child.sendline("make some files")
-    for answer in ("y", "n", "a"):
-        child.expect_exact("for this tool: ")
-        child.sendline(answer)
-    child.expect(PROMPT)  # the second run_shell ran without asking ("always")
-    assert "All done." in plain(child.before)  # markdown rendered once complete
+    child.expect_exact("[y/N/a] ")
+    assert "content: 1 line, 2 bytes" in plain(child.before)
+    child.sendline("y")
+    child.expect_exact("[y/N/a] ")
+    child.sendline("")  # the default is no
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "$ touch one.txt" in asked and "a: always for commands starting with `touch`" in asked
+    child.sendline("a")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "$ touch three.txt; seq 1 12" in asked and "$ touch two.txt" not in asked
+    child.sendline("y")
+    child.expect(PROMPT)
+    out = plain(child.before)
+    assert "All done." in out  # markdown rendered once complete
+    assert "| 12" in out and "| 8" in out and "| 7" not in out  # the output's tail
     leave(child)
     assert (ws / "yes.txt").exists() and not (ws / "no.txt").exists()
-    assert (ws / "one.txt").exists() and (ws / "two.txt").exists()
+    assert all((ws / f"{n}.txt").exists() for n in ("one", "two", "three"))
     denied = [m for m in server.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "denied by the user" in denied["content"]
     assert server.requests[0]["stream"] is True

@@ -36,6 +36,9 @@ def describe_call(call: dict[str, Any], width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+SHELL_TAIL = 5  # lines of a shell run's output shown after it
+
+
 class ProgressEvents(Events):
     """Progress lines on stderr (exec, and chat's tool lines)."""
 
@@ -46,9 +49,21 @@ class ProgressEvents(Events):
         self.console.print(Text("-> " + describe_call(call), style="cyan"), highlight=False)
 
     def tool_finished(self, outcome: ToolOutcome) -> None:
-        first = outcome.content.splitlines()[0] if outcome.content else ""
+        """The result's first line; for a shell run that ran, also its output's tail."""
+        lines = outcome.content.splitlines()
+        first = lines[0] if lines else ""
         style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
         self.console.print(Text(f"   {one_line(first)[:120]}", style=style), highlight=False)
+        if outcome.tool == "run_shell" and not outcome.denied and first.startswith("exit code"):
+            tail = lines[1:][-SHELL_TAIL:]
+            if len(lines) - 1 > SHELL_TAIL:
+                self.console.print(
+                    Text(f"   | ... ({len(lines) - 1 - SHELL_TAIL} lines above)", style="dim")
+                )
+            for line in tail:
+                self.console.print(
+                    Text(f"   | {one_line(line)[:200]}", style="dim"), highlight=False
+                )
 
     def compacted(self, result: CompactionResult) -> None:
         if result.changed:
