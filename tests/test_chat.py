@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, run_gitsessions
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -351,3 +351,22 @@ def test_a_rate_limited_request_is_retried_with_a_countdown(server, ws):
     assert "rate limited (HTTP 429): retrying in 2 s (1 of 3)" in out
     assert "served after the wait" in out and "error" not in out
     leave(child)
+
+
+def test_compaction_and_titles_show_a_spinner_with_the_reason_and_one_result_line(server, ws):
+    from tests.test_auto_compaction import responder
+
+    (ws / "big.txt").write_text(" ".join(f"w{i:04d}" for i in range(700)))
+    server.responder = responder
+    child = spawn(server.base_url, ws, "--max-context-tokens", "4000")
+    first = say(child, "read big.txt")
+    assert "writing the session title" in first
+    second = say(child, "read it again")
+    assert re.search(r"context at \d\d% of 4,000 tokens: compacting", second)
+    results = re.findall(r"compacted [\d,]+ -> [\d,]+ tokens \(auto\)", second)
+    assert len(results) == 1, second
+    assert "summarize" not in second and "stage" not in second  # no internal wording
+    manual = say(child, "\\compact")
+    assert "compacting the context" in manual
+    leave(child)
+    assert server.rejected == []

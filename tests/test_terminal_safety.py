@@ -458,7 +458,7 @@ def test_exec_with_a_hostile_model(server, tmp_path, home) -> None:
     assert "exit code: 0" in shown.stdout and "\\x1b[2Kred" in shown.stdout  # tool output
 
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 
 
 def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:

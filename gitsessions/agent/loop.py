@@ -70,6 +70,10 @@ class Events:
     """What the loop reports as it goes; the CLI renders it. Defaults do nothing."""
 
     def waiting(self, active: bool) -> None: ...
+    def busy(self, reason: str | None) -> None:
+        """Work the user waits for besides a reply (compaction, the title): `reason` while
+        it runs, None when it is over."""
+
     def text(self, delta: str) -> None: ...
     def reply(self, message: Message) -> None: ...
     def tool_started(self, call: dict[str, Any]) -> None: ...
@@ -285,7 +289,9 @@ class Agent:
         tokens = self.counter.scaled(raw)
         compacted = False
         if should_compact(tokens, policy) and self._failed_turn != self.session.turn:
-            result = self.compact("auto")
+            share = 100 * tokens // policy.max_context_tokens
+            reason = f"context at {share}% of {policy.max_context_tokens:,} tokens: compacting"
+            result = self.compact("auto", reason=reason)
             if result is None:
                 self._failed_turn = self.session.turn
             elif result.changed:
@@ -302,11 +308,24 @@ class Agent:
         return raw, compacted
 
     def compact(
-        self, trigger: str, focus: str | None = None, clear_only: bool = False
+        self,
+        trigger: str,
+        focus: str | None = None,
+        clear_only: bool = False,
+        reason: str = "compacting the context",
     ) -> CompactionResult | None:
         """Compact now (committing what is pending first); None when it failed. Whatever
         the summarizer cost is counted, even when its summary was rejected."""
         self.save()
+        self.events.busy(reason)
+        try:
+            return self._compact(trigger, focus, clear_only)
+        finally:
+            self.events.busy(None)
+
+    def _compact(
+        self, trigger: str, focus: str | None, clear_only: bool
+    ) -> CompactionResult | None:
         tools = self.tools
         spent: list[tuple[str, int, int]] = []
         try:
@@ -413,13 +432,16 @@ class Agent:
             {"role": "system", "content": SUMMARY_PROMPT},
             {"role": "user", "content": "\n".join(lines)[-4000:]},
         ]
+        self.events.busy("writing the session title")
         try:
             completion = self.client.complete(
                 request, model=self.config.summary_model, temperature=0.0, max_tokens=40
             )
         except GitsessionsError as error:
+            self.events.busy(None)
             self.events.notice(f"could not write the list summary: {error}")
             return
+        self.events.busy(None)
         self._count(completion.model or self.config.summary_model, completion)
         summary = first_line(text_of(completion.message), 80).strip("\"' ")
         if summary:

@@ -49,10 +49,16 @@ class ChatEvents(ProgressEvents):
         self.buffer = ""
 
     def waiting(self, active: bool) -> None:
-        if active and self.status is None:
-            self.status = Status("thinking...", console=self.console, spinner="dots")
+        self.busy("thinking..." if active else None)
+
+    def busy(self, reason: str | None) -> None:
+        """The spinner, saying what is awaited; None stops it."""
+        if reason is not None and self.status is None:
+            self.status = Status(reason, console=self.console, spinner="dots")
             self.status.start()
-        elif not active and self.status is not None:
+        elif reason is not None and self.status is not None:
+            self.status.update(reason)
+        elif reason is None and self.status is not None:
             self.status.stop()
             self.status = None
 

@@ -65,18 +65,24 @@ class ProgressEvents(Events):
                     Text(f"   | {one_line(line)[:200]}", style="dim"), highlight=False
                 )
 
+    def busy(self, reason: str | None) -> None:
+        if reason is not None and "compacting" in reason:  # a title is not worth a line
+            self.console.print(Text(reason, style="dim"), highlight=False)
+
     def compacted(self, result: CompactionResult) -> None:
+        """One line: what compaction did (and a fallback it took, when it took one)."""
         if result.changed:
-            self.console.print(
-                Text(
-                    f"compacted: {result.before_tokens} -> {result.after_tokens} tokens "
-                    f"({', '.join(result.stages)})",
-                    style="magenta",
-                ),
-                highlight=False,
+            line = (
+                f"compacted {result.before_tokens:,} -> {result.after_tokens:,} tokens "
+                f"({result.trigger})"
             )
-        for note in result.notes:
-            self.console.print(vtext(f"   {note}", style="dim"), highlight=False)
+            self.console.print(Text(line, style="magenta"), highlight=False)
+            for note in result.notes:
+                if note.startswith("kept the cleared tool outputs only"):
+                    self.console.print(vtext(f"   {note}", style="dim"), highlight=False)
+        elif result.trigger == "auto" and result.notes:
+            line = f"compaction (auto) changed nothing: {result.notes[-1]}"
+            self.console.print(vtext(line, style="yellow"), highlight=False)
 
     def notice(self, text: str) -> None:
         self.console.print(vtext(text, style="yellow"), highlight=False)
