@@ -370,3 +370,25 @@ def test_compaction_and_titles_show_a_spinner_with_the_reason_and_one_result_lin
     assert "compacting the context" in manual
     leave(child)
     assert server.rejected == []
+
+
+def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
+    (home).mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        '[prices."fake-model"]\nprompt = 1000.0\ncompletion = 2000.0\n'
+    )
+    server.reply(content="one", usage=(100, 10))  # $0.10 + $0.02
+    child = spawn(server.base_url, ws)
+    out = say(child, "first")
+    status = re.search(
+        r"context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn \$([\d.]+) · session \$([\d.]+)", out
+    )
+    assert status, out
+    assert status.group(3) != "0.0000" and float(status.group(4)) >= float(status.group(3))
+    server.reply(content="two", usage=(100, 10))
+    second = re.search(r"session \$([\d.]+)", say(child, "second"))
+    assert second and float(second.group(1)) > float(status.group(4))
+    leave(child)
+    child = spawn(server.base_url, ws, "--quiet")
+    assert "tokens (" not in say(child, "third")
+    leave(child)

@@ -82,6 +82,10 @@ def cmd_chat(
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
     ] = 50,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", help="No status line (context used, turn and session cost)."),
+    ] = False,
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
 
@@ -136,7 +140,7 @@ def cmd_chat(
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
         try:
             with interrupts_kept():
-                repl(agent, events)
+                repl(agent, events, status=not quiet)
         finally:
             history.save(session.id)
             agent.save()
@@ -149,9 +153,10 @@ def cmd_chat(
             )
 
 
-def repl(agent: Agent, events: "ChatEvents") -> None:
+def repl(agent: Agent, events: "ChatEvents", status: bool = True) -> None:
     slash = Slash(agent, out, err)
     while True:
+        spent = agent.session.usage.get("cost_usd", 0.0)
         try:
             line = read_prompt()
         except EOFError:
@@ -173,6 +178,8 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
             else:
                 result = agent.run_turn(line)
             report(result)
+            if status:
+                err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
         except Exit:
             return
         except KeyboardInterrupt:
@@ -186,6 +193,17 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
         except GitsessionsError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+
+
+def status_line(agent: Agent, spent_before: float) -> str:
+    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
+    tokens = agent.estimate()
+    budget = agent.config.policy.max_context_tokens
+    session = agent.session.usage.get("cost_usd", 0.0)
+    return (
+        f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
+        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
+    )
 
 
 def report(result: TurnResult) -> None:
