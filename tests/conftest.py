@@ -136,8 +136,9 @@ def exec_args(server: FakeOpenAI, workspace: Path) -> list[str]:
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
-    """A real OpenAI-compatible HTTP server on 127.0.0.1, scripted by the test."""
-    with FakeOpenAI() as fake:
+    """A real OpenAI-compatible HTTP server on 127.0.0.1, scripted by the test; strict:
+    any request whose roles do not alternate gets HTTP 400 (see tests/fake_openai.py)."""
+    with FakeOpenAI(strict=True) as fake:
         yield fake
 
 

@@ -8,10 +8,14 @@ or a `gitsessions` subprocess given `--base-url server.base_url`, talks to it ov
         server.reply(content="hi", usage=(10, 5))
         server.reply(tool_calls=[{"name": "read_file", "arguments": {"path": "a.txt"}}])
         server.fail(status=500)            # answers the next request with an error
+        server.fail(429, retry_after="2")  #   with a Retry-After header
         server.delay(2.0)                  # waits 2 s, then serves the next queued item
         server.malformed()                 # a 200 whose body is not valid JSON / SSE
         server.responder = fn              # fn(request_json) -> str | dict | Reply
         server.requests                    # every POSTed body (parsed JSON), in order
+        server.strict = True               # reject (HTTP 400) messages whose roles do
+                                           #   not alternate, as strict chat templates do
+        server.rejected                    # the requests strict mode refused
         server.authorizations              # the Authorization header of each POST
 
 Scripted items are served first-in first-out, one per `POST /v1/chat/completions`. When the
@@ -24,6 +28,12 @@ chunk, the content in a few pieces, each tool call as an id/name chunk followed 
 arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `stream_options.include_usage` is set, then `data: [DONE]`. `GET /v1/models` lists
 `server.models`. Anything else is a 404.
+
+Strict mode (`FakeOpenAI(strict=True)`; the `server` fixture of conftest.py is strict)
+answers like Gemma, Mistral or Llama templates served by vLLM or llama.cpp: system
+messages only first, then user and assistant in turn, starting with a user message; an
+assistant's tool calls are followed by their tool results, after which the assistant or
+the user may speak. Anything else gets HTTP 400 "roles must alternate ...".
 
 Fault modes, as `reply()` keywords (streamed or not unless said):
 
@@ -77,6 +87,7 @@ class Failure:
 
     status: int
     message: str
+    retry_after: str | None = None
 
 
 @dataclass
@@ -116,8 +127,10 @@ def _pieces(text: str, count: int = 3) -> list[str]:
 class FakeOpenAI:
     """The scripted server. See the module docstring for the API."""
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def __init__(self, default: Reply | None = None, strict: bool = False) -> None:
         self.default = default or Reply()
+        self.strict = strict
+        self.rejected: list[dict[str, Any]] = []
         self.responder: Responder | None = None
         self.models: list[str] = ["gemma4", "fake-model"]
         self.requests: list[dict[str, Any]] = []
@@ -160,9 +173,11 @@ class FakeOpenAI:
             )
         )
 
-    def fail(self, status: int = 500, message: str = "scripted failure") -> None:
-        """Queue an HTTP error answer."""
-        self._push(Failure(status, message))
+    def fail(
+        self, status: int = 500, message: str = "scripted failure", retry_after: str | None = None
+    ) -> None:
+        """Queue an HTTP error answer (with a Retry-After header when given)."""
+        self._push(Failure(status, message, retry_after))
 
     def delay(self, seconds: float) -> None:
         """Queue a pause before the next answer (for client timeouts)."""
@@ -270,10 +285,18 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._lock:
             self.fake.requests.append(request)
             self.fake.authorizations.append(self.headers.get("Authorization"))
+        problem = alternation_error(request.get("messages")) if self.fake.strict else None
+        if problem is not None:
+            with self.fake._lock:
+                self.fake.rejected.append(request)
+            self._json(400, _error(f"roles must alternate: {problem}", "invalid_request_error"))
+            return
         item = self.fake._next(request)
         stream = bool(request.get("stream"))
         if isinstance(item, Failure):
-            self._json(item.status, _error(item.message, f"http_{item.status}"))
+            headers = {"Retry-After": item.retry_after} if item.retry_after is not None else {}
+            body = json.dumps(_error(item.message, f"http_{item.status}")).encode()
+            self._send(item.status, "application/json", body, headers=headers)
         elif isinstance(item, Malformed):
             if stream:
                 self._send(200, "text/event-stream", f"data: {item.body}\n\n".encode())
@@ -298,10 +321,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, "application/json", json.dumps(body).encode())
 
     def _send(
-        self, status: int, content_type: str, body: bytes, trickle: float | None = None
+        self,
+        status: int,
+        content_type: str,
+        body: bytes,
+        trickle: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         if trickle:
             self.send_header("Connection", "close")
@@ -380,6 +410,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
+def alternation_error(messages: Any) -> str | None:
+    """Why `messages` would break a strict chat template, or None when they alternate:
+    system messages first only, then user/assistant in turn starting with user; tool
+    results only right after the assistant's calls (or each other), followed by either
+    side."""
+    if not isinstance(messages, list):
+        return "messages is not a list"
+    expected: tuple[str, ...] = ("system", "user")
+    for n, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in expected:
+            return f"message {n} is {role!r}, expected {' or '.join(expected)}"
+        if role == "system":
+            expected = ("system", "user")
+        elif role == "user":
+            expected = ("assistant",)
+        elif role == "assistant":
+            expected = ("tool",) if message.get("tool_calls") else ("user",)
+        else:
+            expected = ("tool", "assistant", "user")
+    return None
+
+
 def _usage(usage: tuple[int, int]) -> dict[str, int]:
     prompt, completion = usage
     return {
@@ -418,6 +471,6 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
-    """A started `FakeOpenAI`, stopped after the test."""
-    with FakeOpenAI() as server:
+    """A started `FakeOpenAI` in strict mode, stopped after the test."""
+    with FakeOpenAI(strict=True) as server:
         yield server

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, run_gitsessions
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -72,6 +72,11 @@ def ws(tmp_path: Path) -> Path:
 
 
 def test_tool_turn_with_approvals(server, ws):
+    def shell(command: str) -> None:
+        server.reply(
+            content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+        )
+
     server.reply(
         content=None,
         tool_calls=[{"name": "write_file", "arguments": {"path": "yes.txt", "content": "y\n"}}],
@@ -80,25 +85,32 @@ def test_tool_turn_with_approvals(server, ws):
         content=None,
         tool_calls=[{"name": "write_file", "arguments": {"path": "no.txt", "content": "n\n"}}],
     )
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo one > one.txt"}}],
-    )
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "run_shell", "arguments": {"command": "echo two > two.txt"}}],
-    )
+    shell("touch one.txt")
+    shell("touch two.txt")  # same prefix: runs without asking
+    shell("touch three.txt; seq 1 12")  # a second command: asks whatever the prefix
     server.reply(content="All **done**.")
     child = spawn(server.base_url, ws)
     child.sendline("make some files")
-    for answer in ("y", "n", "a"):
-        child.expect_exact("for this tool: ")
-        child.sendline(answer)
-    child.expect(PROMPT)  # the second run_shell ran without asking ("always")
-    assert "All done." in plain(child.before)  # markdown rendered once complete
+    child.expect_exact("[y/N/a] ")
+    assert "content: 1 line, 2 bytes" in plain(child.before)
+    child.sendline("y")
+    child.expect_exact("[y/N/a] ")
+    child.sendline("")  # the default is no
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "$ touch one.txt" in asked and "a: always for commands starting with `touch`" in asked
+    child.sendline("a")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "$ touch three.txt; seq 1 12" in asked and "$ touch two.txt" not in asked
+    child.sendline("y")
+    child.expect(PROMPT)
+    out = plain(child.before)
+    assert "All done." in out  # markdown rendered once complete
+    assert "| 12" in out and "| 8" in out and "| 7" not in out  # the output's tail
     leave(child)
     assert (ws / "yes.txt").exists() and not (ws / "no.txt").exists()
-    assert (ws / "one.txt").exists() and (ws / "two.txt").exists()
+    assert all((ws / f"{n}.txt").exists() for n in ("one", "two", "three"))
     denied = [m for m in server.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "denied by the user" in denied["content"]
     assert server.requests[0]["stream"] is True
@@ -156,19 +168,26 @@ def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
         "slow question",
         "next question",
     ]
+    # the unanswered prompt and the next one are sent as one user message (strict server)
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == "slow question\n\nnext question"
+    assert server.rejected == []
 
 
 def test_endpoint_down_keeps_prompt_then_resend(server, ws, tmp_path):
     child = spawn("http://127.0.0.1:9/v1", ws)
     assert "cannot reach" in plain(child.before)  # said at start, before any prompt is typed
     out = say(child, "important prompt")
-    assert "error:" in out and "press Enter to send it again" in out
+    assert "error:" in out and "\\retry sends it again" in out
     leave(child)
     sid = sessions()[0]["id"]
     server.reply(content="answered at last")
     child = spawn(server.base_url, ws, "--resume", sid[:8])
-    assert "no reply yet" in plain(child.before)
-    assert "answered at last" in say(child, "")
+    assert "no reply yet" in plain(child.before) and "\\retry" in plain(child.before)
+    assert "\\retry" in say(child, "")  # an empty Enter sends nothing, it says how to
+    assert server.requests == []
+    assert "answered at last" in say(child, "\\retry")
     leave(child)
     sent = server.requests[0]["messages"]
     assert sent[-1] == {"role": "user", "content": "important prompt"}
@@ -198,7 +217,7 @@ def test_resume_after_kill(server, ws):
     server.reply(content="resumed fine")
     child = spawn(server.base_url, ws, "--continue")
     assert sid[:8] in plain(child.before) and "no reply yet" in plain(child.before)
-    assert "resumed fine" in say(child, "")
+    assert "resumed fine" in say(child, "\\retry")
     leave(child)
     transcript = json.loads(run_gitsessions("show", sid, "--json").stdout)
     assert [m["content"] for m in transcript if m["role"] == "user"] == [
@@ -215,10 +234,12 @@ def test_a_reply_cut_mid_stream_is_kept_marked_and_the_prompt_can_be_resent(serv
     out = say(child, "write cut.txt")
     assert "Writing the file" in out  # streamed before the cut
     assert "ended its stream before the reply was finished" in out
-    assert "press Enter to send it again" in out
+    assert "\\retry sends it again" in out
     assert not (ws / "cut.txt").exists()
     server.reply(content="Done properly this time.")
-    assert "Done properly this time." in say(child, "")
+    say(child, "")
+    assert len(server.requests) == 1  # an empty Enter never resends
+    assert "Done properly this time." in say(child, "\\retry")
     leave(child)
     assert not (ws / "cut.txt").exists()
     transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
@@ -226,3 +247,148 @@ def test_a_reply_cut_mid_stream_is_kept_marked_and_the_prompt_can_be_resent(serv
     assert len(cut) == 1 and cut[0]["content"] == "Writing the file now."
     assert cut[0]["unsent_tool_calls"][0]["function"]["name"] == "write_file"
     assert transcript[-1] == {"role": "assistant", "content": "Done properly this time."}
+
+
+def screen_of(raw: str, rows: int = 50, columns: int = 120) -> list[str]:
+    """What a terminal shows after `raw`: the lines of a VT100 screen fed the output."""
+    import pyte
+
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.Stream(screen)
+    stream.feed(raw.replace("\n", "\r\n").replace("\r\r\n", "\r\n"))
+    return [line.rstrip() for line in screen.display]
+
+
+def test_a_long_reply_wraps_instead_of_being_cut_at_the_terminal_width(server, ws):
+    words = [f"word{n:03d}" for n in range(300)]
+    server.reply(content=" ".join(words))
+    child = spawn(server.base_url, ws)
+    child.sendline("tell me a long story")
+    child.expect(PROMPT)
+    shown = screen_of(child.before)
+    leave(child)
+    on_screen = " ".join(shown).split()
+    missing = [w for w in words if w not in on_screen]
+    assert missing == [], f"{len(missing)} words not on screen, first {missing[:5]}"
+
+
+def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws):
+    server.reply(content="First part of the answer. " + "and more " * 150, trickle=0.005)
+    child = spawn(server.base_url, ws)
+    child.sendline("a long answer please")
+    child.expect_exact("First part of the answer.")
+    child.sendintr()
+    child.expect_exact("cancelled; the session is saved")
+    child.expect(PROMPT)
+    server.reply(content="short one")
+    assert "short one" in say(child, "shorter then")
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    cut = [m for m in transcript if m.get("incomplete")]
+    assert len(cut) == 1 and cut[0]["interrupted"] is True
+    assert cut[0]["content"].startswith("First part of the answer.")
+    assert [m["role"] for m in transcript[1:]] == ["user", "assistant", "user", "assistant"]
+    # the partial reply is not sent again: the model sees both prompts as one message
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[1]["content"] == "a long answer please\n\nshorter then"
+
+
+def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):
+    child = spawn(server.base_url, ws)
+    server.reply(content="answer one")
+    say(child, "first question")
+    server.reply(content="answer two")
+    say(child, "second question")
+    assert "undone: turn 2" in say(child, "\\undo")
+    server.reply(content="answer three")
+    say(child, "third question")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["first question", "answer one", "third question"]
+    assert "undone: turn 3" in say(child, "\\undo")
+    assert "undone: turn 1" in say(child, "\\undo")
+    assert "nothing to undo" in say(child, "\\undo")
+    leave(child)
+    sid = sessions()[0]["id"]
+    transcript = json.loads(run_gitsessions("show", sid, "--json").stdout)
+    assert [m["content"] for m in transcript if m["role"] == "user"] == [
+        "first question",
+        "second question",
+        "third question",
+    ]
+    context = json.loads(run_gitsessions("show", sid, "--context", "--json").stdout)
+    assert [m["role"] for m in context] == ["system"]
+    log = json.loads(run_gitsessions("log", sid, "--json").stdout)
+    undos = [e["subject"] for e in log if e["event"] == "undo"]
+    assert undos == ["undo: turn 1", "undo: turn 3", "undo: turn 2"]
+
+
+def test_retry_sends_the_last_prompt_again_without_the_answer_it_replaces(server, ws):
+    child = spawn(server.base_url, ws)
+    server.reply(content="a poor answer")
+    say(child, "explain git")
+    server.reply(content="a better answer")
+    assert "a better answer" in say(child, "\\retry")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["explain git"]
+    say(child, "")  # an empty Enter sends nothing
+    assert len([r for r in server.requests if r.get("tools")]) == 2  # the title aside
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", sessions()[0]["id"], "--json").stdout)
+    assert [m["content"] for m in transcript[1:]] == [
+        "explain git",
+        "a poor answer",
+        "explain git",
+        "a better answer",
+    ]
+
+
+def test_a_rate_limited_request_is_retried_with_a_countdown(server, ws):
+    server.fail(429, retry_after="2")
+    server.reply(content="served after the wait")
+    child = spawn(server.base_url, ws)
+    out = say(child, "hello")
+    assert "rate limited (HTTP 429): retrying in 2 s (1 of 3)" in out
+    assert "served after the wait" in out and "error" not in out
+    leave(child)
+
+
+def test_compaction_and_titles_show_a_spinner_with_the_reason_and_one_result_line(server, ws):
+    from tests.test_auto_compaction import responder
+
+    (ws / "big.txt").write_text(" ".join(f"w{i:04d}" for i in range(700)))
+    server.responder = responder
+    child = spawn(server.base_url, ws, "--max-context-tokens", "4000")
+    first = say(child, "read big.txt")
+    assert "writing the session title" in first
+    second = say(child, "read it again")
+    assert re.search(r"context at \d\d% of 4,000 tokens: compacting", second)
+    results = re.findall(r"compacted [\d,]+ -> [\d,]+ tokens \(auto\)", second)
+    assert len(results) == 1, second
+    assert "summarize" not in second and "stage" not in second  # no internal wording
+    manual = say(child, "\\compact")
+    assert "compacting the context" in manual
+    leave(child)
+    assert server.rejected == []
+
+
+def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
+    (home).mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        '[prices."fake-model"]\nprompt = 1000.0\ncompletion = 2000.0\n'
+    )
+    server.reply(content="one", usage=(100, 10))  # $0.10 + $0.02
+    child = spawn(server.base_url, ws)
+    out = say(child, "first")
+    status = re.search(
+        r"context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn \$([\d.]+) · session \$([\d.]+)", out
+    )
+    assert status, out
+    assert status.group(3) != "0.0000" and float(status.group(4)) >= float(status.group(3))
+    server.reply(content="two", usage=(100, 10))
+    second = re.search(r"session \$([\d.]+)", say(child, "second"))
+    assert second and float(second.group(1)) > float(status.group(4))
+    leave(child)
+    child = spawn(server.base_url, ws, "--quiet")
+    assert "tokens (" not in say(child, "third")
+    leave(child)

@@ -69,11 +69,19 @@ def test_mutating_tools_denied_without_auto_approve(server, tmp_path):
     server.reply(content=None, tool_calls=[tool("write_file", path="x.txt", content="x")])
     server.reply(content="I could not write the file.")
     done = exec_(server, ws, "write x")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the work was stopped by the denial
     assert not (ws / "x.txt").exists()
     denied = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
     assert "denied" in denied["content"]
     assert done.stdout.strip() == "I could not write the file."
+    note = "not run: exec needs --auto-approve to write files or run commands"
+    assert done.stderr.strip().splitlines()[-1] == note
+    server.reply(content=None, tool_calls=[tool("run_shell", command="touch y.txt")])
+    server.reply(content="Denied again.")
+    result = exec_(server, ws, "touch y", "--json")
+    assert result.returncode == 3 and json.loads(result.stdout)["stopped"] == note
+    server.reply(content="Nothing to write.")  # no tool needed: nothing was stopped
+    assert exec_(server, ws, "just talk").returncode == 0
 
 
 def test_prompt_from_stdin_and_continue(server, tmp_path):
@@ -93,9 +101,11 @@ def test_prompt_from_stdin_and_continue(server, tmp_path):
 def test_model_errors_are_one_line_and_keep_the_prompt(server, tmp_path, home):
     ws = tmp_path / "p"
     ws.mkdir()
-    server.fail(status=500)
+    for _ in range(4):  # the first try and 3 retries
+        server.fail(status=500, retry_after="0")
     done = exec_(server, ws, "keep me")
     assert done.returncode == 1
+    assert done.stderr.count("server error (HTTP 500): retrying in 0 s") == 3
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in done.stderr
     sessions = json.loads(run_gitsessions("list", "--json").stdout)

@@ -26,6 +26,7 @@ from gitsessions.services.model import (
     ServerError,
     Usage,
 )
+from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 
 USER = [{"role": "user", "content": "hi"}]
@@ -330,3 +331,106 @@ def test_a_ctrl_c_hidden_inside_a_library_error_is_still_a_ctrl_c():
     except RuntimeError as outer:
         assert _interrupted(outer)
     assert not _interrupted(ValueError("a plain error"))
+
+
+def test_the_strict_server_refuses_roles_that_do_not_alternate(server: FakeOpenAI) -> None:
+    """The test server's strict mode (the `server` fixtures use it) answers like a strict
+    chat template; the client's requests pass it because they alternate."""
+    import urllib.error
+    import urllib.request
+
+    def post(messages: list[dict]) -> tuple[int, dict]:
+        body = json.dumps({"model": "m", "messages": messages}).encode()
+        request = urllib.request.Request(f"{server.base_url}/chat/completions", body)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    system = {"role": "system", "content": "s"}
+    user = {"role": "user", "content": "u"}
+    answer = {"role": "assistant", "content": "a"}
+    calling = {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}
+    result = {"role": "tool", "tool_call_id": "c", "content": "r"}
+    good = [
+        [system, user],
+        [system, user, answer, user],
+        [system, user, calling, result, answer, user],
+        [system, user, calling, result, calling, result, user],  # after a cancelled tool
+    ]
+    bad = [
+        [system, user, user],
+        [system, answer],
+        [system, user, answer, answer],
+        [system, user, system],
+        [system, user, calling, user],  # a call without its result
+        [system, user, result],
+    ]
+    assert [post(m)[0] for m in good] == [200] * len(good)
+    refused = [post(m) for m in bad]
+    assert [status for status, _ in refused] == [400] * len(bad)
+    assert all("roles must alternate" in body["error"]["message"] for _, body in refused)
+    assert len(server.rejected) == len(bad)
+
+
+def test_consecutive_user_messages_are_sent_as_one(server: FakeOpenAI, client: ModelClient) -> None:
+    """A continuation note before the kept prompt, or a prompt after an unanswered one:
+    one user message on the wire, texts joined by a blank line; the caller's list is
+    not changed."""
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "note"},
+        {"role": "user", "content": "prompt"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": [{"type": "text", "text": "x"}]},
+        {"role": "user", "content": "y"},
+    ]
+    kept = json.loads(json.dumps(messages))
+    client.complete(messages)
+    assert server.last_request["messages"] == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "note\n\nprompt"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]},
+    ]
+    assert messages == kept and server.rejected == []
+
+
+def retrying_client(server: FakeOpenAI, waits: list[float], retries: int = 3) -> ModelClient:
+    settings = resolve_model_settings(
+        {"base_url": server.base_url}, {"OPENAI_API_KEY": "sk-test"}, {}
+    )
+    return ModelClient(settings, retries=retries, wait=lambda retry: waits.append(retry.seconds))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_rate_limits_and_server_errors_are_retried_honouring_retry_after(
+    server: FakeOpenAI, stream: bool
+) -> None:
+    waits: list[float] = []
+    server.fail(429, retry_after="7")
+    server.fail(503)  # no Retry-After: backoff
+    server.fail(500)
+    server.reply(content="at last")
+    with retrying_client(server, waits) as client:
+        assert text_of(client.complete(USER, stream=stream).message) == "at last"
+    assert waits == [7.0, 2.0, 4.0]
+    assert len(server.requests) == 4
+
+
+def test_retries_give_up_after_the_last_try_or_a_long_retry_after(server: FakeOpenAI) -> None:
+    waits: list[float] = []
+    for _ in range(3):
+        server.fail(502)
+    with retrying_client(server, waits, retries=2) as client:
+        with pytest.raises(ServerError, match="HTTP 502"):
+            client.complete(USER)
+        assert waits == [1.0, 2.0] and len(server.requests) == 3
+        server.fail(429, retry_after="3600")  # an hour: say so instead of waiting
+        with pytest.raises(RateLimited, match="retry after 3600 s"):
+            client.complete(USER)
+        server.fail(400)  # the request itself is wrong: sending it again cannot help
+        with pytest.raises(RequestRejected):
+            client.complete(USER)
+    assert waits == [1.0, 2.0] and len(server.requests) == 5

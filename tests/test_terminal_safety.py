@@ -177,26 +177,45 @@ def test_approval_shows_every_argument_whole() -> None:
     assert_safe(shown)
     lines = shown.splitlines()
     assert lines[0] == "allow run_shell?"
-    assert lines[1].strip() == "command:"
-    assert lines[2].startswith("    | ls -la") and lines[2].endswith(
+    # the command on lines of its own, whole
+    assert lines[1].startswith("  $ ls -la") and lines[1].endswith(
         "; echo pwned > pwned.txt \\x1b[2K\\x1b[1G\\u202e"
     )
-    assert lines[3] == "    | second line"
-    assert lines[4] == "  timeout: 30"
+    assert lines[2] == "    second line"
+    assert lines[3] == "  timeout: 30"
 
 
-def test_approval_of_a_file_shows_path_and_whole_content() -> None:
+def test_approval_of_a_file_shows_path_size_and_first_lines_and_all_on_request() -> None:
     content = "line 1\n" * 50 + f"hidden {WIPE}\u202e tail\n"
-    shown = render(
-        describe_approval("write_file", {"path": f"a{WIPE}.py", "content": content}), False
-    )
+    arguments = {"path": f"a{WIPE}.py", "content": content}
+    shown = render(describe_approval("write_file", arguments), False)
     assert_safe(shown)
     assert "  path: a\\x1b[2K\\x1b[1G.py" in shown
-    assert (
-        shown.count("    | line 1") == 50 and "    | hidden \\x1b[2K\\x1b[1G\\u202e tail" in shown
-    )
-    edit = render(describe_approval("edit_file", {"path": "b.py", "old": "x", "new": ""}), False)
-    assert edit.splitlines()[2:] == ["  old:", "    | x", "  new:", "    (empty)"]
+    assert "  content: 51 lines, 374 bytes" in shown
+    assert shown.count("    | line 1") == 20 and "hidden" not in shown
+    assert "    ... 31 more lines (v shows them all)" in shown
+    whole = render(describe_approval("write_file", arguments, whole=True), False)
+    assert_safe(whole)
+    assert whole.count("    | line 1") == 50
+    assert "    | hidden \\x1b[2K\\x1b[1G\\u202e tail" in whole
+
+
+def test_approval_of_an_edit_is_a_coloured_unified_diff() -> None:
+    arguments = {"path": "b.py", "old": "a = 1\nb = 2\n", "new": f"a = 1\nb = 3 {WIPE}\n"}
+    plain_text = render(describe_approval("edit_file", arguments), False)
+    assert_safe(plain_text)
+    assert plain_text.splitlines()[1:] == [
+        "  --- b.py",
+        "  +++ b.py",
+        "  @@ -1,2 +1,2 @@",
+        "   a = 1",
+        "  -b = 2",
+        "  +b = 3 \\x1b[2K\\x1b[1G",
+    ]
+    coloured = render(describe_approval("edit_file", arguments), True)
+    assert "\x1b[31m  -b = 2" in coloured and "\x1b[32m  +b = 3" in coloured
+    removal = render(describe_approval("edit_file", {"path": "c", "old": "x", "new": ""}), False)
+    assert removal.splitlines()[-1] == "  -x"
 
 
 # -- structure: every write to the terminal goes through the safe consoles ---------------
@@ -419,7 +438,7 @@ def test_exec_with_a_hostile_model(server, tmp_path, home) -> None:
     script_hostile_model(server)
     common = ["--base-url", server.base_url, "--model", "fake-model", "--workspace", str(ws)]
     first = run_gitsessions("exec", "go", *common)  # run_shell denied without --auto-approve
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 3, first.stderr  # and says so
     assert_safe(first.stdout + first.stderr)
     assert "all done \\x1b[2K\\x1b[1Gls -la" in first.stdout
     assert "run_shell: ls -la" in first.stderr and "let me look" not in first.stdout
@@ -439,7 +458,7 @@ def test_exec_with_a_hostile_model(server, tmp_path, home) -> None:
     assert "exit code: 0" in shown.stdout and "\\x1b[2Kred" in shown.stdout  # tool output
 
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h)> ")
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 
 
 def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
@@ -472,7 +491,7 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
     script_hostile_model(server)
     child, log = spawn_chat(server, ws)
     child.sendline("list the files")
-    child.expect_exact("for this tool: ")
+    child.expect_exact("[y/N/a] ")
     approval = child.before
     child.sendline("n")
     child.expect(PROMPT)
@@ -484,8 +503,8 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
     assert child.exitstatus == 0
     assert not (ws / "pwned.txt").exists()
     # the approval shows the whole command, escaped, on a line of its own
-    command_lines = [line for line in approval.splitlines() if "    | " in line]
-    shown = re.sub(r"\x1b\[[0-9;]*m", "", command_lines[0]).split("    | ", 1)[1]
+    command_lines = [line for line in approval.splitlines() if "  $ " in line]
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", command_lines[0]).split("  $ ", 1)[1]
     assert shown.rstrip() == SHOWN_COMMAND.rstrip()
     assert "; echo pwned > pwned.txt #\\x1b[2K\\x1b[1Gls -la \\u202eexe.txt" in shown
     everything = log.getvalue()

@@ -8,14 +8,16 @@ Invariants:
   request: a crash or a Ctrl-C loses at most the step in flight.
 - No request is sent that the estimate says is over `max_context_tokens`.
 - Every tool call gets exactly one result in the context, even when a tool is cancelled.
-- A reply the model did not finish (its stream was cut, broke or ran out of time) is
-  recorded in the transcript only, marked `"incomplete": true`, with its tool calls under
+- A reply the model did not finish (its stream was cut, broke, ran out of time, or was
+  stopped by Ctrl-C) is recorded in the transcript only, marked `"incomplete": true`
+  (and `"interrupted": true` after a Ctrl-C), with its tool calls under
   `unsent_tool_calls`: they are never run (their arguments may be cut), and the context is
   left as it was, so sending the prompt again is a clean retry.
 - A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
   got, and the step stays pending, so the next checkpoint commits it.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +33,14 @@ from gitsessions.services.compaction import (
     should_compact,
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
-from gitsessions.services.model import Completion, ModelClient, ModelError
+from gitsessions.services.continuation import is_note
+from gitsessions.services.model import (
+    Completion,
+    ModelClient,
+    ModelError,
+    RequestInterrupted,
+    Retry,
+)
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
@@ -61,12 +70,20 @@ class Events:
     """What the loop reports as it goes; the CLI renders it. Defaults do nothing."""
 
     def waiting(self, active: bool) -> None: ...
+    def busy(self, reason: str | None) -> None:
+        """Work the user waits for besides a reply (compaction, the title): `reason` while
+        it runs, None when it is over."""
+
     def text(self, delta: str) -> None: ...
     def reply(self, message: Message) -> None: ...
     def tool_started(self, call: dict[str, Any]) -> None: ...
     def tool_finished(self, outcome: ToolOutcome) -> None: ...
     def compacted(self, result: CompactionResult) -> None: ...
     def notice(self, text: str) -> None: ...
+
+    def retrying(self, retry: Retry) -> None:
+        """Wait before a refused request (429, 5xx) is sent again; the CLI counts down."""
+        time.sleep(retry.seconds)
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,19 @@ class TurnResult:
     steps: int
     compacted: bool
     stopped: str | None = None  # why the turn ended before the model finished
+
+
+@dataclass(frozen=True)
+class Undone:
+    """A turn taken out of the working context: its number (None when the history does
+    not say) and its prompt."""
+
+    turn: int | None
+    prompt: str
+
+
+class NothingToRetry(GitsessionsError):
+    """`retry` with no prompt in the context."""
 
 
 class ReplyNotSaved(GitsessionsError):
@@ -133,6 +163,50 @@ class Agent:
         the model never finished (it was down, or the process was stopped)."""
         assert self.session.unanswered_prompt() is not None
         return self._steps(first=last_step(self.session) + 1)
+
+    def retry(self) -> TurnResult:
+        """Send the last prompt again: finish it when it has no reply yet, otherwise undo
+        its turn (its answer leaves the context, not the transcript) and run it anew.
+        Raises `NothingToRetry` when no prompt was sent yet."""
+        if self.session.unanswered_prompt() is not None:
+            return self.retry_turn()
+        undone = self.undo()
+        if undone is None:
+            raise NothingToRetry("nothing to retry: no prompt was sent in this context yet")
+        return self.run_turn(undone.prompt)
+
+    def undo(self) -> Undone | None:
+        """Drop the last turn (its prompt and everything after it) from the working
+        context, recorded as one `undo` commit; the transcript keeps it. None when the
+        context holds no prompt to drop (a continuation note is not one)."""
+        self.save()
+        context = self.session.context
+        prompts = [
+            i for i, m in enumerate(context) if i > 0 and m.get("role") == "user" and not is_note(m)
+        ]
+        if not prompts:
+            return None
+        at = prompts[-1]
+        turn = self._last_kept_turn()
+        self.session.set_context(context[:at])
+        subject = f"undo: turn {turn}" if turn else "undo: the last prompt"
+        trailers = {"Undone-Turn": turn} if turn else {}
+        self.session.checkpoint(subject, event="undo", trailers=trailers)
+        return Undone(turn, text_of(context[at]))
+
+    def _last_kept_turn(self) -> int | None:
+        """The newest turn whose prompt is still in the context: the newest turn that
+        started (a `Step: 0` commit) and was not undone since."""
+        undone: set[str] = set()
+        for _commit_id, commit in self.session.store.history(self.session.head):
+            trailers = parse_trailers(commit.message)[1]
+            if trailers.get("Event") == "undo":
+                undone.add(trailers.get("Undone-Turn", ""))
+            elif trailers.get("Event") == "turn" and trailers.get("Step") == "0":
+                turn = trailers.get("Turn", "")
+                if turn.isdigit() and turn not in undone:
+                    return int(turn)
+        return None
 
     def save(self) -> None:
         """Commit whatever is pending, first answering any tool call left without a result
@@ -215,7 +289,9 @@ class Agent:
         tokens = self.counter.scaled(raw)
         compacted = False
         if should_compact(tokens, policy) and self._failed_turn != self.session.turn:
-            result = self.compact("auto")
+            share = 100 * tokens // policy.max_context_tokens
+            reason = f"context at {share}% of {policy.max_context_tokens:,} tokens: compacting"
+            result = self.compact("auto", reason=reason)
             if result is None:
                 self._failed_turn = self.session.turn
             elif result.changed:
@@ -232,11 +308,24 @@ class Agent:
         return raw, compacted
 
     def compact(
-        self, trigger: str, focus: str | None = None, clear_only: bool = False
+        self,
+        trigger: str,
+        focus: str | None = None,
+        clear_only: bool = False,
+        reason: str = "compacting the context",
     ) -> CompactionResult | None:
         """Compact now (committing what is pending first); None when it failed. Whatever
         the summarizer cost is counted, even when its summary was rejected."""
         self.save()
+        self.events.busy(reason)
+        try:
+            return self._compact(trigger, focus, clear_only)
+        finally:
+            self.events.busy(None)
+
+    def _compact(
+        self, trigger: str, focus: str | None, clear_only: bool
+    ) -> CompactionResult | None:
         tools = self.tools
         spent: list[tuple[str, int, int]] = []
         try:
@@ -293,6 +382,11 @@ class Agent:
             if error.partial is not None:
                 self._keep_partial(error.partial, step)
             raise
+        except RequestInterrupted as interrupt:  # Ctrl-C: what streamed so far is kept
+            self.events.waiting(False)
+            if interrupt.partial is not None:
+                self._keep_partial(interrupt.partial, step, interrupted=True)
+            raise
         finally:
             self.events.waiting(False)
         self._count(completion.model or self.config.model, completion)
@@ -300,14 +394,16 @@ class Agent:
             self.counter.calibrate(raw, completion.usage.prompt_tokens)
         return completion
 
-    def _keep_partial(self, partial: Completion, step: int) -> None:
+    def _keep_partial(self, partial: Completion, step: int, interrupted: bool = False) -> None:
         """Record a reply the model did not finish: in the transcript only, marked
-        incomplete, its tool calls kept under `unsent_tool_calls` and never run. A failed
-        commit here leaves it pending (the next checkpoint saves it): the model's error is
-        the one to report."""
+        incomplete (and `interrupted` when the user stopped it with Ctrl-C), its tool
+        calls kept under `unsent_tool_calls` and never run. A failed commit here leaves it
+        pending (the next checkpoint saves it): the model's error is the one to report."""
         self._count(partial.model or self.config.model, partial)
         message = partial.message
         record: Message = {"role": "assistant", "content": text_of(message), "incomplete": True}
+        if interrupted:
+            record["interrupted"] = True
         if message.get("tool_calls"):
             record["unsent_tool_calls"] = message["tool_calls"]
         self.session.record(record, **reply_meta(partial, self.config.model))
@@ -336,13 +432,16 @@ class Agent:
             {"role": "system", "content": SUMMARY_PROMPT},
             {"role": "user", "content": "\n".join(lines)[-4000:]},
         ]
+        self.events.busy("writing the session title")
         try:
             completion = self.client.complete(
                 request, model=self.config.summary_model, temperature=0.0, max_tokens=40
             )
         except GitsessionsError as error:
+            self.events.busy(None)
             self.events.notice(f"could not write the list summary: {error}")
             return
+        self.events.busy(None)
         self._count(completion.model or self.config.summary_model, completion)
         summary = first_line(text_of(completion.message), 80).strip("\"' ")
         if summary:

@@ -95,6 +95,12 @@ class AgentSession:
             self._dirty = True
         return dropped
 
+    def set_context(self, messages: list[Message]) -> None:
+        """Replace the working context (`\\undo`); the transcript keeps everything. The
+        change is committed at the next checkpoint."""
+        self.context = list(messages)
+        self._dirty = True
+
     def record(self, message: Message, **meta: Any) -> None:
         """Append to the transcript only (at the next checkpoint): something that happened
         but that the model must not be sent, such as a reply cut off mid-stream."""

@@ -31,6 +31,8 @@ from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
+RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
+
 
 @dataclass
 class Built:
@@ -184,7 +186,7 @@ def build_agent(
             max_steps=max_steps,
             stream=stream,
         )
-        with ModelClient(settings) as client:
+        with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(
                 session,
                 client,

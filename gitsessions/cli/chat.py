@@ -9,8 +9,9 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent
+from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.slash import Exit, Slash
-from gitsessions.cli.state import State, err, out
+from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 PROMPT = "> "
 CONTINUATION = ". "
+RETRY = "\\retry sends it again"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
 
 
 def read_prompt() -> str:
@@ -42,8 +45,8 @@ def probe(settings: ModelSettings) -> None:
     except EndpointUnreachable as error:
         err.print(
             vtext(
-                f"warning: {one_line(error)}. Prompts are still saved; send them again with "
-                "Enter once the server is up.",
+                f"warning: {one_line(error)}. Prompts are still saved; \\retry sends the last "
+                "one again once the server is up.",
                 style="yellow",
             ),
             highlight=False,
@@ -79,10 +82,16 @@ def cmd_chat(
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
     ] = 50,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", help="No status line (context used, turn and session cost)."),
+    ] = False,
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
 
-    Type \\help for commands. Ctrl-C cancels the current request, Ctrl-D leaves.
+    Type \\help for commands. Ctrl-C cancels the current request (what streamed is
+    kept in the transcript), \\retry sends the last prompt again, \\undo drops the last
+    turn from the working context, Ctrl-D leaves.
     """
     from gitsessions.cli.chat_ui import ChatApprover, ChatEvents, History  # rich.markdown: slow
 
@@ -95,7 +104,7 @@ def cmd_chat(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
-    events = ChatEvents(out, err)
+    events = ChatEvents(replies, err)
     approver = ChatApprover(err, auto=auto_approve)
     with build_agent(
         state,
@@ -128,14 +137,10 @@ def cmd_chat(
         )
         probe(settings)
         if session.unanswered_prompt() is not None:
-            err.print(
-                Text(
-                    "the last prompt has no reply yet: press Enter to send it again", style="yellow"
-                ),
-                highlight=False,
-            )
+            err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
         try:
-            repl(agent, events)
+            with interrupts_kept():
+                repl(agent, events, status=not quiet)
         finally:
             history.save(session.id)
             agent.save()
@@ -148,9 +153,10 @@ def cmd_chat(
             )
 
 
-def repl(agent: Agent, events: "ChatEvents") -> None:
+def repl(agent: Agent, events: "ChatEvents", status: bool = True) -> None:
     slash = Slash(agent, out, err)
     while True:
+        spent = agent.session.usage.get("cost_usd", 0.0)
         try:
             line = read_prompt()
         except EOFError:
@@ -161,15 +167,19 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
             continue
         try:
             if Slash.is_command(line.strip()):
-                slash.run(line.strip())
-                continue
-            if not line.strip():
-                if agent.session.unanswered_prompt() is None:
+                turn = slash.run(line.strip())
+                if turn is None:
                     continue
-                result = agent.retry_turn()
+                result = turn()
+            elif not line.strip():  # never sends anything
+                if agent.session.unanswered_prompt() is not None:
+                    err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
+                continue
             else:
                 result = agent.run_turn(line)
             report(result)
+            if status:
+                err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
         except Exit:
             return
         except KeyboardInterrupt:
@@ -179,13 +189,21 @@ def repl(agent: Agent, events: "ChatEvents") -> None:
         except ModelError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
-            err.print(
-                Text("your prompt is saved: press Enter to send it again", style="yellow"),
-                highlight=False,
-            )
+            err.print(Text(f"your prompt is saved: {RETRY}", style="yellow"), highlight=False)
         except GitsessionsError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+
+
+def status_line(agent: Agent, spent_before: float) -> str:
+    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
+    tokens = agent.estimate()
+    budget = agent.config.policy.max_context_tokens
+    session = agent.session.usage.get("cost_usd", 0.0)
+    return (
+        f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
+        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
+    )
 
 
 def report(result: TurnResult) -> None:

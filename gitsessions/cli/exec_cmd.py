@@ -1,7 +1,7 @@
 """`gitsessions exec PROMPT`: one user turn, run to completion, for scripts and CI."""
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +17,7 @@ from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_text
 
 EXIT_STOPPED = 3
+NOT_RUN = "not run: exec needs --auto-approve to write files or run commands"
 
 
 def cmd_exec(
@@ -43,7 +44,8 @@ def cmd_exec(
     write_file, edit_file and run_shell are denied (the model is told) unless
     --auto-approve. Exit codes: 0 done, 1 error (the session is saved up to the last
     complete step; a reply that could not be saved is still printed, and --json then
-    carries "error"), 3 the turn stopped early (--max-steps, repeated tool failures).
+    carries "error"), 3 the turn stopped early (--max-steps, repeated tool failures) or
+    a tool call was denied for want of --auto-approve.
     """
     state: State = ctx.obj
     if prompt == "-":
@@ -65,6 +67,12 @@ def cmd_exec(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    denied: list[str] = []
+
+    def deny(name: str, arguments: Any) -> bool:
+        denied.append(name)
+        return deny_all(name, arguments)
+
     with build_agent(
         state,
         settings,
@@ -72,7 +80,7 @@ def cmd_exec(
         resume=resume,
         continue_=continue_,
         workspace_flag=workspace,
-        approve=approve_all if auto_approve else deny_all,
+        approve=approve_all if auto_approve else deny,
         events=ProgressEvents(err),
         max_steps=max_steps,
         stream=False,
@@ -91,6 +99,7 @@ def cmd_exec(
                 print_json(out, {"session": agent.session.id, "error": str(error)})
             raise
         session = agent.session
+        stopped = result.stopped or (NOT_RUN if denied else None)
         if json_:
             print_json(
                 out,
@@ -100,7 +109,7 @@ def cmd_exec(
                     "usage": turn_usage(before, session.usage),
                     "compacted": result.compacted,
                     "commit": session.head.commit.decode(),
-                    **({"stopped": result.stopped} if result.stopped else {}),
+                    **({"stopped": stopped} if stopped else {}),
                     **({"error": str(unsaved)} if unsaved else {}),
                 },
             )
@@ -108,8 +117,8 @@ def cmd_exec(
             out.print(vtext(result.reply), highlight=False)
         if unsaved is not None:
             raise unsaved
-        if result.stopped:
-            err.print(vtext(result.stopped), highlight=False)
+        if stopped:
+            err.print(vtext(stopped), highlight=False)
             raise typer.Exit(EXIT_STOPPED)
 
 

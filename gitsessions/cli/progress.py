@@ -5,6 +5,7 @@ before they are cut to width, so an escape is never split into something raw.
 """
 
 import json
+import time
 from typing import Any
 
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.text import Text
 from gitsessions.agent.loop import Events
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import CompactionResult
+from gitsessions.services.model import Retry
 from gitsessions.services.tools import ToolOutcome
 
 
@@ -34,6 +36,9 @@ def describe_call(call: dict[str, Any], width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+SHELL_TAIL = 5  # lines of a shell run's output shown after it
+
+
 class ProgressEvents(Events):
     """Progress lines on stderr (exec, and chat's tool lines)."""
 
@@ -44,22 +49,51 @@ class ProgressEvents(Events):
         self.console.print(Text("-> " + describe_call(call), style="cyan"), highlight=False)
 
     def tool_finished(self, outcome: ToolOutcome) -> None:
-        first = outcome.content.splitlines()[0] if outcome.content else ""
+        """The result's first line; for a shell run that ran, also its output's tail."""
+        lines = outcome.content.splitlines()
+        first = lines[0] if lines else ""
         style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
         self.console.print(Text(f"   {one_line(first)[:120]}", style=style), highlight=False)
+        if outcome.tool == "run_shell" and not outcome.denied and first.startswith("exit code"):
+            tail = lines[1:][-SHELL_TAIL:]
+            if len(lines) - 1 > SHELL_TAIL:
+                self.console.print(
+                    Text(f"   | ... ({len(lines) - 1 - SHELL_TAIL} lines above)", style="dim")
+                )
+            for line in tail:
+                self.console.print(
+                    Text(f"   | {one_line(line)[:200]}", style="dim"), highlight=False
+                )
+
+    def busy(self, reason: str | None) -> None:
+        if reason is not None and "compacting" in reason:  # a title is not worth a line
+            self.console.print(Text(reason, style="dim"), highlight=False)
 
     def compacted(self, result: CompactionResult) -> None:
+        """One line: what compaction did (and a fallback it took, when it took one)."""
         if result.changed:
-            self.console.print(
-                Text(
-                    f"compacted: {result.before_tokens} -> {result.after_tokens} tokens "
-                    f"({', '.join(result.stages)})",
-                    style="magenta",
-                ),
-                highlight=False,
+            line = (
+                f"compacted {result.before_tokens:,} -> {result.after_tokens:,} tokens "
+                f"({result.trigger})"
             )
-        for note in result.notes:
-            self.console.print(vtext(f"   {note}", style="dim"), highlight=False)
+            self.console.print(Text(line, style="magenta"), highlight=False)
+            for note in result.notes:
+                if note.startswith("kept the cleared tool outputs only"):
+                    self.console.print(vtext(f"   {note}", style="dim"), highlight=False)
+        elif result.trigger == "auto" and result.notes:
+            line = f"compaction (auto) changed nothing: {result.notes[-1]}"
+            self.console.print(vtext(line, style="yellow"), highlight=False)
 
     def notice(self, text: str) -> None:
         self.console.print(vtext(text, style="yellow"), highlight=False)
+
+    def retrying(self, retry: Retry) -> None:
+        self.console.print(vtext(retry_line(retry, retry.seconds), style="yellow"), highlight=False)
+        time.sleep(retry.seconds)
+
+
+def retry_line(retry: Retry, left: float) -> str:
+    """`rate limited (HTTP 429): retrying in 7 s (1 of 3)`"""
+    status = retry.error.status
+    why = "rate limited" if status == 429 else "server error"
+    return f"{why} (HTTP {status}): retrying in {left:.0f} s ({retry.attempt} of {retry.retries})"

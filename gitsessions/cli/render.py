@@ -31,7 +31,11 @@ def print_messages(console: Console, messages: Iterable[Mapping[str, Any]], firs
         label = Text(f"[{index}] {visible(role)}", style=ROLE_STYLES.get(role, ""))
         if role == "tool":
             label.append(f"  (result of {visible(str(message.get('tool_call_id')))})", style="dim")
-        if message.get("incomplete"):
+        if message.get("interrupted"):
+            label.append(
+                "  (interrupted: stopped by Ctrl-C; its tool calls never ran)", style="dim"
+            )
+        elif message.get("incomplete"):
             label.append("  (incomplete: cut off mid-reply; its tool calls never ran)", style="dim")
         console.print(label)
         body = text_of(message)

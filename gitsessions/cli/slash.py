@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gitsessions.agent.loop import Agent
+from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
@@ -15,6 +15,8 @@ from gitsessions.values.ids import check_title, short
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
+    ("\\retry", "send the last prompt again (its answer, if any, leaves the context)"),
+    ("\\undo", "drop the last turn from the working context (the full record keeps it)"),
     ("\\title TEXT", "set this session's title"),
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork", "save a checkpoint and fork this session (you stay here)"),
@@ -27,6 +29,9 @@ HELP = [
 ]
 
 
+Turn = Callable[[], TurnResult]
+
+
 class Exit(Exception):
     """The user asked to leave."""
 
@@ -36,7 +41,9 @@ class Slash:
         self.agent = agent
         self.out = out
         self.err = err
-        self.commands: dict[str, Callable[[str], None]] = {
+        self.commands: dict[str, Callable[[str], Turn | None]] = {
+            "retry": self.retry,
+            "undo": self.undo,
             "compact": self.compact,
             "title": self.title,
             "info": self.info,
@@ -54,7 +61,9 @@ class Slash:
     def is_command(line: str) -> bool:
         return line[:1] in ("\\", "/") and line[1:2].isalpha()
 
-    def run(self, line: str) -> None:
+    def run(self, line: str) -> Turn | None:
+        """Run a command; a command that sends something to the model (`\\retry`)
+        returns the turn to run, for the chat to run like a prompt."""
         name, _, rest = line[1:].strip().partition(" ")
         command = self.commands.get(name.lower())
         if command is None:
@@ -64,8 +73,8 @@ class Slash:
                 markup=False,
                 highlight=False,
             )
-            return
-        command(rest.strip())
+            return None
+        return command(rest.strip())
 
     def _say(self, text: str, style: str = "") -> None:
         self.err.print(vtext(text, style=style), highlight=False)
@@ -81,6 +90,20 @@ class Slash:
 
     def exit(self, _: str) -> None:
         raise Exit
+
+    def retry(self, _: str) -> Turn:
+        return self.agent.retry
+
+    def undo(self, _: str) -> None:
+        undone = self.agent.undo()
+        if undone is None:
+            self._say("nothing to undo: the working context holds no prompt")
+            return
+        which = f"turn {undone.turn}" if undone.turn else "the last prompt"
+        self._say(
+            f"undone: {which} ({one_line(undone.prompt)[:60]}) left the working context; "
+            "the full record keeps it"
+        )
 
     def compact(self, focus: str) -> None:
         result = self.agent.compact("manual", focus=focus or None)

@@ -14,6 +14,9 @@ from gitsessions.store.sessions import SessionStore
 # in them must print as itself. Both show every string visible-safe (cli/terminal.py).
 out = VisibleConsole(soft_wrap=True, markup=False, highlight=False)
 err = VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
+# The chat's replies wrap at word boundaries: they stream through a rich Live display,
+# which crops every line wider than the terminal (soft_wrap would lose the rest).
+replies = VisibleConsole(markup=False, highlight=False)
 
 
 def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:

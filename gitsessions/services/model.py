@@ -11,14 +11,20 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 - A stream that ends (or fails) before its finish reason is not a reply: it raises
   (`IncompleteReply` when it just stopped) with what did arrive in `error.partial`, so
   the caller can keep the text and must not run the tool calls, whose arguments may be
-  cut.
+  cut. A Ctrl-C during a request raises `RequestInterrupted` (a KeyboardInterrupt) with
+  what arrived in its `partial` too.
+- Every request alternates user and assistant messages (tool results aside): runs of
+  user messages are merged on the way out (`values.messages.alternating`), since strict
+  chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
 - Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
   since every result names the call it answers.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,8 +36,11 @@ if TYPE_CHECKING:
 
 from gitsessions.services.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.messages import alternating
 
 Message = dict[str, Any]
+MAX_RETRY_AFTER = 60.0  # seconds: a server asking for longer is reported, not waited for
+MAX_BACKOFF = 30
 
 
 def _interrupted(error: BaseException) -> bool:
@@ -53,11 +62,23 @@ def _openai() -> ModuleType:
     return openai
 
 
+class RequestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a request: a KeyboardInterrupt carrying, in `partial`, what a stream
+    delivered before it (None when nothing arrived)."""
+
+    def __init__(self, partial: Completion | None = None) -> None:
+        super().__init__()
+        self.partial = partial
+
+
 class ModelError(GitsessionsError):
     """The model request failed. `partial` holds what a stream delivered before it failed
-    (None when nothing arrived, and for requests that were not streamed)."""
+    (None when nothing arrived, and for requests that were not streamed); `status` the
+    HTTP status and `retry_after` the seconds the server asked to wait, when it said."""
 
     partial: Completion | None = None
+    status: int | None = None
+    retry_after: float | None = None
 
 
 class EndpointUnreachable(ModelError):
@@ -114,13 +135,41 @@ class Completion:
     model: str
 
 
-class ModelClient:
-    """Sends chat completion requests to the server named by `settings`."""
+@dataclass(frozen=True)
+class Retry:
+    """A failed request about to be sent again: why, after how long, which try next."""
 
-    def __init__(self, settings: ModelSettings, *, max_retries: int = 0) -> None:
+    error: ModelError
+    seconds: float
+    attempt: int  # the retry about to happen, from 1
+    retries: int  # how many retries in all
+
+
+def sleep_then_retry(retry: Retry) -> None:
+    time.sleep(retry.seconds)
+
+
+class ModelClient:
+    """Sends chat completion requests to the server named by `settings`.
+
+    A request the server refused with 429 or 5xx before anything streamed is sent again
+    up to `retries` times; `wait(Retry)` waits before each (by default it just sleeps;
+    the chat counts down). The wait is the server's `Retry-After` when it gives one, at
+    most `MAX_RETRY_AFTER` seconds (a longer one is reported, not waited for), else 1 s,
+    2 s, 4 s... (at most `MAX_BACKOFF`)."""
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        retries: int = 0,
+        wait: Callable[[Retry], None] = sleep_then_retry,
+    ) -> None:
         from gitsessions.services.deadline import Deadline
 
         self.settings = settings
+        self.retries = retries
+        self.wait = wait
         self._deadline = Deadline()
         http_client = _openai().DefaultHttpxClient(
             timeout=settings.timeout, event_hooks=self._deadline.hooks
@@ -130,7 +179,7 @@ class ModelClient:
             base_url=settings.base_url,
             api_key=settings.api_key,
             timeout=settings.timeout,
-            max_retries=max_retries,
+            max_retries=0,  # retried here, where the wait can be shown
             http_client=http_client,
         )
 
@@ -154,9 +203,48 @@ class ModelClient:
         stream: bool = False,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Request one reply. With `stream`, `on_text` gets each content delta as it comes."""
+        """Request one reply. With `stream`, `on_text` gets each content delta as it comes.
+        A 429 or 5xx is retried (see the class)."""
+        attempt = 0
+        while True:
+            try:
+                return self._complete(
+                    messages,
+                    model=model,
+                    tools=tools,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    stream=stream,
+                    on_text=on_text,
+                )
+            except (RateLimited, ServerError) as error:
+                seconds = self._retry_in(error, attempt)
+                if seconds is None:
+                    raise
+                attempt += 1
+                self.wait(Retry(error, seconds, attempt, self.retries))
+
+    def _retry_in(self, error: ModelError, attempt: int) -> float | None:
+        """Seconds to wait before sending again, None when it is not worth it."""
+        if attempt >= self.retries or error.partial is not None or error.status is None:
+            return None
+        if error.retry_after is not None:
+            return error.retry_after if error.retry_after <= MAX_RETRY_AFTER else None
+        return float(min(2**attempt, MAX_BACKOFF))
+
+    def _complete(
+        self,
+        messages: list[Mapping[str, Any]],
+        *,
+        model: str | None,
+        tools: list[dict[str, Any]] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+        stream: bool,
+        on_text: Callable[[str], None] | None,
+    ) -> Completion:
         model = model or self.settings.model
-        request: dict[str, Any] = {"model": model, "messages": messages}
+        request: dict[str, Any] = {"model": model, "messages": alternating(messages)}
         if tools:
             request["tools"] = tools
         if temperature is not None:
@@ -196,9 +284,11 @@ class ModelClient:
             ) from error
         except ModelError as error:
             raise assembly.attach(error) from None
+        except KeyboardInterrupt:
+            raise RequestInterrupted(assembly.partial()) from None
         except Exception as error:
             if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
-                raise KeyboardInterrupt from None
+                raise RequestInterrupted(assembly.partial()) from None
             raise
         return assembly.finish(self.settings.base_url)
 
@@ -231,14 +321,38 @@ class ModelClient:
         if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")
         if isinstance(error, _openai().APIStatusError):
-            return _status_error(error.status_code, _server_message(error), model, url)
+            after = _retry_after(error.response.headers)
+            mapped = _status_error(error.status_code, _server_message(error), model, url, after)
+            mapped.status, mapped.retry_after = error.status_code, after
+            return mapped
         if isinstance(error, _openai().APIError):  # an error event inside a stream
             return ServerError(f"the model server at {url} reported an error: {error.message}")
         return BadResponse(f"model request to {url} failed: {error}")
 
 
-def _status_error(status: int, detail: str, model: str, url: str) -> ModelError:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a 429 or 503 asks for: `retry-after-ms`, or `Retry-After` in seconds or
+    as an HTTP date; None when absent or unreadable."""
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        if value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _status_error(
+    status: int, detail: str, model: str, url: str, retry_after: float | None = None
+) -> ModelError:
     said = f" (server said: {detail})" if detail else ""
+    if retry_after is not None:
+        said += f" (retry after {retry_after:.0f} s)"
     if status in (401, 403):
         return AuthenticationFailed(
             f"the model server at {url} rejected the API key (HTTP {status}){said};"
@@ -376,10 +490,14 @@ class _Assembly:
         message = _assistant_message("".join(self.text), _unique_ids(calls))
         return Completion(message, self.usage, self.finish_reason, self.model)
 
+    def partial(self) -> Completion | None:
+        """What arrived so far, None when nothing did."""
+        return self.completion(partial=True) if self.text or self.calls or self.usage else None
+
     def attach(self, error: ModelError) -> ModelError:
         """`error`, carrying what arrived before it (if anything did)."""
-        if error.partial is None and (self.text or self.calls or self.usage):
-            error.partial = self.completion(partial=True)
+        if error.partial is None:
+            error.partial = self.partial()
         return error
 
     def finish(self, url: str) -> Completion:

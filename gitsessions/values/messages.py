@@ -10,7 +10,8 @@ Servers reject contexts that break it, so compaction and import both check it.
 Transcript-only fields (never in the context, never sent to a model): a reply the model did
 not finish (its stream was cut) is recorded as an assistant message with
 `"incomplete": true`, its tool calls moved to `unsent_tool_calls` (same shape as
-`tool_calls`, never run, so they need no results).
+`tool_calls`, never run, so they need no results); `"interrupted": true` too when the
+user stopped it with Ctrl-C.
 """
 
 from collections.abc import Iterable, Mapping
@@ -20,7 +21,7 @@ from gitsessions.values.errors import InvalidInput
 
 Message = dict[str, Any]
 ROLES = ("system", "user", "assistant", "tool")
-TRANSCRIPT_ONLY = ("incomplete", "unsent_tool_calls")  # never in a context
+TRANSCRIPT_ONLY = ("incomplete", "interrupted", "unsent_tool_calls")  # never in a context
 
 
 class InvalidMessages(InvalidInput):
@@ -39,8 +40,9 @@ def validate_message(message: Any, where: str) -> None:
         raise InvalidMessages(f"{where}: content must be a string, a list or null")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         raise InvalidMessages(f"{where}: a tool message needs a string tool_call_id")
-    if not isinstance(message.get("incomplete", False), bool):
-        raise InvalidMessages(f"{where}: incomplete must be true or false")
+    for flag in ("incomplete", "interrupted"):
+        if not isinstance(message.get(flag, False), bool):
+            raise InvalidMessages(f"{where}: {flag} must be true or false")
     for key in ("tool_calls", "unsent_tool_calls"):
         calls = message.get(key)
         if calls is None:
@@ -115,3 +117,31 @@ def text_of(message: Mapping[str, Any]) -> str:
         parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
         return "\n".join(p for p in parts if isinstance(p, str))
     return ""
+
+
+def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+    """`messages` as a request strict chat templates accept: each run of consecutive user
+    messages merged into one (their texts joined by a blank line), so user and assistant
+    take turns (tool results aside). A continuation note followed by the kept prompt, or
+    a prompt sent again after an unanswered one, becomes one user message; what is stored
+    is not changed. Other messages are passed on as they are (copied)."""
+    merged: list[Message] = []
+    for message in messages:
+        if merged and message.get("role") == "user" and merged[-1].get("role") == "user":
+            merged[-1] = {**merged[-1], "content": _joined(merged[-1], message)}
+        else:
+            merged.append(dict(message))
+    return merged
+
+
+def _joined(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | list[Any]:
+    a, b = first.get("content"), second.get("content")
+    if isinstance(a, list) or isinstance(b, list):  # content parts: keep them parts
+        return [*_parts(a), *_parts(b)]
+    return "\n\n".join(t for t in (a or "", b or "") if t)
+
+
+def _parts(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    return [{"type": "text", "text": content}] if content else []
