@@ -27,11 +27,11 @@ def measure(
     while first is None:
         if len(server.requests) > seen:
             first = time.perf_counter() - start
-        elif done.poll():
-            raise RuntimeError(f"exec ended before a request: {done.recv()!r}")
+        elif done.poll() is not None:
+            raise RuntimeError(f"exec ended before a request: {bench.measured_result(done)!r}")
         else:
             time.sleep(0.0005)
-    _seconds, code, rss, error = done.recv()
+    _seconds, code, rss, error = bench.measured_result(done)
     if code:
         raise RuntimeError(f"exec failed: {error!r}")
     return first, rss

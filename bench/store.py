@@ -319,30 +319,44 @@ def autopack_off() -> Iterator[None]:
         maintenance.needs_maintenance = saved  # type: ignore[assignment]
 
 
-def waited(cmd: list[str], env: dict[str, str], conn: Any) -> None:
-    """Run `cmd`, send back (seconds, exit status, peak RSS MB, stderr's end)."""
-    t = time.perf_counter()
-    child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - t
-    error = child.stderr.read()[-2000:] if child.stderr else b""
-    conn.send((seconds, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, error))
+WAITER = """
+import json, os, subprocess, sys, time
+cmd, env = json.load(sys.stdin)
+t = time.perf_counter()
+child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+_pid, status, usage = os.wait4(child.pid, 0)
+seconds = time.perf_counter() - t
+error = child.stderr.read()[-2000:].decode("utf-8", "replace")
+print(json.dumps([seconds, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, error]))
+"""
 
 
-def spawn_measured(cmd: list[str], env: dict[str, str]) -> Any:
-    """Start `cmd` from a small process (multiprocessing's fork server): a child forked
-    straight from a bench process that holds a big store in memory counts that memory in
-    its peak RSS until it execs. Returns a connection that receives `waited`'s tuple."""
-    context = multiprocessing.get_context("forkserver")
-    receive, send = context.Pipe(duplex=False)
-    context.Process(target=waited, args=(cmd, env, send), daemon=True).start()
-    return receive
+def spawn_measured(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start `cmd` from a small Python process that waits for it and prints (seconds,
+    exit status, peak RSS MB, stderr's end) as JSON (`measured_result`): a child forked
+    straight from a bench process holding a big store counts that memory in its peak
+    RSS until it execs."""
+    waiter = subprocess.Popen(
+        [sys.executable, "-c", WAITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert waiter.stdin is not None
+    waiter.stdin.write(json.dumps([cmd, env]))
+    waiter.stdin.close()
+    return waiter
+
+
+def measured_result(waiter: subprocess.Popen[str]) -> tuple[float, int, float, str]:
+    assert waiter.stdout is not None
+    out = waiter.stdout.read()
+    waiter.wait()
+    seconds, code, rss, error = json.loads(out)
+    return seconds, code, rss, error
 
 
 def run_measured(cmd: list[str]) -> tuple[float, float]:
     """Run a command to completion: (seconds, peak RSS in MB) of that process alone."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSESSIONS_")}
-    seconds, code, rss, error = spawn_measured(cmd, env).recv()
+    seconds, code, rss, error = measured_result(spawn_measured(cmd, env))
     assert code == 0, (cmd, error)
     return seconds, rss
 
