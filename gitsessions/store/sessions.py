@@ -371,7 +371,7 @@ class SessionStore:
         )
         findings: list[Finding] = []
         if self.redact:
-            subject, findings = self._redact(change, subject, counts["messages"])
+            subject, findings = self._redact(change, subject, counts["messages"], base)
         if base is not None and base.version < FORMAT:
             self._upgrading(base, change)
         draft = TreeDraft(self.git, base.tree if base else None)
@@ -486,14 +486,32 @@ class SessionStore:
             records.append({"message": message, **stamp, **extra})
         return records
 
-    def _redact(self, change: Change, subject: str, first: int) -> tuple[str, list[Finding]]:
-        """Redact `change` in place; the redacted subject and where secrets were found."""
+    def _redact(
+        self, change: Change, subject: str, first: int, base: Head | None
+    ) -> tuple[str, list[Finding]]:
+        """Redact `change` in place; the redacted subject and where secrets were found.
+        A context message already stored (the base context's) or appended now (redacted
+        with the transcript) is not scanned again: a commit's redaction costs what it
+        adds, not the whole context."""
         findings: list[Finding] = []
+        originals = [context_refs.key(m) for m in change.append]
         change.append, found = redact_messages(change.append, "transcript", first)
         findings += found
         if change.context is not None:
-            change.context, found = redact_messages(change.context, "context", 0)
-            findings += found
+            stored = {k for k, _ref in self._candidates(base)} if base is not None else set()
+            appended = dict(zip(originals, change.append, strict=True))
+            context: list[dict[str, Any]] = []
+            for n, message in enumerate(change.context):
+                text = context_refs.key(message)
+                if text in stored:
+                    context.append(message)
+                elif text in appended:
+                    context.append(appended[text])
+                else:
+                    redacted, found = redact_messages([message], "context", n)
+                    context += redacted
+                    findings += found
+            change.context = context
         for what, where in (
             ("header", "session.json"),
             ("pins", "pins"),
