@@ -51,7 +51,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -62,7 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.store import table  # noqa: E402
+from bench.store import autopack_off, table  # noqa: E402
 from gitsessions.store import maintenance  # noqa: E402
 from gitsessions.store.background import wait_for_maintenance  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
@@ -114,17 +114,6 @@ class Base:
     @property
     def other(self) -> str:
         return self.ids[-1]
-
-
-@contextlib.contextmanager
-def autopack_off() -> Iterator[None]:
-    """Setup only: skip the store's automatic packing, so loose refs pile up."""
-    saved = maintenance.needs_maintenance
-    maintenance.needs_maintenance = lambda git: False  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        maintenance.needs_maintenance = saved  # type: ignore[assignment]
 
 
 def _turn(n: int, size: int) -> list[dict[str, Any]]:

@@ -223,7 +223,7 @@ class LedgerBuilder:
             if role == "tool":
                 call_id = str(message.get("tool_call_id"))
                 for slot, event in enumerate(self.group):
-                    if event.result_index is None and event.name and _id(event) == call_id:
+                    if event.result_index is None and event.name and event.call_id == call_id:
                         self.group[slot] = ToolEvent(
                             event.call_index, index, event.name, event.arguments,
                             text_of(message), event.call_id,
@@ -325,10 +325,6 @@ def _kept(result: str | None) -> str | None:
     if result is None or len(result) <= 2 * MAX_ERROR_CHARS + 1:
         return result
     return result[:MAX_ERROR_CHARS] + "\n" + result[-MAX_ERROR_CHARS:]
-
-
-def _id(event: ToolEvent) -> str:
-    return event.call_id
 
 
 def _arguments(function: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -43,6 +43,23 @@ def _copy(offset: int, length: int) -> bytes:
     return bytes([op]) + bytes(args)
 
 
+def _emit_insert(out: bytearray, pending: bytearray) -> None:
+    """Insert instructions for `pending` (at most MAX_INSERT bytes each); empties it."""
+    for start in range(0, len(pending), MAX_INSERT):
+        chunk = pending[start : start + MAX_INSERT]
+        out.append(len(chunk))
+        out.extend(chunk)
+    pending.clear()
+
+
+def _emit_copy(out: bytearray, start: int, length: int) -> None:
+    """Copy instructions for `length` bytes of the base from `start`."""
+    while length:
+        size = min(MAX_COPY, length)
+        out.extend(_copy(start, size))
+        start, length = start + size, length - size
+
+
 def _lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
@@ -70,20 +87,9 @@ def create_delta(base: bytes, target: bytes, tree: bool = False) -> bytes:
     copy_start, copy_end = -1, -1
     pending = bytearray()
 
-    def flush_insert() -> None:
-        for start in range(0, len(pending), MAX_INSERT):
-            chunk = pending[start : start + MAX_INSERT]
-            out.append(len(chunk))
-            out.extend(chunk)
-        pending.clear()
-
     def flush_copy() -> None:
         nonlocal copy_start
-        start = copy_start
-        while start < copy_end:
-            length = min(MAX_COPY, copy_end - start)
-            out.extend(_copy(start, length))
-            start += length
+        _emit_copy(out, copy_start, copy_end - copy_start)
         copy_start = -1
 
     for line in units(target):
@@ -99,11 +105,11 @@ def create_delta(base: bytes, target: bytes, tree: bool = False) -> bytes:
             continue
         if copy_start >= 0:
             flush_copy()
-        flush_insert()
+        _emit_insert(out, pending)
         copy_start, copy_end = found, found + size
     if copy_start >= 0:
         flush_copy()
-    flush_insert()
+    _emit_insert(out, pending)
     return bytes(out)
 
 
@@ -121,14 +127,6 @@ def create_byte_delta(base: bytes, target: bytes) -> bytes:
         index.setdefault(base[offset : offset + BLOCK], offset)
     out = bytearray(_varint(len(base)) + _varint(len(target)))
     pending = bytearray()
-
-    def flush_insert() -> None:
-        for start in range(0, len(pending), MAX_INSERT):
-            chunk = pending[start : start + MAX_INSERT]
-            out.append(len(chunk))
-            out.extend(chunk)
-        pending.clear()
-
     at, end = 0, len(target)
     while at < end:
         found = index.get(target[at : at + BLOCK]) if at + BLOCK <= end else None
@@ -151,12 +149,8 @@ def create_byte_delta(base: bytes, target: bytes) -> bytes:
             back += 1
         if back:
             del pending[-back:]
-        flush_insert()
-        start, total = found - back, length + back
-        while total:
-            size = min(MAX_COPY, total)
-            out.extend(_copy(start, size))
-            start, total = start + size, total - size
+        _emit_insert(out, pending)
+        _emit_copy(out, found - back, length + back)
         at += length
-    flush_insert()
+    _emit_insert(out, pending)
     return bytes(out)
