@@ -27,15 +27,20 @@ def key(message: Message) -> bytes:
     return dumps_line(message)
 
 
-def match(context: Sequence[Message], candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Each context message's key and transcript index (None: keep it inline)."""
+def match(
+    context: Sequence[Message],
+    candidates: Sequence[Candidate],
+    keys: Sequence[bytes] | None = None,
+) -> list[Candidate]:
+    """Each context message's key and transcript index (None: keep it inline); `keys`:
+    the messages' keys when the caller has them already."""
     by_key: dict[bytes, list[int]] = {}
     for at, (text, _ref) in enumerate(candidates):
         by_key.setdefault(text, []).append(at)
     out: list[Candidate] = []
     bound = len(candidates)  # matches go right to left through the candidates
-    for message in reversed(context):
-        text = key(message)
+    texts = list(keys) if keys is not None else [key(m) for m in context]
+    for text in reversed(texts):
         found = by_key.get(text, [])
         k = bisect.bisect_left(found, bound) - 1
         if k >= 0:

@@ -370,8 +370,9 @@ class SessionStore:
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
         )
         findings: list[Finding] = []
+        keys: list[bytes] | None = None  # the context's message keys, once computed
         if self.redact:
-            subject, findings = self._redact(change, subject, counts["messages"], base)
+            subject, findings, keys = self._redact(change, subject, counts["messages"], base)
         if base is not None and base.version < FORMAT:
             self._upgrading(base, change)
         draft = TreeDraft(self.git, base.tree if base else None)
@@ -391,7 +392,7 @@ class SessionStore:
             counts["context_messages"] = len(change.context)
             known = self._candidates(base) if base is not None else []
             appended = [(context_refs.key(m), first + i) for i, m in enumerate(change.append)]
-            candidates = context_refs.match(change.context, known + appended)
+            candidates = context_refs.match(change.context, known + appended, keys)
             items, inline = context_refs.encode(change.context, [r for _k, r in candidates])
             draft.set("context.json", dumps(wrap("context", items)))
             draft.set(INLINE, dumps(wrap("inline", inline)))
@@ -488,8 +489,9 @@ class SessionStore:
 
     def _redact(
         self, change: Change, subject: str, first: int, base: Head | None
-    ) -> tuple[str, list[Finding]]:
-        """Redact `change` in place; the redacted subject and where secrets were found.
+    ) -> tuple[str, list[Finding], list[bytes] | None]:
+        """Redact `change` in place; the redacted subject, where secrets were found, and
+        the keys of the context's messages as redacted (None: no context in `change`).
         A context message already stored (the base context's) or appended now (redacted
         with the transcript) is not scanned again: a commit's redaction costs what it
         adds, not the whole context."""
@@ -497,20 +499,25 @@ class SessionStore:
         originals = [context_refs.key(m) for m in change.append]
         change.append, found = redact_messages(change.append, "transcript", first)
         findings += found
+        keys: list[bytes] | None = None
         if change.context is not None:
             stored = {k for k, _ref in self._candidates(base)} if base is not None else set()
             appended = dict(zip(originals, change.append, strict=True))
             context: list[dict[str, Any]] = []
+            keys = []
             for n, message in enumerate(change.context):
                 text = context_refs.key(message)
                 if text in stored:
                     context.append(message)
-                elif text in appended:
-                    context.append(appended[text])
+                    keys.append(text)
+                    continue
+                if text in appended:
+                    redacted = [appended[text]]
                 else:
                     redacted, found = redact_messages([message], "context", n)
-                    context += redacted
                     findings += found
+                context += redacted
+                keys.append(text if redacted[0] is message else context_refs.key(redacted[0]))
             change.context = context
         for what, where in (
             ("header", "session.json"),
@@ -523,7 +530,7 @@ class SessionStore:
                 setattr(change, what, value)
                 findings += found
         subject, found = redact_subject(subject)
-        return subject, findings + found
+        return subject, findings + found, keys
 
     def delete(self, head: Head) -> dict[str, object]:
         """Remove the session's branch, then purge what no other branch reaches.
