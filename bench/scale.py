@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,35 +62,47 @@ def text_of_size(chars: int, rng: random.Random) -> str:
     return "\n".join(lines)[:chars]
 
 
+WAITER = """
+import json, os, subprocess, sys, time
+cmd, env, cwd, out, err, timeout = json.load(sys.stdin)
+with open(out, "wb") as stdout, open(err, "wb") as stderr:
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - t > timeout:
+            child.kill()
+            pid, status, usage = os.wait4(child.pid, 0)
+            break
+        time.sleep(0.01)
+print(json.dumps([time.perf_counter() - t, os.waitstatus_to_exitcode(status),
+                  usage.ru_maxrss / 1024]))
+"""
+
+
 def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
-    """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", *args], stdout=out, stderr=err,
-            env={**env, "PYTHONPATH": str(CODE[0])}, cwd=CODE[0],
+    """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output.
+    The child is started by a small waiter process: forked straight from this one
+    (which may hold a big session it just built) it would count that memory in its
+    peak RSS until it execs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        cmd = [sys.executable, "-m", "gitsessions", *args]
+        waiter = subprocess.run(
+            [sys.executable, "-c", WAITER], capture_output=True, text=True, check=True,
+            input=json.dumps([cmd, {**env, "PYTHONPATH": str(CODE[0])}, str(CODE[0]),
+                              str(out), str(err), timeout]),
         )  # fmt: skip
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                child.kill()
-                pid, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.02)
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
+        seconds, code, rss = json.loads(waiter.stdout)
         return {
-            "code": child.returncode,
+            "code": code,
             "seconds": round(seconds, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "peak_rss_mb": round(rss, 1),
             "timed_out": seconds > timeout,
-            "stdout": out.read().decode(errors="replace"),
-            "stderr": err.read().decode(errors="replace")[-600:],
+            "stdout": out.read_text(errors="replace"),
+            "stderr": err.read_text(errors="replace")[-600:],
         }
 
 
@@ -222,8 +233,11 @@ def search_cases(root: Path, forks: Sequence[int], turns: int, timeout: float) -
 
 def _turn(n: int, rng: random.Random) -> list[dict[str, Any]]:
     """One turn of four messages: prompt, a tool call, its result, a reply."""
-    call = {"id": f"c{n}", "type": "function",
-            "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{n}.py"})}}
+    call = {
+        "id": f"c{n}",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{n}.py"})},
+    }
     return [
         {"role": "user", "content": f"turn {n}: " + text_of_size(200, rng)},
         {"role": "assistant", "content": None, "tool_calls": [call]},
@@ -354,8 +368,14 @@ def compaction_rate(root: Path, turns: int, target: str, timeout: float) -> dict
             return {"content": "Goal: read every module.", "usage": (900, 10)}
         if messages[-1]["role"] == "user":
             step[0] += 1
-            call = {"id": f"c{step[0]}", "type": "function", "function": {
-                "name": "read_file", "arguments": json.dumps({"path": f"m{step[0] - 1}.py"})}}
+            call = {
+                "id": f"c{step[0]}",
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": f"m{step[0] - 1}.py"}),
+                },
+            }
             return {"content": None, "tool_calls": [call], "usage": None}
         return {"content": "Read it. " + text_of_size(300, rng), "usage": None}
 
@@ -392,14 +412,18 @@ def table(title: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="giant,search,reads,compaction,rate",
-                        help="sections: giant,search,reads,compaction,rate")
+    parser.add_argument(
+        "--only",
+        default="giant,search,reads,compaction,rate",
+        help="sections: giant,search,reads,compaction,rate",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per case")
     parser.add_argument("--forks", default="0,10,100", help="fork counts for search")
     parser.add_argument("--turns", type=int, default=1000, help="turns of the searched session")
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="messages per session for reads and compaction")
+    parser.add_argument(
+        "--sizes", default="1000,10000,100000", help="messages per session for reads and compaction"
+    )
     parser.add_argument("--rate-turns", type=int, default=100, help="exec turns for rate")
     parser.add_argument("--label", default="", help="a name for this run (e.g. before, after)")
     parser.add_argument("--code", type=Path, default=REPO,
