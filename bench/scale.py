@@ -34,6 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gitsessions.services.continuation import is_note, note_data  # noqa: E402
+from gitsessions.services.ledger import LEDGER_HEADING  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.clock import now_iso  # noqa: E402
@@ -108,6 +110,7 @@ def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[st
 
 def environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSESSIONS_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports read cached bytecode
     env.update(GITSESSIONS_HOME=str(home), HOME=str(home.parent), GIT_CONFIG_NOSYSTEM="1")
     return env
 
@@ -332,11 +335,11 @@ def compaction_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[d
             data = json.loads(second["stdout"] or "{}")
             store = SessionStore(home, background_maintenance=False)
             try:
-                note = store.read(store.head(sid), "context")
-                ledger = next((m["content"] for m in note if "ledger" in str(m.get("content"))
-                               .lower()[:2000]), "")  # fmt: skip
+                context = store.read(store.head(sid), "context")
             finally:
                 store.close()
+            notes = [note_data(m) for m in context if is_note(m)]
+            ledger = notes[0].partition(LEDGER_HEADING)[2] if notes else ""
             rows.append({
                 "messages": size,
                 "first_s": first["seconds"],
@@ -344,7 +347,7 @@ def compaction_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[d
                 "peak_rss_mb": second["peak_rss_mb"],
                 "tokens_before": data.get("tokens_before"),
                 "tokens_after": data.get("tokens_after"),
-                "note_tokens": default_counter().count(ledger) if ledger else 0,
+                "ledger_tokens": default_counter().count_text(ledger) if ledger else 0,
                 "code": first["code"] or second["code"],
                 "stderr": first["stderr"] + second["stderr"],
             })  # fmt: skip
@@ -465,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "log_json_s", "log_ratio", "log_mb", "export_s", "export_mb", "import_s",
                   "import_mb", "code"],
         "compaction": ["messages", "first_s", "seconds", "peak_rss_mb", "tokens_before",
-                       "tokens_after", "note_tokens", "code"],
+                       "tokens_after", "ledger_tokens", "code"],
         "rate": ["target", "turns", "compactions", "per_100_turns", "code"],
     }  # fmt: skip
     try:
