@@ -85,16 +85,20 @@ print(json.dumps([time.perf_counter() - t, os.waitstatus_to_exitcode(status),
 
 
 def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """`gitsessions ARGS` measured (see `run_measured`)."""
+    return run_measured([sys.executable, "-m", "gitsessions", *args], env, timeout)
+
+
+def run_measured(cmd: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
     """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output.
     The child is started by a small waiter process: forked straight from this one
     (which may hold a big session it just built) it would count that memory in its
     peak RSS until it execs."""
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
-        cmd = [sys.executable, "-m", "gitsessions", *args]
         waiter = subprocess.run(
             [sys.executable, "-c", WAITER], capture_output=True, text=True, check=True,
-            input=json.dumps([cmd, {**env, "PYTHONPATH": str(CODE[0])}, str(CODE[0]),
+            input=json.dumps([list(cmd), {**env, "PYTHONPATH": str(CODE[0])}, str(CODE[0]),
                               str(out), str(err), timeout]),
         )  # fmt: skip
         seconds, code, rss = json.loads(waiter.stdout)
@@ -263,7 +267,7 @@ def long_session(home: Path, messages: int, commits: int, rng: random.Random) ->
         recent: list[dict[str, Any]] = []
         for start in range(0, turns, per_commit):
             body = [m for n in range(start, min(turns, start + per_commit)) for m in _turn(n, rng)]
-            recent = (recent + body)[-24:]
+            recent = (recent + body)[-160:]  # ~25k tokens: over the budget
             head = store.commit(head, Change(context=[system, *recent], append=body),
                                 event="turn", subject=f"turn {start + 1}: next",
                                 trailers={"Turn": start + 1, "Step": 0})  # fmt: skip
@@ -308,50 +312,74 @@ def read_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[dict[st
 # -- compaction at length ---------------------------------------------------------------
 
 
+COMPACT_ONCE = """
+import json, sys, time
+from pathlib import Path
+from bench.compaction import local_summarizer
+from gitsessions.services.compaction import Policy
+from gitsessions.services.compactor import compact_session
+from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
+from gitsessions.store.sessions import SessionStore
+from gitsessions.values.tokens import default_counter
+home, sid = sys.argv[1:3]
+store = SessionStore(Path(home), background_maintenance=False)
+counter = default_counter()
+tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+start = time.perf_counter()
+recorded = compact_session(
+    store, store.head(sid), policy=Policy(max_context_tokens=24000, target=0.5),
+    summarize=local_summarizer, count=lambda m: counter.estimate(m, tools),
+    cost=lambda *usage: 0.0, trigger="auto")
+ms = (time.perf_counter() - start) * 1000
+result = recorded.result
+print(json.dumps({"ms": ms, "before": result.before_tokens, "after": result.after_tokens,
+                  "outcome": result.outcome}))
+"""
+
+
 def compaction_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[dict[str, Any]]:
-    """Per size: a session of that many messages compacted once (this builds the ledger),
-    then 20 more turns, then the compaction measured: a new process, its seconds and peak
-    RSS, and the ledger's tokens in the continuation note."""
+    """Per size: a session of that many messages compacted once (this builds the
+    ledger), then 20 more turns, then one more compaction measured in a process of its
+    own: milliseconds of `compact_session` alone, the process's peak RSS, and the
+    ledger's tokens in the continuation note."""
     rows: list[dict[str, Any]] = []
-    with FakeOpenAI() as server:
-        server.responder = lambda request: {"content": "Goal: keep going.", "usage": (900, 10)}
-        for size in sizes:
-            rng = random.Random(SEED)
-            home = root / f"compact-{size}" / "home"
-            sid = long_session(home, size, min(200, max(1, size // 4)), rng)
-            env = environment(home)
-            args = ["compact", sid, "--base-url", server.base_url, "--model", "fake", "--json"]
-            first = run_cli(args, env, timeout)
-            store = SessionStore(home, background_maintenance=False)
-            try:
-                head = store.head(sid)
-                context = store.read(head, "context")
-                body = [m for n in range(size, size + 20) for m in _turn(n, rng)]
-                store.commit(head, Change(context=[*context, *body], append=body),
-                             event="turn", subject="turn: more", trailers={"Turn": 1})  # fmt: skip
-            finally:
-                store.close()
-            second = run_cli(args, env, timeout)
-            data = json.loads(second["stdout"] or "{}")
-            store = SessionStore(home, background_maintenance=False)
-            try:
-                context = store.read(store.head(sid), "context")
-            finally:
-                store.close()
-            notes = [note_data(m) for m in context if is_note(m)]
-            ledger = notes[0].partition(LEDGER_HEADING)[2] if notes else ""
-            rows.append({
-                "messages": size,
-                "first_s": first["seconds"],
-                "seconds": second["seconds"],
-                "peak_rss_mb": second["peak_rss_mb"],
-                "tokens_before": data.get("tokens_before"),
-                "tokens_after": data.get("tokens_after"),
-                "ledger_tokens": default_counter().count_text(ledger) if ledger else 0,
-                "code": first["code"] or second["code"],
-                "stderr": first["stderr"] + second["stderr"],
-            })  # fmt: skip
-            shutil.rmtree(root / f"compact-{size}", ignore_errors=True)
+    for size in sizes:
+        rng = random.Random(SEED)
+        home = root / f"compact-{size}" / "home"
+        sid = long_session(home, size, min(200, max(1, size // 4)), rng)
+        env = environment(home)
+        once = [sys.executable, "-c", COMPACT_ONCE, str(home), sid]
+        first = run_measured(once, env, timeout)
+        store = SessionStore(home, background_maintenance=False)
+        try:
+            head = store.head(sid)
+            context = store.read(head, "context")
+            body = [m for n in range(size, size + 20) for m in _turn(n, rng)]
+            store.commit(head, Change(context=[*context, *body], append=body),
+                         event="turn", subject="turn: more", trailers={"Turn": 1})  # fmt: skip
+        finally:
+            store.close()
+        second = run_measured(once, env, timeout)
+        data = json.loads(second["stdout"] or "{}")
+        store = SessionStore(home, background_maintenance=False)
+        try:
+            context = store.read(store.head(sid), "context")
+        finally:
+            store.close()
+        notes = [note_data(m) for m in context if is_note(m)]
+        ledger = notes[0].partition(LEDGER_HEADING)[2] if notes else ""
+        rows.append({
+            "messages": size,
+            "first_ms": round(json.loads(first["stdout"] or "{}").get("ms", 0)),
+            "ms": round(data.get("ms", 0)),
+            "peak_rss_mb": second["peak_rss_mb"],
+            "tokens_before": data.get("before"),
+            "tokens_after": data.get("after"),
+            "ledger_tokens": default_counter().count_text(ledger) if ledger else 0,
+            "code": first["code"] or second["code"],
+            "stderr": first["stderr"] + second["stderr"],
+        })  # fmt: skip
+        shutil.rmtree(root / f"compact-{size}", ignore_errors=True)
     return rows
 
 
@@ -467,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "reads": ["messages", "show_s", "show_json_s", "show_ratio", "show_mb", "log_s",
                   "log_json_s", "log_ratio", "log_mb", "export_s", "export_mb", "import_s",
                   "import_mb", "code"],
-        "compaction": ["messages", "first_s", "seconds", "peak_rss_mb", "tokens_before",
+        "compaction": ["messages", "first_ms", "ms", "peak_rss_mb", "tokens_before",
                        "tokens_after", "ledger_tokens", "code"],
         "rate": ["target", "turns", "compactions", "per_100_turns", "code"],
     }  # fmt: skip
