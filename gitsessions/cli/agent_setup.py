@@ -73,7 +73,9 @@ def pick_session(
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"
             )
-        newest = max(here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"]))
+        newest = max(
+            here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"])
+        )
         return store.head(newest["id"])
     return None
 
