@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from gitsessions.cli.hooks_cmd import session_of
 from gitsessions.cli.render import print_json, print_messages
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line
@@ -167,7 +168,18 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
 
 def cmd_show(
     ctx: typer.Context,
-    session: IdArg,
+    session: Annotated[
+        str | None,
+        typer.Argument(metavar="[ID]", help="Session id or a unique prefix (4+)."),
+    ] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SHA",
+            help="Instead of ID: the session named by this commit's Gitsessions-Session "
+            "trailer (run in the project).",
+        ),
+    ] = None,
     context: Annotated[
         bool,
         typer.Option(
@@ -178,7 +190,7 @@ def cmd_show(
 ) -> None:
     """Print the full transcript (or the working context) of a session."""
     store = _state(ctx).store
-    head = _head(ctx, session)
+    head = _head(ctx, session_of(_state(ctx), session, commit))
     messages = store.read(head, "context") if context else store.transcript(head)
     if json_:
         print_json(out, messages)
@@ -256,7 +268,7 @@ def cmd_fork(
 ) -> None:
     """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
     store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title)
+    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
     if json_:
         print_json(
             out,
@@ -301,7 +313,7 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    manage.delete(store, session_id)
+    manage.delete(store, session_id, hooks=_state(ctx).hooks)
     err.print(f"deleted {session_id}")
 
 

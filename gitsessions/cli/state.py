@@ -4,9 +4,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.cli.terminal import VisibleConsole
+from gitsessions.cli.terminal import VisibleConsole, vtext
 from gitsessions.services.audit import audit
 from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
+from gitsessions.services.hooks import Hooks, hook_timeout
 from gitsessions.store.redaction import Finding
 from gitsessions.store.sessions import SessionStore
 
@@ -55,6 +56,17 @@ class State:
                 raise
             self._store = store
         return self._store
+
+    @property
+    def hooks(self) -> Hooks:
+        """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
+        path = config_path(self.home)
+        return Hooks(
+            self.home,
+            self.env,
+            hook_timeout(load_config(path), str(path)),
+            lambda line: err.print(vtext(line, style="yellow"), highlight=False),
+        )
 
     def close(self) -> None:
         if self._store is not None:
