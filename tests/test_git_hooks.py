@@ -290,3 +290,25 @@ def test_has_content_ignores_comments_and_the_scissors():
     assert not git_hooks.has_content(f"\n# c\n{scissors}\ndiff --git a/x b/x\n", "#")
     assert git_hooks.has_content("fix\n# c\n", "#")
     assert git_hooks.has_content("# not a comment here\n", ";")
+
+
+def test_the_wheel_ships_the_hooks(tmp_path):
+    """An installed wheel has the shims and the example, executable, and the shims are
+    what `hooks install` writes."""
+    import stat
+    import zipfile
+
+    from hatchling.builders.wheel import WheelBuilder
+
+    from tests.conftest import REPO
+
+    builder = WheelBuilder(str(REPO))
+    wheel = Path(next(builder.build(directory=str(tmp_path), versions=["standard"])))
+    with zipfile.ZipFile(wheel) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+        for name in ("prepare-commit-msg", "commit-msg", "post-turn-push"):
+            info = infos[f"gitsessions/hooks_data/{name}"]
+            assert stat.S_IMODE(info.external_attr >> 16) & 0o111, name
+            assert archive.read(info) == git_hooks.shipped(name).read_bytes()
+            # one source of truth: the top-level hooks/ folder links to the package's files
+            assert (REPO / "hooks" / name).resolve() == git_hooks.shipped(name).resolve()
