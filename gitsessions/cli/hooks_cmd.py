@@ -1,26 +1,20 @@
-"""`gitsessions hooks install|uninstall|list` and `gitsessions hook NAME` (what the
-installed git hook shims run).
-
-`hook` never blocks a commit for a reason of its own: the user's chained hook decides the
-exit code; a problem of gitsessions' (no store, a broken session) is one line on stderr
-and the commit goes on without the trailer.
-"""
+"""`gitsessions hooks install|uninstall|list`, `gitsessions hook NAME` (what the installed
+git hook shims run; its logic is `cli/githook.py`, which the console script calls without
+loading this app) and `show --commit`'s lookup."""
 
 import shutil
-import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from gitsessions.cli.githook import run_hook
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import git_hooks, hooks
-from gitsessions.store.catalog import Catalog
-from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 
 hooks_app = typer.Typer(
@@ -121,33 +115,7 @@ def cmd_hook(
     """Run by the installed git hooks: runs your own hook first, then adds the
     Gitsessions-Session trailer when the commit is a session's."""
     state: State = ctx.obj
-    if name not in git_hooks.MANAGED:
-        raise BadUsage(f"unknown git hook {name!r}; known: {', '.join(git_hooks.MANAGED)}")
-    args = args or []
-    cwd = Path.cwd()
-    code = git_hooks.run_chained(hook_file, args, state.env, cwd)
-    if code != 0 or not args:
-        raise typer.Exit(code)
-    try:
-        session = git_hooks.session_for(
-            git_hooks.toplevel(cwd, state.env),
-            state.env.get("GITSESSIONS_SESSION"),
-            lambda: _headers(state),
-        )
-        if session is not None:
-            git_hooks.add_trailer(Path(args[0]), session, cwd, state.env)
-    except (GitsessionsError, OSError, sqlite3.Error, subprocess.SubprocessError) as error:
-        err.print(
-            vtext(f"gitsessions: no session trailer added: {error}", style="yellow"),
-            highlight=False,
-        )
-
-
-def _headers(state: State) -> list[dict[str, object]]:
-    """Every session header, or none when this home has no store (never creates one)."""
-    if not (state.home / "store.git").is_dir():
-        return []
-    return Catalog(state.store).headers()
+    raise typer.Exit(run_hook(name, hook_file, args or [], state.env, Path.cwd(), state.home))
 
 
 def _on_path(state: State) -> bool:

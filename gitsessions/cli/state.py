@@ -4,6 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitsessions.cli.home import resolve_home
 from gitsessions.cli.terminal import VisibleConsole, vtext
 from gitsessions.services.audit import audit
 from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
@@ -18,15 +19,6 @@ err = VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
 # The chat's replies wrap at word boundaries: they stream through a rich Live display,
 # which crops every line wider than the terminal (soft_wrap would lose the rest).
 replies = VisibleConsole(markup=False, highlight=False)
-
-
-def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:
-    if flag is not None:
-        return flag.expanduser().absolute()
-    if env.get("GITSESSIONS_HOME"):
-        return Path(env["GITSESSIONS_HOME"]).expanduser().absolute()
-    data = env.get("XDG_DATA_HOME") or str(Path("~/.local/share").expanduser())
-    return Path(data).absolute() / "gitsessions"
 
 
 @dataclass

@@ -75,6 +75,17 @@ def toplevel(path: Path, env: Mapping[str, str]) -> Path | None:
     return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
 
 
+def linked_worktree(path: Path, env: Mapping[str, str]) -> Path | None:
+    """The top folder of the checkout `path` is in when it is a linked worktree (made by
+    `git worktree add`), else None (a main checkout, or not a repository)."""
+    done = _git(path, env, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir")
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 3:
+        return None
+    top, git_dir, common = (os.path.normpath(path / line) for line in lines)
+    return Path(top) if git_dir != common else None
+
+
 def hooks_dir(workspace: Path, env: Mapping[str, str]) -> Path:
     """The folder git runs hooks from for `workspace` (core.hooksPath honoured)."""
     done = _git(workspace, env, "rev-parse", "--git-path", "hooks")
