@@ -41,6 +41,8 @@ def run_hook(
     if code != 0 or not args:
         return code
     try:
+        if name == "commit-msg" and git_hooks.has_trailer(Path(args[0])):
+            return 0  # prepare-commit-msg decided, or the editor kept what it chose
         session = env.get(SESSION_VARIABLE)
         if not is_session_id(session):
             session = git_hooks.session_for(
@@ -59,13 +61,14 @@ def run_hook(
 
 def _headers(env: Mapping[str, str], home: Path | None) -> list[dict[str, Any]]:
     """Every session header, or none when the home has no store (never creates one)."""
-    if not (resolve_home(home, env) / "store.git").is_dir():
+    where = resolve_home(home, env)
+    if not (where / "store.git").is_dir():
         return []
-    from gitsessions.cli.state import State
     from gitsessions.store.catalog import Catalog
+    from gitsessions.store.sessions import SessionStore
 
-    state = State.from_env(home, env)
+    store = SessionStore(where, background_maintenance=False)  # read only
     try:
-        return Catalog(state.store).headers()
+        return Catalog(store).headers()
     finally:
-        state.close()
+        store.close()

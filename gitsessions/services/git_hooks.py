@@ -236,6 +236,12 @@ def has_content(message: str, comments: str) -> bool:
     return False
 
 
+def has_trailer(message_file: Path) -> bool:
+    """Whether the message already names a session (a `Gitsessions-Session:` line)."""
+    text = message_file.read_text(encoding="utf-8", errors="replace")
+    return re.search(rf"^{TRAILER}:", text, re.MULTILINE | re.IGNORECASE) is not None
+
+
 def add_trailer(message_file: Path, session_id: str, cwd: Path, env: Mapping[str, str]) -> bool:
     """Add `Gitsessions-Session: <id>` to the message unless it is empty or already has
     it; True when the message now carries it."""
