@@ -4,6 +4,8 @@ and loses nothing; a hanging one is stopped by its timeout, children included.""
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,21 @@ def test_hooks_list_shows_the_lifecycle_hooks(cli, home, tmp_path):
     }
     assert listed["git"] == [] and listed["timeout"] == 5.0
     assert (Path(listed["shipped"]) / "post-turn-push").is_file()
+
+
+def test_post_turn_push_example_exits_0_until_push_exists(home, tmp_path):
+    from gitsessions.services.git_hooks import shipped
+
+    env = dict(os.environ, GITSESSIONS_SESSION="0" * 32, GITSESSIONS_PUSH_REMOTE="nowhere")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    (home / "hooks").mkdir(parents=True)
+    done = subprocess.run(
+        [str(shipped("post-turn-push"))], env=env, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    has_push = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "push", "--help"], env=env, capture_output=True
+    )
+    if has_push.returncode != 0:
+        assert "no 'push' command yet; nothing pushed" in done.stderr
