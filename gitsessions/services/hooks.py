@@ -76,9 +76,15 @@ class Hooks:
         for anything the hook does (Ctrl-C while it runs stops the hook, not the agent)."""
         assert event in EVENTS, event
         path = self.path(event)
-        if path is None or not path.is_file():
-            return None
-        assert self.home is not None
+        try:
+            if path is None or not path.is_file():
+                return None
+            executable = os.access(path, os.X_OK)
+        except OSError as error:  # a hooks folder we may not read
+            executable, problem = False, str(error)
+        else:
+            problem = f"{path} is not executable"
+        assert self.home is not None and path is not None
         payload = {
             "event": event,
             "session": session,
@@ -87,8 +93,8 @@ class Hooks:
             "home": str(self.home),
             **details,
         }
-        if not os.access(path, os.X_OK):
-            done = HookRun(event, "unstartable", None, 0.0, f"{path} is not executable")
+        if not executable:
+            done = HookRun(event, "unstartable", None, 0.0, problem)
         else:
             done = self._execute(path, event, session, payload)
         if done.outcome != "ok":
@@ -115,7 +121,7 @@ class Hooks:
         started = time.monotonic()
         try:
             with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as output:
-                stdin.write(json.dumps(payload, ensure_ascii=False).encode() + b"\n")
+                stdin.write(json.dumps(payload).encode() + b"\n")
                 stdin.seek(0)
                 process = subprocess.Popen(
                     [str(path)],
