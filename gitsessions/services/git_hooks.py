@@ -195,7 +195,8 @@ def uninstall(workspace: Path, env: Mapping[str, str]) -> list[tuple[GitHook, st
     for hook in states(workspace, env):
         ours = hook.state in ("installed", "outdated")
         if hook.state == "other":
-            done.append((hook, "not a gitsessions hook: left as it is"))
+            kept = f" (and {hook.chained.name} beside it)" if hook.chained else ""
+            done.append((hook, f"not a gitsessions hook: left as it is{kept}"))
             continue
         if ours:
             hook.path.unlink()
