@@ -169,7 +169,7 @@ def build_agent(
                 )
         registry = create_registry(
             workspace,
-            shell_environment(env, shell.env_keep),
+            shell_environment(env, shell.env_keep, session=session.id),
             approve=approve,
             sandbox=sandbox,
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
@@ -196,6 +196,7 @@ def build_agent(
                 cost_function(settings),
                 events,
                 workspace_head=lambda: head_of(workspace, env),
+                hooks=state.hooks,
             )
             yield Built(agent, settings, workspace, picked is not None)
     finally:

@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli.hooks_cmd import register as register_hooks
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -85,6 +86,7 @@ exchange.register(app)
 search.register(app)
 compact_cmd.register(app)
 doctor_cmd.register(app)
+register_hooks(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

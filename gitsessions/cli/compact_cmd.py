@@ -96,6 +96,7 @@ def cmd_compact(
             clear_only=clear_only,
             dry_run=dry_run,
             focus=focus,
+            hooks=state.hooks,
         )
     result = recorded.result
     report: dict[str, Any] = {

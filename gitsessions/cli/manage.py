@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from gitsessions.cli.hooks_cmd import session_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, err, out
@@ -171,7 +172,18 @@ NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the outpu
 
 def cmd_show(
     ctx: typer.Context,
-    session: IdArg,
+    session: Annotated[
+        str | None,
+        typer.Argument(metavar="[ID]", help="Session id or a unique prefix (4+)."),
+    ] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SHA",
+            help="Instead of ID: the session named by this commit's Gitsessions-Session "
+            "trailer (run in the project).",
+        ),
+    ] = None,
     context: Annotated[
         bool,
         typer.Option(
@@ -185,7 +197,7 @@ def cmd_show(
     on a terminal."""
     state = _state(ctx)
     store = state.store
-    head = _head(ctx, session)
+    head = _head(ctx, session_of(state, session, commit))
     if context:
         messages = enumerate(store.read(head, "context"))
     else:
@@ -273,7 +285,7 @@ def cmd_fork(
 ) -> None:
     """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
     store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title)
+    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
     if json_:
         print_json(
             out,
@@ -318,7 +330,7 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    manage.delete(store, session_id)
+    manage.delete(store, session_id, hooks=_state(ctx).hooks)
     err.print(f"deleted {session_id}")
 
 

@@ -159,7 +159,7 @@ class Slash:
     def fork(self, _: str) -> None:
         self.agent.save()
         session = self.agent.session
-        head = manage.fork(session.store, session.id)
+        head = manage.fork(session.store, session.id, hooks=self.agent.hooks)
         self._say(
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
