@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli.picker import bare_resume
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -99,7 +100,7 @@ def main() -> None:
     """Console-script entry point."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app()
+        app(args=bare_resume(sys.argv[1:]))
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
