@@ -165,3 +165,27 @@ def test_search_log_and_info_pipe_one_record_a_line(server, ws):
     assert info["messages"].startswith("3 in the transcript")
     # --json stays the full form
     assert json.loads(gs("info", sid, "--json", cwd=ws).stdout)["id"] == sid
+
+
+def test_resume_without_an_id_reaches_the_command_as_an_empty_id():
+    from gitsessions.cli.picker import bare_resume
+
+    assert bare_resume(["chat", "--resume"]) == ["chat", "--resume="]
+    assert bare_resume(["chat", "--resume", "--quiet"]) == ["chat", "--resume=", "--quiet"]
+    assert bare_resume(["chat", "--resume", "abcd"]) == ["chat", "--resume", "abcd"]
+    assert bare_resume(["exec", "--", "--resume"]) == ["exec", "--", "--resume"]
+
+
+def test_a_tree_shows_every_row_once_even_with_a_parent_cycle():
+    from gitsessions.cli.listing import as_tree
+
+    rows = [
+        {"id": "a", "parent_id": None},
+        {"id": "b", "parent_id": "a"},
+        {"id": "c", "parent_id": "d"},  # a hand-edited cycle: c <-> d
+        {"id": "d", "parent_id": "c"},
+        {"id": "e", "parent_id": "gone"},
+    ]
+    tree = [(depth, r["id"]) for depth, r in as_tree(rows)]
+    assert tree[:2] == [(0, "a"), (1, "b")] and (0, "e") in tree
+    assert sorted(i for _d, i in tree) == ["a", "b", "c", "d", "e"]
