@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
 from gitsessions.cli.hooks_cmd import register as register_hooks
+from gitsessions.cli.picker import bare_resume
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -101,7 +102,7 @@ def main() -> None:
     """Console-script entry point."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app()
+        app(args=bare_resume(sys.argv[1:]))
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)

@@ -347,7 +347,8 @@ class SessionStore:
             )
 
     def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
-        """A new session on a commit whose parent is `source`'s head; nothing is copied."""
+        """A new session on a commit whose parent is `source`'s head; nothing is copied.
+        Its usage starts at zero: the parent's requests stay counted once, in the parent."""
         header = dict(source.header)
         header.pop("format", None)
         header.pop("counts", None)
@@ -365,7 +366,7 @@ class SessionStore:
             return self._write(
                 new_id,
                 source,
-                Change(header=header),
+                Change(header=header, usage=empty_usage()),
                 "fork",
                 f"fork: from {source.id[:8]}",
                 trailers,
