@@ -92,10 +92,17 @@ def _side(console: Console, side: str, changes: Mapping[str, Any]) -> None:
         return
     turns = changes["turns"]
     head.append(_plural(changes["commits"], "commit"))
+    events = ", ".join(
+        one_line(e) + (f" x{n}" if n > 1 else "") for e, n in changes["events"].items()
+    )
+    head.append(f" ({events})", style="dim")
     if turns:
         span = str(turns[0]) if len(turns) == 1 else f"{turns[0]}-{turns[-1]}"
         head.append(f", {'turn' if len(turns) == 1 else 'turns'} {span}")
     console.print(head)
+    if session_diff.changed_nothing(changes):
+        console.print(Text("  nothing else changed", style="dim"))
+        return
     for field in ("title", "summary", "archived"):
         change = changes[field]
         if change is not None:

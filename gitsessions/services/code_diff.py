@@ -41,8 +41,8 @@ def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -
     result: dict[str, Any] = {**shas, "repo": repo, "stat": [], "note": None}
     missing = [side.upper() for side, sha in shas.items() if sha is None]
     if missing:
-        which = "neither side has" if len(missing) == 2 else f"side {missing[0]} has"
-        result["note"] = f"{which} a code snapshot: no code diff"
+        which = "neither side has a" if len(missing) == 2 else f"side {missing[0]} has no"
+        result["note"] = f"{which} code snapshot: no code diff"
         return result
     if repo is None:
         result["note"] = "no project repository was recorded with these sessions: no code diff"

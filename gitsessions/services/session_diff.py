@@ -130,7 +130,11 @@ def changes(store: SessionStore, base: Head | None, head: Head, commits: Commits
     commits between them, newest first."""
     trailers = [(cid, c, parse_trailers(c.message)) for cid, c in commits]
     turns = sorted({int(t["Turn"]) for _i, _c, (_s, t) in trailers if t.get("Turn", "").isdigit()})
-    out: dict[str, Any] = {"commits": len(commits), "turns": turns}
+    events: dict[str, int] = {}
+    for _i, _c, (_s, found) in reversed(trailers):  # oldest first
+        event = found.get("Event") or "?"
+        events[event] = events.get(event, 0) + 1
+    out: dict[str, Any] = {"commits": len(commits), "events": events, "turns": turns}
     for field in ("title", "summary", "archived"):
         before = _header(base, field)
         after = _header(head, field)
@@ -144,8 +148,23 @@ def changes(store: SessionStore, base: Head | None, head: Head, commits: Commits
 
 
 def is_empty(change: dict[str, Any]) -> bool:
-    """True when a side changed nothing since the ancestor."""
+    """True when a side has no commit since the ancestor."""
     return change["commits"] == 0
+
+
+def changed_nothing(change: dict[str, Any]) -> bool:
+    """True when a side's commits (a fork's own, say) changed no field the diff shows."""
+    context = change["context"]
+    return (
+        all(change[field] is None for field in ("title", "summary", "archived"))
+        and not change["messages"]["appended"]
+        and context["messages"] is None
+        and not context["compactions"]
+        and not context["events"]
+        and not any(change["plan"].values())
+        and not any(change["pins"].values())
+        and not any(change["usage"].values())
+    )
 
 
 def _header(head: Head | None, field: str) -> Any:
