@@ -12,6 +12,7 @@ Invariants:
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
@@ -36,26 +37,49 @@ def resolve(store: SessionStore, text: str) -> State:
     head = store.head(session_id)
     if revision.is_head:
         return State(text, session_id, head)
-    commit = head.commit
+    walk = _Walk(store, head)
+    index = 0
     if revision.turn is not None:
-        commit = _turn_commit(store, head, revision)
+        index = _turn_index(walk, head, revision)
     elif revision.commit is not None:
-        commit = _named_commit(store, head, revision)
-    commit = _back(store, head, commit, revision)
-    owner = owner_of(store, commit) or session_id
-    return State(text, session_id, store.head_at(owner, commit))
+        index = _commit_index(walk, head, revision)
+    found = walk.at(index + revision.back)
+    if found is None:
+        raise BadRevision(
+            f"bad revision {shown(revision.text)}: goes back past the first commit of "
+            f"session {short(head.id)}'s history ({len(walk.seen) - 1 - index} commits "
+            "back is the first)"
+        )
+    commit_id, commit = found
+    return State(text, session_id, store.head_at(owner_of(commit) or session_id, commit_id))
 
 
-def _turn_commit(store: SessionStore, head: Head, revision: Revision) -> bytes:
+class _Walk:
+    """A session's first-parent history, read only as far as asked."""
+
+    def __init__(self, store: SessionStore, head: Head) -> None:
+        self.history = store.history(head)
+        self.seen: list[tuple[bytes, Any]] = []
+
+    def at(self, index: int) -> tuple[bytes, Any] | None:
+        while len(self.seen) <= index:
+            item = next(self.history, None)
+            if item is None:
+                return None
+            self.seen.append(item)
+        return self.seen[index]
+
+
+def _turn_index(walk: _Walk, head: Head, revision: Revision) -> int:
     last = 0
-    for commit_id, commit in store.history(head):
-        _subject, trailers = parse_trailers(commit.message)
-        turn = trailers.get("Turn", "")
-        if not turn.isdigit():
-            continue
-        if int(turn) == revision.turn:
-            return commit_id
-        last = max(last, int(turn))
+    index = 0
+    while (item := walk.at(index)) is not None:
+        turn = parse_trailers(item[1].message)[1].get("Turn", "")
+        if turn.isdigit():
+            if int(turn) == revision.turn:
+                return index
+            last = max(last, int(turn))
+        index += 1
     has = f"its last turn is {last}" if last else "it has no turns"
     raise BadRevision(
         f"bad revision {shown(revision.text)}: session {short(head.id)} has no turn "
@@ -63,10 +87,15 @@ def _turn_commit(store: SessionStore, head: Head, revision: Revision) -> bytes:
     )
 
 
-def _named_commit(store: SessionStore, head: Head, revision: Revision) -> bytes:
+def _commit_index(walk: _Walk, head: Head, revision: Revision) -> int:
     assert revision.commit is not None
     prefix = revision.commit.encode()
-    found = [commit_id for commit_id, _c in store.history(head) if commit_id.startswith(prefix)]
+    found = []
+    index = 0
+    while (item := walk.at(index)) is not None:
+        if item[0].startswith(prefix):
+            found.append(index)
+        index += 1
     if not found:
         raise BadRevision(
             f"bad revision {shown(revision.text)}: no commit {revision.commit} in the "
@@ -80,20 +109,7 @@ def _named_commit(store: SessionStore, head: Head, revision: Revision) -> bytes:
     return found[0]
 
 
-def _back(store: SessionStore, head: Head, commit_id: bytes, revision: Revision) -> bytes:
-    for step in range(revision.back):
-        parents = getattr(store.git.get(commit_id), "parents", [])
-        if not parents:
-            raise BadRevision(
-                f"bad revision {shown(revision.text)}: goes back past the first commit "
-                f"of session {short(head.id)}'s history ({step} commits back is the first)"
-            )
-        commit_id = parents[0]
-    return commit_id
-
-
-def owner_of(store: SessionStore, commit_id: bytes) -> str | None:
+def owner_of(commit: Any) -> str | None:
     """The session a commit belongs to, from its `Session:` trailer."""
-    message = getattr(store.git.get(commit_id), "message", b"")
-    owner = parse_trailers(message)[1].get("Session", "")
+    owner = parse_trailers(commit.message)[1].get("Session", "")
     return owner if is_session_id(owner) else None

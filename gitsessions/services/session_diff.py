@@ -38,10 +38,10 @@ Commits = list[tuple[bytes, Any]]  # (commit id, dulwich commit), newest first
 def diff(store: SessionStore, a: State, b: State) -> dict[str, Any]:
     """Find the common ancestor of two resolved states (`revisions.resolve`) and describe
     both sides."""
-    base_id, a_commits, b_commits = common_ancestor(store, a.head, b.head)
+    found, a_commits, b_commits = common_ancestor(store, a.head, b.head)
     base = None
-    if base_id is not None:
-        base = store.head_at(owner_of(store, base_id) or a.head.id, base_id)
+    if found is not None:
+        base = store.head_at(owner_of(found[1]) or a.head.id, found[0])
     return {
         "ancestor": _ancestor(a, b, base),
         "a": _side(store, a, base, a_commits),
@@ -49,9 +49,11 @@ def diff(store: SessionStore, a: State, b: State) -> dict[str, Any]:
     }
 
 
-def common_ancestor(store: SessionStore, a: Head, b: Head) -> tuple[bytes | None, Commits, Commits]:
-    """The first commit both histories reach (None: they never meet), and each side's
-    commits since it, newest first."""
+def common_ancestor(
+    store: SessionStore, a: Head, b: Head
+) -> tuple[tuple[bytes, Any] | None, Commits, Commits]:
+    """The first commit both histories reach, as (id, commit) (None: they never meet),
+    and each side's commits since it, newest first."""
     walks: tuple[Iterator[tuple[bytes, Any]], ...] = (store.history(a), store.history(b))
     seen: tuple[dict[bytes, int], dict[bytes, int]] = ({}, {})
     lists: tuple[Commits, Commits] = ([], [])
@@ -67,7 +69,7 @@ def common_ancestor(store: SessionStore, a: Head, b: Head) -> tuple[bytes | None
             other = 1 - me
             if item[0] in seen[other]:
                 mine, theirs = lists[me], lists[other][: seen[other][item[0]]]
-                return item[0], *((mine, theirs) if me == 0 else (theirs, mine))
+                return item, *((mine, theirs) if me == 0 else (theirs, mine))
             seen[me][item[0]] = len(lists[me])
             lists[me].append(item)
     return None, lists[0], lists[1]
