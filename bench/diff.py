@@ -10,7 +10,7 @@ Everything runs in a temporary home removed at the end; the store is packed (gc)
 measuring, as a long-lived store would be. Prints a table; writes JSON.
 
     uv run python bench/diff.py --quick
-    uv run python bench/diff.py --out /tmp/diff.json
+    uv run python bench/diff.py --turns 100,1000 --out /tmp/diff.json
 """
 
 import argparse
@@ -36,6 +36,7 @@ from gitsessions.values.ids import new_id  # noqa: E402
 from gitsessions.values.records import new_header  # noqa: E402
 
 REPS = 5
+LINE = "{:>6}  {:<16} {:>10}  {:>12}  {:>13}"
 
 
 def make(store: SessionStore, title: str, turns: int, first: int = 1) -> Head:
@@ -101,23 +102,29 @@ def run(ns: list[int]) -> list[dict[str, Any]]:
             }
             for name, (a, b) in cases.items():
                 rows.append({"turns": n, "case": name, **timed(store, a, b)})
+                show(rows[-1])
         store.close()
     return rows
+
+
+def show(row: dict[str, Any]) -> None:
+    """One row of the table, printed as soon as it is measured."""
+    commits = "/".join(map(str, row["commits_since_ancestor"]))
+    messages = "/".join(map(str, row["messages_appended"]))
+    print(LINE.format(row["turns"], row["case"], row["median_ms"], commits, messages), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sessions only")
+    parser.add_argument("--turns", help="session sizes, comma-separated (default 100,1000,5000)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "diff.json")
     args = parser.parse_args()
     ns = [50, 200] if args.quick else [100, 1_000, 5_000]
+    if args.turns:
+        ns = [int(n) for n in args.turns.split(",")]
+    print(LINE.format("turns", "case", "median ms", "commits A/B", "messages A/B"), flush=True)
     rows = run(ns)
-    line = "{:>6}  {:<16} {:>10}  {:>12}  {:>13}"
-    print(line.format("turns", "case", "median ms", "commits A/B", "messages A/B"))
-    for r in rows:
-        commits = "/".join(map(str, r["commits_since_ancestor"]))
-        messages = "/".join(map(str, r["messages_appended"]))
-        print(line.format(r["turns"], r["case"], r["median_ms"], commits, messages))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "bench": "diff",
