@@ -12,6 +12,7 @@ from pathlib import Path
 import pexpect
 
 from gitsessions.services import manage
+from gitsessions.services.revisions import resolve
 from gitsessions.store.sessions import Change, touch
 from gitsessions.values.records import empty_workspace
 from tests.conftest import REPO, exec_args, run_gitsessions
@@ -220,8 +221,13 @@ def test_compactions_cleared_outputs_and_undo_are_context_changes(cli, store):
     )
     head = turn(store, head, 3)
     head = commit(
-        store, head, Change(header=touch(head.header), context=[note]), "undo", **{"Undone-Turn": 3}
+        store,
+        head,
+        Change(header=touch(head.header), context=[note]),
+        "undo",
+        **{"Turn": 3, "Undone-Turn": 3},  # the agent names the current turn on every commit
     )
+    assert resolve(store, f"{head.id}@turn:3").head.commit != head.commit  # the turn's end
     context = cli.json("diff", base.id + "@" + base.commit.decode(), head.id)["b"]["changes"][
         "context"
     ]
@@ -238,8 +244,9 @@ def test_compactions_cleared_outputs_and_undo_are_context_changes(cli, store):
     ]
     assert context["cleared"] == 2
     assert [(e["event"], e["subject"], e["trailers"]) for e in context["events"]] == [
-        ("undo", "undo", {"Undone-Turn": "3"})
+        ("undo", "undo", {"Turn": "3", "Undone-Turn": "3"})
     ]
+    assert cli.json("diff", f"{head.id}~1", head.id)["b"]["changes"]["turns"] == []
     text = cli("diff", f"{head.id}~3", head.id).stdout
     assert "compaction (auto, clear+summarize) 21034 -> 3120 tokens, 2 outputs cleared" in text
     assert "undo: undo" in text and "context    5 -> 1 messages" in text

@@ -4,9 +4,10 @@ Invariants:
 - Only the named session's first-parent history is searched (its own commits, then,
   for a fork, its parent's up to the fork point and beyond): a revision never reaches a
   commit that is not in that history.
-- `@turn:N` is the newest commit recording turn N (a fork continues its parent's
-  numbering, so a fork's `@turn:2` may be a commit of its parent); `~N` then steps N
-  commits back along first parents.
+- `@turn:N` is the newest `Event: turn` commit of turn N: the end of that turn (an
+  undo's commit names the current turn too, but is not part of it). A fork continues
+  its parent's numbering, so a fork's `@turn:2` may be a commit of its parent. `~N`
+  then steps N commits back along first parents.
 - The state comes back as a `Head` of the session whose commit it is (its `Session:`
   trailer): a state before a fork is the parent's state at that commit.
 """
@@ -74,8 +75,9 @@ def _turn_index(walk: _Walk, head: Head, revision: Revision) -> int:
     last = 0
     index = 0
     while (item := walk.at(index)) is not None:
-        turn = parse_trailers(item[1].message)[1].get("Turn", "")
-        if turn.isdigit():
+        trailers = parse_trailers(item[1].message)[1]
+        turn = trailers.get("Turn", "")
+        if trailers.get("Event") == "turn" and turn.isdigit():
             if int(turn) == revision.turn:
                 return index
             last = max(last, int(turn))

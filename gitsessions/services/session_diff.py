@@ -131,7 +131,13 @@ def changes(store: SessionStore, base: Head | None, head: Head, commits: Commits
     """What `head` changed since `base` (None: an empty session); `commits` are the
     commits between them, newest first."""
     trailers = [(cid, c, parse_trailers(c.message)) for cid, c in commits]
-    turns = sorted({int(t["Turn"]) for _i, _c, (_s, t) in trailers if t.get("Turn", "").isdigit()})
+    turns = sorted(
+        {
+            int(t["Turn"])
+            for _i, _c, (_s, t) in trailers
+            if t.get("Event") == "turn" and t.get("Turn", "").isdigit()
+        }
+    )
     events: dict[str, int] = {}
     for _i, _c, (_s, found) in reversed(trailers):  # oldest first
         event = found.get("Event") or "?"
