@@ -368,3 +368,13 @@ def test_diff_in_chat(server, tmp_path):
     assert "error: bad revision" in say(child, f"\\diff {fork[:8]}@turn:x")
     assert "usage: \\diff ID" in say(child, "\\diff")
     leave(child)
+
+
+def test_a_long_side_shows_its_first_and_last_messages(cli, store):
+    head = new_session(store, "long", turns=25)  # 51 messages
+    text = cli("diff", f"{head.id}@turn:1", head.id).stdout
+    assert "[3] user" in text and "[22] assistant" in text and "[31] user" in text
+    assert "[50] assistant" in text and "... 8 more (--json lists all)" in text
+    assert "[23] user" not in text and "[30] assistant" not in text
+    data = cli.json("diff", f"{head.id}@turn:1", head.id)
+    assert len(data["b"]["changes"]["messages"]["appended"]) == 48
