@@ -15,7 +15,16 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli import (
+    chat,
+    compact_cmd,
+    diff_cmd,
+    doctor_cmd,
+    exchange,
+    exec_cmd,
+    manage,
+    search,
+)
 from gitsessions.cli.hooks_cmd import register as register_hooks
 from gitsessions.cli.picker import bare_resume
 from gitsessions.cli.state import State, err
@@ -88,6 +97,7 @@ search.register(app)
 compact_cmd.register(app)
 doctor_cmd.register(app)
 register_hooks(app)
+diff_cmd.register(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

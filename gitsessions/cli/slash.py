@@ -8,9 +8,10 @@ from rich.table import Table
 from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
-from gitsessions.cli import picker
+from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services import manage
+from gitsessions.services import manage, session_diff
+from gitsessions.services.revisions import resolve
 from gitsessions.services.search import SearchIndex
 from gitsessions.values.ids import check_title, short
 
@@ -25,6 +26,7 @@ HELP = [
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "pick a recent session of this workspace and switch to it"),
     ("\\search QUERY", "search all sessions"),
+    ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
     ("\\help", "this list"),
     ("\\exit", "leave (Ctrl-D works too)"),
 ]
@@ -64,6 +66,7 @@ class Slash:
             "plan": self.plan,
             "sessions": self.sessions,
             "search": self.search,
+            "diff": self.diff,
             "help": self.help,
             "exit": self.exit,
             "quit": self.exit,
@@ -246,3 +249,12 @@ class Slash:
                 Text(f"{short(h.session)} {one_line(where)}: {one_line(h.snippet)}"),
                 highlight=False,
             )
+
+    def diff(self, other: str) -> None:
+        if not other:
+            self._say("usage: \\diff ID (another session, or a revision: ID@turn:N, ID~N)")
+            return
+        self.agent.save()
+        store = self.agent.session.store
+        here = resolve(store, self.agent.session.id)
+        diff_cmd.render(self.err, session_diff.diff(store, here, resolve(store, other)))
