@@ -10,7 +10,7 @@ lines, lease file.
 from gitsessions.services import chat_history, writer
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
-from gitsessions.store import background, maintenance
+from gitsessions.store import background, maintenance, remotes
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -58,6 +58,7 @@ def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head
 def delete(store: SessionStore, session_id: str) -> None:
     def run() -> None:
         with Lease(store.home, session_id) as lease:
+            remotes.forget_session(store.git, session_id)  # its objects go with it
             store.delete(store.head(session_id))
             Catalog(store).forget(session_id)
             SearchIndex(store).forget(session_id)

@@ -184,9 +184,7 @@ class SessionStore:
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
         version = check_header(header, session_id)
-        return Head(
-            session_id, commit_id, commit.tree, upgrade_header(header, version), version
-        )
+        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
         tree = self.git.get(tree_id)
@@ -320,21 +318,32 @@ class SessionStore:
             session_id, None, change, event, subject, trailers or {}, None, when=when
         )
 
-    def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
-        """A new session on a commit whose parent is `source`'s head; nothing is copied."""
+    def fork(
+        self,
+        source: Head,
+        new_id: str,
+        *,
+        title: str | None,
+        created_at: str,
+        fork_point: bytes | None = None,
+    ) -> Head:
+        """A new session on a commit whose parent is `source`'s head; nothing is copied.
+        `fork_point` (default: that head) is what the header and trailer name: a pull's
+        fork of a diverged line names the merge base."""
+        point = (fork_point or source.commit).decode()
         header = dict(source.header)
         header.pop("format", None)
         header.pop("counts", None)
         header.update(
             id=new_id,
             parent_id=source.id,
-            fork_point=source.commit.decode(),
+            fork_point=point,
             created_at=created_at,
             updated_at=created_at,
         )
         if title is not None:
             header["title"] = title
-        trailers = {"Parent-Session": source.id, "Fork-Point": source.commit.decode()}
+        trailers = {"Parent-Session": source.id, "Fork-Point": point}
         try:
             return self._write(
                 new_id,

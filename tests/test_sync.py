@@ -1,0 +1,285 @@
+"""Sync through real remotes: two homes push and pull through a bare repository path,
+`git daemon` on 127.0.0.1 and smart HTTP (`git http-backend`) on 127.0.0.1, all started
+here. Stock git checks every remote afterwards (`clone --mirror`, `fsck --strict`)."""
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+from tests.conftest import fsck, git
+from tests.git_servers import free_port, git_daemon, git_http
+
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+
+
+@dataclass
+class Remote:
+    url: str
+    bare: Path  # the repository on the server side, for stock git to inspect
+
+
+@pytest.fixture(params=["path", "daemon", "http"])
+def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Remote]:
+    root = tmp_path / "server"
+    root.mkdir()
+    bare = root / "sessions.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    if request.param == "path":
+        yield Remote(str(bare), bare)
+    elif request.param == "daemon":
+        with git_daemon(root) as base:
+            yield Remote(f"{base}/sessions.git", bare)
+    else:
+        with git_http(root) as base:
+            yield Remote(f"{base}/sessions.git", bare)
+
+
+@pytest.fixture
+def bare_remote(tmp_path: Path) -> Remote:
+    bare = tmp_path / "server" / "sessions.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    return Remote(str(bare), bare)
+
+
+@pytest.fixture
+def other(tmp_path: Path) -> Iterator[Path]:
+    """A second machine's home; checked by stock git afterwards like the first."""
+    path = tmp_path / "home-b"
+    yield path
+    if (path / "store.git" / "HEAD").exists():
+        fsck(path)
+
+
+def make(home: Path, turns: int = 2, tag: str = "", redact: bool = True) -> str:
+    store = SessionStore(home, redact=redact, background_maintenance=False)
+    try:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a coding agent."}
+        head = store.create(
+            new_header(sid, now_iso(), title=f"session {tag}"),
+            Change(context=[system], append=[system]),
+        )
+        for n in range(turns):
+            head = _turn(store, head, f"{tag} question {n}", f"{tag} answer {n}")
+        return sid
+    finally:
+        store.close()
+
+
+def _turn(store: SessionStore, head, prompt: str, reply: str):  # type: ignore[no-untyped-def]
+    msgs = [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+    context = store.read(head, "context") + msgs
+    return store.commit(head, Change(context=context, append=msgs), event="turn", subject="turn")
+
+
+def say(home: Path, sid: str, text: str) -> None:
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        _turn(store, store.head(sid), text, f"reply to {text}")
+    finally:
+        store.close()
+
+
+def contents(home: Path, sid: str) -> list[str]:
+    store = SessionStore(home)
+    try:
+        return [m["content"] for m in store.transcript(store.head(sid))]
+    finally:
+        store.close()
+
+
+def header(home: Path, sid: str) -> dict:  # type: ignore[type-arg]
+    store = SessionStore(home)
+    try:
+        return dict(store.head(sid).header)
+    finally:
+        store.close()
+
+
+def refs(path: Path, prefix: str = "refs/") -> dict[str, str]:
+    out = git(path, "for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout
+    return {name: sha for name, sha in (line.split() for line in out.splitlines())}
+
+
+def summary(cli, home: Path, *args: str, code: int = 0) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    result = cli("--home", str(home), *args, "--json", code=code)
+    return json.loads(result.stdout)
+
+
+def results(report: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    return {s["id"]: s["result"] for s in report["sessions"]}
+
+
+def check_remote(remote: Remote, tmp_path: Path) -> None:
+    """Stock git mirrors the remote through its URL and finds nothing wrong."""
+    mirror = tmp_path / f"mirror-{free_port()}.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--mirror", remote.url, str(mirror)], check=True, timeout=120
+    )
+    for repo in (mirror, remote.bare):
+        result = git(repo, "fsck", "--strict", "--no-progress", check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert refs(mirror, "refs/heads/sessions/") == refs(remote.bare, "refs/heads/sessions/")
+
+
+def test_two_homes_create_fast_forward_no_op_and_fork(cli, home, other, remote, tmp_path):
+    one, two = make(home, tag="one"), make(home, tag="two")
+    cli("remote", "add", "origin", remote.url)
+    cli("archive", one)
+    pushed = summary(cli, home, "push", "--all")
+    assert results(pushed) == {one: "new", two: "new"}
+
+    # a second machine starts from an empty home
+    cli("--home", str(other), "remote", "add", "origin", remote.url)
+    pulled = summary(cli, other, "pull")
+    assert results(pulled) == {one: "created", two: "created"}
+    assert contents(other, two) == contents(home, two)
+    assert header(other, one)["archived"] is True  # the flag travels
+
+    # no-op both ways
+    assert set(results(summary(cli, other, "pull")).values()) == {"unchanged"}
+    assert set(results(summary(cli, home, "push", "--all")).values()) == {"up to date"}
+
+    # fast-forward
+    say(home, one, "more from one")
+    assert results(summary(cli, home, "push", one)) == {one: "updated"}
+    assert results(summary(cli, other, "pull"))[one] == "updated"
+    assert contents(other, one) == contents(home, one)
+
+    # both sides change: nothing is lost
+    base = refs(home / "store.git")[f"refs/heads/sessions/{two}"]
+    say(home, two, "only on the laptop")
+    say(other, two, "only on the server")
+    cli("--home", str(home), "push", two)
+    refused = summary(cli, other, "push", two, code=1)
+    assert refused["sessions"] == [
+        {"id": two, "result": "diverged", "detail": "run gitsessions pull"}
+    ]
+    forked = summary(cli, other, "pull")["sessions"]
+    fork = next(s for s in forked if s["id"] == two)
+    assert fork["result"] == "forked" and fork["detail"] == "diverged"
+    ours, theirs = contents(other, two), contents(other, fork["fork"])
+    for text in [*contents(home, two), "only on the server"]:
+        assert text in ours + theirs
+    assert "only on the server" in ours and "only on the laptop" in theirs
+    forked_header = header(other, fork["fork"])
+    assert forked_header["parent_id"] == two and forked_header["fork_point"] == base
+    assert forked_header["title"].endswith("(from origin)")
+    # the next pull finds the diverged line already here
+    assert results(summary(cli, other, "pull"))[two] == "unchanged"
+    assert results(summary(cli, other, "push", fork["fork"])) == {fork["fork"]: "new"}
+    check_remote(remote, tmp_path)
+
+
+def test_deletes_travel_only_on_purpose(cli, home, other, remote, tmp_path):
+    keep, gone = make(home, tag="keep"), make(home, tag="gone")
+    cli("remote", "add", "origin", remote.url)
+    cli("push", "--all")
+    cli("--home", str(other), "remote", "add", "origin", remote.url)
+    cli("--home", str(other), "pull")
+
+    cli("delete", gone, "--yes")
+    result = cli("push", "--all")
+    assert "1 sessions deleted here still have a copy" in result.stderr
+    assert f"refs/heads/sessions/{gone}" in refs(remote.bare)  # without --prune it stays
+    assert "refs/gitsessions/tombstones" in refs(remote.bare)
+
+    # the deleted session is not re-created here, nor on a new machine
+    assert results(summary(cli, home, "pull"))[gone] == "deleted here"
+    assert f"refs/heads/sessions/{gone}" not in refs(home / "store.git")
+    fresh = tmp_path / "home-c"
+    cli("--home", str(fresh), "remote", "add", "origin", remote.url)
+    assert results(summary(cli, fresh, "pull")) == {keep: "created", gone: "deleted here"}
+    # a machine that still has it keeps it: a pull never deletes
+    assert results(summary(cli, other, "pull"))[gone] == "unchanged"
+    assert results(summary(cli, other, "push", "--prune")) == {}  # it is no delete of its
+    assert f"refs/heads/sessions/{gone}" in refs(remote.bare)
+
+    pruned = summary(cli, home, "push", "--prune")
+    assert results(pruned) == {gone: "pruned"} and pruned["remaining_deleted"] == 0
+    assert f"refs/heads/sessions/{gone}" not in refs(remote.bare)
+    assert f"refs/heads/sessions/{keep}" in refs(remote.bare)
+    fsck(fresh)
+    check_remote(remote, tmp_path)
+
+
+def test_a_secret_is_refused_before_anything_leaves(cli, home, bare_remote):
+    clean = make(home, tag="clean")
+    leaky = make(home, tag="leaky", redact=False)
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    _turn(store, store.head(leaky), f"deploy with {TOKEN}", "done")
+    store.close()
+    cli("remote", "add", "origin", bare_remote.url)
+    result = cli("push", "--all", code=1)
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: refusing to push: ")
+    assert f"session {leaky[:8]} message 5: github-token" in line
+    assert TOKEN not in result.stderr + result.stdout
+    assert refs(bare_remote.bare, "refs/heads/") == {}  # nothing was sent, not even clean
+    pushed = summary(cli, home, "push", "--all", "--allow-secrets")
+    assert results(pushed) == {clean: "new", leaky: "new"}
+
+
+def test_a_remote_that_is_down_changes_nothing_here(cli, home, tmp_path):
+    sid = make(home)
+    port = free_port()  # nothing listens there
+    urls = {
+        "path": str(tmp_path / "no-such.git"),
+        "daemon": f"git://127.0.0.1:{port}/x.git",
+        "http": f"https://tok:s3cretpass@127.0.0.1:{port}/x.git",
+    }
+    for name, url in urls.items():
+        cli("remote", "add", name, url)
+    listed = cli("remote", "list").stdout
+    assert "s3cretpass" not in listed and "tok" not in listed
+    assert f"https://***@127.0.0.1:{port}/x.git" in listed
+    before = refs(home / "store.git")
+    for name in urls:
+        for args in (["push", name, sid], ["pull", name]):
+            result = cli(*args, code=1)
+            errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+            assert len(errors) == 1 and errors[0].startswith("error: cannot "), result.stderr
+            assert "s3cretpass" not in result.stderr and "tok:" not in result.stderr
+    assert refs(home / "store.git") == before
+    assert "s3cretpass" not in (home / "audit.jsonl").read_text()
+    cli("remote", "remove", "http")
+    assert "http" not in cli("remote", "list").stdout
+    # stock git sees the remotes in the store's config
+    assert git(home / "store.git", "remote").stdout.split() == ["daemon", "path"]
+
+
+def test_a_pull_leaves_a_session_an_agent_holds(cli, home, other, bare_remote):
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid)
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "newer")
+    cli("push", sid)
+    before = refs(other / "store.git")[f"refs/heads/sessions/{sid}"]
+    with Lease(other, sid):  # a running agent
+        held = summary(cli, other, "pull")["sessions"]
+        why = "in use by a running agent; left for the next pull"
+        assert held == [{"id": sid, "result": "busy", "detail": why}]
+        assert refs(other / "store.git")[f"refs/heads/sessions/{sid}"] == before
+    assert results(summary(cli, other, "pull")) == {sid: "updated"}
+    assert contents(other, sid) == contents(home, sid)
+
+
+def test_bad_remote_names_and_urls_are_usage_errors(cli, home):
+    for args in (["remote", "add", "bad name", "/x"], ["remote", "add", "ok", "ext::sh -c x"]):
+        result = cli(*args, code=2)
+        assert result.stderr.startswith("error: ")
+    cli("remote", "add", "origin", "user@example.org:sessions.git")
+    assert cli("remote", "add", "origin", "/elsewhere", code=2).stderr.startswith("error: ")
+    assert cli("push", code=2).stderr.startswith("error: say which sessions")
+    assert cli("remote", "remove", "nope", code=2).stderr.startswith("error: no remote")
