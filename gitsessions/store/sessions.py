@@ -184,7 +184,9 @@ class SessionStore:
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
         version = check_header(header, session_id)
-        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
+        return Head(
+            session_id, commit_id, commit.tree, upgrade_header(header, version), version
+        )
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
         tree = self.git.get(tree_id)
