@@ -20,6 +20,7 @@ Invariants:
 - A remote that is down or refuses fails with one line before any branch here moves.
 """
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from gitsessions.store.sessions import Head, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
-from gitsessions.values.secrets import redact_value
+from gitsessions.values.secrets import may_hold_secret, redact, redact_value
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -169,9 +170,7 @@ def push(
             outcomes[sid] = outcome
             if outcome.result in ("new", "updated"):
                 plan[ref_name(sid)] = (old, local[sid])
-        if plan and not allow_secrets:
-            progress(f"scanning {len(plan)} sessions for secrets")
-            _scan(store, plan)
+        sessions_plan = dict(plan)
         stale = sorted(sid for sid in dead if sid not in local and ref_name(sid) in refs)
         if prune:
             for sid in stale:
@@ -187,8 +186,17 @@ def push(
         if main is not None and MAIN_REF not in refs:
             plan[MAIN_REF] = (None, main)
         if plan:
-            progress(f"sending {len([r for r in plan if r.startswith(SESSIONS)])} sessions")
-            status = _send(git, url, plan, progress)
+            planned = remotes.Planned(
+                {new for _old, new in plan.values() if new != ZERO},
+                {sha for sha in refs.values() if sha != ZERO},
+                [],
+            )
+            planned.entries = remotes.missing(git, planned.wants, planned.haves)
+            if sessions_plan and not allow_secrets:
+                progress(f"scanning {len(sessions_plan)} sessions for secrets")
+                _scan_sent(store, planned.entries, sessions_plan)
+            progress(f"sending {len(sessions_plan)} sessions")
+            status = _send(git, url, plan, progress, planned)
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
@@ -210,7 +218,11 @@ def _push_decision(
 
 
 def _send(
-    git: Any, url: str, plan: dict[bytes, tuple[bytes | None, bytes]], progress: Progress
+    git: Any,
+    url: str,
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+    progress: Progress,
+    planned: remotes.Planned,
 ) -> dict[bytes, str | None]:
     moved_meanwhile: list[bytes] = []
 
@@ -223,7 +235,7 @@ def _send(
             out[ref] = new
         return out
 
-    status = remotes.send(git, url, updates, progress)
+    status = remotes.send(git, url, updates, progress, planned)
     for ref in moved_meanwhile:
         status[ref] = "changed on the remote meanwhile; run gitsessions pull"
     return status
@@ -247,6 +259,51 @@ def _record_sent(
             outcomes[sid] = Outcome(sid, "refused", why)
     if moved:
         remotes.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
+
+
+def _scan_sent(
+    store: SessionStore,
+    entries: list[remotes.Entry],
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+) -> None:
+    """Scan every blob and commit message the push would send. Only text holding one
+    of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
+    session, message index and rule."""
+    found: list[str] = []
+    for sha, type_num, path in entries:
+        if type_num not in (remotes.BLOB, remotes.COMMIT):
+            continue
+        text = store.git.raw(sha)[1].decode("utf-8", "replace")
+        if not may_hold_secret(text):
+            continue
+        where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
+        for rule in sorted(_rules_in(text, path, type_num)):
+            found.append(f"{where}: {rule}")
+    if found:
+        _scan(store, plan)  # names the session and message when it can
+        raise SecretsInPush(
+            f"refusing to push: {'; '.join(found[:3])}{' (and more)' if len(found) > 3 else ''}"
+            " in an earlier version of a session's files; nothing was sent "
+            "(--allow-secrets sends it anyway)"
+        )
+
+
+def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:
+    """The rules that match in one object's text, read as the store reads it."""
+    if type_num == remotes.COMMIT:
+        return set(redact(text.split("\n\n", 1)[-1])[1])
+    values: list[Any] = []
+    try:
+        if path.endswith(b".jsonl"):
+            values = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            values = [json.loads(text)]
+    except ValueError:
+        return set(redact(text)[1])
+    rules: set[str] = set()
+    for value in values:
+        rules |= set(redact_value(value)[1])
+    return rules
 
 
 def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) -> None:
@@ -303,11 +360,31 @@ def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet
         remotes.set_tracking(git, name, tracked, replace=True)
         report.tombstones = len(dead)
         progress(f"merging {len(theirs)} sessions")
+        outcomes: dict[str, Outcome] = {}
+        new: dict[bytes, bytes] = {}
         for sid, sha in sorted(_sessions(refs).items()):
+            mine = local.get(sid)
             if sid not in theirs:
-                report.sessions.append(Outcome(sid, "deleted here", "not created"))
-                continue
-            report.sessions.append(_bring(store, name, sid, local.get(sid), sha))
+                outcomes[sid] = Outcome(sid, "deleted here", "not created")
+            elif mine == sha:
+                outcomes[sid] = Outcome(sid, "unchanged")
+            elif mine is None:
+                try:
+                    _checked(store, sid, sha)
+                    new[ref_name(sid)] = sha
+                except StoreError as error:
+                    outcomes[sid] = Outcome(sid, "refused", str(error))
+            else:
+                outcomes[sid] = _bring(store, name, sid, mine, sha)
+        created = remotes.create_refs(git, new)  # a few fsyncs, not one per session
+        for ref in new:
+            sid = ref[len(SESSIONS) :].decode()
+            outcomes[sid] = (
+                Outcome(sid, "created")
+                if ref in created
+                else Outcome(sid, "busy", "created here meanwhile; pull again")
+            )
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
 
 
@@ -321,16 +398,12 @@ def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
     return out
 
 
-def _bring(store: SessionStore, name: str, sid: str, mine: bytes | None, theirs: bytes) -> Outcome:
+def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes) -> Outcome:
+    """A session both sides have, at different commits."""
     git = store.git
     try:
         remote_head = _checked(store, sid, theirs)
-        if mine is None:
-            with git.ref_locked(ref_name(sid)):
-                if git.move_ref(ref_name(sid), None, theirs):
-                    return Outcome(sid, "created")
-            return Outcome(sid, "busy", "created here meanwhile; pull again")
-        if mine == theirs or remotes.is_ancestor(git, theirs, mine):
+        if remotes.is_ancestor(git, theirs, mine):
             return Outcome(sid, "unchanged")
         try:
             lease = Lease(store.home, sid)

@@ -19,15 +19,19 @@ Invariants:
 import contextlib
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import get_transport_and_path
+from dulwich.client import LocalGitClient, SubprocessGitClient, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
+from dulwich.pack import generate_unpacked_objects
 
 from gitsessions.store.errors import StoreError
+from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 from gitsessions.store.repo import GitStore
 from gitsessions.values.errors import BadUsage
@@ -37,6 +41,7 @@ SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
 AUTHOR = b"gitsessions <gitsessions@localhost>"
+BLOB, COMMIT = Blob.type_num, Commit.type_num
 Progress = Callable[[str], None]
 
 
@@ -164,17 +169,6 @@ def tracking_prefix(name: str) -> bytes:
     return b"refs/remotes/" + name.encode() + b"/"
 
 
-def tracking(git: GitStore, name: str) -> dict[bytes, bytes]:
-    """`{ref name on the remote: sha}` as last fetched (e.g. `refs/heads/sessions/<id>`)."""
-    prefix = tracking_prefix(name)
-    refs = {**read_packed(git.path / "packed-refs"), **read_loose(git.path)}
-    return {_remote_name(n[len(prefix) :]): sha for n, sha in refs.items() if n.startswith(prefix)}
-
-
-def _remote_name(rest: bytes) -> bytes:
-    return (b"refs/heads/" if rest.startswith(b"sessions/") else b"refs/") + rest
-
-
 def _tracking_name(name: str, remote_ref: bytes) -> bytes:
     if remote_ref.startswith(b"refs/heads/sessions/"):
         return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
@@ -204,6 +198,31 @@ def set_tracking(
         if new != packed:
             commit(new)
         return len([n for n in packed if n.startswith(prefix) and n not in new])
+
+
+def create_refs(git: GitStore, refs: dict[bytes, bytes], batch: int = 256) -> set[bytes]:
+    """Create the absent refs of `refs` in `packed-refs` (one fsynced write per `batch`,
+    not one per ref), each while holding its branch's flock and only if it is absent
+    (loose or packed): compare-and-swap from nothing. Returns the names created. The
+    caller holds `git.locked()`."""
+    created: set[bytes] = set()
+    names = sorted(refs)
+    for start in range(0, len(names), batch):
+        with contextlib.ExitStack() as stack:
+            chunk = names[start : start + batch]
+            for name in chunk:
+                stack.enter_context(git.ref_locked(name))
+            with packed_lock(git.path) as commit:
+                packed = read_packed(git.path / "packed-refs")
+                new = {
+                    n: refs[n]
+                    for n in chunk
+                    if n not in packed and not (git.path / os.fsdecode(n)).exists()
+                }
+                if new:
+                    commit({**packed, **new})
+                created |= set(new)
+    return created
 
 
 def forget_session(git: GitStore, session_id: str) -> None:
@@ -260,8 +279,13 @@ def _clean(text: str, url: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def _client(url: str) -> tuple[object, str]:
+def _client(url: str, receiving: bool = False) -> tuple[object, str]:
+    """dulwich's client for `url`. A push to a repository on this machine is received
+    by stock git when it is installed (`git receive-pack`, as `git push` to a path
+    does): dulwich's in-process receiving side indexes the pack several times slower."""
     client, path = get_transport_and_path(url)
+    if receiving and isinstance(client, LocalGitClient) and shutil.which("git"):
+        return SubprocessGitClient(), path
     return client, path
 
 
@@ -312,6 +336,7 @@ def send(
     url: str,
     updates: Callable[[dict[bytes, bytes]], dict[bytes, bytes]],
     progress: Progress | None = None,
+    planned: "Planned | None" = None,
 ) -> dict[bytes, str | None]:
     """Push: `updates(remote refs)` returns `{ref: new sha}` (ZERO_SHA deletes) for the
     refs to change; each update carries the advertised old value (compare-and-swap on
@@ -323,16 +348,21 @@ def send(
         return dict(asked)
 
     def generate(have: set[bytes], want: set[bytes], **kwargs: object) -> object:
-        have = {sha for sha in have if sha in git.repo.object_store}
-        return git.repo.object_store.generate_pack_data(
-            have,
-            want,
+        if planned is not None and planned.haves == have and planned.wants == want:
+            entries = planned.entries  # walked (and scanned) already
+        else:
+            entries = missing(git, want, have)
+        if progress is not None:
+            progress(f"sending {len(entries)} objects")
+        return len(entries), generate_unpacked_objects(
+            git.repo.object_store,
+            [(sha, None) for sha, _type, _path in entries],
+            reuse_deltas=True,  # the store's own packed deltas, never searched again
             ofs_delta=bool(kwargs.get("ofs_delta", True)),
-            progress=kwargs.get("progress"),  # type: ignore[arg-type]
         )
 
     with _talking(url, "push to"):
-        client, path = _client(url)
+        client, path = _client(url, receiving=True)
         result = client.send_pack(path, update_refs, generate, progress=_report(progress))  # type: ignore[attr-defined]
     status = dict(getattr(result, "ref_status", None) or {})
     return {ref: _status(status.get(ref)) for ref in asked}
@@ -346,6 +376,51 @@ def _status(value: object) -> str | None:
 
 
 # -- history and the tombstone set ---------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """What a push will send, walked before it connects (so it can be scanned)."""
+
+    wants: set[bytes]
+    haves: set[bytes]
+    entries: list[Entry]
+
+
+def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
+    """The objects `wants` need that the remote lacks, knowing it has `haves`: commits
+    down to the first one it has (session histories are linear), and of their trees
+    what the trees of those boundary commits do not already hold. Read raw, as `gc`'s
+    walk does (several times faster than dulwich's object finder)."""
+    known = {sha for sha in haves if has(git, sha)}
+    boundary: list[bytes] = []
+    frontier = [sha for sha in wants if sha not in known]
+    seen_commits: set[bytes] = set()
+    while frontier:
+        sha = frontier.pop()
+        if sha in seen_commits:
+            continue
+        seen_commits.add(sha)
+        _tree, parents = _parse_commit(git.raw(sha)[1])
+        for parent in parents:
+            (boundary if parent in known else frontier).append(parent)
+    reached = Walk()
+    reached.seen |= known
+    for sha in boundary:
+        stack = [_parse_commit(git.raw(sha)[1])[0]]
+        while stack:
+            tree = stack.pop()
+            if tree in reached.seen:
+                continue
+            reached.seen.add(tree)
+            for mode, _name, item in _parse_tree(git.raw(tree)[1]):
+                if mode == 0o040000:
+                    stack.append(item)
+                elif mode != 0o160000:
+                    reached.seen.add(item)
+    for sha in sorted(wants):
+        _walk_one(git, sha, reached, None)
+    return reached.entries
 
 
 def has(git: GitStore, sha: bytes) -> bool:

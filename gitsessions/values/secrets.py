@@ -162,6 +162,11 @@ _ANY_HINT = re.compile(
 )
 
 
+def may_hold_secret(text: str) -> bool:
+    """False when no rule can match `text` (none of their literal hints occurs)."""
+    return _ANY_HINT.search(text) is not None
+
+
 def redact(text: str, rules: tuple[Rule, ...] = RULES) -> tuple[str, dict[str, int]]:
     """`text` with every secret replaced by `[REDACTED:<rule>]`, and `{rule: count}`."""
     if not _ANY_HINT.search(text):
