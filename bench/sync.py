@@ -178,7 +178,9 @@ def measure(
         objects_bytes(fetched_git) - before[1],
     )
     res["steps"] = rows
-    res["incremental_pull_vs_first"] = round(rows["incremental pull"]["gitsessions_s"] / first_pull[0], 3)
+    res["incremental_pull_vs_first"] = round(
+        rows["incremental pull"]["gitsessions_s"] / first_pull[0], 3
+    )
     fsck = subprocess.run(
         ["git", "--git-dir", str(remote), "fsck", "--strict", "--no-progress"],
         capture_output=True,

@@ -283,3 +283,37 @@ def test_bad_remote_names_and_urls_are_usage_errors(cli, home):
     assert cli("remote", "add", "origin", "/elsewhere", code=2).stderr.startswith("error: ")
     assert cli("push", code=2).stderr.startswith("error: say which sessions")
     assert cli("remote", "remove", "nope", code=2).stderr.startswith("error: no remote")
+
+
+def test_urls_are_classified_and_their_credentials_masked():
+    from gitsessions.store.remotes import kind, mask
+
+    assert kind("/srv/sessions.git") == "path" and kind("../s.git") == "path"
+    assert kind("file:///srv/s.git") == "file" and kind("git://h/s.git") == "git"
+    assert kind("ssh://me@h:2222/s.git") == "ssh" and kind("me@host:s.git") == "ssh"
+    assert kind("https://h/s.git") == "https"
+    assert mask("https://ghp_token123@github.com/me/s.git") == "https://***@github.com/me/s.git"
+    assert mask("https://me:pw12345@h:8443/s.git") == "https://***@h:8443/s.git"
+    assert mask("ssh://me:pw12345@h/s.git") == "ssh://me:***@h/s.git"
+    assert mask("me@host:s.git") == "me@host:s.git"  # no secret in scp-style
+    assert mask("/srv/s.git") == "/srv/s.git"
+
+
+def test_delete_drops_the_remote_tracking_refs_and_doctor_stays_clean(
+    cli, home, other, bare_remote
+):
+    sid, kept = make(home, tag="a"), make(home, tag="b")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    assert f"refs/remotes/origin/sessions/{sid}" in refs(home / "store.git")
+    cli("delete", sid, "--yes")
+    assert not [r for r in refs(home / "store.git") if sid in r]  # purge reached it all
+    assert f"refs/remotes/origin/sessions/{kept}" in refs(home / "store.git")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, kept, "here")
+    say(other, kept, "there")
+    cli("push", kept)
+    cli("--home", str(other), "pull")
+    for where in (home, other):
+        assert json.loads(cli("--home", str(where), "doctor", "--json").stdout)["healthy"]
