@@ -317,3 +317,16 @@ def test_delete_drops_the_remote_tracking_refs_and_doctor_stays_clean(
     cli("--home", str(other), "pull")
     for where in (home, other):
         assert json.loads(cli("--home", str(where), "doctor", "--json").stdout)["healthy"]
+
+
+def test_without_stock_git_dulwich_serves_a_local_path(cli, home, other, bare_remote, monkeypatch):
+    monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, home, "push", sid)) == {sid: "new"}
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, other, "pull")) == {sid: "created"}
+    say(home, sid, "again")
+    assert results(summary(cli, home, "push", sid)) == {sid: "updated"}
+    assert results(summary(cli, other, "pull")) == {sid: "updated"}
+    assert contents(other, sid) == contents(home, sid)

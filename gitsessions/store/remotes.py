@@ -279,12 +279,12 @@ def _clean(text: str, url: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def _client(url: str, receiving: bool = False) -> tuple[object, str]:
-    """dulwich's client for `url`. A push to a repository on this machine is received
-    by stock git when it is installed (`git receive-pack`, as `git push` to a path
-    does): dulwich's in-process receiving side indexes the pack several times slower."""
+def _client(url: str) -> tuple[object, str]:
+    """dulwich's client for `url`. A repository on this machine is served by stock git
+    when it is installed (`git receive-pack` / `upload-pack`, as `git push` to a path
+    does): dulwich's in-process other side walks and packs several times slower."""
     client, path = get_transport_and_path(url)
-    if receiving and isinstance(client, LocalGitClient) and shutil.which("git"):
+    if isinstance(client, LocalGitClient) and shutil.which("git"):
         return SubprocessGitClient(), path
     return client, path
 
@@ -362,7 +362,7 @@ def send(
         )
 
     with _talking(url, "push to"):
-        client, path = _client(url, receiving=True)
+        client, path = _client(url)
         result = client.send_pack(path, update_refs, generate, progress=_report(progress))  # type: ignore[attr-defined]
     status = dict(getattr(result, "ref_status", None) or {})
     return {ref: _status(status.get(ref)) for ref in asked}
