@@ -330,3 +330,76 @@ def test_without_stock_git_dulwich_serves_a_local_path(cli, home, other, bare_re
     assert results(summary(cli, home, "push", sid)) == {sid: "updated"}
     assert results(summary(cli, other, "pull")) == {sid: "updated"}
     assert contents(other, sid) == contents(home, sid)
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project repository with one commit, its `origin` a bare repository."""
+    proj, origin = tmp_path / "project", tmp_path / "project-origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    (proj / "app.py").write_text("print('v1')\n")
+    _pgit(proj, "add", "app.py")
+    _pgit(proj, "commit", "-q", "-m", "v1")
+    _pgit(proj, "remote", "add", "origin", str(origin))
+    return proj, origin
+
+
+def _pgit(repo: Path, *args: str) -> str:
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.org"]
+    return subprocess.run(
+        ["git", *ident, "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _snapshot(proj: Path, sid: str, text: str) -> str:
+    """Stand-in for the worktree issue's snapshot: a commit named by the session's ref."""
+    (proj / "app.py").write_text(text)
+    _pgit(proj, "commit", "-q", "-am", text)
+    _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", "HEAD")
+    return _pgit(proj, "rev-parse", "HEAD")
+
+
+def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_path):
+    proj, origin = _project(tmp_path)
+    store = SessionStore(home, background_maintenance=False)
+    sid = new_id()
+    workspace = {"path": str(proj), "repo_root": str(proj), "branch": None, "head": None}
+    head = store.create(new_header(sid, now_iso(), title="code", workspace=workspace), Change())
+    _turn(store, head, "write v2", "done")
+    store.close()
+    v2 = _snapshot(proj, sid, "print('v2')\n")
+    cli("remote", "add", "origin", bare_remote.url)
+    pushed = summary(cli, home, "push", sid, "--code")
+    assert pushed["code"] == [{"id": sid, "result": "pushed", "detail": "to origin"}]
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v2
+    again = summary(cli, home, "push", sid, "--code")
+    assert again["code"] == [{"id": sid, "result": "up to date"}]
+
+    # the other machine gets the code of its sessions (the ref is gone here first)
+    _pgit(proj, "update-ref", "-d", f"refs/gitsessions/snapshots/{sid}")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    pulled = summary(cli, other, "pull", "--code")
+    assert pulled["code"] == [{"id": sid, "result": "fetched", "detail": "from origin"}]
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
+
+    # a diverged line forked by the pull gets the remote's snapshots under its own id
+    say(home, sid, "laptop turn")
+    say(other, sid, "server turn")
+    v3 = _snapshot(proj, sid, "print('v3')\n")
+    cli("--home", str(home), "push", sid, "--code")
+    _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", v2)  # the server's code
+    forked = summary(cli, other, "pull", "--code")
+    fork = forked["sessions"][0]["fork"]
+    assert forked["code"] == [{"id": fork, "result": "fetched", "detail": "from origin"}]
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == v3
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
+    # never forced: the project's remote refuses to move the original's snapshot back
+    refused = summary(cli, other, "push", fork, sid, "--code", code=1)
+    results_code = {c["id"]: c["result"] for c in refused["code"]}
+    assert results_code == {fork: "pushed"}  # the diverged session itself did not go
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
+    # the project's remote never has a snapshot moved back (v3 -> v2 is refused)
+    again = summary(cli, home, "push", sid, "--code")
+    assert again["sessions"] == [{"id": sid, "result": "up to date"}]
+    assert [c["result"] for c in again["code"]] == ["refused"]
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3

@@ -18,6 +18,9 @@ from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+CodeRemote = Annotated[
+    str, typer.Option("--code-remote", help="The project's remote for --code snapshots.")
+]
 remote_app = typer.Typer(
     no_args_is_help=True,
     help="Remotes the sessions sync with (kept in store.git/config, so stock git sees them).",
@@ -88,6 +91,15 @@ def cmd_push(
         bool,
         typer.Option("--allow-secrets", help="Push even when the secret scan finds one."),
     ] = False,
+    code: Annotated[
+        bool,
+        typer.Option(
+            "--code",
+            help="Also push each session's code snapshots "
+            "(refs/gitsessions/snapshots/<id> of its project repository).",
+        ),
+    ] = False,
+    code_remote: CodeRemote = "origin",
     json_: JsonFlag = False,
 ) -> None:
     """Push session branches to a remote. Never forced: a session changed on the remote
@@ -105,6 +117,8 @@ def cmd_push(
     report = sync.push(
         store, remote, ids, prune=prune, allow_secrets=allow_secrets, progress=_progress
     )
+    if code:
+        sync.push_snapshots(store, report, code_remote, _state(ctx).env)
     _show(report, json_, "pushed")
     if report.remaining_deleted:
         err.print(
@@ -120,12 +134,23 @@ def cmd_pull(
     remote: Annotated[
         str | None, typer.Argument(help="The remote (default: the only one, else origin).")
     ] = None,
+    code: Annotated[
+        bool,
+        typer.Option(
+            "--code",
+            help="Also fetch each pulled session's code snapshots into its project repository.",
+        ),
+    ] = False,
+    code_remote: CodeRemote = "origin",
     json_: JsonFlag = False,
 ) -> None:
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). Sessions deleted here are not re-created."""
-    report = sync.pull(_state(ctx).store, remote, progress=_progress)
+    store = _state(ctx).store
+    report = sync.pull(store, remote, progress=_progress)
+    if code:
+        sync.fetch_snapshots(store, report, code_remote, _state(ctx).env)
     _show(report, json_, "pulled")
 
 
@@ -145,6 +170,9 @@ def _show(report: sync.Report, json_: bool, verb: str) -> None:
                 detail = f"{detail} -> forked as {short(o.fork)}"
             table.add_row(short(o.id), one_line(o.result), one_line(detail))
         out.print(table, markup=False, highlight=False)
+    for c in report.code or []:
+        detail = f" ({c.detail})" if c.detail else ""
+        err.print(f"code {short(c.id)}: {one_line(c.result + detail)}")
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
     err.print(f"{verb} {one_line(report.url)}: {one_line(summary)}")

@@ -22,12 +22,13 @@ Invariants:
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gitsessions.services import writer
+from gitsessions.services.code_sync import CodeOutcome, CodeSession, fetch_code, push_code
 from gitsessions.store import remotes, tombstones
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import StoreError
@@ -72,6 +73,7 @@ class Report:
     sessions: list[Outcome] = field(default_factory=list)
     remaining_deleted: int = 0  # push: remote copies of sessions deleted here
     tombstones: int = 0  # deleted ids known after the sync
+    code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -87,6 +89,7 @@ class Report:
             "remaining_deleted": self.remaining_deleted,
             "tombstones": self.tombstones,
             "sessions": [o.as_dict() for o in self.sessions],
+            **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
         }
 
 
@@ -457,6 +460,36 @@ def _fork_title(head: Head, remote: str) -> str:
     title = str(head.header.get("title") or short(head.id))
     mark = f" (from {remote})"
     return title[: MAX_TITLE - len(mark)] + mark
+
+
+# -- code snapshots ----------------------------------------------------------------------
+
+
+def push_snapshots(
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+) -> None:
+    """After a push: each session it covered sends its code snapshots too."""
+    sessions = [
+        CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {})
+        for o in report.sessions
+        if o.result in ("new", "updated", "up to date")
+    ]
+    report.code = push_code(sessions, code_remote, env)
+
+
+def fetch_snapshots(
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+) -> None:
+    """After a pull: each session it brought fetches its code snapshots (a fork of the
+    remote's line gets the original's, under its own id)."""
+    sessions: list[CodeSession] = []
+    for o in report.sessions:
+        if o.result in ("created", "updated"):
+            sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
+        elif o.result == "forked" and o.fork:
+            workspace = store.head(o.fork).header.get("workspace") or {}
+            sessions.append(CodeSession(o.fork, o.id, workspace))
+    report.code = fetch_code(sessions, code_remote, env)
 
 
 # -- remotes -----------------------------------------------------------------------------
