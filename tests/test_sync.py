@@ -242,6 +242,7 @@ def test_a_remote_that_is_down_changes_nothing_here(cli, home, tmp_path):
     listed = cli("remote", "list").stdout
     assert "s3cretpass" not in listed and "tok" not in listed
     assert f"https://***@127.0.0.1:{port}/x.git" in listed
+    assert (home / "store.git" / "config").stat().st_mode & 0o777 == 0o600  # it holds one
     before = refs(home / "store.git")
     for name in urls:
         for args in (["push", name, sid], ["pull", name]):

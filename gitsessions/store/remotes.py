@@ -33,7 +33,7 @@ from dulwich.pack import generate_unpacked_objects
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
-from gitsessions.store.repo import GitStore
+from gitsessions.store.repo import GitStore, private_files
 from gitsessions.values.errors import BadUsage
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -150,7 +150,8 @@ def add(git: GitStore, name: str, url: str) -> None:
     config.set(
         section, b"fetch", b"+refs/heads/sessions/*:refs/remotes/%s/sessions/*" % name.encode()
     )
-    config.write_to_path()
+    with private_files():  # the URL may hold credentials: the file stays 0600
+        config.write_to_path()
 
 
 def remove(git: GitStore, name: str) -> int:
@@ -158,7 +159,8 @@ def remove(git: GitStore, name: str) -> int:
     url_of(git, name)
     config = git.repo.get_config()
     del config[(b"remote", name.encode())]
-    config.write_to_path()
+    with private_files():
+        config.write_to_path()
     return set_tracking(git, name, {}, replace=True)
 
 
