@@ -144,16 +144,22 @@ def test_two_homes_create_fast_forward_no_op_and_fork(cli, home, other, remote, 
     assert results(pulled) == {one: "created", two: "created"}
     assert contents(other, two) == contents(home, two)
     assert header(other, one)["archived"] is True  # the flag travels
+    listed = json.loads(cli("--home", str(other), "list", "--include-archived", "--json").stdout)
+    assert {row["id"] for row in listed} == {one, two}
 
     # no-op both ways
     assert set(results(summary(cli, other, "pull")).values()) == {"unchanged"}
     assert set(results(summary(cli, home, "push", "--all")).values()) == {"up to date"}
 
-    # fast-forward
+    # fast-forward (the caches were filled before it)
+    assert json.loads(cli("--home", str(other), "search", "question", "--json").stdout)
     say(home, one, "more from one")
     assert results(summary(cli, home, "push", one)) == {one: "updated"}
     assert results(summary(cli, other, "pull"))[one] == "updated"
     assert contents(other, one) == contents(home, one)
+    found = cli("--home", str(other), "search", "more from one", "--include-archived", "--json")
+    hits = json.loads(found.stdout)
+    assert one in {hit["session"] for hit in hits}  # the caches follow the moved branch
 
     # both sides change: nothing is lost
     base = refs(home / "store.git")[f"refs/heads/sessions/{two}"]
