@@ -353,7 +353,7 @@ def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
             return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
 
-        refs = remotes.fetch(git, url, wanted, progress)
+        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local))
         theirs = {
             sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
         }
