@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import LocalGitClient, SubprocessGitClient, get_transport_and_path
+from dulwich.client import LocalGitClient, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
 from dulwich.pack import generate_unpacked_objects
 
+from gitsessions.store.dulwich_private import GatheringSubprocessClient
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
@@ -288,7 +289,7 @@ def _client(url: str, thin: bool = True) -> tuple[object, str]:
     does): dulwich's in-process other side walks and packs several times slower."""
     client, path = get_transport_and_path(url, thin_packs=thin)
     if isinstance(client, LocalGitClient) and shutil.which("git"):
-        return SubprocessGitClient(thin_packs=thin), path
+        return GatheringSubprocessClient(thin_packs=thin), path
     return client, path
 
 
