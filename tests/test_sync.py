@@ -290,6 +290,7 @@ def test_bad_remote_names_and_urls_are_usage_errors(cli, home):
     assert cli("remote", "add", "origin", "/elsewhere", code=2).stderr.startswith("error: ")
     assert cli("push", code=2).stderr.startswith("error: say which sessions")
     assert cli("remote", "remove", "nope", code=2).stderr.startswith("error: no remote")
+    assert cli("push", "orgin", "--all", code=2).stderr.startswith("error: no remote named")
 
 
 def test_urls_are_classified_and_their_credentials_masked():

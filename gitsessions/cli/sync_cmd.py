@@ -17,6 +17,11 @@ from gitsessions.services import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 
+
+def is_id_prefix(word: str) -> bool:
+    return len(word) >= 4 and all(c in "0123456789abcdef" for c in word.lower())
+
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 CodeRemote = Annotated[
     str, typer.Option("--code-remote", help="The project's remote for --code snapshots.")
@@ -109,6 +114,8 @@ def cmd_push(
     remote = None
     if words and words[0] in {r["name"] for r in sync.list_remotes(store)}:
         remote = words.pop(0)
+    elif words and not is_id_prefix(words[0]):
+        sync.pick_remote(store, words[0])  # names the remotes there are
     if words and all_:
         raise BadUsage("name sessions or use --all, not both")
     if not words and not all_ and not prune:
