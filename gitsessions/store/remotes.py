@@ -408,7 +408,7 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
     walk does (several times faster than dulwich's object finder)."""
     known = {sha for sha in haves if has(git, sha)}
     boundary: list[bytes] = []
-    frontier = [sha for sha in wants if sha not in known]
+    frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
     seen_commits: set[bytes] = set()
     while frontier:
         sha = frontier.pop()
