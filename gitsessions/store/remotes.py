@@ -44,6 +44,7 @@ SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 BLOB, COMMIT = Blob.type_num, Commit.type_num
+REUSE_DELTAS_FROM = 2000  # objects in a push
 Progress = Callable[[str], None]
 
 
@@ -371,7 +372,9 @@ def send(
         return len(entries), generate_unpacked_objects(
             git.repo.object_store,
             [(sha, None) for sha, _type, _path in entries],
-            reuse_deltas=True,  # the store's own packed deltas, never searched again
+            # the store's own packed deltas, never searched again; finding them reads
+            # every record of every pack, so a small push sends its objects whole
+            reuse_deltas=len(entries) >= REUSE_DELTAS_FROM,
             ofs_delta=bool(kwargs.get("ofs_delta", True)),
         )
 
