@@ -14,9 +14,10 @@ Invariants:
   fast-forward of the remote's): a pull never creates a session deleted on either
   side, and only `push --prune` deletes remote branches (compare-and-swap on their old
   value). A session that still exists here is never removed by a pull.
-- Nothing leaves unscanned: push checks what it sends (the messages the remote does
-  not hold yet, the header, pins, plan, compactions) with the store's secret rules and
-  refuses, naming session, message index and rule, unless `allow_secrets`.
+- Nothing leaves unscanned: push checks every file version and commit message it
+  sends (only what the remote lacks) with the store's secret rules and refuses, naming
+  session, message index and rule (or the file, for an older version), unless
+  `allow_secrets`.
 - A remote that is down or refuses fails with one line before any branch here moves.
 """
 
