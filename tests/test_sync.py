@@ -411,3 +411,18 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     assert again["sessions"] == [{"id": sid, "result": "up to date"}]
     assert [c["result"] for c in again["code"]] == ["refused"]
     assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
+
+
+def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
+    sid = make(home, tag="t", redact=False)
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    head = store.head(sid)
+    for title in (f"deploy {TOKEN}", "deploy"):  # the secret is gone from the head only
+        head = store.commit(
+            head, Change(header={**head.header, "title": title}), event="rename", subject="r"
+        )
+    store.close()
+    cli("remote", "add", "origin", bare_remote.url)
+    line = cli("push", sid, code=1).stderr.strip().splitlines()[-1]
+    assert "session.json: github-token" in line and "earlier version" in line
+    assert refs(bare_remote.bare, "refs/heads/") == {}
