@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.store import remotes
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
@@ -426,3 +427,28 @@ def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
     line = cli("push", sid, code=1).stderr.strip().splitlines()[-1]
     assert "session.json: github-token" in line and "earlier version" in line
     assert refs(bare_remote.bare, "refs/heads/") == {}
+
+
+def test_prune_never_deletes_a_branch_that_moved_on_the_remote(cli, home, bare_remote, monkeypatch):
+    gone = make(home, tag="gone")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    cli("delete", gone, "--yes")
+    main = refs(bare_remote.bare)["refs/heads/main"]
+    ref = f"refs/heads/sessions/{gone}"
+    real = remotes.missing
+
+    def someone_pushes_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        git(bare_remote.bare, "update-ref", ref, main)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(remotes, "missing", someone_pushes_meanwhile)
+    pruned = summary(cli, home, "push", "--prune", code=1)
+    assert pruned["sessions"] == [
+        {
+            "id": gone,
+            "result": "refused",
+            "detail": "changed on the remote meanwhile; run gitsessions pull",
+        }
+    ]
+    assert refs(bare_remote.bare)[ref] == main  # the newer value stays
