@@ -153,7 +153,8 @@ def cmd_pull(
 ) -> None:
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
-    fork (nothing is lost). Sessions deleted here are not re-created."""
+    fork (nothing is lost). A session deleted here, or on a machine that pushed its
+    deletes, is never re-created; a pull never deletes one."""
     store = _state(ctx).store
     report = sync.pull(store, remote, progress=_progress)
     if code:
