@@ -274,3 +274,21 @@ def test_a_long_batch_is_split_into_chunks_of_at_most_256_lines(store, home):
     assert store.transcript(head) == batch
     assert store.read(head, "context") == batch
     fsck(home)
+
+
+def test_a_fork_of_a_diverged_line_counts_what_that_line_spent_since_the_merge_base(store):
+    from gitsessions.values.records import add_usage, empty_usage
+
+    head = store.create(new_header(new_id(), now_iso(), title="t"), Change(context=[]))
+    spent = add_usage(empty_usage(), "m", 100, 10, 0.5)
+    base = store.commit(head, Change(usage=spent), event="turn", subject="turn 1")
+    spent = add_usage(add_usage(spent, "m", 40, 4, 0.25), "other", 1, 1, 0.0)
+    tip = store.commit(base, Change(usage=spent), event="turn", subject="turn 2")
+    plain = store.fork(tip, new_id(), title=None, created_at=now_iso())
+    assert store.read(plain, "usage") == empty_usage()  # a fork starts at zero
+    pulled = store.fork(tip, new_id(), title=None, created_at=now_iso(), fork_point=base.commit)
+    usage = store.read(pulled, "usage")
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["requests"]) == (41, 5, 2)
+    assert usage["cost_usd"] == 0.25
+    assert set(usage["by_model"]) == {"m", "other"}
+    assert usage["by_model"]["m"]["prompt_tokens"] == 40

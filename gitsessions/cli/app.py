@@ -24,6 +24,7 @@ from gitsessions.cli import (
     exec_cmd,
     manage,
     search,
+    sync_cmd,
 )
 from gitsessions.cli.hooks_cmd import register as register_hooks
 from gitsessions.cli.picker import bare_resume
@@ -98,6 +99,7 @@ compact_cmd.register(app)
 doctor_cmd.register(app)
 register_hooks(app)
 diff_cmd.register(app)
+sync_cmd.register(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

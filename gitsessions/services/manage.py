@@ -11,7 +11,7 @@ from gitsessions.services import chat_history, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
-from gitsessions.store import background, maintenance
+from gitsessions.store import background, maintenance, remotes
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -87,6 +87,7 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Non
     def run() -> None:
         with Lease(store.home, session_id) as lease:
             deleted.append(store.head(session_id))
+            remotes.forget_session(store.git, session_id)  # its objects go with it
             store.delete(deleted[0])
             Catalog(store).forget(session_id)
             SearchIndex(store).forget(session_id)

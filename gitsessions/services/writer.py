@@ -122,6 +122,31 @@ def _retrying(
     raise AssertionError("unreachable")
 
 
+def fork(
+    store: SessionStore,
+    source: Head,
+    new_id: str,
+    *,
+    title: str | None,
+    created_at: str,
+    fork_point: bytes | None = None,
+    operation: str | None,
+    **extra: Any,
+) -> Head:
+    """A new session forked from `source` (any head of a session, also one fetched from
+    a remote): its one fork commit and its branch."""
+    return audited(
+        store,
+        operation,
+        source.id,
+        lambda: store.fork(
+            source, new_id, title=title, created_at=created_at, fork_point=fork_point
+        ),
+        fork=new_id,
+        **extra,
+    )
+
+
 def create(
     store: SessionStore,
     header: dict[str, Any],

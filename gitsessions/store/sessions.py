@@ -55,7 +55,7 @@ from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
-from gitsessions.values.records import HEADER_FORMAT, empty_usage
+from gitsessions.values.records import HEADER_FORMAT, empty_usage, usage_since
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 JSON_FILES = {
@@ -346,27 +346,43 @@ class SessionStore:
                 session_id, base, change, event, subject, trailers or {}, None, when=when
             )
 
-    def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
+    def fork(
+        self,
+        source: Head,
+        new_id: str,
+        *,
+        title: str | None,
+        created_at: str,
+        fork_point: bytes | None = None,
+    ) -> Head:
         """A new session on a commit whose parent is `source`'s head; nothing is copied.
-        Its usage starts at zero: the parent's requests stay counted once, in the parent."""
+        `fork_point` (default: that head) is what the header and trailer name: a pull's
+        fork of a diverged line names the merge base. Its usage starts at zero: the
+        parent's requests stay counted once, in the parent."""
+        point = (fork_point or source.commit).decode()
         header = dict(source.header)
         header.pop("format", None)
         header.pop("counts", None)
         header.update(
             id=new_id,
             parent_id=source.id,
-            fork_point=source.commit.decode(),
+            fork_point=point,
             created_at=created_at,
             updated_at=created_at,
         )
         if title is not None:
             header["title"] = title
-        trailers = {"Parent-Session": source.id, "Fork-Point": source.commit.decode()}
+        trailers = {"Parent-Session": source.id, "Fork-Point": point}
+        usage = empty_usage()
+        if fork_point is not None and fork_point != source.commit:
+            # a pull's fork of a diverged line: what that line spent since the merge base
+            then = self.head_at(source.id, fork_point).header.get("usage") or empty_usage()
+            usage = usage_since(source.header.get("usage") or empty_usage(), then)
         try:
             return self._write(
                 new_id,
                 source,
-                Change(header=header, usage=empty_usage()),
+                Change(header=header, usage=usage),
                 "fork",
                 f"fork: from {source.id[:8]}",
                 trailers,

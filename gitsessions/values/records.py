@@ -53,6 +53,27 @@ def add_usage(
     return {**bump(usage), "by_model": by_model}
 
 
+def usage_since(now: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+    """What was spent between two usage dicts of one line of history (`now` - `then`)."""
+
+    def minus(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in USAGE_TOTAL_KEYS:
+            if key == "cost_usd":
+                out[key] = max(0.0, round(float(a.get(key, 0.0)) - float(b.get(key, 0.0)), 8))
+            else:
+                out[key] = max(0, int(a.get(key, 0)) - int(b.get(key, 0)))
+        return out
+
+    earlier = then.get("by_model") or {}
+    by_model = {
+        model: spent
+        for model, counters in (now.get("by_model") or {}).items()
+        if any((spent := minus(counters, earlier.get(model, {}))).values())
+    }
+    return {**minus(now, then), "by_model": by_model}
+
+
 def new_header(
     session_id: str,
     created_at: str,

@@ -1,0 +1,520 @@
+"""Sync: sessions pushed to and pulled from git remotes.
+
+Invariants:
+- Nothing is ever lost or forced. A push sends a session only when the remote's branch
+  is absent or an ancestor of ours; the remote itself compares each ref with the old
+  value we saw (the git protocol's compare-and-swap). A pull only creates branches,
+  fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
+  line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
+  merge base), committed through `services.writer`.
+- A session whose lease is held (a running agent) is not moved; it is reported and
+  left for the next pull.
+- Deletes travel only on purpose. Deleted ids (`store.tombstones`) sync as a set union
+  through the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
+  fast-forward of the remote's): a pull never creates a session deleted on either
+  side, and only `push --prune` deletes remote branches (compare-and-swap on their old
+  value). A session that still exists here is never removed by a pull.
+- Nothing leaves unscanned: push checks every file version and commit message it
+  sends (only what the remote lacks) with the store's secret rules and refuses, naming
+  session, message index and rule (or the file, for an older version), unless
+  `allow_secrets`.
+- A remote that is down or refuses fails with one line before any branch here moves.
+"""
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services import writer
+from gitsessions.services.code_sync import CodeOutcome, CodeSession, fetch_code, push_code
+from gitsessions.store import remotes, tombstones
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.errors import StoreError
+from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.mainbranch import MAIN_REF
+from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
+from gitsessions.store.sessions import Head, SessionStore, ref_name
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import BadUsage, GitsessionsError
+from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
+from gitsessions.values.secrets import may_hold_secret, redact, redact_value
+
+ZERO = b"0" * 40
+NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
+Progress = Callable[[str], None]
+
+
+class SecretsInPush(GitsessionsError):
+    """What a push would send holds a secret; nothing was sent."""
+
+
+@dataclass
+class Outcome:
+    id: str
+    result: str  # push: new, updated, up to date, diverged, behind, pruned, refused
+    detail: str = ""  # pull: created, updated, unchanged, forked, busy, deleted here, refused
+    fork: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "result": self.result}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.fork:
+            out["fork"] = self.fork
+        return out
+
+
+@dataclass
+class Report:
+    remote: str
+    url: str  # masked
+    sessions: list[Outcome] = field(default_factory=list)
+    remaining_deleted: int = 0  # push: remote copies of sessions deleted here
+    tombstones: int = 0  # deleted ids known after the sync
+    code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for outcome in self.sessions:
+            out[outcome.result] = out.get(outcome.result, 0) + 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "url": self.url,
+            "summary": self.counts(),
+            "remaining_deleted": self.remaining_deleted,
+            "tombstones": self.tombstones,
+            "sessions": [o.as_dict() for o in self.sessions],
+            **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
+        }
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def pick_remote(store: SessionStore, name: str | None) -> str:
+    """The named remote, else the only one, else `origin`."""
+    known = remotes.remotes(store.git)
+    if name is not None:
+        remotes.url_of(store.git, name)
+        return name
+    if len(known) == 1:
+        return next(iter(known))
+    if "origin" in known:
+        return "origin"
+    if not known:
+        raise BadUsage("no remote yet: gitsessions remote add NAME URL")
+    raise BadUsage(f"several remotes ({', '.join(sorted(known))}): name one")
+
+
+# -- tombstones --------------------------------------------------------------------------
+
+
+def _merge_tombstones(
+    store: SessionStore, name: str, refs: dict[bytes, bytes]
+) -> tuple[set[str], set[str]]:
+    """Fold the remote's deleted ids into ours; (every deleted id, the remote's)."""
+    remote_dead: set[str] = set()
+    tip = refs.get(TOMBSTONES)
+    if tip is not None and remotes.has(store.git, tip):
+        remote_dead = remotes.tombstone_ids(store.git, tip)
+    local = tombstones.deleted(store.git.path)
+    for sid in sorted(remote_dead - local):
+        tombstones.record(store.git.path, sid)
+    return local | remote_dead, remote_dead
+
+
+def _fetch_tombstones(
+    store: SessionStore, name: str, url: str, progress: Progress
+) -> tuple[dict[bytes, bytes], set[str], set[str]]:
+    """The remote's refs, with its tombstone commit fetched, tracked, and merged into
+    ours. The caller holds the store's shared lock."""
+    refs = remotes.fetch(
+        store.git, url, lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [], progress
+    )
+    if TOMBSTONES in refs:
+        remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
+    dead, remote_dead = _merge_tombstones(store, name, refs)
+    return refs, dead, remote_dead
+
+
+# -- push --------------------------------------------------------------------------------
+
+
+def push(
+    store: SessionStore,
+    remote: str | None,
+    ids: list[str] | None,
+    *,
+    prune: bool = False,
+    allow_secrets: bool = False,
+    progress: Progress = _quiet,
+) -> Report:
+    """Push session branches (`ids`, or all when None); see the module's invariants."""
+    git = store.git
+    name = pick_remote(store, remote)
+    url = remotes.url_of(git, name)
+    local = store.ids()
+    chosen = sorted(local) if ids is None else sorted({store.resolve(i) for i in ids})
+    report = Report(name, remotes.mask(url))
+    with git.locked():
+        progress(f"reading {remotes.mask(url)}")
+        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress)
+        report.tombstones = len(dead)
+        plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
+        outcomes: dict[str, Outcome] = {}
+        for sid in chosen:
+            outcome, old = _push_decision(store, sid, local[sid], refs.get(ref_name(sid)))
+            outcomes[sid] = outcome
+            if outcome.result in ("new", "updated"):
+                plan[ref_name(sid)] = (old, local[sid])
+        sessions_plan = dict(plan)
+        stale = sorted(sid for sid in dead if sid not in local and ref_name(sid) in refs)
+        if prune:
+            for sid in stale:
+                plan[ref_name(sid)] = (refs[ref_name(sid)], ZERO)
+                outcomes[sid] = Outcome(sid, "pruned")
+        else:
+            report.remaining_deleted = len(stale)
+        if dead - remote_dead:
+            tip = refs.get(TOMBSTONES)
+            commit = remotes.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
+            plan[TOMBSTONES] = (tip, commit)
+        main = git.ref(MAIN_REF)
+        if main is not None and MAIN_REF not in refs:
+            plan[MAIN_REF] = (None, main)
+        if plan:
+            planned = remotes.Planned(
+                {new for _old, new in plan.values() if new != ZERO},
+                {sha for sha in refs.values() if sha != ZERO},
+                [],
+            )
+            planned.entries = remotes.missing(git, planned.wants, planned.haves)
+            if sessions_plan and not allow_secrets:
+                progress(f"scanning {len(sessions_plan)} sessions for secrets")
+                _scan_sent(store, planned.entries, sessions_plan)
+            progress(f"sending {len(sessions_plan)} sessions")
+            status = _send(git, url, plan, progress, planned)
+            _record_sent(store, name, plan, status, outcomes)
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
+    return report
+
+
+def _push_decision(
+    store: SessionStore, sid: str, mine: bytes, theirs: bytes | None
+) -> tuple[Outcome, bytes | None]:
+    git = store.git
+    if theirs is None:
+        return Outcome(sid, "new"), None
+    if theirs == mine:
+        return Outcome(sid, "up to date"), theirs
+    if remotes.has(git, theirs) and remotes.is_ancestor(git, theirs, mine):
+        return Outcome(sid, "updated"), theirs
+    if remotes.has(git, theirs) and remotes.is_ancestor(git, mine, theirs):
+        return Outcome(sid, "behind", "run gitsessions pull"), theirs
+    return Outcome(sid, "diverged", "run gitsessions pull"), theirs
+
+
+def _send(
+    git: Any,
+    url: str,
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+    progress: Progress,
+    planned: remotes.Planned,
+) -> dict[bytes, str | None]:
+    moved_meanwhile: list[bytes] = []
+
+    def updates(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        out: dict[bytes, bytes] = {}
+        for ref, (expected, new) in plan.items():
+            if old.get(ref) != expected:  # the remote moved since we looked
+                moved_meanwhile.append(ref)
+                continue
+            out[ref] = new
+        return out
+
+    status = remotes.send(git, url, updates, progress, planned)
+    for ref in moved_meanwhile:
+        status[ref] = "changed on the remote meanwhile; run gitsessions pull"
+    return status
+
+
+def _record_sent(
+    store: SessionStore,
+    name: str,
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+    status: dict[bytes, str | None],
+    outcomes: dict[str, Outcome],
+) -> None:
+    """Remote-tracking refs follow what the remote accepted; refusals are reported."""
+    moved: dict[bytes, bytes | None] = {}
+    for ref, (_old, new) in plan.items():
+        why = status.get(ref, "not sent")
+        sid = ref[len(SESSIONS) :].decode() if ref.startswith(SESSIONS) else None
+        if why is None:
+            moved[ref] = None if new == ZERO else new
+        elif sid is not None and sid in outcomes:
+            outcomes[sid] = Outcome(sid, "refused", why)
+    if moved:
+        remotes.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
+
+
+def _scan_sent(
+    store: SessionStore,
+    entries: list[remotes.Entry],
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+) -> None:
+    """Scan every blob and commit message the push would send. Only text holding one
+    of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
+    session, message index and rule."""
+    found: list[str] = []
+    for sha, type_num, path in entries:
+        if type_num not in (remotes.BLOB, remotes.COMMIT):
+            continue
+        text = store.git.raw(sha)[1].decode("utf-8", "replace")
+        if not may_hold_secret(text):
+            continue
+        where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
+        for rule in sorted(_rules_in(text, path, type_num)):
+            found.append(f"{where}: {rule}")
+    if found:
+        _scan(store, plan)  # names the session and message when it can
+        raise SecretsInPush(
+            f"refusing to push: {'; '.join(found[:3])}{' (and more)' if len(found) > 3 else ''}"
+            " in an earlier version of a session's files; nothing was sent "
+            "(--allow-secrets sends it anyway)"
+        )
+
+
+def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:
+    """The rules that match in one object's text, read as the store reads it."""
+    if type_num == remotes.COMMIT:
+        return set(redact(text.split("\n\n", 1)[-1])[1])
+    values: list[Any] = []
+    try:
+        if path.endswith(b".jsonl"):
+            values = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            values = [json.loads(text)]
+    except ValueError:
+        return set(redact(text)[1])
+    rules: set[str] = set()
+    for value in values:
+        rules |= set(redact_value(value)[1])
+    return rules
+
+
+def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) -> None:
+    """Refuse the whole push at the first secret found in what it would send."""
+    found: list[str] = []
+    for ref, (old, new) in sorted(plan.items()):
+        sid = ref[len(SESSIONS) :].decode()
+        head = store.head_at(sid, new)
+        start = 0
+        if old is not None and remotes.has(store.git, old):
+            start = store.head_at(sid, old).counts.get("messages", 0)
+        for index, record in enumerate(store.records(head, start), start):
+            _, rules = redact_value(record.get("message"))
+            found += [f"session {short(sid)} message {index}: {r}" for r in sorted(rules)]
+        extras: list[tuple[str, Any]] = [("session.json", head.header)]
+        extras += [(what, store.read(head, what)) for what in ("pins", "plan", "compactions")]
+        for where, value in extras:
+            _, rules = redact_value(value)
+            found += [f"session {short(sid)} {where}: {r}" for r in sorted(rules)]
+        if len(found) >= 3:
+            break
+    if found:
+        more = " (and more)" if len(found) > 3 else ""
+        raise SecretsInPush(
+            f"refusing to push: {'; '.join(found[:3])}{more}; nothing was sent "
+            "(--allow-secrets sends it anyway)"
+        )
+
+
+# -- pull --------------------------------------------------------------------------------
+
+
+def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet) -> Report:
+    """Fetch the remote's session branches and bring each here; see the invariants."""
+    git = store.git
+    name = pick_remote(store, remote)
+    url = remotes.url_of(git, name)
+    report = Report(name, remotes.mask(url))
+    with git.locked():
+        progress(f"reading {remotes.mask(url)}")
+        _refs, dead, _remote_dead = _fetch_tombstones(store, name, url, progress)
+        local = store.ids()
+
+        def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
+            return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
+
+        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local))
+        theirs = {
+            sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
+        }
+        tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
+        if TOMBSTONES in refs:
+            tracked[TOMBSTONES] = refs[TOMBSTONES]
+        remotes.set_tracking(git, name, tracked, replace=True)
+        report.tombstones = len(dead)
+        progress(f"merging {len(theirs)} sessions")
+        outcomes: dict[str, Outcome] = {}
+        new: dict[bytes, bytes] = {}
+        for sid, sha in sorted(_sessions(refs).items()):
+            mine = local.get(sid)
+            if sid not in theirs:
+                outcomes[sid] = Outcome(sid, "deleted here", "not created")
+            elif mine == sha:
+                outcomes[sid] = Outcome(sid, "unchanged")
+            elif mine is None:
+                try:
+                    _checked(store, sid, sha)
+                    new[ref_name(sid)] = sha
+                except StoreError as error:
+                    outcomes[sid] = Outcome(sid, "refused", str(error))
+            else:
+                outcomes[sid] = _bring(store, name, sid, mine, sha)
+        created = remotes.create_refs(git, new)  # a few fsyncs, not one per session
+        for ref in new:
+            sid = ref[len(SESSIONS) :].decode()
+            outcomes[sid] = (
+                Outcome(sid, "created")
+                if ref in created
+                else Outcome(sid, "busy", "created here meanwhile; pull again")
+            )
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
+    return report
+
+
+def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for ref, sha in refs.items():
+        if ref.startswith(SESSIONS):
+            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
+            if is_session_id(sid):
+                out[sid] = sha
+    return out
+
+
+def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes) -> Outcome:
+    """A session both sides have, at different commits."""
+    git = store.git
+    try:
+        remote_head = _checked(store, sid, theirs)
+        if remotes.is_ancestor(git, theirs, mine):
+            return Outcome(sid, "unchanged")
+        try:
+            lease = Lease(store.home, sid)
+        except SessionInUse:
+            return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
+        with lease:
+            if remotes.is_ancestor(git, mine, theirs):
+                with git.ref_locked(ref_name(sid)):
+                    if git.move_ref(ref_name(sid), mine, theirs):
+                        return Outcome(sid, "updated")
+                return Outcome(sid, "busy", "changed here meanwhile; pull again")
+            if _forked_before(store, sid, theirs):
+                return Outcome(sid, "unchanged", "its diverged line was forked before")
+            base = remotes.merge_base(git, mine, theirs)
+            fork = writer.fork(
+                store,
+                remote_head,
+                new_id(),
+                title=_fork_title(remote_head, name),
+                created_at=now_iso(),
+                fork_point=base,
+                operation="pull",
+            )
+            return Outcome(sid, "forked", "diverged", fork=fork.id)
+    except RemoteError:
+        raise
+    except StoreError as error:
+        return Outcome(sid, "refused", str(error))
+
+
+def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
+    """Whether a fork of `sid` here already holds the remote's line (an earlier pull
+    forked it): then there is nothing new to bring."""
+    for header in Catalog(store).headers():
+        if header.get("parent_id") == sid and remotes.is_ancestor(
+            store.git, theirs, str(header["head"]).encode()
+        ):
+            return True
+    return False
+
+
+def _checked(store: SessionStore, sid: str, sha: bytes) -> Head:
+    """The remote's head of `sid`, read and checked: a readable header of this id."""
+    head = store.head_at(sid, sha)
+    if head.header.get("id") != sid:
+        raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+    return head
+
+
+def _fork_title(head: Head, remote: str) -> str:
+    title = str(head.header.get("title") or short(head.id))
+    mark = f" (from {remote})"
+    return title[: MAX_TITLE - len(mark)] + mark
+
+
+# -- code snapshots ----------------------------------------------------------------------
+
+
+def push_snapshots(
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+) -> None:
+    """After a push: each session it covered sends its code snapshots too."""
+    sessions = [
+        CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {})
+        for o in report.sessions
+        if o.result in ("new", "updated", "up to date")
+    ]
+    report.code = push_code(sessions, code_remote, env)
+
+
+def fetch_snapshots(
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+) -> None:
+    """After a pull: each session it brought fetches its code snapshots (a fork of the
+    remote's line gets the original's, under its own id)."""
+    sessions: list[CodeSession] = []
+    for o in report.sessions:
+        if o.result in ("created", "updated"):
+            sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
+        elif o.result == "forked" and o.fork:
+            workspace = store.head(o.fork).header.get("workspace") or {}
+            sessions.append(CodeSession(o.fork, o.id, workspace))
+    report.code = fetch_code(sessions, code_remote, env)
+
+
+# -- remotes -----------------------------------------------------------------------------
+
+
+def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
+    """Configure a remote; returns its URL as stored (a local path made absolute)."""
+    url = remotes.normalize(url, cwd)
+    writer.audited(
+        store, "remote add", None, lambda: remotes.add(store.git, name, url), remote=name
+    )
+    return url
+
+
+def list_remotes(store: SessionStore) -> list[dict[str, str]]:
+    """Each remote with its URL masked and its kind."""
+    return [
+        {"name": name, "url": remotes.mask(url), "kind": remotes.kind(url)}
+        for name, url in sorted(remotes.remotes(store.git).items())
+    ]
+
+
+def remove_remote(store: SessionStore, name: str) -> int:
+    """Forget a remote and its remote-tracking refs (nothing on the remote changes)."""
+    return writer.audited(
+        store, "remote remove", None, lambda: remotes.remove(store.git, name), remote=name
+    )

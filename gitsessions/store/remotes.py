@@ -1,0 +1,504 @@
+"""Remotes of the store: their configuration, and objects moved to and from them.
+
+Invariants:
+- A remote is git's own `[remote "NAME"]` section of `store.git/config` (`url`, and a
+  `fetch` refspec for the session branches), so stock git sees and can use it.
+- A URL's credentials never leave this module in full: every message names a remote
+  by `mask(url)` (`https://***@host/...`, `ssh://user:***@host/...`).
+- Fetched objects are only written while the caller holds the store's shared lock, and
+  are named by a ref (a session branch or a remote-tracking ref) before it is released,
+  so a purge never removes them in between.
+- Nothing here moves a session branch. Remote-tracking refs
+  (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
+  1,000 sessions makes one fsync, not 1,000.
+- The remote's refs move only through the git protocol's own compare-and-swap: each
+  update carries the old value the remote advertised, and the remote refuses it if the
+  ref moved since. Nothing is ever forced.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from dulwich.client import LocalGitClient, get_transport_and_path
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
+from dulwich.pack import generate_unpacked_objects
+
+from gitsessions.store.dulwich_private import GatheringSubprocessClient
+from gitsessions.store.errors import StoreError
+from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
+from gitsessions.store.refpack import packed_lock, read_loose, read_packed
+from gitsessions.store.repo import GitStore, private_files
+from gitsessions.values.errors import BadUsage
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
+SESSIONS = b"refs/heads/sessions/"
+TOMBSTONES = b"refs/gitsessions/tombstones"
+AUTHOR = b"gitsessions <gitsessions@localhost>"
+BLOB, COMMIT = Blob.type_num, Commit.type_num
+REUSE_DELTAS_FROM = 2000  # objects in a push
+Progress = Callable[[str], None]
+
+
+class RemoteError(StoreError):
+    """A remote could not be reached, or refused what was asked; nothing changed here."""
+
+
+class UnknownRemote(StoreError):
+    """No remote of that name is configured."""
+
+    exit_code = 2
+
+
+# -- names and URLs ------------------------------------------------------------------------
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name) or name.endswith(".lock") or ".." in name:
+        raise BadUsage(
+            f"invalid remote name {name[:40]!r}: letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def kind(url: str) -> str:
+    """path, file, ssh, git, http or https; `BadUsage` for anything else (`ext::`...)."""
+    if not url or any(ord(c) < 32 for c in url):
+        raise BadUsage("a remote URL must be one line and not empty")
+    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    if scheme in ("file", "ssh", "git", "http", "https"):
+        return scheme
+    if scheme == "git+ssh" or scheme == "ssh+git":
+        return "ssh"
+    if scheme:
+        raise BadUsage(
+            f"unsupported remote URL scheme {scheme!r}: use a path, file://, ssh://, "
+            "user@host:path, git:// or http(s)://"
+        )
+    if "::" in url:
+        raise BadUsage("remote helpers (`transport::address`) are not supported")
+    if SCP.match(url) and not url.startswith(("/", "./", "../")):
+        return "ssh"
+    return "path"
+
+
+def mask(url: str) -> str:
+    """`url` without its secrets: an http(s) user part (often a token) and any password
+    become `***`."""
+    if "://" not in url:
+        if SCP.match(url) and "@" in url.split(":", 1)[0]:
+            return url  # ssh's user@host:path carries no secret
+        return url
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    if parts.scheme.lower() in ("http", "https") or parts.username is None:
+        user = "***"
+    else:
+        user = parts.username + (":***" if parts.password is not None else "")
+    return urlunsplit((parts.scheme, f"{user}@{host}", parts.path, parts.query, ""))
+
+
+def normalize(url: str, cwd: Path) -> str:
+    """A local path made absolute (a remote must not depend on where it was added)."""
+    if kind(url) == "path":
+        return str((cwd / Path(url).expanduser()).absolute())
+    return url
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def remotes(git: GitStore) -> dict[str, str]:
+    """`{name: url}` of every configured remote."""
+    config = git.repo.get_config()
+    out: dict[str, str] = {}
+    for section in config.sections():
+        if len(section) == 2 and section[0] == b"remote":
+            with contextlib.suppress(KeyError):
+                out[section[1].decode("utf-8", "replace")] = config.get(section, b"url").decode(
+                    "utf-8", "replace"
+                )
+    return out
+
+
+def url_of(git: GitStore, name: str) -> str:
+    found = remotes(git)
+    if name not in found:
+        known = ", ".join(sorted(found)) or "none yet: gitsessions remote add NAME URL"
+        raise UnknownRemote(f"no remote named {name!r} (remotes: {known})")
+    return found[name]
+
+
+def add(git: GitStore, name: str, url: str) -> None:
+    check_name(name)
+    kind(url)
+    if name in remotes(git):
+        raise BadUsage(f"remote {name!r} already exists; remove it first")
+    config = git.repo.get_config()
+    section = (b"remote", name.encode())
+    config.set(section, b"url", url.encode())
+    config.set(
+        section, b"fetch", b"+refs/heads/sessions/*:refs/remotes/%s/sessions/*" % name.encode()
+    )
+    with private_files():  # the URL may hold credentials: the file stays 0600
+        config.write_to_path()
+
+
+def remove(git: GitStore, name: str) -> int:
+    """Forget the remote and its remote-tracking refs; returns how many refs went."""
+    url_of(git, name)
+    config = git.repo.get_config()
+    del config[(b"remote", name.encode())]
+    with private_files():
+        config.write_to_path()
+    return set_tracking(git, name, {}, replace=True)
+
+
+# -- remote-tracking refs ------------------------------------------------------------------
+
+
+def tracking_prefix(name: str) -> bytes:
+    return b"refs/remotes/" + name.encode() + b"/"
+
+
+def _tracking_name(name: str, remote_ref: bytes) -> bytes:
+    if remote_ref.startswith(b"refs/heads/sessions/"):
+        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
+
+
+def set_tracking(
+    git: GitStore, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
+) -> int:
+    """Set the remote-tracking refs of `name` for `refs` (remote ref names; None removes
+    one), in one `packed-refs` write; with `replace`, every other one of this remote
+    goes too. Returns how many were removed."""
+    prefix = tracking_prefix(name)
+    for file in [n for n in read_loose(git.path) if n.startswith(prefix)]:
+        with contextlib.suppress(FileNotFoundError):
+            (git.path / os.fsdecode(file)).unlink()  # only stock git writes them loose
+    with packed_lock(git.path) as commit:
+        packed = read_packed(git.path / "packed-refs")
+        new = dict(packed)
+        if replace:
+            new = {n: s for n, s in new.items() if not n.startswith(prefix)}
+        for ref, sha in refs.items():
+            if sha is None:
+                new.pop(_tracking_name(name, ref), None)
+            else:
+                new[_tracking_name(name, ref)] = sha
+        if new != packed:
+            commit(new)
+        return len([n for n in packed if n.startswith(prefix) and n not in new])
+
+
+def create_refs(git: GitStore, refs: dict[bytes, bytes], batch: int = 256) -> set[bytes]:
+    """Create the absent refs of `refs` in `packed-refs` (one fsynced write per `batch`,
+    not one per ref), each while holding its branch's flock and only if it is absent
+    (loose or packed): compare-and-swap from nothing. Returns the names created. The
+    caller holds `git.locked()`."""
+    created: set[bytes] = set()
+    names = sorted(refs)
+    for start in range(0, len(names), batch):
+        with contextlib.ExitStack() as stack:
+            chunk = names[start : start + batch]
+            for name in chunk:
+                stack.enter_context(git.ref_locked(name))
+            with packed_lock(git.path) as commit:
+                packed = read_packed(git.path / "packed-refs")
+                new = {
+                    n: refs[n]
+                    for n in chunk
+                    if n not in packed and not (git.path / os.fsdecode(n)).exists()
+                }
+                if new:
+                    commit({**packed, **new})
+                created |= set(new)
+    return created
+
+
+def forget_session(git: GitStore, session_id: str) -> None:
+    """Drop every remote-tracking ref of a session deleted here, so a purge reaches its
+    objects."""
+    suffix = b"/sessions/" + session_id.encode()
+    with packed_lock(git.path) as commit:
+        packed = read_packed(git.path / "packed-refs")
+        kept = {
+            n: s
+            for n, s in packed.items()
+            if not (n.startswith(b"refs/remotes/") and n.endswith(suffix))
+        }
+        if kept != packed:
+            commit(kept)
+
+
+# -- talking to a remote -------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _talking(url: str, what: str) -> Iterator[None]:
+    """Any failure of the transport becomes one `RemoteError` line with the URL masked."""
+    shown = mask(url)
+    try:
+        yield
+    except NotGitRepository:
+        raise RemoteError(
+            f"cannot {what} {shown}: not a git repository (create one with `git init --bare`)"
+        ) from None
+    except (HangupException, GitProtocolError) as error:
+        raise RemoteError(f"cannot {what} {shown}: {_clean(str(error), url)}") from None
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise RemoteError(f"cannot {what} {shown}: {_clean(reason, url)}") from None
+    except Exception as error:  # urllib3 and ssh errors: one line, never the credentials
+        if type(error).__module__.startswith(("urllib3", "dulwich", "http")):
+            reason = _clean(str(error) or type(error).__name__, url)
+            raise RemoteError(f"cannot {what} {shown}: {reason}") from None
+        raise
+
+
+def _clean(text: str, url: str) -> str:
+    """An error text with the URL's secrets masked wherever they appear."""
+    text = text.replace(url, mask(url))
+    if "://" in url:
+        parts = urlsplit(url)
+        secrets = [parts.password]
+        if parts.scheme.lower() in ("http", "https"):
+            secrets.append(parts.username)
+        for secret in secrets:
+            if secret and len(secret) >= 3:
+                text = text.replace(secret, "***")
+    return " ".join(text.split())[:300]
+
+
+def _client(url: str, thin: bool = True) -> tuple[object, str]:
+    """dulwich's client for `url`. A repository on this machine is served by stock git
+    when it is installed (`git receive-pack` / `upload-pack`, as `git push` to a path
+    does): dulwich's in-process other side walks and packs several times slower."""
+    client, path = get_transport_and_path(url, thin_packs=thin)
+    if isinstance(client, LocalGitClient) and shutil.which("git"):
+        return GatheringSubprocessClient(thin_packs=thin), path
+    return client, path
+
+
+def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], None] | None:
+    """dulwich's and git's progress as lines for `progress`, at most one a second (they
+    report every object: 140,000 lines for a 1,000-session pull), but each `done`."""
+    if progress is None:
+        return None
+    last = [0.0]
+
+    def relay(data: bytes) -> None:
+        for line in data.decode("utf-8", "replace").replace("\r", "\n").split("\n"):
+            line = line.strip()
+            now = time.monotonic()
+            if line and (now - last[0] >= every or line.endswith(("done.", "done"))):
+                last[0] = now
+                progress(line)
+
+    return relay
+
+
+def remote_refs(url: str) -> dict[bytes, bytes]:
+    """The refs the remote advertises (no objects move)."""
+    with _talking(url, "read"):
+        client, path = _client(url)
+        result = client.get_refs(path)  # type: ignore[attr-defined]
+        refs = getattr(result, "refs", result)
+        return {k: v for k, v in dict(refs).items() if v is not None}
+
+
+def fetch(
+    git: GitStore,
+    url: str,
+    wants: Callable[[dict[bytes, bytes]], list[bytes]],
+    progress: Progress | None = None,
+    thin: bool = True,
+) -> dict[bytes, bytes]:
+    """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
+    returns the remote's refs as advertised. The caller holds `git.locked()`. `thin`
+    lets the remote send deltas against objects we have (fewer bytes for an
+    incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
+    indexes about a fifth faster."""
+    chosen: list[dict[bytes, bytes]] = []
+
+    def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
+        clean = {k: v for k, v in refs.items() if v is not None and v != ZERO_SHA}
+        chosen.append(clean)
+        return [sha for sha in wants(clean) if sha not in git.repo.object_store]
+
+    with _talking(url, "fetch from"):
+        client, path = _client(url, thin)
+        client.fetch(path, git.repo, determine_wants=determine, progress=_report(progress))  # type: ignore[attr-defined]
+    return chosen[0] if chosen else {}
+
+
+def send(
+    git: GitStore,
+    url: str,
+    updates: Callable[[dict[bytes, bytes]], dict[bytes, bytes]],
+    progress: Progress | None = None,
+    planned: "Planned | None" = None,
+) -> dict[bytes, str | None]:
+    """Push: `updates(remote refs)` returns `{ref: new sha}` (ZERO_SHA deletes) for the
+    refs to change; each update carries the advertised old value (compare-and-swap on
+    the remote). Returns `{ref: None when it moved, else why not}`."""
+    asked: dict[bytes, bytes] = {}
+
+    def update_refs(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        asked.update(updates({k: v for k, v in old.items() if v is not None}))
+        return dict(asked)
+
+    def generate(have: set[bytes], want: set[bytes], **kwargs: object) -> object:
+        if planned is not None and planned.haves == have and planned.wants == want:
+            entries = planned.entries  # walked (and scanned) already
+        else:
+            entries = missing(git, want, have)
+        if progress is not None:
+            progress(f"sending {len(entries)} objects")
+        return len(entries), generate_unpacked_objects(
+            git.repo.object_store,
+            [(sha, None) for sha, _type, _path in entries],
+            # the store's own packed deltas, never searched again; finding them reads
+            # every record of every pack, so a small push sends its objects whole
+            reuse_deltas=len(entries) >= REUSE_DELTAS_FROM,
+            ofs_delta=bool(kwargs.get("ofs_delta", True)),
+        )
+
+    with _talking(url, "push to"):
+        client, path = _client(url)
+        result = client.send_pack(path, update_refs, generate, progress=_report(progress))  # type: ignore[attr-defined]
+    status = dict(getattr(result, "ref_status", None) or {})
+    return {ref: _status(status.get(ref)) for ref in asked}
+
+
+def _status(value: object) -> str | None:
+    if value is None:
+        return None
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    return " ".join(text.split())[:200] or "refused"
+
+
+# -- history and the tombstone set ---------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """What a push will send, walked before it connects (so it can be scanned)."""
+
+    wants: set[bytes]
+    haves: set[bytes]
+    entries: list[Entry]
+
+
+def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
+    """The objects `wants` need that the remote lacks, knowing it has `haves`: commits
+    down to the first one it has (session histories are linear), and of their trees
+    what the trees of those boundary commits do not already hold. Read raw, as `gc`'s
+    walk does (several times faster than dulwich's object finder)."""
+    known = {sha for sha in haves if has(git, sha)}
+    boundary: list[bytes] = []
+    frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
+    seen_commits: set[bytes] = set()
+    while frontier:
+        sha = frontier.pop()
+        if sha in seen_commits:
+            continue
+        seen_commits.add(sha)
+        _tree, parents = _parse_commit(git.raw(sha)[1])
+        for parent in parents:
+            (boundary if parent in known else frontier).append(parent)
+    reached = Walk()
+    reached.seen |= known
+    for sha in boundary:
+        stack = [_parse_commit(git.raw(sha)[1])[0]]
+        while stack:
+            tree = stack.pop()
+            if tree in reached.seen:
+                continue
+            reached.seen.add(tree)
+            for mode, _name, item in _parse_tree(git.raw(tree)[1]):
+                if mode == 0o040000:
+                    stack.append(item)
+                elif mode != 0o160000:
+                    reached.seen.add(item)
+    for sha in sorted(wants):
+        _walk_one(git, sha, reached, None)
+    return reached.entries
+
+
+def has(git: GitStore, sha: bytes) -> bool:
+    return sha in git.repo.object_store
+
+
+def ancestors(git: GitStore, sha: bytes, stop: set[bytes] | None = None) -> Iterator[bytes]:
+    """`sha` and every commit it descends from, nearest first (breadth-first); a commit
+    in `stop` is yielded but not walked past."""
+    seen: set[bytes] = set()
+    frontier = [sha]
+    while frontier:
+        following: list[bytes] = []
+        for current in frontier:
+            if current in seen:
+                continue
+            seen.add(current)
+            yield current
+            if stop is not None and current in stop:
+                continue
+            commit = git.get(current)
+            if isinstance(commit, Commit):
+                following.extend(commit.parents)
+        frontier = following
+
+
+def is_ancestor(git: GitStore, older: bytes, newer: bytes) -> bool:
+    return any(sha == older for sha in ancestors(git, newer))
+
+
+def merge_base(git: GitStore, one: bytes, other: bytes) -> bytes | None:
+    """The nearest commit both descend from (session histories are linear)."""
+    mine = set(ancestors(git, one))
+    return next((sha for sha in ancestors(git, other) if sha in mine), None)
+
+
+def tombstone_ids(git: GitStore, commit_id: bytes) -> set[str]:
+    """The deleted session ids a tombstone commit lists (its `deleted` file)."""
+    commit = git.get(commit_id)
+    if not isinstance(commit, Commit):
+        return set()
+    tree = git.get(commit.tree)
+    if not isinstance(tree, Tree) or b"deleted" not in tree:
+        return set()
+    text = git.blob_bytes(tree[b"deleted"][1]).decode("ascii", "replace")
+    return {line for line in text.split() if re.fullmatch(r"[0-9a-f]{32}", line)}
+
+
+def tombstone_commit(git: GitStore, ids: set[str], parents: list[bytes], when: int) -> bytes:
+    """A commit whose `deleted` file lists `ids` (sorted), on top of `parents`; its
+    objects are written (the caller holds `git.locked()` and names it by a ref)."""
+    blob = Blob.from_string("".join(f"{i}\n" for i in sorted(ids)).encode())
+    tree = Tree()
+    tree.add(b"deleted", 0o100644, blob.id)
+    commit = Commit()
+    commit.tree = tree.id
+    commit.parents = parents
+    commit.author = commit.committer = AUTHOR
+    commit.author_time = commit.commit_time = when
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.encoding = b"UTF-8"
+    commit.message = f"tombstones: {len(ids)} deleted sessions\n".encode()
+    git.add_objects([blob, tree, commit])
+    return commit.id

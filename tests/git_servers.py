@@ -1,0 +1,132 @@
+"""Real git servers on 127.0.0.1 for the sync tests: `git daemon` and smart HTTP through
+stock `git http-backend` (CGI, run per request by a small threaded HTTP server)."""
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    for _ in range(200):
+        if process.poll() is not None:
+            raise RuntimeError(f"git daemon exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("git daemon did not start listening")
+
+
+@contextmanager
+def git_daemon(root: Path) -> Iterator[str]:
+    """`git daemon` serving every repository under `root`, pushes allowed; yields the
+    base URL (`git://127.0.0.1:PORT`)."""
+    port = free_port()
+    process = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+         f"--base-path={root}", "--listen=127.0.0.1", f"--port={port}", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_listening(port, process)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _dechunk(stream: "socket.SocketIO | object") -> bytes:
+    body = b""
+    while True:
+        size = int(stream.readline().split(b";")[0].strip(), 16)  # type: ignore[attr-defined]
+        if size == 0:
+            stream.readline()  # type: ignore[attr-defined]
+            return body
+        body += stream.read(size)  # type: ignore[attr-defined]
+        stream.readline()  # type: ignore[attr-defined]
+
+
+class _Backend(BaseHTTPRequestHandler):
+    root: Path
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._cgi(b"")
+
+    def do_POST(self) -> None:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = _dechunk(self.rfile)
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._cgi(body)
+
+    def _cgi(self, body: bytes) -> None:
+        path, _, query = self.path.partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(self.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "REMOTE_USER": "tester",  # enables receive-pack
+            "REMOTE_ADDR": "127.0.0.1",
+            "REQUEST_METHOD": self.command,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": str(self.root),
+        }
+        if self.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+        if self.headers.get("Git-Protocol"):
+            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+        result = subprocess.run(
+            ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
+        )
+        head, _, content = result.stdout.partition(b"\r\n\r\n")
+        if not _:
+            head, _, content = result.stdout.partition(b"\n\n")
+        status = 200
+        headers: list[tuple[str, str]] = []
+        for line in head.decode("latin-1").splitlines():
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+
+@contextmanager
+def git_http(root: Path) -> Iterator[str]:
+    """Smart HTTP for every repository under `root` (stock `git http-backend`); yields
+    the base URL (`http://127.0.0.1:PORT`)."""
+    handler = type("Backend", (_Backend,), {"root": root})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

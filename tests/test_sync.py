@@ -1,0 +1,454 @@
+"""Sync through real remotes: two homes push and pull through a bare repository path,
+`git daemon` on 127.0.0.1 and smart HTTP (`git http-backend`) on 127.0.0.1, all started
+here. Stock git checks every remote afterwards (`clone --mirror`, `fsck --strict`)."""
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store import remotes
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+from tests.conftest import fsck, git
+from tests.git_servers import free_port, git_daemon, git_http
+
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+
+
+@dataclass
+class Remote:
+    url: str
+    bare: Path  # the repository on the server side, for stock git to inspect
+
+
+@pytest.fixture(params=["path", "daemon", "http"])
+def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Remote]:
+    root = tmp_path / "server"
+    root.mkdir()
+    bare = root / "sessions.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    if request.param == "path":
+        yield Remote(str(bare), bare)
+    elif request.param == "daemon":
+        with git_daemon(root) as base:
+            yield Remote(f"{base}/sessions.git", bare)
+    else:
+        with git_http(root) as base:
+            yield Remote(f"{base}/sessions.git", bare)
+
+
+@pytest.fixture
+def bare_remote(tmp_path: Path) -> Remote:
+    bare = tmp_path / "server" / "sessions.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    return Remote(str(bare), bare)
+
+
+@pytest.fixture
+def other(tmp_path: Path) -> Iterator[Path]:
+    """A second machine's home; checked by stock git afterwards like the first."""
+    path = tmp_path / "home-b"
+    yield path
+    if (path / "store.git" / "HEAD").exists():
+        fsck(path)
+
+
+def make(home: Path, turns: int = 2, tag: str = "", redact: bool = True) -> str:
+    store = SessionStore(home, redact=redact, background_maintenance=False)
+    try:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a coding agent."}
+        head = store.create(
+            new_header(sid, now_iso(), title=f"session {tag}"),
+            Change(context=[system], append=[system]),
+        )
+        for n in range(turns):
+            head = _turn(store, head, f"{tag} question {n}", f"{tag} answer {n}")
+        return sid
+    finally:
+        store.close()
+
+
+def _turn(store: SessionStore, head, prompt: str, reply: str):  # type: ignore[no-untyped-def]
+    msgs = [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+    context = store.read(head, "context") + msgs
+    return store.commit(head, Change(context=context, append=msgs), event="turn", subject="turn")
+
+
+def say(home: Path, sid: str, text: str) -> None:
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        _turn(store, store.head(sid), text, f"reply to {text}")
+    finally:
+        store.close()
+
+
+def contents(home: Path, sid: str) -> list[str]:
+    store = SessionStore(home)
+    try:
+        return [m["content"] for m in store.transcript(store.head(sid))]
+    finally:
+        store.close()
+
+
+def header(home: Path, sid: str) -> dict:  # type: ignore[type-arg]
+    store = SessionStore(home)
+    try:
+        return dict(store.head(sid).header)
+    finally:
+        store.close()
+
+
+def refs(path: Path, prefix: str = "refs/") -> dict[str, str]:
+    out = git(path, "for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout
+    return {name: sha for name, sha in (line.split() for line in out.splitlines())}
+
+
+def summary(cli, home: Path, *args: str, code: int = 0) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    result = cli("--home", str(home), *args, "--json", code=code)
+    return json.loads(result.stdout)
+
+
+def results(report: dict) -> dict[str, str]:  # type: ignore[type-arg]
+    return {s["id"]: s["result"] for s in report["sessions"]}
+
+
+def check_remote(remote: Remote, tmp_path: Path) -> None:
+    """Stock git mirrors the remote through its URL and finds nothing wrong."""
+    mirror = tmp_path / f"mirror-{free_port()}.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--mirror", remote.url, str(mirror)], check=True, timeout=120
+    )
+    for repo in (mirror, remote.bare):
+        result = git(repo, "fsck", "--strict", "--no-progress", check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert refs(mirror, "refs/heads/sessions/") == refs(remote.bare, "refs/heads/sessions/")
+
+
+def test_two_homes_create_fast_forward_no_op_and_fork(cli, home, other, remote, tmp_path):
+    one, two = make(home, tag="one"), make(home, tag="two")
+    cli("remote", "add", "origin", remote.url)
+    cli("archive", one)
+    pushed = summary(cli, home, "push", "--all")
+    assert results(pushed) == {one: "new", two: "new"}
+
+    # a second machine starts from an empty home
+    cli("--home", str(other), "remote", "add", "origin", remote.url)
+    pulled = summary(cli, other, "pull")
+    assert results(pulled) == {one: "created", two: "created"}
+    assert contents(other, two) == contents(home, two)
+    assert header(other, one)["archived"] is True  # the flag travels
+    listed = json.loads(cli("--home", str(other), "list", "--include-archived", "--json").stdout)
+    assert {row["id"] for row in listed} == {one, two}
+
+    # no-op both ways
+    assert set(results(summary(cli, other, "pull")).values()) == {"unchanged"}
+    assert set(results(summary(cli, home, "push", "--all")).values()) == {"up to date"}
+
+    # fast-forward (the caches were filled before it)
+    assert json.loads(cli("--home", str(other), "search", "question", "--json").stdout)
+    say(home, one, "more from one")
+    assert results(summary(cli, home, "push", one)) == {one: "updated"}
+    assert results(summary(cli, other, "pull"))[one] == "updated"
+    assert contents(other, one) == contents(home, one)
+    found = cli("--home", str(other), "search", "more from one", "--include-archived", "--json")
+    hits = json.loads(found.stdout)
+    assert one in {hit["session"] for hit in hits}  # the caches follow the moved branch
+
+    # both sides change: nothing is lost
+    base = refs(home / "store.git")[f"refs/heads/sessions/{two}"]
+    say(home, two, "only on the laptop")
+    say(other, two, "only on the server")
+    cli("--home", str(home), "push", two)
+    refused = summary(cli, other, "push", two, code=1)
+    assert refused["sessions"] == [
+        {"id": two, "result": "diverged", "detail": "run gitsessions pull"}
+    ]
+    forked = summary(cli, other, "pull")["sessions"]
+    fork = next(s for s in forked if s["id"] == two)
+    assert fork["result"] == "forked" and fork["detail"] == "diverged"
+    ours, theirs = contents(other, two), contents(other, fork["fork"])
+    for text in [*contents(home, two), "only on the server"]:
+        assert text in ours + theirs
+    assert "only on the server" in ours and "only on the laptop" in theirs
+    forked_header = header(other, fork["fork"])
+    assert forked_header["parent_id"] == two and forked_header["fork_point"] == base
+    assert forked_header["title"].endswith("(from origin)")
+    # the next pull finds the diverged line already here
+    assert results(summary(cli, other, "pull"))[two] == "unchanged"
+    assert results(summary(cli, other, "push", fork["fork"])) == {fork["fork"]: "new"}
+    check_remote(remote, tmp_path)
+
+
+def test_deletes_travel_only_on_purpose(cli, home, other, remote, tmp_path):
+    keep, gone = make(home, tag="keep"), make(home, tag="gone")
+    cli("remote", "add", "origin", remote.url)
+    cli("push", "--all")
+    cli("--home", str(other), "remote", "add", "origin", remote.url)
+    cli("--home", str(other), "pull")
+
+    cli("delete", gone, "--yes")
+    result = cli("push", "--all")
+    assert "1 sessions deleted here still have a copy" in result.stderr
+    assert f"refs/heads/sessions/{gone}" in refs(remote.bare)  # without --prune it stays
+    assert "refs/gitsessions/tombstones" in refs(remote.bare)
+
+    # the deleted session is not re-created here, nor on a new machine
+    assert results(summary(cli, home, "pull"))[gone] == "deleted here"
+    assert f"refs/heads/sessions/{gone}" not in refs(home / "store.git")
+    fresh = tmp_path / "home-c"
+    cli("--home", str(fresh), "remote", "add", "origin", remote.url)
+    assert results(summary(cli, fresh, "pull")) == {keep: "created", gone: "deleted here"}
+    # a machine that still has it keeps it: a pull never deletes
+    assert results(summary(cli, other, "pull"))[gone] == "unchanged"
+    assert results(summary(cli, other, "push", "--prune")) == {}  # it is no delete of its
+    assert f"refs/heads/sessions/{gone}" in refs(remote.bare)
+
+    pruned = summary(cli, home, "push", "--prune")
+    assert results(pruned) == {gone: "pruned"} and pruned["remaining_deleted"] == 0
+    assert f"refs/heads/sessions/{gone}" not in refs(remote.bare)
+    assert f"refs/heads/sessions/{keep}" in refs(remote.bare)
+    fsck(fresh)
+    check_remote(remote, tmp_path)
+
+
+def test_a_secret_is_refused_before_anything_leaves(cli, home, bare_remote):
+    clean = make(home, tag="clean")
+    leaky = make(home, tag="leaky", redact=False)
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    _turn(store, store.head(leaky), f"deploy with {TOKEN}", "done")
+    store.close()
+    cli("remote", "add", "origin", bare_remote.url)
+    result = cli("push", "--all", code=1)
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: refusing to push: ")
+    assert f"session {leaky[:8]} message 5: github-token" in line
+    assert TOKEN not in result.stderr + result.stdout
+    assert refs(bare_remote.bare, "refs/heads/") == {}  # nothing was sent, not even clean
+    pushed = summary(cli, home, "push", "--all", "--allow-secrets")
+    assert results(pushed) == {clean: "new", leaky: "new"}
+
+
+def test_a_remote_that_is_down_changes_nothing_here(cli, home, tmp_path):
+    sid = make(home)
+    port = free_port()  # nothing listens there
+    urls = {
+        "path": str(tmp_path / "no-such.git"),
+        "daemon": f"git://127.0.0.1:{port}/x.git",
+        "http": f"https://tok:s3cretpass@127.0.0.1:{port}/x.git",
+    }
+    for name, url in urls.items():
+        cli("remote", "add", name, url)
+    listed = cli("remote", "list").stdout
+    assert "s3cretpass" not in listed and "tok" not in listed
+    assert f"https://***@127.0.0.1:{port}/x.git" in listed
+    assert (home / "store.git" / "config").stat().st_mode & 0o777 == 0o600  # it holds one
+    before = refs(home / "store.git")
+    for name in urls:
+        for args in (["push", name, sid], ["pull", name]):
+            result = cli(*args, code=1)
+            errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+            assert len(errors) == 1 and errors[0].startswith("error: cannot "), result.stderr
+            assert "s3cretpass" not in result.stderr and "tok:" not in result.stderr
+    assert refs(home / "store.git") == before
+    assert "s3cretpass" not in (home / "audit.jsonl").read_text()
+    cli("remote", "remove", "http")
+    assert "http" not in cli("remote", "list").stdout
+    # stock git sees the remotes in the store's config
+    assert git(home / "store.git", "remote").stdout.split() == ["daemon", "path"]
+
+
+def test_a_pull_leaves_a_session_an_agent_holds(cli, home, other, bare_remote):
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid)
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "newer")
+    cli("push", sid)
+    before = refs(other / "store.git")[f"refs/heads/sessions/{sid}"]
+    with Lease(other, sid):  # a running agent
+        held = summary(cli, other, "pull")["sessions"]
+        why = "in use by a running agent; left for the next pull"
+        assert held == [{"id": sid, "result": "busy", "detail": why}]
+        assert refs(other / "store.git")[f"refs/heads/sessions/{sid}"] == before
+    assert results(summary(cli, other, "pull")) == {sid: "updated"}
+    assert contents(other, sid) == contents(home, sid)
+
+
+def test_bad_remote_names_and_urls_are_usage_errors(cli, home):
+    for args in (["remote", "add", "bad name", "/x"], ["remote", "add", "ok", "ext::sh -c x"]):
+        result = cli(*args, code=2)
+        assert result.stderr.startswith("error: ")
+    cli("remote", "add", "origin", "user@example.org:sessions.git")
+    assert cli("remote", "add", "origin", "/elsewhere", code=2).stderr.startswith("error: ")
+    assert cli("push", code=2).stderr.startswith("error: say which sessions")
+    assert cli("remote", "remove", "nope", code=2).stderr.startswith("error: no remote")
+    assert cli("push", "orgin", "--all", code=2).stderr.startswith("error: no remote named")
+
+
+def test_urls_are_classified_and_their_credentials_masked():
+    from gitsessions.store.remotes import kind, mask
+
+    assert kind("/srv/sessions.git") == "path" and kind("../s.git") == "path"
+    assert kind("file:///srv/s.git") == "file" and kind("git://h/s.git") == "git"
+    assert kind("ssh://me@h:2222/s.git") == "ssh" and kind("me@host:s.git") == "ssh"
+    assert kind("https://h/s.git") == "https"
+    assert mask("https://ghp_token123@github.com/me/s.git") == "https://***@github.com/me/s.git"
+    assert mask("https://me:pw12345@h:8443/s.git") == "https://***@h:8443/s.git"
+    assert mask("ssh://me:pw12345@h/s.git") == "ssh://me:***@h/s.git"
+    assert mask("me@host:s.git") == "me@host:s.git"  # no secret in scp-style
+    assert mask("/srv/s.git") == "/srv/s.git"
+
+
+def test_delete_drops_the_remote_tracking_refs_and_doctor_stays_clean(
+    cli, home, other, bare_remote
+):
+    sid, kept = make(home, tag="a"), make(home, tag="b")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    assert f"refs/remotes/origin/sessions/{sid}" in refs(home / "store.git")
+    cli("delete", sid, "--yes")
+    assert not [r for r in refs(home / "store.git") if sid in r]  # purge reached it all
+    assert f"refs/remotes/origin/sessions/{kept}" in refs(home / "store.git")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, kept, "here")
+    say(other, kept, "there")
+    cli("push", kept)
+    cli("--home", str(other), "pull")
+    for where in (home, other):
+        assert json.loads(cli("--home", str(where), "doctor", "--json").stdout)["healthy"]
+
+
+def test_without_stock_git_dulwich_serves_a_local_path(cli, home, other, bare_remote, monkeypatch):
+    monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, home, "push", sid)) == {sid: "new"}
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, other, "pull")) == {sid: "created"}
+    say(home, sid, "again")
+    assert results(summary(cli, home, "push", sid)) == {sid: "updated"}
+    assert results(summary(cli, other, "pull")) == {sid: "updated"}
+    assert contents(other, sid) == contents(home, sid)
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project repository with one commit, its `origin` a bare repository."""
+    proj, origin = tmp_path / "project", tmp_path / "project-origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    (proj / "app.py").write_text("print('v1')\n")
+    _pgit(proj, "add", "app.py")
+    _pgit(proj, "commit", "-q", "-m", "v1")
+    _pgit(proj, "remote", "add", "origin", str(origin))
+    return proj, origin
+
+
+def _pgit(repo: Path, *args: str) -> str:
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.org"]
+    return subprocess.run(
+        ["git", *ident, "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _snapshot(proj: Path, sid: str, text: str) -> str:
+    """Stand-in for the worktree issue's snapshot: a commit named by the session's ref."""
+    (proj / "app.py").write_text(text)
+    _pgit(proj, "commit", "-q", "-am", text)
+    _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", "HEAD")
+    return _pgit(proj, "rev-parse", "HEAD")
+
+
+def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_path):
+    proj, origin = _project(tmp_path)
+    store = SessionStore(home, background_maintenance=False)
+    sid = new_id()
+    workspace = {"path": str(proj), "repo_root": str(proj), "branch": None, "head": None}
+    head = store.create(new_header(sid, now_iso(), title="code", workspace=workspace), Change())
+    _turn(store, head, "write v2", "done")
+    store.close()
+    v2 = _snapshot(proj, sid, "print('v2')\n")
+    cli("remote", "add", "origin", bare_remote.url)
+    pushed = summary(cli, home, "push", sid, "--code")
+    assert pushed["code"] == [{"id": sid, "result": "pushed", "detail": "to origin"}]
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v2
+    again = summary(cli, home, "push", sid, "--code")
+    assert again["code"] == [{"id": sid, "result": "up to date"}]
+
+    # the other machine gets the code of its sessions (the ref is gone here first)
+    _pgit(proj, "update-ref", "-d", f"refs/gitsessions/snapshots/{sid}")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    pulled = summary(cli, other, "pull", "--code")
+    assert pulled["code"] == [{"id": sid, "result": "fetched", "detail": "from origin"}]
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
+
+    # a diverged line forked by the pull gets the remote's snapshots under its own id
+    say(home, sid, "laptop turn")
+    say(other, sid, "server turn")
+    v3 = _snapshot(proj, sid, "print('v3')\n")
+    cli("--home", str(home), "push", sid, "--code")
+    _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", v2)  # the server's code
+    forked = summary(cli, other, "pull", "--code")
+    fork = forked["sessions"][0]["fork"]
+    assert forked["code"] == [{"id": fork, "result": "fetched", "detail": "from origin"}]
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == v3
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
+    # never forced: the project's remote refuses to move the original's snapshot back
+    refused = summary(cli, other, "push", fork, sid, "--code", code=1)
+    results_code = {c["id"]: c["result"] for c in refused["code"]}
+    assert results_code == {fork: "pushed"}  # the diverged session itself did not go
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
+    # the project's remote never has a snapshot moved back (v3 -> v2 is refused)
+    again = summary(cli, home, "push", sid, "--code")
+    assert again["sessions"] == [{"id": sid, "result": "up to date"}]
+    assert [c["result"] for c in again["code"]] == ["refused"]
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
+
+
+def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
+    sid = make(home, tag="t", redact=False)
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    head = store.head(sid)
+    for title in (f"deploy {TOKEN}", "deploy"):  # the secret is gone from the head only
+        head = store.commit(
+            head, Change(header={**head.header, "title": title}), event="rename", subject="r"
+        )
+    store.close()
+    cli("remote", "add", "origin", bare_remote.url)
+    line = cli("push", sid, code=1).stderr.strip().splitlines()[-1]
+    assert "session.json: github-token" in line and "earlier version" in line
+    assert refs(bare_remote.bare, "refs/heads/") == {}
+
+
+def test_prune_never_deletes_a_branch_that_moved_on_the_remote(cli, home, bare_remote, monkeypatch):
+    gone = make(home, tag="gone")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    cli("delete", gone, "--yes")
+    main = refs(bare_remote.bare)["refs/heads/main"]
+    ref = f"refs/heads/sessions/{gone}"
+    real = remotes.missing
+
+    def someone_pushes_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        git(bare_remote.bare, "update-ref", ref, main)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(remotes, "missing", someone_pushes_meanwhile)
+    pruned = summary(cli, home, "push", "--prune", code=1)
+    assert pruned["sessions"] == [
+        {
+            "id": gone,
+            "result": "refused",
+            "detail": "changed on the remote meanwhile; run gitsessions pull",
+        }
+    ]
+    assert refs(bare_remote.bare)[ref] == main  # the newer value stays
