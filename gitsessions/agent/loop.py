@@ -132,6 +132,7 @@ class Agent:
         cost: Cost,
         events: Events | None = None,
         workspace_head: Callable[[], str | None] = lambda: None,
+        code_snapshot: Callable[[str], str | None] | None = None,
     ) -> None:
         self.session = session
         self.client = client
@@ -141,6 +142,9 @@ class Agent:
         self.cost = cost
         self.events = events or Events()
         self.workspace_head = workspace_head
+        # takes a code snapshot (its message) -> its commit in the project, or None
+        self.code_snapshot = code_snapshot
+        self._snapshot: str | None = None  # the newest snapshot this agent recorded
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
 
@@ -266,13 +270,22 @@ class Agent:
         """Checkpoint a step, its subject saying what `message` did; a failure (disk full, a
         lost race...) raises `ReplyNotSaved` carrying `result`, so the reply is not lost."""
         subject = step_subject(self.session.turn, step, message)
+        fresh = bool(message.get("tool_calls"))  # a reply alone changed no file
         try:
-            self.session.checkpoint(subject, trailers=self._trailers(step))
+            self.session.checkpoint(subject, trailers=self._trailers(step, fresh))
         except (OSError, GitsessionsError) as error:
             raise ReplyNotSaved(error, result) from error
 
-    def _trailers(self, step: int) -> dict[str, Any]:
-        return {"Step": step, "Workspace-Head": self.workspace_head()}
+    def _trailers(self, step: int, fresh: bool = True) -> dict[str, Any]:
+        """A step's trailers; `fresh`: take a new code snapshot (the prompt's step, and a
+        step that ran tools), else name the last one."""
+        trailers: dict[str, Any] = {"Step": step, "Workspace-Head": self.workspace_head()}
+        if self.code_snapshot is not None:
+            if fresh or self._snapshot is None:
+                label = f"session {self.session.id[:8]} turn {self.session.turn}.{step}"
+                self._snapshot = self.code_snapshot(f"gitsessions snapshot: {label}")
+            trailers["Code-Snapshot"] = self._snapshot
+        return trailers
 
     # -- budget --------------------------------------------------------------------------
 
@@ -409,7 +422,7 @@ class Agent:
         self.session.record(record, **reply_meta(partial, self.config.model))
         subject = step_subject(self.session.turn, step, record, cut=True)
         try:
-            self.session.checkpoint(subject, trailers=self._trailers(step))
+            self.session.checkpoint(subject, trailers=self._trailers(step, fresh=False))
         except (OSError, GitsessionsError) as error:
             self.events.notice(f"the partial reply is not saved yet: {error}")
 

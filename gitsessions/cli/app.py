@@ -15,7 +15,17 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli import (
+    chat,
+    compact_cmd,
+    doctor_cmd,
+    exchange,
+    exec_cmd,
+    manage,
+    rewind_cmd,
+    search,
+    worktree_cmd,
+)
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -85,6 +95,8 @@ exchange.register(app)
 search.register(app)
 compact_cmd.register(app)
 doctor_cmd.register(app)
+worktree_cmd.register(app)
+rewind_cmd.register(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

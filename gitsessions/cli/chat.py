@@ -1,6 +1,7 @@
 """`gitsessions chat`: the interactive session."""
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -79,6 +80,7 @@ def cmd_chat(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
     ] = 50,
@@ -118,6 +120,7 @@ def cmd_chat(
         max_steps=max_steps,
         stream=True,
         all_sessions=all_sessions,
+        snapshots=options.snapshot_settings(state, no_snapshots),
     ) as built:
         agent = built.agent
         history = History(state.home, redact=state.store.redact)
@@ -140,7 +143,7 @@ def cmd_chat(
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
         try:
             with interrupts_kept():
-                repl(agent, events, status=not quiet)
+                repl(agent, events, status=not quiet, workspace=built.workspace)
         finally:
             history.save(session.id)
             agent.save()
@@ -153,8 +156,10 @@ def cmd_chat(
             )
 
 
-def repl(agent: Agent, events: "ChatEvents", status: bool = True) -> None:
-    slash = Slash(agent, out, err)
+def repl(
+    agent: Agent, events: "ChatEvents", status: bool = True, workspace: Path | None = None
+) -> None:
+    slash = Slash(agent, out, err, workspace)
     while True:
         spent = agent.session.usage.get("cost_usd", 0.0)
         try:

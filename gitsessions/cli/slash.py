@@ -1,6 +1,8 @@
 """Slash commands inside `chat` (`\\cmd` or `/cmd`). Nothing here is sent to the model."""
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -8,7 +10,8 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services import manage
+from gitsessions.services import manage, points, worktrees
+from gitsessions.services.rewind import rewind
 from gitsessions.services.search import SearchIndex
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import check_title, short
@@ -20,6 +23,8 @@ HELP = [
     ("\\title TEXT", "set this session's title"),
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork", "save a checkpoint and fork this session (you stay here)"),
+    ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
+    ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "recent sessions"),
@@ -37,8 +42,11 @@ class Exit(Exception):
 
 
 class Slash:
-    def __init__(self, agent: Agent, out: Console, err: Console) -> None:
+    def __init__(
+        self, agent: Agent, out: Console, err: Console, workspace: Path | None = None
+    ) -> None:
         self.agent = agent
+        self.workspace = workspace
         self.out = out
         self.err = err
         self.commands: dict[str, Callable[[str], Turn | None]] = {
@@ -48,6 +56,7 @@ class Slash:
             "title": self.title,
             "info": self.info,
             "fork": self.fork,
+            "rewind": self.rewind,
             "pin": self.pin,
             "plan": self.plan,
             "sessions": self.sessions,
@@ -156,14 +165,39 @@ class Slash:
             table.add_row(Text(key, style="bold"), Text(one_line(value)))
         self.err.print(table)
 
-    def fork(self, _: str) -> None:
+    def fork(self, rest: str) -> None:
         self.agent.save()
         session = self.agent.session
+        if rest.split()[:1] == ["--worktree"]:
+            title = rest.removeprefix("--worktree").strip() or None
+            forked = worktrees.fork(session.store, dict(os.environ), session.id, title=title)
+            self._say(
+                f"forked: {forked.head.id} with worktree {forked.worktree['path']} on branch "
+                f"{forked.worktree['branch']} (you are still in {short(session.id)}; "
+                f"`gitsessions chat --resume {short(forked.head.id)}` works in it)"
+            )
+            return
         head = manage.fork(session.store, session.id)
         self._say(
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
         )
+
+    def rewind(self, text: str) -> None:
+        if not text.strip():
+            self._say("usage: \\rewind N (the turn to go back to)")
+            return
+        from gitsessions.cli.rewind_cmd import report, session_workspace
+
+        turn = points.parse_turn(text)
+        self.agent.save()
+        session = self.agent.session
+        workspace = self.workspace or session_workspace(session.head, None)
+        done = rewind(
+            session.store, dict(os.environ), session.id, turn, workspace=workspace, lease_held=True
+        )
+        session.adopt(done.head)
+        report(self.err, done)
 
     def pin(self, text: str) -> None:
         if not text.strip():

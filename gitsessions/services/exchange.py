@@ -26,7 +26,7 @@ from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import check_title, is_session_id, new_id
 from gitsessions.values.messages import TRANSCRIPT_ONLY, InvalidMessages, validate_messages
-from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
+from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empty_workspace
 from gitsessions.values.secrets import redact_value
 
 EXPORT_FORMAT = "gitsessions.session/2"
@@ -166,7 +166,8 @@ def validate_export(doc: Any) -> None:
     for key in REQUIRED:
         if key not in doc:
             raise InvalidExport(f"missing {key!r}")
-    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS))
+    # a local mark (a worktree made on another machine) is accepted and dropped
+    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS) - set(LOCAL_ONLY_FIELDS))
     if unknown:
         raise InvalidExport(f"unknown field {unknown[0]!r}")
     if not is_session_id(doc["id"]):

@@ -55,7 +55,7 @@ from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
-from gitsessions.values.records import HEADER_FORMAT, empty_usage
+from gitsessions.values.records import HEADER_FORMAT, empty_usage, without_local_marks
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 JSON_FILES = {
@@ -184,9 +184,7 @@ class SessionStore:
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
         version = check_header(header, session_id)
-        return Head(
-            session_id, commit_id, commit.tree, upgrade_header(header, version), version
-        )
+        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
         tree = self.git.get(tree_id)
@@ -320,11 +318,23 @@ class SessionStore:
             session_id, None, change, event, subject, trailers or {}, None, when=when
         )
 
-    def fork(self, source: Head, new_id: str, *, title: str | None, created_at: str) -> Head:
-        """A new session on a commit whose parent is `source`'s head; nothing is copied."""
-        header = dict(source.header)
+    def fork(
+        self,
+        source: Head,
+        new_id: str,
+        *,
+        title: str | None,
+        created_at: str,
+        header_updates: Mapping[str, Any] | None = None,
+        trailers: Mapping[str, Any] | None = None,
+    ) -> Head:
+        """A new session on a commit whose parent is `source`'s head; nothing is copied.
+        Marks that belong to one session alone (a worktree) are not inherited;
+        `header_updates` sets the fork's own, `trailers` adds to its commit's."""
+        header = without_local_marks(source.header)
         header.pop("format", None)
         header.pop("counts", None)
+        header.update(header_updates or {})
         header.update(
             id=new_id,
             parent_id=source.id,
@@ -334,7 +344,11 @@ class SessionStore:
         )
         if title is not None:
             header["title"] = title
-        trailers = {"Parent-Session": source.id, "Fork-Point": source.commit.decode()}
+        all_trailers = {
+            "Parent-Session": source.id,
+            "Fork-Point": source.commit.decode(),
+            **(trailers or {}),
+        }
         try:
             return self._write(
                 new_id,
@@ -342,7 +356,7 @@ class SessionStore:
                 Change(header=header),
                 "fork",
                 f"fork: from {source.id[:8]}",
-                trailers,
+                all_trailers,
                 None,
             )
         except ObjectMissing:
