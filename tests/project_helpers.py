@@ -53,7 +53,11 @@ def user_state(root: Path) -> dict[str, str]:
         "staged": pgit(root, "diff", "--cached"),
         "stash": pgit(root, "stash", "list"),
         "status": pgit(root, "status", "--porcelain", "--untracked-files=all"),
-        "refs": pgit(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/stash"),
+        "refs": "".join(  # the user's own branches (a fork's gitsessions/<id8> is added)
+            line + "\n"
+            for line in pgit(root, "for-each-ref", "--format=%(refname)", "refs/heads").split()
+            if not line.startswith("refs/heads/gitsessions/")
+        ),
     }
 
 
