@@ -126,3 +126,35 @@ def test_rewind_chat_only_and_bad_turns(server, tmp_path, home):
     assert bad.returncode == 1 and "no turn 7" in bad.stderr
     bad = gitsessions("rewind", sid, "--to", "yesterday", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("error: expected turn:N")
+
+
+def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
+    from tests.test_chat import leave, say, spawn
+
+    root = make_project(tmp_path / "project")
+    child = spawn(server.base_url, root, "--auto-approve")
+    server.reply(content=None, tool_calls=[tool("write_file", path="one.txt", content="1\n")])
+    server.reply(content="wrote one")
+    server.reply(content="A title")
+    say(child, "write one")
+    files_one = working_files(root)
+    server.reply(content=None, tool_calls=[tool("write_file", path="two.txt", content="2\n")])
+    server.reply(content="wrote two")
+    say(child, "write two")
+    forked = say(child, "\\fork --worktree second try")
+    assert "forked: " in forked and "gitsessions/" in forked
+    fork_id = forked.split("forked: ")[1].split()[0]
+    path = home / "worktrees" / f"project-{fork_id[:8]}"
+    assert (path / "two.txt").read_text() == "2\n"
+    rewound = say(child, "\\rewind 1")
+    assert "D two.txt" in rewound and "back to turn 1" in rewound
+    assert working_files(root) == files_one
+    assert (path / "two.txt").exists()  # the fork's worktree is its own
+    server.reply(content="still here")
+    assert "still here" in say(child, "what now")
+    leave(child)
+    # the next request after the rewind held turn 1's context, not turn 2's
+    last = server.requests[-1]["messages"]
+    assert not any("write two" in (m.get("content") or "") for m in last)
+    assert any("write one" in (m.get("content") or "") for m in last)
+    fsck_project(root)
