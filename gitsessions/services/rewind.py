@@ -143,7 +143,7 @@ def _rewind_code(
     known = snapshots.trees_of(project, env, points.all_snapshots(store, head))
     if captured.tree not in known:
         newest = snapshots.newest(project, env, head.id)
-        against = newest[1] if newest else _empty_tree(project, env)
+        against = newest.tree if newest else _empty_tree(project, env)
         changed = [p for _s, p in _diff(project, env, against, captured.tree)]
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         shown = ", ".join(changed[:5]) + more

@@ -107,6 +107,15 @@ class Captured:
 
 
 @dataclass(frozen=True)
+class Previous:
+    """A recorded snapshot: its commit, tree and first parent (the HEAD it was on)."""
+
+    commit: str
+    tree: str
+    head: str | None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """A snapshot commit (maybe reused) and what it holds."""
 
@@ -117,28 +126,63 @@ class Snapshot:
     new: bool = True
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What `git status` says of the working tree against the index: the HEAD commit,
+    and the paths whose working-tree side differs or that are untracked."""
+
+    head: str | None
+    changed: tuple[bytes, ...]
+    raw: bytes
+
+
+def scan(project: Project, env: Mapping[str, str]) -> Scan:
+    """One read-only `git status` (no optional locks: the user's index is not even
+    refreshed)."""
+    done = git(
+        project.root,
+        env,
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=dirty",
+        extra={"GIT_OPTIONAL_LOCKS": "0"},
+    )
+    head: str | None = None
+    changed: list[bytes] = []
+    for entry in done.stdout.split(b"\0"):
+        if entry.startswith(b"# branch.oid "):
+            oid = entry[len(b"# branch.oid ") :].decode()
+            head = oid if oid != "(initial)" else None
+        elif entry.startswith(b"1 "):
+            fields = entry.split(b" ", 8)
+            if fields[1][1:2] != b".":
+                changed.append(fields[8])
+        elif entry.startswith(b"u "):
+            changed.append(entry.split(b" ", 10)[10])
+        elif entry.startswith(b"? "):
+            changed.append(entry[2:])
+    return Scan(head, tuple(changed), done.stdout)
+
+
 def capture(
-    project: Project, env: Mapping[str, str], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    project: Project,
+    env: Mapping[str, str],
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    scanned: Scan | None = None,
 ) -> Captured:
-    """The tree of the working tree as it is now (objects written, no commit, no ref)."""
+    """The tree of the working tree as it is now (objects written, no commit, no ref):
+    the changed paths go into a copy of the real index, whose tree is written."""
+    scanned = scanned or scan(project, env)
+    keep, left_out = _by_size(project.root, scanned.changed, max_file_bytes)
     with tempfile.TemporaryDirectory(prefix="gitsessions-snap-") as scratch:
         index = Path(scratch) / "index"
         if project.index.exists():
             shutil.copyfile(project.index, index)
         extra = {"GIT_INDEX_FILE": str(index), "GIT_OPTIONAL_LOCKS": "0"}
-        status = git(
-            project.root,
-            env,
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=dirty",
-            extra=extra,
-        )
-        changed = _worktree_changes(status.stdout)
-        keep, left_out = _by_size(project.root, changed, max_file_bytes)
         if keep:
             payload = b"".join(p + b"\0" for p in keep)
             git(
@@ -153,21 +197,7 @@ def capture(
                 extra=extra,
             )
         tree = out(git(project.root, env, "write-tree", extra=extra))
-    head = out(git(project.root, env, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False))
-    return Captured(tree, head or None, tuple(left_out))
-
-
-def _worktree_changes(porcelain: bytes) -> list[bytes]:
-    """Paths whose working-tree side differs from the index (modified, deleted, type
-    changed, unmerged) or that are untracked, from `status --porcelain=v1 -z`."""
-    paths: list[bytes] = []
-    for entry in porcelain.split(b"\0"):
-        if len(entry) < 4:
-            continue
-        x, y, path = entry[0:1], entry[1:2], entry[3:]
-        if y != b" " or x == b"U":
-            paths.append(path)
-    return paths
+    return Captured(tree, scanned.head, tuple(left_out))
 
 
 def _by_size(root: Path, paths: Iterable[bytes], limit: int) -> tuple[list[bytes], list[str]]:
@@ -186,20 +216,19 @@ def _by_size(root: Path, paths: Iterable[bytes], limit: int) -> tuple[list[bytes
     return keep, left_out
 
 
-def newest(project: Project, env: Mapping[str, str], session_id: str) -> tuple[str, str] | None:
-    """`(commit, tree)` of the session's newest snapshot, or None."""
+def newest(project: Project, env: Mapping[str, str], session_id: str) -> Previous | None:
+    """The session's newest snapshot, or None."""
     done = git(
         project.root,
         env,
         "for-each-ref",
-        "--format=%(objectname) %(tree)",
+        "--format=%(objectname) %(tree) %(parent)",
         snapshot_ref(session_id),
     )
-    line = out(done)
-    if not line:
+    fields = out(done).split()
+    if len(fields) < 2:
         return None
-    commit, _, tree = line.partition(" ")
-    return commit, tree
+    return Previous(fields[0], fields[1], fields[2] if len(fields) > 2 else None)
 
 
 def record(
@@ -208,23 +237,25 @@ def record(
     session_id: str,
     captured: Captured,
     message: str,
-    previous: tuple[str, str] | None,
+    previous: Previous | None,
 ) -> Snapshot:
     """Commit `captured` as the session's newest snapshot (or reuse `previous` when its
     tree and HEAD are the same). `SnapshotError` when the ref moved meanwhile."""
-    if previous is not None and previous[1] == captured.tree:
-        parents = out(git(project.root, env, "rev-parse", previous[0] + "^@")).split()
-        if (parents[:1] or [None])[0] == captured.head:
-            return Snapshot(previous[0], captured.tree, captured.head, captured.left_out, False)
+    if previous is not None and previous.tree == captured.tree:
+        on_head = previous.head == captured.head or (
+            captured.head is None and previous.head is not None  # unborn: parent is a snapshot
+        )
+        if on_head:
+            return Snapshot(previous.commit, captured.tree, captured.head, captured.left_out, False)
     args = ["commit-tree", captured.tree]
-    for parent in (captured.head, previous[0] if previous else None):
+    for parent in (captured.head, previous.commit if previous else None):
         if parent:
             args += ["-p", parent]
     body = message
     if captured.left_out:
         body += "\n\nLeft out (over the size limit):\n" + "\n".join(captured.left_out)
     commit = out(git(project.root, env, *args, input=body.encode(), extra=IDENTITY))
-    old = previous[0] if previous else ZERO
+    old = previous.commit if previous else ZERO
     git(project.root, env, "update-ref", snapshot_ref(session_id), commit, old)
     return Snapshot(commit, captured.tree, captured.head, captured.left_out, True)
 
@@ -275,6 +306,7 @@ class Snapshotter:
     _looked: bool = False
     _said_left_out: tuple[str, ...] = ()
     last: Snapshot | None = None
+    _signature: object = None
 
     def project(self) -> Project | None:
         if not self._looked:
@@ -293,7 +325,7 @@ class Snapshotter:
         if project is None:
             return None
         try:
-            snap = take(project, self.env, self.session_id, message, self.max_file_bytes)
+            snap = self._take(project, message)
         except SnapshotError as error:
             self.notes.append(f"note: no code snapshot this step: {error}")
             return None
@@ -305,6 +337,34 @@ class Snapshotter:
             self.notes.append(f"note: left out of the code snapshot (over {limit}): {shown}{more}")
         self.last = snap
         return snap.commit
+
+    def _take(self, project: Project, message: str) -> Snapshot:
+        """A snapshot; when `git status` says what it said last time and every file it
+        names has the same size, times and inode, the tree is the same: the last
+        snapshot is named again after that one git call."""
+        scanned = scan(project, self.env)
+        signature = (scanned.raw, _stats(project.root, scanned.changed))
+        last = self.last
+        if last is not None and signature == self._signature:
+            return Snapshot(last.commit, last.tree, last.head, last.left_out, False)
+        captured = capture(project, self.env, self.max_file_bytes, scanned)
+        previous = newest(project, self.env, self.session_id)
+        snap = record(project, self.env, self.session_id, captured, message, previous)
+        self._signature = signature
+        return snap
+
+
+def _stats(root: Path, paths: Iterable[bytes]) -> tuple[tuple[int, int, int, int], ...]:
+    """(size, mtime ns, ctime ns, inode) of each path (zeros when it is gone)."""
+    stats = []
+    for path in paths:
+        try:
+            st = os.lstat(os.path.join(bytes(root), path))
+        except OSError:
+            stats.append((0, 0, 0, 0))
+            continue
+        stats.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return tuple(stats)
 
 
 def size_text(size: int) -> str:
