@@ -88,7 +88,10 @@ class Project:
 
 def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
     """The working tree holding `path`, or None (not in a repository, or a bare one)."""
-    done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
+    try:
+        done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
+    except SnapshotError:  # no git at all
+        return None
     lines = out(done).splitlines()
     if done.returncode != 0 or len(lines) != 2 or not lines[0]:
         return None
