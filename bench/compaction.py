@@ -4,7 +4,11 @@ Invariant: the bench only reads bench/fixtures/*.json and writes one JSON report
 touches a session store. Each fixture is compacted in manual mode (clear, then summarize)
 with the real `compact` and the real token counter, so the numbers are the ones a user
 would see. A fact survives when it is an exact substring of the compacted context's text
-(message contents plus tool-call arguments: what the model reads next).
+(message contents plus tool-call arguments: what the model reads next). Each kept fact is
+reported by where it survived: in a message kept verbatim (or a pin), in the ledger
+gitsessions copies into the continuation note (paths, commands, plan), or only in the
+summarizer's prose. `prose-only-facts` holds facts no ledger can keep (a constraint in
+the middle of a long user message, a decision in a reply, an error inside a log).
 
 Without --base-url the summarizer is a deterministic local extractive one (first lines of
 the user messages and the first line of each assistant reply), so CI checks the plumbing;
@@ -25,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.compaction import CompactionError, Policy, Summarize, compact
-from gitsessions.services.continuation import SummaryRequest, SummaryResult
+from gitsessions.services.continuation import SummaryRequest, SummaryResult, is_note, note_data
+from gitsessions.services.ledger import LEDGER_HEADING
 from gitsessions.values.messages import text_of
 
 ROOT = Path(__file__).parent
 LOCAL = "local-extractive"
+SOURCES = ("kept", "ledger", "summary")
 
 
 def local_summarizer(request: SummaryRequest) -> SummaryResult:
@@ -95,6 +101,20 @@ def context_text(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def fact_source(fact: str, messages: Sequence[dict[str, Any]]) -> str:
+    """Where a kept fact survives, the first of: "kept" (a message kept verbatim, pins
+    included), "ledger" (the note's ledger: paths, commands, plan, copied by
+    gitsessions), "summary" (only the summarizer's prose keeps it)."""
+    kept = context_text([m for m in messages if not is_note(m)])
+    if fact in kept:
+        return "kept"
+    notes = "\n".join(note_data(m) for m in messages if is_note(m))
+    summary, _, ledger = notes.partition(LEDGER_HEADING)
+    if fact in ledger:
+        return "ledger"
+    return "summary" if fact in summary else "?"
+
+
 def run_fixture(
     path: Path, policy: Policy, summarize: Summarize, count: Any, focus: str | None
 ) -> dict[str, Any]:
@@ -116,6 +136,13 @@ def run_fixture(
     seconds = time.perf_counter() - started
     text = context_text(result.messages)
     missing = [fact for fact in facts if fact not in text]
+    sources = {fact: fact_source(fact, result.messages) for fact in facts if fact not in missing}
+    row.update(
+        by_kept=sum(1 for where in sources.values() if where == "kept"),
+        by_ledger=sum(1 for where in sources.values() if where == "ledger"),
+        by_summary=sum(1 for where in sources.values() if where == "summary"),
+        sources=sources,
+    )
     row.update(
         after_tokens=result.after_tokens,
         ratio=round(result.before_tokens / max(result.after_tokens, 1), 2),
@@ -135,13 +162,17 @@ def run_fixture(
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'fixture':<24} {'before':>7} {'after':>6} {'ratio':>6} {'secs':>6}  facts"
+    head = (
+        f"{'fixture':<24} {'before':>7} {'after':>6} {'ratio':>6} {'secs':>6}  facts"
+        "  (kept/ledger/summary)"
+    )
     lines = [head, "-" * len(head)]
     for row in rows:
         if row.get("error"):
             lines.append(f"{row['name']:<24} {row['before_tokens']:>7}  FAILED: {row['error']}")
             continue
         facts = f"{row['facts_kept']}/{row['facts_total']}"
+        facts += f"   ({row['by_kept']}/{row['by_ledger']}/{row['by_summary']})"
         lines.append(
             f"{row['name']:<24} {row['before_tokens']:>7} {row['after_tokens']:>6} "
             f"{row['ratio']:>5.1f}x {row['seconds']:>6.2f}  {facts}"
@@ -184,7 +215,18 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     kept = sum(row["facts_kept"] for row in rows)
     total = sum(row["facts_total"] for row in rows)
-    print(f"facts kept overall: {kept}/{total}")
+    by = {where: sum(row.get(f"by_{where}", 0) for row in rows) for where in SOURCES}
+    print(
+        f"facts kept overall: {kept}/{total}: {by['kept']} in kept messages or pins, "
+        f"{by['ledger']} by the ledger (copied by gitsessions), {by['summary']} by the "
+        "summary alone"
+    )
+    if not args.base_url:
+        print(
+            "the summary half needs a real model endpoint (--base-url): the local "
+            "summarizer only copies first lines, so its count checks the plumbing, not "
+            "what a model keeps; prose-only-facts holds facts only a summary can keep"
+        )
     report = {
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "summarizer": summarizer,
@@ -192,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         "policy": dataclasses.asdict(policy),
         "facts_kept": kept,
         "facts_total": total,
+        "facts_by": by,
         "fixtures": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

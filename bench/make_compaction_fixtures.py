@@ -751,12 +751,54 @@ def flaky_cache() -> None:
     s.save(plan, pins, facts)
 
 
+def prose_facts() -> None:
+    """Facts that live only in prose: no path, plan item or pin names them, so only a
+    summary (a real model) can keep them; the ledger cannot."""
+    s = Session("prose-only-facts", 5)
+    limit = "each export file must stay under 50 MB"
+    deadline = "the report is due Friday 18:00 UTC"
+    decision = "we keep SQLite and drop the Redis cache"
+    weeks = "name the reports by ISO week number"
+    error = "OperationalError: database is locked (timeout=5.0s)"
+    filler = " ".join(s.rng.choice(WORDS) for _ in range(90))
+    s.user(
+        "We need a weekly usage report exported from the reporting job. Some background "
+        f"first: {filler}. One hard rule from the storage team: {limit}, whatever the "
+        f"week's volume. {filler}. Also {deadline}; plan the work so it lands before then."
+    )
+    s.tool("read_file", {"path": "report/job.py"}, s.module("report/job.py", 40))
+    s.tool("read_file", {"path": "report/store.py"}, s.module("report/store.py", 36))
+    s.say(
+        "The job writes through two stores today. After reading both, my recommendation: "
+        f"{decision}, since the deploy target has no Redis and the cache only hides "
+        "slow queries we can index instead."
+    )
+    s.user("Fine. Go ahead and run the job once against the staging copy.")
+    log = [f"{s.ident()}: {s.call()}" for _ in range(120)]
+    log.insert(70, f"Traceback (most recent call last): ... sqlite3.{error}")
+    s.tool(
+        "run_shell",
+        {"command": "python -m report.job --staging"},
+        "exit code: 1\n" + "\n".join(log) + "\n",
+    )
+    s.say(f"The run failed: {error.split(':')[0]} while the indexer held a write lock.")
+    s.user("What naming scheme should the files use?")
+    s.say(f"Dates collide across year ends, so {weeks}, e.g. usage-2026-W48.json.")
+    for n in range(3):
+        path = f"report/part{n}.py"
+        s.tool("read_file", {"path": path}, s.module(path, 34))
+    s.user("Continue with the exporter.")
+    s.tool("read_file", {"path": "report/export.py"}, s.module("report/export.py", 38))
+    s.save([], [], [limit, deadline, decision, weeks, error])
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     http_retries()
     cli_json()
     config_toml()
     flaky_cache()
+    prose_facts()
 
 
 if __name__ == "__main__":

@@ -16,9 +16,7 @@ from typing import Any
 from gitsessions.store.sessions import Change, SessionStore
 
 
-def measure(
-    cmd: list[str], server: Any, env: dict[str, str], bench: Any
-) -> tuple[float, float]:
+def measure(cmd: list[str], server: Any, env: dict[str, str], bench: Any) -> tuple[float, float]:
     """(seconds from spawn to the first request, peak RSS MB of the process)."""
     seen = len(server.requests)
     start = time.perf_counter()
@@ -58,6 +56,7 @@ def section_resume(
 
     res["rows"] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSESSIONS_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports read cached bytecode
     env["HOME"] = str(work)
     for n in cfg["resume_ns"]:
         home = work / f"resume-{n}"

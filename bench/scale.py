@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gitsessions.services.continuation import is_note, note_data  # noqa: E402
+from gitsessions.services.ledger import LEDGER_HEADING  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.clock import now_iso  # noqa: E402
@@ -63,40 +64,57 @@ def text_of_size(chars: int, rng: random.Random) -> str:
     return "\n".join(lines)[:chars]
 
 
+WAITER = """
+import json, os, subprocess, sys, time
+cmd, env, cwd, out, err, timeout = json.load(sys.stdin)
+with open(out, "wb") as stdout, open(err, "wb") as stderr:
+    t = time.perf_counter()
+    child = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - t > timeout:
+            child.kill()
+            pid, status, usage = os.wait4(child.pid, 0)
+            break
+        time.sleep(0.01)
+print(json.dumps([time.perf_counter() - t, os.waitstatus_to_exitcode(status),
+                  usage.ru_maxrss / 1024]))
+"""
+
+
 def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
-    """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", *args], stdout=out, stderr=err,
-            env={**env, "PYTHONPATH": str(CODE[0])}, cwd=CODE[0],
+    """`gitsessions ARGS` measured (see `run_measured`)."""
+    return run_measured([sys.executable, "-m", "gitsessions", *args], env, timeout)
+
+
+def run_measured(cmd: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output.
+    The child is started by a small waiter process: forked straight from this one
+    (which may hold a big session it just built) it would count that memory in its
+    peak RSS until it execs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        waiter = subprocess.run(
+            [sys.executable, "-c", WAITER], capture_output=True, text=True, check=True,
+            input=json.dumps([list(cmd), {**env, "PYTHONPATH": str(CODE[0])}, str(CODE[0]),
+                              str(out), str(err), timeout]),
         )  # fmt: skip
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                child.kill()
-                pid, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.02)
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
+        seconds, code, rss = json.loads(waiter.stdout)
         return {
-            "code": child.returncode,
+            "code": code,
             "seconds": round(seconds, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "peak_rss_mb": round(rss, 1),
             "timed_out": seconds > timeout,
-            "stdout": out.read().decode(errors="replace"),
-            "stderr": err.read().decode(errors="replace")[-600:],
+            "stdout": out.read_text(errors="replace"),
+            "stderr": err.read_text(errors="replace")[-600:],
         }
 
 
 def environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSESSIONS_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports read cached bytecode
     env.update(GITSESSIONS_HOME=str(home), HOME=str(home.parent), GIT_CONFIG_NOSYSTEM="1")
     return env
 
@@ -217,6 +235,211 @@ def search_cases(root: Path, forks: Sequence[int], turns: int, timeout: float) -
     return rows
 
 
+# -- reads: show / log / export / import ----------------------------------------------
+
+
+def _turn(n: int, rng: random.Random) -> list[dict[str, Any]]:
+    """One turn of four messages: prompt, a tool call, its result, a reply."""
+    call = {
+        "id": f"c{n}",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{n}.py"})},
+    }
+    return [
+        {"role": "user", "content": f"turn {n}: " + text_of_size(200, rng)},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": text_of_size(1200, rng)},
+        {"role": "assistant", "content": f"reply {n}: " + text_of_size(400, rng)},
+    ]  # fmt: skip
+
+
+def long_session(home: Path, messages: int, commits: int, rng: random.Random) -> str:
+    """A session of `messages` messages written in `commits` commits (whole turns each),
+    its working context the last few turns (as after compactions)."""
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a coding agent."}
+        head = store.create(new_header(sid, now_iso(), title=f"{messages} messages"),
+                            Change(context=[system], append=[system]))  # fmt: skip
+        turns = max(1, messages // 4)
+        per_commit = max(1, turns // commits)
+        recent: list[dict[str, Any]] = []
+        for start in range(0, turns, per_commit):
+            body = [m for n in range(start, min(turns, start + per_commit)) for m in _turn(n, rng)]
+            recent = (recent + body)[-160:]  # ~25k tokens: over the budget
+            head = store.commit(head, Change(context=[system, *recent], append=body),
+                                event="turn", subject=f"turn {start + 1}: next",
+                                trailers={"Turn": start + 1, "Step": 0})  # fmt: skip
+    finally:
+        store.close()
+    return sid
+
+
+def read_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[dict[str, Any]]:
+    """Per size: `show`, `log` and `export` against their `--json` forms (seconds, peak
+    RSS, bytes of output), and `import` of the export (peak RSS)."""
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        rng = random.Random(SEED)
+        home = root / f"reads-{size}" / "home"
+        sid = long_session(home, size, min(1000, max(1, size // 4)), rng)
+        env = environment(home)
+        row: dict[str, Any] = {"messages": size, "code": 0}
+        for name, args in [
+            ("show", ["show", sid]), ("show_json", ["show", sid, "--json"]),
+            ("log", ["log", sid]), ("log_json", ["log", sid, "--json"]),
+        ]:  # fmt: skip
+            result = run_cli(args, env, timeout)
+            row[f"{name}_s"] = result["seconds"]
+            row[f"{name}_mb"] = result["peak_rss_mb"]
+            row["code"] = row["code"] or result["code"]
+        export = root / f"reads-{size}" / "export.json"
+        result = run_cli(["export", sid, "-o", str(export)], env, timeout)
+        row["export_s"], row["export_mb"] = result["seconds"], result["peak_rss_mb"]
+        row["export_bytes"] = export.stat().st_size if export.exists() else 0
+        other = environment(root / f"reads-{size}" / "home2")
+        result = run_cli(["import", str(export)], other, timeout)
+        row["import_s"], row["import_mb"] = result["seconds"], result["peak_rss_mb"]
+        row["code"] = row["code"] or result["code"]
+        row["show_ratio"] = round(row["show_s"] / max(row["show_json_s"], 0.01), 2)
+        row["log_ratio"] = round(row["log_s"] / max(row["log_json_s"], 0.01), 2)
+        rows.append(row)
+        shutil.rmtree(root / f"reads-{size}", ignore_errors=True)
+    return rows
+
+
+# -- compaction at length ---------------------------------------------------------------
+
+
+COMPACT_ONCE = """
+import json, sys, time
+from pathlib import Path
+from bench.compaction import local_summarizer
+from gitsessions.services.compaction import Policy
+from gitsessions.services.compactor import compact_session
+from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
+from gitsessions.store.sessions import SessionStore
+from gitsessions.values.tokens import default_counter
+home, sid = sys.argv[1:3]
+store = SessionStore(Path(home), background_maintenance=False)
+counter = default_counter()
+tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+start = time.perf_counter()
+recorded = compact_session(
+    store, store.head(sid), policy=Policy(max_context_tokens=24000, target=0.5),
+    summarize=local_summarizer, count=lambda m: counter.estimate(m, tools),
+    cost=lambda *usage: 0.0, trigger="auto")
+ms = (time.perf_counter() - start) * 1000
+result = recorded.result
+print(json.dumps({"ms": ms, "before": result.before_tokens, "after": result.after_tokens,
+                  "outcome": result.outcome}))
+"""
+
+
+def compaction_cases(root: Path, sizes: Sequence[int], timeout: float) -> list[dict[str, Any]]:
+    """Per size: a session of that many messages compacted once (this builds the
+    ledger), then 20 more turns, then one more compaction measured in a process of its
+    own (five times, on copies of the store; the median): milliseconds of
+    `compact_session` alone, the process's peak RSS, and the ledger's tokens in the
+    continuation note."""
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        rng = random.Random(SEED)
+        home = root / f"compact-{size}" / "home"
+        sid = long_session(home, size, min(200, max(1, size // 4)), rng)
+        env = environment(home)
+        once = [sys.executable, "-c", COMPACT_ONCE, str(home), sid]
+        first = run_measured(once, env, timeout)
+        store = SessionStore(home, background_maintenance=False)
+        try:
+            head = store.head(sid)
+            context = store.read(head, "context")
+            body = [m for n in range(size, size + 20) for m in _turn(n, rng)]
+            store.commit(head, Change(context=[*context, *body], append=body),
+                         event="turn", subject="turn: more", trailers={"Turn": 1})  # fmt: skip
+        finally:
+            store.close()
+        runs = []  # the same compaction on copies of the store: the median of 5
+        for n in range(5):
+            copy = root / f"compact-{size}" / f"copy{n}"
+            shutil.copytree(home, copy, symlinks=True)
+            run = run_measured([*once[:3], str(copy), sid], environment(copy), timeout)
+            runs.append((json.loads(run["stdout"] or "{}").get("ms", 0), run))
+            if n < 4:
+                shutil.rmtree(copy)
+        second = sorted(runs, key=lambda item: item[0])[2][1]
+        home = root / f"compact-{size}" / "copy4"
+        data = json.loads(second["stdout"] or "{}")
+        store = SessionStore(home, background_maintenance=False)
+        try:
+            context = store.read(store.head(sid), "context")
+        finally:
+            store.close()
+        notes = [note_data(m) for m in context if is_note(m)]
+        ledger = notes[0].partition(LEDGER_HEADING)[2] if notes else ""
+        rows.append({
+            "messages": size,
+            "first_ms": round(json.loads(first["stdout"] or "{}").get("ms", 0)),
+            "ms": round(data.get("ms", 0)),
+            "peak_rss_mb": second["peak_rss_mb"],
+            "tokens_before": data.get("before"),
+            "tokens_after": data.get("after"),
+            "ledger_tokens": default_counter().count_text(ledger) if ledger else 0,
+            "code": first["code"] or second["code"],
+            "stderr": first["stderr"] + second["stderr"],
+        })  # fmt: skip
+        shutil.rmtree(root / f"compact-{size}", ignore_errors=True)
+    return rows
+
+
+def compaction_rate(root: Path, turns: int, target: str, timeout: float) -> dict[str, Any]:
+    """`turns` exec turns, each reading a 5 KB file, at compact_target `target`: how many
+    auto-compactions they caused (per 100 turns)."""
+    rng = random.Random(SEED)
+    home, workspace = root / f"rate-{target}" / "home", root / f"rate-{target}" / "ws"
+    workspace.mkdir(parents=True)
+    for n in range(turns):
+        (workspace / f"m{n}.py").write_text(text_of_size(5000, rng))
+    step = [0]
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        if messages[0]["content"].startswith(SUMMARIZER):
+            return {"content": "Goal: read every module.", "usage": (900, 10)}
+        if messages[-1]["role"] == "user":
+            step[0] += 1
+            call = {
+                "id": f"c{step[0]}",
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": f"m{step[0] - 1}.py"}),
+                },
+            }
+            return {"content": None, "tool_calls": [call], "usage": None}
+        return {"content": "Read it. " + text_of_size(300, rng), "usage": None}
+
+    env = {**environment(home), "GITSESSIONS_COMPACT_TARGET": target}
+    sid = ""
+    with FakeOpenAI() as server:
+        server.responder = responder
+        for n in range(turns):
+            resume = ["--resume", sid] if sid else []
+            result = run_cli(
+                ["exec", f"read m{n}.py", *resume, "--base-url", server.base_url,
+                 "--model", "fake", "--workspace", str(workspace), "--auto-approve", "--json"],
+                env, timeout)  # fmt: skip
+            if result["code"]:
+                return {"target": target, "turns": n, "code": result["code"],
+                        "stderr": result["stderr"]}  # fmt: skip
+            sid = sid or json.loads(result["stdout"])["session"]
+    log = run_cli(["log", sid, "--json"], environment(home), timeout)
+    compactions = sum(1 for e in json.loads(log["stdout"]) if e["event"] == "compact")
+    return {"target": target, "turns": turns, "compactions": compactions,
+            "per_100_turns": round(100 * compactions / turns, 1), "code": 0}  # fmt: skip
+
+
 # -- output -----------------------------------------------------------------------------
 
 
@@ -230,11 +453,19 @@ def table(title: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="giant,search", help="sections: giant,search")
+    parser.add_argument(
+        "--only",
+        default="giant,search,reads,compaction,rate",
+        help="sections: giant,search,reads,compaction,rate",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per case")
     parser.add_argument("--forks", default="0,10,100", help="fork counts for search")
     parser.add_argument("--turns", type=int, default=1000, help="turns of the searched session")
+    parser.add_argument(
+        "--sizes", default="1000,10000,100000", help="messages per session for reads and compaction"
+    )
+    parser.add_argument("--rate-turns", type=int, default=100, help="exec turns for rate")
     parser.add_argument("--label", default="", help="a name for this run (e.g. before, after)")
     parser.add_argument("--code", type=Path, default=REPO,
                         help="run the gitsessions found in this directory (e.g. an older "
@@ -259,10 +490,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "search" in sections:
         forks = [int(n) for n in args.forks.split(",")]
         steps.append(("search", lambda: search_cases(root, forks, args.turns, args.timeout)))
+    sizes = [int(n) for n in args.sizes.split(",")]
+    if "reads" in sections:
+        steps.append(("reads", lambda: read_cases(root, sizes, args.timeout)))
+    if "compaction" in sections:
+        steps.append(("compaction", lambda: compaction_cases(root, sizes, args.timeout)))
+    if "rate" in sections:
+        steps.append(("rate", lambda: [compaction_rate(root, args.rate_turns, target, args.timeout)
+                                       for target in ("0.8", "0.5")]))  # fmt: skip
     columns = {
         "giant": ["case", "code", "seconds", "peak_rss_mb", "fits", "requests_tokens"],
         "search": ["forks", "index_bytes", "first_search_seconds", "second_search_seconds",
                    "first_search_rss_mb", "hits", "code"],
+        "reads": ["messages", "show_s", "show_json_s", "show_ratio", "show_mb", "log_s",
+                  "log_json_s", "log_ratio", "log_mb", "export_s", "export_mb", "import_s",
+                  "import_mb", "code"],
+        "compaction": ["messages", "first_ms", "ms", "peak_rss_mb", "tokens_before",
+                       "tokens_after", "ledger_tokens", "code"],
+        "rate": ["target", "turns", "compactions", "per_100_turns", "code"],
     }  # fmt: skip
     try:
         for name, step in steps:

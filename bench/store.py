@@ -356,6 +356,7 @@ def measured_result(waiter: subprocess.Popen[str]) -> tuple[float, int, float, s
 def run_measured(cmd: list[str]) -> tuple[float, float]:
     """Run a command to completion: (seconds, peak RSS in MB) of that process alone."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSESSIONS_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports read cached bytecode
     seconds, code, rss, error = measured_result(spawn_measured(cmd, env))
     assert code == 0, (cmd, error)
     return seconds, rss
@@ -641,6 +642,7 @@ def section_list(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: Sav
     finally:
         os.umask(umask)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITSESSIONS_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: imports read cached bytecode
     cmd = [*cli_command(), *argv]
 
     def spawn() -> None:

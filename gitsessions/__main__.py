@@ -1,5 +1,5 @@
 """`python -m gitsessions`."""
 
-from gitsessions.cli.app import main
+from gitsessions.cli.entry import main
 
 main()

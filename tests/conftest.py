@@ -35,6 +35,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # Every test starts gitsessions processes: with bytecode caching off (as on some CI
+    # machines) each one compiled openai, rich and dulwich from source again (~2 s).
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     yield home
     if (home / "store.git" / "HEAD").exists():  # whatever the test did, the store is valid
         wait_for_maintenance(home / "store.git")

@@ -101,7 +101,8 @@ def test_compact_runs_both_stages_and_commits(cli, server, store, make_session, 
 def test_failed_summary_changes_nothing(cli, server, store, make_session, monkeypatch, failure):
     head = big_session(store, make_session)
     if failure == "500":
-        server.fail(status=500)
+        for _ in range(4):  # the first try and its 3 retries
+            server.fail(status=500, retry_after="0")
     elif failure == "timeout":
         monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
         server.delay(5)
@@ -110,9 +111,20 @@ def test_failed_summary_changes_nothing(cli, server, store, make_session, monkey
     else:
         server.malformed()
     result = compact(cli, server, head.id, code=1)
-    assert result.stderr.startswith("error: ")
-    assert len(result.stderr.strip().splitlines()) == 1
+    lines = result.stderr.strip().splitlines()
+    retried = ["retrying in 0 s" in line for line in lines[:-1]]
+    assert retried == ([True] * 3 if failure == "500" else [])
+    assert lines[-1].startswith("error: ")
     assert store.head(head.id).commit == head.commit  # not even stage 1 was kept
+
+
+def test_a_rate_limited_summary_is_sent_again(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    server.fail(status=429, retry_after="0")
+    result = compact(cli, server, head.id)
+    assert "rate limited (HTTP 429): retrying in 0 s (1 of 3)" in result.stderr
+    assert "compacted" in result.stderr
+    assert store.head(head.id).commit != head.commit
 
 
 def test_dry_run_calls_no_model_and_writes_nothing(cli, server, store, make_session):

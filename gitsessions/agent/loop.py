@@ -34,6 +34,7 @@ from gitsessions.services.compaction import (
 )
 from gitsessions.services.compactor import Cost, compact_session, make_summarizer
 from gitsessions.services.continuation import is_note
+from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.model import (
     Completion,
     ModelClient,
@@ -133,6 +134,7 @@ class Agent:
         events: Events | None = None,
         workspace_head: Callable[[], str | None] = lambda: None,
         code_snapshot: Callable[[str], str | None] | None = None,
+        hooks: Hooks = NO_HOOKS,
     ) -> None:
         self.session = session
         self.client = client
@@ -145,6 +147,7 @@ class Agent:
         # takes a code snapshot (its message) -> its commit in the project, or None
         self.code_snapshot = code_snapshot
         self._snapshot: str | None = None  # the newest snapshot this agent recorded
+        self.hooks = hooks
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
 
@@ -160,13 +163,39 @@ class Agent:
         except GitsessionsError:
             session.turn -= 1
             raise
-        return self._steps()
+        return self._after_turn(self._steps)
 
     def retry_turn(self) -> TurnResult:
         """Finish the last turn, whose prompt (and maybe some steps) was saved but which
         the model never finished (it was down, or the process was stopped)."""
         assert self.session.unanswered_prompt() is not None
-        return self._steps(first=last_step(self.session) + 1)
+        first = last_step(self.session) + 1
+        return self._after_turn(lambda: self._steps(first=first))
+
+    def _after_turn(self, steps: Callable[[], TurnResult]) -> TurnResult:
+        """Run the turn's steps, then the post-turn hook on what was committed (also when
+        the turn failed with an error; not after Ctrl-C)."""
+        try:
+            result = steps()
+        except GitsessionsError as error:
+            self._post_turn(None, error)
+            raise
+        self._post_turn(result, None)
+        return result
+
+    def _post_turn(self, result: TurnResult | None, error: GitsessionsError | None) -> None:
+        session = self.session
+        self.hooks.run(
+            "post-turn",
+            session.id,
+            session.head.commit.decode(),
+            turn=session.turn,
+            steps=result.steps if result else None,
+            compacted=result.compacted if result else None,
+            stopped=result.stopped if result else None,
+            error=str(error) if error else None,
+            workspace=(session.head.header.get("workspace") or {}).get("path"),
+        )
 
     def retry(self) -> TurnResult:
         """Send the last prompt again: finish it when it has no reply yet, otherwise undo
@@ -352,6 +381,7 @@ class Agent:
                 trigger="manual" if trigger == "manual" else "auto",
                 clear_only=clear_only,
                 focus=focus,
+                hooks=self.hooks,
             )
         except CompactionError as error:
             self._count_spent(spent)

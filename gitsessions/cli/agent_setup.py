@@ -174,7 +174,7 @@ def build_agent(
         snapshot = code_snapshots(snapshots or SnapshotSettings(), workspace, env, session.id)
         registry = create_registry(
             workspace,
-            shell_environment(env, shell.env_keep),
+            shell_environment(env, shell.env_keep, session=session.id),
             approve=approve,
             sandbox=sandbox,
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
@@ -202,6 +202,7 @@ def build_agent(
                 events,
                 workspace_head=lambda: head_of(workspace, env),
                 code_snapshot=snapshot,
+                hooks=state.hooks,
             )
             yield Built(agent, settings, workspace, picked is not None)
     finally:

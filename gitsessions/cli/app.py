@@ -26,6 +26,7 @@ from gitsessions.cli import (
     search,
     worktree_cmd,
 )
+from gitsessions.cli.hooks_cmd import register as register_hooks
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -97,6 +98,7 @@ compact_cmd.register(app)
 doctor_cmd.register(app)
 worktree_cmd.register(app)
 rewind_cmd.register(app)
+register_hooks(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

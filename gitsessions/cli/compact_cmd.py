@@ -1,11 +1,13 @@
 """`gitsessions compact`, `pin`, `unpin` and `pins`: manual compaction and pinned notes."""
 
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
 
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import cost_function
+from gitsessions.cli.agent_setup import RETRIES, cost_function
+from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line, vtext
@@ -51,7 +53,8 @@ def cmd_compact(
 ) -> None:
     """Compact a session's working context now (both stages; all or nothing).
 
-    The transcript is never changed: `show` still prints every message, and the agent
+    A refused request (429, 5xx) is sent again up to 3 times, as in chat and exec. The
+    transcript is never changed: `show` still prints every message, and the agent
     reads cleared outputs back with read_session.
     """
     state: State = ctx.obj
@@ -67,7 +70,17 @@ def cmd_compact(
     )
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     counter = default_counter()
-    with Lease(store.home, session_id), ModelClient(settings) as client:
+    progress = ProgressEvents(err)
+    waiting = (
+        err.status(f"compacting {short(session_id)}", spinner="dots")
+        if err.is_terminal and not dry_run
+        else nullcontext()
+    )
+    with (
+        Lease(store.home, session_id),
+        ModelClient(settings, retries=RETRIES, wait=progress.retrying) as client,
+        waiting,
+    ):
         recorded = compact_session(
             store,
             store.head(session_id),
@@ -83,6 +96,7 @@ def cmd_compact(
             clear_only=clear_only,
             dry_run=dry_run,
             focus=focus,
+            hooks=state.hooks,
         )
     result = recorded.result
     report: dict[str, Any] = {

@@ -1,17 +1,21 @@
 """`export` and `import`: one JSON document per session."""
 
+import itertools
 import os
+import shutil
 import sys
+import tempfile
+from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line, write_json_bytes
 from gitsessions.services.audit import audit
-from gitsessions.services.exchange import export_redacted, import_session, parse_export
-from gitsessions.values.canonical import dumps
+from gitsessions.services.exchange import export_bytes, import_export, load_export
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
 
@@ -23,24 +27,32 @@ def cmd_export(
         Path | None, typer.Option("-o", "--output", help="Write to FILE instead of stdout.")
     ] = None,
 ) -> None:
-    """Export a whole session as one JSON document."""
+    """Export a whole session as one JSON document (written as it is read)."""
     state: State = ctx.obj
     store = state.store
     head = store.head(store.resolve(session))
-    doc, redacted = export_redacted(store, head)
-    data = dumps(doc)
+    redacted: Counter[str] = Counter()
+    pieces = export_bytes(store, head, redacted)
+    pieces = itertools.chain([next(pieces)], pieces)  # what a bad session refuses, first
     err.print("note: an export may contain source code and secrets from the session", markup=False)
     if output is None:
-        write_json_bytes(out, data)
+        for piece in pieces:
+            write_json_bytes(out, piece)
     else:
-        try:  # private: an export may hold secrets
-            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        regular = not output.exists() or output.is_file()  # not a pipe or a device
+        target = output.with_name(f".{output.name}.partial") if regular else output
+        try:  # private: an export may hold secrets; a file is written whole or not at all
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as file:
-                file.write(data)
+                file.writelines(pieces)
+            if regular:
+                os.replace(target, output)
         except OSError as error:
+            if regular:
+                target.unlink(missing_ok=True)
             raise InvalidInput(f"cannot write {output}: {error.strerror}") from None
         err.print(f"exported {head.id} to {one_line(output)}", markup=False)
-    audit(store.home, "export", head.id, "ok", **({"redacted": redacted} if redacted else {}))
+    audit(store.home, "export", head.id, "ok", **({"redacted": dict(redacted)} if redacted else {}))
 
 
 def cmd_import(
@@ -48,18 +60,28 @@ def cmd_import(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="An export file ('-' for stdin).")],
     new_id: Annotated[bool, typer.Option("--new-id", help="Give the session a fresh id.")] = False,
 ) -> None:
-    """Create a session from an export file; prints its id."""
+    """Create a session from an export file; prints its id. The file is checked whole
+    before anything is written, and read as it is stored (a long session in parts)."""
     state: State = ctx.obj
-    try:
-        data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as error:
-        raise InvalidInput(f"cannot read {file}: {error.strerror}") from None
-    try:
-        doc = parse_export(data)
-    except InvalidInput as error:
-        raise InvalidInput(f"{file}: {error}") from None
-    store = state.store
-    head = import_session(store, doc, fresh_id=new_id, now=now_iso())
+    with ExitStack() as stack:
+        path = file
+        if str(file) == "-":  # read twice (checked, then stored): keep a private copy
+            spool = stack.enter_context(tempfile.NamedTemporaryFile(prefix="gitsessions-import-"))
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.flush()
+            path = Path(spool.name)
+
+        def open_text() -> IO[str]:
+            return open(path, encoding="utf-8")
+
+        try:
+            export = load_export(open_text)
+        except InvalidInput as error:
+            raise InvalidInput(f"{file}: {error}") from None
+        except OSError as error:
+            raise InvalidInput(f"cannot read {file}: {error.strerror}") from None
+        store = state.store
+        head = import_export(store, export, fresh_id=new_id, now=now_iso())
     out.print(head.id)
 
 

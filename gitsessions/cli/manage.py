@@ -1,7 +1,7 @@
 """Session management commands: list, info, show, log, rename, fork, archive, delete, gc.
 
 Every stored string (title, summary, workspace, commit subject) is shown through
-`one_line` or `print_messages`, so it reaches the terminal visible-safe.
+`one_line` or a `Sink` (cli/terminal.py), so it reaches the terminal visible-safe.
 """
 
 from typing import Annotated, Any
@@ -9,7 +9,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from gitsessions.cli.render import print_json, print_messages
+from gitsessions.cli.hooks_cmd import session_of
+from gitsessions.cli.pager import paged
+from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line
 from gitsessions.services import manage, sessionlog
@@ -166,9 +168,23 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
     out.print(table, markup=False, highlight=False)
 
 
+NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")]
+
+
 def cmd_show(
     ctx: typer.Context,
-    session: IdArg,
+    session: Annotated[
+        str | None,
+        typer.Argument(metavar="[ID]", help="Session id or a unique prefix (4+)."),
+    ] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SHA",
+            help="Instead of ID: the session named by this commit's Gitsessions-Session "
+            "trailer (run in the project).",
+        ),
+    ] = None,
     context: Annotated[
         bool,
         typer.Option(
@@ -176,15 +192,22 @@ def cmd_show(
         ),
     ] = False,
     json_: JsonFlag = False,
+    no_pager: NoPager = False,
 ) -> None:
-    """Print the full transcript (or the working context) of a session."""
-    store = _state(ctx).store
-    head = _head(ctx, session)
-    messages = store.read(head, "context") if context else store.transcript(head)
-    if json_:
-        print_json(out, messages)
+    """Print the full transcript (or the working context) of a session, through $PAGER
+    on a terminal."""
+    state = _state(ctx)
+    store = state.store
+    head = _head(ctx, session_of(state, session, commit))
+    if context:
+        messages = enumerate(store.read(head, "context"))
     else:
-        print_messages(out, messages)
+        messages = ((i, record["message"]) for i, record in store.iter_records(head))
+    with paged(state.env, enabled=not (no_pager or json_)) as sink:
+        if json_:
+            stream_json_list(sink, (message for _i, message in messages))
+        else:
+            stream_messages(sink, messages)
 
 
 def cmd_log(
@@ -194,32 +217,38 @@ def cmd_log(
         bool, typer.Option("--steps", help="One line per commit (every step of every turn).")
     ] = False,
     json_: JsonFlag = False,
+    no_pager: NoPager = False,
 ) -> None:
     """The session's history, newest first: one line per turn (its prompt, steps and the
-    tools it used) and per other event; a fork shows its parent's history too."""
-    store = _state(ctx).store
+    tools it used) and per other event; a fork shows its parent's history too. Paged on
+    a terminal; piped, one tab-separated line per record (commit, time, event, subject,
+    detail)."""
+    state = _state(ctx)
+    store = state.store
     head = _head(ctx, session)
     entries = sessionlog.commits(store, head)
     if not steps:
         entries = sessionlog.turns(store, head, entries)
-    if json_:
-        print_json(out, entries)
-        return
-    table = Table(box=None, pad_edge=False)
-    for column in ("commit", "time", "event", "subject", "detail"):
-        table.add_column(column, no_wrap=column in ("commit", "time", "event"))
-    for e in entries:
-        subject = (
-            e["subject"] if e["session"] == head.id else f"{e['subject']} ({short(e['session'])})"
-        )
-        table.add_row(
-            e["commit"][:10],
-            e["time"].replace("T", " "),
-            one_line(e["event"]),
-            one_line(subject),
-            one_line(_detail(e)),
-        )
-    out.print(table, markup=False, highlight=False)
+    with paged(state.env, enabled=not (no_pager or json_)) as sink:
+        if json_:
+            stream_json_list(sink, entries)
+            return
+        width = max((len(e["event"]) for e in entries), default=5)
+        terminal = out.file.isatty()
+        for e in entries:
+            subject = e["subject"]
+            if e["session"] != head.id:
+                subject = f"{subject} ({short(e['session'])})"
+            cells = [e["commit"][:10], e["time"].replace("T", " "), e["event"], subject,
+                     _detail(e)]  # fmt: skip
+            if terminal:
+                sink.text(cells[0], "yellow", one_line=True)
+                sink.text(f"  {cells[1]}  ", one_line=True)
+                sink.text(cells[2].ljust(width), "bold", one_line=True)
+                sink.text(f"  {cells[3]}", one_line=True)
+                sink.line(f"  {cells[4]}" if cells[4] else "", "dim", one_line=True)
+            else:
+                sink.line("\t".join(one_line(c) for c in cells))
 
 
 def _detail(entry: dict[str, Any]) -> str:
@@ -278,7 +307,7 @@ def cmd_fork(
         fork_worktree(_state(ctx), session, at, title, json_)
         return
     store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title)
+    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
     if json_:
         print_json(
             out,
@@ -323,7 +352,7 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    manage.delete(store, session_id)
+    manage.delete(store, session_id, hooks=_state(ctx).hooks)
     err.print(f"deleted {session_id}")
 
 

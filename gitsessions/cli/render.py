@@ -1,15 +1,14 @@
 """Rendering sessions for people: tables and transcripts. Model text is never markup, and
 every stored string is shown visible-safe (escaped controls, see cli/terminal.py)."""
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
-from gitsessions.cli.terminal import vtext, write_json
+from gitsessions.cli.terminal import Sink, write_json
 from gitsessions.values.messages import text_of
-from gitsessions.values.visible import visible
 
 ROLE_STYLES = {
     "system": "magenta",
@@ -24,27 +23,36 @@ def print_json(console: Console, value: Any) -> None:
     write_json(console, value)
 
 
-def print_messages(console: Console, messages: Iterable[Mapping[str, Any]], first: int = 0) -> None:
-    """A readable transcript: role, content, tool calls and results, plain text only."""
-    for index, message in enumerate(messages, start=first):
+def stream_messages(sink: Sink, messages: Iterable[tuple[int, Mapping[str, Any]]]) -> None:
+    """A readable transcript, a message at a time (`show`): role, content, tool calls
+    and results, plain text only."""
+    for index, message in messages:
         role = str(message.get("role", "?"))
-        label = Text(f"[{index}] {visible(role)}", style=ROLE_STYLES.get(role, ""))
+        style = ROLE_STYLES.get(role, "")
+        sink.text(f"[{index}] {role}", style, one_line=True)
         if role == "tool":
-            label.append(f"  (result of {visible(str(message.get('tool_call_id')))})", style="dim")
+            sink.text(f"  (result of {message.get('tool_call_id')})", "dim", one_line=True)
         if message.get("interrupted"):
-            label.append(
-                "  (interrupted: stopped by Ctrl-C; its tool calls never ran)", style="dim"
-            )
+            sink.text("  (interrupted: stopped by Ctrl-C; its tool calls never ran)", "dim")
         elif message.get("incomplete"):
-            label.append("  (incomplete: cut off mid-reply; its tool calls never ran)", style="dim")
-        console.print(label)
+            sink.text("  (incomplete: cut off mid-reply; its tool calls never ran)", "dim")
+        sink.line()
         body = text_of(message)
         if body:
-            console.print(vtext(body), markup=False, highlight=False)
+            sink.line(body)
         for call in [*(message.get("tool_calls") or []), *(message.get("unsent_tool_calls") or [])]:
             function = call.get("function") or {}
-            line = Text("  -> ", style="dim")
-            line.append(visible(f"{function.get('name')}"), style="bold")
-            line.append(visible(f"({function.get('arguments', '')})  id={call.get('id')}"))
-            console.print(line, markup=False, highlight=False)
-        console.print()
+            sink.text("  -> ", "dim")
+            sink.text(f"{function.get('name')}", "bold", one_line=True)
+            sink.line(f"({function.get('arguments', '')})  id={call.get('id')}")
+        sink.line()
+
+
+def stream_json_list(sink: Sink, values: Iterable[Any]) -> None:
+    """`print_json` of a list, written an element at a time: the same text."""
+    first = True
+    for value in values:
+        element = json.dumps([value], indent=2, ensure_ascii=False)[2:-2]
+        sink.json(("[\n" if first else ",\n") + element)
+        first = False
+    sink.json("[]\n" if first else "\n]\n")

@@ -170,14 +170,16 @@ class Slash:
         session = self.agent.session
         if rest.split()[:1] == ["--worktree"]:
             title = rest.removeprefix("--worktree").strip() or None
-            forked = worktrees.fork(session.store, dict(os.environ), session.id, title=title)
+            forked = worktrees.fork(
+                session.store, dict(os.environ), session.id, title=title, hooks=self.agent.hooks
+            )
             self._say(
                 f"forked: {forked.head.id} with worktree {forked.worktree['path']} on branch "
                 f"{forked.worktree['branch']} (you are still in {short(session.id)}; "
                 f"`gitsessions chat --resume {short(forked.head.id)}` works in it)"
             )
             return
-        head = manage.fork(session.store, session.id)
+        head = manage.fork(session.store, session.id, hooks=self.agent.hooks)
         self._say(
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"

@@ -4,9 +4,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.cli.terminal import VisibleConsole
+from gitsessions.cli.home import resolve_home
+from gitsessions.cli.terminal import VisibleConsole, vtext
 from gitsessions.services.audit import audit
 from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
+from gitsessions.services.hooks import Hooks, hook_timeout
 from gitsessions.store.redaction import Finding
 from gitsessions.store.sessions import SessionStore
 
@@ -17,15 +19,6 @@ err = VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
 # The chat's replies wrap at word boundaries: they stream through a rich Live display,
 # which crops every line wider than the terminal (soft_wrap would lose the rest).
 replies = VisibleConsole(markup=False, highlight=False)
-
-
-def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:
-    if flag is not None:
-        return flag.expanduser().absolute()
-    if env.get("GITSESSIONS_HOME"):
-        return Path(env["GITSESSIONS_HOME"]).expanduser().absolute()
-    data = env.get("XDG_DATA_HOME") or str(Path("~/.local/share").expanduser())
-    return Path(data).absolute() / "gitsessions"
 
 
 @dataclass
@@ -55,6 +48,17 @@ class State:
                 raise
             self._store = store
         return self._store
+
+    @property
+    def hooks(self) -> Hooks:
+        """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
+        path = config_path(self.home)
+        return Hooks(
+            self.home,
+            self.env,
+            hook_timeout(load_config(path), str(path)),
+            lambda line: err.print(vtext(line, style="yellow"), highlight=False),
+        )
 
     def close(self) -> None:
         if self._store is not None:

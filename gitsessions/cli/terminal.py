@@ -14,7 +14,7 @@ are measured on what will be shown. The console is the backstop when a call site
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
@@ -72,3 +72,50 @@ def write_json_bytes(console: Console, data: bytes) -> None:
     else:
         console.file.write(safe.decode("utf-8"))
         console.file.flush()
+
+
+ANSI = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+}
+
+
+def ansi(style: str) -> str:
+    """The SGR sequence of a style like "bold green" (words rich also knows)."""
+    codes = [ANSI[word] for word in style.split() if word in ANSI]
+    return f"\x1b[{';'.join(codes)}m" if codes else ""
+
+
+class Sink:
+    """Long output (`show`, `log`) written straight to a file, a line at a time: rich
+    builds and wraps a Text per message, several times slower than the JSON form, and
+    a pager wraps lines itself. Every piece of data passes `visible`; the only raw
+    bytes are the SGR colours of `style`, and only when `colour` is on."""
+
+    def __init__(self, file: IO[str], colour: bool) -> None:
+        self.file = file
+        self.colour = colour
+
+    def text(self, text: str, style: str = "", *, one_line: bool = False) -> None:
+        """`text` (data, escaped) in `style`, without a newline."""
+        shown = visible(text, keep_newlines=not one_line)
+        if self.colour and style:
+            shown = f"{ansi(style)}{shown}\x1b[0m"
+        self.file.write(shown)
+
+    def line(self, text: str = "", style: str = "", *, one_line: bool = False) -> None:
+        self.text(text, style, one_line=one_line)
+        self.file.write("\n")
+
+    def json(self, text: str) -> None:
+        """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""
+        self.file.write(json_visible(text))
+
+    def flush(self) -> None:
+        self.file.flush()

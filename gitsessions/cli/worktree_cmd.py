@@ -27,7 +27,9 @@ def fork_worktree(
 ) -> None:
     """`fork ID --worktree`: the chat fork plus a worktree of the parent's project."""
     store = state.store
-    forked = worktrees.fork(store, state.env, store.resolve(session), at=at, title=title)
+    forked = worktrees.fork(
+        store, state.env, store.resolve(session), at=at, title=title, hooks=state.hooks
+    )
     head, mark = forked.head, forked.worktree
     if json_:
         print_json(

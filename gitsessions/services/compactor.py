@@ -22,11 +22,13 @@ from gitsessions.services.compaction import (
     compact,
 )
 from gitsessions.services.continuation import SummaryRequest, SummaryResult
+from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.ledger import LedgerBuilder
 from gitsessions.services.model import ModelClient
 from gitsessions.services.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.records import add_usage
 
 Cost = Callable[[str, int, int], float]
@@ -94,10 +96,49 @@ def compact_session(
     clear_only: bool = False,
     dry_run: bool = False,
     focus: str | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> Recorded:
-    """Compact the working context of the session at `head` and commit the result.
+    """Compact the working context of the session at `head` and commit the result; the
+    pre-compact and post-compact hooks run around it (not for a dry run)."""
+    if dry_run:
+        hooks = NO_HOOKS
+    hooks.run("pre-compact", head.id, head.commit.decode(), trigger=trigger, focus=focus)
+    try:
+        recorded = _compact_session(
+            store, head, policy, summarize, count, cost, trigger, clear_only, dry_run, focus
+        )
+    except GitsessionsError as error:
+        hooks.run(
+            "post-compact", head.id, None, trigger=trigger, outcome="failed", error=str(error)
+        )
+        raise
+    result = recorded.result
+    hooks.run(
+        "post-compact",
+        head.id,
+        recorded.head.commit.decode() if recorded.committed else None,
+        trigger=trigger,
+        outcome=result.outcome,
+        before_tokens=result.before_tokens,
+        after_tokens=result.after_tokens,
+        stages=list(result.stages) if recorded.committed else [],
+    )
+    return recorded
 
-    Reads what the context and the new messages need, not the whole transcript: the
+
+def _compact_session(
+    store: SessionStore,
+    head: Head,
+    policy: Policy,
+    summarize: Summarize,
+    count: Count,
+    cost: Cost,
+    trigger: Mode,
+    clear_only: bool,
+    dry_run: bool,
+    focus: str | None,
+) -> Recorded:
+    """Reads what the context and the new messages need, not the whole transcript: the
     context's own lines, the transcript from the oldest line the context refers to (its
     tool outputs and messages that may be cleared or cut), and, for the ledger, the
     messages since the last compaction (whose record carries the ledger's state)."""

@@ -8,6 +8,7 @@ lines, lease file.
 """
 
 from gitsessions.services import chat_history, writer
+from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
 from gitsessions.store import background, maintenance
@@ -42,29 +43,44 @@ def set_archived(store: SessionStore, session_id: str, archived: bool) -> Writte
     return writer.update(store, session_id, edit, operation=event)
 
 
-def fork(store: SessionStore, session_id: str, title: str | None = None) -> Head:
+def fork(
+    store: SessionStore, session_id: str, title: str | None = None, hooks: Hooks = NO_HOOKS
+) -> Head:
     if title is not None:
         title = check_title(title)
     fork_id = new_id()
-    return writer.audited(
+    head = writer.audited(
         store,
         "fork",
         session_id,
         lambda: store.fork(store.head(session_id), fork_id, title=title, created_at=now_iso()),
         fork=fork_id,
     )
+    hooks.run(
+        "post-fork",
+        head.id,
+        head.commit.decode(),
+        parent_id=head.header.get("parent_id"),
+        fork_point=head.header.get("fork_point"),
+        worktree=head.header.get("worktree"),
+    )
+    return head
 
 
-def delete(store: SessionStore, session_id: str) -> None:
+def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> None:
+    deleted: list[Head] = []
+
     def run() -> None:
         with Lease(store.home, session_id) as lease:
-            store.delete(store.head(session_id))
+            deleted.append(store.head(session_id))
+            store.delete(deleted[0])
             Catalog(store).forget(session_id)
             SearchIndex(store).forget(session_id)
             chat_history.forget(store.home, session_id)
             lease.discard()
 
     writer.audited(store, "delete", session_id, run)
+    hooks.run("post-delete", session_id, deleted[0].commit.decode())
 
 
 def gc(store: SessionStore) -> dict[str, object]:

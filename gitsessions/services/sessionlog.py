@@ -62,29 +62,43 @@ def turns(store: SessionStore, head: Head, entries: list[dict[str, Any]]) -> lis
             }
             records.append(group)
         group["commits"].insert(0, entry)  # newest first, like everything else
-    transcript = store.transcript(head) if groups else []  # read once, not per turn
     counts: dict[bytes, int] = {}
+    spans: list[tuple[int, int, dict[str, Any]]] = []
     for group in groups.values():
         newest, oldest = group["commits"][0], group["commits"][-1]
         group["commit"] = newest["commit"]
         group["steps"] = len({c["step"] for c in group["commits"] if c.get("step", 0) > 0})
+        group["tools"] = {}
         start = _messages_before(store, head, oldest["commit"].encode(), counts)
         end = _messages_at(store, head, newest["commit"].encode(), counts)
-        group["tools"] = _tools(transcript[start:end])
+        if end > start:
+            spans.append((start, end, group["tools"]))
+    _count_tools(store, head, spans)
     records.reverse()
     return records
 
 
-def _tools(messages: list[dict[str, Any]]) -> dict[str, int]:
-    """`{tool name: calls}` made by the assistant messages among `messages`."""
-    used: dict[str, int] = {}
-    for message in messages:
-        if message.get("role") != "assistant":
+def _count_tools(
+    store: SessionStore, head: Head, spans: list[tuple[int, int, dict[str, int]]]
+) -> None:
+    """Add `{tool name: calls}` of the assistant messages in each span `[start, end)` to
+    its dict; the transcript is read once, a chunk at a time."""
+    if not spans:
+        return
+    spans.sort(key=lambda span: span[0])
+    at = 0
+    for index, record in store.iter_records(head, spans[0][0], max(s[1] for s in spans)):
+        while at < len(spans) and spans[at][1] <= index:
+            at += 1
+        if at == len(spans):
+            break
+        start, _end, used = spans[at]
+        message = record["message"]
+        if index < start or message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
             name = str((call.get("function") or {}).get("name") or "?")
             used[name] = used.get(name, 0) + 1
-    return used
 
 
 def _messages_at(

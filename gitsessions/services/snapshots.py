@@ -317,7 +317,7 @@ class Snapshotter:
             self._project = find_project(self.workspace, self.env)
             if self._project is None:
                 self.notes.append(
-                    f"note: {self.workspace} is not in a git repository; no code snapshots"
+                    "note: the workspace is not in a git repository; no code snapshots"
                 )
         return self._project
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services import points, snapshots, writer
+from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.snapshots import IDENTITY, Project, SnapshotError, find_project, git, out
 from gitsessions.services.workspace import describe
 from gitsessions.services.writer import Edit
@@ -112,6 +113,7 @@ def fork(
     *,
     at: str | None = None,
     title: str | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> Forked:
     """Fork `session_id` at `at` (None: its head; `turn:N`; a commit) with a worktree."""
     if title is not None:
@@ -171,6 +173,14 @@ def fork(
         git(project.root, env, "worktree", "remove", "--force", str(path), check=False)
         git(project.root, env, "branch", "-D", branch, check=False)
         raise
+    hooks.run(
+        "post-fork",
+        new.id,
+        new.commit.decode(),
+        parent_id=session_id,
+        fork_point=new.header.get("fork_point"),
+        worktree=mark,
+    )
     return Forked(new, mark)
 
 

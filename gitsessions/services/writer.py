@@ -16,7 +16,7 @@ Invariants:
 New writers (worktree forks, pull, rewind) only need a new edit function.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -132,15 +132,23 @@ def create(
     subject: str | None = None,
     trailers: Mapping[str, Any] | None = None,
     when: int | None = None,
+    parts: Iterable[Change] = (),
     **extra: Any,
 ) -> Head:
-    """A new session (create, import): its first commit and its branch."""
+    """A new session (create, import): its first commit and its branch; `parts`, the
+    earlier commits of a long import (see `SessionStore.create`)."""
     return audited(
         store,
         operation,
         header["id"],
         lambda: store.create(
-            header, change, event=event, subject=subject, trailers=trailers, when=when
+            header,
+            change,
+            event=event,
+            subject=subject,
+            trailers=trailers,
+            when=when,
+            parts=parts,
         ),
         **extra,
     )

@@ -17,7 +17,7 @@ Invariants:
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,6 +269,12 @@ class SessionStore:
         (a line written by format 1 has only `message`)."""
         return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
 
+    def iter_records(
+        self, head: Head, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, Record]]:
+        """`(index, record)` for records `start:end`, one chunk in memory at a time."""
+        return iter_records(self.git, head.tree, head.counts.get("messages", 0), start, end)
+
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None
     ) -> list[dict[str, Any]]:
@@ -302,21 +308,41 @@ class SessionStore:
         subject: str | None = None,
         trailers: Mapping[str, Any] | None = None,
         when: int | None = None,
+        parts: Iterable[Change] = (),
     ) -> Head:
         """A new session branch whose first commit holds `header` and `change`, dated
-        `when` (Unix time; default: the header's `updated_at`)."""
+        `when` (Unix time; default: the header's `updated_at`).
+
+        With `parts` (a long import read as it goes), each part is a commit of its own
+        before the one of `change`, so no commit holds more than a part in memory; the
+        branch is created only with the last commit, and the store's shared lock is held
+        throughout, so `gc` cannot drop the commits no branch names yet. A failure
+        midway leaves no session."""
         session_id = header["id"]
         if not is_session_id(session_id):
             raise StoreCorrupt(f"bad session id {session_id!r}")
         empty = Change(context=[], compactions=[], plan=[], pins=[], usage=empty_usage())
-        for name in ("context", "compactions", "plan", "pins", "usage"):
-            if getattr(change, name) is None:
-                setattr(change, name, getattr(empty, name))
-        change.header = header
         subject = subject or f"{event}: {header.get('title') or session_id}"
-        return self._write(
-            session_id, None, change, event, subject, trailers or {}, None, when=when
-        )
+        with self.git.locked():
+            base: Head | None = None
+            for n, part in enumerate(parts, start=1):
+                if base is None:
+                    part.header = header
+                    for name in ("context", "compactions", "plan", "pins", "usage"):
+                        if getattr(part, name) is None:
+                            setattr(part, name, getattr(empty, name))
+                base = self._write(
+                    session_id, base, part, event, f"{subject} (part {n})", trailers or {},
+                    None, when=when, publish=False,
+                )  # fmt: skip
+            if base is None:
+                for name in ("context", "compactions", "plan", "pins", "usage"):
+                    if getattr(change, name) is None:
+                        setattr(change, name, getattr(empty, name))
+            change.header = header
+            return self._write(
+                session_id, base, change, event, subject, trailers or {}, None, when=when
+            )
 
     def fork(
         self,
@@ -378,7 +404,11 @@ class SessionStore:
         skip_unchanged: bool = False,
         *,
         when: int | None = None,
+        publish: bool = True,
     ) -> Head:
+        """One commit of `change` on `base`, the branch moved from `expected` to it by
+        compare-and-swap; with `publish=False` (the parts of a long import, see
+        `create`) its objects are written and no ref moves."""
         self.git.ensure_main()  # a store made before `main` existed gets it now
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
@@ -446,8 +476,15 @@ class SessionStore:
         commit.encoding = b"UTF-8"
         commit.message = commit_message(subject, session_id, event, trailers)
         ref = ref_name(session_id)
+        if not publish:
+            with self.git.locked():
+                self.git.add_objects([*draft.new_objects, commit])
+            if candidates is not None:
+                self._contexts[session_id] = (commit.id, candidates)
+            return Head(session_id, commit.id, tree_id, header)
+        staged = base is not None and base.id == session_id and expected is None
         with self.git.locked(), self.git.ref_locked(ref):
-            if base is not None and expected is None and not self.exists(base.id):
+            if base is not None and expected is None and not staged and not self.exists(base.id):
                 # A fork whose source was deleted meanwhile: its objects may be purged.
                 raise SessionNotFound(f"session {base.id[:8]} was deleted; nothing was forked")
             self.git.add_objects([*draft.new_objects, commit])

@@ -1,0 +1,20 @@
+"""The console script: `gitsessions hook prepare-commit-msg|commit-msg ...` (run by the
+git hook shims at every commit) is answered without loading the typer app and the agent;
+everything else goes to `cli/app.py`."""
+
+import os
+import sys
+from pathlib import Path
+
+from gitsessions.services.git_hooks import MANAGED
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if len(argv) >= 3 and argv[0] == "hook" and argv[1] in MANAGED:
+        from gitsessions.cli.githook import run_hook
+
+        sys.exit(run_hook(argv[1], argv[2], argv[3:], os.environ, Path.cwd()))
+    from gitsessions.cli.app import main as app_main
+
+    app_main()

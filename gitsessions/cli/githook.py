@@ -1,0 +1,74 @@
+"""`gitsessions hook NAME HOOK_FILE ARGS...`: what the installed git hook shims run.
+
+Kept light, since it runs at every commit of a hooked repository: it imports neither
+typer nor the agent (`cli/entry.py` calls it before the app is loaded), so a commit pays
+one small Python start per hook. The store is opened only for a commit without
+`GITSESSIONS_SESSION` made in a linked worktree (`git worktree add`, as `fork
+--worktree` makes): a commit in a main checkout costs two git calls. The consoles are
+loaded only to say something.
+
+It never blocks a commit for a reason of its own: the user's chained hook decides the
+exit code; a problem of gitsessions' (no store, a broken session) is one line on stderr
+and the commit goes on without the trailer.
+"""
+
+import sqlite3
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gitsessions.cli.home import resolve_home
+from gitsessions.services import git_hooks
+from gitsessions.values.errors import BadUsage, GitsessionsError
+from gitsessions.values.ids import is_session_id
+
+SESSION_VARIABLE = "GITSESSIONS_SESSION"
+
+
+def run_hook(
+    name: str,
+    hook_file: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    home: Path | None = None,
+) -> int:
+    """Run the user's hook, then add the trailer; the exit code for git."""
+    if name not in git_hooks.MANAGED:
+        raise BadUsage(f"unknown git hook {name!r}; known: {', '.join(git_hooks.MANAGED)}")
+    code = git_hooks.run_chained(hook_file, args, env, cwd)
+    if code != 0 or not args:
+        return code
+    try:
+        if name == "commit-msg" and git_hooks.has_trailer(Path(args[0])):
+            return 0  # prepare-commit-msg decided, or the editor kept what it chose
+        session = env.get(SESSION_VARIABLE)
+        if not is_session_id(session):
+            session = git_hooks.session_for(
+                git_hooks.linked_worktree(cwd, env), None, lambda: _headers(env, home)
+            )
+        if session is not None:
+            git_hooks.add_trailer(Path(args[0]), session, cwd, env)
+    except (GitsessionsError, OSError, sqlite3.Error, subprocess.SubprocessError) as error:
+        from gitsessions.cli.state import err  # loaded only to say something
+        from gitsessions.cli.terminal import vtext
+
+        message = f"gitsessions: no session trailer added: {error}"
+        err.print(vtext(message, style="yellow"), highlight=False)
+    return 0
+
+
+def _headers(env: Mapping[str, str], home: Path | None) -> list[dict[str, Any]]:
+    """Every session header, or none when the home has no store (never creates one)."""
+    where = resolve_home(home, env)
+    if not (where / "store.git").is_dir():
+        return []
+    from gitsessions.store.catalog import Catalog
+    from gitsessions.store.sessions import SessionStore
+
+    store = SessionStore(where, background_maintenance=False)  # read only
+    try:
+        return Catalog(store).headers()
+    finally:
+        store.close()

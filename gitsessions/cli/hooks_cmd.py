@@ -1,0 +1,147 @@
+"""`gitsessions hooks install|uninstall|list`, `gitsessions hook NAME` (what the installed
+git hook shims run; its logic is `cli/githook.py`, which the console script calls without
+loading this app) and `show --commit`'s lookup."""
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gitsessions.cli.githook import run_hook
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import one_line, vtext
+from gitsessions.services import git_hooks, hooks
+from gitsessions.values.errors import BadUsage, InvalidInput
+from gitsessions.values.ids import short
+
+hooks_app = typer.Typer(
+    no_args_is_help=True,
+    help="Git hooks that name a commit's session (Gitsessions-Session trailer), and the "
+    "lifecycle hooks in $GITSESSIONS_HOME/hooks.",
+)
+
+Workspace = Annotated[
+    Path | None,
+    typer.Option(
+        help="A folder of the git repository whose hooks to change [default: current directory]."
+    ),
+]
+
+
+def _workspace(flag: Path | None) -> Path:
+    return (flag or Path.cwd()).expanduser().absolute()
+
+
+@hooks_app.command("install")
+def cmd_install(ctx: typer.Context, workspace: Workspace = None) -> None:
+    """Install the prepare-commit-msg and commit-msg hooks in a repository. A hook you
+    already have is kept and still runs first; `hooks uninstall` puts it back."""
+    state: State = ctx.obj
+    for hook, what in git_hooks.install(_workspace(workspace), state.env):
+        err.print(vtext(f"{hook.path}: {what}"), highlight=False)
+    if not _on_path(state):
+        err.print(
+            "note: `gitsessions` is not on PATH, so the hooks only run your own hooks until "
+            "it is (e.g. `uv tool install`)",
+            style="yellow",
+        )
+
+
+@hooks_app.command("uninstall")
+def cmd_uninstall(ctx: typer.Context, workspace: Workspace = None) -> None:
+    """Remove the gitsessions git hooks from a repository and restore your own."""
+    state: State = ctx.obj
+    for hook, what in git_hooks.uninstall(_workspace(workspace), state.env):
+        err.print(vtext(f"{hook.path}: {what}"), highlight=False)
+
+
+@hooks_app.command("list")
+def cmd_list(
+    ctx: typer.Context,
+    workspace: Workspace = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Show the git hooks of a repository and the lifecycle hooks of this home."""
+    state: State = ctx.obj
+    try:
+        git = [h.as_dict() for h in git_hooks.states(_workspace(workspace), state.env)]
+        repo_note = None
+    except git_hooks.NotARepository as error:
+        git, repo_note = [], str(error)
+    lifecycle = hooks.installed(state.home)
+    report = {
+        "git": git,
+        "lifecycle": [
+            {"event": e, "path": str(state.home / hooks.DIRECTORY / e), "state": s}
+            for e, s in lifecycle.items()
+        ],
+        "timeout": state.hooks.timeout,
+        "shipped": str(git_hooks.shipped_dir()),
+    }
+    if json_:
+        print_json(out, report)
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("hook", "state", "path"):
+        table.add_column(column, no_wrap=column != "path")
+    for h in git:
+        chained = f" (runs {Path(h['chained']).name} first)" if h["chained"] else ""
+        table.add_row(f"git {h['name']}", h["state"] + chained, one_line(h["path"]))
+    for row in report["lifecycle"]:
+        table.add_row(row["event"], row["state"], one_line(row["path"]))
+    out.print(table, markup=False, highlight=False)
+    if repo_note:
+        err.print(vtext(f"git hooks: {repo_note}"), highlight=False)
+    err.print(
+        vtext(
+            f"lifecycle hooks time out after {report['timeout']:g} s ([hooks] timeout); "
+            f"examples and shims: {report['shipped']}"
+        ),
+        highlight=False,
+    )
+
+
+def cmd_hook(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="prepare-commit-msg, commit-msg.")],
+    hook_file: Annotated[str, typer.Argument(metavar="HOOK_FILE", help="The shim's path ($0).")],
+    args: Annotated[
+        list[str] | None, typer.Argument(metavar="ARGS...", help="What git passed the hook.")
+    ] = None,
+) -> None:
+    """Run by the installed git hooks: runs your own hook first, then adds the
+    Gitsessions-Session trailer when the commit is a session's."""
+    state: State = ctx.obj
+    raise typer.Exit(run_hook(name, hook_file, args or [], state.env, Path.cwd(), state.home))
+
+
+def _on_path(state: State) -> bool:
+    return shutil.which("gitsessions", path=state.env.get("PATH")) is not None
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(hooks_app, name="hooks")
+    app.command(
+        "hook",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": False},
+    )(cmd_hook)
+
+
+def session_of(state: State, session: str | None, commit: str | None) -> str:
+    """`show ID` or `show --commit SHA`: the session to show (its id or a prefix)."""
+    if (session is None) == (commit is None):
+        raise BadUsage("show needs a session ID or --commit SHA (one of them)")
+    if session is not None:
+        return session
+    assert commit is not None
+    sha, ids = git_hooks.sessions_of_commit(Path.cwd(), commit, state.env)
+    if not ids:
+        raise InvalidInput(
+            f"commit {sha[:12]} names no session (it has no {git_hooks.TRAILER} trailer)"
+        )
+    others = f" (it also names {', '.join(short(i) for i in ids[:-1])})" if len(ids) > 1 else ""
+    err.print(vtext(f"commit {sha[:12]}: session {ids[-1]}{others}", style="dim"), highlight=False)
+    return ids[-1]

@@ -1,0 +1,90 @@
+"""`show` and `log` stream their output, and page it through $PAGER on a terminal."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pexpect
+
+from gitsessions.store.sessions import Change
+from tests.conftest import REPO, run_gitsessions
+
+EVIL = "\x1b[2J\x1b]0;title\x07"
+
+
+def _long(make_session, turns: int = 600):
+    return make_session(turns=turns, title="long")
+
+
+def test_show_on_a_terminal_goes_through_the_pager_with_colour(store, make_session, tmp_path):
+    head = make_session(turns=3, title="paged")
+    store.close()
+    paged = tmp_path / "paged.txt"
+    env = dict(os.environ, PAGER=f"cat > {paged}", TERM="xterm")
+    env.pop("NO_COLOR", None)
+    child = pexpect.spawn(
+        sys.executable, ["-m", "gitsessions", "show", head.id], env=env, cwd=str(REPO),
+        encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.wait()
+    assert child.exitstatus == 0
+    text = paged.read_text()
+    assert "question 2" in text and "answer 2" in text
+    assert "\x1b[1;32m[1] user\x1b[0m" in text  # the role in colour, for `less -R`
+    assert "question" not in child.before  # everything went to the pager
+
+
+def test_no_pager_and_pager_cat_write_to_the_terminal(store, make_session, tmp_path):
+    head = make_session(turns=2)
+    store.close()
+    paged = tmp_path / "paged.txt"
+    for args, pager in [(["--no-pager"], f"cat > {paged}"), ([], "cat")]:
+        env = dict(os.environ, PAGER=pager, TERM="xterm")
+        child = pexpect.spawn(
+            sys.executable, ["-m", "gitsessions", "log", head.id, *args], env=env,
+            cwd=str(REPO), encoding="utf-8", timeout=60,
+        )  # fmt: skip
+        child.expect(pexpect.EOF)
+        assert "turn 2: question 1" in child.before
+    assert not paged.exists()
+
+
+def test_piped_show_is_plain_streamed_and_stops_quietly_when_the_reader_does(store, make_session):
+    head = _long(make_session)
+    store.commit(
+        head,
+        Change(append=[{"role": "assistant", "content": f"bad {EVIL} text"}]),
+        event="turn",
+        subject="turn: evil",
+    )
+    store.close()
+    full = run_gitsessions("show", head.id).stdout
+    assert "\x1b" not in full and "\\x1b[2J" in full  # escaped, never raw
+    assert full.count("\n[") + 1 == 1 + 2 * 600 + 1  # every message, one label each
+    shown = subprocess.run(
+        f"{sys.executable} -m gitsessions show {head.id} | head -n 3",
+        shell=True, capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert shown.stdout.splitlines()[0] == "[0] system"
+    assert "Traceback" not in shown.stderr and "Broken pipe" not in shown.stderr
+
+
+def test_streamed_json_is_the_same_document(store, make_session):
+    head = _long(make_session, turns=300)
+    store.close()
+    text = run_gitsessions("show", head.id, "--json").stdout
+    messages = json.loads(text)
+    assert len(messages) == 601 and messages[-1]["content"].startswith("answer 299")
+    assert text == json.dumps(messages, indent=2, ensure_ascii=False) + "\n"
+    empty = run_gitsessions("show", head.id, "--context", "--json").stdout
+    assert json.loads(empty)[0]["role"] == "system"
+
+
+def test_log_piped_is_tab_separated_with_stable_columns(store, make_session):
+    head = make_session(turns=3)
+    store.close()
+    lines = run_gitsessions("log", head.id).stdout.splitlines()
+    assert [line.split("\t")[2] for line in lines] == ["turn", "turn", "turn", "create"]
+    assert all(len(line.split("\t")) == 5 for line in lines)
