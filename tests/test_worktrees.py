@@ -3,6 +3,7 @@ worktree: real project repositories, the real CLI, stock git to check."""
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import exec_args, git, run_gitsessions
@@ -225,3 +226,28 @@ def test_fork_worktree_of_a_session_outside_a_repository_is_refused(server, tmp_
     assert refused.returncode == 1 and "not a git repository" in refused.stderr
     assert not (home / "worktrees").exists() or not any((home / "worktrees").iterdir())
     assert len(json.loads(gitsessions("list", "--json", cwd=tmp_path).stdout)) == 1
+
+
+def test_a_commit_in_a_worktree_fork_names_the_fork(server, tmp_path, home):
+    from tests.test_git_hooks import hook_env
+
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    made = fork(home, tmp_path, sid)
+    path = Path(made["worktree"]["path"])
+    env = hook_env()
+    installed = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "hooks", "install", "--workspace", str(root)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    (path / "one.txt").write_text("one, in the fork\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "fork work"]):
+        done = subprocess.run(
+            ["git", "-C", str(path), "-c", "user.name=T", "-c", "user.email=t@t", *args],
+            capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    message = pgit(path, "log", "-1", "--format=%B")
+    assert f"Gitsessions-Session: {made['id']}" in message
+    assert pgit(root, "log", "-1", "--format=%s", "main").strip() == "initial"
