@@ -95,13 +95,20 @@ def test_each_turn_commit_names_its_code_snapshot(server, tmp_path, home):
     assert done.returncode == 0, done.stderr
     sid = __import__("json").loads(done.stdout)["session"]
     snaps = trailers(home, sid, "Code-Snapshot")
-    # turn 1.2 (reply), 1.1 (write_file), 1 (prompt), create
-    assert len(snaps) == 4 and snaps[-1] == "" and all(snaps[:3])
-    assert snaps[0] == snaps[1] != snaps[2]  # a reply alone changes no file
-    assert tree_files(root, snaps[2]) == {
+    # turn 1.2 (reply), 1.1 (write_file), 1 (prompt), create: the prompt's snapshot is
+    # taken while the model answers; a step that ran tools takes its own; a reply alone
+    # changes no file and names the one before it
+    assert len(snaps) == 4 and snaps[2:] == ["", ""] and snaps[0] == snaps[1] != ""
+    before_tools = pgit(root, "rev-parse", f"{snaps[1]}^2").strip()  # the prompt's
+    assert tree_files(root, before_tools) == {
         k: v for k, v in working_files(root).items() if k != "made.txt"
     }
     assert tree_files(root, snaps[1]) == working_files(root)
+    # a turn of one reply names the snapshot taken while the model answered
+    server.reply(content="nothing to do")
+    done = run_gitsessions(*exec_args(server, root), "look", "--resume", sid)
+    assert done.returncode == 0, done.stderr
+    assert trailers(home, sid, "Code-Snapshot")[:2] == [snaps[0], ""]
     ref = pgit(root, "rev-parse", f"refs/gitsessions/snapshots/{sid}").strip()
     assert ref == snaps[0]
     after = user_state(root)
