@@ -158,3 +158,37 @@ def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
     assert not any("write two" in (m.get("content") or "") for m in last)
     assert any("write one" in (m.get("content") or "") for m in last)
     fsck_project(root)
+
+
+def test_ctrl_c_while_the_prompts_snapshot_is_taken_keeps_everything(server, tmp_path, home):
+    from tests.test_chat import PROMPT, leave, say, spawn
+
+    root = make_project(tmp_path / "project")
+    child = spawn(server.base_url, root)
+    server.delay(20)
+    child.sendline("slow question")
+    child.expect_exact("thinking")
+    server.reply(content="second answer")
+    child.sendintr()
+    child.expect_exact("cancelled; the session is saved")
+    child.expect(PROMPT)
+    out = say(child, "next question")
+    assert "second answer" in out and "no code snapshot" not in child.before
+    leave(child)
+    sid = json.loads(run_gitsessions("list", "--json").stdout)[0]["id"]
+    snaps = [s for s in trailers_of(home, sid) if s]
+    assert snaps and all(len(s) == 40 for s in snaps)
+    assert tree_files_equal(root, snaps[0])
+    fsck_project(root)
+
+
+def trailers_of(home: Path, session: str) -> list[str]:
+    from tests.project_helpers import trailers
+
+    return trailers(home, session, "Code-Snapshot")
+
+
+def tree_files_equal(root: Path, rev: str) -> bool:
+    from tests.project_helpers import tree_files
+
+    return tree_files(root, rev) == working_files(root)

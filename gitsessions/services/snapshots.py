@@ -65,6 +65,8 @@ def git(
             env=full,
             timeout=TIMEOUT,
             stdin=None if input is not None else subprocess.DEVNULL,
+            # a Ctrl-C at the terminal is the agent's to handle, not a snapshot's to die of
+            start_new_session=True,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SnapshotError(f"git {args[0]} failed in {cwd}: {error}") from None
