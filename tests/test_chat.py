@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.conftest import REPO, run_gitsessions
+from tests.conftest import REPO, exec_args, run_gitsessions
 
 PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -120,24 +120,35 @@ def test_slash_commands(server, ws, home):
     child = spawn(server.base_url, ws)
     assert "\\compact" in say(child, "\\help")
     assert "unknown command \\nope" in say(child, "\\nope")
-    assert say(child, "/title My [first] session").strip().endswith("title: My [first] session")
-    assert "single line" not in say(child, "\\title ok title")
+    # before the first prompt the session is a draft: a title waits for it, a fork cannot
+    titled = say(child, "/title My [first] session").strip()
+    assert titled.endswith("title: My [first] session (saved with your first prompt)")
+    assert "nothing to fork yet" in say(child, "\\fork")
+    assert "nothing to pin yet" in say(child, "\\pin too early")
+    assert "new (saved with your first prompt)" in say(child, "\\info")
+    assert sessions() == []
     say(child, "hello there")  # one turn, so there is something to fork and search
+    assert "single line" not in say(child, "\\title ok title")
     info = say(child, "\\info")
     assert "ok title" in info and "in the full record" in info and "/ 24000 tokens" in info
     assert "pinned as 1" in say(child, "\\pin keep the API stable")
     assert "no plan yet" in say(child, "\\plan")
     found = say(child, "\\search hello there")
     assert "message 1" in found
-    forked = say(child, "\\fork")
+    forked = say(child, "\\fork the other way")
     assert "forked: " in forked
-    listed = say(child, "\\sessions")
-    assert "ok title" in listed
+    child.sendline("\\sessions")  # a picker: Esc leaves it, the chat stays here
+    child.expect_exact("Esc cancels")
+    listed = plain(child.before)
+    assert "ok title  (this session)" in listed and "the other way  fork of" in listed
+    child.send("\x1b")
+    child.expect(PROMPT)
+    assert "nothing picked; still in this session" in plain(child.before)
     assert "compact" in say(child, "\\compact")
     child.sendline("\\exit")
     child.expect(pexpect.EOF)
     rows = sessions()
-    assert len(rows) == 2 and {r["title"] for r in rows} == {"ok title"}
+    assert len(rows) == 2 and {r["title"] for r in rows} == {"ok title", "the other way"}
     assert sum(1 for r in rows if r["parent_id"]) == 1
     requests_with_slash = [
         r for r in server.requests if any("\\" in (m.get("content") or "") for m in r["messages"])
@@ -149,7 +160,7 @@ def test_slash_commands(server, ws, home):
     # \title and \pin go through the same write path as `rename` and `pin`: audited
     audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
     ops = [(a["operation"], a["outcome"]) for a in audit if a["session"] == original["id"]]
-    assert ops.count(("rename", "ok")) == 2 and ("pin", "ok") in ops
+    assert ops.count(("rename", "ok")) == 1 and ("pin", "ok") in ops
 
 
 def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
@@ -392,3 +403,81 @@ def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
     child = spawn(server.base_url, ws, "--quiet")
     assert "tokens (" not in say(child, "third")
     leave(child)
+
+
+def test_a_chat_opened_and_left_makes_no_session(server, ws, home):
+    child = spawn(server.base_url, ws)
+    assert "new session" in plain(child.before)
+    say(child, "\\help")
+    assert "nothing to compact yet" in say(child, "\\compact")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    assert "no session was saved" in plain(child.before)
+    assert sessions() == [] and server.requests == []
+    assert list((home / "leases").glob("*")) == []  # no lease file of a session never made
+
+
+def spawn_picker(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
+    """`chat` that starts with a picker (no prompt to wait for yet)."""
+    env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "gitsessions", "chat", "--base-url", server_url, "--model", "fake-model",
+         "--workspace", str(workspace), *args],
+        env=env, encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(50, 120),
+    )  # fmt: skip
+
+
+def test_resume_without_an_id_and_sessions_pick_from_this_workspace(server, ws, tmp_path):
+    def made(prompt: str, where: Path) -> str:
+        server.reply(content="ok")
+        server.reply(content=f"about {prompt}")  # the list summary
+        done = run_gitsessions(*exec_args(server, where), prompt, "--json")
+        return json.loads(done.stdout)["session"]
+
+    older = made("older work", ws)
+    newer = made("newer work", ws)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    made("other project", elsewhere)
+    child = spawn_picker(server.base_url, ws, "--resume")
+    child.expect_exact("Esc cancels")
+    shown = plain(child.before)
+    assert "about newer work" in shown and "about older work" in shown
+    assert "other project" not in shown  # another workspace's session is not offered
+    assert shown.index(newer[:8]) < shown.index(older[:8])  # the most recent first
+    child.send("2")  # a number picks at once when no longer number starts with it
+    child.expect(PROMPT)
+    assert f"session {older[:8]} (resumed)" in plain(child.before)
+    # \sessions: arrow keys move, Enter picks, the chat goes on in the picked session
+    child.sendline("\\sessions")
+    child.expect_exact("Esc cancels")
+    assert "(this session)" in plain(child.before)
+    child.send("\x1b[B")
+    child.send("\x1b[A")
+    child.send("\r")
+    child.expect(PROMPT)
+    assert f"session {newer[:8]} (resumed)" in plain(child.before)
+    server.reply(content="continued in the newer one")
+    say(child, "go on")
+    leave(child)
+    transcript = json.loads(run_gitsessions("show", newer, "--json").stdout)
+    assert transcript[-1]["content"] == "continued in the newer one"
+    # Esc cancels: nothing is opened
+    child = spawn_picker(server.base_url, ws, "--resume")
+    child.expect_exact("Esc cancels")
+    child.send("\x1b")
+    child.expect(pexpect.EOF)
+    assert "no session picked" in plain(child.before)
+
+
+def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
+    server.reply(content="ok")
+    server.reply(content="a summary")
+    sid = json.loads(run_gitsessions(*exec_args(server, ws), "hi", "--json").stdout)["session"]
+    args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
+    done = run_gitsessions(*args, input="")
+    assert done.returncode == 2
+    assert f" 1. {sid[:8]}" in done.stderr
+    assert "error: stdin is not a terminal, so no session can be picked" in done.stderr
+    assert run_gitsessions("exec", "--resume", "--", "x").returncode == 2

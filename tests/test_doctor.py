@@ -60,7 +60,9 @@ def test_stale_locks_dead_leases_and_stale_cache_rows(cli, home, make_session):
     gone = make_session(turns=1)
     cli("list")  # fills index.sqlite
     with sqlite3.connect(home / "index.sqlite") as db:
-        db.execute("INSERT INTO headers VALUES (?, ?, ?)", ("f" * 32, "0" * 40, "{}"))
+        db.execute(
+            "INSERT INTO headers (id, head, header) VALUES (?, ?, ?)", ("f" * 32, "0" * 40, "{}")
+        )
     lock = home / "store.git" / "packed-refs.lock"
     lock.write_text("")
     old = time.time() - 3600

@@ -87,4 +87,4 @@ def test_log_piped_is_tab_separated_with_stable_columns(store, make_session):
     store.close()
     lines = run_gitsessions("log", head.id).stdout.splitlines()
     assert [line.split("\t")[2] for line in lines] == ["turn", "turn", "turn", "create"]
-    assert all(len(line.split("\t")) == 5 for line in lines)
+    assert all(len(line.split("\t")) == 6 for line in lines)

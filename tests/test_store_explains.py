@@ -200,11 +200,11 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     text = run_gitsessions("log", sid, env=wide).stdout
     assert "3 steps: read_file x2, run_shell" in text and "1 step" in text
     assert "turn 1.2" not in text and len(text.strip().splitlines()) == 4
-    # piped: one tab-separated record per line, no header: commit time event subject detail
+    # piped: one tab-separated record per line, no header
     rows = [line.split("\t") for line in text.splitlines()]
-    assert all(len(row) == 5 for row in rows)
+    assert all(len(row) == 6 for row in rows)  # commit time event session subject detail
     assert [row[2] for row in rows] == ["rename", "turn", "turn", "create"]
-    assert rows[2][3:] == ["turn 1: what does app.py print?", "3 steps: read_file x2, run_shell"]
+    assert rows[2][4:] == ["turn 1: what does app.py print?", "3 steps: read_file x2, run_shell"]
     text = run_gitsessions("log", sid, "--steps", env=wide).stdout
     assert "turn 1.2: read_file app.py; run_shell python3 app.py" in text
     assert len(text.strip().splitlines()) == 8

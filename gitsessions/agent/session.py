@@ -12,6 +12,10 @@ Invariants:
 - Commits only ever build on `self.head`; if another writer moved the branch, the store
   raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
   that the rare case.
+- A new session is a draft (`draft`) until its first checkpoint: nothing is stored, so a
+  chat opened and left makes no session. The first checkpoint writes the `create` commit
+  (the system prompt) and then the turn, exactly as if it had been created at once; what
+  needs a stored session (`head`) raises `NotStored` on a draft.
 """
 
 from collections.abc import Mapping
@@ -23,43 +27,104 @@ from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.canonical import scrub
 from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import new_id
 from gitsessions.values.messages import Message, text_of
-from gitsessions.values.records import add_usage, new_header
+from gitsessions.values.records import add_usage, empty_usage, new_header
+
+
+class NotStored(GitsessionsError):
+    """What needs a stored session was asked of a draft (no prompt was sent yet)."""
 
 
 class AgentSession:
-    def __init__(self, store: SessionStore, head: Head) -> None:
+    def __init__(
+        self, store: SessionStore, head: Head | None, draft: dict[str, Any] | None = None
+    ) -> None:
         self.store = store
-        self.head = head
-        self.context: list[Message] = store.read(head, "context")
-        self.plan: list[Any] = store.read(head, "plan")
-        self.pins: list[str] = store.read(head, "pins")
-        self.usage: dict[str, Any] = store.read(head, "usage")
+        self._head = head
+        self._draft = draft  # the header of a session not stored yet (head is None)
+        if head is None:
+            assert draft is not None
+            system = {"role": "system", "content": draft.pop("system_prompt")}
+            self.context: list[Message] = [system]
+            self.plan: list[Any] = []
+            self.pins: list[str] = []
+            self.usage: dict[str, Any] = empty_usage()
+            self.turn = 0
+        else:
+            self.context = store.read(head, "context")
+            self.plan = store.read(head, "plan")
+            self.pins = store.read(head, "pins")
+            self.usage = store.read(head, "usage")
+            self.turn = _turn_of(store, head)
         self.pending: list[Message] = []
         self.pending_meta: list[dict[str, Any]] = []  # per pending message: model, usage
         self.header_updates: dict[str, Any] = {}
-        self.turn = _turn_of(store, head)
         self._dirty = False
+
+    @classmethod
+    def draft(
+        cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
+    ) -> "AgentSession":
+        """A new session, stored at its first checkpoint (see the module's invariants)."""
+        header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
+        return cls(store, None, {**header, "system_prompt": system_prompt})
 
     @classmethod
     def create(
         cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
     ) -> "AgentSession":
-        system = {"role": "system", "content": system_prompt}
-        header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
-        head = writer.create(
-            store,
+        """A new session, stored now."""
+        session = cls.draft(store, system_prompt, workspace, model)
+        session._store_draft()
+        return session
+
+    def _store_draft(self) -> None:
+        assert self._draft is not None
+        system = self.context[0]
+        created = now_iso()
+        header = {**self._draft, "created_at": created, "updated_at": created}
+        self._head = writer.create(
+            self.store,
             header,
             Change(context=[system], append=[system]),
             operation=None,  # a turn's tool runs are audited; the session's birth is its commit
             subject="create: new session",
         )
-        return cls(store, head)
+        self._draft = None
+
+    def title_draft(self, title: str) -> None:
+        """Title a draft: stored with it at its first checkpoint."""
+        assert self._draft is not None
+        self._draft["title"] = title
+
+    @property
+    def is_draft(self) -> bool:
+        """Nothing stored yet: no prompt was sent."""
+        return self._head is None
+
+    @property
+    def head(self) -> Head:
+        if self._head is None:
+            raise NotStored("the session is not saved yet: it starts with your first prompt")
+        return self._head
+
+    @head.setter
+    def head(self, head: Head) -> None:
+        self._head = head
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header as stored (a draft's as it will be)."""
+        return dict(self._draft) if self._head is None else self._head.header  # type: ignore[arg-type]
 
     @property
     def id(self) -> str:
-        return self.head.id
+        if self._head is None:
+            assert self._draft is not None
+            return str(self._draft["id"])
+        return self._head.id
 
     @property
     def dirty(self) -> bool:
@@ -68,7 +133,8 @@ class AgentSession:
 
     @property
     def messages_total(self) -> int:
-        return self.head.counts.get("messages", 0) + len(self.pending)
+        stored = 0 if self._head is None else self._head.counts.get("messages", 0)
+        return stored + len(self.pending)
 
     def add(self, message: Message, **meta: Any) -> None:
         """Append to the working context and (at the next checkpoint) the transcript;
@@ -152,6 +218,8 @@ class AgentSession:
         """Commit what is pending; False when there was nothing to commit."""
         if not self._dirty:
             return False
+        if self._head is None:
+            self._store_draft()
         header = touch(self.head.header, **self.header_updates)
         change = Change(
             header=header,

@@ -56,8 +56,10 @@ def pick_session(
     store: SessionStore, resume: str | None, continue_: bool, workspace: Path
 ) -> Head | None:
     """The session to resume, or None for a new one."""
-    if resume and continue_:
+    if resume is not None and continue_:
         raise BadUsage("use --resume ID or --continue, not both")
+    if resume == "":
+        raise BadUsage("--resume needs a session id (only `chat --resume` on a terminal picks one)")
     if resume:
         head = store.head(store.resolve(resume))
         if head.header.get("archived"):
@@ -154,9 +156,11 @@ def build_agent(
     check_budget(settings.max_context_tokens, system_prompt(str(workspace)))
     sandbox = shell_sandbox(shell, workspace)  # before anything is created
     lease = Lease(store.home, picked.id) if picked else None
+    session: AgentSession | None = None
     try:
         if picked is None:
-            session = AgentSession.create(
+            # a draft: stored with its first prompt, so a chat opened and left makes none
+            session = AgentSession.draft(
                 store, system_prompt(str(workspace)), describe(workspace, env), settings.model
             )
             lease = Lease(store.home, session.id)
@@ -206,7 +210,9 @@ def build_agent(
             )
             yield Built(agent, settings, workspace, picked is not None)
     finally:
-        if lease is not None:
+        if lease is not None and session is not None and session.is_draft:
+            lease.discard()  # never stored: leave no lease file behind
+        elif lease is not None:
             lease.release()
 
 

@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from gitsessions.cli import (
     chat,
     compact_cmd,
+    diff_cmd,
     doctor_cmd,
     exchange,
     exec_cmd,
@@ -27,6 +28,7 @@ from gitsessions.cli import (
     worktree_cmd,
 )
 from gitsessions.cli.hooks_cmd import register as register_hooks
+from gitsessions.cli.picker import bare_resume
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -99,6 +101,7 @@ doctor_cmd.register(app)
 worktree_cmd.register(app)
 rewind_cmd.register(app)
 register_hooks(app)
+diff_cmd.register(app)
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:
@@ -113,7 +116,7 @@ def main() -> None:
     """Console-script entry point."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app()
+        app(args=bare_resume(sys.argv[1:]))
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)

@@ -9,13 +9,15 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import build_agent
+from gitsessions.cli.agent_setup import build_agent, workspace_dir
 from gitsessions.cli.interrupts import interrupts_kept
-from gitsessions.cli.slash import Exit, Slash
+from gitsessions.cli.picker import pick, recent
+from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
+from gitsessions.store.errors import SessionNotFound
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
 
@@ -106,6 +108,12 @@ def cmd_chat(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    if resume == "" and not continue_:  # `--resume` without an id: pick one
+        resume = pick_session(state, workspace_dir(workspace))
+        if resume is None:
+            err.print("no session picked")
+            return
+    switch: str | None = None
     events = ChatEvents(replies, err)
     approver = ChatApprover(err, auto=auto_approve)
     with build_agent(
@@ -125,10 +133,10 @@ def cmd_chat(
         agent = built.agent
         history = History(state.home, redact=state.store.redact)
         session = agent.session
+        named = f"session {short(session.id)} (resumed)" if built.resumed else "new session"
         err.print(
             vtext(
-                f"gitsessions · session {short(session.id)} "
-                f"({'resumed' if built.resumed else 'new'}) · {settings.model} at "
+                f"gitsessions · {named} · {settings.model} at "
                 f"{settings.base_url} · {built.workspace}",
                 style="bold",
             ),
@@ -144,16 +152,53 @@ def cmd_chat(
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet, workspace=built.workspace)
+        except SwitchSession as picked:
+            switch = picked.session_id
         finally:
-            history.save(session.id)
             agent.save()
-            err.print(
-                Text(
-                    f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
-                    style="dim",
-                ),
-                highlight=False,
-            )
+            if session.is_draft:  # no prompt was sent: nothing to keep
+                err.print(Text("no session was saved (no prompt was sent)", style="dim"))
+            else:
+                history.save(session.id)
+                err.print(
+                    Text(
+                        f"session {session.id} saved · "
+                        f"gitsessions chat --resume {short(session.id)}",
+                        style="dim",
+                    ),
+                    highlight=False,
+                )
+    if switch is not None:  # `\sessions` picked another one: the same chat, resumed there
+        cmd_chat(
+            ctx,
+            resume=switch,
+            model=model,
+            base_url=base_url,
+            summary_model=summary_model,
+            max_context_tokens=max_context_tokens,
+            workspace=workspace,
+            auto_approve=auto_approve,
+            all_sessions=all_sessions,
+            sandbox=sandbox,
+            sandbox_network=sandbox_network,
+            max_steps=max_steps,
+            quiet=quiet,
+        )
+
+
+def pick_session(state: State, workspace: Path) -> str | None:
+    """`chat --resume` without an id: the session picked among this workspace's."""
+    choices = recent(state.store, workspace)
+    if not choices:
+        raise SessionNotFound(
+            f"no session to resume in {workspace}; start one with `gitsessions chat`"
+        )
+    return pick(
+        err,
+        choices,
+        f"resume a session of {one_line(workspace)}, the most recent first",
+        "name one with `gitsessions chat --resume ID`",
+    )
 
 
 def repl(

@@ -4,16 +4,18 @@ Every stored string (title, summary, workspace, commit subject) is shown through
 `one_line` or a `Sink` (cli/terminal.py), so it reaches the terminal visible-safe.
 """
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from gitsessions.cli import listing
 from gitsessions.cli.hooks_cmd import session_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services import manage, sessionlog
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
@@ -34,52 +36,47 @@ def _head(ctx: typer.Context, session: str) -> Head:
     return store.head(store.resolve(session))
 
 
-def list_row(header: dict[str, Any]) -> dict[str, Any]:
-    counts = header.get("counts") or {}
-    return {
-        "id": header["id"],
-        "title": header.get("title", ""),
-        "summary": header.get("summary", ""),
-        "parent_id": header.get("parent_id"),
-        "archived": bool(header.get("archived")),
-        "messages": counts.get("messages", 0),
-        "compactions": counts.get("compactions", 0),
-        "created_at": header.get("created_at"),
-        "updated_at": header.get("updated_at"),
-        "active_at": header.get("active_at") or header.get("updated_at"),
-        "workspace": (header.get("workspace") or {}).get("path"),
-        **({"broken": header["broken"]} if "broken" in header else {}),
-    }
-
-
 def cmd_list(
     ctx: typer.Context,
     include_archived: Annotated[
         bool, typer.Option("--include-archived", help="Show archived sessions too.")
     ] = False,
+    here_only: Annotated[
+        bool,
+        typer.Option(
+            "--here", help="Only sessions of the current directory's workspace and their forks."
+        ),
+    ] = False,
+    tree: Annotated[bool, typer.Option("--tree", help="Show forks under their parent.")] = False,
     limit: Annotated[
         int | None,
         typer.Option(
             min=0,
-            help="Show at most N sessions (0: all) [default: 100 in the table, all with --json].",
+            help="Show at most N sessions (0: all) "
+            "[default: 100 in the table, all with --json or into a pipe].",
         ),
     ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """List sessions, the most recently active first (a turn or a compaction; renaming or
-    archiving does not move a session up)."""
-    headers = Catalog(_state(ctx).store).headers()
-    rows = [list_row(h) for h in headers if include_archived or not h.get("archived")]
-    rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
+    archiving does not move a session up). Into a pipe: one tab-separated line each."""
+    rows = listing.session_rows(
+        _state(ctx).store, include_archived, Path.cwd() if here_only else None
+    )
     total = len(rows)
-    shown = limit if limit is not None else (0 if json_ else 100)
+    pipe = piped(out)
+    shown = limit if limit is not None else (0 if json_ or pipe else 100)
     if shown:
         rows = rows[:shown]
+    ordered = listing.as_tree(rows) if tree else [(0, r) for r in rows]
     if json_:
-        print_json(out, rows)
+        print_json(out, [r for _depth, r in ordered])
         return
     if not rows:
-        err.print("no sessions yet")
+        err.print("no sessions yet" if not here_only else "no sessions in this workspace yet")
+        return
+    if pipe:
+        write_records(out, (_list_record(r) for _depth, r in ordered))
         return
     table = Table(box=None, pad_edge=False)
     for column in ("id", "title", "summary", "msgs", "compact", "active", "parent", "workspace"):
@@ -89,21 +86,35 @@ def cmd_list(
             table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
         else:
             table.add_column(column, no_wrap=True)
-    for r in rows:
-        title = r["title"] + (" (archived)" if r["archived"] else "")
+    for depth, r in ordered:
+        title = r["title"] or ("" if r["summary"] else listing.label(r))
+        title += " (archived)" if r["archived"] else ""
         table.add_row(
-            short(r["id"]),
+            ("  " * (depth - 1) + "└ " if depth else "") + short(r["id"]),
             one_line(title),
             one_line(r["summary"]),
             str(r["messages"]),
             str(r["compactions"]),
             one_line((r["active_at"] or "")[:16].replace("T", " ")),
-            one_line(short(r["parent_id"])),
+            one_line(listing.origin(r)),
             one_line(r["workspace"] or ""),
         )
     out.print(table, markup=False, highlight=False)
     if total > len(rows):
         err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
+
+
+def _list_record(r: dict[str, Any]) -> list[object]:
+    """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
+    return [
+        r["id"],
+        r["active_at"] or "-",
+        r["messages"],
+        r["compactions"],
+        r["parent_id"] or "-",
+        r["workspace"] or "-",
+        listing.label(r) + (" (archived)" if r["archived"] else ""),
+    ]
 
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
@@ -117,6 +128,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "title": h.get("title", ""),
         "summary": h.get("summary", ""),
         "parent_id": h.get("parent_id"),
+        "parent_deleted": bool(h.get("parent_id")) and not store.exists(h["parent_id"]),
         "fork_point": h.get("fork_point"),
         "archived": bool(h.get("archived")),
         "messages": counts.get("messages", 0),
@@ -134,16 +146,16 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
     if json_:
         print_json(out, info)
         return
-    table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
     u = info["usage"]
     ws = info["workspace"] or {}
-    for key, value in [
+    parent = "-"
+    if info["parent_id"]:
+        parent = info["parent_id"] + (" (parent deleted)" if info["parent_deleted"] else "")
+    fields = [
         ("id", info["id"]),
         ("title", info["title"]),
         ("summary", info["summary"]),
-        ("parent", info["parent_id"] or "-"),
+        ("parent", parent),
         ("archived", "yes" if info["archived"] else "no"),
         (
             "messages",
@@ -163,7 +175,14 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("updated", info["updated_at"]),
         ("branch", info["branch"]),
         ("head", info["head"]),
-    ]:
+    ]
+    if piped(out):
+        write_records(out, fields)
+        return
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in fields:
         table.add_row(key, one_line(value))
     out.print(table, markup=False, highlight=False)
 
@@ -221,8 +240,7 @@ def cmd_log(
 ) -> None:
     """The session's history, newest first: one line per turn (its prompt, steps and the
     tools it used) and per other event; a fork shows its parent's history too. Paged on
-    a terminal; piped, one tab-separated line per record (commit, time, event, subject,
-    detail)."""
+    a terminal; piped, one tab-separated line per record."""
     state = _state(ctx)
     store = state.store
     head = _head(ctx, session)
@@ -233,22 +251,22 @@ def cmd_log(
         if json_:
             stream_json_list(sink, entries)
             return
+        if piped(out):  # commit, time, event, session, subject, detail
+            for e in entries:
+                cells = [e["commit"], e["time"], e["event"], e["session"], e["subject"]]
+                sink.line("\t".join(one_line(c) for c in [*cells, _detail(e)]))
+            return
         width = max((len(e["event"]) for e in entries), default=5)
-        terminal = out.file.isatty()
         for e in entries:
             subject = e["subject"]
             if e["session"] != head.id:
                 subject = f"{subject} ({short(e['session'])})"
-            cells = [e["commit"][:10], e["time"].replace("T", " "), e["event"], subject,
-                     _detail(e)]  # fmt: skip
-            if terminal:
-                sink.text(cells[0], "yellow", one_line=True)
-                sink.text(f"  {cells[1]}  ", one_line=True)
-                sink.text(cells[2].ljust(width), "bold", one_line=True)
-                sink.text(f"  {cells[3]}", one_line=True)
-                sink.line(f"  {cells[4]}" if cells[4] else "", "dim", one_line=True)
-            else:
-                sink.line("\t".join(one_line(c) for c in cells))
+            sink.text(e["commit"][:10], "yellow", one_line=True)
+            sink.text(f"  {e['time'].replace('T', ' ')}  ", one_line=True)
+            sink.text(e["event"].ljust(width), "bold", one_line=True)
+            sink.text(f"  {subject}", one_line=True)
+            detail = _detail(e)
+            sink.line(f"  {detail}" if detail else "", "dim", one_line=True)
 
 
 def _detail(entry: dict[str, Any]) -> str:
@@ -346,6 +364,13 @@ def cmd_delete(
     """Delete a session for good: its branch and every object only it used are purged."""
     store = _state(ctx).store
     session_id = store.resolve(session)
+    forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
+    if forks:
+        err.print(
+            f"warning: {short(session_id)} has {plural(forks, 'fork')}; "
+            f"{'it keeps' if forks == 1 else 'they keep'} working and will show "
+            "`parent deleted`"
+        )
     if not yes:
         err.print(
             f"refusing to delete {short(session_id)} without --yes "

@@ -45,7 +45,15 @@ Workspace = Annotated[
     Path | None,
     typer.Option("--workspace", help="Project directory [default: the current directory]."),
 ]
-Resume = Annotated[str | None, typer.Option("--resume", metavar="ID", help="Resume this session.")]
+Resume = Annotated[
+    str | None,
+    typer.Option(
+        "--resume",
+        metavar="ID",
+        help="Resume this session (`chat --resume` without an id picks one of this "
+        "workspace's recent sessions).",
+    ),
+]
 Continue = Annotated[
     bool,
     typer.Option("--continue", help="Resume the newest non-archived session of this workspace."),

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services.search import SearchIndex
 from gitsessions.values.ids import short
 
@@ -32,6 +32,15 @@ def cmd_search(
         return
     if not hits:
         err.print("no matches")
+        return
+    if piped(out):  # session, message index ("-": a title or summary), role, title, snippet
+        write_records(
+            out,
+            (
+                [h.session, "-" if h.index is None else h.index, h.role, h.title, h.snippet]
+                for h in hits
+            ),
+        )
         return
     table = Table(box=None, pad_edge=False)
     for column in ("session", "title", "message", "snippet"):

@@ -9,11 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services import manage, points, worktrees
+from gitsessions.services import manage, points, session_diff, worktrees
+from gitsessions.services.revisions import resolve
 from gitsessions.services.rewind import rewind
 from gitsessions.services.search import SearchIndex
-from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import check_title, short
 
 HELP = [
@@ -22,13 +23,14 @@ HELP = [
     ("\\undo", "drop the last turn from the working context (the full record keeps it)"),
     ("\\title TEXT", "set this session's title"),
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
-    ("\\fork", "save a checkpoint and fork this session (you stay here)"),
+    ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
     ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
     ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
-    ("\\sessions", "recent sessions"),
+    ("\\sessions", "pick a recent session of this workspace and switch to it"),
     ("\\search QUERY", "search all sessions"),
+    ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
     ("\\help", "this list"),
     ("\\exit", "leave (Ctrl-D works too)"),
 ]
@@ -41,12 +43,20 @@ class Exit(Exception):
     """The user asked to leave."""
 
 
+class SwitchSession(Exception):
+    """The user picked another session (`\\sessions`): the chat goes on there."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+
 class Slash:
     def __init__(
         self, agent: Agent, out: Console, err: Console, workspace: Path | None = None
     ) -> None:
         self.agent = agent
-        self.workspace = workspace
+        self.workspace = workspace or Path.cwd()
         self.out = out
         self.err = err
         self.commands: dict[str, Callable[[str], Turn | None]] = {
@@ -61,6 +71,7 @@ class Slash:
             "plan": self.plan,
             "sessions": self.sessions,
             "search": self.search,
+            "diff": self.diff,
             "help": self.help,
             "exit": self.exit,
             "quit": self.exit,
@@ -87,6 +98,13 @@ class Slash:
 
     def _say(self, text: str, style: str = "") -> None:
         self.err.print(vtext(text, style=style), highlight=False)
+
+    def _stored(self, command: str) -> bool:
+        """Whether the session is stored; on a draft, say in one line why `command` waits."""
+        if not self.agent.session.is_draft:
+            return True
+        self._say(f"nothing to {command} yet: the session is saved with your first prompt")
+        return False
 
     # -- commands ------------------------------------------------------------------------
 
@@ -115,6 +133,8 @@ class Slash:
         )
 
     def compact(self, focus: str) -> None:
+        if not self._stored("compact"):
+            return
         result = self.agent.compact("manual", focus=focus or None)
         if result is None:
             return  # the loop already said why
@@ -127,6 +147,10 @@ class Slash:
         title = check_title(text)
         self.agent.save()  # pending steps first: the rename builds on them
         session = self.agent.session
+        if session.is_draft:
+            session.title_draft(title)
+            self._say(f"title: {title} (saved with your first prompt)")
+            return
         written = manage.rename(session.store, session.id, title, lease_held=True)
         session.adopt(written.head)
         self._say(f"title: {title}" if written.committed else f"already titled {title}")
@@ -138,15 +162,15 @@ class Slash:
         tokens = self.agent.estimate()
         budget = self.agent.config.policy.max_context_tokens
         rows = [
-            ("session", session.id),
-            ("title", session.head.header.get("title") or "-"),
-            ("summary", session.head.header.get("summary") or "-"),
+            ("session", "new (saved with your first prompt)" if session.is_draft else session.id),
+            ("title", session.header.get("title") or "-"),
+            ("summary", session.header.get("summary") or "-"),
             (
                 "messages",
                 f"{session.messages_total} in the full record, "
                 f"{len(session.context)} in the working context",
             ),
-            ("compactions", str(session.head.counts.get("compactions", 0))),
+            ("compactions", str((session.header.get("counts") or {}).get("compactions", 0))),
             (
                 "usage",
                 f"{usage.get('prompt_tokens', 0)} prompt + "
@@ -166,6 +190,8 @@ class Slash:
         self.err.print(table)
 
     def fork(self, rest: str) -> None:
+        if not self._stored("fork"):
+            return
         self.agent.save()
         session = self.agent.session
         if rest.split()[:1] == ["--worktree"]:
@@ -179,7 +205,7 @@ class Slash:
                 f"`gitsessions chat --resume {short(forked.head.id)}` works in it)"
             )
             return
-        head = manage.fork(session.store, session.id, hooks=self.agent.hooks)
+        head = manage.fork(session.store, session.id, rest or None, hooks=self.agent.hooks)
         self._say(
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
@@ -192,6 +218,8 @@ class Slash:
         from gitsessions.cli.rewind_cmd import report, session_workspace
 
         turn = points.parse_turn(text)
+        if not self._stored("rewind"):
+            return
         self.agent.save()
         session = self.agent.session
         workspace = self.workspace or session_workspace(session.head, None)
@@ -204,6 +232,8 @@ class Slash:
     def pin(self, text: str) -> None:
         if not text.strip():
             self._say("usage: \\pin TEXT")
+            return
+        if not self._stored("pin"):
             return
         self.agent.save()
         session = self.agent.session
@@ -220,20 +250,24 @@ class Slash:
             self.err.print(vtext(f"[{mark}] {item.get('step', '')}"), highlight=False)
 
     def sessions(self, _: str) -> None:
-        headers = [h for h in Catalog(self.agent.session.store).headers() if not h.get("archived")]
-        headers.sort(key=lambda h: h.get("active_at") or h.get("updated_at") or "", reverse=True)
-        table = Table(box=None, pad_edge=False)
-        for column in ("id", "title", "summary", "active"):
-            table.add_column(column)
-        for h in headers[:15]:
-            here = " *" if h["id"] == self.agent.session.id else ""
-            table.add_row(
-                short(h["id"]) + here,
-                one_line(h.get("title") or ""),
-                one_line(h.get("summary") or ""),
-                one_line((h.get("active_at") or h.get("updated_at") or "").replace("T", " ")),
-            )
-        self.err.print(table, markup=False)
+        session = self.agent.session
+        choices = picker.recent(session.store, self.workspace, current=session.id)
+        if not choices or [c.id for c in choices] == [session.id]:
+            self._say("no other session in this workspace yet")
+            return
+        picked = picker.pick(
+            self.err,
+            choices,
+            f"sessions of {one_line(self.workspace)}, the most recent first",
+            "`gitsessions chat --resume ID` opens one",
+        )
+        if picked is None:
+            self._say("nothing picked; still in this session", "dim")
+        elif picked == session.id:
+            self._say("already in this session", "dim")
+        else:
+            self.agent.save()
+            raise SwitchSession(picked)
 
     def search(self, query: str) -> None:
         if not query:
@@ -249,3 +283,12 @@ class Slash:
                 Text(f"{short(h.session)} {one_line(where)}: {one_line(h.snippet)}"),
                 highlight=False,
             )
+
+    def diff(self, other: str) -> None:
+        if not other:
+            self._say("usage: \\diff ID (another session, or a revision: ID@turn:N, ID~N)")
+            return
+        self.agent.save()
+        store = self.agent.session.store
+        here = resolve(store, self.agent.session.id)
+        diff_cmd.render(self.err, session_diff.diff(store, here, resolve(store, other)))

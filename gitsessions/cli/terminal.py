@@ -119,3 +119,23 @@ class Sink:
 
     def flush(self) -> None:
         self.file.flush()
+
+
+def write_records(console: Console, rows: Iterable[Iterable[object]]) -> None:
+    """Records for a pipe (stdout not a terminal): one per line, fields separated by a tab,
+    no padding or wrapping. Each field is one visible-safe line (a tab or newline in the
+    data shows as `\\t` / `\\n`), so a line is always exactly one record."""
+    lines = ["\t".join(one_line("" if field is None else field) for field in row) for row in rows]
+    if lines:
+        console.file.write("\n".join(lines) + "\n")
+        console.file.flush()
+
+
+def piped(console: Console) -> bool:
+    """Whether the console writes to a pipe or a file rather than a terminal (its file's
+    own answer: FORCE_COLOR, which makes rich draw for a terminal, does not change it)."""
+    isatty = getattr(console.file, "isatty", None)
+    try:
+        return not (isatty is not None and isatty())
+    except ValueError:  # a closed file
+        return True

@@ -17,8 +17,10 @@ from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
-from gitsessions.values.ids import check_title, new_id
+from gitsessions.values.ids import MAX_TITLE, check_title, new_id
 from gitsessions.values.secrets import redact
+
+FORK_MARK = " (fork)"
 
 
 def rename(store: SessionStore, session_id: str, title: str, lease_held: bool = False) -> Written:
@@ -46,16 +48,20 @@ def set_archived(store: SessionStore, session_id: str, archived: bool) -> Writte
 def fork(
     store: SessionStore, session_id: str, title: str | None = None, hooks: Hooks = NO_HOOKS
 ) -> Head:
+    """A fork titled `title`, else "<parent title> (fork)"; its usage starts at zero."""
     if title is not None:
         title = check_title(title)
     fork_id = new_id()
-    head = writer.audited(
-        store,
-        "fork",
-        session_id,
-        lambda: store.fork(store.head(session_id), fork_id, title=title, created_at=now_iso()),
-        fork=fork_id,
-    )
+
+    def run() -> Head:
+        source = store.head(session_id)
+        named = title
+        if named is None:
+            parent = source.header.get("title") or source.header.get("summary") or ""
+            named = fork_title(parent)
+        return store.fork(source, fork_id, title=named, created_at=now_iso())
+
+    head = writer.audited(store, "fork", session_id, run, fork=fork_id)
     hooks.run(
         "post-fork",
         head.id,
@@ -65,6 +71,14 @@ def fork(
         worktree=head.header.get("worktree"),
     )
     return head
+
+
+def fork_title(parent: str) -> str:
+    """`<parent title> (fork)`, within a title's length; empty for an untitled parent."""
+    parent = " ".join(parent.split())  # a stored title is data: one line, whatever it holds
+    if not parent:
+        return ""
+    return f"{parent[: MAX_TITLE - len(FORK_MARK)]}{FORK_MARK}"
 
 
 def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from gitsessions.services import points, snapshots, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
+from gitsessions.services.manage import fork_title
 from gitsessions.services.snapshots import IDENTITY, Project, SnapshotError, find_project, git, out
 from gitsessions.services.workspace import describe
 from gitsessions.services.writer import Edit
@@ -161,7 +162,9 @@ def fork(
             lambda: store.fork(
                 source,
                 fork_id,
-                title=title,
+                title=title
+                if title is not None
+                else fork_title(source.header.get("title") or source.header.get("summary") or ""),
                 created_at=now_iso(),
                 header_updates=updates,
                 trailers={"Code-Snapshot": snap, "Worktree-Branch": branch},

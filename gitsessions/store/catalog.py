@@ -4,6 +4,10 @@ Invariant: the refs are the truth. Each row is keyed by session id and the commi
 read from; a row whose commit is not the branch's current head is re-read, a row whose
 branch is gone is dropped. `store.cache` rebuilds a file that cannot be read and keeps
 deleted rows from lingering on disk.
+
+Each row also keeps the session's first prompt (`first_prompt`, one line, at most
+`PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
+never changes, so it is read once, from the first chunk, and carried to the next head.
 """
 
 import json
@@ -12,9 +16,15 @@ from typing import Any
 from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
-from gitsessions.store.sessions import SessionStore
+from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.values.messages import text_of
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT)"
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS headers "
+    "(id TEXT PRIMARY KEY, head TEXT, header TEXT, first_prompt TEXT)"
+)
+PROMPT_CHARS = 200
+FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
 def broken_header(
@@ -30,19 +40,25 @@ class Catalog:
         self.path = store.home / "index.sqlite"
 
     def headers(self) -> list[dict[str, Any]]:
-        """Every session's header (with `head` added), refreshed from the refs."""
+        """Every session's header (with `head` and `first_prompt` added), refreshed from
+        the refs."""
         refs = {sid: commit.decode() for sid, commit in self.store.ids().items()}
         with open_cache(self.path, [SCHEMA]) as db:
-            cached = {row[0]: (row[1], row[2]) for row in db.execute("SELECT * FROM headers")}
+            cached = {
+                row[0]: (row[1], row[2], row[3]) for row in db.execute("SELECT * FROM headers")
+            }
             out: list[dict[str, Any]] = []
-            fresh: list[tuple[str, str, str]] = []
+            fresh: list[tuple[str, str, str, str]] = []
             for sid, commit in refs.items():
                 row = cached.get(sid)
+                prompt = (row[2] if row else "") or ""
                 if row and row[0] == commit:
                     header = json.loads(row[1])
                 else:
                     try:
-                        header = self.store.head_at(sid, commit.encode()).header
+                        head = self.store.head_at(sid, commit.encode())
+                        header = head.header
+                        prompt = prompt or self._first_prompt(head)
                     except ObjectMissing:
                         if not self.store.exists(sid):
                             continue  # deleted while we listed
@@ -54,15 +70,24 @@ class Catalog:
                     except StoreError as error:
                         header = broken_header(sid, str(error))
                     else:
-                        fresh.append((sid, commit, json.dumps(header)))
+                        fresh.append((sid, commit, json.dumps(header), prompt))
                 header["head"] = commit
+                header["first_prompt"] = prompt
                 out.append(header)
             gone = [(sid,) for sid in cached if sid not in refs]
             if fresh or gone:
                 with db:
-                    db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?)", fresh)
+                    db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?)", fresh)
                     db.executemany("DELETE FROM headers WHERE id = ?", gone)
             return out
+
+    def _first_prompt(self, head: Head) -> str:
+        """The text of the transcript's first user message, on one line ("" if none)."""
+        end = min(FIRST_LINES, head.counts.get("messages", 0))
+        for message in self.store.transcript(head, 0, end):
+            if message.get("role") == "user":
+                return " ".join(text_of(message).split())[:PROMPT_CHARS]
+        return ""
 
     def forget(self, session_id: str) -> None:
         """Drop a session's row now (after delete), not at the next listing."""

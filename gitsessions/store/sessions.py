@@ -356,7 +356,8 @@ class SessionStore:
     ) -> Head:
         """A new session on a commit whose parent is `source`'s head; nothing is copied.
         Marks that belong to one session alone (a worktree) are not inherited;
-        `header_updates` sets the fork's own, `trailers` adds to its commit's."""
+        `header_updates` sets the fork's own, `trailers` adds to its commit's. Its usage
+        starts at zero: the parent's requests stay counted once, in the parent."""
         header = without_local_marks(source.header)
         header.pop("format", None)
         header.pop("counts", None)
@@ -379,7 +380,7 @@ class SessionStore:
             return self._write(
                 new_id,
                 source,
-                Change(header=header),
+                Change(header=header, usage=empty_usage()),
                 "fork",
                 f"fork: from {source.id[:8]}",
                 all_trailers,

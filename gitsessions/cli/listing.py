@@ -1,0 +1,117 @@
+"""How sessions are told apart in listings (`list`, the picker): a label, a fork's origin,
+forks in a tree under their parent, the sessions of this workspace.
+
+Everything here works on `list` rows (`list_row`): plain dicts read from the catalog, so
+nothing opens a session.
+"""
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gitsessions.agent.scope import workspace_sessions
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import SessionStore
+from gitsessions.values.ids import short
+
+
+def list_row(header: dict[str, Any]) -> dict[str, Any]:
+    """What `list --json` prints of a session (`first_prompt`: see `store.catalog`)."""
+    counts = header.get("counts") or {}
+    return {
+        "id": header["id"],
+        "title": header.get("title", ""),
+        "summary": header.get("summary", ""),
+        "first_prompt": header.get("first_prompt", ""),
+        "parent_id": header.get("parent_id"),
+        "archived": bool(header.get("archived")),
+        "messages": counts.get("messages", 0),
+        "compactions": counts.get("compactions", 0),
+        "created_at": header.get("created_at"),
+        "updated_at": header.get("updated_at"),
+        "active_at": header.get("active_at") or header.get("updated_at"),
+        "workspace": (header.get("workspace") or {}).get("path"),
+        **({"broken": header["broken"]} if "broken" in header else {}),
+    }
+
+
+def session_rows(
+    store: SessionStore, include_archived: bool, workspace: Path | None = None
+) -> list[dict[str, Any]]:
+    """`list` rows, the most recently active first (`parent_deleted` set); with
+    `workspace`, only the sessions of that workspace and their forks."""
+    headers = Catalog(store).headers()
+    rows = [list_row(h) for h in headers]
+    mark_deleted_parents(rows, (h["id"] for h in headers))
+    if not include_archived:
+        rows = [r for r in rows if not r["archived"]]
+    if workspace is not None:
+        rows = here(rows, workspace)
+    rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
+    return rows
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """What names a session: its title, else its summary, else its first prompt (quoted)."""
+    if row.get("title"):
+        return str(row["title"])
+    if row.get("summary"):
+        return str(row["summary"])
+    prompt = row.get("first_prompt") or ""
+    return f'"{prompt}"' if prompt else "(no prompt yet)"
+
+
+def origin(row: Mapping[str, Any]) -> str:
+    """`fork of <short id>` for a fork (`(parent deleted)` when its parent is gone)."""
+    parent = row.get("parent_id")
+    if not parent:
+        return ""
+    gone = " (parent deleted)" if row.get("parent_deleted") else ""
+    return f"fork of {short(parent)}{gone}"
+
+
+def mark_deleted_parents(rows: list[dict[str, Any]], ids: Iterable[str]) -> None:
+    """Set each row's `parent_deleted`: it names a parent no longer in the store."""
+    known = set(ids)
+    for row in rows:
+        row["parent_deleted"] = bool(row.get("parent_id")) and row["parent_id"] not in known
+
+
+def here(rows: list[dict[str, Any]], workspace: Path) -> list[dict[str, Any]]:
+    """The rows of sessions recorded in `workspace` and of their forks."""
+    headers = [
+        {"id": r["id"], "parent_id": r.get("parent_id"), "workspace": {"path": r.get("workspace")}}
+        for r in rows
+    ]
+    reached = workspace_sessions(headers, workspace)
+    return [r for r in rows if r["id"] in reached]
+
+
+def as_tree(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """`rows` (in their order) as `(depth, row)`, each fork right under its parent; a fork
+    whose parent is not among `rows` (deleted, archived, elsewhere) is a root."""
+    shown = {r["id"] for r in rows}
+    children: dict[str, list[dict[str, Any]]] = {}
+    roots: list[dict[str, Any]] = []
+    for row in rows:
+        parent = row.get("parent_id")
+        if parent in shown and parent != row["id"]:
+            children.setdefault(parent, []).append(row)
+        else:
+            roots.append(row)
+    out: list[tuple[int, dict[str, Any]]] = []
+    seen: set[str] = set()
+
+    def walk(row: dict[str, Any], depth: int) -> None:
+        if row["id"] in seen:
+            return
+        seen.add(row["id"])
+        out.append((depth, row))
+        for child in children.get(row["id"], []):
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    for row in rows:  # a parent cycle (a hand-edited header) still shows every row
+        walk(row, 0)
+    return out

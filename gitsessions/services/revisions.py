@@ -1,0 +1,117 @@
+"""Finding the state a revision names (`values/revision.py` parses the text).
+
+Invariants:
+- Only the named session's first-parent history is searched (its own commits, then,
+  for a fork, its parent's up to the fork point and beyond): a revision never reaches a
+  commit that is not in that history.
+- `@turn:N` is the newest `Event: turn` commit of turn N: the end of that turn (an
+  undo's commit names the current turn too, but is not part of it). A fork continues
+  its parent's numbering, so a fork's `@turn:2` may be a commit of its parent. `~N`
+  then steps N commits back along first parents.
+- The state comes back as a `Head` of the session whose commit it is (its `Session:`
+  trailer): a state before a fork is the parent's state at that commit.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.store.trailers import parse_trailers
+from gitsessions.values.ids import is_session_id, short
+from gitsessions.values.revision import BadRevision, Revision, parse_revision, shown
+
+
+@dataclass(frozen=True)
+class State:
+    """One side of a comparison: the revision as typed, the session it named and the
+    state it resolved to (`head.id` is the session whose commit it is)."""
+
+    revision: str
+    session: str
+    head: Head
+
+
+def resolve(store: SessionStore, text: str) -> State:
+    """The state `text` names; `BadRevision` (exit 2) when it names nothing."""
+    revision = parse_revision(text)
+    session_id = store.resolve(revision.session)
+    head = store.head(session_id)
+    if revision.is_head:
+        return State(text, session_id, head)
+    walk = _Walk(store, head)
+    index = 0
+    if revision.turn is not None:
+        index = _turn_index(walk, head, revision)
+    elif revision.commit is not None:
+        index = _commit_index(walk, head, revision)
+    found = walk.at(index + revision.back)
+    if found is None:
+        raise BadRevision(
+            f"bad revision {shown(revision.text)}: goes back past the first commit of "
+            f"session {short(head.id)}'s history ({len(walk.seen) - 1 - index} commits "
+            "back is the first)"
+        )
+    commit_id, commit = found
+    return State(text, session_id, store.head_at(owner_of(commit) or session_id, commit_id))
+
+
+class _Walk:
+    """A session's first-parent history, read only as far as asked."""
+
+    def __init__(self, store: SessionStore, head: Head) -> None:
+        self.history = store.history(head)
+        self.seen: list[tuple[bytes, Any]] = []
+
+    def at(self, index: int) -> tuple[bytes, Any] | None:
+        while len(self.seen) <= index:
+            item = next(self.history, None)
+            if item is None:
+                return None
+            self.seen.append(item)
+        return self.seen[index]
+
+
+def _turn_index(walk: _Walk, head: Head, revision: Revision) -> int:
+    last = 0
+    index = 0
+    while (item := walk.at(index)) is not None:
+        trailers = parse_trailers(item[1].message)[1]
+        turn = trailers.get("Turn", "")
+        if trailers.get("Event") == "turn" and turn.isdigit():
+            if int(turn) == revision.turn:
+                return index
+            last = max(last, int(turn))
+        index += 1
+    has = f"its last turn is {last}" if last else "it has no turns"
+    raise BadRevision(
+        f"bad revision {shown(revision.text)}: session {short(head.id)} has no turn "
+        f"{revision.turn} ({has})"
+    )
+
+
+def _commit_index(walk: _Walk, head: Head, revision: Revision) -> int:
+    assert revision.commit is not None
+    prefix = revision.commit.encode()
+    found = []
+    index = 0
+    while (item := walk.at(index)) is not None:
+        if item[0].startswith(prefix):
+            found.append(index)
+        index += 1
+    if not found:
+        raise BadRevision(
+            f"bad revision {shown(revision.text)}: no commit {revision.commit} in the "
+            f"history of session {short(head.id)} (`gitsessions log --steps` lists them)"
+        )
+    if len(found) > 1:
+        raise BadRevision(
+            f"bad revision {shown(revision.text)}: {revision.commit} names "
+            f"{len(found)} commits of session {short(head.id)}; type more characters"
+        )
+    return found[0]
+
+
+def owner_of(commit: Any) -> str | None:
+    """The session a commit belongs to, from its `Session:` trailer."""
+    owner = parse_trailers(commit.message)[1].get("Session", "")
+    return owner if is_session_id(owner) else None

@@ -1,0 +1,191 @@
+"""Sessions that are easy to find and tell apart (issue 10, item 12), and listings that
+pipe (item 13): real subprocesses against the fake model server."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import exec_args, run_gitsessions
+
+DOWN = "http://127.0.0.1:9/v1"  # nothing listens there: every request fails at once
+
+
+def gs(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a subprocess run in `cwd`, its stdout a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "gitsessions", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        cwd=cwd,
+        input=input,
+        timeout=120,
+    )
+
+
+def lines(done: subprocess.CompletedProcess[str]) -> list[list[str]]:
+    assert done.returncode == 0, done.stderr
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+def listed() -> list[dict]:
+    return json.loads(run_gitsessions("list", "--json").stdout)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def turn(server, ws: Path, prompt: str, *args: str, summary: bool = False) -> str:
+    """One `exec` turn; the list summary the agent asks for after it fails unless
+    `summary` (so the session has no summary), returns the session id."""
+    server.reply(content=f"answer to {prompt}")
+    if summary:
+        server.reply(content=f"summary of {prompt}")
+    else:
+        server.fail(400, "no summaries here")
+    done = run_gitsessions(*exec_args(server, ws), prompt, "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["session"]
+
+
+def test_a_failed_first_request_leaves_one_session_with_its_prompt_for_continue(server, ws):
+    down = [a if a != server.base_url else DOWN for a in exec_args(server, ws)]
+    failed = run_gitsessions(*down, "the very first prompt", "--json")
+    assert failed.returncode == 1
+    sid = json.loads(failed.stdout)["session"]
+    rows = listed()
+    assert [r["id"] for r in rows] == [sid]
+    assert rows[0]["first_prompt"] == "the very first prompt" and rows[0]["title"] == ""
+    # `list` names it by its prompt, having no title or summary
+    assert lines(gs("list", cwd=ws))[0][-1] == '"the very first prompt"'
+    server.reply(content="answered now")
+    server.fail(400, "no summaries")
+    done = run_gitsessions(*exec_args(server, ws), "again please", "--continue", "--json")
+    assert json.loads(done.stdout)["session"] == sid
+    assert [r["id"] for r in listed()] == [sid]
+    sent = server.requests[0]["messages"]  # the kept prompt, then the new one
+    assert sent[-1]["content"] == "the very first prompt\n\nagain please"
+
+
+def test_list_falls_back_to_the_summary_then_the_first_prompt(server, ws):
+    titled = turn(server, ws, "first prompt a")
+    summarized = turn(server, ws, "first prompt b", summary=True)
+    bare = turn(server, ws, "first prompt c")
+    assert run_gitsessions("rename", titled, "My title").returncode == 0
+    labels = {row[0]: row[-1] for row in lines(gs("list", cwd=ws))}
+    assert labels == {
+        titled: "My title",
+        summarized: "summary of first prompt b",
+        bare: '"first prompt c"',
+    }
+
+
+def test_forks_are_titled_counted_once_and_shown_under_their_parent(server, ws, tmp_path):
+    parent = turn(server, ws, "the parent prompt")
+    run_gitsessions("rename", parent, "Parent work")
+    fork = run_gitsessions("fork", parent).stdout.strip()
+    named = run_gitsessions("fork", parent, "--title", "Named fork").stdout.strip()
+    grandchild = run_gitsessions("fork", fork).stdout.strip()
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    other = turn(server, elsewhere, "another project")
+
+    info = {
+        sid: json.loads(run_gitsessions("info", sid, "--json").stdout) for sid in (parent, fork)
+    }
+    assert info[fork]["title"] == "Parent work (fork)"
+    assert info[parent]["usage"]["requests"] >= 1
+    assert info[fork]["usage"]["requests"] == 0  # the parent's usage is not counted again
+    total = sum(r["usage"]["requests"] for r in map(json_info, (parent, fork, named, grandchild)))
+    assert total == info[parent]["usage"]["requests"]
+    titles = {row[0]: row[-1] for row in lines(gs("list", cwd=ws))}
+    assert titles[named] == "Named fork" and titles[grandchild] == "Parent work (fork) (fork)"
+
+    # into a pipe: one record a line, 7 tab-separated fields, full ids
+    records = lines(gs("list", cwd=ws))
+    assert {len(r) for r in records} == {7}
+    parents = {r[0]: r[4] for r in records}
+    assert parents[fork] == parents[named] == parent and parents[grandchild] == fork
+    assert parents[parent] == parents[other] == "-"
+    # --tree: every fork right after its parent
+    order = [r[0] for r in lines(gs("list", "--tree", cwd=ws))]
+    assert order.index(parent) < order.index(fork) < order.index(grandchild)
+    assert order.index(parent) < order.index(named)
+    # --here: this workspace's sessions and their forks only
+    here = {r[0] for r in lines(gs("list", "--here", cwd=ws))}
+    assert here == {parent, fork, named, grandchild}
+    assert {r[0] for r in lines(gs("list", "--here", cwd=elsewhere))} == {other}
+    assert {r["id"] for r in json.loads(gs("list", "--here", "--json", cwd=ws).stdout)} == here
+
+
+def json_info(sid: str) -> dict:
+    return json.loads(run_gitsessions("info", sid, "--json").stdout)
+
+
+def test_delete_warns_about_forks_and_forks_show_parent_deleted(server, ws):
+    parent = turn(server, ws, "to be deleted")
+    forks = [run_gitsessions("fork", parent).stdout.strip() for _ in range(2)]
+    refused = run_gitsessions("delete", parent)
+    assert refused.returncode == 2
+    assert f"warning: {parent[:8]} has 2 forks" in refused.stderr
+    done = run_gitsessions("delete", parent, "--yes")
+    assert done.returncode == 0 and "has 2 forks" in done.stderr
+    lone = turn(server, ws, "no forks here")
+    assert "warning" not in run_gitsessions("delete", lone).stderr
+    info = json_info(forks[0])
+    assert info["parent_id"] == parent and info["parent_deleted"] is True
+    assert "(parent deleted)" in dict(lines(gs("info", forks[0], cwd=ws)))["parent"]
+    rows = {r["id"]: r for r in listed()}
+    assert rows[forks[1]]["parent_deleted"] is True
+    # the fork still reads its parent's history
+    assert "to be deleted" in run_gitsessions("show", forks[0]).stdout
+
+
+def test_search_log_and_info_pipe_one_record_a_line(server, ws):
+    sid = turn(server, ws, "zebra\tquagga\nokapi")
+    hits = lines(gs("search", "quagga", cwd=ws))
+    assert hits and {len(h) for h in hits} == {5}
+    assert hits[0][0] == sid and hits[0][2] == "user" and hits[0][1] == "1"
+    assert "quagga" in hits[0][4]
+    log = lines(gs("log", sid, cwd=ws))
+    assert {len(e) for e in log} == {6}
+    assert log[-1][2] == "create" and all(len(e[0]) == 40 and e[3] == sid for e in log)
+    steps = lines(gs("log", sid, "--steps", cwd=ws))
+    assert len(steps) > len(log)
+    info = dict(lines(gs("info", sid, cwd=ws)))
+    assert info["id"] == sid and info["parent"] == "-" and info["archived"] == "no"
+    assert info["messages"].startswith("3 in the transcript")
+    # --json stays the full form
+    assert json.loads(gs("info", sid, "--json", cwd=ws).stdout)["id"] == sid
+
+
+def test_resume_without_an_id_reaches_the_command_as_an_empty_id():
+    from gitsessions.cli.picker import bare_resume
+
+    assert bare_resume(["chat", "--resume"]) == ["chat", "--resume="]
+    assert bare_resume(["chat", "--resume", "--quiet"]) == ["chat", "--resume=", "--quiet"]
+    assert bare_resume(["chat", "--resume", "abcd"]) == ["chat", "--resume", "abcd"]
+    assert bare_resume(["exec", "--", "--resume"]) == ["exec", "--", "--resume"]
+
+
+def test_a_tree_shows_every_row_once_even_with_a_parent_cycle():
+    from gitsessions.cli.listing import as_tree
+
+    rows = [
+        {"id": "a", "parent_id": None},
+        {"id": "b", "parent_id": "a"},
+        {"id": "c", "parent_id": "d"},  # a hand-edited cycle: c <-> d
+        {"id": "d", "parent_id": "c"},
+        {"id": "e", "parent_id": "gone"},
+    ]
+    tree = [(depth, r["id"]) for depth, r in as_tree(rows)]
+    assert tree[:2] == [(0, "a"), (1, "b")] and (0, "e") in tree
+    assert sorted(i for _d, i in tree) == ["a", "b", "c", "d", "e"]
