@@ -57,9 +57,7 @@ def compact(store: SessionStore, head):
 def test_the_second_compaction_reads_no_line_before_the_first_one(home: Path) -> None:
     store = SessionStore(home, background_maintenance=False)
     system = {"role": "system", "content": "agent"}
-    head = store.create(
-        new_header(new_id(), now_iso()), Change(context=[system], append=[system])
-    )
+    head = store.create(new_header(new_id(), now_iso()), Change(context=[system], append=[system]))
     head = grow(store, head, range(0, 12))
     first = compact(store, head)
     assert first.committed and first.result.after_tokens <= POLICY.target_tokens

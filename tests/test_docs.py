@@ -30,7 +30,12 @@ def test_documented_flags_exist(cli):
         for usage in re.findall(r"`([^`]+)`", cell):
             name = usage.split()[0]
             assert name in table, f"README documents unknown command {name!r}"
-            flags = {opt for param in table[name].params for opt in param.opts}
+            command = table[name]
+            words = usage.split()
+            if hasattr(command, "commands") and len(words) > 1:  # a group: `worktree list`
+                assert words[1] in command.commands, f"README documents {usage!r}"
+                command = command.commands[words[1]]
+            flags = {opt for param in command.params for opt in param.opts}
             for flag in re.findall(r"(--[a-z-]+)", usage):
                 assert flag in flags, f"README documents {name} {flag}, which does not exist"
                 checked += 1

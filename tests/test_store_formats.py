@@ -163,9 +163,7 @@ def test_store_reads_format_1_context_with_its_transcript_indices(home):
     assert [ref is None for _m, ref in pairs].count(True) == 1  # only the note is inline
 
 
-def test_records_say_when_and_in_which_turn_and_never_reach_the_model(
-    home, server, workspace, cli
-):
+def test_records_say_when_and_in_which_turn_and_never_reach_the_model(home, server, workspace, cli):
     for prompt in ("first", "second"):
         server.reply(content=f"re {prompt}", usage=(30, 4))
         args = [*exec_args(server, workspace), "--json", prompt]

@@ -13,10 +13,14 @@ Invariants:
   (and `"interrupted": true` after a Ctrl-C), with its tool calls under
   `unsent_tool_calls`: they are never run (their arguments may be cut), and the context is
   left as it was, so sending the prompt again is a clean retry.
+- With code snapshots on, every step commit after the prompt names the code it ended
+  with (`Code-Snapshot`): the prompt's snapshot is taken in a thread while the model
+  answers, and waited for before any tool runs or the next commit is made.
 - A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
   got, and the step stays pending, so the next checkpoint commits it.
 """
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +137,7 @@ class Agent:
         cost: Cost,
         events: Events | None = None,
         workspace_head: Callable[[], str | None] = lambda: None,
+        code_snapshot: Callable[[str], str | None] | None = None,
         hooks: Hooks = NO_HOOKS,
     ) -> None:
         self.session = session
@@ -143,6 +148,10 @@ class Agent:
         self.cost = cost
         self.events = events or Events()
         self.workspace_head = workspace_head
+        # takes a code snapshot (its message) -> its commit in the project, or None
+        self.code_snapshot = code_snapshot
+        self._snapshot: str | None = None  # the newest snapshot this agent recorded
+        self._pending: tuple[threading.Thread, dict[str, str | None]] | None = None
         self.hooks = hooks
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
@@ -155,10 +164,12 @@ class Agent:
         session.turn += 1
         session.add({"role": "user", "content": prompt})
         try:
-            session.checkpoint(turn_subject(session.turn, prompt), trailers=self._trailers(0))
+            trailers = self._trailers(0, snapshot=False)
+            session.checkpoint(turn_subject(session.turn, prompt), trailers=trailers)
         except GitsessionsError:
             session.turn -= 1
             raise
+        self._start_snapshot()  # the code the prompt found, taken while the model thinks
         return self._after_turn(self._steps)
 
     def retry_turn(self) -> TurnResult:
@@ -295,13 +306,50 @@ class Agent:
         """Checkpoint a step, its subject saying what `message` did; a failure (disk full, a
         lost race...) raises `ReplyNotSaved` carrying `result`, so the reply is not lost."""
         subject = step_subject(self.session.turn, step, message)
+        fresh = bool(message.get("tool_calls"))  # a reply alone changed no file
         try:
-            self.session.checkpoint(subject, trailers=self._trailers(step))
+            self.session.checkpoint(subject, trailers=self._trailers(step, fresh))
         except (OSError, GitsessionsError) as error:
             raise ReplyNotSaved(error, result) from error
 
-    def _trailers(self, step: int) -> dict[str, Any]:
-        return {"Step": step, "Workspace-Head": self.workspace_head()}
+    def _trailers(self, step: int, fresh: bool = True, snapshot: bool = True) -> dict[str, Any]:
+        """A step's trailers; `fresh`: take a new code snapshot (a step that ran tools),
+        else name the last one (the one taken while the model answered, if any);
+        `snapshot=False`: name none (the prompt's commit: its snapshot is being taken)."""
+        trailers: dict[str, Any] = {"Step": step, "Workspace-Head": self.workspace_head()}
+        if self.code_snapshot is not None and snapshot:
+            self._settle()
+            if fresh or self._snapshot is None:
+                label = f"session {self.session.id[:8]} turn {self.session.turn}.{step}"
+                self._snapshot = self.code_snapshot(f"gitsessions snapshot: {label}")
+            trailers["Code-Snapshot"] = self._snapshot
+        return trailers
+
+    def _start_snapshot(self) -> None:
+        """Take a code snapshot in a thread (its git runs while the model answers); the
+        next commit, or the next tool call, waits for it (`_settle`)."""
+        if self.code_snapshot is None:
+            return
+        self._settle()
+        take = self.code_snapshot
+        label = f"session {self.session.id[:8]} turn {self.session.turn}.0"
+        result: dict[str, str | None] = {}
+
+        def run() -> None:
+            result["commit"] = take(f"gitsessions snapshot: {label}")
+
+        thread = threading.Thread(target=run, name="code-snapshot")
+        thread.start()
+        self._pending = (thread, result)
+
+    def _settle(self) -> None:
+        """Wait for the snapshot taken in the background, if any: it becomes the last."""
+        if self._pending is None:
+            return
+        thread, result = self._pending
+        self._pending = None
+        thread.join()
+        self._snapshot = result.get("commit")
 
     # -- budget --------------------------------------------------------------------------
 
@@ -439,7 +487,7 @@ class Agent:
         self.session.record(record, **reply_meta(partial, self.config.model))
         subject = step_subject(self.session.turn, step, record, cut=True)
         try:
-            self.session.checkpoint(subject, trailers=self._trailers(step))
+            self.session.checkpoint(subject, trailers=self._trailers(step, fresh=False))
         except (OSError, GitsessionsError) as error:
             self.events.notice(f"the partial reply is not saved yet: {error}")
 
@@ -480,6 +528,7 @@ class Agent:
     # -- tools ---------------------------------------------------------------------------
 
     def _run_tools(self, calls: list[dict[str, Any]]) -> list[ToolOutcome]:
+        self._settle()  # a snapshot still running must not see the tools' writes
         outcomes: list[ToolOutcome] = []
         for call in calls:
             self.events.tool_started(call)

@@ -18,10 +18,13 @@ from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import ModelClient
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
+from gitsessions.services.snapshot_settings import SnapshotSettings
+from gitsessions.services.snapshots import Snapshotter
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.services.workspace import describe, head_of
+from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
@@ -131,11 +134,14 @@ def build_agent(
     max_steps: int = 50,
     stream: bool = True,
     all_sessions: bool = False,
+    snapshots: SnapshotSettings | None = None,
 ) -> Iterator[Built]:
     store = state.store
     workspace = workspace_dir(workspace_flag)
     picked = pick_session(store, resume, continue_, workspace)
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
+    if picked is not None and workspace_flag is None and mark_of(picked.header):
+        workspace, recorded = in_worktree(picked, workspace)
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
         err.print(
@@ -169,6 +175,7 @@ def build_agent(
                     ),
                     highlight=False,
                 )
+        snapshot = code_snapshots(snapshots or SnapshotSettings(), workspace, env, session.id)
         registry = create_registry(
             workspace,
             shell_environment(env, shell.env_keep, session=session.id),
@@ -198,6 +205,7 @@ def build_agent(
                 cost_function(settings),
                 events,
                 workspace_head=lambda: head_of(workspace, env),
+                code_snapshot=snapshot,
                 hooks=state.hooks,
             )
             yield Built(agent, settings, workspace, picked is not None)
@@ -206,6 +214,71 @@ def build_agent(
             lease.discard()  # never stored: leave no lease file behind
         elif lease is not None:
             lease.release()
+
+
+def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
+    """Where a worktree fork resumes: in its worktree, from any directory (said in one
+    line); when the worktree is gone, here, with one line naming `worktree restore`.
+    Returns the workspace and what to compare the recorded one with."""
+    mark = mark_of(picked.header) or {}
+    if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
+        err.print(
+            vtext(
+                f"note: the worktree of session {short(picked.id)} belongs to a project "
+                f"not on this machine ({one_line(str(mark.get('repo')))}); the tools work "
+                f"in {here}",
+                style="yellow",
+            ),
+            highlight=False,
+        )
+        return here, str(here)
+    if is_gone(mark):
+        err.print(
+            vtext(
+                f"note: the worktree of session {short(picked.id)} is gone "
+                f"({one_line(mark['path'])}); the tools work in {here}; "
+                f"`gitsessions worktree restore {short(picked.id)}` brings it back",
+                style="yellow",
+            ),
+            highlight=False,
+        )
+        return here, str(here)
+    place = workspace_for(picked.header) or Path(mark["path"])
+    err.print(
+        vtext(
+            f"working in the worktree of session {short(picked.id)}: {one_line(str(place))} "
+            f"(branch {one_line(mark['branch'])})",
+            style="dim",
+        ),
+        highlight=False,
+    )
+    return place, str(place)
+
+
+def code_snapshots(
+    settings: SnapshotSettings, workspace: Path, env: Mapping[str, str], session_id: str
+) -> Callable[[str], str | None] | None:
+    """The snapshot taker for the agent (None when snapshots are off); its notes (no
+    repository, files left out for size, a git failure) go to stderr, each once."""
+    if not settings.enabled:
+        return None
+    snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
+
+    def flush() -> None:
+        for note in snapshotter.notes:
+            err.print(vtext(note, style="yellow"), highlight=False)
+        snapshotter.notes.clear()
+
+    if snapshotter.project() is None:
+        flush()
+        return None
+
+    def take(message: str) -> str | None:
+        commit = snapshotter(message)
+        flush()
+        return commit
+
+    return take
 
 
 def check_budget(max_context_tokens: int, prompt: str) -> None:

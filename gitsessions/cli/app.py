@@ -23,8 +23,10 @@ from gitsessions.cli import (
     exchange,
     exec_cmd,
     manage,
+    rewind_cmd,
     search,
     sync_cmd,
+    worktree_cmd,
 )
 from gitsessions.cli.hooks_cmd import register as register_hooks
 from gitsessions.cli.picker import bare_resume
@@ -97,6 +99,8 @@ exchange.register(app)
 search.register(app)
 compact_cmd.register(app)
 doctor_cmd.register(app)
+worktree_cmd.register(app)
+rewind_cmd.register(app)
 register_hooks(app)
 diff_cmd.register(app)
 sync_cmd.register(app)

@@ -82,6 +82,7 @@ def cmd_chat(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
     ] = 50,
@@ -127,6 +128,7 @@ def cmd_chat(
         max_steps=max_steps,
         stream=True,
         all_sessions=all_sessions,
+        snapshots=options.snapshot_settings(state, no_snapshots),
     ) as built:
         agent = built.agent
         history = History(state.home, redact=state.store.redact)

@@ -34,6 +34,7 @@ def cmd_exec(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
     ] = 50,
@@ -85,6 +86,7 @@ def cmd_exec(
         max_steps=max_steps,
         stream=False,
         all_sessions=all_sessions,
+        snapshots=options.snapshot_settings(state, no_snapshots),
     ) as built:
         agent = built.agent
         err.print(f"session {agent.session.id}", style="dim", highlight=False)

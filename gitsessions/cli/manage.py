@@ -19,6 +19,7 @@ from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services import manage, sessionlog
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 
@@ -300,8 +301,29 @@ def cmd_fork(
     session: IdArg,
     title: Annotated[str | None, typer.Option(help="Title of the fork.")] = None,
     json_: JsonFlag = False,
+    worktree: Annotated[
+        bool,
+        typer.Option(
+            "--worktree",
+            help="Also make a git worktree of the project on branch gitsessions/<short id>, "
+            "at the fork point's code snapshot.",
+        ),
+    ] = False,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at", metavar="REV", help="With --worktree: turn:N or a commit of the session."
+        ),
+    ] = None,
 ) -> None:
     """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
+    if worktree or at is not None:
+        from gitsessions.cli.worktree_cmd import fork_worktree
+
+        if not worktree:
+            raise BadUsage("--at needs --worktree")
+        fork_worktree(_state(ctx), session, at, title, json_)
+        return
     store = _state(ctx).store
     head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
     if json_:

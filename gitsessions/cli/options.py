@@ -13,6 +13,7 @@ from gitsessions.services.config import (
     resolve_model_settings,
 )
 from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
+from gitsessions.services.snapshot_settings import SnapshotSettings, resolve_snapshot_settings
 
 Model = Annotated[
     str | None, typer.Option("--model", help="Model name [env GITSESSIONS_MODEL; default gemma4].")
@@ -88,6 +89,15 @@ SandboxNetwork = Annotated[
     ),
 ]
 
+NoSnapshots = Annotated[
+    bool,
+    typer.Option(
+        "--no-snapshots",
+        help="Take no code snapshots of the workspace at each turn [config [snapshots] "
+        "enabled; default: on in a git repository].",
+    ),
+]
+
 
 def model_settings(state: State, **flags: Any) -> ModelSettings:
     """Settings from flags > environment > config.toml > defaults."""
@@ -99,3 +109,9 @@ def shell_settings(state: State, **flags: Any) -> ShellSettings:
     """run_shell settings from flags > config.toml [shell] > defaults."""
     path = config_path(state.home)
     return resolve_shell_settings(flags, load_config(path), config_source=str(path))
+
+
+def snapshot_settings(state: State, no_snapshots: bool) -> SnapshotSettings:
+    """Code snapshot settings from --no-snapshots > config.toml [snapshots] > defaults."""
+    path = config_path(state.home)
+    return resolve_snapshot_settings(no_snapshots, load_config(path), config_source=str(path))

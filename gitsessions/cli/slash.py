@@ -1,5 +1,6 @@
 """Slash commands inside `chat` (`\\cmd` or `/cmd`). Nothing here is sent to the model."""
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services import manage, session_diff
+from gitsessions.services import manage, points, session_diff, worktrees
 from gitsessions.services.revisions import resolve
+from gitsessions.services.rewind import rewind
 from gitsessions.services.search import SearchIndex
 from gitsessions.values.ids import check_title, short
 
@@ -22,6 +24,8 @@ HELP = [
     ("\\title TEXT", "set this session's title"),
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
+    ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
+    ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "pick a recent session of this workspace and switch to it"),
@@ -62,6 +66,7 @@ class Slash:
             "title": self.title,
             "info": self.info,
             "fork": self.fork,
+            "rewind": self.rewind,
             "pin": self.pin,
             "plan": self.plan,
             "sessions": self.sessions,
@@ -184,16 +189,45 @@ class Slash:
             table.add_row(Text(key, style="bold"), Text(one_line(value)))
         self.err.print(table)
 
-    def fork(self, title: str) -> None:
+    def fork(self, rest: str) -> None:
         if not self._stored("fork"):
             return
         self.agent.save()
         session = self.agent.session
-        head = manage.fork(session.store, session.id, title or None, hooks=self.agent.hooks)
+        if rest.split()[:1] == ["--worktree"]:
+            title = rest.removeprefix("--worktree").strip() or None
+            forked = worktrees.fork(
+                session.store, dict(os.environ), session.id, title=title, hooks=self.agent.hooks
+            )
+            self._say(
+                f"forked: {forked.head.id} with worktree {forked.worktree['path']} on branch "
+                f"{forked.worktree['branch']} (you are still in {short(session.id)}; "
+                f"`gitsessions chat --resume {short(forked.head.id)}` works in it)"
+            )
+            return
+        head = manage.fork(session.store, session.id, rest or None, hooks=self.agent.hooks)
         self._say(
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
         )
+
+    def rewind(self, text: str) -> None:
+        if not text.strip():
+            self._say("usage: \\rewind N (the turn to go back to)")
+            return
+        from gitsessions.cli.rewind_cmd import report, session_workspace
+
+        turn = points.parse_turn(text)
+        if not self._stored("rewind"):
+            return
+        self.agent.save()
+        session = self.agent.session
+        workspace = self.workspace or session_workspace(session.head, None)
+        done = rewind(
+            session.store, dict(os.environ), session.id, turn, workspace=workspace, lease_held=True
+        )
+        session.adopt(done.head)
+        report(self.err, done)
 
     def pin(self, text: str) -> None:
         if not text.strip():

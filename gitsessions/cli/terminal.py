@@ -119,6 +119,8 @@ class Sink:
 
     def flush(self) -> None:
         self.file.flush()
+
+
 def write_records(console: Console, rows: Iterable[Iterable[object]]) -> None:
     """Records for a pipe (stdout not a terminal): one per line, fields separated by a tab,
     no padding or wrapping. Each field is one visible-safe line (a tab or newline in the

@@ -38,7 +38,7 @@ from gitsessions.values.messages import (
     validate_message,
     validate_messages,
 )
-from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_workspace
+from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empty_workspace
 from gitsessions.values.secrets import redact_value
 
 T = TypeVar("T")
@@ -260,7 +260,8 @@ def validate_export(doc: Any) -> None:
     for key in REQUIRED:
         if key not in doc:
             raise InvalidExport(f"missing {key!r}")
-    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS))
+    # a local mark (a worktree made on another machine) is accepted and dropped
+    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS) - set(LOCAL_ONLY_FIELDS))
     if unknown:
         raise InvalidExport(f"unknown field {unknown[0]!r}")
     if not is_session_id(doc["id"]):

@@ -259,9 +259,7 @@ class LedgerBuilder:
                 self.last_error = _last_error(event, event.result_index, event.result)
         self.group = []
 
-    def ledger(
-        self, plan: Sequence[Mapping[str, Any]] = (), pins: Sequence[str] = ()
-    ) -> Ledger:
+    def ledger(self, plan: Sequence[Mapping[str, Any]] = (), pins: Sequence[str] = ()) -> Ledger:
         """The ledger of what was fed (an open assistant message counted as it stands)."""
         done = LedgerBuilder.from_state(self.state())
         done._close()

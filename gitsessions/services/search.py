@@ -40,8 +40,7 @@ SCHEMA = [
     "CREATE TABLE IF NOT EXISTS holds (session TEXT, start INTEGER, blob INTEGER,"
     " PRIMARY KEY (session, start))",
     "CREATE INDEX IF NOT EXISTS holds_blob ON holds (blob)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, role UNINDEXED,"
-    " tokenize='trigram')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, role UNINDEXED, tokenize='trigram')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS labels USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
     "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)",

@@ -55,7 +55,12 @@ from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
-from gitsessions.values.records import HEADER_FORMAT, empty_usage, usage_since
+from gitsessions.values.records import (
+    HEADER_FORMAT,
+    empty_usage,
+    usage_since,
+    without_local_marks,
+)
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 JSON_FILES = {
@@ -184,9 +189,7 @@ class SessionStore:
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
         version = check_header(header, session_id)
-        return Head(
-            session_id, commit_id, commit.tree, upgrade_header(header, version), version
-        )
+        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
         tree = self.git.get(tree_id)
@@ -354,15 +357,21 @@ class SessionStore:
         title: str | None,
         created_at: str,
         fork_point: bytes | None = None,
+        header_updates: Mapping[str, Any] | None = None,
+        trailers: Mapping[str, Any] | None = None,
     ) -> Head:
         """A new session on a commit whose parent is `source`'s head; nothing is copied.
         `fork_point` (default: that head) is what the header and trailer name: a pull's
-        fork of a diverged line names the merge base. Its usage starts at zero: the
-        parent's requests stay counted once, in the parent."""
+        fork of a diverged line names the merge base. Marks that belong to one session
+        alone (a worktree) are not inherited; `header_updates` sets the fork's own,
+        `trailers` adds to its commit's. Its usage starts at zero: the parent's requests
+        stay counted once, in the parent (a pull's fork counts what the remote's line
+        spent since the merge base)."""
         point = (fork_point or source.commit).decode()
-        header = dict(source.header)
+        header = without_local_marks(source.header)
         header.pop("format", None)
         header.pop("counts", None)
+        header.update(header_updates or {})
         header.update(
             id=new_id,
             parent_id=source.id,
@@ -372,7 +381,7 @@ class SessionStore:
         )
         if title is not None:
             header["title"] = title
-        trailers = {"Parent-Session": source.id, "Fork-Point": point}
+        all_trailers = {"Parent-Session": source.id, "Fork-Point": point, **(trailers or {})}
         usage = empty_usage()
         if fork_point is not None and fork_point != source.commit:
             # a pull's fork of a diverged line: what that line spent since the merge base
@@ -385,7 +394,7 @@ class SessionStore:
                 Change(header=header, usage=usage),
                 "fork",
                 f"fork: from {source.id[:8]}",
-                trailers,
+                all_trailers,
                 None,
             )
         except ObjectMissing:

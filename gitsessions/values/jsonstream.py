@@ -18,6 +18,7 @@ READ = 1 << 20
 class NotAnObject(ValueError):
     """The document is valid JSON but not an object."""
 
+
 WHITESPACE = " \t\n\r"
 
 

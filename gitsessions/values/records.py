@@ -12,6 +12,14 @@ from typing import Any
 
 HEADER_FORMAT = "gitsessions.header/2"
 USAGE_TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "requests", "cost_usd")
+# header fields true of one session on one machine only: never inherited by a fork,
+# never carried by an export, import or pull (a `worktree` gitsessions made here)
+LOCAL_ONLY_FIELDS = ("worktree",)
+
+
+def without_local_marks(header: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `header` without the fields in `LOCAL_ONLY_FIELDS`."""
+    return {k: v for k, v in header.items() if k not in LOCAL_ONLY_FIELDS}
 
 
 def empty_workspace(path: str | None = None) -> dict[str, Any]:

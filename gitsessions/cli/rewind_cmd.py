@@ -1,0 +1,116 @@
+"""`gitsessions rewind ID --to turn:N [--chat] [--code] [--force]`, and what it prints
+(shared with `\\rewind N` in the chat)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gitsessions.cli.state import State, err
+from gitsessions.cli.terminal import one_line, vtext
+from gitsessions.services import points
+from gitsessions.services.rewind import Rewound, rewind
+from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
+from gitsessions.store.sessions import Head
+from gitsessions.values.ids import short
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
+
+
+def session_workspace(head: Head, flag: Path | None) -> Path:
+    """Where a session's code is: --workspace, else its worktree, else its recorded
+    workspace when it is still there, else the current directory."""
+    if flag is not None:
+        return flag.expanduser().absolute()
+    mark = mark_of(head.header)
+    if mark is not None and not is_gone(mark):
+        return workspace_for(head.header) or Path(mark["path"])
+    recorded = (head.header.get("workspace") or {}).get("path")
+    if recorded and Path(recorded).is_dir():
+        return Path(recorded)
+    return Path.cwd()
+
+
+def report(console: Console, done: Rewound) -> None:
+    """What changed: the files, the working context's messages."""
+    for note in done.notes:
+        console.print(vtext(note, style="yellow"), highlight=False)
+    if done.saved:
+        console.print(
+            f"saved the workspace's changes first as snapshot {done.saved[:12]}",
+            markup=False,
+            highlight=False,
+        )
+    if done.code:
+        files = done.files
+        total = sum(len(v) for v in files.values())
+        console.print(
+            f"code: back to turn {done.turn} (snapshot {(done.snapshot or '')[:12]}), "
+            f"{total} file{'s' if total != 1 else ''} changed",
+            markup=False,
+            highlight=False,
+        )
+        for label, mark in (("restored", "M"), ("added", "A"), ("removed", "D")):
+            for path in files.get(label, []):
+                console.print(f"  {mark} {one_line(path)}", markup=False, highlight=False)
+    if done.chat:
+        console.print(
+            f"chat: back to turn {done.turn}: the working context goes from "
+            f"{done.context_before} to {done.context_after} messages; the transcript keeps "
+            "every message",
+            markup=False,
+            highlight=False,
+        )
+
+
+def cmd_rewind(
+    ctx: typer.Context,
+    session: IdArg,
+    to: Annotated[str, typer.Option("--to", metavar="turn:N", help="The turn to go back to.")],
+    chat: Annotated[
+        bool, typer.Option("--chat", help="Rewind the working context and plan only.")
+    ] = False,
+    code: Annotated[bool, typer.Option("--code", help="Rewind the workspace files only.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rewind the code even when the workspace has changes no snapshot holds "
+            "(they are snapshotted first).",
+        ),
+    ] = False,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="Where the code is [default: the session's worktree or recorded workspace].",
+        ),
+    ] = None,
+) -> None:
+    """Go back to turn N, never destructively: the chat (a new commit whose working
+    context and plan are turn N's; the transcript keeps everything and records the
+    rewind) and the code (the workspace's files as turn N's snapshot; refused when the
+    workspace has changes no snapshot holds, unless --force). Default: both."""
+    state: State = ctx.obj
+    store = state.store
+    session_id = store.resolve(session)
+    turn = points.parse_turn(to)
+    head = store.head(session_id)
+    both = not chat and not code
+    done = rewind(
+        store,
+        state.env,
+        session_id,
+        turn,
+        workspace=session_workspace(head, workspace),
+        chat=chat or both,
+        code=None if both else code,
+        force=force,
+    )
+    report(err, done)
+    err.print(f"session {short(session_id)} rewound to turn {turn}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rewind")(cmd_rewind)

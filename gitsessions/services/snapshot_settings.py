@@ -1,0 +1,41 @@
+"""The `[snapshots]` table of config.toml: whether turns take code snapshots, and the
+size over which a file is left out of one.
+
+Invariant: the `--no-snapshots` flag wins, then `[snapshots]`, then the defaults (on,
+10 MiB). An unknown key in the table is an error, not ignored.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gitsessions.services.config import CONFIG_FILE, ConfigError
+from gitsessions.services.snapshots import DEFAULT_MAX_FILE_BYTES
+
+TABLE = "snapshots"
+KEYS = ("enabled", "max_file_bytes")
+
+
+@dataclass(frozen=True)
+class SnapshotSettings:
+    enabled: bool = True
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+def resolve_snapshot_settings(
+    no_snapshots: bool, config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
+) -> SnapshotSettings:
+    table = config.get(TABLE, {})
+    where = f"{config_source} [{TABLE}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{config_source}: [{TABLE}] must be a table")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(KEYS)}")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}: enabled must be true or false")
+    limit = table.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"{where}: max_file_bytes must be a whole number of bytes >= 0")
+    return SnapshotSettings(enabled=enabled and not no_snapshots, max_file_bytes=limit)
