@@ -1,5 +1,6 @@
 """Building an agent for `chat` and `exec`: settings, session, lease, tools, client."""
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -207,8 +208,17 @@ def check_budget(max_context_tokens: int, prompt: str) -> None:
     """Refuse a budget the agent can never work in, before a session is created: the
     system prompt and tool schemas, a continuation note and one turn must fit."""
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+
+    def least(fixed: int) -> int:
+        return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+
+    # A token is at least one byte: a budget over this bound fits without loading the
+    # tokenizer (a few hundred milliseconds `chat` spends while the user types instead).
+    upper = len(prompt.encode()) + len(json.dumps(tools).encode()) + 200
+    if max_context_tokens >= least(upper):
+        return
     fixed = default_counter().estimate([{"role": "system", "content": prompt}], tools)
-    minimum = -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+    minimum = least(fixed)
     if max_context_tokens < minimum:
         raise BadUsage(
             f"--max-context-tokens {max_context_tokens} is too small: the system prompt and "

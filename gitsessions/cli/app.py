@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
 
-from gitsessions.cli import chat, compact_cmd, doctor_cmd, exchange, exec_cmd, manage, search
+from gitsessions.cli import lazy
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
@@ -23,7 +22,7 @@ from gitsessions.values.errors import GitsessionsError
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-class _Group(TyperGroup):
+class _Group(lazy.LazyGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -55,7 +54,7 @@ def _os_error(error: OSError) -> str:
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help="A coding agent whose sessions live in git. Sessions are stored as branches of "
@@ -70,21 +69,25 @@ def _main(
         Path | None,
         typer.Option(
             help="Where sessions live [default: $GITSESSIONS_HOME, else "
-            "$XDG_DATA_HOME/gitsessions, else ~/.local/share/gitsessions]"
+            "$XDG_DATA_HOME/gitsessions, else ~/.local/share/gitsessions]; also "
+            "accepted after the command."
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=lazy.print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = State.from_env(home, os.environ)
     ctx.call_on_close(ctx.obj.close)
 
 
-chat.register(app)
-exec_cmd.register(app)
-manage.register(app)
-exchange.register(app)
-search.register(app)
-compact_cmd.register(app)
-doctor_cmd.register(app)
+# Commands are imported when invoked (cli/lazy.py): `list` never pays for openai.
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:

@@ -1,6 +1,7 @@
 """`gitsessions chat`: the interactive session."""
 
-from dataclasses import replace
+import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,10 +14,12 @@ from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.slash import Exit, Slash
 from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services.config import ModelSettings
-from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
+from gitsessions.services import endpoint
+from gitsessions.services.config import ModelSettings, config_path
+from gitsessions.services.model import ModelError, preload
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
+from gitsessions.values.tokens import default_counter
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_ui import ChatEvents
@@ -36,24 +39,26 @@ def read_prompt() -> str:
     return "\n".join(lines)
 
 
-def probe(settings: ModelSettings) -> None:
-    """Say at once, in one line, when the endpoint is down or lacks the model."""
+def probe(settings: ModelSettings, first_run: bool) -> None:
+    """Say at once, in one line, when the endpoint is down or lacks the model; on the
+    first run, or when the default endpoint (Ollama) is down, say how to start it."""
     model = settings.model
-    try:
-        with ModelClient(replace(settings, timeout=min(settings.timeout, 5.0))) as client:
-            models = client.list_models()
-    except EndpointUnreachable as error:
+    found = endpoint.probe(settings)
+    if found.unreachable:
         err.print(
             vtext(
-                f"warning: {one_line(error)}. Prompts are still saved; \\retry sends the last "
-                "one again once the server is up.",
+                f"warning: {one_line(found.unreachable)}. Prompts are still saved; \\retry "
+                "sends the last one again once the server is up.",
                 style="yellow",
             ),
             highlight=False,
         )
-        return
-    except ModelError:
-        return  # some servers have no /models; the first request will tell
+    if (first_run or found.unreachable) and endpoint.is_default_endpoint(settings):
+        hint = endpoint.OLLAMA_HINT.format(
+            url=settings.base_url, model=model, config=config_path(Path("$GITSESSIONS_HOME"))
+        )
+        err.print(vtext(hint, style="dim"), highlight=False)
+    models = found.models
     if models and model not in models:
         shown = ", ".join(models[:8])
         err.print(
@@ -64,6 +69,21 @@ def probe(settings: ModelSettings) -> None:
             ),
             highlight=False,
         )
+
+
+def warm_up() -> None:
+    """Import the model client and load the tokenizer in the background: the user types
+    the first prompt meanwhile, and the first request does not wait for them."""
+
+    def load() -> None:
+        preload()
+        default_counter().warm_up()
+        import rich.markdown  # noqa: F401 - the first reply renders markdown
+
+    threading.Thread(target=load, daemon=True, name="warm-up").start()
+
+
+AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
 
 
 def cmd_chat(
@@ -104,6 +124,7 @@ def cmd_chat(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    first_run = not (state.home / "store.git").exists()
     events = ChatEvents(replies, err)
     approver = ChatApprover(err, auto=auto_approve)
     with build_agent(
@@ -135,9 +156,12 @@ def cmd_chat(
             Text("\\help for commands · Ctrl-C cancels a request · Ctrl-D leaves", style="dim"),
             highlight=False,
         )
-        probe(settings)
+        if auto_approve:
+            err.print(Text(AUTO_APPROVE_BANNER, style="bold yellow"), highlight=False)
+        probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
+        warm_up()
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet)

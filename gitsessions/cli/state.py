@@ -3,12 +3,14 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitsessions.cli.terminal import VisibleConsole
-from gitsessions.services.audit import audit
 from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
-from gitsessions.store.redaction import Finding
-from gitsessions.store.sessions import SessionStore
+
+if TYPE_CHECKING:  # the store (dulwich) is imported when a command first uses it
+    from gitsessions.store.redaction import Finding
+    from gitsessions.store.sessions import SessionStore
 
 # Markup and highlighting are off: titles, summaries and model text are data, and a `[`
 # in them must print as itself. Both show every string visible-safe (cli/terminal.py).
@@ -32,19 +34,22 @@ def resolve_home(flag: Path | None, env: Mapping[str, str]) -> Path:
 class State:
     home: Path
     env: Mapping[str, str]
-    _store: SessionStore | None = field(default=None, repr=False)
+    _store: "SessionStore | None" = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, flag: Path | None, env: Mapping[str, str]) -> "State":
         return cls(resolve_home(flag, env), dict(env))
 
     @property
-    def store(self) -> SessionStore:
+    def store(self) -> "SessionStore":
         if self._store is None:
+            from gitsessions.services.audit import audit
+            from gitsessions.store.sessions import SessionStore
+
             path = config_path(self.home)
             home = self.home
 
-            def on_redacted(session: str, findings: list[Finding]) -> None:
+            def on_redacted(session: str, findings: "list[Finding]") -> None:
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
             store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first

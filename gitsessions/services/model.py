@@ -62,6 +62,13 @@ def _openai() -> ModuleType:
     return openai
 
 
+def preload() -> None:
+    """Import openai now (`chat` calls it in a thread while the user types its first
+    prompt, so the first request does not wait for it)."""
+    _openai()
+    import gitsessions.services.deadline  # noqa: F401 - httpx, for the client's deadline
+
+
 class RequestInterrupted(KeyboardInterrupt):
     """Ctrl-C during a request: a KeyboardInterrupt carrying, in `partial`, what a stream
     delivered before it (None when nothing arrived)."""
@@ -165,26 +172,40 @@ class ModelClient:
         retries: int = 0,
         wait: Callable[[Retry], None] = sleep_then_retry,
     ) -> None:
-        from gitsessions.services.deadline import Deadline
-
         self.settings = settings
         self.retries = retries
         self.wait = wait
-        self._deadline = Deadline()
-        http_client = _openai().DefaultHttpxClient(
-            timeout=settings.timeout, event_hooks=self._deadline.hooks
-        )
-        self._deadline.install(http_client)
-        self._client = _openai().OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key,
-            timeout=settings.timeout,
-            max_retries=0,  # retried here, where the wait can be shown
-            http_client=http_client,
-        )
+        self._openai_client: Any = None  # made at the first request: importing openai is slow
+        self._deadline_hooks: Any = None
+
+    @property
+    def _deadline(self) -> Any:
+        self._client  # noqa: B018 - the deadline is made with the client
+        return self._deadline_hooks
+
+    @property
+    def _client(self) -> Any:
+        if self._openai_client is None:
+            from gitsessions.services.deadline import Deadline  # imports httpx
+
+            self._deadline_hooks = Deadline()
+            settings = self.settings
+            http_client = _openai().DefaultHttpxClient(
+                timeout=settings.timeout, event_hooks=self._deadline_hooks.hooks
+            )
+            self._deadline_hooks.install(http_client)
+            self._openai_client = _openai().OpenAI(
+                base_url=settings.base_url,
+                api_key=settings.api_key,
+                timeout=settings.timeout,
+                max_retries=0,  # retried here, where the wait can be shown
+                http_client=http_client,
+            )
+        return self._openai_client
 
     def close(self) -> None:
-        self._client.close()
+        if self._openai_client is not None:
+            self._openai_client.close()
 
     def __enter__(self) -> ModelClient:
         return self

@@ -1,0 +1,110 @@
+"""The command group that imports a command's module only when that command runs.
+
+Invariant: `gitsessions list` imports what `list` needs and nothing else (no openai, no
+tiktoken, no agent): the group knows each command by name, module and one-line summary,
+and builds the typer command from its module on first use. `--help` prints the
+summaries from the table below, so listing the commands imports none of them; a test
+checks each summary against its command's docstring. A command registered on the app
+directly (`module.register(app)`) works as before.
+
+`--home DIR` is a global option, but it is also accepted after the command
+(`gitsessions list --home DIR`): it is moved in front before click parses anything.
+"""
+
+from importlib import import_module
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from gitsessions.cli.fastparams import speed_up
+
+# command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("chat", "Chat with the agent in this workspace; every turn is a commit."),
+    "exec": ("exec_cmd", "Run one turn (tool calls included) and print the final reply."),
+    "list": ("manage", "List sessions, the most recently active first."),
+    "info": ("manage", "Show one session: ids, counts, usage, workspace and settings."),
+    "show": ("manage", "Print the full transcript (or the working context) of a session."),
+    "log": ("manage", "Show the session's history, one line per turn."),
+    "rename": ("manage", "Set the session's title."),
+    "fork": ("manage", "Fork a session: a new branch at its head; nothing is copied."),
+    "archive": ("manage", "Hide a session from `list` and search."),
+    "unarchive": ("manage", "Bring an archived session back."),
+    "delete": ("manage", "Delete a session for good, with every object only it used."),
+    "gc": ("manage", "Pack objects (deltified) and purge what no session reaches."),
+    "export": ("exchange", "Export a whole session as one JSON document."),
+    "import": ("exchange", "Create a session from an export file; prints its id."),
+    "search": ("search", "Search titles, summaries and transcripts of all sessions."),
+    "compact": ("compact_cmd", "Compact a session's working context now."),
+    "pin": ("compact_cmd", "Pin a note: it survives every compaction verbatim."),
+    "unpin": ("compact_cmd", "Remove a pinned note by its number."),
+    "pins": ("compact_cmd", "List a session's pinned notes."),
+    "doctor": ("doctor_cmd", "Check the store for what git fsck cannot see, and repair it."),
+}
+
+
+def load(name: str) -> Any:
+    """The click command `name`, built from its module (which registers it on an app)."""
+    module = import_module(f"gitsessions.cli.{COMMANDS[name][0]}")
+    app = typer.Typer(rich_markup_mode=None, add_completion=False)
+    module.register(app)
+    return typer.main.get_group(app).commands[name]
+
+
+def hoist_home(args: list[str]) -> list[str]:
+    """`--home DIR` / `--home=DIR` anywhere before `--`, moved to the front."""
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        if arg == "--home" and index + 1 < len(args):
+            front += args[index : index + 2]
+            index += 2
+            continue
+        if arg.startswith("--home="):
+            front.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return front + rest
+
+
+def print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"gitsessions {version('gitsessions')}")
+        raise typer.Exit()
+
+
+class LazyGroup(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load(cmd_name)
+        command = self.commands.get(cmd_name)
+        if command is not None:
+            speed_up(command)
+        return command
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        speed_up(self)
+        return super().parse_args(ctx, hoist_home(args))
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [
+            (
+                name,
+                COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str(),
+            )
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
