@@ -45,6 +45,7 @@ from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
 
 CANCELLED = "error: cancelled by the user before this tool finished"
@@ -252,14 +253,14 @@ class Agent:
                     "",
                     taken,
                     compacted,
-                    f"stopped: {failed_in_a_row} steps in a "
+                    f"stopped: {plural(failed_in_a_row, 'step')} in a "
                     "row where every tool call failed or was denied",
                 )
         return TurnResult(
             "",
             self.config.max_steps,
             compacted,
-            f"stopped: reached the limit of {self.config.max_steps} steps (--max-steps)",
+            f"stopped: reached the limit of {plural(self.config.max_steps, 'step')} (--max-steps)",
         )
 
     def _commit(self, step: int, message: Message, result: TurnResult) -> None:

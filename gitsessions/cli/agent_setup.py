@@ -1,6 +1,7 @@
 """Building an agent for `chat` and `exec`: settings, session, lease, tools, client."""
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import Policy
 from gitsessions.services.config import ModelSettings
-from gitsessions.services.model import ModelClient
+from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
@@ -33,6 +34,21 @@ from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
+AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
+
+
+def warm_up(markdown: bool = False) -> None:
+    """Import the model client and load the tokenizer in background threads: `chat`
+    starts them when its prompt shows (the user types meanwhile), `exec` while it reads
+    and writes the store; the first request then waits less or not at all."""
+
+    def load() -> None:
+        preload()
+        if markdown:
+            import rich.markdown  # noqa: F401 - the first reply renders markdown
+
+    default_counter().warm_up()  # a thread of its own: the first request counts first
+    threading.Thread(target=load, daemon=True, name="warm-up").start()
 
 
 @dataclass

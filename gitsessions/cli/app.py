@@ -102,7 +102,7 @@ def main() -> None:
     """Console-script entry point."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app()
+        app(prog_name="gitsessions")
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)

@@ -1,6 +1,5 @@
 """`gitsessions chat`: the interactive session."""
 
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,17 +8,16 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import build_agent
+from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, warm_up
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.slash import Exit, Slash
 from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import endpoint
 from gitsessions.services.config import ModelSettings, config_path
-from gitsessions.services.model import ModelError, preload
+from gitsessions.services.model import ModelError
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
-from gitsessions.values.tokens import default_counter
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_ui import ChatEvents
@@ -69,21 +67,6 @@ def probe(settings: ModelSettings, first_run: bool) -> None:
             ),
             highlight=False,
         )
-
-
-def warm_up() -> None:
-    """Import the model client and load the tokenizer in the background: the user types
-    the first prompt meanwhile, and the first request does not wait for them."""
-
-    def load() -> None:
-        preload()
-        default_counter().warm_up()
-        import rich.markdown  # noqa: F401 - the first reply renders markdown
-
-    threading.Thread(target=load, daemon=True, name="warm-up").start()
-
-
-AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
 
 
 def cmd_chat(
@@ -161,7 +144,7 @@ def cmd_chat(
         probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-        warm_up()
+        warm_up(markdown=True)
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet)

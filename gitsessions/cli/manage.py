@@ -16,6 +16,7 @@ from gitsessions.services import manage, sessionlog
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
@@ -151,7 +152,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         (
             "usage",
             f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
-            f"{u['requests']} requests, ${u['cost_usd']:.4f}",
+            f"{plural(u['requests'], 'request')}, ${u['cost_usd']:.4f}",
         ),
         ("model", info["model"] or "-"),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
@@ -316,13 +317,9 @@ def cmd_gc(ctx: typer.Context) -> None:
         )
         return
     err.print(
-        f"packed {stats['objects']} objects "
-        f"(from {stats['loose_before']} loose and {stats['packs_before']} packs)"
+        f"packed {plural(stats['objects'], 'object')} "
+        f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import check_title, short
+from gitsessions.values.plural import plural
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
@@ -142,7 +143,7 @@ class Slash:
                 "usage",
                 f"{usage.get('prompt_tokens', 0)} prompt + "
                 f"{usage.get('completion_tokens', 0)} completion tokens, "
-                f"{usage.get('requests', 0)} requests, ${usage.get('cost_usd', 0.0):.4f}",
+                f"{plural(usage.get('requests', 0), 'request')}, ${usage.get('cost_usd', 0.0):.4f}",
             ),
             (
                 "context",

@@ -29,6 +29,7 @@ from gitsessions.store.errors import ObjectMissing, StoreCorrupt
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
+from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
 
 TITLE, SUMMARY = -2, -1
@@ -175,7 +176,7 @@ class SearchIndex:
             return int(row[0])
         messages = self.store.segment(sha.encode())
         if len(messages) > SLOTS:
-            raise StoreCorrupt(f"segment {sha[:12]} holds {len(messages)} messages")
+            raise StoreCorrupt(f"segment {sha[:12]} holds {plural(len(messages), 'message')}")
         key = db.execute("INSERT INTO blobs (sha) VALUES (?)", (sha,)).lastrowid
         assert key is not None
         rows = [
