@@ -44,10 +44,17 @@ class AgentSession:
 
     @classmethod
     def create(
-        cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
+        cls,
+        store: SessionStore,
+        system_prompt: str,
+        workspace: Mapping[str, Any],
+        model: str,
+        settings: Mapping[str, Any] | None = None,
     ) -> "AgentSession":
         system = {"role": "system", "content": system_prompt}
-        header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
+        header = new_header(
+            new_id(), now_iso(), workspace=workspace, model=model, settings=settings
+        )
         head = writer.create(
             store,
             header,
@@ -122,6 +129,11 @@ class AgentSession:
     def update_header(self, **fields: Any) -> None:
         self.header_updates.update(fields)
         self._dirty = True
+
+    def note_header(self, **fields: Any) -> None:
+        """Header fields recorded with the next commit, which they never make on their
+        own (the settings a resumed session now runs with)."""
+        self.header_updates.update(fields)
 
     def unanswered_prompt(self) -> str | None:
         """The prompt of a turn the model left unfinished (it was down, or the process

@@ -16,7 +16,7 @@ from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import Policy
-from gitsessions.services.config import ModelSettings
+from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
 from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
@@ -152,6 +152,8 @@ def build_agent(
     store = state.store
     workspace = workspace_dir(workspace_flag)
     picked = pick_session(store, resume, continue_, workspace)
+    if picked is not None:  # a resumed session keeps its model, endpoint and budget
+        settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
@@ -170,11 +172,17 @@ def build_agent(
     try:
         if picked is None:
             session = AgentSession.create(
-                store, system_prompt(str(workspace)), describe(workspace, env), settings.model
+                store,
+                system_prompt(str(workspace)),
+                describe(workspace, env),
+                settings.model,
+                session_settings(settings),
             )
             lease = Lease(store.home, session.id)
         else:
             session = AgentSession(store, store.head(picked.id))  # re-read under the lease
+            if session.head.header.get("settings") != session_settings(settings):
+                session.note_header(settings=session_settings(settings))
             if session.use_system_prompt(system_prompt(str(workspace))):
                 err.print(
                     vtext(

@@ -123,7 +123,7 @@ def cmd_chat(
         stream=True,
         all_sessions=all_sessions,
     ) as built:
-        agent = built.agent
+        agent, settings = built.agent, built.settings  # a resumed session's own settings
         history = History(state.home, redact=state.store.redact)
         session = agent.session
         err.print(

@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("chat", "Chat with the agent in this workspace; every turn is a commit."),
     "exec": ("exec_cmd", "Run one turn (tool calls included) and print the final reply."),
     "list": ("manage", "List sessions, the most recently active first."),
-    "info": ("manage", "Show one session: ids, counts, usage, workspace and settings."),
+    "info": ("manage", "Show one session: ids, counts, usage, settings and workspace."),
     "show": ("manage", "Print the full transcript (or the working context) of a session."),
     "log": ("manage", "Show the session's history, one line per turn."),
     "rename": ("manage", "Set the session's title."),

@@ -105,7 +105,7 @@ def cmd_list(
 
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
-    """Show one session: ids, counts, usage, workspace, branch and head."""
+    """Show one session: ids, counts, usage, settings, workspace, branch and head."""
     store = _state(ctx).store
     head = _head(ctx, session)
     usage = store.read(head, "usage")
@@ -122,6 +122,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "compactions": counts.get("compactions", 0),
         "usage": {k: usage.get(k, 0) for k in USAGE_TOTAL_KEYS},
         "model": h.get("model"),
+        "settings": h.get("settings"),
         "workspace": h.get("workspace"),
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
@@ -155,6 +156,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
             f"{plural(u['requests'], 'request')}, ${u['cost_usd']:.4f}",
         ),
         ("model", info["model"] or "-"),
+        ("settings", _settings_line(info["settings"])),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
@@ -164,6 +166,15 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
     ]:
         table.add_row(key, one_line(value))
     out.print(table, markup=False, highlight=False)
+
+
+def _settings_line(settings: Any) -> str:
+    """`gemma4 at http://localhost:11434/v1, 24,000 tokens`: what a resume reuses."""
+    if not isinstance(settings, dict):
+        return "-"
+    budget = settings.get("max_context_tokens")
+    tokens = f", {budget:,} tokens" if isinstance(budget, int) else ""
+    return f"{settings.get('model')} at {settings.get('base_url')}{tokens}"
 
 
 def cmd_show(

@@ -3,10 +3,16 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.terminal import VisibleConsole
-from gitsessions.services.config import ConfigError, config_path, load_config, redact_setting
+from gitsessions.services.config import (
+    ConfigError,
+    config_path,
+    load_config,
+    redact_setting,
+    unknown_keys,
+)
 
 if TYPE_CHECKING:  # the store (dulwich) is imported when a command first uses it
     from gitsessions.store.redaction import Finding
@@ -35,10 +41,20 @@ class State:
     home: Path
     env: Mapping[str, str]
     _store: "SessionStore | None" = field(default=None, repr=False)
+    _config: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, flag: Path | None, env: Mapping[str, str]) -> "State":
         return cls(resolve_home(flag, env), dict(env))
+
+    def config(self) -> dict[str, Any]:
+        """config.toml, read once a command; its unknown keys reported once on stderr."""
+        if self._config is None:
+            path = config_path(self.home)
+            self._config = load_config(path)
+            for line in unknown_keys(self._config):
+                err.print(f"warning: {path}: {line}", style="yellow", highlight=False)
+        return self._config
 
     @property
     def store(self) -> "SessionStore":
@@ -54,7 +70,7 @@ class State:
 
             store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
             try:
-                store.redact = redact_setting(load_config(path), str(path))
+                store.redact = redact_setting(self.config(), str(path))
             except ConfigError:
                 store.close()
                 raise
