@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.cli.search import highlighted
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
 from gitsessions.services.search import SearchIndex
@@ -210,7 +211,5 @@ class Slash:
             self._say("no matches")
         for h in hits:
             where = h.role if h.index is None else f"message {h.index}"
-            self.err.print(
-                Text(f"{short(h.session)} {one_line(where)}: {one_line(h.snippet)}"),
-                highlight=False,
-            )
+            line = Text(f"{short(h.session)} {one_line(where)}: ")
+            self.err.print(line + highlighted(h.snippet, h.marks), highlight=False)
