@@ -183,3 +183,18 @@ def test_first_run_on_the_default_endpoint_names_both_ollama_commands(workspace,
     assert "`ollama serve`" in said and "`ollama pull gemma4`" in said, said
     assert "--base-url" in said
     leave(child)
+
+
+def test_exec_against_the_default_endpoint_says_how_to_start_ollama(workspace):
+    import socket
+
+    with socket.socket() as sock:
+        if sock.connect_ex(("127.0.0.1", 11434)) == 0:
+            import pytest
+
+            pytest.skip("something listens on Ollama's port here")
+    done = run_gitsessions("exec", "hi", "--workspace", str(workspace))
+    assert done.returncode == 1
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: cannot reach the model server at http://localhost:11434/v1")
+    assert "`ollama serve`" in line and "`ollama pull gemma4`" in line and "--base-url" in line

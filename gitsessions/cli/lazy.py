@@ -78,7 +78,9 @@ def print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"gitsessions {version('gitsessions')}")
+        from gitsessions.cli.state import out
+
+        out.print(f"gitsessions {version('gitsessions')}", highlight=False)
         raise typer.Exit()
 
 

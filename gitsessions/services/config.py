@@ -7,7 +7,6 @@ messages can say what to change. Nothing here reads `os.environ` itself: the cal
 passes the environment in. The API key's value never appears in a source or an error.
 """
 
-import difflib
 import math
 import re
 import tomllib
@@ -99,6 +98,8 @@ def load_config(path: Path | str) -> dict[str, Any]:
 def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     """One line per top-level key gitsessions does not know, naming the nearest known
     key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
+    import difflib  # only when something is wrong: every command reads the config
+
     lines = []
     for key in sorted(k for k in config if k not in KNOWN_KEYS):
         near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)

@@ -335,9 +335,14 @@ class ModelClient:
             )
         if isinstance(error, _openai().APIConnectionError):
             reason = str(error.__cause__ or error)
+            hint = " check --base-url or GITSESSIONS_BASE_URL"
+            if self.settings.sources.get("base_url") == "default":
+                hint = (
+                    f" the default is Ollama: start it with `ollama serve` and `ollama pull "
+                    f"{self.settings.model}`, or point elsewhere with --base-url"
+                )
             return EndpointUnreachable(
-                f"cannot reach the model server at {url}: {reason} {where};"
-                " check --base-url or GITSESSIONS_BASE_URL"
+                f"cannot reach the model server at {url}: {reason} {where};{hint}"
             )
         if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")
