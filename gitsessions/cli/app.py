@@ -7,7 +7,6 @@ its traceback.
 
 import errno
 import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -15,9 +14,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from gitsessions.cli import lazy
-from gitsessions.cli.state import State, err
-from gitsessions.cli.terminal import one_line
 from gitsessions.values.errors import GitsessionsError
+
+# The consoles (rich), sqlite3 and the store are imported when a command runs, so
+# `gitsessions --help` costs little more than importing typer.
 
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -30,11 +30,17 @@ class _Group(lazy.LazyGroup):
             _fail(str(error), error.exit_code)
         except OSError as error:  # a read-only home, a full disk, a file we may not read
             _fail(_os_error(error), 1)
-        except sqlite3.Error as error:  # a cache file on a read-only or full disk
+        except Exception as error:  # a cache file on a read-only or full disk
+            sqlite3 = sys.modules.get("sqlite3")
+            if sqlite3 is None or not isinstance(error, sqlite3.Error):
+                raise
             _fail(f"a cache file in the gitsessions home cannot be written ({error})", 1)
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    from gitsessions.cli.state import err
+    from gitsessions.cli.terminal import one_line
+
     err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code) from None
 
@@ -83,6 +89,8 @@ def _main(
         ),
     ] = False,
 ) -> None:
+    from gitsessions.cli.state import State
+
     ctx.obj = State.from_env(home, os.environ)
     ctx.call_on_close(ctx.obj.close)
 
@@ -104,5 +112,7 @@ def main() -> None:
     try:
         app(prog_name="gitsessions")
     except KeyboardInterrupt:
+        from gitsessions.cli.state import err
+
         err.print("interrupted")
         sys.exit(130)
