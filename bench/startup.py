@@ -53,11 +53,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> Callable[[], Sample]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Sample]:
     def once() -> Sample:
         cpu = _children_cpu()
         start = time.perf_counter()
-        done = subprocess.run(cmd, env=env, capture_output=True, cwd=ROOT)
+        done = subprocess.run(cmd, env=env, capture_output=True, cwd=cwd)
         seconds = time.perf_counter() - start
         if done.returncode:
             raise RuntimeError(f"{cmd[3:]} failed: {done.stderr.decode()[-500:]}")
@@ -71,11 +71,11 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def chat_prompt(cmd: list[str], env: dict[str, str]) -> Callable[[], Sample]:
+def chat_prompt(cmd: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Sample]:
     def once() -> Sample:
         start = time.perf_counter()
         child = pexpect.spawn(
-            cmd[0], cmd[1:], env=env, encoding="utf-8", timeout=60, cwd=str(ROOT),
+            cmd[0], cmd[1:], env=env, encoding="utf-8", timeout=60, cwd=str(cwd),
             dimensions=(50, 120),
         )  # fmt: skip
         child.expect(PROMPT)
@@ -102,25 +102,27 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSESSIONS_", "OPENAI_"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure what a user runs: cached bytecode
     env.update(GITSESSIONS_HOME=str(tmp / "home"), TERM="xterm", COLUMNS="120", LINES="50")
-    gs = [python, "-m", "gitsessions"]
+    gs = [python, "-m", "gitsessions"]  # run in `tmp`: the installed package, not ./gitsessions
     results: dict[str, Sample] = {}
     with FakeOpenAI() as server:
         server.models = ["fake-model"]
         model = ["--base-url", server.base_url, "--model", "fake-model"]
         exec_cmd = [*gs, "exec", "hello", *model, "--workspace", str(workspace)]
         for _ in range(3):
-            timed(exec_cmd, env)()
-        listed = subprocess.run([*gs, "list", "--json"], env=env, capture_output=True, check=True)
+            timed(exec_cmd, env, tmp)()
+        listed = subprocess.run(
+            [*gs, "list", "--json"], env=env, capture_output=True, check=True, cwd=tmp
+        )
         session = json.loads(listed.stdout)[0]["id"][:8]
         commands: dict[str, Callable[[], Sample]] = {
-            "floor": timed([python, "-c", "import typer, rich"], env),
-            "--help": timed([*gs, "--help"], env),
-            "list": timed([*gs, "list"], env),
-            "info": timed([*gs, "info", session], env),
-            "show": timed([*gs, "show", session], env),
-            "log": timed([*gs, "log", session], env),
-            "chat": chat_prompt([*gs, "chat", *model, "--workspace", str(workspace)], env),
-            "exec": timed(exec_cmd, env),
+            "floor": timed([python, "-c", "import typer, rich"], env, tmp),
+            "--help": timed([*gs, "--help"], env, tmp),
+            "list": timed([*gs, "list"], env, tmp),
+            "info": timed([*gs, "info", session], env, tmp),
+            "show": timed([*gs, "show", session], env, tmp),
+            "log": timed([*gs, "log", session], env, tmp),
+            "chat": chat_prompt([*gs, "chat", *model, "--workspace", str(workspace)], env, tmp),
+            "exec": timed(exec_cmd, env, tmp),
         }
         for name, once in commands.items():
             results[name] = median_of(args.runs, once)
