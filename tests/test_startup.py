@@ -65,3 +65,32 @@ def test_fast_options_still_check_their_values(workspace):
     )
     done = run_gitsessions("search", "x", "--limit", "many")
     assert done.returncode == 2 and "Invalid value for '--limit'" in done.stderr
+
+
+def test_exec_of_a_small_turn_never_loads_the_tokenizer(server, workspace):
+    """Far under the budget by a bound that needs no tokenizer, exec does not load it (a
+    few hundred milliseconds); the reply is the same."""
+    from tests.conftest import exec_args
+
+    assert "tiktoken" not in imported(*exec_args(server, workspace), "hi")
+    assert len(server.requests) >= 1
+
+
+def test_the_bound_is_never_under_the_estimate():
+    from gitsessions.services.tools import BUILTIN_TOOLS
+    from gitsessions.values.tokens import TokenCounter
+
+    counter = TokenCounter()
+    contexts = [
+        [{"role": "system", "content": "s"}, {"role": "user", "content": "héllo wörld 🙂" * 50}],
+        [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]},
+         {"role": "tool", "tool_call_id": "c", "content": "\x1b[31m" + "x = 1\n" * 400}],
+        [{"role": "user", "content": [{"type": "text", "text": "日本語のテキスト" * 30}]}],
+    ]  # fmt: skip
+    for messages in contexts:
+        for tools in (None, BUILTIN_TOOLS):
+            assert counter.bound(messages, tools) >= counter.estimate(messages, tools)
+    counter.calibrate(100, 190)
+    assert counter.bound(contexts[0]) >= counter.estimate(contexts[0])

@@ -37,17 +37,20 @@ RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
 AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
 
 
-def warm_up(markdown: bool = False) -> None:
-    """Import the model client and load the tokenizer in background threads: `chat`
-    starts them when its prompt shows (the user types meanwhile), `exec` while it reads
-    and writes the store; the first request then waits less or not at all."""
+def warm_up(chat: bool = False) -> None:
+    """Import the model client in a background thread: `chat` starts it when its prompt
+    shows (the user types meanwhile), `exec` while it reads and writes the store; the
+    first request then waits less or not at all. `chat` also loads the tokenizer (its
+    status line counts the context) and the markdown renderer; `exec` loads the
+    tokenizer only if a context gets near the budget."""
 
     def load() -> None:
         preload()
-        if markdown:
+        if chat:
             import rich.markdown  # noqa: F401 - the first reply renders markdown
 
-    default_counter().warm_up()  # a thread of its own: the first request counts first
+    if chat:
+        default_counter().warm_up()  # a thread of its own: the first request counts first
     threading.Thread(target=load, daemon=True, name="warm-up").start()
 
 

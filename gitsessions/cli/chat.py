@@ -144,7 +144,7 @@ def cmd_chat(
         probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-        warm_up(markdown=True)
+        warm_up(chat=True)
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet)

@@ -16,6 +16,7 @@ Invariants:
 
 import hashlib
 import math
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -103,6 +104,31 @@ class TokenCounter:
     def method(self) -> str:
         """`tiktoken:cl100k_base`, or the character estimate when it could not load."""
         return self._load()[1]
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the tokenizer was loaded (or found missing) already."""
+        return self._loaded is not None
+
+    def bound(
+        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """An upper bound of `estimate` that needs no tokenizer: a token is at least one
+        byte, and every text counted is inside the messages' and schemas' JSON. A message
+        too long to count exactly (or not JSON) makes it unbounded."""
+        total = TOOLS_OVERHEAD + REPLY_PRIMING
+        try:
+            for message in messages:
+                if _text_chars(message) > EXACT_CHARS:
+                    return sys.maxsize
+                calls = message.get("tool_calls")
+                per_call = TOOL_CALL_OVERHEAD * (len(calls) if isinstance(calls, list) else 0)
+                total += len(dumps_line(message)) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
+            for tool in tools or []:
+                total += len(dumps_line(tool)) + TOOL_SCHEMA_OVERHEAD
+        except (TypeError, InvalidInput):
+            return sys.maxsize
+        return math.ceil(total * self.ratio)
 
     @property
     def exact(self) -> bool:
