@@ -68,10 +68,10 @@ def test_every_help_summary_is_a_full_sentence():
     """The command list never cuts a summary ("..."), each ends with a period, and each
     command's own --help opens with a paragraph that ends in one too."""
     rows = _summaries(run_gitsessions("--help").stdout)
-    assert set(rows) == set(COMMANDS)
+    assert set(COMMANDS) <= set(rows)
     for name, summary in rows.items():
         assert summary.endswith(".") and not summary.endswith("..."), (name, summary)
-    for name in COMMANDS:
+    for name in rows:
         done = run_gitsessions(name, "--help")
         assert done.returncode == 0, (name, done.stderr)
         body = done.stdout.split("\n\n", 2)[1]

@@ -3,9 +3,10 @@
 Invariant: `gitsessions list` imports what `list` needs and nothing else (no openai, no
 tiktoken, no agent): the group knows each command by name, module and one-line summary,
 and builds the typer command from its module on first use. `--help` prints the
-summaries from the table below, so listing the commands imports none of them; a test
-checks each summary against its command's docstring. A command registered on the app
-directly (`module.register(app)`) works as before.
+summaries from the table below, so listing the commands imports none of them
+(tests/test_basics.py checks the table names every command its modules register, and
+that each summary is a full sentence). A command registered on the app directly
+(`module.register(app)`) works as before, imported eagerly: add it to the table instead.
 
 `--home DIR` is a global option, but it is also accepted after the command
 (`gitsessions list --home DIR`): it is moved in front before click parses anything.
