@@ -43,15 +43,14 @@ def warm_up(chat: bool = False) -> None:
     first request then waits less or not at all. `chat` also loads the tokenizer (its
     status line counts the context) and the markdown renderer; `exec` loads the
     tokenizer only if a context gets near the budget."""
-
-    def load() -> None:
-        preload()
-        if chat:
-            import rich.markdown  # noqa: F401 - the first reply renders markdown
-
+    preload()
     if chat:
         default_counter().warm_up()  # a thread of its own: the first request counts first
-    threading.Thread(target=load, daemon=True, name="warm-up").start()
+        threading.Thread(target=_import_markdown, daemon=True, name="warm-up").start()
+
+
+def _import_markdown() -> None:
+    import rich.markdown  # noqa: F401 - the first reply renders markdown
 
 
 @dataclass

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -54,19 +55,39 @@ def _interrupted(error: BaseException) -> bool:
     return False
 
 
+_preloading: threading.Event | None = None  # set once a preload() thread is done
+
+
 def _openai() -> ModuleType:
     """The openai package, imported on first use: it takes seconds to import, and most
-    commands (list, show, log...) never talk to a model."""
+    commands (list, show, log...) never talk to a model. While `preload` imports it in
+    another thread, this waits for that thread on an event (Ctrl-C ends the wait at
+    once) instead of on the import machinery's module locks."""
+    preloading = _preloading
+    if preloading is not None and threading.current_thread() is threading.main_thread():
+        while not preloading.wait(0.05):
+            pass
     import openai
 
     return openai
 
 
 def preload() -> None:
-    """Import openai now (`chat` calls it in a thread while the user types its first
-    prompt, so the first request does not wait for it)."""
-    _openai()
-    import gitsessions.services.deadline  # noqa: F401 - httpx, for the client's deadline
+    """Import openai and httpx now, in a background thread (`chat` starts one while the
+    user types the first prompt, `exec` while it reads the store), so the first request
+    does not wait for them."""
+    global _preloading
+    done = _preloading = threading.Event()
+
+    def load() -> None:
+        try:
+            import openai  # noqa: F401
+
+            import gitsessions.services.deadline  # noqa: F401 - httpx, for the deadline
+        finally:
+            done.set()
+
+    threading.Thread(target=load, daemon=True, name="import-openai").start()
 
 
 class RequestInterrupted(KeyboardInterrupt):
