@@ -168,7 +168,7 @@ def test_search_log_and_info_pipe_one_record_a_line(server, ws):
 
 
 def test_resume_without_an_id_reaches_the_command_as_an_empty_id():
-    from gitsessions.cli.picker import bare_resume
+    from gitsessions.cli.lazy import bare_resume
 
     assert bare_resume(["chat", "--resume"]) == ["chat", "--resume="]
     assert bare_resume(["chat", "--resume", "--quiet"]) == ["chat", "--resume=", "--quiet"]

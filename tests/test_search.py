@@ -135,6 +135,6 @@ def test_segments_are_stored_once_and_unheld_text_goes(store, make_session):
     assert len(index.search("first")) == 8  # 4 messages, in each of 2 sessions
     with sqlite3.connect(index.path) as db:
         (stored,) = db.execute("SELECT count(*) FROM texts").fetchone()
-    assert stored == 5 + 1 + 1  # the 5 shared lines once; each session's new line once
+    assert stored == 4 + 1 + 1  # 4 shared lines once (no system prompt); each new line once
     manage.delete(store, parent.id)
     assert index.search("parentword") == [] and len(index.search("first")) == 4

@@ -50,6 +50,7 @@ from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
 
 CANCELLED = "error: cancelled by the user before this tool finished"
@@ -292,14 +293,14 @@ class Agent:
                     "",
                     taken,
                     compacted,
-                    f"stopped: {failed_in_a_row} steps in a "
+                    f"stopped: {plural(failed_in_a_row, 'step')} in a "
                     "row where every tool call failed or was denied",
                 )
         return TurnResult(
             "",
             self.config.max_steps,
             compacted,
-            f"stopped: reached the limit of {self.config.max_steps} steps (--max-steps)",
+            f"stopped: reached the limit of {plural(self.config.max_steps, 'step')} (--max-steps)",
         )
 
     def _commit(self, step: int, message: Message, result: TurnResult) -> None:
@@ -356,12 +357,18 @@ class Agent:
     def estimate(self) -> int:
         return self.counter.estimate(self.session.context, self.tools)
 
-    def ensure_budget(self) -> tuple[int, bool]:
+    def ensure_budget(self) -> tuple[int | None, bool]:
         """Compact automatically when over the threshold. Returns the raw (uncalibrated)
-        token count of the context about to be sent, and whether it compacted. After a
-        failed attempt, auto-compaction waits for the next turn instead of paying for the
-        same failing summary at every step."""
+        token count of the context about to be sent (None when it was not counted: far
+        under the threshold by a bound that needs no tokenizer, which then need not be
+        loaded at all), and whether it compacted. After a failed attempt,
+        auto-compaction waits for the next turn instead of paying for the same failing
+        summary at every step."""
         policy = self.config.policy
+        if not self.counter.loaded:
+            bound = self.counter.bound(self.session.context, self.tools)
+            if bound <= policy.trim_threshold * policy.max_context_tokens:
+                return None, False
         raw = self.counter.count_context(self.session.context, self.tools)
         tokens = self.counter.scaled(raw)
         compacted = False
@@ -435,7 +442,7 @@ class Agent:
 
     # -- model ---------------------------------------------------------------------------
 
-    def _request(self, raw: int, step: int) -> Completion:
+    def _request(self, raw: int | None, step: int) -> Completion:
         """Send the context (`raw` tokens by our count, for calibration). A reply cut short
         is recorded (see `_keep_partial`) before its error goes on."""
         started = False
@@ -468,7 +475,7 @@ class Agent:
         finally:
             self.events.waiting(False)
         self._count(completion.model or self.config.model, completion)
-        if completion.usage and completion.usage.prompt_tokens:
+        if raw is not None and completion.usage and completion.usage.prompt_tokens:
             self.counter.calibrate(raw, completion.usage.prompt_tokens)
         return completion
 

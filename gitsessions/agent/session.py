@@ -65,18 +65,30 @@ class AgentSession:
 
     @classmethod
     def draft(
-        cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
+        cls,
+        store: SessionStore,
+        system_prompt: str,
+        workspace: Mapping[str, Any],
+        model: str,
+        settings: Mapping[str, Any] | None = None,
     ) -> "AgentSession":
         """A new session, stored at its first checkpoint (see the module's invariants)."""
-        header = new_header(new_id(), now_iso(), workspace=workspace, model=model)
+        header = new_header(
+            new_id(), now_iso(), workspace=workspace, model=model, settings=settings
+        )
         return cls(store, None, {**header, "system_prompt": system_prompt})
 
     @classmethod
     def create(
-        cls, store: SessionStore, system_prompt: str, workspace: Mapping[str, Any], model: str
+        cls,
+        store: SessionStore,
+        system_prompt: str,
+        workspace: Mapping[str, Any],
+        model: str,
+        settings: Mapping[str, Any] | None = None,
     ) -> "AgentSession":
         """A new session, stored now."""
-        session = cls.draft(store, system_prompt, workspace, model)
+        session = cls.draft(store, system_prompt, workspace, model, settings)
         session._store_draft()
         return session
 
@@ -188,6 +200,11 @@ class AgentSession:
     def update_header(self, **fields: Any) -> None:
         self.header_updates.update(fields)
         self._dirty = True
+
+    def note_header(self, **fields: Any) -> None:
+        """Header fields recorded with the next commit, which they never make on their
+        own (the settings a resumed session now runs with)."""
+        self.header_updates.update(fields)
 
     def unanswered_prompt(self) -> str | None:
         """The prompt of a turn the model left unfinished (it was down, or the process

@@ -18,6 +18,7 @@ from gitsessions.agent.session import AgentSession
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, ToolResult
 from gitsessions.values.messages import text_of
+from gitsessions.values.plural import plural
 
 READ_LIMIT = 40  # messages per read_session call
 SEARCH_LIMIT = 20  # hits per search_sessions call
@@ -57,7 +58,9 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         matches = sorted(sid for sid in allowed if sid.startswith(prefix)) if prefix else []
         if len(prefix) < 4 or len(matches) != 1 or not store.exists(matches[0]):
             if len(matches) > 1 and len(prefix) >= 4:
-                raise ToolError(f"{text!r} matches {len(matches)} sessions; send more characters")
+                raise ToolError(
+                    f"{text!r} matches {plural(len(matches), 'session')}; send more characters"
+                )
             raise ToolError(OUT_OF_REACH.format(text=text))
         return matches[0]
 
@@ -78,7 +81,9 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         start = args["start"] or 0
         end = total if args["end"] is None else min(args["end"], total)
         if start >= total:
-            raise ToolError(f"start {start} is past the end: the transcript has {total} messages")
+            raise ToolError(
+                f"start {start} is past the end: the transcript has {plural(total, 'message')}"
+            )
         query = (args["query"] or "").lower()
         picked: list[str] = []
         following: int | None = None  # the index the next page starts at, if any
@@ -97,7 +102,7 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
                     break
                 picked.append(rendered)
             position += len(chunk) or 1
-        header = f"session {head.id} transcript: {total} messages"
+        header = f"session {head.id} transcript: {plural(total, 'message')}"
         what = "matches" if query else "messages"
         if not picked:
             return ToolResult(f"{header}; none matched in [{start}, {end})")

@@ -1,5 +1,7 @@
 """Building an agent for `chat` and `exec`: settings, session, lease, tools, client."""
 
+import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,8 +16,8 @@ from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import Policy
-from gitsessions.services.config import ModelSettings
-from gitsessions.services.model import ModelClient
+from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
+from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.snapshot_settings import SnapshotSettings
@@ -35,6 +37,23 @@ from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
+AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
+
+
+def warm_up(chat: bool = False) -> None:
+    """Import the model client in a background thread: `chat` starts it when its prompt
+    shows (the user types meanwhile), `exec` while it reads and writes the store; the
+    first request then waits less or not at all. `chat` also loads the tokenizer (its
+    status line counts the context) and the markdown renderer; `exec` loads the
+    tokenizer only if a context gets near the budget."""
+    preload()
+    if chat:
+        default_counter().warm_up()  # a thread of its own: the first request counts first
+        threading.Thread(target=_import_markdown, daemon=True, name="warm-up").start()
+
+
+def _import_markdown() -> None:
+    import rich.markdown  # noqa: F401 - the first reply renders markdown
 
 
 @dataclass
@@ -139,6 +158,8 @@ def build_agent(
     store = state.store
     workspace = workspace_dir(workspace_flag)
     picked = pick_session(store, resume, continue_, workspace)
+    if picked is not None:  # a resumed session keeps its model, endpoint and budget
+        settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
     if picked is not None and workspace_flag is None and mark_of(picked.header):
         workspace, recorded = in_worktree(picked, workspace)
@@ -161,11 +182,17 @@ def build_agent(
         if picked is None:
             # a draft: stored with its first prompt, so a chat opened and left makes none
             session = AgentSession.draft(
-                store, system_prompt(str(workspace)), describe(workspace, env), settings.model
+                store,
+                system_prompt(str(workspace)),
+                describe(workspace, env),
+                settings.model,
+                session_settings(settings),
             )
             lease = Lease(store.home, session.id)
         else:
             session = AgentSession(store, store.head(picked.id))  # re-read under the lease
+            if session.head.header.get("settings") != session_settings(settings):
+                session.note_header(settings=session_settings(settings))
             if session.use_system_prompt(system_prompt(str(workspace))):
                 err.print(
                     vtext(
@@ -285,8 +312,17 @@ def check_budget(max_context_tokens: int, prompt: str) -> None:
     """Refuse a budget the agent can never work in, before a session is created: the
     system prompt and tool schemas, a continuation note and one turn must fit."""
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+
+    def least(fixed: int) -> int:
+        return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+
+    # A token is at least one byte: a budget over this bound fits without loading the
+    # tokenizer (a few hundred milliseconds `chat` spends while the user types instead).
+    upper = len(prompt.encode()) + len(json.dumps(tools).encode()) + 200
+    if max_context_tokens >= least(upper):
+        return
     fixed = default_counter().estimate([{"role": "system", "content": prompt}], tools)
-    minimum = -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+    minimum = least(fixed)
     if max_context_tokens < minimum:
         raise BadUsage(
             f"--max-context-tokens {max_context_tokens} is too small: the system prompt and "

@@ -7,37 +7,22 @@ its traceback.
 
 import errno
 import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
 
-from gitsessions.cli import (
-    chat,
-    compact_cmd,
-    diff_cmd,
-    doctor_cmd,
-    exchange,
-    exec_cmd,
-    manage,
-    rewind_cmd,
-    search,
-    sync_cmd,
-    worktree_cmd,
-)
-from gitsessions.cli.hooks_cmd import register as register_hooks
-from gitsessions.cli.picker import bare_resume
-from gitsessions.cli.state import State, err
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli import lazy
 from gitsessions.values.errors import GitsessionsError
+
+# The consoles (rich), sqlite3 and the store are imported when a command runs, so
+# `gitsessions --help` costs little more than importing typer.
 
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-class _Group(TyperGroup):
+class _Group(lazy.LazyGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -45,11 +30,17 @@ class _Group(TyperGroup):
             _fail(str(error), error.exit_code)
         except OSError as error:  # a read-only home, a full disk, a file we may not read
             _fail(_os_error(error), 1)
-        except sqlite3.Error as error:  # a cache file on a read-only or full disk
+        except Exception as error:  # a cache file on a read-only or full disk
+            sqlite3 = sys.modules.get("sqlite3")
+            if sqlite3 is None or not isinstance(error, sqlite3.Error):
+                raise
             _fail(f"a cache file in the gitsessions home cannot be written ({error})", 1)
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    from gitsessions.cli.state import err
+    from gitsessions.cli.terminal import one_line
+
     err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code) from None
 
@@ -69,7 +60,7 @@ def _os_error(error: OSError) -> str:
 app = typer.Typer(
     cls=_Group,
     no_args_is_help=True,
-    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help="A coding agent whose sessions live in git. Sessions are stored as branches of "
@@ -84,26 +75,27 @@ def _main(
         Path | None,
         typer.Option(
             help="Where sessions live [default: $GITSESSIONS_HOME, else "
-            "$XDG_DATA_HOME/gitsessions, else ~/.local/share/gitsessions]"
+            "$XDG_DATA_HOME/gitsessions, else ~/.local/share/gitsessions]; also "
+            "accepted after the command."
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=lazy.print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
 ) -> None:
+    from gitsessions.cli.state import State
+
     ctx.obj = State.from_env(home, os.environ)
     ctx.call_on_close(ctx.obj.close)
 
 
-chat.register(app)
-exec_cmd.register(app)
-manage.register(app)
-exchange.register(app)
-search.register(app)
-compact_cmd.register(app)
-doctor_cmd.register(app)
-worktree_cmd.register(app)
-rewind_cmd.register(app)
-register_hooks(app)
-diff_cmd.register(app)
-sync_cmd.register(app)
+# Commands are imported when invoked (cli/lazy.py): `list` never pays for openai.
 
 
 def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:
@@ -118,7 +110,9 @@ def main() -> None:
     """Console-script entry point."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app(args=bare_resume(sys.argv[1:]))
+        app(args=lazy.bare_resume(sys.argv[1:]), prog_name="gitsessions")
     except KeyboardInterrupt:
+        from gitsessions.cli.state import err
+
         err.print("interrupted")
         sys.exit(130)

@@ -1,6 +1,5 @@
 """`gitsessions chat`: the interactive session."""
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,14 +8,15 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import build_agent, workspace_dir
+from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, warm_up, workspace_dir
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.picker import pick, recent
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import State, err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services.config import ModelSettings
-from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
+from gitsessions.services import endpoint
+from gitsessions.services.config import ModelSettings, config_path
+from gitsessions.services.model import ModelError
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
@@ -39,24 +39,26 @@ def read_prompt() -> str:
     return "\n".join(lines)
 
 
-def probe(settings: ModelSettings) -> None:
-    """Say at once, in one line, when the endpoint is down or lacks the model."""
+def probe(settings: ModelSettings, first_run: bool) -> None:
+    """Say at once, in one line, when the endpoint is down or lacks the model; on the
+    first run, or when the default endpoint (Ollama) is down, say how to start it."""
     model = settings.model
-    try:
-        with ModelClient(replace(settings, timeout=min(settings.timeout, 5.0))) as client:
-            models = client.list_models()
-    except EndpointUnreachable as error:
+    found = endpoint.probe(settings)
+    if found.unreachable:
         err.print(
             vtext(
-                f"warning: {one_line(error)}. Prompts are still saved; \\retry sends the last "
-                "one again once the server is up.",
+                f"warning: {one_line(found.unreachable)}. Prompts are still saved; \\retry "
+                "sends the last one again once the server is up.",
                 style="yellow",
             ),
             highlight=False,
         )
-        return
-    except ModelError:
-        return  # some servers have no /models; the first request will tell
+    if (first_run or found.unreachable) and endpoint.is_default_endpoint(settings):
+        hint = endpoint.OLLAMA_HINT.format(
+            url=settings.base_url, model=model, config=config_path(Path("$GITSESSIONS_HOME"))
+        )
+        err.print(vtext(hint, style="dim"), highlight=False)
+    models = found.models
     if models and model not in models:
         shown = ", ".join(models[:8])
         err.print(
@@ -114,6 +116,7 @@ def cmd_chat(
             err.print("no session picked")
             return
     switch: str | None = None
+    first_run = not (state.home / "store.git").exists()
     events = ChatEvents(replies, err)
     approver = ChatApprover(err, auto=auto_approve)
     with build_agent(
@@ -130,7 +133,7 @@ def cmd_chat(
         all_sessions=all_sessions,
         snapshots=options.snapshot_settings(state, no_snapshots),
     ) as built:
-        agent = built.agent
+        agent, settings = built.agent, built.settings  # a resumed session's own settings
         history = History(state.home, redact=state.store.redact)
         session = agent.session
         named = f"session {short(session.id)} (resumed)" if built.resumed else "new session"
@@ -146,9 +149,12 @@ def cmd_chat(
             Text("\\help for commands · Ctrl-C cancels a request · Ctrl-D leaves", style="dim"),
             highlight=False,
         )
-        probe(settings)
+        if auto_approve:
+            err.print(Text(AUTO_APPROVE_BANNER, style="bold yellow"), highlight=False)
+        probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
+        warm_up(chat=True)
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet, workspace=built.workspace)
@@ -181,6 +187,7 @@ def cmd_chat(
             all_sessions=all_sessions,
             sandbox=sandbox,
             sandbox_network=sandbox_network,
+            no_snapshots=no_snapshots,
             max_steps=max_steps,
             quiet=quiet,
         )

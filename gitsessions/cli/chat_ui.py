@@ -14,11 +14,10 @@ import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
@@ -29,6 +28,9 @@ from gitsessions.services.model import Retry
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.secrets import redact
 from gitsessions.values.visible import visible
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
 
 # Arguments shown as a block of their own lines, even when short.
 BLOCK_ARGUMENTS = ("command", "content", "old", "new")
@@ -107,9 +109,11 @@ class ChatEvents(ProgressEvents):
         self.buffer = ""
 
 
-def markdown(text: str) -> Markdown:
+def markdown(text: str) -> "Markdown":
     """A finished reply: escaped first, links shown with their address (no hidden
     OSC 8 hyperlink targets)."""
+    from rich.markdown import Markdown  # markdown-it and pygments: imported at the first reply
+
     return Markdown(visible(text), hyperlinks=False)
 
 

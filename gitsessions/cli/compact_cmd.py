@@ -14,6 +14,7 @@ from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
 from gitsessions.services.compaction import Policy
 from gitsessions.services.compactor import compact_session, make_summarizer
+from gitsessions.services.config import with_session_settings
 from gitsessions.services.model import ModelClient
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.lease import Lease
@@ -68,6 +69,8 @@ def cmd_compact(
         max_context_tokens=max_context_tokens,
         compact_target=target,
     )
+    recorded_settings = store.head(session_id).header.get("settings")
+    settings = with_session_settings(settings, recorded_settings, short(session_id))
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     counter = default_counter()
     progress = ProgressEvents(err)

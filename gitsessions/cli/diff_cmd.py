@@ -18,6 +18,7 @@ from gitsessions.cli.terminal import one_line
 from gitsessions.services import code_diff, session_diff
 from gitsessions.services.revisions import resolve
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 REVISION_HELP = "A session (id or unique prefix) or a revision: ID@turn:N, ID@<commit>, ID~N."
 SHOWN_MESSAGES = 20  # first and last shown per side; --json has all
@@ -79,7 +80,7 @@ def _ancestor_line(ancestor: Mapping[str, Any]) -> Text:
     line = Text(f"common ancestor: {kind} {ancestor['commit'][:10]}", style="bold")
     line.append(
         f" of {short(ancestor['session'])} {one_line(ancestor['title'])} "
-        f"({ancestor['messages']} messages): {ancestor['note']}",
+        f"({plural(ancestor['messages'], 'message')}): {ancestor['note']}",
     )
     return line
 
@@ -175,7 +176,7 @@ def _context(console: Console, context: Mapping[str, Any]) -> None:
         return
     row = _label("context")
     if count is not None:
-        row.append(f"{count['from']} -> {count['to']} messages")
+        row.append(f"{count['from']} -> {plural(count['to'], 'message')}")
     console.print(row)
     for line in lines:
         console.print(line)
@@ -213,7 +214,8 @@ def _usage(console: Console, usage: Mapping[str, Any]) -> None:
     row = _label("usage")
     row.append(
         f"{usage['prompt_tokens']:+} prompt, {usage['completion_tokens']:+} completion tokens, "
-        f"{usage['requests']:+} requests, {'-' if usage['cost_usd'] < 0 else '+'}"
+        f"{usage['requests']:+} {'request' if abs(usage['requests']) == 1 else 'requests'}, "
+        f"{'-' if usage['cost_usd'] < 0 else '+'}"
         f"${abs(usage['cost_usd']):.4f}"
     )
     console.print(row)

@@ -8,6 +8,7 @@ from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.audit import audit
 from gitsessions.services.doctor import doctor
+from gitsessions.values.plural import plural
 
 
 def cmd_doctor(
@@ -43,8 +44,9 @@ def cmd_doctor(
             mark = "repaired" if finding.repaired else "found"
             out.print(f"{mark}\t{finding.kind}\t{finding.subject}\t{finding.detail}")
         unrepaired = sum(not f.repaired for f in report.findings)
-        summary = f"checked {report.sessions} sessions and {report.commits} commits: " + (
-            "nothing wrong" if not report.findings else f"{len(report.findings)} findings"
+        summary = (
+            f"checked {plural(report.sessions, 'session')} and {plural(report.commits, 'commit')}: "
+            + ("nothing wrong" if not report.findings else plural(len(report.findings), "finding"))
         )
         if unrepaired and not repair:
             summary += "; `gitsessions doctor --repair` fixes what can be fixed"

@@ -7,7 +7,7 @@ import typer
 
 from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import build_agent, turn_usage
+from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, turn_usage, warm_up
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -68,6 +68,9 @@ def cmd_exec(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    warm_up()  # openai imports while the store is read and written
+    if auto_approve:
+        err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []
 
     def deny(name: str, arguments: Any) -> bool:

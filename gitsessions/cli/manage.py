@@ -21,6 +21,7 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
@@ -118,7 +119,7 @@ def _list_record(r: dict[str, Any]) -> list[object]:
 
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
-    """Show one session: ids, counts, usage, workspace, branch and head."""
+    """Show one session: ids, counts, usage, settings, workspace, branch and head."""
     store = _state(ctx).store
     head = _head(ctx, session)
     usage = store.read(head, "usage")
@@ -136,6 +137,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "compactions": counts.get("compactions", 0),
         "usage": {k: usage.get(k, 0) for k in USAGE_TOTAL_KEYS},
         "model": h.get("model"),
+        "settings": h.get("settings"),
         "workspace": h.get("workspace"),
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
@@ -166,9 +168,10 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         (
             "usage",
             f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
-            f"{u['requests']} requests, ${u['cost_usd']:.4f}",
+            f"{plural(u['requests'], 'request')}, ${u['cost_usd']:.4f}",
         ),
         ("model", info["model"] or "-"),
+        ("settings", _settings_line(info["settings"])),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
@@ -185,6 +188,15 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
     for key, value in fields:
         table.add_row(key, one_line(value))
     out.print(table, markup=False, highlight=False)
+
+
+def _settings_line(settings: Any) -> str:
+    """`gemma4 at http://localhost:11434/v1, 24,000 tokens`: what a resume reuses."""
+    if not isinstance(settings, dict):
+        return "-"
+    budget = settings.get("max_context_tokens")
+    tokens = f", {budget:,} tokens" if isinstance(budget, int) else ""
+    return f"{settings.get('model')} at {settings.get('base_url')}{tokens}"
 
 
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")]
@@ -392,13 +404,9 @@ def cmd_gc(ctx: typer.Context) -> None:
         )
         return
     err.print(
-        f"packed {stats['objects']} objects "
-        f"(from {stats['loose_before']} loose and {stats['packs_before']} packs)"
+        f"packed {plural(stats['objects'], 'object')} "
+        f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def register(app: typer.Typer) -> None:

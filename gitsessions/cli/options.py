@@ -9,7 +9,6 @@ from gitsessions.cli.state import State
 from gitsessions.services.config import (
     ModelSettings,
     config_path,
-    load_config,
     resolve_model_settings,
 )
 from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
@@ -102,16 +101,16 @@ NoSnapshots = Annotated[
 def model_settings(state: State, **flags: Any) -> ModelSettings:
     """Settings from flags > environment > config.toml > defaults."""
     path = config_path(state.home)
-    return resolve_model_settings(flags, state.env, load_config(path), config_source=str(path))
+    return resolve_model_settings(flags, state.env, state.config(), config_source=str(path))
 
 
 def shell_settings(state: State, **flags: Any) -> ShellSettings:
     """run_shell settings from flags > config.toml [shell] > defaults."""
     path = config_path(state.home)
-    return resolve_shell_settings(flags, load_config(path), config_source=str(path))
+    return resolve_shell_settings(flags, state.config(), config_source=str(path))
 
 
 def snapshot_settings(state: State, no_snapshots: bool) -> SnapshotSettings:
     """Code snapshot settings from --no-snapshots > config.toml [snapshots] > defaults."""
     path = config_path(state.home)
-    return resolve_snapshot_settings(no_snapshots, load_config(path), config_source=str(path))
+    return resolve_snapshot_settings(no_snapshots, state.config(), config_source=str(path))

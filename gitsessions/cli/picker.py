@@ -145,16 +145,3 @@ def read_key(fd: int) -> bytes:
         if len(key) >= 3:
             break
     return key
-
-
-def bare_resume(argv: list[str]) -> list[str]:
-    """`--resume` given without an id (last, or followed by another option) becomes
-    `--resume=` (an empty id: pick one), which the option parser cannot express."""
-    out: list[str] = []
-    for n, arg in enumerate(argv):
-        if arg == "--":
-            return out + argv[n:]
-        following = argv[n + 1] if n + 1 < len(argv) else None
-        bare = following is None or (following.startswith("-") and following != "-")
-        out.append("--resume=" if arg == "--resume" and bare else arg)
-    return out

@@ -16,6 +16,7 @@ from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import CompactionResult
 from gitsessions.services.model import Retry
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.values.plural import plural
 
 
 def describe_call(call: dict[str, Any], width: int = 100) -> str:
@@ -58,7 +59,10 @@ class ProgressEvents(Events):
             tail = lines[1:][-SHELL_TAIL:]
             if len(lines) - 1 > SHELL_TAIL:
                 self.console.print(
-                    Text(f"   | ... ({len(lines) - 1 - SHELL_TAIL} lines above)", style="dim")
+                    Text(
+                        f"   | ... ({plural(len(lines) - 1 - SHELL_TAIL, 'line')} above)",
+                        style="dim",
+                    )
                 )
             for line in tail:
                 self.console.print(

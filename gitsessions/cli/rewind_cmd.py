@@ -14,6 +14,7 @@ from gitsessions.services.rewind import Rewound, rewind
 from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 
@@ -57,8 +58,8 @@ def report(console: Console, done: Rewound) -> None:
     if done.chat:
         console.print(
             f"chat: back to turn {done.turn}: the working context goes from "
-            f"{done.context_before} to {done.context_after} messages; the transcript keeps "
-            "every message",
+            f"{done.context_before} to {plural(done.context_after, 'message')}; the "
+            "transcript keeps every message",
             markup=False,
             highlight=False,
         )

@@ -4,25 +4,54 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import one_line, piped, write_records
-from gitsessions.services.search import SearchIndex
+from gitsessions.services.search import Marks, SearchIndex, query_words
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
+
+MARK = "bold reverse"
+
+
+def highlighted(snippet: str, marks: Marks) -> Text:
+    """The snippet on one line, the query's words in reverse video; each piece escaped
+    before it is styled, so the marks stay on the words whatever the text holds."""
+    text, at = Text(), 0
+    for start, end in marks:
+        text.append(one_line(snippet[at:start]))
+        text.append(one_line(snippet[start:end]), style=MARK)
+        at = end
+    text.append(one_line(snippet[at:]))
+    return text
 
 
 def cmd_search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Text to find (case-insensitive substring).")],
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="Words to find, in any order, all in one message (case-insensitive, "
+            "anywhere in a word)."
+        ),
+    ],
     include_archived: Annotated[
         bool, typer.Option("--include-archived", help="Search archived sessions too.")
     ] = False,
     limit: Annotated[int, typer.Option(min=1, help="At most this many hits.")] = 50,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Search titles, summaries and every transcript message of all sessions."""
+    """Search titles, summaries and transcripts of all sessions.
+
+    Every word must occur in one message, title, summary or compaction summary, in any
+    order; a word matches anywhere in a word (`authent` finds `authentication`). The
+    system prompt is not searched. Hits show a snippet with the words highlighted.
+    """
     state: State = ctx.obj
+    if not query_words(query):
+        raise BadUsage("the search query is empty; give one or more words")
     index = SearchIndex(state.store)
     hits = index.search(query, include_archived=include_archived, limit=limit)
     for sid in index.skipped:
@@ -47,7 +76,8 @@ def cmd_search(
         table.add_column(column, overflow="fold" if column == "snippet" else None)
     for h in hits:
         where = h.role if h.index is None else f"{h.index} {h.role}"
-        table.add_row(short(h.session), one_line(h.title), one_line(where), one_line(h.snippet))
+        snippet = highlighted(h.snippet, h.marks)
+        table.add_row(short(h.session), one_line(h.title), one_line(where), snippet)
     out.print(table, markup=False, highlight=False)
 
 

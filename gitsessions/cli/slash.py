@@ -10,12 +10,14 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
+from gitsessions.cli.search import highlighted
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage, points, session_diff, worktrees
 from gitsessions.services.revisions import resolve
 from gitsessions.services.rewind import rewind
 from gitsessions.services.search import SearchIndex
 from gitsessions.values.ids import check_title, short
+from gitsessions.values.plural import plural
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
@@ -175,7 +177,7 @@ class Slash:
                 "usage",
                 f"{usage.get('prompt_tokens', 0)} prompt + "
                 f"{usage.get('completion_tokens', 0)} completion tokens, "
-                f"{usage.get('requests', 0)} requests, ${usage.get('cost_usd', 0.0):.4f}",
+                f"{plural(usage.get('requests', 0), 'request')}, ${usage.get('cost_usd', 0.0):.4f}",
             ),
             (
                 "context",
@@ -279,10 +281,8 @@ class Slash:
             self._say("no matches")
         for h in hits:
             where = h.role if h.index is None else f"message {h.index}"
-            self.err.print(
-                Text(f"{short(h.session)} {one_line(where)}: {one_line(h.snippet)}"),
-                highlight=False,
-            )
+            line = Text(f"{short(h.session)} {one_line(where)}: ")
+            self.err.print(line + highlighted(h.snippet, h.marks), highlight=False)
 
     def diff(self, other: str) -> None:
         if not other:

@@ -16,6 +16,7 @@ from gitsessions.cli.terminal import one_line
 from gitsessions.services import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 
 def is_id_prefix(word: str) -> bool:
@@ -129,7 +130,7 @@ def cmd_push(
     _show(report, json_, "pushed")
     if report.remaining_deleted:
         err.print(
-            f"{report.remaining_deleted} sessions deleted here still have a copy on "
+            f"{plural(report.remaining_deleted, 'session')} deleted here still have a copy on "
             f"{one_line(report.remote)} (push --prune deletes them)"
         )
     if any(o.result in sync.NOT_SENT for o in report.sessions):

@@ -44,6 +44,7 @@ from gitsessions.services.ledger import Ledger, build_ledger
 from gitsessions.values.clock import iso, now_iso
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, pairing_errors, text_of, validate_messages
+from gitsessions.values.plural import plural
 
 Count = Callable[[Sequence[Message]], int]
 Summarize = Callable[[SummaryRequest], SummaryResult]
@@ -272,7 +273,7 @@ def compact(
         placeholder = [cleared_msgs[0], make_note("", ledger_text), *cleared_msgs[cut:]]
         estimate = count(placeholder) + policy.summary_max_tokens
         notes.append(
-            f"would summarize {len(older)} messages before message {cut} "
+            f"would summarize {plural(len(older), 'message')} before message {cut} "
             f"({count(older)} tokens); after: about {estimate} tokens at most"
         )
         if estimate >= before:  # a summary could be as long as what it replaces
@@ -299,7 +300,7 @@ def compact(
             kept = stage1.but(notes=(*notes, f"kept the cleared tool outputs only: {reason}"))
             return _guarded(kept, paired, None)
         raise
-    notes.append(f"summarized {len(older)} messages: {after_clear} -> {after} tokens")
+    notes.append(f"summarized {plural(len(older), 'message')}: {after_clear} -> {after} tokens")
     final = base.result(
         compacted,
         after,

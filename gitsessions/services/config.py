@@ -11,7 +11,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +38,12 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
     "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
 }
+
+
+# the top-level keys config.toml may hold: the settings above, and the tables
+KNOWN_KEYS = (*_LOOKUP, "redact", "prices", "shell", "snapshots", "hooks")
+# what a session records in its header (`settings`) and a resume reuses
+SESSION_KEYS = ("model", "base_url", "max_context_tokens")
 
 
 class ConfigError(GitsessionsError):
@@ -87,6 +93,52 @@ def load_config(path: Path | str) -> dict[str, Any]:
     except ValueError as error:  # an integer of 4,300+ digits
         reason = str(error).split(";")[0]
         raise ConfigError(f"malformed config file {path}: {reason}") from None
+
+
+def unknown_keys(config: Mapping[str, Any]) -> list[str]:
+    """One line per top-level key gitsessions does not know, naming the nearest known
+    key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
+    import difflib  # only when something is wrong: every command reads the config
+
+    lines = []
+    for key in sorted(k for k in config if k not in KNOWN_KEYS):
+        near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(KNOWN_KEYS)})"
+        lines.append(f"unknown key {key!r}{hint}; it is ignored")
+    return lines
+
+
+def session_settings(settings: ModelSettings) -> dict[str, Any]:
+    """What a session records in its header's `settings`."""
+    return {name: getattr(settings, name) for name in SESSION_KEYS}
+
+
+def with_session_settings(
+    settings: ModelSettings, recorded: Any, session_label: str
+) -> ModelSettings:
+    """The settings a resumed session runs with: those it recorded, except where a flag
+    or the environment gives one (config.toml and the defaults do not override them)."""
+    if not isinstance(recorded, Mapping):
+        return settings
+    sources = dict(settings.sources)
+    changes: dict[str, Any] = {}
+    where = f"session {session_label}"
+    for name in SESSION_KEYS:
+        value = recorded.get(name)
+        if value is None or sources.get(name, "").startswith(("flag", "env")):
+            continue
+        if name == "model":
+            _require_text(name, value, where)
+            value = value.strip()
+        elif name == "base_url":
+            value = _check_url(value, where)
+        else:
+            value = _check_max_tokens(value, where)
+        changes[name], sources[name] = value, where
+    if "model" in changes and sources.get("summary_model", "").startswith("same as model"):
+        changes["summary_model"] = changes["model"]
+        sources["summary_model"] = f"same as model ({where})"
+    return replace(settings, **changes, sources=sources) if changes else settings
 
 
 def redact_setting(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> bool:

@@ -18,6 +18,7 @@ from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import MAX_TITLE, check_title, new_id
+from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
 
 FORK_MARK = " (fork)"
@@ -134,7 +135,7 @@ def unpin(store: SessionStore, session_id: str, number: int) -> str:
     def edit(head: Head) -> Edit:
         pins = list(store.read(head, "pins"))
         if not 1 <= number <= len(pins):
-            raise InvalidInput(f"no pin {number}: the session has {len(pins)} pins")
+            raise InvalidInput(f"no pin {number}: the session has {plural(len(pins), 'pin')}")
         removed[:] = [pins.pop(number - 1)]
         return Edit(Change(header=touch(head.header), pins=pins), "unpin", f"unpin: {number}")
 

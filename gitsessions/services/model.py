@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -54,12 +55,39 @@ def _interrupted(error: BaseException) -> bool:
     return False
 
 
+_preloading: threading.Event | None = None  # set once a preload() thread is done
+
+
 def _openai() -> ModuleType:
     """The openai package, imported on first use: it takes seconds to import, and most
-    commands (list, show, log...) never talk to a model."""
+    commands (list, show, log...) never talk to a model. While `preload` imports it in
+    another thread, this waits for that thread on an event (Ctrl-C ends the wait at
+    once) instead of on the import machinery's module locks."""
+    preloading = _preloading
+    if preloading is not None and threading.current_thread() is threading.main_thread():
+        while not preloading.wait(0.05):
+            pass
     import openai
 
     return openai
+
+
+def preload() -> None:
+    """Import openai and httpx now, in a background thread (`chat` starts one while the
+    user types the first prompt, `exec` while it reads the store), so the first request
+    does not wait for them."""
+    global _preloading
+    done = _preloading = threading.Event()
+
+    def load() -> None:
+        try:
+            import openai  # noqa: F401
+
+            import gitsessions.services.deadline  # noqa: F401 - httpx, for the deadline
+        finally:
+            done.set()
+
+    threading.Thread(target=load, daemon=True, name="import-openai").start()
 
 
 class RequestInterrupted(KeyboardInterrupt):
@@ -165,26 +193,40 @@ class ModelClient:
         retries: int = 0,
         wait: Callable[[Retry], None] = sleep_then_retry,
     ) -> None:
-        from gitsessions.services.deadline import Deadline
-
         self.settings = settings
         self.retries = retries
         self.wait = wait
-        self._deadline = Deadline()
-        http_client = _openai().DefaultHttpxClient(
-            timeout=settings.timeout, event_hooks=self._deadline.hooks
-        )
-        self._deadline.install(http_client)
-        self._client = _openai().OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key,
-            timeout=settings.timeout,
-            max_retries=0,  # retried here, where the wait can be shown
-            http_client=http_client,
-        )
+        self._openai_client: Any = None  # made at the first request: importing openai is slow
+        self._deadline_hooks: Any = None
+
+    @property
+    def _deadline(self) -> Any:
+        self._client  # noqa: B018 - the deadline is made with the client
+        return self._deadline_hooks
+
+    @property
+    def _client(self) -> Any:
+        if self._openai_client is None:
+            from gitsessions.services.deadline import Deadline  # imports httpx
+
+            self._deadline_hooks = Deadline()
+            settings = self.settings
+            http_client = _openai().DefaultHttpxClient(
+                timeout=settings.timeout, event_hooks=self._deadline_hooks.hooks
+            )
+            self._deadline_hooks.install(http_client)
+            self._openai_client = _openai().OpenAI(
+                base_url=settings.base_url,
+                api_key=settings.api_key,
+                timeout=settings.timeout,
+                max_retries=0,  # retried here, where the wait can be shown
+                http_client=http_client,
+            )
+        return self._openai_client
 
     def close(self) -> None:
-        self._client.close()
+        if self._openai_client is not None:
+            self._openai_client.close()
 
     def __enter__(self) -> ModelClient:
         return self
@@ -314,9 +356,14 @@ class ModelClient:
             )
         if isinstance(error, _openai().APIConnectionError):
             reason = str(error.__cause__ or error)
+            hint = " check --base-url or GITSESSIONS_BASE_URL"
+            if self.settings.sources.get("base_url") == "default":
+                hint = (
+                    f" the default is Ollama: start it with `ollama serve` and `ollama pull "
+                    f"{self.settings.model}`, or point elsewhere with --base-url"
+                )
             return EndpointUnreachable(
-                f"cannot reach the model server at {url}: {reason} {where};"
-                " check --base-url or GITSESSIONS_BASE_URL"
+                f"cannot reach the model server at {url}: {reason} {where};{hint}"
             )
         if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")

@@ -18,6 +18,7 @@ from typing import Any
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id, short
+from gitsessions.values.plural import plural
 from gitsessions.values.revision import BadRevision, Revision, parse_revision, shown
 
 
@@ -48,8 +49,8 @@ def resolve(store: SessionStore, text: str) -> State:
     if found is None:
         raise BadRevision(
             f"bad revision {shown(revision.text)}: goes back past the first commit of "
-            f"session {short(head.id)}'s history ({len(walk.seen) - 1 - index} commits "
-            "back is the first)"
+            f"session {short(head.id)}'s history "
+            f"({plural(len(walk.seen) - 1 - index, 'commit')} back is the first)"
         )
     commit_id, commit = found
     return State(text, session_id, store.head_at(owner_of(commit) or session_id, commit_id))
@@ -106,7 +107,7 @@ def _commit_index(walk: _Walk, head: Head, revision: Revision) -> int:
     if len(found) > 1:
         raise BadRevision(
             f"bad revision {shown(revision.text)}: {revision.commit} names "
-            f"{len(found)} commits of session {short(head.id)}; type more characters"
+            f"{plural(len(found), 'commit')} of session {short(head.id)}; type more characters"
         )
     return found[0]
 

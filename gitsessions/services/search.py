@@ -1,4 +1,10 @@
-"""Full-text search over titles, summaries and every transcript message.
+"""Full-text search over titles, summaries, compaction summaries and every transcript
+message but the system prompt.
+
+A query is words, in any order, all of which must occur in one message (or title, or
+summary); each matches anywhere in a word, so a prefix (`authent`) finds `authentication`.
+A hit carries a snippet around the first word found and where each word occurs in it
+(`marks`), for the CLI to highlight.
 
 The index (`<home>/search.sqlite`, SQLite FTS5 with the trigram tokenizer, so any
 substring of 3+ characters matches, code included) is a cache. It is keyed by content:
@@ -18,6 +24,7 @@ under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt
 """
 
 import json
+import re
 import sqlite3
 from collections.abc import Collection, Mapping
 from contextlib import AbstractContextManager
@@ -29,9 +36,12 @@ from gitsessions.store.errors import ObjectMissing, StoreCorrupt
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
+from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
 
 TITLE, SUMMARY = -2, -1
+COMPACTION = -3  # the n-th compaction summary is label COMPACTION - n
+Marks = tuple[tuple[int, int], ...]  # (start, end) of each match in a snippet
 SLOTS = 1024  # rowids per segment blob in `texts`: a message's rowid is blob * SLOTS + n
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (session TEXT PRIMARY KEY, head TEXT, title TEXT,"
@@ -43,7 +53,8 @@ SCHEMA = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, role UNINDEXED, tokenize='trigram')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS labels USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
-    "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)",
+    "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)"
+    "  -- labels: title, summary and compaction summaries; no system prompts",
 ]
 TABLES = ("texts", "labels", "holds", "blobs", "meta", "mode")
 
@@ -53,8 +64,9 @@ class Hit:
     session: str
     title: str
     index: int | None  # transcript message index; None for a title or summary hit
-    role: str  # message role, or "title" / "summary"
+    role: str  # message role, or "title" / "summary" / "compaction"
     snippet: str
+    marks: Marks = ()  # where the query's words are in the snippet
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,7 +75,19 @@ class Hit:
             "index": self.index,
             "role": self.role,
             "snippet": self.snippet,
+            "marks": [list(m) for m in self.marks],
         }
+
+
+def query_words(query: str) -> list[str]:
+    """The words of a query, each once (a trailing `*` is dropped: every word is a
+    prefix already)."""
+    words: list[str] = []
+    for word in query.split():
+        word = word.rstrip("*")
+        if word and word.lower() not in (w.lower() for w in words):
+            words.append(word)
+    return words
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -75,13 +99,25 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def snippet(text: str, query: str, width: int = 60) -> str:
-    at = text.lower().find(query.lower())
-    if at < 0:
-        return " ".join(text[: 2 * width].split())
-    start, end = max(0, at - width), min(len(text), at + len(query) + width)
-    body = " ".join(text[start:end].split())
-    return ("..." if start else "") + body + ("..." if end < len(text) else "")
+def snippet(text: str, words: list[str], width: int = 60) -> tuple[str, Marks]:
+    """A window of `text` around the first of `words` found, whitespace folded, and where
+    each word occurs in it (case-insensitive)."""
+    patterns = [re.compile(re.escape(w), re.IGNORECASE) for w in words]
+    found = [m.start() for p in patterns if (m := p.search(text))]
+    if not found:
+        return " ".join(text[: 2 * width].split()), ()
+    at = min(found)
+    start, end = max(0, at - width), min(len(text), at + width + max(map(len, words)))
+    body = ("..." if start else "") + " ".join(text[start:end].split())
+    body += "..." if end < len(text) else ""
+    spans = sorted((m.start(), m.end()) for p in patterns for m in p.finditer(body))
+    merged: list[tuple[int, int]] = []
+    for begin, stop in spans:
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((begin, stop))
+    return body, tuple(merged)
 
 
 class SearchIndex:
@@ -121,9 +157,15 @@ class SearchIndex:
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
         sid, h = head.id, head.header
         db.execute("DELETE FROM labels WHERE session = ?", (sid,))
+        compactions = self.store.read(head, "compactions")
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
+            *(
+                (COMPACTION - n, "compaction", record.get("summary") or "")
+                for n, record in enumerate(compactions)
+                if isinstance(record, dict) and isinstance(record.get("summary"), str)
+            ),
         ):
             if text:
                 db.execute(
@@ -174,12 +216,13 @@ class SearchIndex:
             return int(row[0])
         messages = self.store.segment(sha.encode())
         if len(messages) > SLOTS:
-            raise StoreCorrupt(f"segment {sha[:12]} holds {len(messages)} messages")
+            raise StoreCorrupt(f"segment {sha[:12]} holds {plural(len(messages), 'message')}")
         key = db.execute("INSERT INTO blobs (sha) VALUES (?)", (sha,)).lastrowid
         assert key is not None
         rows = [
             (key * SLOTS + n, self._clean(message_text(m)), str(m.get("role", "")))
             for n, m in enumerate(messages)
+            if m.get("role") != "system"  # gitsessions' own prompt: in every session
         ]
         db.executemany("INSERT INTO texts (rowid, text, role) VALUES (?, ?, ?)",
                        [r for r in rows if r[1]])  # fmt: skip
@@ -282,29 +325,35 @@ class SearchIndex:
         session: str | None = None,
         sessions: Collection[str] | None = None,
     ) -> list[Hit]:
-        """Sessions, messages and snippets containing `query` (case-insensitive); only
-        within `sessions` when given."""
-        query = check_text(query, "the query").strip()
-        if not query:
+        """Messages, titles and summaries holding every word of `query` (in any order,
+        case-insensitive, anywhere in a word), newest session first; only within
+        `sessions` when given. An empty query finds nothing."""
+        words = query_words(check_text(query, "the query"))
+        if not words:
             return []
         self.refresh()
-        if len(query) >= 3:
-            where = "{t} MATCH ?"
-            arg = '"' + query.replace('"', '""') + '"'
-        else:  # the trigram index needs 3 characters; scan instead
-            where = "{t}.text LIKE ? ESCAPE '\\'"
-            arg = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        conditions, args = ["{t}.role != 'system'"], []
+        long = [w for w in words if len(w) >= 3]
+        if long:
+            conditions.append("{t} MATCH ?")
+            args.append(" AND ".join('"' + w.replace('"', '""') + '"' for w in long))
+        for word in words:
+            if len(word) < 3:  # the trigram index needs 3 characters; scan for these
+                conditions.append("{t}.text LIKE ? ESCAPE '\\'")
+                escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                args.append(f"%{escaped}%")
         with self._db() as db:
             rows = self._matching(
                 db,
-                where,
-                [arg],
+                " AND ".join(conditions),
+                args,
                 include_archived=include_archived,
                 limit=limit,
                 session=session,
                 sessions=sessions,
             )
-        return [
-            Hit(sid, title, idx if idx >= 0 else None, role, snippet(text, query))
-            for sid, idx, role, text, title in rows
-        ]
+        hits = []
+        for sid, idx, role, text, title in rows:
+            shown, marks = snippet(text, words)
+            hits.append(Hit(sid, title, idx if idx >= 0 else None, role, shown, marks))
+        return hits

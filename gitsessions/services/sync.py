@@ -40,6 +40,7 @@ from gitsessions.store.sessions import Head, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
+from gitsessions.values.plural import plural
 from gitsessions.values.secrets import may_hold_secret, redact, redact_value
 
 ZERO = b"0" * 40
@@ -197,9 +198,9 @@ def push(
             )
             planned.entries = remotes.missing(git, planned.wants, planned.haves)
             if sessions_plan and not allow_secrets:
-                progress(f"scanning {len(sessions_plan)} sessions for secrets")
+                progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
                 _scan_sent(store, planned.entries, sessions_plan)
-            progress(f"sending {len(sessions_plan)} sessions")
+            progress(f"sending {plural(len(sessions_plan), 'session')}")
             status = _send(git, url, plan, progress, planned)
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
@@ -363,7 +364,7 @@ def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet
             tracked[TOMBSTONES] = refs[TOMBSTONES]
         remotes.set_tracking(git, name, tracked, replace=True)
         report.tombstones = len(dead)
-        progress(f"merging {len(theirs)} sessions")
+        progress(f"merging {plural(len(theirs), 'session')}")
         outcomes: dict[str, Outcome] = {}
         new: dict[bytes, bytes] = {}
         for sid, sha in sorted(_sessions(refs).items()):

@@ -37,6 +37,7 @@ from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tre
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 from gitsessions.store.repo import GitStore, private_files
 from gitsessions.values.errors import BadUsage
+from gitsessions.values.plural import plural
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
@@ -368,7 +369,7 @@ def send(
         else:
             entries = missing(git, want, have)
         if progress is not None:
-            progress(f"sending {len(entries)} objects")
+            progress(f"sending {plural(len(entries), 'object')}")
         return len(entries), generate_unpacked_objects(
             git.repo.object_store,
             [(sha, None) for sha, _type, _path in entries],

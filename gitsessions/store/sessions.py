@@ -55,6 +55,7 @@ from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import check_prefix, is_session_id
+from gitsessions.values.plural import plural
 from gitsessions.values.records import (
     HEADER_FORMAT,
     empty_usage,
@@ -171,7 +172,8 @@ class SessionStore:
         if len(matches) > 1:
             shown = ", ".join(m[:12] for m in matches[:5])
             raise AmbiguousSessionId(
-                f"{prefix!r} matches {len(matches)} sessions ({shown}); type more characters"
+                f"{prefix!r} matches {plural(len(matches), 'session')} ({shown}); "
+                "type more characters"
             )
         return matches[0]
 

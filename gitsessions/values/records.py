@@ -89,9 +89,12 @@ def new_header(
     title: str = "",
     workspace: Mapping[str, Any] | None = None,
     model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The header of a brand-new session."""
+    """The header of a brand-new session (`settings`: the model, base URL and context
+    budget it runs with, recorded when an agent creates it)."""
     return {
+        **({"settings": dict(settings)} if settings else {}),
         "id": session_id,
         "title": title,
         "summary": "",

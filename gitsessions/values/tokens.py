@@ -16,6 +16,7 @@ Invariants:
 
 import hashlib
 import math
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -64,17 +65,70 @@ class TokenCounter:
     def __init__(
         self, encoding_name: str = DEFAULT_ENCODING, *, cache_size: int = DEFAULT_CACHE_SIZE
     ) -> None:
-        self._encoding = _load_offline_encoding(encoding_name)
-        if self._encoding is None:
-            self.method = ESTIMATE_METHOD
-        else:
-            self.method = "tiktoken:" + encoding_name.removesuffix("_offline")
+        self._encoding_name = encoding_name
+        self._loaded: tuple[_Encoding | None, str] | None = None  # (encoding, method)
+        self._load_lock = threading.Lock()
         self.ratio = 1.0
         self.cache_hits = 0
         self.cache_misses = 0
         self._cache_size = cache_size
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _load(self) -> tuple[_Encoding | None, str]:
+        """The encoding, loaded at first use (it takes a few hundred milliseconds)."""
+        loaded = self._loaded
+        if loaded is None:
+            with self._load_lock:
+                if self._loaded is None:
+                    encoding = _load_offline_encoding(self._encoding_name)
+                    name = self._encoding_name.removesuffix("_offline")
+                    method = ESTIMATE_METHOD if encoding is None else f"tiktoken:{name}"
+                    self._loaded = (encoding, method)
+                loaded = self._loaded
+        return loaded
+
+    def warm_up(self) -> None:
+        """Load the encoding in a background thread (`chat` does, while the user types)."""
+        threading.Thread(target=self._load, daemon=True, name="load-encoding").start()
+
+    @property
+    def _encoding(self) -> _Encoding | None:
+        return self._load()[0]
+
+    @_encoding.setter
+    def _encoding(self, encoding: _Encoding | None) -> None:
+        self._loaded = (encoding, self._load()[1])
+
+    @property
+    def method(self) -> str:
+        """`tiktoken:cl100k_base`, or the character estimate when it could not load."""
+        return self._load()[1]
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the tokenizer was loaded (or found missing) already."""
+        return self._loaded is not None
+
+    def bound(
+        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """An upper bound of `estimate` that needs no tokenizer: a token is at least one
+        byte, and every text counted is inside the messages' and schemas' JSON. A message
+        too long to count exactly (or not JSON) makes it unbounded."""
+        total = TOOLS_OVERHEAD + REPLY_PRIMING
+        try:
+            for message in messages:
+                if _text_chars(message) > EXACT_CHARS:
+                    return sys.maxsize
+                calls = message.get("tool_calls")
+                per_call = TOOL_CALL_OVERHEAD * (len(calls) if isinstance(calls, list) else 0)
+                total += len(dumps_line(message)) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
+            for tool in tools or []:
+                total += len(dumps_line(tool)) + TOOL_SCHEMA_OVERHEAD
+        except (TypeError, InvalidInput):
+            return sys.maxsize
+        return math.ceil(total * self.ratio)
 
     @property
     def exact(self) -> bool:

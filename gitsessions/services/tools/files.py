@@ -13,6 +13,7 @@ import os
 from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.workspace import Workspace
+from gitsessions.values.plural import plural
 
 DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -178,7 +179,7 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str) -> ToolResult
     if len(positions) > 1:
         lines = ", ".join(str(text.count("\n", 0, at) + 1) for at in positions[:10])
         raise EditFailed(
-            f"old text found {len(positions)} times in {name!r} (lines {lines}); "
+            f"old text found {plural(len(positions), 'time')} in {name!r} (lines {lines}); "
             "include more surrounding lines to make it unique"
         )
     at = positions[0]

@@ -1,0 +1,161 @@
+"""Startup bench: how long each command takes as a new process, against the floor of
+`python -c "import typer, rich"` measured in the same run.
+
+Invariant: every number is the median of `--runs` (default 10) runs of a fresh process,
+after one warm-up run that writes the bytecode caches (a user's second run, not their
+first): wall-clock seconds, and the CPU seconds the process used (user + system, which
+other load on the machine disturbs less; for `chat`, read from /proc at its prompt).
+The store is made by the bench in a temp home (three sessions written by `exec` against
+tests/fake_openai.py, which answers at once), so nothing of the user's is read. `chat`
+is timed until its prompt appears on a pseudo-terminal; `exec` for one whole turn.
+Goals (issue 10): list, info, show, log and --help at most 1.3x the floor, chat's
+prompt 1.3x, exec 2x.
+
+    uv run python bench/startup.py [--runs 10] [--json bench/results/startup.json]
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pexpect
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fake_openai import FakeOpenAI  # noqa: E402
+
+PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
+GOALS = {"--help": 1.3, "list": 1.3, "info": 1.3, "show": 1.3, "log": 1.3, "chat": 1.3}
+GOALS["exec"] = 2.0
+
+
+Sample = tuple[float, float]  # (wall seconds, CPU seconds)
+
+
+def median_of(runs: int, once: Callable[[], Sample]) -> Sample:
+    once()  # warm-up: bytecode caches written, files in the page cache
+    samples = [once() for _ in range(runs)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Sample]:
+    def once() -> Sample:
+        cpu = _children_cpu()
+        start = time.perf_counter()
+        done = subprocess.run(cmd, env=env, capture_output=True, cwd=cwd)
+        seconds = time.perf_counter() - start
+        if done.returncode:
+            raise RuntimeError(f"{cmd[3:]} failed: {done.stderr.decode()[-500:]}")
+        return seconds, _children_cpu() - cpu
+
+    return once
+
+
+def _process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def chat_prompt(cmd: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Sample]:
+    def once() -> Sample:
+        start = time.perf_counter()
+        child = pexpect.spawn(
+            cmd[0], cmd[1:], env=env, encoding="utf-8", timeout=60, cwd=str(cwd),
+            dimensions=(50, 120),
+        )  # fmt: skip
+        child.expect(PROMPT)
+        seconds = time.perf_counter() - start
+        cpu = _process_cpu(child.pid)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.wait()
+        return seconds, cpu
+
+    return once
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "startup.json")
+    args = parser.parse_args()
+
+    python = sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="gitsessions-startup-"))
+    workspace = tmp / "project"
+    workspace.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSESSIONS_", "OPENAI_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure what a user runs: cached bytecode
+    env.update(GITSESSIONS_HOME=str(tmp / "home"), TERM="xterm", COLUMNS="120", LINES="50")
+    gs = [python, "-m", "gitsessions"]  # run in `tmp`: the installed package, not ./gitsessions
+    results: dict[str, Sample] = {}
+    with FakeOpenAI() as server:
+        server.models = ["fake-model"]
+        model = ["--base-url", server.base_url, "--model", "fake-model"]
+        exec_cmd = [*gs, "exec", "hello", *model, "--workspace", str(workspace)]
+        for _ in range(3):
+            timed(exec_cmd, env, tmp)()
+        listed = subprocess.run(
+            [*gs, "list", "--json"], env=env, capture_output=True, check=True, cwd=tmp
+        )
+        session = json.loads(listed.stdout)[0]["id"][:8]
+        commands: dict[str, Callable[[], Sample]] = {
+            "floor": timed([python, "-c", "import typer, rich"], env, tmp),
+            "--help": timed([*gs, "--help"], env, tmp),
+            "list": timed([*gs, "list"], env, tmp),
+            "info": timed([*gs, "info", session], env, tmp),
+            "show": timed([*gs, "show", session], env, tmp),
+            "log": timed([*gs, "log", session], env, tmp),
+            "chat": chat_prompt([*gs, "chat", *model, "--workspace", str(workspace)], env, tmp),
+            "exec": timed(exec_cmd, env, tmp),
+        }
+        for name, once in commands.items():
+            results[name] = median_of(args.runs, once)
+            print(f"  {name}: {results[name][0]:.3f} s, {results[name][1]:.3f} s CPU",
+                  file=sys.stderr)  # fmt: skip
+
+    floor, floor_cpu = results["floor"]
+    rows = []
+    print(f"\nmedian of {args.runs} runs; floor = python -c 'import typer, rich'; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")  # fmt: skip
+    header = ("command", "wall s", "x floor", "CPU s", "x floor", "goal")
+    print("{:<8} {:>7} {:>8} {:>7} {:>8} {:>5}  ok".format(*header))
+    for name, (seconds, cpu) in results.items():
+        ratio, cpu_ratio = seconds / floor, cpu / floor_cpu if floor_cpu else float("nan")
+        goal = GOALS.get(name)
+        ok = None if goal is None else ratio <= goal
+        rows.append({"command": name, "seconds": round(seconds, 4), "ratio": round(ratio, 2),
+                     "cpu_seconds": round(cpu, 4), "cpu_ratio": round(cpu_ratio, 2),
+                     "goal": goal, "ok": ok})  # fmt: skip
+        goal_text = f"{goal:.1f}x" if goal else ""
+        mark = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:<8} {seconds:>7.3f} {ratio:>7.2f}x {cpu:>7.3f} {cpu_ratio:>7.2f}x "
+              f"{goal_text:>5}  {mark}")  # fmt: skip
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "runs": args.runs,
+        "python": sys.version.split()[0],
+        "load_average": os.getloadavg()[0],
+        "results": rows,
+    }
+    args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

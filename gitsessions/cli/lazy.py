@@ -1,0 +1,134 @@
+"""The command group that imports a command's module only when that command runs.
+
+Invariant: `gitsessions list` imports what `list` needs and nothing else (no openai, no
+tiktoken, no agent): the group knows each command by name, module and one-line summary,
+and builds the typer command from its module on first use. `--help` prints the
+summaries from the table below, so listing the commands imports none of them
+(tests/test_basics.py checks the table names every command its modules register, and
+that each summary is a full sentence). A command registered on the app directly
+(`module.register(app)`) works as before, imported eagerly: add it to the table instead.
+
+`--home DIR` is a global option, but it is also accepted after the command
+(`gitsessions list --home DIR`): it is moved in front before click parses anything.
+"""
+
+from importlib import import_module
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from gitsessions.cli.fastparams import speed_up
+
+# command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "chat": ("chat", "Chat with the agent in this workspace; every turn is a commit."),
+    "exec": ("exec_cmd", "Run one turn (tool calls included) and print the final reply."),
+    "list": ("manage", "List sessions, the most recently active first."),
+    "info": ("manage", "Show one session: ids, counts, usage, settings and workspace."),
+    "show": ("manage", "Print the full transcript (or the working context) of a session."),
+    "log": ("manage", "Show the session's history, one line per turn."),
+    "rename": ("manage", "Set the session's title."),
+    "fork": ("manage", "Fork a session: a new branch at its head; nothing is copied."),
+    "archive": ("manage", "Hide a session from `list` and search."),
+    "unarchive": ("manage", "Bring an archived session back."),
+    "delete": ("manage", "Delete a session for good, with every object only it used."),
+    "gc": ("manage", "Pack objects (deltified) and purge what no session reaches."),
+    "export": ("exchange", "Export a whole session as one JSON document."),
+    "import": ("exchange", "Create a session from an export file; prints its id."),
+    "search": ("search", "Search titles, summaries and transcripts of all sessions."),
+    "compact": ("compact_cmd", "Compact a session's working context now."),
+    "pin": ("compact_cmd", "Pin a note: it survives every compaction verbatim."),
+    "unpin": ("compact_cmd", "Remove a pinned note by its number."),
+    "pins": ("compact_cmd", "List a session's pinned notes."),
+    "doctor": ("doctor_cmd", "Check the store for what git fsck cannot see, and repair it."),
+    "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
+    "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
+    "worktree": ("worktree_cmd", "List, remove or restore the git worktrees of forks."),
+    "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),
+    "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
+    "pull": ("sync_cmd", "Pull sessions from a git remote; nothing is ever lost."),
+    "hooks": ("hooks_cmd", "Install, uninstall or list the git hooks that name a session."),
+    "hook": ("hooks_cmd", "What the installed git hook shims run; not for typing."),
+}
+
+
+def load(name: str) -> Any:
+    """The click command `name`, built from its module (which registers it on an app)."""
+    module = import_module(f"gitsessions.cli.{COMMANDS[name][0]}")
+    app = typer.Typer(rich_markup_mode=None, add_completion=False)
+    module.register(app)
+    return typer.main.get_group(app).commands[name]
+
+
+def hoist_home(args: list[str]) -> list[str]:
+    """`--home DIR` / `--home=DIR` anywhere before `--`, moved to the front."""
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        if arg == "--home" and index + 1 < len(args):
+            front += args[index : index + 2]
+            index += 2
+            continue
+        if arg.startswith("--home="):
+            front.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return front + rest
+
+
+def bare_resume(argv: list[str]) -> list[str]:
+    """`--resume` given without an id (last, or followed by another option) becomes
+    `--resume=` (an empty id: pick one), which the option parser cannot express."""
+    out: list[str] = []
+    for n, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[n:]
+        following = argv[n + 1] if n + 1 < len(argv) else None
+        bare = following is None or (following.startswith("-") and following != "-")
+        out.append("--resume=" if arg == "--resume" and bare else arg)
+    return out
+
+
+def print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from gitsessions.cli.state import out
+
+        out.print(f"gitsessions {version('gitsessions')}", highlight=False)
+        raise typer.Exit()
+
+
+class LazyGroup(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load(cmd_name)
+        command = self.commands.get(cmd_name)
+        if command is not None:
+            speed_up(command)
+        return command
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        speed_up(self)
+        return super().parse_args(ctx, hoist_home(args))
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [
+            (
+                name,
+                COMMANDS[name][1] if name in COMMANDS else self.commands[name].get_short_help_str(),
+            )
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
