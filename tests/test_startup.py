@@ -16,7 +16,6 @@ from tests.conftest import REPO, run_gitsessions
 HEAVY = ("openai", "tiktoken", "pydantic", "httpx2", "gitsessions.agent.loop", "rich.markdown")
 PROBE = """
 import sys
-from typing import get_origin
 sys.argv = ["gitsessions", *sys.argv[1:]]
 from gitsessions.cli.app import main
 try:
