@@ -40,3 +40,12 @@ def test_they_list_rescan_and_remove(store, make_session, home):
         not (home / "store.git" / "objects" / "pack" / f"pack-{pack.name().decode()}.pack").exists()
         or new.name() == pack.name()
     )
+
+
+def test_the_gathering_client_still_wraps_a_private_connect():
+    from dulwich.client import SubprocessGitClient
+
+    from gitsessions.store.dulwich_client import GatheringSubprocessClient
+
+    assert callable(getattr(SubprocessGitClient, "_connect", None))
+    assert issubclass(GatheringSubprocessClient, SubprocessGitClient)

@@ -6,15 +6,16 @@ import os
 import sys
 from pathlib import Path
 
-from gitsessions.services.git_hooks import MANAGED
-
 
 def main() -> None:
     argv = sys.argv[1:]
-    if len(argv) >= 3 and argv[0] == "hook" and argv[1] in MANAGED:
-        from gitsessions.cli.githook import run_hook
+    if len(argv) >= 3 and argv[0] == "hook":
+        from gitsessions.services.git_hooks import MANAGED
 
-        sys.exit(run_hook(argv[1], argv[2], argv[3:], os.environ, Path.cwd()))
+        if argv[1] in MANAGED:
+            from gitsessions.cli.githook import run_hook
+
+            sys.exit(run_hook(argv[1], argv[2], argv[3:], os.environ, Path.cwd()))
     from gitsessions.cli.app import main as app_main
 
     app_main()

@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from gitsessions.cli import listing
-from gitsessions.cli.hooks_cmd import session_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, err, out
@@ -229,6 +228,8 @@ def cmd_show(
     on a terminal."""
     state = _state(ctx)
     store = state.store
+    from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
+
     head = _head(ctx, session_of(state, session, commit))
     if context:
         messages = enumerate(store.read(head, "context"))

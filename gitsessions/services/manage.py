@@ -11,7 +11,7 @@ from gitsessions.services import chat_history, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
-from gitsessions.store import background, maintenance, remotes
+from gitsessions.store import background, maintenance
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -83,6 +83,8 @@ def fork_title(parent: str) -> str:
 
 
 def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> None:
+    from gitsessions.store import remotes  # dulwich's client: imported only to delete
+
     deleted: list[Head] = []
 
     def run() -> None:

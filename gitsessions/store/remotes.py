@@ -31,7 +31,7 @@ from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
 from dulwich.pack import generate_unpacked_objects
 
-from gitsessions.store.dulwich_private import GatheringSubprocessClient
+from gitsessions.store.dulwich_client import GatheringSubprocessClient
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
