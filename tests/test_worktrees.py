@@ -174,8 +174,8 @@ def test_list_remove_refuses_dirty_then_force_restore(server, tmp_path, home):
     (path / "scratch.txt").write_text("untracked work\n")
     rows = json.loads(gitsessions("worktree", "list", "--json", cwd=tmp_path).stdout)
     assert rows[0]["state"] == "dirty"
-    table = gitsessions("worktree", "list", cwd=tmp_path).stdout
-    assert "dirty" in table and fid[:8] in table
+    piped = gitsessions("worktree", "list", cwd=tmp_path).stdout  # one record a line
+    assert piped.splitlines() == [f"{fid}\tdirty\tgitsessions/{fid[:8]}\t{path}"]
     refused = gitsessions("worktree", "remove", fid[:8], cwd=tmp_path)
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: ") and "untracked" in refused.stderr
