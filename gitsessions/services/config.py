@@ -95,6 +95,22 @@ def load_config(path: Path | str) -> dict[str, Any]:
         raise ConfigError(f"malformed config file {path}: {reason}") from None
 
 
+def config_table(
+    config: Mapping[str, Any], name: str, keys: tuple[str, ...], source: str = CONFIG_FILE
+) -> tuple[Mapping[str, Any], str]:
+    """The table `[name]` of config.toml (empty when absent) and how errors name it
+    (`config.toml [name]`); `ConfigError` when it is not a table or holds a key not in
+    `keys`."""
+    table = config.get(name, {})
+    where = f"{source} [{name}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [{name}] must be a table")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(keys)}")
+    return table, where
+
+
 def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     """One line per top-level key gitsessions does not know, naming the nearest known
     key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
