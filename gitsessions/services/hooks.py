@@ -195,7 +195,7 @@ def describe(done: HookRun) -> str:
 
 def hook_timeout(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> float:
     """`[hooks] timeout` from config.toml: seconds a lifecycle hook may run."""
-    table, where = config_table(config, TABLE, tuple(KEYS), config_source)
+    table, where = config_table(config, TABLE, KEYS, config_source)
     value = table.get("timeout", DEFAULT_TIMEOUT)
     if (
         isinstance(value, bool)

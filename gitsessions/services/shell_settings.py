@@ -34,7 +34,7 @@ def resolve_shell_settings(
 ) -> ShellSettings:
     """Resolve `sandbox` and `sandbox_network` (flags: None means not given) and
     `env_keep` (config only) by precedence flag > config > default; validate them."""
-    table, where = config_table(config, TABLE, tuple(KEYS), config_source)
+    table, where = config_table(config, TABLE, KEYS, config_source)
     sources: dict[str, str] = {}
     values: dict[str, Any] = {}
     for name, flag, default in (

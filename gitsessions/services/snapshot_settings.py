@@ -25,7 +25,7 @@ class SnapshotSettings:
 def resolve_snapshot_settings(
     no_snapshots: bool, config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
 ) -> SnapshotSettings:
-    table, where = config_table(config, TABLE, tuple(KEYS), config_source)
+    table, where = config_table(config, TABLE, KEYS, config_source)
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}: enabled must be true or false")
