@@ -390,8 +390,14 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    manage.delete(store, session_id, hooks=_state(ctx).hooks)
-    err.print(f"deleted {session_id}")
+    done = manage.delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
+    err.print(f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else ""))
+    if done.worktree is not None:
+        path = one_line(str(done.worktree.get("path")))
+        err.print(
+            f"its worktree {path} (branch {one_line(str(done.worktree.get('branch')))}) is "
+            f"kept: it is your code; `git worktree remove {path}` removes it"
+        )
 
 
 def cmd_gc(ctx: typer.Context) -> None:

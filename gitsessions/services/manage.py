@@ -4,10 +4,16 @@ Each is an edit function handed to `services.writer` (the one write path: lease,
 compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
 From the chat, the agent's process already holds the lease (`lease_held=True`). A delete
 leaves nothing of the session behind outside the store either: cache rows, chat history
-lines, lease file.
+lines, lease file, and its code snapshots' ref in the project (a worktree fork's worktree
+is the user's code: it is kept, and named).
 """
 
-from gitsessions.services import chat_history, writer
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services import chat_history, snapshots, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
@@ -82,7 +88,24 @@ def fork_title(parent: str) -> str:
     return f"{parent[: MAX_TITLE - len(FORK_MARK)]}{FORK_MARK}"
 
 
-def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> None:
+@dataclass(frozen=True)
+class Deleted:
+    """What went with a deleted session outside the store: whether its code snapshots'
+    ref in the project was deleted, and its worktree mark (the worktree is the user's
+    code: it is kept)."""
+
+    snapshots: bool
+    worktree: dict[str, Any] | None
+
+
+def delete(
+    store: SessionStore,
+    session_id: str,
+    hooks: Hooks = NO_HOOKS,
+    env: Mapping[str, str] | None = None,
+) -> Deleted:
+    """Delete the session; with `env` (git's environment), also its snapshot ref in
+    the project it worked in."""
     from gitsessions.store import remotes  # dulwich's client: imported only to delete
 
     deleted: list[Head] = []
@@ -99,6 +122,11 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Non
 
     writer.audited(store, "delete", session_id, run)
     hooks.run("post-delete", session_id, deleted[0].commit.decode())
+    header = deleted[0].header
+    root = (header.get("workspace") or {}).get("repo_root")
+    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
+    mark = header.get("worktree")
+    return Deleted(forgot, mark if isinstance(mark, dict) and not mark.get("removed_at") else None)
 
 
 def gc(store: SessionStore) -> dict[str, object]:
