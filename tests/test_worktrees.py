@@ -104,8 +104,12 @@ def test_fork_at_an_earlier_turn_has_that_turns_files(server, tmp_path, home):
     assert made["fork_point"] == newest_of_turn_one
     bad = gitsessions("fork", sid, "--worktree", "--at", "turn:9", cwd=tmp_path)
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "no turn 9" in bad.stderr
-    bad = gitsessions("fork", sid, "--at", "turn:1", cwd=tmp_path)
-    assert bad.returncode == 2 and "--at needs --worktree" in bad.stderr
+    # a chat-only fork at turn 1: the same fork point, no worktree
+    plain = json.loads(gitsessions("fork", sid, "--at", "turn:1", "--json", cwd=tmp_path).stdout)
+    assert plain["fork_point"] == newest_of_turn_one and "worktree" not in plain
+    assert plain["parent_id"] == sid
+    bad = gitsessions("fork", sid, "--at", "turn:9", cwd=tmp_path)
+    assert bad.returncode == 1 and "no turn 9" in bad.stderr
 
 
 def test_two_forks_have_separate_worktrees_without_cross_talk(server, tmp_path, home):

@@ -18,7 +18,6 @@ from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services import manage, sessionlog
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head
-from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import USAGE_TOTAL_KEYS
@@ -325,20 +324,21 @@ def cmd_fork(
     at: Annotated[
         str | None,
         typer.Option(
-            "--at", metavar="REV", help="With --worktree: turn:N or a commit of the session."
+            "--at",
+            metavar="REV",
+            help="Fork at turn:N or a commit of the session instead of its head.",
         ),
     ] = None,
 ) -> None:
-    """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
-    if worktree or at is not None:
+    """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
+    copied, nothing switched."""
+    if worktree:
         from gitsessions.cli.worktree_cmd import fork_worktree
 
-        if not worktree:
-            raise BadUsage("--at needs --worktree")
         fork_worktree(_state(ctx), session, at, title, json_)
         return
     store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
+    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks, at=at)
     if json_:
         print_json(
             out,

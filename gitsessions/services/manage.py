@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services import chat_history, snapshots, writer
+from gitsessions.services import chat_history, points, snapshots, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
@@ -53,15 +53,24 @@ def set_archived(store: SessionStore, session_id: str, archived: bool) -> Writte
 
 
 def fork(
-    store: SessionStore, session_id: str, title: str | None = None, hooks: Hooks = NO_HOOKS
+    store: SessionStore,
+    session_id: str,
+    title: str | None = None,
+    hooks: Hooks = NO_HOOKS,
+    at: str | None = None,
 ) -> Head:
-    """A fork titled `title`, else "<parent title> (fork)"; its usage starts at zero."""
+    """A fork titled `title`, else "<parent title> (fork)", at the session's head or at
+    `at` (`turn:N` or a commit of its history); its usage starts at zero."""
     if title is not None:
         title = check_title(title)
     fork_id = new_id()
 
     def run() -> Head:
         source = store.head(session_id)
+        commit = points.resolve(store, source, at)
+        if commit != source.commit:  # an earlier state: of this session, or its parent's
+            owner = str(store.head_at(session_id, commit).header.get("id") or session_id)
+            source = store.head_at(owner, commit)
         named = title
         if named is None:
             parent = source.header.get("title") or source.header.get("summary") or ""
