@@ -189,3 +189,18 @@ def test_a_tree_shows_every_row_once_even_with_a_parent_cycle():
     tree = [(depth, r["id"]) for depth, r in as_tree(rows)]
     assert tree[:2] == [(0, "a"), (1, "b")] and (0, "e") in tree
     assert sorted(i for _d, i in tree) == ["a", "b", "c", "d", "e"]
+
+
+def test_here_is_the_whole_project_from_any_of_its_folders(server, tmp_path):
+    project = tmp_path / "project"
+    (project / "src" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    at_root = turn(server, project, "at the root")
+    in_src = turn(server, project / "src", "in src")
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    elsewhere = turn(server, other, "another repository")
+    seen = {r[0] for r in lines(gs("list", "--here", cwd=project / "src" / "deep"))}
+    assert seen == {at_root, in_src}
+    assert {r[0] for r in lines(gs("list", "--here", cwd=other))} == {elsewhere}

@@ -24,15 +24,22 @@ def _resolved(path: Any) -> str | None:
         return None
 
 
-def workspace_sessions(headers: Iterable[Mapping[str, Any]], workspace: Path) -> set[str]:
-    """Ids of the sessions recorded in `workspace`, and of every fork descending from one."""
+def workspace_sessions(
+    headers: Iterable[Mapping[str, Any]], workspace: Path, project: Path | None = None
+) -> set[str]:
+    """Ids of the sessions recorded in `workspace` (with `project`, a repository root:
+    anywhere in that repository), and of every fork descending from one."""
     here = str(workspace.resolve())
+    root = str(project.resolve()) if project is not None else None
     parent: dict[str, str | None] = {}
     inside: set[str] = set()
     for header in headers:
         sid = str(header.get("id"))
         parent[sid] = header.get("parent_id")
-        if _resolved((header.get("workspace") or {}).get("path")) == here:
+        recorded = header.get("workspace") or {}
+        if _resolved(recorded.get("path")) == here or (
+            root is not None and _resolved(recorded.get("repo_root")) == root
+        ):
             inside.add(sid)
     reached = set(inside)
     for sid in parent:

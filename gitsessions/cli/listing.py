@@ -1,15 +1,17 @@
 """How sessions are told apart in listings (`list`, the picker): a label, a fork's origin,
-forks in a tree under their parent, the sessions of this workspace.
+forks in a tree under their parent, the sessions of this project.
 
 Everything here works on `list` rows (`list_row`): plain dicts read from the catalog, so
 nothing opens a session.
 """
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gitsessions.agent.scope import workspace_sessions
+from gitsessions.services.workspace import repo_root
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.ids import short
@@ -45,8 +47,9 @@ def session_rows(
     mark_deleted_parents(rows, (h["id"] for h in headers))
     if not include_archived:
         rows = [r for r in rows if not r["archived"]]
-    if workspace is not None:
-        rows = here(rows, workspace)
+    if workspace is not None:  # the project's sessions, from any of its folders
+        reached = workspace_sessions(headers, workspace, repo_root(workspace, os.environ))
+        rows = [r for r in rows if r["id"] in reached]
     rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
     return rows
 
@@ -75,16 +78,6 @@ def mark_deleted_parents(rows: list[dict[str, Any]], ids: Iterable[str]) -> None
     known = set(ids)
     for row in rows:
         row["parent_deleted"] = bool(row.get("parent_id")) and row["parent_id"] not in known
-
-
-def here(rows: list[dict[str, Any]], workspace: Path) -> list[dict[str, Any]]:
-    """The rows of sessions recorded in `workspace` and of their forks."""
-    headers = [
-        {"id": r["id"], "parent_id": r.get("parent_id"), "workspace": {"path": r.get("workspace")}}
-        for r in rows
-    ]
-    reached = workspace_sessions(headers, workspace)
-    return [r for r in rows if r["id"] in reached]
 
 
 def as_tree(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:

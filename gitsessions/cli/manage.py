@@ -43,7 +43,9 @@ def cmd_list(
     here_only: Annotated[
         bool,
         typer.Option(
-            "--here", help="Only sessions of the current directory's workspace and their forks."
+            "--here",
+            help="Only sessions of this project (this folder, or anywhere in its git "
+            "repository) and their forks.",
         ),
     ] = False,
     tree: Annotated[bool, typer.Option("--tree", help="Show forks under their parent.")] = False,

@@ -30,7 +30,7 @@ HELP = [
     ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
-    ("\\sessions", "pick a recent session of this workspace and switch to it"),
+    ("\\sessions", "pick a recent session of this project and switch to it"),
     ("\\search QUERY", "search all sessions"),
     ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
     ("\\help", "this list"),

@@ -36,6 +36,12 @@ def describe(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
     return record
 
 
+def repo_root(path: Path, env: Mapping[str, str]) -> Path | None:
+    """The root of the git repository holding `path`, or None."""
+    root = _git(path, env, "rev-parse", "--show-toplevel")
+    return Path(root) if root else None
+
+
 def head_of(path: Path, env: Mapping[str, str]) -> str | None:
     """The workspace's HEAD commit, or None (not a repository, or no commit yet)."""
     return _git(path, env, "rev-parse", "-q", "--verify", "HEAD")
