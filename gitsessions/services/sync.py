@@ -132,12 +132,17 @@ def _merge_tombstones(
 
 
 def _fetch_tombstones(
-    store: SessionStore, name: str, url: str, progress: Progress
+    store: SessionStore, name: str, url: str, progress: Progress, env: remotes.Env
 ) -> tuple[dict[bytes, bytes], set[str], set[str]]:
     """The remote's refs, with its tombstone commit fetched, tracked, and merged into
     ours. The caller holds the store's shared lock."""
     refs = remotes.fetch(
-        store.git, url, lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [], progress
+        store.git,
+        url,
+        lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [],
+        progress,
+        name=name,
+        env=env,
     )
     if TOMBSTONES in refs:
         remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
@@ -156,8 +161,10 @@ def push(
     prune: bool = False,
     allow_secrets: bool = False,
     progress: Progress = _quiet,
+    env: remotes.Env = None,
 ) -> Report:
-    """Push session branches (`ids`, or all when None); see the module's invariants."""
+    """Push session branches (`ids`, or all when None); see the module's invariants.
+    `env`: the environment stock git runs in (None: this process's)."""
     git = store.git
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
@@ -166,7 +173,7 @@ def push(
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress)
+        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress, env)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
@@ -196,12 +203,12 @@ def push(
                 {sha for sha in refs.values() if sha != ZERO},
                 [],
             )
-            planned.entries = remotes.missing(git, planned.wants, planned.haves)
+            planned.entries = remotes.missing(git, planned.wants, planned.haves, env)
             if sessions_plan and not allow_secrets:
                 progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
-                _scan_sent(store, planned.entries, sessions_plan)
+                _scan_sent(store, planned.entries, sessions_plan, env)
             progress(f"sending {plural(len(sessions_plan), 'session')}")
-            status = _send(git, url, plan, progress, planned)
+            status = remotes.send(git, url, plan, progress, planned, env)
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
@@ -220,30 +227,6 @@ def _push_decision(
     if remotes.has(git, theirs) and remotes.is_ancestor(git, mine, theirs):
         return Outcome(sid, "behind", "run gitsessions pull"), theirs
     return Outcome(sid, "diverged", "run gitsessions pull"), theirs
-
-
-def _send(
-    git: Any,
-    url: str,
-    plan: dict[bytes, tuple[bytes | None, bytes]],
-    progress: Progress,
-    planned: remotes.Planned,
-) -> dict[bytes, str | None]:
-    moved_meanwhile: list[bytes] = []
-
-    def updates(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        out: dict[bytes, bytes] = {}
-        for ref, (expected, new) in plan.items():
-            if old.get(ref) != expected:  # the remote moved since we looked
-                moved_meanwhile.append(ref)
-                continue
-            out[ref] = new
-        return out
-
-    status = remotes.send(git, url, updates, progress, planned)
-    for ref in moved_meanwhile:
-        status[ref] = "changed on the remote meanwhile; run gitsessions pull"
-    return status
 
 
 def _record_sent(
@@ -270,15 +253,16 @@ def _scan_sent(
     store: SessionStore,
     entries: list[remotes.Entry],
     plan: dict[bytes, tuple[bytes | None, bytes]],
+    env: remotes.Env = None,
 ) -> None:
     """Scan every blob and commit message the push would send. Only text holding one
     of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
     session, message index and rule."""
     found: list[str] = []
-    for sha, type_num, path in entries:
-        if type_num not in (remotes.BLOB, remotes.COMMIT):
-            continue
-        text = store.git.raw(sha)[1].decode("utf-8", "replace")
+    scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
+    read = remotes.contents(store.git, [sha for sha, _t, _p in scanned], env)
+    for (_sha, type_num, path), (_id, raw) in zip(scanned, read, strict=True):
+        text = raw.decode("utf-8", "replace")
         if not may_hold_secret(text):
             continue
         where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
@@ -341,21 +325,28 @@ def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) ->
 # -- pull --------------------------------------------------------------------------------
 
 
-def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet) -> Report:
-    """Fetch the remote's session branches and bring each here; see the invariants."""
+def pull(
+    store: SessionStore,
+    remote: str | None,
+    *,
+    progress: Progress = _quiet,
+    env: remotes.Env = None,
+) -> Report:
+    """Fetch the remote's session branches and bring each here; see the invariants.
+    `env`: the environment stock git runs in (None: this process's)."""
     git = store.git
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        _refs, dead, _remote_dead = _fetch_tombstones(store, name, url, progress)
+        _refs, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env)
         local = store.ids()
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
             return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
 
-        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local))
+        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local), name=name, env=env)
         theirs = {
             sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
         }

@@ -11,9 +11,13 @@ Invariants:
 - Nothing here moves a session branch. Remote-tracking refs
   (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
   1,000 sessions makes one fsync, not 1,000.
-- The remote's refs move only through the git protocol's own compare-and-swap: each
-  update carries the old value the remote advertised, and the remote refuses it if the
-  ref moved since. Nothing is ever forced.
+- The remote's refs move only through compare-and-swap: each update carries the old
+  value the caller saw (stock git: a lease per ref; dulwich: the advertised old value,
+  checked against it), and the remote refuses it if the ref moved since. Every update
+  is a fast-forward, a create or a prune the caller checked; nothing is forced blindly.
+- Stock git (`stockgit`) lists, fetches, pushes and walks when it is installed (C, on
+  the store's own packs); dulwich does all of it when it is not, and its client is
+  imported only then.
 """
 
 import contextlib
@@ -21,19 +25,19 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import LocalGitClient, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
-from dulwich.pack import generate_unpacked_objects
 
-from gitsessions.store.dulwich_client import GatheringSubprocessClient
+from gitsessions.store import stockgit
+from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
+from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 from gitsessions.store.repo import GitStore, private_files
 from gitsessions.values.errors import BadUsage
@@ -47,6 +51,7 @@ AUTHOR = b"gitsessions <gitsessions@localhost>"
 BLOB, COMMIT = Blob.type_num, Commit.type_num
 REUSE_DELTAS_FROM = 2000  # objects in a push
 Progress = Callable[[str], None]
+Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
 
 
 class RemoteError(StoreError):
@@ -255,6 +260,11 @@ def _talking(url: str, what: str) -> Iterator[None]:
     shown = mask(url)
     try:
         yield
+    except stockgit.GitFailed as error:
+        reason = str(error)
+        if "does not appear to be a git repository" in reason:
+            reason = "not a git repository (create one with `git init --bare`)"
+        raise RemoteError(f"cannot {what} {shown}: {_clean(reason, url)}") from None
     except NotGitRepository:
         raise RemoteError(
             f"cannot {what} {shown}: not a git repository (create one with `git init --bare`)"
@@ -285,10 +295,19 @@ def _clean(text: str, url: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def stock() -> bool:
+    """Whether stock git does the transfers (installed, new enough)."""
+    return shutil.which("git") is not None and stockgit.available()
+
+
 def _client(url: str, thin: bool = True) -> tuple[object, str]:
-    """dulwich's client for `url`. A repository on this machine is served by stock git
-    when it is installed (`git receive-pack` / `upload-pack`, as `git push` to a path
-    does): dulwich's in-process other side walks and packs several times slower."""
+    """dulwich's client for `url` (stock git is missing or too old). A repository on
+    this machine is served by `git receive-pack` / `upload-pack` when there is a git at
+    all: dulwich's in-process other side walks and packs several times slower."""
+    from dulwich.client import LocalGitClient, get_transport_and_path
+
+    from gitsessions.store.dulwich_client import GatheringSubprocessClient
+
     client, path = get_transport_and_path(url, thin_packs=thin)
     if isinstance(client, LocalGitClient) and shutil.which("git"):
         return GatheringSubprocessClient(thin_packs=thin), path
@@ -313,9 +332,11 @@ def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], 
     return relay
 
 
-def remote_refs(url: str) -> dict[bytes, bytes]:
+def remote_refs(git: GitStore, url: str, env: Env = None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     with _talking(url, "read"):
+        if stock():
+            return stockgit.ls_remote(git.path, url, env)
         client, path = _client(url)
         result = client.get_refs(path)  # type: ignore[attr-defined]
         refs = getattr(result, "refs", result)
@@ -328,12 +349,17 @@ def fetch(
     wants: Callable[[dict[bytes, bytes]], list[bytes]],
     progress: Progress | None = None,
     thin: bool = True,
+    name: str | None = None,
+    env: Env = None,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
-    returns the remote's refs as advertised. The caller holds `git.locked()`. `thin`
+    returns the remote's refs as advertised (as fetched, for the refs stock git fetched
+    into the remote-tracking refs of `name`). The caller holds `git.locked()`. `thin`
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
+    if stock() and name is not None:
+        return _fetch_stock(git, url, wants, progress, name, env)
     chosen: list[dict[bytes, bytes]] = []
 
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
@@ -347,20 +373,60 @@ def fetch(
     return chosen[0] if chosen else {}
 
 
+def _fetch_stock(
+    git: GitStore,
+    url: str,
+    wants: Callable[[dict[bytes, bytes]], list[bytes]],
+    progress: Progress | None,
+    name: str,
+    env: Env,
+) -> dict[bytes, bytes]:
+    """`fetch` by stock git: the refs listed, the wanted ones the store lacks fetched
+    into remote-tracking refs (folded into `packed-refs` at once), their values read
+    back (a ref that moved since the listing is fetched as it is now)."""
+    with _talking(url, "fetch from"):
+        refs = stockgit.ls_remote(git.path, url, env)
+        wanted = {sha for sha in wants(refs) if not has(git, sha)}
+        chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
+        if not chosen:
+            return refs
+        specs = [b"+" + ref + b":" + _tracking_name(name, ref) for ref in chosen]
+        stockgit.fetch(git.path, url, specs, env, _report(progress))
+    rescan_packs(git.repo.object_store)
+    fetched: dict[bytes, bytes] = {}
+    for ref in chosen:
+        sha = ref_value(git.path, _tracking_name(name, ref))
+        if sha is not None:
+            fetched[ref] = sha
+    set_tracking(git, name, dict(fetched))
+    return {**refs, **fetched}
+
+
 def send(
     git: GitStore,
     url: str,
-    updates: Callable[[dict[bytes, bytes]], dict[bytes, bytes]],
+    plan: dict[bytes, tuple[bytes | None, bytes]],
     progress: Progress | None = None,
     planned: "Planned | None" = None,
+    env: Env = None,
 ) -> dict[bytes, str | None]:
-    """Push: `updates(remote refs)` returns `{ref: new sha}` (ZERO_SHA deletes) for the
-    refs to change; each update carries the advertised old value (compare-and-swap on
-    the remote). Returns `{ref: None when it moved, else why not}`."""
+    """Push `{ref: (the remote's value when looked at, or None; new)}` (ZERO_SHA
+    deletes): each update is a compare-and-swap on the old value (the remote refuses a
+    ref that moved since). Returns `{ref: None when it moved, else why not}`."""
+    if stock():
+        with _talking(url, "push to"):
+            return stockgit.push(git.path, url, plan, env, _report(progress))
+    from dulwich.pack import generate_unpacked_objects
+
     asked: dict[bytes, bytes] = {}
+    moved_meanwhile: list[bytes] = []
 
     def update_refs(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        asked.update(updates({k: v for k, v in old.items() if v is not None}))
+        for ref, (expected, new) in plan.items():
+            if old.get(ref) != expected:  # the remote moved since we looked
+                moved_meanwhile.append(ref)
+            else:
+                asked[ref] = new
         return dict(asked)
 
     def generate(have: set[bytes], want: set[bytes], **kwargs: object) -> object:
@@ -383,7 +449,10 @@ def send(
         client, path = _client(url)
         result = client.send_pack(path, update_refs, generate, progress=_report(progress))  # type: ignore[attr-defined]
     status = dict(getattr(result, "ref_status", None) or {})
-    return {ref: _status(status.get(ref)) for ref in asked}
+    out = {ref: _status(status.get(ref)) for ref in asked}
+    for ref in moved_meanwhile:
+        out[ref] = "changed on the remote meanwhile; run gitsessions pull"
+    return out
 
 
 def _status(value: object) -> str | None:
@@ -405,12 +474,17 @@ class Planned:
     entries: list[Entry]
 
 
-def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
-    """The objects `wants` need that the remote lacks, knowing it has `haves`: commits
-    down to the first one it has (session histories are linear), and of their trees
-    what the trees of those boundary commits do not already hold. Read raw, as `gc`'s
-    walk does (several times faster than dulwich's object finder)."""
+def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None) -> list[Entry]:
+    """The objects `wants` need that the remote lacks, knowing it has `haves`. Stock
+    git walks them when installed (`rev-list --objects`); otherwise commits down to the
+    first one it has (session histories are linear), and of their trees what the trees
+    of those boundary commits do not already hold, read raw as `gc`'s walk does."""
     known = {sha for sha in haves if has(git, sha)}
+    if stock():
+        try:
+            return stockgit.objects(git.path, sorted(wants), sorted(known), env)
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot list what a push sends: {error}") from None
     boundary: list[bytes] = []
     frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
     seen_commits: set[bytes] = set()
@@ -439,6 +513,19 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
     for sha in sorted(wants):
         _walk_one(git, sha, reached, None)
     return reached.entries
+
+
+def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[tuple[bytes, bytes]]:
+    """`(id, raw content)` of each object, in order (stock git reads them when it is
+    installed: dulwich resolves the store's delta chains in Python)."""
+    if stock():
+        try:
+            yield from stockgit.contents(git.path, ids, env)
+            return
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot read what a push sends: {error}") from None
+    for sha in ids:
+        yield sha, git.raw(sha)[1]
 
 
 def has(git: GitStore, sha: bytes) -> bool:

@@ -1,0 +1,272 @@
+"""Stock git does a sync's heavy work when it is installed: listing a remote's refs,
+fetching and pushing packs, and walking what a push would send. dulwich does the same in
+Python, several times slower on the store's delta chains (`remotes` falls back to it).
+
+Invariants:
+- Every command names the store with `--git-dir` and runs with settings that keep git
+  from doing anything of its own there: no auto gc or maintenance, no hooks, no
+  `FETCH_HEAD`, no commit-graph; received objects stay a pack (`unpackLimit=1`), which
+  git fsyncs before it writes a ref (its `core.fsync` defaults).
+- The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
+  ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
+- Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
+  caller folds them into `packed-refs`); a push changes the remote's refs only under a
+  lease (`--force-with-lease=REF:OLD`, empty OLD: absent), so the remote's ref must
+  still hold what the caller saw: compare-and-swap, never a blind force.
+- A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
+"""
+
+import functools
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+
+MIN_VERSION = (2, 29)  # fetch --stdin, --no-write-fetch-head, --no-auto-maintenance
+LOCAL_ENV = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+    }
+)
+SETTINGS = (
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "fetch.unpackLimit=1",
+    "transfer.unpackLimit=1",
+    "fetch.writeCommitGraph=false",
+    "fetch.showForcedUpdates=false",
+    "core.hooksPath=/dev/null",
+    "protocol.version=2",
+)
+REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
+Relay = Callable[[bytes], None]
+
+
+class GitFailed(Exception):
+    """Stock git exited non-zero; `str()` is its message, one line; `out` its stdout."""
+
+    def __init__(self, text: str, out: bytes = b"") -> None:
+        super().__init__(text)
+        self.out = out
+
+
+@functools.cache
+def available() -> bool:
+    """Whether stock git (new enough) is on PATH."""
+    if shutil.which("git") is None:
+        return False
+    try:
+        done = subprocess.run(
+            ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
+        )
+    except OSError:
+        return False
+    found = re.search(rb"(\d+)\.(\d+)", done.stdout)
+    return bool(found) and (int(found[1]), int(found[2])) >= MIN_VERSION
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    if env is None:
+        return None
+    return {k: v for k, v in env.items() if k not in LOCAL_ENV}
+
+
+def _command(store: Path, args: Iterable[str]) -> list[str]:
+    settings = [part for item in SETTINGS for part in ("-c", item)]
+    return ["git", "--git-dir", str(store), *settings, *args]
+
+
+def message(stderr: bytes) -> str:
+    """git's error lines as one line (hints and progress left out)."""
+    lines = [
+        line.strip() for line in stderr.decode("utf-8", "replace").replace("\r", "\n").splitlines()
+    ]
+    picked = [
+        re.sub(r"^(fatal|error): ", "", line)
+        for line in lines
+        if line and not line.startswith(("hint:", "remote: ", "Please make sure"))
+    ]
+    picked = [line for line in picked if not re.search(r"\d+% \(|done\.$", line)]
+    return "; ".join(dict.fromkeys(picked)) or "git failed"
+
+
+def run(
+    store: Path,
+    args: Iterable[str],
+    env: Mapping[str, str] | None,
+    stdin: bytes = b"",
+    relay: Relay | None = None,
+) -> bytes:
+    """Run git on the store; its stdout. stderr goes to `relay` as it comes (progress)."""
+    process = subprocess.Popen(
+        _command(store, args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(env),
+    )
+    errors = bytearray()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        while chunk := process.stderr.read1(1 << 14):
+            errors.extend(chunk)
+            if relay is not None:
+                relay(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
+    feeder.start()
+    assert process.stdout is not None
+    out = process.stdout.read()
+    process.wait()
+    reader.join()
+    feeder.join()
+    if process.returncode != 0:
+        raise GitFailed(message(bytes(errors)), out)
+    return out
+
+
+def _feed(process: "subprocess.Popen[bytes]", data: bytes) -> None:
+    assert process.stdin is not None
+    try:
+        if data:
+            process.stdin.write(data)
+        process.stdin.close()
+    except BrokenPipeError:  # git exited early; its stderr says why
+        pass
+
+
+def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[bytes, bytes]:
+    """The refs the remote advertises (no objects move)."""
+    out = run(store, ["ls-remote", "--", url], env)
+    refs: dict[bytes, bytes] = {}
+    for line in out.splitlines():
+        found = REF_LINE.match(line)
+        if found and not found[2].endswith(b"^{}"):
+            refs[found[2]] = found[1]
+    return refs
+
+
+def fetch(
+    store: Path,
+    url: str,
+    refspecs: list[bytes],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+) -> None:
+    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need."""
+    args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
+    args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
+    args += ["--progress" if relay is not None else "--quiet", "--", url]
+    run(store, args, env, stdin=b"".join(spec + b"\n" for spec in refspecs), relay=relay)
+
+
+def push(
+    store: Path,
+    url: str,
+    plan: Mapping[bytes, tuple[bytes | None, bytes]],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+    batch: int = 1000,
+) -> dict[bytes, str | None]:
+    """Push `{ref: (old the remote held when looked at, new)}` (a new of forty zeros
+    deletes), each under its lease. Returns `{ref: None when it moved, else why not}`."""
+    status: dict[bytes, str | None] = {}
+    refs = sorted(plan)
+    for start in range(0, len(refs), batch):
+        args = ["push", "--porcelain", "--no-verify", "--no-follow-tags"]
+        args.append("--progress" if relay is not None else "--no-progress")
+        args += ["--", url]
+        leases: list[str] = []
+        specs: list[str] = []
+        for ref in refs[start : start + batch]:
+            old, new = plan[ref]
+            name = ref.decode()
+            leases.append(f"--force-with-lease={name}:{old.decode() if old else ''}")
+            specs.append(f":{name}" if new == b"0" * 40 else f"{new.decode()}:{name}")
+        args[4:4] = leases  # options before `--`
+        args += specs
+        try:
+            out = run(store, args, env, relay=relay)
+        except GitFailed as failed:  # some refs refused: the others may have moved
+            out = failed.out
+            if not _porcelain(out):
+                raise
+        status.update(_porcelain(out))
+    return {ref: status.get(ref, "not sent") for ref in refs}
+
+
+def _porcelain(out: bytes) -> dict[bytes, str | None]:
+    """`{remote ref: None, or why not}` from `git push --porcelain`."""
+    status: dict[bytes, str | None] = {}
+    for line in out.splitlines():
+        parts = line.split(b"\t")
+        if len(parts) < 3 or len(parts[0]) != 1:
+            continue
+        ref = parts[1].split(b":", 1)[-1]
+        if parts[0] in b" *-=+":
+            status[ref] = None
+            continue
+        summary = parts[2].decode("utf-8", "replace")
+        if "stale info" in summary or "fetch first" in summary:
+            status[ref] = "changed on the remote meanwhile; run gitsessions pull"
+        else:
+            status[ref] = " ".join(summary.replace("[", "").replace("]", "").split())[:200]
+    return status
+
+
+def objects(
+    store: Path, wants: Iterable[bytes], haves: Iterable[bytes], env: Mapping[str, str] | None
+) -> list[tuple[bytes, int, bytes]]:
+    """`(id, type number, path)` of every object `wants` need that `haves` do not reach
+    (git's own walk: `rev-list --objects`, typed by `cat-file --batch-check`)."""
+    revs = b"".join(sha + b"\n" for sha in wants)
+    revs += b"".join(b"^" + sha + b"\n" for sha in haves)
+    listed = run(store, ["rev-list", "--objects", "--ignore-missing", "--stdin"], env, revs)
+    check = "--batch-check=%(objectname) %(objecttype) %(rest)"
+    typed = run(store, ["cat-file", check], env, listed)
+    out: list[tuple[bytes, int, bytes]] = []
+    for line in typed.splitlines():
+        sha, kind, path = [*line.split(b" ", 2), b"", b""][:3]
+        out.append((sha, TYPES.get(kind, 0), b"/" + path if path else b""))
+    return out
+
+
+TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+
+
+def contents(
+    store: Path, ids: list[bytes], env: Mapping[str, str] | None
+) -> Iterator[tuple[bytes, bytes]]:
+    """`(id, raw content)` of each object (`cat-file --batch`), in order."""
+    if not ids:
+        return
+    out = run(store, ["cat-file", "--batch"], env, b"".join(sha + b"\n" for sha in ids))
+    at = 0
+    view = memoryview(out)
+    while at < len(out):
+        end = out.index(b"\n", at)
+        sha, _kind, size = out[at:end].split(b" ")
+        start = end + 1
+        yield sha, bytes(view[start : start + int(size)])
+        at = start + int(size) + 1
