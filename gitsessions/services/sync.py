@@ -32,7 +32,8 @@ from gitsessions.services import writer
 from gitsessions.services.code_sync import CodeOutcome, CodeSession, fetch_code, push_code
 from gitsessions.store import remotes, tombstones
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.errors import StoreError
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.mainbranch import MAIN_REF
 from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
@@ -41,7 +42,7 @@ from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import may_hold_secret, redact, redact_value
+from gitsessions.values.secrets import hinted, redact, redact_value
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -260,11 +261,10 @@ def _scan_sent(
     session, message index and rule."""
     found: list[str] = []
     scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
-    read = remotes.contents(store.git, [sha for sha, _t, _p in scanned], env)
-    for (_sha, type_num, path), (_id, raw) in zip(scanned, read, strict=True):
-        text = raw.decode("utf-8", "replace")
-        if not may_hold_secret(text):
-            continue
+    raws = list(remotes.contents(store.git, [sha for sha, _t, _p in scanned], env))
+    for n in sorted(hinted(raws)):
+        _sha, type_num, path = scanned[n]
+        text = raws[n].decode("utf-8", "replace")
         where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
         for rule in sorted(_rules_in(text, path, type_num)):
             found.append(f"{where}: {rule}")
@@ -358,6 +358,7 @@ def pull(
         progress(f"merging {plural(len(theirs), 'session')}")
         outcomes: dict[str, Outcome] = {}
         new: dict[bytes, bytes] = {}
+        arriving: dict[str, bytes] = {}
         for sid, sha in sorted(_sessions(refs).items()):
             mine = local.get(sid)
             if sid not in theirs:
@@ -365,13 +366,14 @@ def pull(
             elif mine == sha:
                 outcomes[sid] = Outcome(sid, "unchanged")
             elif mine is None:
-                try:
-                    _checked(store, sid, sha)
-                    new[ref_name(sid)] = sha
-                except StoreError as error:
-                    outcomes[sid] = Outcome(sid, "refused", str(error))
+                arriving[sid] = sha
             else:
                 outcomes[sid] = _bring(store, name, sid, mine, sha)
+        for sid, why in _check_arriving(store, arriving, env).items():
+            if why is None:
+                new[ref_name(sid)] = arriving[sid]
+            else:
+                outcomes[sid] = Outcome(sid, "refused", why)
         created = remotes.create_refs(git, new)  # a few fsyncs, not one per session
         for ref in new:
             sid = ref[len(SESSIONS) :].decode()
@@ -439,6 +441,33 @@ def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
         ):
             return True
     return False
+
+
+def _check_arriving(
+    store: SessionStore, arriving: dict[str, bytes], env: remotes.Env
+) -> dict[str, str | None]:
+    """`{id: None when the remote's head of a session new here is a readable header of
+    that id, else why not}`, as `_checked` decides, all headers read in one go."""
+    order = sorted(arriving)
+    raws = remotes.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    out: dict[str, str | None] = {}
+    for sid, raw in zip(order, raws, strict=True):
+        try:
+            if raw is None:
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            try:
+                header = json.loads(raw)
+            except ValueError as error:
+                raise StoreCorrupt(f"session.json of {short(sid)}: {error}") from None
+            if not isinstance(header, dict):
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            check_header(header, sid)
+            if header.get("id") != sid:
+                raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+            out[sid] = None
+        except StoreError as error:
+            out[sid] = str(error)
+    return out
 
 
 def _checked(store: SessionStore, sid: str, sha: bytes) -> Head:

@@ -515,17 +515,39 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None
     return reached.entries
 
 
-def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[tuple[bytes, bytes]]:
-    """`(id, raw content)` of each object, in order (stock git reads them when it is
+def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[bytes]:
+    """The raw content of each object, in order (stock git reads them when it is
     installed: dulwich resolves the store's delta chains in Python)."""
     if stock():
         try:
-            yield from stockgit.contents(git.path, ids, env)
+            for sha, raw in zip(ids, stockgit.contents(git.path, ids, env), strict=True):
+                if raw is None:
+                    raise StoreError(f"object {sha.decode()[:12]} is missing from the store")
+                yield raw
             return
         except stockgit.GitFailed as error:
             raise StoreError(f"cannot read what a push sends: {error}") from None
     for sha in ids:
-        yield sha, git.raw(sha)[1]
+        yield git.raw(sha)[1]
+
+
+def files_at(git: GitStore, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
+    """The content of `path` in the tree of each `(commit, path)`, None where there is
+    none; stock git reads them all in one go when it is installed."""
+    if stock():
+        names = [commit + b":" + path.encode() for commit, path in wanted]
+        try:
+            return list(stockgit.contents(git.path, names, env))
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot read fetched sessions: {error}") from None
+    out: list[bytes | None] = []
+    for commit_id, path in wanted:
+        commit = git.get(commit_id)
+        tree = git.get(commit.tree) if isinstance(commit, Commit) else None
+        entry = path.encode()
+        found = isinstance(tree, Tree) and entry in tree
+        out.append(git.blob_bytes(tree[entry][1]) if found else None)  # type: ignore[index]
+    return out
 
 
 def has(git: GitStore, sha: bytes) -> bool:

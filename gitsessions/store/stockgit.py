@@ -5,8 +5,9 @@ Python, several times slower on the store's delta chains (`remotes` falls back t
 Invariants:
 - Every command names the store with `--git-dir` and runs with settings that keep git
   from doing anything of its own there: no auto gc or maintenance, no hooks, no
-  `FETCH_HEAD`, no commit-graph; received objects stay a pack (`unpackLimit=1`), which
-  git fsyncs before it writes a ref (its `core.fsync` defaults).
+  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them,
+  loose ones too (a small fetch lands loose, as the store's own commits do, and
+  background maintenance packs them; a large one stays the pack that came).
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
 - Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
@@ -49,8 +50,8 @@ LOCAL_ENV = frozenset(
 SETTINGS = (
     "gc.auto=0",
     "maintenance.auto=false",
-    "fetch.unpackLimit=1",
-    "transfer.unpackLimit=1",
+    "core.fsyncObjectFiles=true",  # git < 2.36
+    "core.fsync=objects,derived-metadata",
     "fetch.writeCommitGraph=false",
     "fetch.showForcedUpdates=false",
     "core.hooksPath=/dev/null",
@@ -256,17 +257,22 @@ TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 
 
 def contents(
-    store: Path, ids: list[bytes], env: Mapping[str, str] | None
-) -> Iterator[tuple[bytes, bytes]]:
-    """`(id, raw content)` of each object (`cat-file --batch`), in order."""
-    if not ids:
+    store: Path, names: list[bytes], env: Mapping[str, str] | None
+) -> Iterator[bytes | None]:
+    """The raw content of each object named (an id, or `<commit>:<path>`), in order;
+    None for one that is missing (`cat-file --batch`)."""
+    if not names:
         return
-    out = run(store, ["cat-file", "--batch"], env, b"".join(sha + b"\n" for sha in ids))
+    out = run(store, ["cat-file", "--batch"], env, b"".join(name + b"\n" for name in names))
     at = 0
     view = memoryview(out)
     while at < len(out):
         end = out.index(b"\n", at)
-        sha, _kind, size = out[at:end].split(b" ")
-        start = end + 1
-        yield sha, bytes(view[start : start + int(size)])
-        at = start + int(size) + 1
+        fields = out[at:end].split(b" ")
+        if len(fields) != 3 or fields[-1] in (b"missing", b"ambiguous"):
+            yield None
+            at = end + 1
+            continue
+        size, start = int(fields[2]), end + 1
+        yield bytes(view[start : start + size])
+        at = start + size + 1
