@@ -391,7 +391,14 @@ def _fetch_stock(
         if not chosen:
             return refs
         specs = [b"+" + ref + b":" + _tracking_name(name, ref) for ref in chosen]
-        stockgit.fetch(git.path, url, specs, env, _report(progress))
+        tips: list[bytes] = []
+        for ref in chosen:  # what this store has of each: its branch, its tracking ref
+            here = [ref_value(git.path, r) for r in (ref, _tracking_name(name, ref))]
+            if not any(here):
+                tips = []  # a new one may share history with any: offer everything
+                break
+            tips += [sha for sha in here if sha is not None]
+        stockgit.fetch(git.path, url, specs, env, _report(progress), tips)
     rescan_packs(git.repo.object_store)
     fetched: dict[bytes, bytes] = {}
     for ref in chosen:

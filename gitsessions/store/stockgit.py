@@ -174,10 +174,15 @@ def fetch(
     refspecs: list[bytes],
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
+    tips: Iterable[bytes] = (),
 ) -> None:
-    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need."""
+    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need. `tips`:
+    the commits whose histories alone are offered as common (git's negotiation from
+    every ref of a store of a thousand sessions gives up before it finds the few that
+    matter, and the remote then sends whole histories)."""
     args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
     args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
+    args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
     run(store, args, env, stdin=b"".join(spec + b"\n" for spec in refspecs), relay=relay)
 
