@@ -42,7 +42,7 @@ from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import hinted, redact, redact_value
+from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret, redact, redact_value
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -261,10 +261,11 @@ def _scan_sent(
     session, message index and rule."""
     found: list[str] = []
     scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
-    raws = list(remotes.contents(store.git, [sha for sha, _t, _p in scanned], env))
-    for n in sorted(hinted(raws)):
+    for n, raw in _hinted(store, [sha for sha, _t, _p in scanned], env).items():
         _sha, type_num, path = scanned[n]
-        text = raws[n].decode("utf-8", "replace")
+        text = raw.decode("utf-8", "replace")
+        if not may_hold_secret(text):
+            continue
         where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
         for rule in sorted(_rules_in(text, path, type_num)):
             found.append(f"{where}: {rule}")
@@ -275,6 +276,19 @@ def _scan_sent(
             " in an earlier version of a session's files; nothing was sent "
             "(--allow-secrets sends it anyway)"
         )
+
+
+def _hinted(store: SessionStore, ids: list[bytes], env: remotes.Env) -> dict[int, bytes]:
+    """`{index: raw content}` of the objects holding a hint of the secret rules: stock
+    git and grep search them where they are (only those found are read here), else
+    every one is read and searched here."""
+    hits = remotes.hinted(store.git, ids, HINT_BYTES, env)
+    if hits is None:
+        raws = list(remotes.contents(store.git, ids, env))
+        return {n: raws[n] for n in sorted(hinted(raws))}
+    order = sorted(hits)
+    read = remotes.contents(store.git, [ids[n] for n in order], env)
+    return dict(zip(order, read, strict=True))
 
 
 def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:

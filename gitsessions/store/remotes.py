@@ -538,6 +538,20 @@ def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[bytes
         yield git.raw(sha)[1]
 
 
+def hinted(
+    git: GitStore, ids: list[bytes], needles: tuple[bytes, ...], env: Env = None
+) -> set[int] | None:
+    """The indexes of the objects in `ids` that hold one of `needles` in any ASCII case,
+    searched by stock git and grep without reading the objects here; None when they
+    are not installed (the caller reads and searches them itself)."""
+    if not stock():
+        return None
+    try:
+        return stockgit.hinted(git.path, ids, needles, env)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read what a push sends: {error}") from None
+
+
 def files_at(git: GitStore, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
     """The content of `path` in the tree of each `(commit, path)`, None where there is
     none; stock git reads them all in one go when it is installed."""

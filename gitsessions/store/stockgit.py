@@ -17,6 +17,7 @@ Invariants:
 - A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
 """
 
+import bisect
 import functools
 import re
 import shutil
@@ -281,3 +282,56 @@ def contents(
         size, start = int(fields[2]), end + 1
         yield bytes(view[start : start + size])
         at = start + size + 1
+
+
+def hinted(
+    store: Path, ids: list[bytes], needles: Iterable[bytes], env: Mapping[str, str] | None
+) -> set[int] | None:
+    """The indexes of the objects in `ids` whose content holds one of `needles` in any
+    ASCII case: `cat-file --batch` piped into `grep -F -i -o -b` (C locale), so the
+    contents never pass through Python. None when there is no grep."""
+    grep = shutil.which("grep")
+    if grep is None:
+        return None
+    if not ids:
+        return set()
+    listing = b"".join(sha + b"\n" for sha in ids)
+    sizes = run(store, ["cat-file", "--batch-check=%(objectsize)"], env, listing).split()
+    if len(sizes) != len(ids):
+        raise GitFailed(f"cat-file listed {len(sizes)} of {len(ids)} objects")
+    starts: list[int] = []
+    at = 0
+    for size in sizes:  # each record: "<size>\n<content>\n"
+        starts.append(at)
+        at += len(size) + 1 + int(size) + 1
+    cat = subprocess.Popen(
+        _command(store, ["cat-file", "--batch=%(objectsize)"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(env),
+    )
+    patterns = [part for needle in needles for part in (b"-e", needle)]
+    search = subprocess.Popen(
+        [grep, "-a", "-b", "-o", "-i", "-F", *patterns],
+        stdin=cat.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"LC_ALL": "C"},
+    )
+    assert cat.stdout is not None and search.stdout is not None
+    cat.stdout.close()
+    feeder = threading.Thread(target=_feed, args=(cat, listing), daemon=True)
+    feeder.start()
+    found = search.stdout.read()
+    search.wait()
+    cat.wait()
+    feeder.join()
+    if cat.returncode != 0 or search.returncode not in (0, 1):
+        raise GitFailed("cannot search the objects a push sends")
+    out: set[int] = set()
+    for line in found.splitlines():
+        offset = line.split(b":", 1)[0]
+        if offset.isdigit():
+            out.add(bisect.bisect_right(starts, int(offset)) - 1)
+    return out

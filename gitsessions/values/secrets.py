@@ -174,6 +174,14 @@ def may_hold_secret(text: str) -> bool:
     return any(hint in lowered for hint in _LOWER_HINTS)
 
 
+# What a byte search for the hints must look for, in any ASCII case, to find every text
+# `may_hold_secret` (of it decoded as UTF-8) is True for: the hints themselves, and the
+# only two characters whose lowercase holds an ASCII letter (KELVIN SIGN -> k, and
+# LATIN CAPITAL I WITH DOT -> i + a combining dot); every other character lowercases to
+# no ASCII at all, and in UTF-8 an ASCII byte is only ever that ASCII character.
+HINT_BYTES = (*(h.encode() for h in _LOWER_HINTS), "\u212a".encode(), "\u0130".encode())
+
+
 def hinted(raws: list[bytes]) -> set[int]:
     """The indexes of the UTF-8 texts in `raws` for which `may_hold_secret` (of the
     text decoded) is True: one lowercasing and one search per hint over all the ASCII
