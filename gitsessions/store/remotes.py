@@ -11,10 +11,12 @@ Invariants:
 - Nothing here moves a session branch. Remote-tracking refs
   (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
   1,000 sessions makes one fsync, not 1,000.
-- The remote's refs move only through compare-and-swap: each update carries the old
-  value the caller saw (stock git: a lease per ref; dulwich: the advertised old value,
-  checked against it), and the remote refuses it if the ref moved since. Every update
-  is a fast-forward, a create or a prune the caller checked; nothing is forced blindly.
+- The remote's refs move only through compare-and-swap and are never forced: each
+  update carries an old value and the remote refuses it if the ref moved since. With
+  dulwich that is the value the caller saw; with stock git, the value git saw when it
+  connected, and git refuses what is not a create or a fast-forward of it; a prune is
+  leased on the value the caller saw. Every update the caller asks for is a create, a
+  fast-forward or a prune it checked.
 - Stock git (`stockgit`) lists, fetches, pushes and walks when it is installed (C, on
   the store's own packs); dulwich does all of it when it is not, and its client is
   imported only then.
@@ -47,9 +49,11 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
+SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 BLOB, COMMIT = Blob.type_num, Commit.type_num
 REUSE_DELTAS_FROM = 2000  # objects in a push
+PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
 Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
 
@@ -237,15 +241,15 @@ def create_refs(git: GitStore, refs: dict[bytes, bytes], batch: int = 256) -> se
 
 
 def forget_session(git: GitStore, session_id: str) -> None:
-    """Drop every remote-tracking ref of a session deleted here, so a purge reaches its
-    objects."""
+    """Drop every remote-tracking ref of a session deleted here (and any a push is
+    sending it by), so a purge reaches its objects."""
     suffix = b"/sessions/" + session_id.encode()
     with packed_lock(git.path) as commit:
         packed = read_packed(git.path / "packed-refs")
         kept = {
             n: s
             for n, s in packed.items()
-            if not (n.startswith(b"refs/remotes/") and n.endswith(suffix))
+            if not (n.startswith((b"refs/remotes/", SENDING)) and n.endswith(suffix))
         }
         if kept != packed:
             commit(kept)
@@ -421,8 +425,17 @@ def send(
     deletes): each update is a compare-and-swap on the old value (the remote refuses a
     ref that moved since). Returns `{ref: None when it moved, else why not}`."""
     if stock():
+        status: dict[bytes, str | None] = {}
+        refs = sorted(plan)
         with _talking(url, "push to"):
-            return stockgit.push(git.path, url, plan, env, _report(progress))
+            for start in range(0, len(refs), PUSH_BATCH):
+                batch = {ref: plan[ref] for ref in refs[start : start + PUSH_BATCH]}
+                sessions = {r: new for r, (_o, new) in batch.items() if _sent_by_glob(r, new)}
+                with _sending(git, sessions) as space:
+                    status |= stockgit.push(
+                        git.path, url, batch, env, _report(progress), space, set(sessions)
+                    )
+        return status
     from dulwich.pack import generate_unpacked_objects
 
     asked: dict[bytes, bytes] = {}
@@ -460,6 +473,49 @@ def send(
     for ref in moved_meanwhile:
         out[ref] = "changed on the remote meanwhile; run gitsessions pull"
     return out
+
+
+def _sent_by_glob(ref: bytes, new: bytes) -> bool:
+    return ref.startswith(SESSIONS) and new != ZERO_SHA
+
+
+@contextlib.contextmanager
+def _sending(git: GitStore, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
+    """Name the commits a push sends by refs of this process's own
+    `refs/gitsessions/sending/<pid>/sessions/<id>` (one `packed-refs` write each way),
+    so stock git pushes them with one glob refspec: a thousand explicit ones cost it a
+    second and a half of matching. Those of a process that is gone are dropped too."""
+    space = SENDING + str(os.getpid()).encode() + b"/"
+
+    def rewrite(add: dict[bytes, bytes]) -> None:
+        with packed_lock(git.path) as commit:
+            packed = read_packed(git.path / "packed-refs")
+            kept = {n: s for n, s in packed.items() if not _ours_or_stale(n, space)}
+            if {**kept, **add} != packed:
+                commit({**kept, **add})
+
+    rewrite({space + ref[len(b"refs/heads/") :]: sha for ref, sha in sessions.items()})
+    try:
+        yield space
+    finally:
+        rewrite({})
+
+
+def _ours_or_stale(name: bytes, space: bytes) -> bool:
+    if not name.startswith(SENDING):
+        return False
+    if name.startswith(space):
+        return True
+    pid = name[len(SENDING) :].split(b"/", 1)[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _status(value: object) -> str | None:
