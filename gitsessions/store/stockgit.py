@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 MIN_VERSION = (2, 29)  # fetch --stdin, --no-write-fetch-head, --no-auto-maintenance
+BLOBS_ONLY = (2, 32)  # rev-list --filter=object:type=blob
 LOCAL_ENV = frozenset(
     {
         "GIT_ALTERNATE_OBJECT_DIRECTORIES",
@@ -73,19 +74,22 @@ class GitFailed(Exception):
         self.out = out
 
 
-@functools.cache
 def available() -> bool:
     """Whether stock git (new enough) is on PATH."""
-    if shutil.which("git") is None:
-        return False
+    return shutil.which("git") is not None and version() >= MIN_VERSION
+
+
+@functools.cache
+def version() -> tuple[int, int]:
+    """Stock git's version, (0, 0) when it cannot say."""
     try:
         done = subprocess.run(
             ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
         )
     except OSError:
-        return False
+        return (0, 0)
     found = re.search(rb"(\d+)\.(\d+)", done.stdout)
-    return bool(found) and (int(found[1]), int(found[2])) >= MIN_VERSION
+    return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -250,11 +254,19 @@ def _porcelain(out: bytes) -> dict[bytes, str | None]:
 def objects(
     store: Path, wants: Iterable[bytes], haves: Iterable[bytes], env: Mapping[str, str] | None
 ) -> list[tuple[bytes, int, bytes]]:
-    """`(id, type number, path)` of every object `wants` need that `haves` do not reach
-    (git's own walk: `rev-list --objects`, typed by `cat-file --batch-check`)."""
+    """`(id, type number, path)` of every commit and blob (and, from a git older than
+    2.32, tree) `wants` need that `haves` do not reach: git's own walk (`rev-list
+    --objects`; typed by `cat-file --batch-check` when it cannot leave trees out)."""
     revs = b"".join(sha + b"\n" for sha in wants)
     revs += b"".join(b"^" + sha + b"\n" for sha in haves)
-    listed = run(store, ["rev-list", "--objects", "--ignore-missing", "--stdin"], env, revs)
+    walk = ["rev-list", "--objects", "--ignore-missing", "--stdin"]
+    if version() >= BLOBS_ONLY:  # commits and blobs: a line without a path is a commit
+        listed = run(store, [*walk, "--filter=object:type=blob"], env, revs)
+        return [
+            (line[:40], 3, b"/" + line[41:]) if len(line) > 40 else (line, 1, b"")
+            for line in listed.splitlines()
+        ]
+    listed = run(store, walk, env, revs)
     check = "--batch-check=%(objectname) %(objecttype) %(rest)"
     typed = run(store, ["cat-file", check], env, listed)
     out: list[tuple[bytes, int, bytes]] = []
