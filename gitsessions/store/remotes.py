@@ -244,6 +244,10 @@ def forget_session(git: GitStore, session_id: str) -> None:
     """Drop every remote-tracking ref of a session deleted here (and any a push is
     sending it by), so a purge reaches its objects."""
     suffix = b"/sessions/" + session_id.encode()
+    for name in read_loose(git.path):  # stock git writes them loose
+        if name.startswith((b"refs/remotes/", SENDING)) and name.endswith(suffix):
+            with contextlib.suppress(FileNotFoundError):
+                (git.path / os.fsdecode(name)).unlink()
     with packed_lock(git.path) as commit:
         packed = read_packed(git.path / "packed-refs")
         kept = {
@@ -488,6 +492,10 @@ def _sending(git: GitStore, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
     space = SENDING + str(os.getpid()).encode() + b"/"
 
     def rewrite(add: dict[bytes, bytes]) -> None:
+        for name in read_loose(git.path):
+            if _ours_or_stale(name, space):
+                with contextlib.suppress(FileNotFoundError):
+                    (git.path / os.fsdecode(name)).unlink()
         with packed_lock(git.path) as commit:
             packed = read_packed(git.path / "packed-refs")
             kept = {n: s for n, s in packed.items() if not _ours_or_stale(n, space)}
