@@ -322,9 +322,12 @@ def _client(url: str, thin: bool = True) -> tuple[object, str]:
     return client, path
 
 
-def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], None] | None:
+def _report(
+    progress: Progress | None, every: float = 1.0, url: str = ""
+) -> Callable[[bytes], None] | None:
     """dulwich's and git's progress as lines for `progress`, at most one a second (they
-    report every object: 140,000 lines for a 1,000-session pull), but each `done`."""
+    report every object: 140,000 lines for a 1,000-session pull), but each `done`; the
+    secrets of `url` masked wherever they appear."""
     if progress is None:
         return None
     last = [0.0]
@@ -335,7 +338,7 @@ def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], 
             now = time.monotonic()
             if line and (now - last[0] >= every or line.endswith(("done.", "done"))):
                 last[0] = now
-                progress(line)
+                progress(_clean(line, url) if url else line)
 
     return relay
 
@@ -406,7 +409,7 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        stockgit.fetch(git.path, url, specs, env, _report(progress), tips)
+        stockgit.fetch(git.path, url, specs, env, _report(progress, url=url), tips)
     rescan_packs(git.repo.object_store)
     fetched: dict[bytes, bytes] = {}
     for ref in chosen:
@@ -437,7 +440,7 @@ def send(
                 sessions = {r: new for r, (_o, new) in batch.items() if _sent_by_glob(r, new)}
                 with _sending(git, sessions) as space:
                     status |= stockgit.push(
-                        git.path, url, batch, env, _report(progress), space, set(sessions)
+                        git.path, url, batch, env, _report(progress, url=url), space, set(sessions)
                     )
         return status
     from dulwich.pack import generate_unpacked_objects
