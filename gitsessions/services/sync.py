@@ -354,13 +354,15 @@ def pull(
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        _refs, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env)
+        listed, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env)
         local = store.ids()
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
             return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
 
-        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local), name=name, env=env)
+        refs = remotes.fetch(
+            git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed
+        )
         theirs = {
             sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
         }

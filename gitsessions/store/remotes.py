@@ -362,6 +362,7 @@ def fetch(
     thin: bool = True,
     name: str | None = None,
     env: Env = None,
+    listed: dict[bytes, bytes] | None = None,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
     returns the remote's refs as advertised (as fetched, for the refs stock git fetched
@@ -370,7 +371,7 @@ def fetch(
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
     if stock() and name is not None:
-        return _fetch_stock(git, url, wants, progress, name, env)
+        return _fetch_stock(git, url, wants, progress, name, env, listed)
     chosen: list[dict[bytes, bytes]] = []
 
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
@@ -391,12 +392,14 @@ def _fetch_stock(
     progress: Progress | None,
     name: str,
     env: Env,
+    listed: dict[bytes, bytes] | None = None,
 ) -> dict[bytes, bytes]:
-    """`fetch` by stock git: the refs listed, the wanted ones the store lacks fetched
-    into remote-tracking refs (folded into `packed-refs` at once), their values read
-    back (a ref that moved since the listing is fetched as it is now)."""
+    """`fetch` by stock git: the refs listed (or `listed`, the caller's listing just
+    before), the wanted ones the store lacks fetched into remote-tracking refs (folded
+    into `packed-refs` at once), their values read back (a ref that moved since the
+    listing is fetched as it is now)."""
     with _talking(url, "fetch from"):
-        refs = stockgit.ls_remote(git.path, url, env)
+        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
         wanted = {sha for sha in wants(refs) if not has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:

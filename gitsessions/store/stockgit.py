@@ -57,6 +57,7 @@ SETTINGS = (
     "maintenance.auto=false",
     "core.fsyncObjectFiles=true",  # git < 2.36
     "core.fsync=objects,derived-metadata",
+    "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
     "fetch.writeCommitGraph=false",
     "fetch.showForcedUpdates=false",
     "core.hooksPath=/dev/null",
