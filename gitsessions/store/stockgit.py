@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from gitsessions.values.plural import plural
+
 MIN_VERSION = (2, 29)  # fetch --stdin, --no-write-fetch-head, --no-auto-maintenance
 BLOBS_ONLY = (2, 32)  # rev-list --filter=object:type=blob
 LOCAL_ENV = frozenset(
@@ -316,7 +318,7 @@ def hinted(
     listing = b"".join(sha + b"\n" for sha in ids)
     sizes = run(store, ["cat-file", "--batch-check=%(objectsize)"], env, listing).split()
     if len(sizes) != len(ids):
-        raise GitFailed(f"cat-file listed {len(sizes)} of {len(ids)} objects")
+        raise GitFailed(f"cat-file listed {plural(len(sizes), 'object')} of {len(ids)}")
     starts: list[int] = []
     at = 0
     for size in sizes:  # each record: "<size>\n<content>\n"
