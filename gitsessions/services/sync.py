@@ -3,7 +3,8 @@
 Invariants:
 - Nothing is ever lost or forced. A push sends a session only when the remote's branch
   is absent or an ancestor of ours; the remote itself compares each ref with the old
-  value we saw (the git protocol's compare-and-swap). A pull only creates branches,
+  value the client saw (the git protocol's compare-and-swap; see `store.remotes`), and
+  a prune is refused if the branch moved since we looked. A pull only creates branches,
   fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
   line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
   merge base), committed through `services.writer`.
@@ -17,7 +18,8 @@ Invariants:
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
-  `allow_secrets`.
+  `allow_secrets`. Stock git and grep search for the rules' hints where the objects
+  are; only objects holding one are read and parsed here.
 - A remote that is down or refuses fails with one line before any branch here moves.
 """
 
