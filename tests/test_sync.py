@@ -3,6 +3,7 @@
 here. Stock git checks every remote afterwards (`clone --mirror`, `fsck --strict`)."""
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -414,7 +415,13 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
 
 
-def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
+@pytest.mark.parametrize("tools", ["this-git", "git-2.29", "no-grep"])
+def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote, monkeypatch, tools):
+    if tools == "git-2.29":  # no rev-list --filter: cat-file types what it lists
+        monkeypatch.setattr("gitsessions.store.stockgit.version", lambda: (2, 29))
+    if tools == "no-grep":  # every object read and searched in Python
+        which = shutil.which
+        monkeypatch.setattr(shutil, "which", lambda n, *a: None if n == "grep" else which(n, *a))
     sid = make(home, tag="t", redact=False)
     store = SessionStore(home, redact=False, background_maintenance=False)
     head = store.head(sid)
