@@ -5,11 +5,10 @@ by bench/startup.py, never asserted here."""
 import ast
 import subprocess
 import sys
-from typing import get_origin
 
 import pytest
 
-from gitsessions.cli.fastparams import PlainParam, convert_fast
+from gitsessions.cli.fastparams import PlainParam, WordsParam, convert_fast
 from gitsessions.cli.lazy import COMMANDS, load
 from tests.conftest import REPO, run_gitsessions
 
@@ -55,9 +54,15 @@ def test_every_option_converts_without_pydantic():
         convert_fast(command.params)
         for param in command.params:
             kind = param.type_descriptor.annotation
-            if get_origin(kind) is list:  # `push ID...`: variadic, typer's own conversion
-                continue
-            assert isinstance(param._runtime_param, PlainParam) or kind is bool, (name, param.name)
+            fast = (PlainParam, WordsParam)
+            assert isinstance(param._runtime_param, fast) or kind is bool, (name, param.name)
+
+
+def test_push_and_pull_import_nothing_heavy(make_session):
+    """Their variadic words convert without pydantic, and the sync client is stock git."""
+    sid = make_session(turns=1).id[:8]
+    assert imported("push", sid) == []  # no remote yet: a usage error, after parsing
+    assert imported("pull") == []
 
 
 def test_fast_options_still_check_their_values(workspace):

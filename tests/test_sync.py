@@ -3,6 +3,7 @@
 here. Stock git checks every remote afterwards (`clone --mirror`, `fsck --strict`)."""
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -414,7 +415,13 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
 
 
-def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
+@pytest.mark.parametrize("tools", ["this-git", "git-2.29", "no-grep"])
+def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote, monkeypatch, tools):
+    if tools == "git-2.29":  # no rev-list --filter: cat-file types what it lists
+        monkeypatch.setattr("gitsessions.store.stockgit.version", lambda: (2, 29))
+    if tools == "no-grep":  # every object read and searched in Python
+        which = shutil.which
+        monkeypatch.setattr(shutil, "which", lambda n, *a: None if n == "grep" else which(n, *a))
     sid = make(home, tag="t", redact=False)
     store = SessionStore(home, redact=False, background_maintenance=False)
     head = store.head(sid)
@@ -429,7 +436,12 @@ def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote):
     assert refs(bare_remote.bare, "refs/heads/") == {}
 
 
-def test_prune_never_deletes_a_branch_that_moved_on_the_remote(cli, home, bare_remote, monkeypatch):
+@pytest.mark.parametrize("stock", [True, False], ids=["stock-git", "dulwich"])
+def test_prune_never_deletes_a_branch_that_moved_on_the_remote(
+    cli, home, bare_remote, monkeypatch, stock
+):
+    if not stock:
+        monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
     gone = make(home, tag="gone")
     cli("remote", "add", "origin", bare_remote.url)
     cli("push", "--all")
@@ -452,3 +464,91 @@ def test_prune_never_deletes_a_branch_that_moved_on_the_remote(cli, home, bare_r
         }
     ]
     assert refs(bare_remote.bare)[ref] == main  # the newer value stays
+
+
+def test_the_hint_search_finds_every_text_the_rules_would_read(home):
+    """Stock git and grep search the objects a push sends where they are; they must find
+    every text `may_hold_secret` is True for, whatever its case or alphabet."""
+    from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret
+
+    texts = [
+        "nothing to see here",
+        "an AWS key AKIA in capitals",
+        "private \u212aey in a Kelvin sign",  # lowercases to "private key"
+        "gl\u0130mt- with a dotted capital I",  # lowercases to "gli\u0307mt-": no hint
+        "caf\u00e9 s\u00e9cret",  # non-ASCII, no hint
+        "caf\u00e9 SeCrEt",  # non-ASCII, a hint
+        "",
+    ]
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        ids = [
+            subprocess.run(
+                ["git", "--git-dir", str(store.git.path), "hash-object", "-w", "--stdin"],
+                input=text.encode(),
+                capture_output=True,
+                check=True,
+            ).stdout.strip()
+            for text in texts
+        ]
+        found = remotes.hinted(store.git, ids, HINT_BYTES)
+    finally:
+        store.close()
+    expected = {n for n, text in enumerate(texts) if may_hold_secret(text)}
+    assert expected == {1, 2, 5}
+    assert found is not None and expected <= found <= expected | {3}
+    assert hinted([t.encode() for t in texts]) == expected
+
+
+def test_stock_git_ignores_the_callers_repository_variables(
+    cli, home, other, bare_remote, tmp_path, monkeypatch
+):
+    elsewhere = tmp_path / "elsewhere"
+    for name in ("GIT_DIR", "GIT_OBJECT_DIRECTORY", "GIT_INDEX_FILE"):
+        monkeypatch.setenv(name, str(elsewhere / name))
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, home, "push", sid)) == {sid: "new"}
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, other, "pull")) == {sid: "created"}
+    assert not elsewhere.exists()
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_OBJECT_DIRECTORY")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert contents(other, sid) == contents(home, sid)
+
+
+def test_a_push_leaves_no_refs_of_its_own_and_drops_a_dead_ones(cli, home, bare_remote):
+    one, two = make(home, tag="one"), make(home, tag="two")
+    store = home / "store.git"
+    head = refs(store)[f"refs/heads/sessions/{two}"]
+    stale = f"refs/gitsessions/sending/999999999/sessions/{two}"  # no such process
+    git(store, "update-ref", stale, head)
+    cli("remote", "add", "origin", bare_remote.url)
+    assert results(summary(cli, home, "push", one)) == {one: "new"}
+    assert refs(store, "refs/gitsessions/sending/") == {}
+    # a delete drops one a crashed push left, so its purge reaches everything
+    git(store, "update-ref", stale, head)
+    cli("delete", two, "--yes")
+    assert not [r for r in refs(store) if two in r]
+
+
+def test_an_incremental_pull_brings_only_what_changed(cli, home, other, bare_remote):
+    ids = [make(home, turns=6, tag=f"s{n}") for n in range(3)]
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, ids[0], "one more turn")
+    cli("push", ids[0])
+
+    def objects() -> int:
+        listed = git(other / "store.git", "count-objects", "-v").stdout.splitlines()
+        fields = dict(line.split(": ") for line in listed)
+        return int(fields["count"]) + int(fields["in-pack"])
+
+    before = objects()
+    assert results(summary(cli, other, "pull"))[ids[0]] == "updated"
+    history = git(home / "store.git", "rev-list", "--objects", f"refs/heads/sessions/{ids[0]}")
+    added = objects() - before
+    assert 0 < added <= 12 < len(history.stdout.splitlines())

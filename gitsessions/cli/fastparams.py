@@ -4,7 +4,8 @@ for every option it converts, and importing pydantic alone costs more than the r
 
 Invariant: only the plain shapes our commands use take the fast path (`str`, `int`,
 `float`, `Path`, `bool`, each optionally `| None`; `min`/`max` on numbers; no parser, no path
-checks, no clamp); every other parameter keeps typer's own conversion. Error messages
+checks, no clamp; and variadic `list[str]`); every other parameter keeps typer's own
+conversion. Error messages
 read as typer's ("Input should be greater than or equal to 1"). Uses typer's internal
 `_runtime_param` slot; `tests/test_startup.py` runs every command's options through it.
 """
@@ -69,6 +70,22 @@ class PlainParam(RuntimeParam):
         return number
 
 
+def _words(annotation: Any) -> bool:
+    """`list[str]` or `list[str] | None` (variadic words: `push [REMOTE] [ID ...]`)."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = args[0] if len(args) == 1 else None
+    return get_origin(annotation) is list and get_args(annotation) == (str,)
+
+
+@dataclass(frozen=True)
+class WordsParam(RuntimeParam):
+    """Variadic words as a list of strings, as typer's adapter makes them."""
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        return [str(word) for word in value]
+
+
 def speed_up(command: Any) -> None:
     """Give every plain parameter of `command` (its --help too) the fast conversion."""
     if getattr(command, "_gitsessions_fast", False):
@@ -102,3 +119,5 @@ def convert_fast(params: list[Any]) -> None:
         )
         if simple:
             param._runtime_param = PlainParam(info, descriptor.annotation, kind)
+        elif _words(descriptor.annotation) and info.parser is None:
+            param._runtime_param = WordsParam(info, descriptor.annotation)

@@ -123,7 +123,13 @@ def cmd_push(
         raise BadUsage("say which sessions to push: ID ... or --all")
     ids = None if all_ else words
     report = sync.push(
-        store, remote, ids, prune=prune, allow_secrets=allow_secrets, progress=_progress
+        store,
+        remote,
+        ids,
+        prune=prune,
+        allow_secrets=allow_secrets,
+        progress=_progress,
+        env=_state(ctx).env,
     )
     if code:
         sync.push_snapshots(store, report, code_remote, _state(ctx).env)
@@ -158,7 +164,7 @@ def cmd_pull(
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one."""
     store = _state(ctx).store
-    report = sync.pull(store, remote, progress=_progress)
+    report = sync.pull(store, remote, progress=_progress, env=_state(ctx).env)
     if code:
         sync.fetch_snapshots(store, report, code_remote, _state(ctx).env)
     _show(report, json_, "pulled")

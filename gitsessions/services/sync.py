@@ -3,7 +3,8 @@
 Invariants:
 - Nothing is ever lost or forced. A push sends a session only when the remote's branch
   is absent or an ancestor of ours; the remote itself compares each ref with the old
-  value we saw (the git protocol's compare-and-swap). A pull only creates branches,
+  value the client saw (the git protocol's compare-and-swap; see `store.remotes`), and
+  a prune is refused if the branch moved since we looked. A pull only creates branches,
   fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
   line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
   merge base), committed through `services.writer`.
@@ -17,7 +18,8 @@ Invariants:
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
-  `allow_secrets`.
+  `allow_secrets`. Stock git and grep search for the rules' hints where the objects
+  are; only objects holding one are read and parsed here.
 - A remote that is down or refuses fails with one line before any branch here moves.
 """
 
@@ -32,7 +34,8 @@ from gitsessions.services import writer
 from gitsessions.services.code_sync import CodeOutcome, CodeSession, fetch_code, push_code
 from gitsessions.store import remotes, tombstones
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.errors import StoreError
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.mainbranch import MAIN_REF
 from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
@@ -41,7 +44,7 @@ from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import may_hold_secret, redact, redact_value
+from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret, redact, redact_value
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -132,12 +135,17 @@ def _merge_tombstones(
 
 
 def _fetch_tombstones(
-    store: SessionStore, name: str, url: str, progress: Progress
+    store: SessionStore, name: str, url: str, progress: Progress, env: remotes.Env
 ) -> tuple[dict[bytes, bytes], set[str], set[str]]:
     """The remote's refs, with its tombstone commit fetched, tracked, and merged into
     ours. The caller holds the store's shared lock."""
     refs = remotes.fetch(
-        store.git, url, lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [], progress
+        store.git,
+        url,
+        lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [],
+        progress,
+        name=name,
+        env=env,
     )
     if TOMBSTONES in refs:
         remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
@@ -156,8 +164,10 @@ def push(
     prune: bool = False,
     allow_secrets: bool = False,
     progress: Progress = _quiet,
+    env: remotes.Env = None,
 ) -> Report:
-    """Push session branches (`ids`, or all when None); see the module's invariants."""
+    """Push session branches (`ids`, or all when None); see the module's invariants.
+    `env`: the environment stock git runs in (None: this process's)."""
     git = store.git
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
@@ -166,7 +176,7 @@ def push(
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress)
+        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress, env)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
@@ -196,12 +206,12 @@ def push(
                 {sha for sha in refs.values() if sha != ZERO},
                 [],
             )
-            planned.entries = remotes.missing(git, planned.wants, planned.haves)
+            planned.entries = remotes.missing(git, planned.wants, planned.haves, env)
             if sessions_plan and not allow_secrets:
                 progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
-                _scan_sent(store, planned.entries, sessions_plan)
+                _scan_sent(store, planned.entries, sessions_plan, env)
             progress(f"sending {plural(len(sessions_plan), 'session')}")
-            status = _send(git, url, plan, progress, planned)
+            status = remotes.send(git, url, plan, progress, planned, env)
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
@@ -220,30 +230,6 @@ def _push_decision(
     if remotes.has(git, theirs) and remotes.is_ancestor(git, mine, theirs):
         return Outcome(sid, "behind", "run gitsessions pull"), theirs
     return Outcome(sid, "diverged", "run gitsessions pull"), theirs
-
-
-def _send(
-    git: Any,
-    url: str,
-    plan: dict[bytes, tuple[bytes | None, bytes]],
-    progress: Progress,
-    planned: remotes.Planned,
-) -> dict[bytes, str | None]:
-    moved_meanwhile: list[bytes] = []
-
-    def updates(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        out: dict[bytes, bytes] = {}
-        for ref, (expected, new) in plan.items():
-            if old.get(ref) != expected:  # the remote moved since we looked
-                moved_meanwhile.append(ref)
-                continue
-            out[ref] = new
-        return out
-
-    status = remotes.send(git, url, updates, progress, planned)
-    for ref in moved_meanwhile:
-        status[ref] = "changed on the remote meanwhile; run gitsessions pull"
-    return status
 
 
 def _record_sent(
@@ -270,15 +256,16 @@ def _scan_sent(
     store: SessionStore,
     entries: list[remotes.Entry],
     plan: dict[bytes, tuple[bytes | None, bytes]],
+    env: remotes.Env = None,
 ) -> None:
     """Scan every blob and commit message the push would send. Only text holding one
     of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
     session, message index and rule."""
     found: list[str] = []
-    for sha, type_num, path in entries:
-        if type_num not in (remotes.BLOB, remotes.COMMIT):
-            continue
-        text = store.git.raw(sha)[1].decode("utf-8", "replace")
+    scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
+    for n, raw in _hinted(store, [sha for sha, _t, _p in scanned], env).items():
+        _sha, type_num, path = scanned[n]
+        text = raw.decode("utf-8", "replace")
         if not may_hold_secret(text):
             continue
         where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
@@ -291,6 +278,19 @@ def _scan_sent(
             " in an earlier version of a session's files; nothing was sent "
             "(--allow-secrets sends it anyway)"
         )
+
+
+def _hinted(store: SessionStore, ids: list[bytes], env: remotes.Env) -> dict[int, bytes]:
+    """`{index: raw content}` of the objects holding a hint of the secret rules: stock
+    git and grep search them where they are (only those found are read here), else
+    every one is read and searched here."""
+    hits = remotes.hinted(store.git, ids, HINT_BYTES, env)
+    if hits is None:
+        raws = list(remotes.contents(store.git, ids, env))
+        return {n: raws[n] for n in sorted(hinted(raws))}
+    order = sorted(hits)
+    read = remotes.contents(store.git, [ids[n] for n in order], env)
+    return dict(zip(order, read, strict=True))
 
 
 def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:
@@ -341,21 +341,30 @@ def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) ->
 # -- pull --------------------------------------------------------------------------------
 
 
-def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet) -> Report:
-    """Fetch the remote's session branches and bring each here; see the invariants."""
+def pull(
+    store: SessionStore,
+    remote: str | None,
+    *,
+    progress: Progress = _quiet,
+    env: remotes.Env = None,
+) -> Report:
+    """Fetch the remote's session branches and bring each here; see the invariants.
+    `env`: the environment stock git runs in (None: this process's)."""
     git = store.git
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        _refs, dead, _remote_dead = _fetch_tombstones(store, name, url, progress)
+        listed, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env)
         local = store.ids()
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
             return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
 
-        refs = remotes.fetch(git, url, wanted, progress, thin=bool(local))
+        refs = remotes.fetch(
+            git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed
+        )
         theirs = {
             sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
         }
@@ -367,6 +376,7 @@ def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet
         progress(f"merging {plural(len(theirs), 'session')}")
         outcomes: dict[str, Outcome] = {}
         new: dict[bytes, bytes] = {}
+        arriving: dict[str, bytes] = {}
         for sid, sha in sorted(_sessions(refs).items()):
             mine = local.get(sid)
             if sid not in theirs:
@@ -374,13 +384,14 @@ def pull(store: SessionStore, remote: str | None, *, progress: Progress = _quiet
             elif mine == sha:
                 outcomes[sid] = Outcome(sid, "unchanged")
             elif mine is None:
-                try:
-                    _checked(store, sid, sha)
-                    new[ref_name(sid)] = sha
-                except StoreError as error:
-                    outcomes[sid] = Outcome(sid, "refused", str(error))
+                arriving[sid] = sha
             else:
                 outcomes[sid] = _bring(store, name, sid, mine, sha)
+        for sid, why in _check_arriving(store, arriving, env).items():
+            if why is None:
+                new[ref_name(sid)] = arriving[sid]
+            else:
+                outcomes[sid] = Outcome(sid, "refused", why)
         created = remotes.create_refs(git, new)  # a few fsyncs, not one per session
         for ref in new:
             sid = ref[len(SESSIONS) :].decode()
@@ -448,6 +459,33 @@ def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
         ):
             return True
     return False
+
+
+def _check_arriving(
+    store: SessionStore, arriving: dict[str, bytes], env: remotes.Env
+) -> dict[str, str | None]:
+    """`{id: None when the remote's head of a session new here is a readable header of
+    that id, else why not}`, as `_checked` decides, all headers read in one go."""
+    order = sorted(arriving)
+    raws = remotes.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    out: dict[str, str | None] = {}
+    for sid, raw in zip(order, raws, strict=True):
+        try:
+            if raw is None:
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            try:
+                header = json.loads(raw)
+            except ValueError as error:
+                raise StoreCorrupt(f"session.json of {short(sid)}: {error}") from None
+            if not isinstance(header, dict):
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            check_header(header, sid)
+            if header.get("id") != sid:
+                raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+            out[sid] = None
+        except StoreError as error:
+            out[sid] = str(error)
+    return out
 
 
 def _checked(store: SessionStore, sid: str, sha: bytes) -> Head:

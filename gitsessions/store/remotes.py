@@ -11,9 +11,15 @@ Invariants:
 - Nothing here moves a session branch. Remote-tracking refs
   (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
   1,000 sessions makes one fsync, not 1,000.
-- The remote's refs move only through the git protocol's own compare-and-swap: each
-  update carries the old value the remote advertised, and the remote refuses it if the
-  ref moved since. Nothing is ever forced.
+- The remote's refs move only through compare-and-swap and are never forced: each
+  update carries an old value and the remote refuses it if the ref moved since. With
+  dulwich that is the value the caller saw; with stock git, the value git saw when it
+  connected, and git refuses what is not a create or a fast-forward of it; a prune is
+  leased on the value the caller saw. Every update the caller asks for is a create, a
+  fast-forward or a prune it checked.
+- Stock git (`stockgit`) lists, fetches, pushes and walks when it is installed (C, on
+  the store's own packs); dulwich does all of it when it is not, and its client is
+  imported only then.
 """
 
 import contextlib
@@ -21,19 +27,19 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.client import LocalGitClient, get_transport_and_path
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
-from dulwich.pack import generate_unpacked_objects
 
-from gitsessions.store.dulwich_client import GatheringSubprocessClient
+from gitsessions.store import stockgit
+from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
+from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 from gitsessions.store.repo import GitStore, private_files
 from gitsessions.values.errors import BadUsage
@@ -43,10 +49,13 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
+SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 BLOB, COMMIT = Blob.type_num, Commit.type_num
 REUSE_DELTAS_FROM = 2000  # objects in a push
+PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
+Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
 
 
 class RemoteError(StoreError):
@@ -232,15 +241,19 @@ def create_refs(git: GitStore, refs: dict[bytes, bytes], batch: int = 256) -> se
 
 
 def forget_session(git: GitStore, session_id: str) -> None:
-    """Drop every remote-tracking ref of a session deleted here, so a purge reaches its
-    objects."""
+    """Drop every remote-tracking ref of a session deleted here (and any a push is
+    sending it by), so a purge reaches its objects."""
     suffix = b"/sessions/" + session_id.encode()
+    for name in read_loose(git.path):  # stock git writes them loose
+        if name.startswith((b"refs/remotes/", SENDING)) and name.endswith(suffix):
+            with contextlib.suppress(FileNotFoundError):
+                (git.path / os.fsdecode(name)).unlink()
     with packed_lock(git.path) as commit:
         packed = read_packed(git.path / "packed-refs")
         kept = {
             n: s
             for n, s in packed.items()
-            if not (n.startswith(b"refs/remotes/") and n.endswith(suffix))
+            if not (n.startswith((b"refs/remotes/", SENDING)) and n.endswith(suffix))
         }
         if kept != packed:
             commit(kept)
@@ -255,6 +268,11 @@ def _talking(url: str, what: str) -> Iterator[None]:
     shown = mask(url)
     try:
         yield
+    except stockgit.GitFailed as error:
+        reason = str(error)
+        if "does not appear to be a git repository" in reason:
+            reason = "not a git repository (create one with `git init --bare`)"
+        raise RemoteError(f"cannot {what} {shown}: {_clean(reason, url)}") from None
     except NotGitRepository:
         raise RemoteError(
             f"cannot {what} {shown}: not a git repository (create one with `git init --bare`)"
@@ -285,19 +303,31 @@ def _clean(text: str, url: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def stock() -> bool:
+    """Whether stock git does the transfers (installed, new enough)."""
+    return shutil.which("git") is not None and stockgit.available()
+
+
 def _client(url: str, thin: bool = True) -> tuple[object, str]:
-    """dulwich's client for `url`. A repository on this machine is served by stock git
-    when it is installed (`git receive-pack` / `upload-pack`, as `git push` to a path
-    does): dulwich's in-process other side walks and packs several times slower."""
+    """dulwich's client for `url` (stock git is missing or too old). A repository on
+    this machine is served by `git receive-pack` / `upload-pack` when there is a git at
+    all: dulwich's in-process other side walks and packs several times slower."""
+    from dulwich.client import LocalGitClient, get_transport_and_path
+
+    from gitsessions.store.dulwich_client import GatheringSubprocessClient
+
     client, path = get_transport_and_path(url, thin_packs=thin)
     if isinstance(client, LocalGitClient) and shutil.which("git"):
         return GatheringSubprocessClient(thin_packs=thin), path
     return client, path
 
 
-def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], None] | None:
+def _report(
+    progress: Progress | None, every: float = 1.0, url: str = ""
+) -> Callable[[bytes], None] | None:
     """dulwich's and git's progress as lines for `progress`, at most one a second (they
-    report every object: 140,000 lines for a 1,000-session pull), but each `done`."""
+    report every object: 140,000 lines for a 1,000-session pull), but each `done`; the
+    secrets of `url` masked wherever they appear."""
     if progress is None:
         return None
     last = [0.0]
@@ -308,14 +338,16 @@ def _report(progress: Progress | None, every: float = 1.0) -> Callable[[bytes], 
             now = time.monotonic()
             if line and (now - last[0] >= every or line.endswith(("done.", "done"))):
                 last[0] = now
-                progress(line)
+                progress(_clean(line, url) if url else line)
 
     return relay
 
 
-def remote_refs(url: str) -> dict[bytes, bytes]:
+def remote_refs(git: GitStore, url: str, env: Env = None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     with _talking(url, "read"):
+        if stock():
+            return stockgit.ls_remote(git.path, url, env)
         client, path = _client(url)
         result = client.get_refs(path)  # type: ignore[attr-defined]
         refs = getattr(result, "refs", result)
@@ -328,12 +360,18 @@ def fetch(
     wants: Callable[[dict[bytes, bytes]], list[bytes]],
     progress: Progress | None = None,
     thin: bool = True,
+    name: str | None = None,
+    env: Env = None,
+    listed: dict[bytes, bytes] | None = None,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
-    returns the remote's refs as advertised. The caller holds `git.locked()`. `thin`
+    returns the remote's refs as advertised (as fetched, for the refs stock git fetched
+    into the remote-tracking refs of `name`). The caller holds `git.locked()`. `thin`
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
+    if stock() and name is not None:
+        return _fetch_stock(git, url, wants, progress, name, env, listed)
     chosen: list[dict[bytes, bytes]] = []
 
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
@@ -347,20 +385,78 @@ def fetch(
     return chosen[0] if chosen else {}
 
 
+def _fetch_stock(
+    git: GitStore,
+    url: str,
+    wants: Callable[[dict[bytes, bytes]], list[bytes]],
+    progress: Progress | None,
+    name: str,
+    env: Env,
+    listed: dict[bytes, bytes] | None = None,
+) -> dict[bytes, bytes]:
+    """`fetch` by stock git: the refs listed (or `listed`, the caller's listing just
+    before), the wanted ones the store lacks fetched into remote-tracking refs (folded
+    into `packed-refs` at once), their values read back (a ref that moved since the
+    listing is fetched as it is now)."""
+    with _talking(url, "fetch from"):
+        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
+        wanted = {sha for sha in wants(refs) if not has(git, sha)}
+        chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
+        if not chosen:
+            return refs
+        specs = [b"+" + ref + b":" + _tracking_name(name, ref) for ref in chosen]
+        tips: list[bytes] = []
+        for ref in chosen:  # what this store has of each: its branch, its tracking ref
+            here = [ref_value(git.path, r) for r in (ref, _tracking_name(name, ref))]
+            if not any(here):
+                tips = []  # a new one may share history with any: offer everything
+                break
+            tips += [sha for sha in here if sha is not None]
+        stockgit.fetch(git.path, url, specs, env, _report(progress, url=url), tips)
+    rescan_packs(git.repo.object_store)
+    fetched: dict[bytes, bytes] = {}
+    for ref in chosen:
+        sha = ref_value(git.path, _tracking_name(name, ref))
+        if sha is not None:
+            fetched[ref] = sha
+    set_tracking(git, name, dict(fetched))
+    return {**refs, **fetched}
+
+
 def send(
     git: GitStore,
     url: str,
-    updates: Callable[[dict[bytes, bytes]], dict[bytes, bytes]],
+    plan: dict[bytes, tuple[bytes | None, bytes]],
     progress: Progress | None = None,
     planned: "Planned | None" = None,
+    env: Env = None,
 ) -> dict[bytes, str | None]:
-    """Push: `updates(remote refs)` returns `{ref: new sha}` (ZERO_SHA deletes) for the
-    refs to change; each update carries the advertised old value (compare-and-swap on
-    the remote). Returns `{ref: None when it moved, else why not}`."""
+    """Push `{ref: (the remote's value when looked at, or None; new)}` (ZERO_SHA
+    deletes): each update is a compare-and-swap on the old value (the remote refuses a
+    ref that moved since). Returns `{ref: None when it moved, else why not}`."""
+    if stock():
+        status: dict[bytes, str | None] = {}
+        refs = sorted(plan)
+        with _talking(url, "push to"):
+            for start in range(0, len(refs), PUSH_BATCH):
+                batch = {ref: plan[ref] for ref in refs[start : start + PUSH_BATCH]}
+                sessions = {r: new for r, (_o, new) in batch.items() if _sent_by_glob(r, new)}
+                with _sending(git, sessions) as space:
+                    status |= stockgit.push(
+                        git.path, url, batch, env, _report(progress, url=url), space, set(sessions)
+                    )
+        return status
+    from dulwich.pack import generate_unpacked_objects
+
     asked: dict[bytes, bytes] = {}
+    moved_meanwhile: list[bytes] = []
 
     def update_refs(old: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        asked.update(updates({k: v for k, v in old.items() if v is not None}))
+        for ref, (expected, new) in plan.items():
+            if old.get(ref) != expected:  # the remote moved since we looked
+                moved_meanwhile.append(ref)
+            else:
+                asked[ref] = new
         return dict(asked)
 
     def generate(have: set[bytes], want: set[bytes], **kwargs: object) -> object:
@@ -383,7 +479,57 @@ def send(
         client, path = _client(url)
         result = client.send_pack(path, update_refs, generate, progress=_report(progress))  # type: ignore[attr-defined]
     status = dict(getattr(result, "ref_status", None) or {})
-    return {ref: _status(status.get(ref)) for ref in asked}
+    out = {ref: _status(status.get(ref)) for ref in asked}
+    for ref in moved_meanwhile:
+        out[ref] = "changed on the remote meanwhile; run gitsessions pull"
+    return out
+
+
+def _sent_by_glob(ref: bytes, new: bytes) -> bool:
+    return ref.startswith(SESSIONS) and new != ZERO_SHA
+
+
+@contextlib.contextmanager
+def _sending(git: GitStore, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
+    """Name the commits a push sends by refs of this process's own
+    `refs/gitsessions/sending/<pid>/sessions/<id>` (one `packed-refs` write each way),
+    so stock git pushes them with one glob refspec: a thousand explicit ones cost it a
+    second and a half of matching. Those of a process that is gone are dropped too."""
+    space = SENDING + str(os.getpid()).encode() + b"/"
+
+    def rewrite(add: dict[bytes, bytes]) -> None:
+        for name in read_loose(git.path):
+            if _ours_or_stale(name, space):
+                with contextlib.suppress(FileNotFoundError):
+                    (git.path / os.fsdecode(name)).unlink()
+        with packed_lock(git.path) as commit:
+            packed = read_packed(git.path / "packed-refs")
+            kept = {n: s for n, s in packed.items() if not _ours_or_stale(n, space)}
+            if {**kept, **add} != packed:
+                commit({**kept, **add})
+
+    rewrite({space + ref[len(b"refs/heads/") :]: sha for ref, sha in sessions.items()})
+    try:
+        yield space
+    finally:
+        rewrite({})
+
+
+def _ours_or_stale(name: bytes, space: bytes) -> bool:
+    if not name.startswith(SENDING):
+        return False
+    if name.startswith(space):
+        return True
+    pid = name[len(SENDING) :].split(b"/", 1)[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _status(value: object) -> str | None:
@@ -405,12 +551,17 @@ class Planned:
     entries: list[Entry]
 
 
-def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
-    """The objects `wants` need that the remote lacks, knowing it has `haves`: commits
-    down to the first one it has (session histories are linear), and of their trees
-    what the trees of those boundary commits do not already hold. Read raw, as `gc`'s
-    walk does (several times faster than dulwich's object finder)."""
+def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None) -> list[Entry]:
+    """The objects `wants` need that the remote lacks, knowing it has `haves`. Stock
+    git walks them when installed (`rev-list --objects`); otherwise commits down to the
+    first one it has (session histories are linear), and of their trees what the trees
+    of those boundary commits do not already hold, read raw as `gc`'s walk does."""
     known = {sha for sha in haves if has(git, sha)}
+    if stock():
+        try:
+            return stockgit.objects(git.path, sorted(wants), sorted(known), env)
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot list what a push sends: {error}") from None
     boundary: list[bytes] = []
     frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
     seen_commits: set[bytes] = set()
@@ -439,6 +590,55 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes]) -> list[Entry]:
     for sha in sorted(wants):
         _walk_one(git, sha, reached, None)
     return reached.entries
+
+
+def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[bytes]:
+    """The raw content of each object, in order (stock git reads them when it is
+    installed: dulwich resolves the store's delta chains in Python)."""
+    if stock():
+        try:
+            for sha, raw in zip(ids, stockgit.contents(git.path, ids, env), strict=True):
+                if raw is None:
+                    raise StoreError(f"object {sha.decode()[:12]} is missing from the store")
+                yield raw
+            return
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot read what a push sends: {error}") from None
+    for sha in ids:
+        yield git.raw(sha)[1]
+
+
+def hinted(
+    git: GitStore, ids: list[bytes], needles: tuple[bytes, ...], env: Env = None
+) -> set[int] | None:
+    """The indexes of the objects in `ids` that hold one of `needles` in any ASCII case,
+    searched by stock git and grep without reading the objects here; None when they
+    are not installed (the caller reads and searches them itself)."""
+    if not stock():
+        return None
+    try:
+        return stockgit.hinted(git.path, ids, needles, env)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read what a push sends: {error}") from None
+
+
+def files_at(git: GitStore, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
+    """The content of `path` in the tree of each `(commit, path)`, None where there is
+    none; stock git reads them all in one go when it is installed."""
+    if stock():
+        names = [commit + b":" + path.encode() for commit, path in wanted]
+        try:
+            return list(stockgit.contents(git.path, names, env))
+        except stockgit.GitFailed as error:
+            raise StoreError(f"cannot read fetched sessions: {error}") from None
+    out: list[bytes | None] = []
+    for commit_id, path in wanted:
+        commit = git.get(commit_id)
+        tree = git.get(commit.tree) if isinstance(commit, Commit) else None
+        entry = path.encode()
+        found = isinstance(tree, Tree) and entry in tree
+        out.append(git.blob_bytes(tree[entry][1]) if found else None)  # type: ignore[index]
+    return out
 
 
 def has(git: GitStore, sha: bytes) -> bool:

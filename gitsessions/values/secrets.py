@@ -14,6 +14,7 @@ Invariants:
 Rules are this module's own table, not detect-secrets': see docs/secrets.md for why.
 """
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -171,6 +172,39 @@ def may_hold_secret(text: str) -> bool:
     faster than its one big pattern on long text)."""
     lowered = text.lower()
     return any(hint in lowered for hint in _LOWER_HINTS)
+
+
+# What a byte search for the hints must look for, in any ASCII case, to find every text
+# `may_hold_secret` (of it decoded as UTF-8) is True for: the hints themselves, and the
+# only two characters whose lowercase holds an ASCII letter (KELVIN SIGN -> k, and
+# LATIN CAPITAL I WITH DOT -> i + a combining dot); every other character lowercases to
+# no ASCII at all, and in UTF-8 an ASCII byte is only ever that ASCII character.
+HINT_BYTES = (*(h.encode() for h in _LOWER_HINTS), "\u212a".encode(), "\u0130".encode())
+
+
+def hinted(raws: list[bytes]) -> set[int]:
+    """The indexes of the UTF-8 texts in `raws` for which `may_hold_secret` (of the
+    text decoded) is True: one lowercasing and one search per hint over all the ASCII
+    ones together; any other text is decoded and checked on its own."""
+    found: set[int] = set()
+    ascii_ones = [i for i, raw in enumerate(raws) if raw.isascii()]
+    for i in set(range(len(raws))) - set(ascii_ones):
+        if may_hold_secret(raws[i].decode("utf-8", "replace")):
+            found.add(i)
+    joined = b"\0".join(raws[i] for i in ascii_ones).lower()
+    starts: list[int] = []
+    at = 0
+    for i in ascii_ones:
+        starts.append(at)
+        at += len(raws[i]) + 1
+    for hint in _LOWER_HINTS:
+        needle = hint.encode("utf-8")
+        where = joined.find(needle)
+        while where != -1:
+            n = bisect.bisect_right(starts, where) - 1
+            found.add(ascii_ones[n])
+            where = joined.find(needle, starts[n + 1] if n + 1 < len(starts) else len(joined))
+    return found
 
 
 def redact(text: str, rules: tuple[Rule, ...] = RULES) -> tuple[str, dict[str, int]]:

@@ -1,0 +1,357 @@
+"""Stock git does a sync's heavy work when it is installed: listing a remote's refs,
+fetching and pushing packs, and walking what a push would send. dulwich does the same in
+Python, several times slower on the store's delta chains (`remotes` falls back to it).
+
+Invariants:
+- Every command names the store with `--git-dir` and runs with settings that keep git
+  from doing anything of its own there: no auto gc or maintenance, no hooks, no
+  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them,
+  loose ones too (a small fetch lands loose, as the store's own commits do, and
+  background maintenance packs them; a large one stays the pack that came).
+- The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
+  ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
+- Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
+  caller folds them into `packed-refs`). A push never forces: git refuses an update
+  that is not a create or a fast-forward of what the remote holds, and the remote
+  applies each only if its ref still holds the old value git sent (the protocol's
+  compare-and-swap); a delete carries a lease (`--force-with-lease=REF:OLD`), so it
+  happens only if the remote's ref still holds what the caller saw. (A lease on every
+  ref costs git a quadratic check: 0.7 s for a thousand.)
+- A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
+"""
+
+import bisect
+import functools
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+
+from gitsessions.values.plural import plural
+
+MIN_VERSION = (2, 29)  # fetch --stdin, --no-write-fetch-head, --no-auto-maintenance
+BLOBS_ONLY = (2, 32)  # rev-list --filter=object:type=blob
+LOCAL_ENV = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+    }
+)
+SETTINGS = (
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.fsyncObjectFiles=true",  # git < 2.36
+    "core.fsync=objects,derived-metadata",
+    "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
+    "fetch.writeCommitGraph=false",
+    "fetch.showForcedUpdates=false",
+    "core.hooksPath=/dev/null",
+    "protocol.version=2",
+)
+REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
+Relay = Callable[[bytes], None]
+
+
+class GitFailed(Exception):
+    """Stock git exited non-zero; `str()` is its message, one line; `out` its stdout."""
+
+    def __init__(self, text: str, out: bytes = b"") -> None:
+        super().__init__(text)
+        self.out = out
+
+
+def available() -> bool:
+    """Whether stock git (new enough) is on PATH."""
+    return shutil.which("git") is not None and version() >= MIN_VERSION
+
+
+@functools.cache
+def version() -> tuple[int, int]:
+    """Stock git's version, (0, 0) when it cannot say."""
+    try:
+        done = subprocess.run(
+            ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
+        )
+    except OSError:
+        return (0, 0)
+    found = re.search(rb"(\d+)\.(\d+)", done.stdout)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    if env is None:
+        return None
+    return {k: v for k, v in env.items() if k not in LOCAL_ENV}
+
+
+def _command(store: Path, args: Iterable[str]) -> list[str]:
+    settings = [part for item in SETTINGS for part in ("-c", item)]
+    return ["git", "--git-dir", str(store), *settings, *args]
+
+
+def message(stderr: bytes) -> str:
+    """git's error lines as one line (hints and progress left out)."""
+    lines = [
+        line.strip() for line in stderr.decode("utf-8", "replace").replace("\r", "\n").splitlines()
+    ]
+    picked = [
+        re.sub(r"^(fatal|error): ", "", line)
+        for line in lines
+        if line and not line.startswith(("hint:", "remote: ", "Please make sure"))
+    ]
+    picked = [line for line in picked if not re.search(r"\d+% \(|done\.$", line)]
+    return "; ".join(dict.fromkeys(picked)) or "git failed"
+
+
+def run(
+    store: Path,
+    args: Iterable[str],
+    env: Mapping[str, str] | None,
+    stdin: bytes = b"",
+    relay: Relay | None = None,
+) -> bytes:
+    """Run git on the store; its stdout. stderr goes to `relay` as it comes (progress)."""
+    process = subprocess.Popen(
+        _command(store, args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(env),
+    )
+    errors = bytearray()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        while chunk := process.stderr.read1(1 << 14):
+            errors.extend(chunk)
+            if relay is not None:
+                relay(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
+    feeder.start()
+    assert process.stdout is not None
+    out = process.stdout.read()
+    process.wait()
+    reader.join()
+    feeder.join()
+    if process.returncode != 0:
+        raise GitFailed(message(bytes(errors)), out)
+    return out
+
+
+def _feed(process: "subprocess.Popen[bytes]", data: bytes) -> None:
+    assert process.stdin is not None
+    try:
+        if data:
+            process.stdin.write(data)
+        process.stdin.close()
+    except BrokenPipeError:  # git exited early; its stderr says why
+        pass
+
+
+def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[bytes, bytes]:
+    """The refs the remote advertises (no objects move)."""
+    out = run(store, ["ls-remote", "--", url], env)
+    refs: dict[bytes, bytes] = {}
+    for line in out.splitlines():
+        found = REF_LINE.match(line)
+        if found and not found[2].endswith(b"^{}"):
+            refs[found[2]] = found[1]
+    return refs
+
+
+def fetch(
+    store: Path,
+    url: str,
+    refspecs: list[bytes],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+    tips: Iterable[bytes] = (),
+) -> None:
+    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need. `tips`:
+    the commits whose histories alone are offered as common (git's negotiation from
+    every ref of a store of a thousand sessions gives up before it finds the few that
+    matter, and the remote then sends whole histories)."""
+    args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
+    args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
+    args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
+    args += ["--progress" if relay is not None else "--quiet", "--", url]
+    run(store, args, env, stdin=b"".join(spec + b"\n" for spec in refspecs), relay=relay)
+
+
+def push(
+    store: Path,
+    url: str,
+    plan: Mapping[bytes, tuple[bytes | None, bytes]],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+    space: bytes = b"",
+    staged: set[bytes] = frozenset(),  # type: ignore[assignment]
+) -> dict[bytes, str | None]:
+    """Push `{ref: (old the remote held when looked at, new)}` (a new of forty zeros
+    deletes, under a lease on that old value; every other update is a create or a
+    fast-forward, which git refuses unless it still is one). The refs in `staged`
+    (`refs/heads/<x>`) are sent from `<space><x>`, which the caller made hold their new
+    values, by one glob refspec. Returns `{ref: None when it moved, else why not}`."""
+    args = ["push", "--porcelain", "--no-verify", "--no-follow-tags"]
+    args.append("--progress" if relay is not None else "--no-progress")
+    specs: list[str] = []
+    for ref in sorted(plan):
+        old, new = plan[ref]
+        name = ref.decode()
+        if new == b"0" * 40:  # a delete is checked against the value seen, not git's
+            args.append(f"--force-with-lease={name}:{old.decode() if old else ''}")
+        if ref in staged:
+            continue
+        specs.append(f":{name}" if new == b"0" * 40 else f"{new.decode()}:{name}")
+    if staged:
+        specs.append(f"{space.decode()}sessions/*:refs/heads/sessions/*")
+    try:
+        out = run(store, [*args, "--", url, *specs], env, relay=relay)
+    except GitFailed as failed:  # some refs refused: the others may have moved
+        out = failed.out
+        if not _porcelain(out):
+            raise
+    status = _porcelain(out)
+    return {ref: status.get(ref, "not sent") for ref in plan}
+
+
+def _porcelain(out: bytes) -> dict[bytes, str | None]:
+    """`{remote ref: None, or why not}` from `git push --porcelain`."""
+    status: dict[bytes, str | None] = {}
+    for line in out.splitlines():
+        parts = line.split(b"\t")
+        if len(parts) < 3 or len(parts[0]) != 1:
+            continue
+        ref = parts[1].split(b":", 1)[-1]
+        if parts[0] in b" *-=+":
+            status[ref] = None
+            continue
+        summary = parts[2].decode("utf-8", "replace")
+        if "stale info" in summary or "fetch first" in summary:
+            status[ref] = "changed on the remote meanwhile; run gitsessions pull"
+        else:
+            status[ref] = " ".join(summary.replace("[", "").replace("]", "").split())[:200]
+    return status
+
+
+def objects(
+    store: Path, wants: Iterable[bytes], haves: Iterable[bytes], env: Mapping[str, str] | None
+) -> list[tuple[bytes, int, bytes]]:
+    """`(id, type number, path)` of every commit and blob (and, from a git older than
+    2.32, tree) `wants` need that `haves` do not reach: git's own walk (`rev-list
+    --objects`; typed by `cat-file --batch-check` when it cannot leave trees out)."""
+    revs = b"".join(sha + b"\n" for sha in wants)
+    revs += b"".join(b"^" + sha + b"\n" for sha in haves)
+    walk = ["rev-list", "--objects", "--ignore-missing", "--stdin"]
+    if version() >= BLOBS_ONLY:  # commits and blobs: a line without a path is a commit
+        listed = run(store, [*walk, "--filter=object:type=blob"], env, revs)
+        return [
+            (line[:40], 3, b"/" + line[41:]) if len(line) > 40 else (line, 1, b"")
+            for line in listed.splitlines()
+        ]
+    listed = run(store, walk, env, revs)
+    check = "--batch-check=%(objectname) %(objecttype) %(rest)"
+    typed = run(store, ["cat-file", check], env, listed)
+    out: list[tuple[bytes, int, bytes]] = []
+    for line in typed.splitlines():
+        sha, kind, path = [*line.split(b" ", 2), b"", b""][:3]
+        out.append((sha, TYPES.get(kind, 0), b"/" + path if path else b""))
+    return out
+
+
+TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+
+
+def contents(
+    store: Path, names: list[bytes], env: Mapping[str, str] | None
+) -> Iterator[bytes | None]:
+    """The raw content of each object named (an id, or `<commit>:<path>`), in order;
+    None for one that is missing (`cat-file --batch`)."""
+    if not names:
+        return
+    out = run(store, ["cat-file", "--batch"], env, b"".join(name + b"\n" for name in names))
+    at = 0
+    view = memoryview(out)
+    while at < len(out):
+        end = out.index(b"\n", at)
+        fields = out[at:end].split(b" ")
+        if len(fields) != 3 or fields[-1] in (b"missing", b"ambiguous"):
+            yield None
+            at = end + 1
+            continue
+        size, start = int(fields[2]), end + 1
+        yield bytes(view[start : start + size])
+        at = start + size + 1
+
+
+def hinted(
+    store: Path, ids: list[bytes], needles: Iterable[bytes], env: Mapping[str, str] | None
+) -> set[int] | None:
+    """The indexes of the objects in `ids` whose content holds one of `needles` in any
+    ASCII case: `cat-file --batch` piped into `grep -F -i -o -b` (C locale), so the
+    contents never pass through Python. None when there is no grep."""
+    grep = shutil.which("grep")
+    if grep is None:
+        return None
+    if not ids:
+        return set()
+    listing = b"".join(sha + b"\n" for sha in ids)
+    sizes = run(store, ["cat-file", "--batch-check=%(objectsize)"], env, listing).split()
+    if len(sizes) != len(ids):
+        raise GitFailed(f"cat-file listed {plural(len(sizes), 'object')} of {len(ids)}")
+    starts: list[int] = []
+    at = 0
+    for size in sizes:  # each record: "<size>\n<content>\n"
+        starts.append(at)
+        at += len(size) + 1 + int(size) + 1
+    cat = subprocess.Popen(
+        _command(store, ["cat-file", "--batch=%(objectsize)"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(env),
+    )
+    patterns = [part for needle in needles for part in (b"-e", needle)]
+    search = subprocess.Popen(
+        [grep, "-a", "-b", "-o", "-i", "-F", *patterns],
+        stdin=cat.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"LC_ALL": "C"},
+    )
+    assert cat.stdout is not None and search.stdout is not None
+    cat.stdout.close()
+    feeder = threading.Thread(target=_feed, args=(cat, listing), daemon=True)
+    feeder.start()
+    found = search.stdout.read()
+    search.wait()
+    cat.wait()
+    feeder.join()
+    if cat.returncode != 0 or search.returncode not in (0, 1):
+        raise GitFailed("cannot search the objects a push sends")
+    out: set[int] = set()
+    for line in found.splitlines():
+        offset = line.split(b":", 1)[0]
+        if offset.isdigit():
+            out.add(bisect.bisect_right(starts, int(offset)) - 1)
+    return out
