@@ -7,12 +7,14 @@ nothing opens a session.
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.scope import workspace_sessions
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import SessionStore
 from gitsessions.values.ids import short
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 
 def list_row(header: dict[str, Any]) -> dict[str, Any]:
@@ -36,11 +38,11 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_rows(
-    store: SessionStore, include_archived: bool, workspace: Path | None = None
+    store: "SessionStore | Catalog", include_archived: bool, workspace: Path | None = None
 ) -> list[dict[str, Any]]:
     """`list` rows, the most recently active first (`parent_deleted` set); with
     `workspace`, only the sessions of that workspace and their forks."""
-    headers = Catalog(store).headers()
+    headers = (store if isinstance(store, Catalog) else Catalog(store)).headers()
     rows = [list_row(h) for h in headers]
     mark_deleted_parents(rows, (h["id"] for h in headers))
     if not include_archived:

@@ -9,7 +9,6 @@ passes the environment in. The API key's value never appears in a source or an e
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -82,6 +81,8 @@ def load_config(path: Path | str) -> dict[str, Any]:
         return {}
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from error
+    import tomllib  # only with a config file: every command reads the config
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

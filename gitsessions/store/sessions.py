@@ -26,7 +26,6 @@ from dulwich.objects import Commit, Tree
 
 from gitsessions.store import background, context_refs, maintenance, tombstones
 from gitsessions.store.errors import (
-    AmbiguousSessionId,
     ConcurrentUpdate,
     ObjectMissing,
     SessionExists,
@@ -50,12 +49,12 @@ from gitsessions.store.redaction import (
     redact_named,
     redact_subject,
 )
-from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.store.refs import ref_name, resolve_id
+from gitsessions.store.repo import GitStore
 from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
-from gitsessions.values.ids import check_prefix, is_session_id
-from gitsessions.values.plural import plural
+from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import (
     HEADER_FORMAT,
     empty_usage,
@@ -74,11 +73,6 @@ V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
 RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
-
-
-def ref_name(session_id: str) -> bytes:
-    assert is_session_id(session_id), session_id
-    return SESSION_REF_PREFIX + session_id.encode()
 
 
 @dataclass(frozen=True)
@@ -161,21 +155,7 @@ class SessionStore:
 
     def resolve(self, text: str) -> str:
         """The full id named by an id or unique prefix."""
-        prefix = check_prefix(text)
-        if len(prefix) == 32:
-            if not self.exists(prefix):
-                raise SessionNotFound(f"no session {prefix}")
-            return prefix
-        matches = sorted(i for i in self.ids() if i.startswith(prefix))
-        if not matches:
-            raise SessionNotFound(f"no session matches {prefix!r}")
-        if len(matches) > 1:
-            shown = ", ".join(m[:12] for m in matches[:5])
-            raise AmbiguousSessionId(
-                f"{prefix!r} matches {plural(len(matches), 'session')} ({shown}); "
-                "type more characters"
-            )
-        return matches[0]
+        return resolve_id(text, self.ids, self.exists)
 
     def head(self, session_id: str) -> Head:
         commit_id = self.git.ref(ref_name(session_id))

@@ -65,11 +65,9 @@ def _joins_emoji(text: str, at: int) -> bool:
     )
 
 
-_KNOWN = {
-    chr(code): _spelling(chr(code))
-    for code in [*range(0x100), *range(0x2000, 0x2070), *range(0xD800, 0xE000)]
-    if code != 0x200D
-}
+# Spellings met so far (only characters of the classes above: a bounded table), filled
+# as they are met rather than built at import, which every command pays for.
+_KNOWN: dict[str, str] = {}
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -77,9 +75,10 @@ def _escape(match: re.Match[str]) -> str:
     known = _KNOWN.get(char)
     if known is not None:
         return known
-    if char == _ZWJ and _joins_emoji(match.string, match.start()):
-        return char
-    return _spelling(char)
+    if char == _ZWJ:  # kept or escaped by its neighbours: never remembered
+        return char if _joins_emoji(match.string, match.start()) else _spelling(char)
+    spelled = _KNOWN[char] = _spelling(char)
+    return spelled
 
 
 def _escape_json(match: re.Match[str]) -> str:
