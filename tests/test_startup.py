@@ -170,3 +170,15 @@ def test_list_and_info_on_a_terminal_still_draw_tables(make_session):
         assert child.exitstatus == 0
         assert expected in child.before and "drawn" in child.before
         assert "\t" not in child.before  # a table, not the records of a pipe
+
+
+def test_show_and_log_into_a_pipe_import_no_rich_and_nothing_that_writes(make_session):
+    """Reading a session loads dulwich's reader, not maintenance (packing, purging), the
+    secret rules a commit is redacted with, or git's hooks (only `show --commit`)."""
+    sid = make_session(turns=1).id[:8]
+    writers = ("rich.console", "rich.table", "gitsessions.store.maintenance",
+               "gitsessions.store.redaction", "gitsessions.services.audit",
+               "gitsessions.cli.hooks_cmd")  # fmt: skip
+    for args in [("show", sid), ("show", sid, "--json"), ("show", sid, "--context"),
+                 ("log", sid), ("log", sid, "--steps", "--json")]:  # fmt: skip
+        assert imported(*args, modules=writers) == [], args

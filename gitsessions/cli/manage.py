@@ -258,9 +258,11 @@ def cmd_show(
     on a terminal."""
     state = _state(ctx)
     store = state.store
-    from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
+    if session is None or commit is not None:
+        from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
-    head = _head(ctx, session_of(state, session, commit))
+        session = session_of(state, session, commit)
+    head = _head(ctx, session)
     if context:
         messages = enumerate(store.read(head, "context"))
     else:

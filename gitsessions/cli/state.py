@@ -102,13 +102,14 @@ class State:
     @property
     def store(self) -> "SessionStore":
         if self._store is None:
-            from gitsessions.services.audit import audit
             from gitsessions.store.sessions import SessionStore
 
             path = config_path(self.home)
             home = self.home
 
             def on_redacted(session: str, findings: "list[Finding]") -> None:
+                from gitsessions.services.audit import audit
+
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
             store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
