@@ -182,3 +182,24 @@ def test_show_and_log_into_a_pipe_import_no_rich_and_nothing_that_writes(make_se
     for args in [("show", sid), ("show", sid, "--json"), ("show", sid, "--context"),
                  ("log", sid), ("log", sid, "--steps", "--json")]:  # fmt: skip
         assert imported(*args, modules=writers) == [], args
+
+
+GATED = """
+import sys, threading
+from gitsessions.cli.agent_setup import warm_up
+from gitsessions.services import model
+shown = threading.Event()
+warm_up(chat=True, after=shown)
+print("BEFORE", [m for m in ("openai", "tiktoken", "rich.markdown") if m in sys.modules])
+shown.set()
+model._openai()  # waits for the preload thread, as the first request does
+print("AFTER", "openai" in sys.modules)
+"""
+
+
+def test_chat_warm_up_waits_for_the_prompt():
+    """The warm-up threads (openai, the tokenizer, markdown) start their imports only once
+    `chat` says its prompt shows: none of them competes with the prompt."""
+    done = subprocess.run([sys.executable, "-c", GATED], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)  # fmt: skip
+    assert "BEFORE []" in done.stdout and "AFTER True" in done.stdout, done.stderr
