@@ -104,7 +104,7 @@ def test_the_bound_is_never_under_the_estimate():
 
 
 # A pipe's output needs no rich, and a warm header cache no git library.
-LIGHT = ("dulwich", "rich.console", "rich.table", "gitsessions.store.sessions")
+LIGHT = ("dulwich", "rich.console", "rich.table", "gitsessions.store.sessions", "gitsessions.agent")
 
 
 def test_piped_list_and_info_on_a_warm_cache_import_no_git_library_and_no_rich(make_session):

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.agent.scope import workspace_sessions
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
 
@@ -81,6 +80,8 @@ def mark_deleted_parents(rows: list[dict[str, Any]], ids: Iterable[str]) -> None
 
 def here(rows: list[dict[str, Any]], workspace: Path) -> list[dict[str, Any]]:
     """The rows of sessions recorded in `workspace` and of their forks."""
+    from gitsessions.agent.scope import workspace_sessions  # `--here` only
+
     headers = [
         {"id": r["id"], "parent_id": r.get("parent_id"), "workspace": {"path": r.get("workspace")}}
         for r in rows
