@@ -212,7 +212,7 @@ def _info_source(
     if isinstance(refs, StoreRefs):
         commit = refs.head_commit(session_id)
         header = state.catalog().cached_header(session_id, commit) if commit else None
-        if header is not None and header.get("format") == HEADER_FORMAT:
+        if commit and header is not None and header.get("format") == HEADER_FORMAT:
             return session_id, commit, header, header.get("usage") or {}, refs.exists
     store = state.store
     head = store.head(session_id)

@@ -32,7 +32,8 @@ class StreamOf:
 
     @property
     def file(self) -> IO[str]:
-        return getattr(sys, self.name)  # type: ignore[no-any-return]
+        file = getattr(sys, self.name)
+        return getattr(file, "rich_proxied_file", file)  # type: ignore[no-any-return]
 
 
 def one_line(text: object) -> str:
