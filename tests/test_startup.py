@@ -104,7 +104,14 @@ def test_the_bound_is_never_under_the_estimate():
 
 
 # A pipe's output needs no rich, and a warm header cache no git library.
-LIGHT = ("dulwich", "rich.console", "rich.table", "gitsessions.store.sessions", "gitsessions.agent")
+LIGHT = (
+    "dulwich",
+    "rich.console",
+    "rich.table",
+    "gitsessions.store.sessions",
+    "gitsessions.agent",
+    "gitsessions.services.config",
+)
 
 
 def test_piped_list_and_info_on_a_warm_cache_import_no_git_library_and_no_rich(make_session):
@@ -203,3 +210,12 @@ def test_chat_warm_up_waits_for_the_prompt():
     done = subprocess.run([sys.executable, "-c", GATED], capture_output=True, text=True,
                           cwd=REPO, timeout=120)  # fmt: skip
     assert "BEFORE []" in done.stdout and "AFTER True" in done.stdout, done.stderr
+
+
+def test_the_config_files_known_keys_follow_the_settings():
+    from gitsessions.services import config, config_file
+
+    tables = ("redact", "prices", "shell", "snapshots", "hooks")
+    known = config_file.KNOWN_KEYS
+    assert known == (*config._LOOKUP, *tables)
+    assert config.KNOWN_KEYS is config_file.KNOWN_KEYS

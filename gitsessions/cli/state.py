@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
 from gitsessions.cli.plain import StreamOf
-from gitsessions.services.config import (
+from gitsessions.services.config_file import (
     ConfigError,
     config_path,
     load_config,
