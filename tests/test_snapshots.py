@@ -1,5 +1,6 @@
 """Code snapshots per turn, in real project repositories checked with stock git."""
 
+import json
 import os
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_each_turn_commit_names_its_code_snapshot(server, tmp_path, home):
     server.reply(content="A title")
     done = run_gitsessions(*exec_args(server, root), "write it", "--auto-approve", "--json")
     assert done.returncode == 0, done.stderr
-    sid = __import__("json").loads(done.stdout)["session"]
+    sid = json.loads(done.stdout)["session"]
     snaps = trailers(home, sid, "Code-Snapshot")
     # turn 1.2 (reply), 1.1 (write_file), 1 (prompt), create: the prompt's snapshot is
     # taken while the model answers; a step that ran tools takes its own; a reply alone
@@ -125,7 +126,7 @@ def test_no_snapshots_flag_and_config_key_turn_them_off(server, tmp_path, home):
     root = make_project(tmp_path / "project")
     done = run_gitsessions(*exec_args(server, root), "hi", "--no-snapshots", "--json")
     assert done.returncode == 0, done.stderr
-    sid = __import__("json").loads(done.stdout)["session"]
+    sid = json.loads(done.stdout)["session"]
     assert not any(trailers(home, sid, "Code-Snapshot"))
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text("[snapshots]\nenabled = false\n")
@@ -146,7 +147,7 @@ def test_outside_a_repository_one_note_and_no_snapshot(server, tmp_path, home):
     done = run_gitsessions(*exec_args(server, plain), "go", "--auto-approve", "--json")
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("not in a git repository; no code snapshots") == 1
-    sid = __import__("json").loads(done.stdout)["session"]
+    sid = json.loads(done.stdout)["session"]
     assert not any(trailers(home, sid, "Code-Snapshot"))
 
 
@@ -160,7 +161,29 @@ def test_large_file_note_from_exec(server, tmp_path, home):
     done = run_gitsessions(*exec_args(server, root), "read", "--json")
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("left out of the code snapshot (over 1 KiB): huge.bin") == 1
-    sid = __import__("json").loads(done.stdout)["session"]
+    sid = json.loads(done.stdout)["session"]
     newest = trailers(home, sid, "Code-Snapshot")[0]
     assert "huge.bin" not in tree_files(root, newest)
     assert Path(root / "huge.bin").exists()
+
+
+def test_delete_takes_the_snapshot_ref_and_names_the_kept_worktree(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    server.reply(content=None, tool_calls=[tool("write_file", path="made.txt", content="new\n")])
+    server.reply(content="Wrote made.txt.")
+    server.reply(content="A title")
+    done = run_gitsessions(*exec_args(server, root), "write it", "--auto-approve", "--json")
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    fork = run_gitsessions("fork", sid, "--worktree", "--json")
+    assert fork.returncode == 0, fork.stderr
+    made = json.loads(fork.stdout)
+    fid, path = made["id"], made["worktree"]["path"]
+    gone = run_gitsessions("delete", sid, "--yes")
+    assert gone.returncode == 0, gone.stderr
+    assert f"deleted {sid} and its code snapshots" in gone.stderr
+    assert pgit(root, "for-each-ref", f"refs/gitsessions/snapshots/{sid}") == ""
+    kept = run_gitsessions("delete", fid, "--yes")
+    assert f"its worktree {path} (branch gitsessions/{fid[:8]}) is kept" in kept.stderr
+    assert Path(path).is_dir()  # the user's code stays
+    fsck_project(root)

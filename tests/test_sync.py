@@ -196,7 +196,7 @@ def test_deletes_travel_only_on_purpose(cli, home, other, remote, tmp_path):
 
     cli("delete", gone, "--yes")
     result = cli("push", "--all")
-    assert "1 sessions deleted here still have a copy" in result.stderr
+    assert "1 session deleted here still has a copy" in result.stderr
     assert f"refs/heads/sessions/{gone}" in refs(remote.bare)  # without --prune it stays
     assert "refs/gitsessions/tombstones" in refs(remote.bare)
 

@@ -104,8 +104,12 @@ def test_fork_at_an_earlier_turn_has_that_turns_files(server, tmp_path, home):
     assert made["fork_point"] == newest_of_turn_one
     bad = gitsessions("fork", sid, "--worktree", "--at", "turn:9", cwd=tmp_path)
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "no turn 9" in bad.stderr
-    bad = gitsessions("fork", sid, "--at", "turn:1", cwd=tmp_path)
-    assert bad.returncode == 2 and "--at needs --worktree" in bad.stderr
+    # a chat-only fork at turn 1: the same fork point, no worktree
+    plain = json.loads(gitsessions("fork", sid, "--at", "turn:1", "--json", cwd=tmp_path).stdout)
+    assert plain["fork_point"] == newest_of_turn_one and "worktree" not in plain
+    assert plain["parent_id"] == sid
+    bad = gitsessions("fork", sid, "--at", "turn:9", cwd=tmp_path)
+    assert bad.returncode == 1 and "no turn 9" in bad.stderr
 
 
 def test_two_forks_have_separate_worktrees_without_cross_talk(server, tmp_path, home):
@@ -174,8 +178,8 @@ def test_list_remove_refuses_dirty_then_force_restore(server, tmp_path, home):
     (path / "scratch.txt").write_text("untracked work\n")
     rows = json.loads(gitsessions("worktree", "list", "--json", cwd=tmp_path).stdout)
     assert rows[0]["state"] == "dirty"
-    table = gitsessions("worktree", "list", cwd=tmp_path).stdout
-    assert "dirty" in table and fid[:8] in table
+    piped = gitsessions("worktree", "list", cwd=tmp_path).stdout  # one record a line
+    assert piped.splitlines() == [f"{fid}\tdirty\tgitsessions/{fid[:8]}\t{path}"]
     refused = gitsessions("worktree", "remove", fid[:8], cwd=tmp_path)
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: ") and "untracked" in refused.stderr

@@ -22,7 +22,6 @@ from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, plain_out
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.refs import ref_name
-from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS
@@ -361,22 +360,23 @@ def cmd_fork(
     at: Annotated[
         str | None,
         typer.Option(
-            "--at", metavar="REV", help="With --worktree: turn:N or a commit of the session."
+            "--at",
+            metavar="REV",
+            help="Fork at turn:N or a commit of the session instead of its head.",
         ),
     ] = None,
 ) -> None:
-    """Fork a session: a new branch at its head; nothing is copied, nothing switched."""
+    """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
+    copied, nothing switched."""
     from gitsessions.services import manage
 
-    if worktree or at is not None:
+    if worktree:
         from gitsessions.cli.worktree_cmd import fork_worktree
 
-        if not worktree:
-            raise BadUsage("--at needs --worktree")
         fork_worktree(_state(ctx), session, at, title, json_)
         return
     store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks)
+    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks, at=at)
     if json_:
         print_json(
             plain_out,
@@ -434,8 +434,16 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    manage.delete(store, session_id, hooks=_state(ctx).hooks)
-    consoles.err.print(f"deleted {session_id}")
+    done = manage.delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
+    consoles.err.print(
+        f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
+    )
+    if done.worktree is not None:
+        path = one_line(str(done.worktree.get("path")))
+        consoles.err.print(
+            f"its worktree {path} (branch {one_line(str(done.worktree.get('branch')))}) is "
+            f"kept: it is your code; `git worktree remove {path}` removes it"
+        )
 
 
 def cmd_gc(ctx: typer.Context) -> None:

@@ -130,7 +130,8 @@ def cmd_push(
     _show(report, json_, "pushed")
     if report.remaining_deleted:
         err.print(
-            f"{plural(report.remaining_deleted, 'session')} deleted here still have a copy on "
+            f"{plural(report.remaining_deleted, 'session')} deleted here still "
+            f"{'has' if report.remaining_deleted == 1 else 'have'} a copy on "
             f"{one_line(report.remote)} (push --prune deletes them)"
         )
     if any(o.result in sync.NOT_SENT for o in report.sessions):

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services import worktrees
 from gitsessions.values.ids import short
 
@@ -62,6 +62,9 @@ def cmd_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
         return
     if not rows:
         err.print("no session has a worktree (`gitsessions fork ID --worktree` makes one)")
+        return
+    if piped(out):  # session, state, branch, path
+        write_records(out, ([r["session"], r["state"], r["branch"], r["path"]] for r in rows))
         return
     table = Table(box=None, pad_edge=False)
     for column in ("session", "state", "branch", "path"):

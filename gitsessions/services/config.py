@@ -64,6 +64,22 @@ class ModelSettings:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
+def config_table(
+    config: Mapping[str, Any], name: str, keys: tuple[str, ...], source: str = CONFIG_FILE
+) -> tuple[Mapping[str, Any], str]:
+    """The table `[name]` of config.toml (empty when absent) and how errors name it
+    (`config.toml [name]`); `ConfigError` when it is not a table or holds a key not in
+    `keys`."""
+    table = config.get(name, {})
+    where = f"{source} [{name}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [{name}] must be a table")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(keys)}")
+    return table, where
+
+
 def session_settings(settings: ModelSettings) -> dict[str, Any]:
     """What a session records in its header's `settings`."""
     return {name: getattr(settings, name) for name in SESSION_KEYS}

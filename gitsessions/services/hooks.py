@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gitsessions.services.audit import audit
-from gitsessions.services.config import CONFIG_FILE, ConfigError
+from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
 from gitsessions.values.clock import now_iso
 
 EVENTS = ("post-turn", "pre-compact", "post-compact", "post-fork", "post-delete")
@@ -195,13 +195,7 @@ def describe(done: HookRun) -> str:
 
 def hook_timeout(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> float:
     """`[hooks] timeout` from config.toml: seconds a lifecycle hook may run."""
-    table = config.get(TABLE, {})
-    where = f"{config_source} [{TABLE}]"
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{config_source}: [{TABLE}] must be a table")
-    unknown = sorted(set(table) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(KEYS)}")
+    table, where = config_table(config, TABLE, KEYS, config_source)
     value = table.get("timeout", DEFAULT_TIMEOUT)
     if (
         isinstance(value, bool)

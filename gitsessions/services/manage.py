@@ -4,10 +4,16 @@ Each is an edit function handed to `services.writer` (the one write path: lease,
 compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
 From the chat, the agent's process already holds the lease (`lease_held=True`). A delete
 leaves nothing of the session behind outside the store either: cache rows, chat history
-lines, lease file.
+lines, lease file, and its code snapshots' ref in the project (a worktree fork's worktree
+is the user's code: it is kept, and named).
 """
 
-from gitsessions.services import chat_history, writer
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services import chat_history, points, snapshots, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
@@ -47,15 +53,24 @@ def set_archived(store: SessionStore, session_id: str, archived: bool) -> Writte
 
 
 def fork(
-    store: SessionStore, session_id: str, title: str | None = None, hooks: Hooks = NO_HOOKS
+    store: SessionStore,
+    session_id: str,
+    title: str | None = None,
+    hooks: Hooks = NO_HOOKS,
+    at: str | None = None,
 ) -> Head:
-    """A fork titled `title`, else "<parent title> (fork)"; its usage starts at zero."""
+    """A fork titled `title`, else "<parent title> (fork)", at the session's head or at
+    `at` (`turn:N` or a commit of its history); its usage starts at zero."""
     if title is not None:
         title = check_title(title)
     fork_id = new_id()
 
     def run() -> Head:
         source = store.head(session_id)
+        commit = points.resolve(store, source, at)
+        if commit != source.commit:  # an earlier state: of this session, or its parent's
+            owner = str(store.head_at(session_id, commit).header.get("id") or session_id)
+            source = store.head_at(owner, commit)
         named = title
         if named is None:
             parent = source.header.get("title") or source.header.get("summary") or ""
@@ -82,7 +97,24 @@ def fork_title(parent: str) -> str:
     return f"{parent[: MAX_TITLE - len(FORK_MARK)]}{FORK_MARK}"
 
 
-def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> None:
+@dataclass(frozen=True)
+class Deleted:
+    """What went with a deleted session outside the store: whether its code snapshots'
+    ref in the project was deleted, and its worktree mark (the worktree is the user's
+    code: it is kept)."""
+
+    snapshots: bool
+    worktree: dict[str, Any] | None
+
+
+def delete(
+    store: SessionStore,
+    session_id: str,
+    hooks: Hooks = NO_HOOKS,
+    env: Mapping[str, str] | None = None,
+) -> Deleted:
+    """Delete the session; with `env` (git's environment), also its snapshot ref in
+    the project it worked in."""
     from gitsessions.store import remotes  # dulwich's client: imported only to delete
 
     deleted: list[Head] = []
@@ -99,6 +131,11 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Non
 
     writer.audited(store, "delete", session_id, run)
     hooks.run("post-delete", session_id, deleted[0].commit.decode())
+    header = deleted[0].header
+    root = (header.get("workspace") or {}).get("repo_root")
+    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
+    mark = header.get("worktree")
+    return Deleted(forgot, mark if isinstance(mark, dict) and not mark.get("removed_at") else None)
 
 
 def gc(store: SessionStore) -> dict[str, object]:

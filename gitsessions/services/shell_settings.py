@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitsessions.services.config import CONFIG_FILE, ConfigError
+from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
 from gitsessions.services.tools.sandbox import MODES
 
 TABLE = "shell"
@@ -34,13 +34,7 @@ def resolve_shell_settings(
 ) -> ShellSettings:
     """Resolve `sandbox` and `sandbox_network` (flags: None means not given) and
     `env_keep` (config only) by precedence flag > config > default; validate them."""
-    table = config.get(TABLE, {})
-    where = f"{config_source} [{TABLE}]"
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{config_source}: [{TABLE}] must be a table")
-    unknown = sorted(set(table) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(KEYS)}")
+    table, where = config_table(config, TABLE, KEYS, config_source)
     sources: dict[str, str] = {}
     values: dict[str, Any] = {}
     for name, flag, default in (

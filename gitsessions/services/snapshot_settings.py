@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gitsessions.services.config import CONFIG_FILE, ConfigError
+from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
 from gitsessions.services.snapshots import DEFAULT_MAX_FILE_BYTES
 
 TABLE = "snapshots"
@@ -25,13 +25,7 @@ class SnapshotSettings:
 def resolve_snapshot_settings(
     no_snapshots: bool, config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
 ) -> SnapshotSettings:
-    table = config.get(TABLE, {})
-    where = f"{config_source} [{TABLE}]"
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{config_source}: [{TABLE}] must be a table")
-    unknown = sorted(set(table) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(KEYS)}")
+    table, where = config_table(config, TABLE, KEYS, config_source)
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}: enabled must be true or false")

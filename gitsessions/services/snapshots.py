@@ -76,6 +76,22 @@ def git(
     return done
 
 
+def forget(repo_root: Path, env: Mapping[str, str], session_id: str) -> bool:
+    """Delete the session's snapshot ref in its project (compare-and-swap on its value;
+    the project's next `git gc` drops what only it kept). False when there is none."""
+    if not repo_root.is_dir():
+        return False
+    ref = snapshot_ref(session_id)
+    try:
+        found = git(repo_root, env, "rev-parse", "--verify", "--quiet", ref, check=False)
+        if found.returncode != 0:
+            return False
+        git(repo_root, env, "update-ref", "-d", ref, out(found))
+    except SnapshotError:
+        return False
+    return True
+
+
 def out(done: subprocess.CompletedProcess[bytes]) -> str:
     return done.stdout.decode("utf-8", "surrogateescape").strip()
 
