@@ -3,13 +3,16 @@ options convert without typer's pydantic adapters. The timings themselves are me
 by bench/startup.py, never asserted here."""
 
 import ast
+import json
 import subprocess
 import sys
 
+import pexpect
 import pytest
 
 from gitsessions.cli.fastparams import PlainParam, WordsParam, convert_fast
 from gitsessions.cli.lazy import COMMANDS, load
+from gitsessions.store.sessions import Change
 from tests.conftest import REPO, run_gitsessions
 
 HEAVY = ("openai", "tiktoken", "pydantic", "httpx2", "gitsessions.agent.loop", "rich.markdown")
@@ -26,9 +29,10 @@ print("HEAVY", heavy, file=sys.stderr)
 """
 
 
-def imported(*args: str) -> list[str]:
+def imported(*args: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of `modules` `gitsessions *args` imports (its stdout is a pipe)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        [sys.executable, "-c", PROBE.format(heavy=modules), *args],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )  # fmt: skip
     line = next(x for x in done.stderr.splitlines() if x.startswith("HEAVY"))
@@ -102,3 +106,121 @@ def test_the_bound_is_never_under_the_estimate():
             assert counter.bound(messages, tools) >= counter.estimate(messages, tools)
     counter.calibrate(100, 190)
     assert counter.bound(contexts[0]) >= counter.estimate(contexts[0])
+
+
+# A pipe's output needs no rich, and a warm header cache no git library.
+LIGHT = (
+    "dulwich",
+    "rich.console",
+    "rich.table",
+    "gitsessions.store.sessions",
+    "gitsessions.agent",
+    "gitsessions.services.config",
+)
+
+
+def test_piped_list_and_info_on_a_warm_cache_import_no_git_library_and_no_rich(make_session):
+    sid = make_session(turns=1).id
+    run_gitsessions("list")  # the header cache, written once
+    for args in [("list",), ("list", "--json"), ("list", "--tree"), ("info", sid[:8]),
+                 ("info", sid, "--json")]:  # fmt: skip
+        assert imported(*args, modules=LIGHT) == [], args
+
+
+def test_info_from_the_cache_says_what_the_store_says(make_session):
+    """`info` before any `list` reads the store; after one, the cache: the same answer."""
+    head = make_session(turns=2, title="same")
+    cold = run_gitsessions("info", head.id[:8], "--json")
+    run_gitsessions("list")
+    assert imported("info", head.id[:8], modules=LIGHT) == []  # the cache is warm now
+    warm = run_gitsessions("info", head.id[:8], "--json")
+    assert cold.returncode == warm.returncode == 0
+    assert json.loads(cold.stdout) == json.loads(warm.stdout)
+    assert json.loads(warm.stdout)["head"] == head.commit.decode()
+    assert run_gitsessions("info", head.id[:8]).stdout == run_gitsessions("info", head.id).stdout
+
+
+def test_a_stale_row_is_read_from_the_store(store, make_session):
+    """A session that moved since the cache was written is read again (dulwich then)."""
+    head = make_session(turns=1, title="before")
+    run_gitsessions("list")
+    store.commit(head, Change(header={**head.header, "title": "after"}), event="rename",
+                 subject="rename")  # fmt: skip
+    assert "dulwich" in imported("info", head.id[:8], modules=LIGHT)
+    assert json.loads(run_gitsessions("info", head.id, "--json").stdout)["title"] == "after"
+    assert "after" in run_gitsessions("list").stdout
+
+
+def test_a_store_not_plainly_of_this_format_is_opened_whole(home, make_session):
+    """No `formatVersion` in the config (an older store): the store records it, as before."""
+    from gitsessions.store.refs import StoreRefs, plain_format
+
+    assert plain_format(b"[core]\n\tbare = true\n[gitsessions]\n\tformatVersion = 2\n") == 2
+    assert plain_format(b"[GitSessions]\n formatversion=2\n") == 2
+    assert plain_format(b"[gitsessions]\n\tformatVersion = 2\n\tformatVersion = 3\n") is None
+    assert plain_format(b'[gitsessions "x"]\n\tformatVersion = 2\n') is None
+    assert plain_format(b"[core]\n\tbare = true\n") is None
+    sid = make_session(turns=1).id
+    config = home / "store.git" / "config"
+    assert StoreRefs.open(home) is not None
+    config.write_text(config.read_text().replace("formatVersion = 2", ""))
+    assert StoreRefs.open(home) is None
+    assert "dulwich" in imported("info", sid[:8], modules=LIGHT)
+    assert "formatVersion = 2" in config.read_text()  # the store wrote it back
+    assert StoreRefs.open(home) is not None
+
+
+def test_list_and_info_on_a_terminal_still_draw_tables(make_session):
+    sid = make_session(turns=1, title="drawn").id
+    for args, expected in [(["list"], "workspace"), (["info", sid[:8]], "transcript,")]:
+        child = pexpect.spawn(
+            sys.executable, ["-m", "gitsessions", *args], cwd=str(REPO), encoding="utf-8",
+            timeout=60, dimensions=(40, 160),
+        )  # fmt: skip
+        child.expect(pexpect.EOF)
+        child.wait()
+        assert child.exitstatus == 0
+        assert expected in child.before and "drawn" in child.before
+        assert "\t" not in child.before  # a table, not the records of a pipe
+
+
+def test_show_and_log_into_a_pipe_import_no_rich_and_nothing_that_writes(make_session):
+    """Reading a session loads dulwich's reader, not maintenance (packing, purging), the
+    secret rules a commit is redacted with, or git's hooks (only `show --commit`)."""
+    sid = make_session(turns=1).id[:8]
+    writers = ("rich.console", "rich.table", "gitsessions.store.maintenance",
+               "gitsessions.store.redaction", "gitsessions.services.audit",
+               "gitsessions.cli.hooks_cmd")  # fmt: skip
+    for args in [("show", sid), ("show", sid, "--json"), ("show", sid, "--context"),
+                 ("log", sid), ("log", sid, "--steps", "--json")]:  # fmt: skip
+        assert imported(*args, modules=writers) == [], args
+
+
+GATED = """
+import sys, threading
+from gitsessions.cli.agent_setup import warm_up
+from gitsessions.services import model
+shown = threading.Event()
+warm_up(chat=True, after=shown)
+print("BEFORE", [m for m in ("openai", "tiktoken", "rich.markdown") if m in sys.modules])
+shown.set()
+model._openai()  # waits for the preload thread, as the first request does
+print("AFTER", "openai" in sys.modules)
+"""
+
+
+def test_chat_warm_up_waits_for_the_prompt():
+    """The warm-up threads (openai, the tokenizer, markdown) start their imports only once
+    `chat` says its prompt shows: none of them competes with the prompt."""
+    done = subprocess.run([sys.executable, "-c", GATED], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)  # fmt: skip
+    assert "BEFORE []" in done.stdout and "AFTER True" in done.stdout, done.stderr
+
+
+def test_the_config_files_known_keys_follow_the_settings():
+    from gitsessions.services import config, config_file
+
+    tables = ("redact", "prices", "shell", "snapshots", "hooks")
+    known = config_file.KNOWN_KEYS
+    assert known == (*config._LOOKUP, *tables)
+    assert config.KNOWN_KEYS is config_file.KNOWN_KEYS

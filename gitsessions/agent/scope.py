@@ -9,10 +9,12 @@ project, archived or not, is out of reach whatever id or query the model sends.
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import SessionStore
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 
 def _resolved(path: Any) -> str | None:
@@ -59,7 +61,7 @@ class Scope:
 
     workspace: Path | None
 
-    def sessions(self, store: SessionStore, current: str) -> set[str] | None:
+    def sessions(self, store: "SessionStore", current: str) -> set[str] | None:
         """The ids within reach now (None: all of them); always includes `current`."""
         if self.workspace is None:
             return None

@@ -1,5 +1,6 @@
 """`gitsessions chat`: the interactive session."""
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,8 +31,14 @@ RETRY = "\\retry sends it again"
 RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
 
 
+# Set as the prompt is about to show: the warm-up threads (openai, the tokenizer,
+# markdown) wait for it, so the prompt comes first and they work while the user types.
+PROMPT_SHOWN = threading.Event()
+
+
 def read_prompt() -> str:
     """One prompt; a line ending in a backslash continues on the next line."""
+    PROMPT_SHOWN.set()
     lines = [input(PROMPT)]
     while lines[-1].endswith("\\") and not Slash.is_command(lines[0]):
         lines[-1] = lines[-1][:-1]
@@ -154,7 +161,7 @@ def cmd_chat(
         probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-        warm_up(chat=True)
+        warm_up(chat=True, after=PROMPT_SHOWN)
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet, workspace=built.workspace)

@@ -8,13 +8,13 @@ nothing opens a session.
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gitsessions.agent.scope import workspace_sessions
-from gitsessions.services.workspace import repo_root
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import SessionStore
 from gitsessions.values.ids import short
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 
 def list_row(header: dict[str, Any]) -> dict[str, Any]:
@@ -38,16 +38,19 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_rows(
-    store: SessionStore, include_archived: bool, workspace: Path | None = None
+    store: "SessionStore | Catalog", include_archived: bool, workspace: Path | None = None
 ) -> list[dict[str, Any]]:
     """`list` rows, the most recently active first (`parent_deleted` set); with
     `workspace`, only the sessions of that workspace and their forks."""
-    headers = Catalog(store).headers()
+    headers = (store if isinstance(store, Catalog) else Catalog(store)).headers()
     rows = [list_row(h) for h in headers]
     mark_deleted_parents(rows, (h["id"] for h in headers))
     if not include_archived:
         rows = [r for r in rows if not r["archived"]]
     if workspace is not None:  # the project's sessions, from any of its folders
+        from gitsessions.agent.scope import workspace_sessions  # `--here` only
+        from gitsessions.services.workspace import repo_root
+
         reached = workspace_sessions(headers, workspace, repo_root(workspace, os.environ))
         rows = [r for r in rows if r["id"] in reached]
     rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)

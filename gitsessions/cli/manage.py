@@ -2,25 +2,32 @@
 
 Every stored string (title, summary, workspace, commit subject) is shown through
 `one_line` or a `Sink` (cli/terminal.py), so it reaches the terminal visible-safe.
+
+Reading commands import little (tests/test_startup.py): the consoles (rich) only to
+draw for a terminal, the store (dulwich) only when the header cache cannot answer, the
+writing services only in the commands that write.
 """
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from gitsessions.cli import listing
+from gitsessions.cli import state as consoles
 from gitsessions.cli.pager import paged
+from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
-from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, piped, write_records
-from gitsessions.services import manage, sessionlog
+from gitsessions.cli.state import State, plain_out
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import Head
+from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-from gitsessions.values.records import USAGE_TOTAL_KEYS
+from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import Head
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
@@ -30,7 +37,7 @@ def _state(ctx: typer.Context) -> State:
     return ctx.obj  # type: ignore[no-any-return]
 
 
-def _head(ctx: typer.Context, session: str) -> Head:
+def _head(ctx: typer.Context, session: str) -> "Head":
     store = _state(ctx).store
     return store.head(store.resolve(session))
 
@@ -62,23 +69,27 @@ def cmd_list(
     """List sessions, the most recently active first (a turn or a compaction; renaming or
     archiving does not move a session up). Into a pipe: one tab-separated line each."""
     rows = listing.session_rows(
-        _state(ctx).store, include_archived, Path.cwd() if here_only else None
+        _state(ctx).catalog(), include_archived, Path.cwd() if here_only else None
     )
     total = len(rows)
-    pipe = piped(out)
+    pipe = piped(plain_out)
     shown = limit if limit is not None else (0 if json_ or pipe else 100)
     if shown:
         rows = rows[:shown]
     ordered = listing.as_tree(rows) if tree else [(0, r) for r in rows]
     if json_:
-        print_json(out, [r for _depth, r in ordered])
+        print_json(plain_out, [r for _depth, r in ordered])
         return
     if not rows:
-        err.print("no sessions yet" if not here_only else "no sessions in this workspace yet")
+        consoles.err.print(
+            "no sessions yet" if not here_only else "no sessions in this workspace yet"
+        )
         return
     if pipe:
-        write_records(out, (_list_record(r) for _depth, r in ordered))
+        write_records(plain_out, (_list_record(r) for _depth, r in ordered))
         return
+    from rich.table import Table  # for a terminal only
+
     table = Table(box=None, pad_edge=False)
     for column in ("id", "title", "summary", "msgs", "compact", "active", "parent", "workspace"):
         if column in ("title", "summary"):
@@ -100,9 +111,9 @@ def cmd_list(
             one_line(listing.origin(r)),
             one_line(r["workspace"] or ""),
         )
-    out.print(table, markup=False, highlight=False)
+    consoles.out.print(table, markup=False, highlight=False)
     if total > len(rows):
-        err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
+        consoles.err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
 
 
 def _list_record(r: dict[str, Any]) -> list[object]:
@@ -120,16 +131,14 @@ def _list_record(r: dict[str, Any]) -> list[object]:
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
     """Show one session: ids, counts, usage, settings, workspace, branch and head."""
-    store = _state(ctx).store
-    head = _head(ctx, session)
-    usage = store.read(head, "usage")
-    h, counts = head.header, head.counts
+    session_id, commit, h, usage, exists = _info_source(_state(ctx), session)
+    counts = h.get("counts") or {}
     info = {
-        "id": head.id,
+        "id": session_id,
         "title": h.get("title", ""),
         "summary": h.get("summary", ""),
         "parent_id": h.get("parent_id"),
-        "parent_deleted": bool(h.get("parent_id")) and not store.exists(h["parent_id"]),
+        "parent_deleted": bool(h.get("parent_id")) and not exists(h["parent_id"]),
         "fork_point": h.get("fork_point"),
         "archived": bool(h.get("archived")),
         "messages": counts.get("messages", 0),
@@ -142,11 +151,11 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
         "active_at": h.get("active_at"),
-        "branch": head.branch,
-        "head": head.commit.decode(),
+        "branch": ref_name(session_id).decode(),
+        "head": commit.decode(),
     }
     if json_:
-        print_json(out, info)
+        print_json(plain_out, info)
         return
     u = info["usage"]
     ws = info["workspace"] or {}
@@ -179,15 +188,36 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("branch", info["branch"]),
         ("head", info["head"]),
     ]
-    if piped(out):
-        write_records(out, fields)
+    if piped(plain_out):
+        write_records(plain_out, fields)
         return
+    from rich.table import Table  # for a terminal only
+
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
     for key, value in fields:
         table.add_row(key, one_line(value))
-    out.print(table, markup=False, highlight=False)
+    consoles.out.print(table, markup=False, highlight=False)
+
+
+def _info_source(
+    state: State, session: str
+) -> tuple[str, bytes, dict[str, Any], dict[str, Any], Callable[[str], bool]]:
+    """`(id, head commit, header, usage, exists)` of a session: from the header cache
+    when it holds this head in format 2 (no store opened), else from the store."""
+    from gitsessions.store.refs import StoreRefs
+
+    refs = state.refs
+    session_id = refs.resolve(session)
+    if isinstance(refs, StoreRefs):
+        commit = refs.head_commit(session_id)
+        header = state.catalog().cached_header(session_id, commit) if commit else None
+        if commit and header is not None and header.get("format") == HEADER_FORMAT:
+            return session_id, commit, header, header.get("usage") or {}, refs.exists
+    store = state.store
+    head = store.head(session_id)
+    return head.id, head.commit, head.header, store.read(head, "usage"), store.exists
 
 
 def _settings_line(settings: Any) -> str:
@@ -229,9 +259,11 @@ def cmd_show(
     on a terminal."""
     state = _state(ctx)
     store = state.store
-    from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
+    if session is None or commit is not None:
+        from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
-    head = _head(ctx, session_of(state, session, commit))
+        session = session_of(state, session, commit)
+    head = _head(ctx, session)
     if context:
         messages = enumerate(store.read(head, "context"))
     else:
@@ -258,6 +290,8 @@ def cmd_log(
     state = _state(ctx)
     store = state.store
     head = _head(ctx, session)
+    from gitsessions.services import sessionlog
+
     entries = sessionlog.commits(store, head)
     if not steps:
         entries = sessionlog.turns(store, head, entries)
@@ -265,7 +299,7 @@ def cmd_log(
         if json_:
             stream_json_list(sink, entries)
             return
-        if piped(out):  # commit, time, event, session, subject, detail
+        if piped(plain_out):  # commit, time, event, session, subject, detail
             for e in entries:
                 cells = [e["commit"], e["time"], e["event"], e["session"], e["subject"]]
                 sink.line("\t".join(one_line(c) for c in [*cells, _detail(e)]))
@@ -301,13 +335,15 @@ def cmd_rename(
     title: Annotated[str, typer.Argument(help="The new title (one line).")],
 ) -> None:
     """Set the session's title (yours; the model-written list summary is separate)."""
+    from gitsessions.services import manage
+
     store = _state(ctx).store
     written = manage.rename(store, store.resolve(session), title)
     head = written.head
     if not written.committed:
-        err.print(f"{short(head.id)} is already titled {one_line(head.header['title'])}")
+        consoles.err.print(f"{short(head.id)} is already titled {one_line(head.header['title'])}")
         return
-    err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
+    consoles.err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
 
 
 def cmd_fork(
@@ -334,6 +370,8 @@ def cmd_fork(
 ) -> None:
     """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
     copied, nothing switched."""
+    from gitsessions.services import manage
+
     if worktree:
         from gitsessions.cli.worktree_cmd import fork_worktree
 
@@ -343,7 +381,7 @@ def cmd_fork(
     head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks, at=at)
     if json_:
         print_json(
-            out,
+            plain_out,
             {
                 "id": head.id,
                 "parent_id": head.header["parent_id"],
@@ -352,23 +390,27 @@ def cmd_fork(
             },
         )
     else:
-        out.print(head.id)
+        consoles.out.print(head.id)
 
 
 def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
     """Hide a session from `list` (and from search); it stays readable by id."""
+    from gitsessions.services import manage
+
     store = _state(ctx).store
     written = manage.set_archived(store, store.resolve(session), True)
     state = "archived" if written.committed else "already archived"
-    err.print(f"{short(written.head.id)}: {state}")
+    consoles.err.print(f"{short(written.head.id)}: {state}")
 
 
 def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
     """Bring an archived session back."""
+    from gitsessions.services import manage
+
     store = _state(ctx).store
     written = manage.set_archived(store, store.resolve(session), False)
     state = "unarchived" if written.committed else "not archived"
-    err.print(f"{short(written.head.id)}: {state}")
+    consoles.err.print(f"{short(written.head.id)}: {state}")
 
 
 def cmd_delete(
@@ -377,26 +419,30 @@ def cmd_delete(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
 ) -> None:
     """Delete a session for good: its branch and every object only it used are purged."""
+    from gitsessions.services import manage
+
     store = _state(ctx).store
     session_id = store.resolve(session)
     forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
     if forks:
-        err.print(
+        consoles.err.print(
             f"warning: {short(session_id)} has {plural(forks, 'fork')}; "
             f"{'it keeps' if forks == 1 else 'they keep'} working and will show "
             "`parent deleted`"
         )
     if not yes:
-        err.print(
+        consoles.err.print(
             f"refusing to delete {short(session_id)} without --yes "
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
     done = manage.delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
-    err.print(f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else ""))
+    consoles.err.print(
+        f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
+    )
     if done.worktree is not None:
         path = one_line(str(done.worktree.get("path")))
-        err.print(
+        consoles.err.print(
             f"its worktree {path} (branch {one_line(str(done.worktree.get('branch')))}) is "
             f"kept: it is your code; `git worktree remove {path}` removes it"
         )
@@ -404,15 +450,17 @@ def cmd_delete(
 
 def cmd_gc(ctx: typer.Context) -> None:
     """Pack objects (deltified) and purge what no session reaches."""
+    from gitsessions.services import manage
+
     stats = manage.gc(_state(ctx).store)
     broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
     if broken:
-        err.print(
+        consoles.err.print(
             f"nothing was packed or purged: {plural(len(broken), 'session')} cannot be read "
             f"whole ({', '.join(short(b) for b in broken[:5])}); run `gitsessions doctor`"
         )
         return
-    err.print(
+    consoles.err.print(
         f"packed {plural(stats['objects'], 'object')} "
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )

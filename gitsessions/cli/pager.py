@@ -14,8 +14,8 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 
-from gitsessions.cli.state import out
-from gitsessions.cli.terminal import Sink
+from gitsessions.cli.plain import Sink
+from gitsessions.cli.state import plain_out as out  # its file only: no rich
 
 
 def pager_command(env: Mapping[str, str]) -> str | None:

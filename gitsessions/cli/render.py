@@ -5,9 +5,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rich.console import Console
-
-from gitsessions.cli.terminal import Sink, write_json
+from gitsessions.cli.plain import HasFile, Sink, write_json
 from gitsessions.values.messages import text_of
 
 ROLE_STYLES = {
@@ -18,7 +16,7 @@ ROLE_STYLES = {
 }
 
 
-def print_json(console: Console, value: Any) -> None:
+def print_json(console: HasFile, value: Any) -> None:
     """JSON on the console's file, terminal-safe (see `terminal.write_json`)."""
     write_json(console, value)
 

@@ -1,4 +1,9 @@
-"""What every command shares: the resolved home, the store (opened on first use), consoles."""
+"""What every command shares: the resolved home, the store (opened on first use), consoles.
+
+The consoles `out`, `err` and `replies` are made on first use (`from ... import out`
+makes it): rich costs a third of a reading command's start, and output into a pipe
+never needs it. `plain_out` is `out`'s file, known without making `out` (cli/plain.py).
+"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -6,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
-from gitsessions.cli.terminal import VisibleConsole, vtext
-from gitsessions.services.config import (
+from gitsessions.cli.plain import StreamOf
+from gitsessions.services.config_file import (
     ConfigError,
     config_path,
     load_config,
@@ -16,17 +21,41 @@ from gitsessions.services.config import (
 )
 
 if TYPE_CHECKING:  # the store (dulwich) is imported when a command first uses it
+    from gitsessions.cli.terminal import VisibleConsole
     from gitsessions.services.hooks import Hooks
+    from gitsessions.store.catalog import Catalog
     from gitsessions.store.redaction import Finding
+    from gitsessions.store.refs import StoreRefs
     from gitsessions.store.sessions import SessionStore
 
-# Markup and highlighting are off: titles, summaries and model text are data, and a `[`
-# in them must print as itself. Both show every string visible-safe (cli/terminal.py).
-out = VisibleConsole(soft_wrap=True, markup=False, highlight=False)
-err = VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
-# The chat's replies wrap at word boundaries: they stream through a rich Live display,
-# which crops every line wider than the terminal (soft_wrap would lose the rest).
-replies = VisibleConsole(markup=False, highlight=False)
+    out: VisibleConsole
+    err: VisibleConsole
+    replies: VisibleConsole
+
+plain_out = StreamOf("stdout")  # where `out` writes, without making it
+
+
+def _make(name: str) -> "VisibleConsole":
+    from gitsessions.cli.terminal import VisibleConsole
+
+    # Markup and highlighting are off: titles, summaries and model text are data, and a
+    # `[` in them must print as itself. All show every string visible-safe.
+    if name == "out":
+        return VisibleConsole(soft_wrap=True, markup=False, highlight=False)
+    if name == "err":
+        return VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
+    # The chat's replies wrap at word boundaries: they stream through a rich Live
+    # display, which crops every line wider than the terminal (soft_wrap would lose
+    # the rest).
+    return VisibleConsole(markup=False, highlight=False)
+
+
+def __getattr__(name: str) -> Any:
+    """`out`, `err`, `replies`: each made once, on first use."""
+    if name not in ("out", "err", "replies"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    console = globals()[name] = _make(name)
+    return console
 
 
 @dataclass
@@ -46,19 +75,41 @@ class State:
             path = config_path(self.home)
             self._config = load_config(path)
             for line in unknown_keys(self._config):
-                err.print(f"warning: {path}: {line}", style="yellow", highlight=False)
+                _err().print(f"warning: {path}: {line}", style="yellow", highlight=False)
         return self._config
+
+    @property
+    def refs(self) -> "StoreRefs | SessionStore":
+        """What reads the session refs: their files alone (no dulwich) when the store
+        is there and of this build's format, else the store itself (which creates,
+        upgrades or refuses it). The config is checked as `store` checks it."""
+        if self._store is not None:
+            return self._store
+        from gitsessions.store.refs import StoreRefs
+
+        refs = StoreRefs.open(self.home)
+        if refs is None:
+            return self.store
+        redact_setting(self.config(), str(config_path(self.home)))
+        return refs
+
+    def catalog(self) -> "Catalog":
+        """The header cache, on the refs alone until a row must be read again."""
+        from gitsessions.store.catalog import Catalog
+
+        return Catalog(self.refs, lambda: self.store)
 
     @property
     def store(self) -> "SessionStore":
         if self._store is None:
-            from gitsessions.services.audit import audit
             from gitsessions.store.sessions import SessionStore
 
             path = config_path(self.home)
             home = self.home
 
             def on_redacted(session: str, findings: "list[Finding]") -> None:
+                from gitsessions.services.audit import audit
+
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
             store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
@@ -73,6 +124,7 @@ class State:
     @property
     def hooks(self) -> "Hooks":
         """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
+        from gitsessions.cli.terminal import vtext
         from gitsessions.services.hooks import Hooks, hook_timeout
 
         path = config_path(self.home)
@@ -80,10 +132,15 @@ class State:
             self.home,
             self.env,
             hook_timeout(self.config(), str(path)),
-            lambda line: err.print(vtext(line, style="yellow"), highlight=False),
+            lambda line: _err().print(vtext(line, style="yellow"), highlight=False),
         )
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _err() -> "VisibleConsole":
+    console: VisibleConsole = globals().get("err") or __getattr__("err")
+    return console

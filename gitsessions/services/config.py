@@ -8,17 +8,21 @@ passes the environment in. The API key's value never appears in a source or an e
 """
 
 import math
-import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gitsessions.values.errors import GitsessionsError
+from gitsessions.services.config_file import (  # noqa: F401 - named here as before
+    CONFIG_FILE,
+    KNOWN_KEYS,
+    ConfigError,
+    config_path,
+    load_config,
+    redact_setting,
+    unknown_keys,
+)
 
-CONFIG_FILE = "config.toml"
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
 DEFAULT_MODEL = "gemma4"
 DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai client wants one
@@ -40,16 +44,8 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
 }
 
 
-# the top-level keys config.toml may hold: the settings above, and the tables
-KNOWN_KEYS = (*_LOOKUP, "redact", "prices", "shell", "snapshots", "hooks")
 # what a session records in its header (`settings`) and a resume reuses
 SESSION_KEYS = ("model", "base_url", "max_context_tokens")
-
-
-class ConfigError(GitsessionsError):
-    """A setting or the config file is invalid."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -68,33 +64,6 @@ class ModelSettings:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
-def config_path(home: Path) -> Path:
-    """Where the config file lives under `$GITSESSIONS_HOME`."""
-    return home / CONFIG_FILE
-
-
-def load_config(path: Path | str) -> dict[str, Any]:
-    """The parsed TOML at `path`; {} when the file does not exist."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read config file {path}: {error}") from error
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        reason = str(error)
-        match = re.search(r"\(at line (\d+), column (\d+)\)", reason)
-        where = f"line {match.group(1)}" if match else "somewhere"
-        reason = reason[: match.start()].strip() if match else reason
-        raise ConfigError(f"malformed config file {path}, {where}: {reason}") from error
-    except ValueError as error:  # an integer of 4,300+ digits
-        reason = str(error).split(";")[0]
-        raise ConfigError(f"malformed config file {path}: {reason}") from None
-
-
 def config_table(
     config: Mapping[str, Any], name: str, keys: tuple[str, ...], source: str = CONFIG_FILE
 ) -> tuple[Mapping[str, Any], str]:
@@ -109,19 +78,6 @@ def config_table(
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(keys)}")
     return table, where
-
-
-def unknown_keys(config: Mapping[str, Any]) -> list[str]:
-    """One line per top-level key gitsessions does not know, naming the nearest known
-    key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
-    import difflib  # only when something is wrong: every command reads the config
-
-    lines = []
-    for key in sorted(k for k in config if k not in KNOWN_KEYS):
-        near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
-        hint = f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(KNOWN_KEYS)})"
-        lines.append(f"unknown key {key!r}{hint}; it is ignored")
-    return lines
 
 
 def session_settings(settings: ModelSettings) -> dict[str, Any]:
@@ -155,15 +111,6 @@ def with_session_settings(
         changes["summary_model"] = changes["model"]
         sources["summary_model"] = f"same as model ({where})"
     return replace(settings, **changes, sources=sources) if changes else settings
-
-
-def redact_setting(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> bool:
-    """`redact = true|false` from config.toml: whether secrets are redacted before they
-    are stored (on unless the file turns it off)."""
-    value = config.get("redact", True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{config_source}: redact must be true or false, got {value!r}")
-    return value
 
 
 def resolve_model_settings(

@@ -32,7 +32,8 @@ from gitsessions.store import maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
 from gitsessions.store.refpack import is_sha, packed_lock, read_packed
-from gitsessions.store.repo import SESSION_REF_PREFIX, STALE_LOCK_SECONDS
+from gitsessions.store.refs import SESSION_REF_PREFIX
+from gitsessions.store.repo import STALE_LOCK_SECONDS
 from gitsessions.store.sessions import SessionStore, ref_name
 
 

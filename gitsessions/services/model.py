@@ -56,6 +56,7 @@ def _interrupted(error: BaseException) -> bool:
 
 
 _preloading: threading.Event | None = None  # set once a preload() thread is done
+GATE_SECONDS = 2.0  # a preload waits at most this long for its `after` event
 
 
 def _openai() -> ModuleType:
@@ -72,15 +73,18 @@ def _openai() -> ModuleType:
     return openai
 
 
-def preload() -> None:
+def preload(after: threading.Event | None = None) -> None:
     """Import openai and httpx now, in a background thread (`chat` starts one while the
     user types the first prompt, `exec` while it reads the store), so the first request
-    does not wait for them."""
+    does not wait for them. With `after`, the thread first waits for that event (at most
+    `GATE_SECONDS`): `chat` sets it once its prompt shows, so the import never delays it."""
     global _preloading
     done = _preloading = threading.Event()
 
     def load() -> None:
         try:
+            if after is not None:
+                after.wait(GATE_SECONDS)
             import openai  # noqa: F401
 
             import gitsessions.services.deadline  # noqa: F401 - httpx, for the deadline

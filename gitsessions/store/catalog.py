@@ -8,16 +8,24 @@ deleted rows from lingering on disk.
 Each row also keeps the session's first prompt (`first_prompt`, one line, at most
 `PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
 never changes, so it is read once, from the first chunk, and carried to the next head.
+
+A catalog reads the refs through `StoreRefs` (no dulwich) when it is given them, and
+opens the full store only for a row it must read again: `list` and `info` on a warm
+cache import no git library (tests/test_startup.py).
 """
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
-from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.store.refs import StoreRefs
 from gitsessions.values.messages import text_of
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import Head, SessionStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS headers "
@@ -35,14 +43,38 @@ def broken_header(
 
 
 class Catalog:
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
+    def __init__(
+        self,
+        store: "SessionStore | StoreRefs",
+        open_store: "Callable[[], SessionStore] | None" = None,
+    ) -> None:
+        """`store` reads the refs; `open_store` gives the store a stale row is read from
+        (by default `store` itself, which must then be a `SessionStore`)."""
+        self.refs = store
+        self._open_store = open_store
         self.path = store.home / "index.sqlite"
+
+    @property
+    def store(self) -> "SessionStore":
+        if self._open_store is not None:
+            return self._open_store()
+        assert not isinstance(self.refs, StoreRefs), "a StoreRefs catalog needs open_store"
+        return self.refs
+
+    def cached_header(self, session_id: str, commit: bytes) -> dict[str, Any] | None:
+        """The header cached for `session_id` at `commit`, None when the row is stale
+        or missing (then read the session itself)."""
+        with open_cache(self.path, [SCHEMA]) as db:
+            row = db.execute(
+                "SELECT header FROM headers WHERE id = ? AND head = ?",
+                (session_id, commit.decode()),
+            ).fetchone()
+        return json.loads(row[0]) if row else None
 
     def headers(self) -> list[dict[str, Any]]:
         """Every session's header (with `head` and `first_prompt` added), refreshed from
         the refs."""
-        refs = {sid: commit.decode() for sid, commit in self.store.ids().items()}
+        refs = {sid: commit.decode() for sid, commit in self.refs.ids().items()}
         with open_cache(self.path, [SCHEMA]) as db:
             cached = {
                 row[0]: (row[1], row[2], row[3]) for row in db.execute("SELECT * FROM headers")
@@ -60,7 +92,7 @@ class Catalog:
                         header = head.header
                         prompt = prompt or self._first_prompt(head)
                     except ObjectMissing:
-                        if not self.store.exists(sid):
+                        if not self.refs.exists(sid):
                             continue  # deleted while we listed
                         header = broken_header(sid, "its objects are missing")
                     except NewerFormat as error:
@@ -81,7 +113,7 @@ class Catalog:
                     db.executemany("DELETE FROM headers WHERE id = ?", gone)
             return out
 
-    def _first_prompt(self, head: Head) -> str:
+    def _first_prompt(self, head: "Head") -> str:
         """The text of the transcript's first user message, on one line ("" if none)."""
         end = min(FIRST_LINES, head.counts.get("messages", 0))
         for message in self.store.transcript(head, 0, end):

@@ -37,7 +37,8 @@ from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
-from gitsessions.store.repo import SESSION_REF_PREFIX, UNREADABLE, GitStore
+from gitsessions.store.refs import SESSION_REF_PREFIX
+from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id
 

@@ -39,7 +39,8 @@ from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.refpack import current, delete_ref, is_sha, read_packed
+from gitsessions.store.refpack import current, delete_ref
+from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs  # noqa: F401 - named here too
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
 UNREADABLE = (
@@ -55,7 +56,6 @@ UNREADABLE = (
 STALE_LOCK_SECONDS = 5.0
 T = TypeVar("T")
 LOCK_RETRIES = 40
-SESSION_REF_PREFIX = b"refs/heads/sessions/"
 
 
 @contextlib.contextmanager
@@ -295,40 +295,8 @@ class GitStore:
         return current(self.path, name)
 
     def session_refs(self) -> dict[bytes, bytes]:
-        """`{session id (bytes): head commit}` for every session branch.
-
-        Loose files are read first and `packed-refs` after, as git does: a concurrent
-        `pack_refs` renames the new `packed-refs` into place before it deletes a loose
-        file, so a ref is always found in one of the two with a value no older than the
-        one it had when we started. Several times faster than dulwich's generic walk at
-        10,000 sessions."""
-        prefix = SESSION_REF_PREFIX
-        loose: dict[bytes, bytes] = {}
-        folder = self.path / os.fsdecode(prefix)
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            names = []
-        for name in names:
-            if name.endswith(".lock"):
-                continue
-            try:
-                with open(folder / name, "rb") as file:
-                    sha = file.read(64).strip()
-            except (FileNotFoundError, IsADirectoryError):
-                continue  # packed and deleted meanwhile, or not a branch of ours
-            if not is_sha(sha):
-                raise StoreCorrupt(
-                    f"{folder / name} does not hold a commit id; run `gitsessions doctor`"
-                )
-            loose[os.fsencode(name)] = sha
-        refs = {
-            name[len(prefix) :]: sha
-            for name, sha in read_packed(self.path / "packed-refs").items()
-            if name.startswith(prefix)
-        }
-        refs.update(loose)
-        return refs
+        """`{session id (bytes): head commit}` for every session branch (`refs`)."""
+        return session_refs(self.path)
 
     def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
         """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won."""

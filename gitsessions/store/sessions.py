@@ -20,13 +20,12 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dulwich.objects import Commit, Tree
 
-from gitsessions.store import background, context_refs, maintenance, tombstones
+from gitsessions.store import context_refs
 from gitsessions.store.errors import (
-    AmbiguousSessionId,
     ConcurrentUpdate,
     ObjectMissing,
     SessionExists,
@@ -43,25 +42,21 @@ from gitsessions.store.layout import (
     read_transcript,
     transcript_chunks,
 )
-from gitsessions.store.redaction import (
-    Finding,
-    OnRedacted,
-    redact_messages,
-    redact_named,
-    redact_subject,
-)
-from gitsessions.store.repo import SESSION_REF_PREFIX, GitStore
+from gitsessions.store.refs import ref_name, resolve_id
+from gitsessions.store.repo import GitStore
 from gitsessions.store.trailers import commit_message
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
-from gitsessions.values.ids import check_prefix, is_session_id
-from gitsessions.values.plural import plural
+from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import (
     HEADER_FORMAT,
     empty_usage,
     usage_since,
     without_local_marks,
 )
+
+if TYPE_CHECKING:  # writing only: a reader never imports maintenance or the secret rules
+    from gitsessions.store.redaction import Finding, OnRedacted
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 JSON_FILES = {
@@ -74,11 +69,6 @@ V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
 RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
-
-
-def ref_name(session_id: str) -> bytes:
-    assert is_session_id(session_id), session_id
-    return SESSION_REF_PREFIX + session_id.encode()
 
 
 @dataclass(frozen=True)
@@ -127,7 +117,7 @@ class SessionStore:
         home: Path,
         *,
         redact: bool = True,
-        on_redacted: OnRedacted | None = None,
+        on_redacted: "OnRedacted | None" = None,
         background_maintenance: bool = True,
     ) -> None:
         self.redact = redact
@@ -161,21 +151,7 @@ class SessionStore:
 
     def resolve(self, text: str) -> str:
         """The full id named by an id or unique prefix."""
-        prefix = check_prefix(text)
-        if len(prefix) == 32:
-            if not self.exists(prefix):
-                raise SessionNotFound(f"no session {prefix}")
-            return prefix
-        matches = sorted(i for i in self.ids() if i.startswith(prefix))
-        if not matches:
-            raise SessionNotFound(f"no session matches {prefix!r}")
-        if len(matches) > 1:
-            shown = ", ".join(m[:12] for m in matches[:5])
-            raise AmbiguousSessionId(
-                f"{prefix!r} matches {plural(len(matches), 'session')} ({shown}); "
-                "type more characters"
-            )
-        return matches[0]
+        return resolve_id(text, self.ids, self.exists)
 
     def head(self, session_id: str) -> Head:
         commit_id = self.git.ref(ref_name(session_id))
@@ -509,8 +485,11 @@ class SessionStore:
                     f"session {session_id[:8]} was changed by another process; "
                     "nothing was overwritten, try again"
                 )
-        if self.background_maintenance and maintenance.needs_maintenance(self.git):
-            background.schedule(self.git.path)
+        if self.background_maintenance:
+            from gitsessions.store import background, maintenance
+
+            if maintenance.needs_maintenance(self.git):
+                background.schedule(self.git.path)
         if findings and self.on_redacted is not None:  # only for a commit that happened
             self.on_redacted(session_id, findings)
         if candidates is not None:
@@ -554,12 +533,14 @@ class SessionStore:
 
     def _redact(
         self, change: Change, subject: str, first: int, base: Head | None
-    ) -> tuple[str, list[Finding], list[bytes] | None]:
+    ) -> "tuple[str, list[Finding], list[bytes] | None]":
         """Redact `change` in place; the redacted subject, where secrets were found, and
         the keys of the context's messages as redacted (None: no context in `change`).
         A context message already stored (the base context's) or appended now (redacted
         with the transcript) is not scanned again: a commit's redaction costs what it
         adds, not the whole context."""
+        from gitsessions.store.redaction import redact_messages, redact_named, redact_subject
+
         findings: list[Finding] = []
         originals = [context_refs.key(m) for m in change.append]
         change.append, found = redact_messages(change.append, "transcript", first)
@@ -602,6 +583,8 @@ class SessionStore:
 
         The id is recorded as deleted first (so `doctor` never brings it back from its
         leftover commits), then the branch goes, then its objects."""
+        from gitsessions.store import maintenance, tombstones
+
         ref = ref_name(head.id)
         tombstones.record(self.git.path, head.id)
         with self.git.locked(), self.git.ref_locked(ref):

@@ -88,9 +88,16 @@ class TokenCounter:
                 loaded = self._loaded
         return loaded
 
-    def warm_up(self) -> None:
-        """Load the encoding in a background thread (`chat` does, while the user types)."""
-        threading.Thread(target=self._load, daemon=True, name="load-encoding").start()
+    def warm_up(self, after: threading.Event | None = None) -> None:
+        """Load the encoding in a background thread (`chat` does, while the user types);
+        with `after`, once that event is set (at most two seconds later)."""
+
+        def load() -> None:
+            if after is not None:
+                after.wait(2.0)
+            self._load()
+
+        threading.Thread(target=load, daemon=True, name="load-encoding").start()
 
     @property
     def _encoding(self) -> _Encoding | None:

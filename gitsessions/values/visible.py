@@ -33,13 +33,22 @@ _INVISIBLE = (
     "\U000e0000-\U000e007f"
 )
 _SURROGATE = "\ud800-\udfff"
-_EMOJI = re.compile("[\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]")
+_EMOJI = "[\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff]"
 _ZWJ = "\u200d"
 _ALWAYS = _CONTROL + _BIDI + _INVISIBLE + _SURROGATE + _ZWJ
 
-# One character class each, so a scan of clean text is one fast pass.
-_UNSAFE = re.compile(f"[{_ALWAYS}]")
-_UNSAFE_ONE_LINE = re.compile(f"[\t\n{_ALWAYS}]")
+# One character class each, so a scan of clean text is one fast pass. Each is compiled
+# at its first use (almost a millisecond each, which every command would pay at import).
+_SOURCES = {"unsafe": f"[{_ALWAYS}]", "one_line": f"[\t\n{_ALWAYS}]", "emoji": _EMOJI}
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    pattern = _COMPILED.get(name)
+    if pattern is None:
+        pattern = _COMPILED[name] = re.compile(_SOURCES[name])
+    return pattern
+
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
@@ -60,16 +69,14 @@ def _joins_emoji(text: str, at: int) -> bool:
     """A zero-width joiner between two emoji (a family, a profession) is kept."""
     return (
         0 < at < len(text) - 1
-        and _EMOJI.match(text, at - 1) is not None
-        and _EMOJI.match(text, at + 1) is not None
+        and _pattern("emoji").match(text, at - 1) is not None
+        and _pattern("emoji").match(text, at + 1) is not None
     )
 
 
-_KNOWN = {
-    chr(code): _spelling(chr(code))
-    for code in [*range(0x100), *range(0x2000, 0x2070), *range(0xD800, 0xE000)]
-    if code != 0x200D
-}
+# Spellings met so far (only characters of the classes above: a bounded table), filled
+# as they are met rather than built at import, which every command pays for.
+_KNOWN: dict[str, str] = {}
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -77,9 +84,10 @@ def _escape(match: re.Match[str]) -> str:
     known = _KNOWN.get(char)
     if known is not None:
         return known
-    if char == _ZWJ and _joins_emoji(match.string, match.start()):
-        return char
-    return _spelling(char)
+    if char == _ZWJ:  # kept or escaped by its neighbours: never remembered
+        return char if _joins_emoji(match.string, match.start()) else _spelling(char)
+    spelled = _KNOWN[char] = _spelling(char)
+    return spelled
 
 
 def _escape_json(match: re.Match[str]) -> str:
@@ -96,7 +104,7 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     With `keep_newlines=False` tab and newline are escaped too (one-line contexts:
     table cells, error messages).
     """
-    pattern = _UNSAFE if keep_newlines else _UNSAFE_ONE_LINE
+    pattern = _pattern("unsafe" if keep_newlines else "one_line")
     if pattern.search(text) is None:
         return text
     return pattern.sub(_escape, text)
@@ -109,6 +117,7 @@ def json_visible(text: str) -> str:
     Valid because these characters can only occur inside JSON strings, where any
     character may be written as an escape.
     """
-    if _UNSAFE.search(text) is None:
+    pattern = _pattern("unsafe")
+    if pattern.search(text) is None:
         return text
-    return _UNSAFE.sub(_escape_json, text)
+    return pattern.sub(_escape_json, text)
