@@ -255,3 +255,23 @@ def test_a_commit_in_a_worktree_fork_names_the_fork(server, tmp_path, home):
     message = pgit(path, "log", "-1", "--format=%B")
     assert f"Gitsessions-Session: {made['id']}" in message
     assert pgit(root, "log", "-1", "--format=%s", "main").strip() == "initial"
+
+
+def test_a_mark_whose_project_is_not_here_is_said_and_ignored(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    server.reply(content="ok")
+    server.reply(content="A title")
+    done = run_gitsessions(*exec_args(server, root), "hello", "--json")
+    assert done.returncode == 0, done.stderr
+    fid = fork(home, tmp_path, json.loads(done.stdout)["session"])["id"]
+    root.rename(tmp_path / "moved")  # as on another machine: no project at `repo`
+    here = tmp_path / "here"
+    here.mkdir()
+    server.reply(content="still fine")
+    resumed = gitsessions(
+        "exec", "hi", "--resume", fid, "--base-url", server.base_url, "--model", "fake-model",
+        cwd=here,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    notes = [line for line in resumed.stderr.splitlines() if "not on this machine" in line]
+    assert len(notes) == 1 and f"the tools work in {here}" in notes[0]
