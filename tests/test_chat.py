@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -436,6 +437,7 @@ def test_resume_without_an_id_and_sessions_pick_from_this_workspace(server, ws, 
         return json.loads(done.stdout)["session"]
 
     older = made("older work", ws)
+    time.sleep(1.1)  # activity is recorded to the second: let the newer one be newer
     newer = made("newer work", ws)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
