@@ -84,6 +84,8 @@ def git(store_path: Path, *args: str, check: bool = True) -> subprocess.Complete
 
 
 def fsck(home: Path) -> None:
+    # a background repack removes loose objects as it packs them: fsck after it, not during
+    wait_for_maintenance(home / "store.git")
     result = git(home / "store.git", "fsck", "--strict", "--no-progress", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "error" not in result.stderr.lower(), result.stderr
