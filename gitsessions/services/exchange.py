@@ -84,14 +84,9 @@ class InvalidExport(InvalidInput):
     """An export document that cannot be imported."""
 
 
-def export_session(store: SessionStore, head: Head) -> dict[str, Any]:
-    """The whole session at `head` as an export document (redacted when the store
-    redacts)."""
-    return export_redacted(store, head)[0]
-
-
 def export_redacted(store: SessionStore, head: Head) -> tuple[dict[str, Any], dict[str, int]]:
-    """The export document and `{rule: count}` of what was redacted in it just now."""
+    """The export document and `{rule: count}` of what was redacted in it just now, held
+    whole in memory (`export_bytes` writes the same bytes a record at a time)."""
     doc = _document(store, head, store.records(head))
     return redact_value(doc) if store.redact else (doc, {})
 
@@ -323,11 +318,6 @@ def validate_export(doc: Any) -> None:
             value = usage.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise InvalidExport(f"'usage.{key}' must be a non-negative number")
-
-
-def messages_of(doc: Mapping[str, Any]) -> list[Any]:
-    """The transcript's messages of a validated document of either format."""
-    return [record["message"] for record in records_of(doc["format"], doc["transcript"])]
 
 
 def records_of(format_: str, elements: Iterable[Any]) -> Iterator[dict[str, Any]]:

@@ -69,8 +69,9 @@ def fork(
         source = store.head(session_id)
         commit = points.resolve(store, source, at)
         if commit != source.commit:  # an earlier state: of this session, or its parent's
-            owner = str(store.head_at(session_id, commit).header.get("id") or session_id)
-            source = store.head_at(owner, commit)
+            state = store.head_at(session_id, commit)
+            owner = str(state.header.get("id") or session_id)
+            source = state if owner == session_id else store.head_at(owner, commit)
         named = title
         if named is None:
             parent = source.header.get("title") or source.header.get("summary") or ""
