@@ -1,6 +1,9 @@
-"""Real git servers on 127.0.0.1 for the sync tests: `git daemon` and smart HTTP through
-stock `git http-backend` (CGI, run per request by a small threaded HTTP server)."""
+"""Real git servers on 127.0.0.1 for the sync tests: `git daemon`, smart HTTP through
+stock `git http-backend` (CGI, run per request by a small threaded HTTP server; with
+`auth`, it asks for HTTP Basic credentials first), and an `ssh` that runs the remote
+command on this machine, as git's own test suite does (test-fake-ssh)."""
 
+import base64
 import os
 import socket
 import subprocess
@@ -61,14 +64,27 @@ def _dechunk(stream: "socket.SocketIO | object") -> bytes:
 
 class _Backend(BaseHTTPRequestHandler):
     root: Path
+    auth: str | None = None  # the Authorization header every request must carry
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
 
+    def _allowed(self) -> bool:
+        if self.auth is None or self.headers.get("Authorization") == self.auth:
+            return True
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="sessions"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return False
+
     def do_GET(self) -> None:
-        self._cgi(b"")
+        if self._allowed():
+            self._cgi(b"")
 
     def do_POST(self) -> None:
+        if not self._allowed():
+            return
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             body = _dechunk(self.rfile)
         else:
@@ -118,10 +134,14 @@ class _Backend(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def git_http(root: Path) -> Iterator[str]:
+def git_http(root: Path, auth: tuple[str, str] | None = None) -> Iterator[str]:
     """Smart HTTP for every repository under `root` (stock `git http-backend`); yields
-    the base URL (`http://127.0.0.1:PORT`)."""
-    handler = type("Backend", (_Backend,), {"root": root})
+    the base URL (`http://127.0.0.1:PORT`). With `auth` (user, password), every request
+    without those Basic credentials gets a 401."""
+    header = None
+    if auth is not None:
+        header = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    handler = type("Backend", (_Backend,), {"root": root, "auth": header})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -130,3 +150,21 @@ def git_http(root: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+FAKE_SSH = """#!/bin/sh
+# ssh [options] [user@]host command: log the call, then run the command here.
+printf '%s\\n' "$*" >> "$0.log"
+for last; do :; done
+exec sh -c "$last"
+"""
+
+
+def fake_ssh(bin_dir: Path) -> Path:
+    """An executable `ssh` in `bin_dir` (put it first on PATH) that runs the remote
+    command on this machine and appends its arguments to `ssh.log` beside it."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    ssh = bin_dir / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    return ssh

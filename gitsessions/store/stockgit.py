@@ -57,7 +57,6 @@ LOCAL_ENV = frozenset(
 SETTINGS = (
     "gc.auto=0",
     "maintenance.auto=false",
-    "core.fsyncObjectFiles=true",  # git < 2.36
     "core.fsync=objects,derived-metadata",
     "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
     "fetch.writeCommitGraph=false",
@@ -65,6 +64,7 @@ SETTINGS = (
     "core.hooksPath=/dev/null",
     "protocol.version=2",
 )
+OLD_FSYNC = "core.fsyncObjectFiles=true"  # git < 2.36 only: newer ones warn it is deprecated
 REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
 Relay = Callable[[bytes], None]
 
@@ -102,7 +102,8 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 def _command(store: Path, args: Iterable[str]) -> list[str]:
-    settings = [part for item in SETTINGS for part in ("-c", item)]
+    chosen = SETTINGS if version() >= (2, 36) else (OLD_FSYNC, *SETTINGS)
+    settings = [part for item in chosen for part in ("-c", item)]
     return ["git", "--git-dir", str(store), *settings, *args]
 
 
@@ -114,7 +115,7 @@ def message(stderr: bytes) -> str:
     picked = [
         re.sub(r"^(fatal|error): ", "", line)
         for line in lines
-        if line and not line.startswith(("hint:", "remote: ", "Please make sure"))
+        if line and not line.startswith(("hint:", "warning:", "remote: ", "Please make sure"))
     ]
     picked = [line for line in picked if not re.search(r"\d+% \(|done\.$", line)]
     return "; ".join(dict.fromkeys(picked)) or "git failed"
