@@ -5,9 +5,10 @@ Python, several times slower on the store's delta chains (`remotes` falls back t
 Invariants:
 - Every command names the store with `--git-dir` and runs with settings that keep git
   from doing anything of its own there: no auto gc or maintenance, no hooks, no
-  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them,
-  loose ones too (a small fetch lands loose, as the store's own commits do, and
-  background maintenance packs them; a large one stays the pack that came).
+  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them.
+  A fetch keeps the pack that came, however small (`fetch.unpackLimit=1`): writing a
+  small fetch's objects loose, each fsynced, took twice as long as the whole pack and
+  its index; background maintenance merges the packs as it merges those of commits.
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
 - Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
@@ -54,16 +55,17 @@ LOCAL_ENV = frozenset(
         "GIT_NAMESPACE",
     }
 )
+FSYNC_SETTING = (2, 36)  # core.fsync; older gits know core.fsyncObjectFiles (newer warn)
 SETTINGS = (
     "gc.auto=0",
     "maintenance.auto=false",
-    "core.fsyncObjectFiles=true",  # git < 2.36
     "core.fsync=objects,derived-metadata",
     "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
     "fetch.writeCommitGraph=false",
     "fetch.showForcedUpdates=false",
     "core.hooksPath=/dev/null",
     "protocol.version=2",
+    "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
 REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
 Relay = Callable[[bytes], None]
@@ -103,6 +105,8 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
 
 def _command(store: Path, args: Iterable[str]) -> list[str]:
     settings = [part for item in SETTINGS for part in ("-c", item)]
+    if version() < FSYNC_SETTING:
+        settings += ["-c", "core.fsyncObjectFiles=true"]
     return ["git", "--git-dir", str(store), *settings, *args]
 
 
