@@ -8,9 +8,11 @@ Invariants:
 - Fetched objects are only written while the caller holds the store's shared lock, and
   are named by a ref (a session branch or a remote-tracking ref) before it is released,
   so a purge never removes them in between.
-- Nothing here moves a session branch. Remote-tracking refs
-  (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
-  1,000 sessions makes one fsync, not 1,000.
+- A session branch moves only through `update_refs`: compare-and-swap from the value
+  the caller saw (None: absent), under the branch's flock. Remote-tracking refs
+  (`refs/remotes/<remote>/...`) and the branches a pull moves are written in one
+  `packed-refs` write per 256 branches: a pull of 1,000 sessions makes a few fsyncs,
+  not 1,000.
 - The remote's refs move only through compare-and-swap and are never forced: each
   update carries an old value and the remote refuses it if the ref moved since. With
   dulwich that is the value the caller saw; with stock git, the value git saw when it
