@@ -415,9 +415,9 @@ def fetch(
     track: bool = True,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
-    returns the remote's refs as advertised (as fetched, for the refs stock git fetched
-    into the remote-tracking refs of `name`; without `track` they stay loose files,
-    for the caller's own write to fold in). The caller holds `git.locked()`. `thin`
+    returns the remote's refs as advertised. With stock git, the remote-tracking refs
+    of `name` are set for what came, unless not `track` (the caller's own write names
+    them). The caller holds `git.locked()`. `thin`
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
@@ -447,16 +447,18 @@ def _fetch_stock(
     track: bool = True,
 ) -> dict[bytes, bytes]:
     """`fetch` by stock git: the refs listed (or `listed`, the caller's listing just
-    before), the wanted ones the store lacks fetched into remote-tracking refs (folded
-    into `packed-refs` at once with `track`), their values read back (a ref that moved
-    since the listing is fetched as it is now)."""
+    before), the commits of the wanted ones the store lacks fetched by their ids (git
+    writes no ref: a thousand loose ones cost it a second, and matching a thousand
+    names more), their remote-tracking refs set at once with `track` (else the
+    caller's own write names them, under the lock it holds). A ref that moved on the
+    remote since the listing is fetched as listed (protocol v2 serves any id it has;
+    a v0-only server refuses it, and the pull fails with one line: run it again)."""
     with _talking(url, "fetch from"):
         refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
         wanted = {sha for sha in wants(refs) if not has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
             return refs
-        specs = [b"+" + ref + b":" + _tracking_name(name, ref) for ref in chosen]
         tips: list[bytes] = []
         for ref in chosen:  # what this store has of each: its branch, its tracking ref
             here = [ref_value(git.path, r) for r in (ref, _tracking_name(name, ref))]
@@ -464,16 +466,16 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        stockgit.fetch(git.path, url, specs, env, _report(progress, url=url), tips)
+        stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
     rescan_packs(git.repo.object_store)
-    fetched: dict[bytes, bytes] = {}
-    for ref in chosen:
-        sha = ref_value(git.path, _tracking_name(name, ref))
-        if sha is not None:
-            fetched[ref] = sha
+    lacking = sorted(sha for sha in wanted if not has(git, sha))
+    if lacking:
+        raise RemoteError(
+            f"cannot fetch from {mask(url)}: commit {lacking[0].decode()[:12]} did not come"
+        )
     if track:
-        set_tracking(git, name, dict(fetched))
-    return {**refs, **fetched}
+        set_tracking(git, name, {ref: refs[ref] for ref in chosen})
+    return refs
 
 
 def send(

@@ -11,13 +11,14 @@ Invariants:
   its index; background maintenance merges the packs as it merges those of commits.
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
-- Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
-  caller folds them into `packed-refs`). A push never forces: git refuses an update
-  that is not a create or a fast-forward of what the remote holds, and the remote
-  applies each only if its ref still holds the old value git sent (the protocol's
-  compare-and-swap); a delete carries a lease (`--force-with-lease=REF:OLD`), so it
-  happens only if the remote's ref still holds what the caller saw. (A lease on every
-  ref costs git a quadratic check: 0.7 s for a thousand.)
+- Nothing here moves a session branch. A fetch writes no ref at all: it asks for
+  commits by id, and the caller names them (it holds the store's lock meanwhile). A
+  push never forces: git refuses an update that is not a create or a fast-forward of
+  what the remote holds, and the remote applies each only if its ref still holds the
+  old value git sent (the protocol's compare-and-swap); a delete carries a lease
+  (`--force-with-lease=REF:OLD`), so it happens only if the remote's ref still holds
+  what the caller saw. (A lease on every ref costs git a quadratic check: 0.7 s for a
+  thousand.)
 - A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
 """
 
@@ -186,20 +187,21 @@ def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[byte
 def fetch(
     store: Path,
     url: str,
-    refspecs: list[bytes],
+    wants: list[bytes],
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
     tips: Iterable[bytes] = (),
 ) -> None:
-    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need. `tips`:
-    the commits whose histories alone are offered as common (git's negotiation from
-    every ref of a store of a thousand sessions gives up before it finds the few that
-    matter, and the remote then sends whole histories)."""
+    """Fetch the commits `wants` (ids the remote advertised) and all they need; no ref
+    is written (the caller names them). `tips`: the commits whose histories alone are
+    offered as common (git's negotiation from every ref of a store of a thousand
+    sessions gives up before it finds the few that matter, and the remote then sends
+    whole histories)."""
     args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
     args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
     args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
-    run(store, args, env, stdin=b"".join(spec + b"\n" for spec in refspecs), relay=relay)
+    run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)
 
 
 def push(
