@@ -64,6 +64,7 @@ SETTINGS = (
     "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
     "fetch.writeCommitGraph=false",
     "fetch.showForcedUpdates=false",
+    "advice.fetchShowForcedUpdates=false",  # or each slow fetch says it skipped the check
     "core.hooksPath=/dev/null",
     "protocol.version=2",
     "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
