@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.services import sync
 from gitsessions.store import maintenance, remotes
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.lease import Lease
@@ -636,3 +637,34 @@ def test_a_pull_into_a_pipe_prints_records_and_packs_what_piles_up(cli, home, ot
     wait_for_maintenance(store_path)
     assert maintenance.pack_count(GitStore(store_path)) == 1
     assert contents(other, one) == contents(home, one)
+
+
+def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
+    cli, home, other, bare_remote, monkeypatch
+):
+    """A turn committed here after the pull decided to fast-forward, before it moved the
+    branch: the compare-and-swap refuses, the turn stays, and the next pull forks the
+    remote's line."""
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid)
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "from the laptop")
+    cli("push", sid)
+    real = sync._bring
+
+    def bring_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        decided = real(*args, **kwargs)
+        say(other, sid, "typed here meanwhile")  # a real commit by another writer
+        return decided
+
+    monkeypatch.setattr(sync, "_bring", bring_then_write)
+    held = summary(cli, other, "pull")["sessions"]
+    assert held == [{"id": sid, "result": "busy", "detail": "changed here meanwhile; pull again"}]
+    assert "typed here meanwhile" in contents(other, sid)
+    monkeypatch.setattr(sync, "_bring", real)
+    forked = summary(cli, other, "pull")["sessions"]
+    assert forked[0]["result"] == "forked"
+    assert "typed here meanwhile" in contents(other, sid)
+    assert "from the laptop" in contents(other, forked[0]["fork"])
