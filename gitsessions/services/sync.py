@@ -137,6 +137,7 @@ def _fetch_tombstones(
     url: str,
     progress: Progress,
     env: remotes.Env,
+    *,
     track: bool = True,
 ) -> tuple[dict[bytes, bytes], set[str], set[str]]:
     """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
@@ -279,9 +280,8 @@ def pull(
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        listed, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env, False)
+        listed, dead, _ = _fetch_tombstones(store, name, url, progress, env, track=False)
         local = store.ids()
-
         wants: list[bytes] = []
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
