@@ -8,8 +8,9 @@ same refs between the same kind of repositories (fresh bare ones). "Bytes" are w
 receiving side's `objects/` grew by: for a transfer through a path that is the pack that
 crossed, the same bytes a network transport carries (plus its small index).
 
-Each command is a new process (the real CLI), timed with wall clock. Everything lives in
-one temporary directory, removed at the end unless --keep.
+Each command is a new process (the real CLI), timed with wall clock and with the CPU
+seconds it and its children (git) used: on a shared machine the CPU is the steadier
+number. Everything lives in one temporary directory, removed at the end unless --keep.
 
     uv run python bench/sync.py --sessions 100 --messages 50     # quick, ~1 minute
     uv run python bench/sync.py                                  # 1,000 x 50
@@ -19,11 +20,13 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,16 +86,27 @@ def change_some(home: Path, ids: list[str]) -> None:
     store.close()
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    start = time.perf_counter()
+@dataclass(frozen=True)
+class Took:
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the process and every child it waited for
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> Took:
+    start, cpu = time.perf_counter(), _cpu()
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
+    took = Took(time.perf_counter() - start, _cpu() - cpu)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} failed:\n{result.stderr[-2000:]}")
-    return seconds
+    return took
 
 
-def gitsessions(home: Path, *args: str) -> float:
+def gitsessions(home: Path, *args: str) -> Took:
     # as installed: bytecode cached (a shell with PYTHONDONTWRITEBYTECODE would make every
     # command compile the package again, ~0.3 s of each time)
     env = {
@@ -103,7 +117,7 @@ def gitsessions(home: Path, *args: str) -> float:
     return run([sys.executable, "-m", "gitsessions", "--home", str(home), *args], env)
 
 
-def git(*args: str) -> float:
+def git(*args: str) -> Took:
     return run(["git", *args])
 
 
@@ -136,11 +150,13 @@ def measure(
     gitsessions(home_a, "remote", "add", "origin", str(remote))
     rows: dict[str, dict[str, float]] = {}
 
-    def step(name: str, ours: float, ours_bytes: int, theirs: float, theirs_bytes: int) -> None:
+    def step(name: str, ours: Took, ours_bytes: int, theirs: Took, theirs_bytes: int) -> None:
         rows[name] = {
-            "gitsessions_s": round(ours, 3),
-            "git_s": round(theirs, 3),
-            "time_ratio": round(ours / theirs, 2) if theirs else 0.0,
+            "gitsessions_s": round(ours.wall, 3),
+            "git_s": round(theirs.wall, 3),
+            "time_ratio": round(ours.wall / theirs.wall, 2) if theirs.wall else 0.0,
+            "gitsessions_cpu_s": round(ours.cpu, 3),
+            "git_cpu_s": round(theirs.cpu, 3),
             "gitsessions_bytes": ours_bytes,
             "git_bytes": theirs_bytes,
             "bytes_ratio": round(ours_bytes / theirs_bytes, 2) if theirs_bytes else 0.0,
@@ -187,9 +203,14 @@ def measure(
         objects_bytes(fetched_git) - before[1],
     )
     res["steps"] = rows
-    res["cli_startup_s"] = round(min(gitsessions(home_b, "remote", "list") for _ in range(3)), 3)
+    startup = [gitsessions(home_b, "remote", "list") for _ in range(3)]
+    res["cli_startup_s"] = round(min(t.wall for t in startup), 3)
+    res["cli_startup_cpu_s"] = round(min(t.cpu for t in startup), 3)
     res["incremental_pull_vs_first"] = round(
-        rows["incremental pull"]["gitsessions_s"] / first_pull[0], 3
+        rows["incremental pull"]["gitsessions_s"] / first_pull[0].wall, 3
+    )
+    res["incremental_pull_vs_first_cpu"] = round(
+        rows["incremental pull"]["gitsessions_cpu_s"] / first_pull[0].cpu, 3
     )
     fsck = subprocess.run(
         ["git", "--git-dir", str(remote), "fsck", "--strict", "--no-progress"],
@@ -206,20 +227,23 @@ def table(res: dict[str, Any]) -> str:
         f"{res['sessions']} sessions x {res['messages']} messages "
         f"(generated in {res['generate_s']} s, store {res['store_bytes'] / 1e6:.1f} MB), "
         f"{res['changed']} changed for the incremental step",
-        f"{'step':18} {'gitsessions':>12} {'git':>8} {'x':>6} {'gs bytes':>12} "
-        f"{'git bytes':>12} {'x':>6}",
+        f"{'step':18} {'gitsessions':>12} {'git':>8} {'x':>6} {'gs cpu':>8} {'git cpu':>8} "
+        f"{'gs bytes':>12} {'git bytes':>12} {'x':>6}",
     ]
     for name, row in res["steps"].items():
         lines.append(
             f"{name:18} {row['gitsessions_s']:>11.2f}s {row['git_s']:>7.2f}s "
-            f"{row['time_ratio']:>6.2f} {row['gitsessions_bytes']:>12,} "
+            f"{row['time_ratio']:>6.2f} {row['gitsessions_cpu_s']:>7.2f}s "
+            f"{row['git_cpu_s']:>7.2f}s {row['gitsessions_bytes']:>12,} "
             f"{row['git_bytes']:>12,} {row['bytes_ratio']:>6.2f}"
         )
     lines.append(
-        f"(each gitsessions time includes the CLI's start-up: {res['cli_startup_s']:.2f} s)"
+        f"(each gitsessions time includes the CLI's start-up: {res['cli_startup_s']:.2f} s, "
+        f"{res['cli_startup_cpu_s']:.2f} s of CPU)"
     )
     lines.append(
-        f"incremental pull / first pull: {res['incremental_pull_vs_first']:.1%}; "
+        f"incremental pull / first pull: {res['incremental_pull_vs_first']:.1%} "
+        f"(CPU: {res['incremental_pull_vs_first_cpu']:.1%}); "
         f"remote fsck --strict ok: {res['remote_fsck_ok']}"
     )
     return "\n".join(lines)

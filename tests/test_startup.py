@@ -53,8 +53,10 @@ def test_info_show_and_log_import_nothing_heavy(make_session):
 
 def test_every_option_converts_without_pydantic():
     """Each command's options take the fast path (or are flags typer leaves alone)."""
-    for name in COMMANDS:
-        command = load(name)
+    commands = [load(name) for name in COMMANDS]
+    commands += [sub for group in commands for sub in getattr(group, "commands", {}).values()]
+    for command in commands:
+        name = command.name
         convert_fast(command.params)
         for param in command.params:
             kind = param.type_descriptor.annotation
@@ -67,6 +69,7 @@ def test_push_and_pull_import_nothing_heavy(make_session):
     sid = make_session(turns=1).id[:8]
     assert imported("push", sid) == []  # no remote yet: a usage error, after parsing
     assert imported("pull") == []
+    assert imported("remote", "list") == []
 
 
 def test_fast_options_still_check_their_values(workspace):

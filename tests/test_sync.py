@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.store import remotes
+from gitsessions.services import sync
+from gitsessions.store import maintenance, remotes
+from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.lease import Lease
-from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.store.repo import GitStore
+from gitsessions.store.sessions import Change, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
@@ -552,3 +555,116 @@ def test_an_incremental_pull_brings_only_what_changed(cli, home, other, bare_rem
     history = git(home / "store.git", "rev-list", "--objects", f"refs/heads/sessions/{ids[0]}")
     added = objects() - before
     assert 0 < added <= 12 < len(history.stdout.splitlines())
+
+
+def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
+    """`update_refs`: each branch moves only from the value it was seen at (a loose file,
+    which shadows `packed-refs`, goes once the new value is packed); a create only where
+    nothing is; the remote-tracking refs go in the same write."""
+    one, two, three = make(home, tag="one"), make(home, tag="two"), make(home, tag="three")
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        git_store = store.git
+        heads = {sid: store.head(sid).commit for sid in (one, two, three)}
+        older = store.git.get(heads[one]).parents[0]
+        loose = home / "store.git" / "refs" / "heads" / "sessions" / one
+        assert loose.exists()  # a commit writes its branch loose
+        fresh = new_id()
+        with git_store.locked():
+            moved = remotes.update_refs(
+                git_store,
+                {
+                    ref_name(one): (heads[one], older),  # holds what was seen: moves
+                    ref_name(two): (older, heads[one]),  # moved meanwhile: stays
+                    ref_name(three): (None, heads[one]),  # exists: no create
+                    ref_name(fresh): (None, heads[two]),  # absent: created
+                },
+                remotes.Tracking("origin", {ref_name(two): heads[two]}),
+            )
+    finally:
+        store.close()
+    assert moved == {ref_name(one), ref_name(fresh)}
+    assert not loose.exists()
+    now = refs(home / "store.git")
+    assert now[f"refs/heads/sessions/{one}"] == older.decode()
+    assert now[f"refs/heads/sessions/{two}"] == heads[two].decode()
+    assert now[f"refs/heads/sessions/{three}"] == heads[three].decode()
+    assert now[f"refs/heads/sessions/{fresh}"] == heads[two].decode()
+    assert now[f"refs/remotes/origin/sessions/{two}"] == heads[two].decode()
+    fsck(home)
+
+
+def test_relation_walks_only_as_far_as_it_must(home):
+    sid = make(home, turns=3)
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        head = store.head(sid).commit
+        first = store.git.get(head).parents[0]
+        tree = store.git.get(head).tree.decode()
+        who = ["-c", "user.name=t", "-c", "user.email=t@localhost"]
+        other = git(home / "store.git", *who, "commit-tree", tree, "-p", first.decode(), "-m", "x")
+        side = other.stdout.strip().encode()
+        assert remotes.relation(store.git, first, head) == "behind"
+        assert remotes.relation(store.git, head, first) == "ahead"
+        assert remotes.relation(store.git, head, side) == "diverged"
+    finally:
+        store.close()
+
+
+def test_a_pull_into_a_pipe_prints_records_and_packs_what_piles_up(cli, home, other, bare_remote):
+    """Into a pipe the table is one tab-separated record per session (no rich); a pull
+    whose fetches piled up packs past the threshold starts background maintenance."""
+    one, two = make(home, tag="one"), make(home, tag="two")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", "--all")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    pulled = cli("--home", str(other), "pull")
+    assert sorted(pulled.stdout.splitlines()) == sorted(
+        [f"{one[:8]}\tcreated\t", f"{two[:8]}\tcreated\t"]
+    )
+    assert "pulled " in pulled.stderr and "2 created" in pulled.stderr
+    store_path = other / "store.git"
+    for n in range(maintenance.AUTOPACK_PACKS):  # earlier pulls' packs, one each
+        stock = ["git", "--git-dir", str(store_path)]
+        blob = subprocess.run([*stock, "hash-object", "-w", "--stdin"], input=f"blob {n}",
+                              text=True, capture_output=True, check=True)  # fmt: skip
+        subprocess.run([*stock, "pack-objects", "-q", str(store_path / "objects/pack/pack")],
+                       input=blob.stdout, text=True, capture_output=True, check=True)  # fmt: skip
+    assert maintenance.pack_count(GitStore(store_path)) > maintenance.AUTOPACK_PACKS
+    say(home, one, "one more")
+    cli("push", one)
+    assert results(summary(cli, other, "pull")) == {one: "updated", two: "unchanged"}
+    wait_for_maintenance(store_path)
+    assert maintenance.pack_count(GitStore(store_path)) == 1
+    assert contents(other, one) == contents(home, one)
+
+
+def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
+    cli, home, other, bare_remote, monkeypatch
+):
+    """A turn committed here after the pull decided to fast-forward, before it moved the
+    branch: the compare-and-swap refuses, the turn stays, and the next pull forks the
+    remote's line."""
+    sid = make(home)
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid)
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "from the laptop")
+    cli("push", sid)
+    real = sync._bring
+
+    def bring_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        decided = real(*args, **kwargs)
+        say(other, sid, "typed here meanwhile")  # a real commit by another writer
+        return decided
+
+    monkeypatch.setattr(sync, "_bring", bring_then_write)
+    held = summary(cli, other, "pull")["sessions"]
+    assert held == [{"id": sid, "result": "busy", "detail": "changed here meanwhile; pull again"}]
+    assert "typed here meanwhile" in contents(other, sid)
+    monkeypatch.setattr(sync, "_bring", real)
+    forked = summary(cli, other, "pull")["sessions"]
+    assert forked[0]["result"] == "forked"
+    assert "typed here meanwhile" in contents(other, sid)
+    assert "from the laptop" in contents(other, forked[0]["fork"])

@@ -87,9 +87,12 @@ class WordsParam(RuntimeParam):
 
 
 def speed_up(command: Any) -> None:
-    """Give every plain parameter of `command` (its --help too) the fast conversion."""
+    """Give every plain parameter of `command` (its --help too) the fast conversion; a
+    group's subcommands too (`remote list`)."""
     if getattr(command, "_gitsessions_fast", False):
         return
+    for sub in getattr(command, "commands", {}).values():
+        speed_up(sub)
     original = command.get_params
 
     def get_params(ctx: Any) -> list[Any]:

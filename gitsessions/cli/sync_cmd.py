@@ -1,18 +1,20 @@
 """`remote add|list|remove`, `push` and `pull`: sessions synced through git remotes.
 
 Data (the result table, `--json`) goes to stdout; progress and notes to stderr. A URL is
-only ever shown masked (`services.sync` hands out nothing else).
+only ever shown masked (`services.sync` hands out nothing else). Into a pipe both are
+written plain (the table as one tab-separated record per session, as `list` writes
+it), so a scripted or scheduled sync never loads rich; on a terminal they go through
+the consoles.
 """
 
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gitsessions.cli.render import print_json
-from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli import state
+from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
+from gitsessions.cli.state import State, plain_out
 from gitsessions.services import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
@@ -37,8 +39,21 @@ def _state(ctx: typer.Context) -> State:
     return ctx.obj  # type: ignore[no-any-return]
 
 
+plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
+
+
+def _note(line: str, style: str = "") -> None:
+    """One line of data on stderr: plain into a pipe, through the console on a terminal."""
+    if piped(plain_err):
+        sink = Sink(plain_err.file, colour=False)
+        sink.line(line, one_line=True)
+        sink.flush()
+    else:
+        state.err.print(one_line(line), style=style)
+
+
 def _progress(line: str) -> None:
-    err.print(one_line(line), style="dim")
+    _note(line, "dim")
 
 
 @remote_app.command("add")
@@ -54,7 +69,7 @@ def cmd_remote_add(
 ) -> None:
     """Add a remote to sync sessions with."""
     stored = sync.add_remote(_state(ctx).store, name, url, Path.cwd())
-    err.print(f"added remote {one_line(name)}: {one_line(sync.remotes.mask(stored))}")
+    _note(f"added remote {name}: {sync.remotes.mask(stored)}")
 
 
 @remote_app.command("list")
@@ -62,12 +77,11 @@ def cmd_remote_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
     """List the remotes (credentials in a URL are masked)."""
     rows = sync.list_remotes(_state(ctx).store)
     if json_:
-        print_json(out, rows)
+        write_json(plain_out, rows)
         return
     if not rows:
-        err.print("no remotes yet: gitsessions remote add NAME URL")
-    for row in rows:
-        out.print(f"{one_line(row['name'])}\t{one_line(row['url'])}")
+        _note("no remotes yet: gitsessions remote add NAME URL")
+    write_records(plain_out, ([row["name"], row["url"]] for row in rows))
 
 
 @remote_app.command("remove")
@@ -76,7 +90,7 @@ def cmd_remote_remove(
 ) -> None:
     """Forget a remote (nothing on the remote changes)."""
     sync.remove_remote(_state(ctx).store, name)
-    err.print(f"removed remote {one_line(name)}")
+    _note(f"removed remote {name}")
 
 
 def cmd_push(
@@ -135,7 +149,7 @@ def cmd_push(
         sync.push_snapshots(store, report, code_remote, _state(ctx).env)
     _show(report, json_, "pushed")
     if report.remaining_deleted:
-        err.print(
+        _note(
             f"{plural(report.remaining_deleted, 'session')} deleted here still "
             f"{'has' if report.remaining_deleted == 1 else 'have'} a copy on "
             f"{one_line(report.remote)} (push --prune deletes them)"
@@ -172,26 +186,31 @@ def cmd_pull(
 
 def _show(report: sync.Report, json_: bool, verb: str) -> None:
     if json_:
-        print_json(out, report.as_dict())
+        write_json(plain_out, report.as_dict())
         return
     quiet = {"up to date", "unchanged"}
-    rows = [o for o in report.sessions if o.result not in quiet]
-    if rows:
+    rows = [
+        [short(o.id), o.result, f"{o.detail} -> forked as {short(o.fork)}" if o.fork else o.detail]
+        for o in report.sessions
+        if o.result not in quiet
+    ]
+    if rows and piped(plain_out):
+        write_records(plain_out, rows)
+    elif rows:
+        from rich.table import Table
+
         table = Table(box=None, pad_edge=False)
         for column in ("id", "result", "detail"):
             table.add_column(column, no_wrap=column != "detail")
-        for o in rows:
-            detail = o.detail
-            if o.fork:
-                detail = f"{detail} -> forked as {short(o.fork)}"
-            table.add_row(short(o.id), one_line(o.result), one_line(detail))
-        out.print(table, markup=False, highlight=False)
+        for row in rows:
+            table.add_row(*(one_line(cell) for cell in row))
+        state.out.print(table, markup=False, highlight=False)
     for c in report.code or []:
         detail = f" ({c.detail})" if c.detail else ""
-        err.print(f"code {short(c.id)}: {one_line(c.result + detail)}")
+        _note(f"code {short(c.id)}: {c.result + detail}")
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
-    err.print(f"{verb} {one_line(report.url)}: {one_line(summary)}")
+    _note(f"{verb} {report.url}: {summary}")
 
 
 def register(app: typer.Typer) -> None:

@@ -18,22 +18,21 @@ Invariants:
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
-  `allow_secrets`. Stock git and grep search for the rules' hints where the objects
-  are; only objects holding one are read and parsed here.
+  `allow_secrets` (`services.push_scan`).
 - A remote that is down or refuses fails with one line before any branch here moves.
+- A pull loads only what it needs: the secret rules, the writer, the catalog and the
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`).
 """
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gitsessions.services import writer
-from gitsessions.services.code_sync import CodeOutcome, CodeSession, fetch_code, push_code
 from gitsessions.store import remotes, tombstones
-from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -41,18 +40,16 @@ from gitsessions.store.mainbranch import MAIN_REF
 from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
 from gitsessions.store.sessions import Head, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
-from gitsessions.values.errors import BadUsage, GitsessionsError
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret, redact, redact_value
+
+if TYPE_CHECKING:
+    from gitsessions.services.code_sync import CodeOutcome
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
 Progress = Callable[[str], None]
-
-
-class SecretsInPush(GitsessionsError):
-    """What a push would send holds a secret; nothing was sent."""
 
 
 @dataclass
@@ -78,7 +75,7 @@ class Report:
     sessions: list[Outcome] = field(default_factory=list)
     remaining_deleted: int = 0  # push: remote copies of sessions deleted here
     tombstones: int = 0  # deleted ids known after the sync
-    code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+    code: "list[CodeOutcome] | None" = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -135,10 +132,17 @@ def _merge_tombstones(
 
 
 def _fetch_tombstones(
-    store: SessionStore, name: str, url: str, progress: Progress, env: remotes.Env
+    store: SessionStore,
+    name: str,
+    url: str,
+    progress: Progress,
+    env: remotes.Env,
+    *,
+    track: bool = True,
 ) -> tuple[dict[bytes, bytes], set[str], set[str]]:
-    """The remote's refs, with its tombstone commit fetched, tracked, and merged into
-    ours. The caller holds the store's shared lock."""
+    """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
+    writes that ref itself: not `track`), and merged into ours. The caller holds the
+    store's shared lock."""
     refs = remotes.fetch(
         store.git,
         url,
@@ -147,7 +151,7 @@ def _fetch_tombstones(
         name=name,
         env=env,
     )
-    if TOMBSTONES in refs:
+    if TOMBSTONES in refs and track:
         remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
     dead, remote_dead = _merge_tombstones(store, name, refs)
     return refs, dead, remote_dead
@@ -208,8 +212,10 @@ def push(
             )
             planned.entries = remotes.missing(git, planned.wants, planned.haves, env)
             if sessions_plan and not allow_secrets:
+                from gitsessions.services.push_scan import scan_sent
+
                 progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
-                _scan_sent(store, planned.entries, sessions_plan, env)
+                scan_sent(store, planned.entries, sessions_plan, env)
             progress(f"sending {plural(len(sessions_plan), 'session')}")
             status = remotes.send(git, url, plan, progress, planned, env)
             _record_sent(store, name, plan, status, outcomes)
@@ -252,92 +258,6 @@ def _record_sent(
         remotes.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
 
 
-def _scan_sent(
-    store: SessionStore,
-    entries: list[remotes.Entry],
-    plan: dict[bytes, tuple[bytes | None, bytes]],
-    env: remotes.Env = None,
-) -> None:
-    """Scan every blob and commit message the push would send. Only text holding one
-    of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
-    session, message index and rule."""
-    found: list[str] = []
-    scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
-    for n, raw in _hinted(store, [sha for sha, _t, _p in scanned], env).items():
-        _sha, type_num, path = scanned[n]
-        text = raw.decode("utf-8", "replace")
-        if not may_hold_secret(text):
-            continue
-        where = path.decode("utf-8", "replace").lstrip("/") or "a commit message"
-        for rule in sorted(_rules_in(text, path, type_num)):
-            found.append(f"{where}: {rule}")
-    if found:
-        _scan(store, plan)  # names the session and message when it can
-        raise SecretsInPush(
-            f"refusing to push: {'; '.join(found[:3])}{' (and more)' if len(found) > 3 else ''}"
-            " in an earlier version of a session's files; nothing was sent "
-            "(--allow-secrets sends it anyway)"
-        )
-
-
-def _hinted(store: SessionStore, ids: list[bytes], env: remotes.Env) -> dict[int, bytes]:
-    """`{index: raw content}` of the objects holding a hint of the secret rules: stock
-    git and grep search them where they are (only those found are read here), else
-    every one is read and searched here."""
-    hits = remotes.hinted(store.git, ids, HINT_BYTES, env)
-    if hits is None:
-        raws = list(remotes.contents(store.git, ids, env))
-        return {n: raws[n] for n in sorted(hinted(raws))}
-    order = sorted(hits)
-    read = remotes.contents(store.git, [ids[n] for n in order], env)
-    return dict(zip(order, read, strict=True))
-
-
-def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:
-    """The rules that match in one object's text, read as the store reads it."""
-    if type_num == remotes.COMMIT:
-        return set(redact(text.split("\n\n", 1)[-1])[1])
-    values: list[Any] = []
-    try:
-        if path.endswith(b".jsonl"):
-            values = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            values = [json.loads(text)]
-    except ValueError:
-        return set(redact(text)[1])
-    rules: set[str] = set()
-    for value in values:
-        rules |= set(redact_value(value)[1])
-    return rules
-
-
-def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) -> None:
-    """Refuse the whole push at the first secret found in what it would send."""
-    found: list[str] = []
-    for ref, (old, new) in sorted(plan.items()):
-        sid = ref[len(SESSIONS) :].decode()
-        head = store.head_at(sid, new)
-        start = 0
-        if old is not None and remotes.has(store.git, old):
-            start = store.head_at(sid, old).counts.get("messages", 0)
-        for index, record in enumerate(store.records(head, start), start):
-            _, rules = redact_value(record.get("message"))
-            found += [f"session {short(sid)} message {index}: {r}" for r in sorted(rules)]
-        extras: list[tuple[str, Any]] = [("session.json", head.header)]
-        extras += [(what, store.read(head, what)) for what in ("pins", "plan", "compactions")]
-        for where, value in extras:
-            _, rules = redact_value(value)
-            found += [f"session {short(sid)} {where}: {r}" for r in sorted(rules)]
-        if len(found) >= 3:
-            break
-    if found:
-        more = " (and more)" if len(found) > 3 else ""
-        raise SecretsInPush(
-            f"refusing to push: {'; '.join(found[:3])}{more}; nothing was sent "
-            "(--allow-secrets sends it anyway)"
-        )
-
-
 # -- pull --------------------------------------------------------------------------------
 
 
@@ -349,35 +269,44 @@ def pull(
     env: remotes.Env = None,
 ) -> Report:
     """Fetch the remote's session branches and bring each here; see the invariants.
-    `env`: the environment stock git runs in (None: this process's)."""
+    `env`: the environment stock git runs in (None: this process's).
+
+    Nothing is read for a session whose branch here already holds the remote's
+    commit; the branches that move (created, fast-forwarded) and the remote-tracking
+    refs go in one `packed-refs` write per 256 branches, each a compare-and-swap."""
     git = store.git
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        listed, dead, _remote_dead = _fetch_tombstones(store, name, url, progress, env)
+        listed, dead, _ = _fetch_tombstones(store, name, url, progress, env, track=False)
         local = store.ids()
+        wants: list[bytes] = []
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
-            return [sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead]
+            wants[:] = [
+                sha
+                for sid, sha in _sessions(refs).items()
+                if local.get(sid) != sha and (sid in local or sid not in dead)
+            ]
+            return wants
 
         refs = remotes.fetch(
-            git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed
-        )
-        theirs = {
-            sid: sha for sid, sha in _sessions(refs).items() if sid in local or sid not in dead
-        }
+            git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
+            track=False,
+        )  # fmt: skip
+        remote_sessions = _sessions(refs)
+        theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
         tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
         if TOMBSTONES in refs:
             tracked[TOMBSTONES] = refs[TOMBSTONES]
-        remotes.set_tracking(git, name, tracked, replace=True)
         report.tombstones = len(dead)
         progress(f"merging {plural(len(theirs), 'session')}")
         outcomes: dict[str, Outcome] = {}
-        new: dict[bytes, bytes] = {}
         arriving: dict[str, bytes] = {}
-        for sid, sha in sorted(_sessions(refs).items()):
+        behind: dict[str, tuple[bytes, bytes]] = {}  # id -> (ours, theirs): fast-forwards
+        for sid, sha in sorted(remote_sessions.items()):
             mine = local.get(sid)
             if sid not in theirs:
                 outcomes[sid] = Outcome(sid, "deleted here", "not created")
@@ -386,22 +315,69 @@ def pull(
             elif mine is None:
                 arriving[sid] = sha
             else:
-                outcomes[sid] = _bring(store, name, sid, mine, sha)
+                outcome = _bring(store, name, sid, mine, sha)
+                if outcome is None:
+                    behind[sid] = (mine, sha)
+                else:
+                    outcomes[sid] = outcome
         for sid, why in _check_arriving(store, arriving, env).items():
-            if why is None:
-                new[ref_name(sid)] = arriving[sid]
-            else:
+            if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)
-        created = remotes.create_refs(git, new)  # a few fsyncs, not one per session
-        for ref in new:
-            sid = ref[len(SESSIONS) :].decode()
-            outcomes[sid] = (
-                Outcome(sid, "created")
-                if ref in created
-                else Outcome(sid, "busy", "created here meanwhile; pull again")
-            )
+        new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
+        outcomes |= _move(store, new, behind, remotes.Tracking(name, tracked, replace=True))
+    if wants and store.background_maintenance:
+        _maintain(store)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
+
+
+def _move(
+    store: SessionStore,
+    new: dict[str, bytes],
+    behind: dict[str, tuple[bytes, bytes]],
+    tracking: remotes.Tracking,
+    batch: int = 256,
+) -> dict[str, Outcome]:
+    """Create the sessions `new` here and fast-forward those `behind`, each branch by
+    compare-and-swap, `batch` branches a `packed-refs` write (the first also writes
+    `tracking`). A fast-forward holds the session's lease: one a running agent holds
+    is left for the next pull."""
+    git = store.git
+    outcomes: dict[str, Outcome] = {}
+    order = sorted({*new, *behind})
+    for start in range(0, max(len(order), 1), batch):
+        with contextlib.ExitStack() as leases:
+            moves: dict[bytes, tuple[bytes | None, bytes]] = {}
+            for sid in order[start : start + batch]:
+                if sid in new:
+                    moves[ref_name(sid)] = (None, new[sid])
+                    continue
+                try:
+                    leases.enter_context(Lease(store.home, sid))
+                except SessionInUse:
+                    why = "in use by a running agent; left for the next pull"
+                    outcomes[sid] = Outcome(sid, "busy", why)
+                    continue
+                moves[ref_name(sid)] = behind[sid]
+            moved = remotes.update_refs(git, moves, tracking if start == 0 else None)
+        for ref in moves:
+            sid = ref[len(SESSIONS) :].decode()
+            if ref in moved:
+                outcomes[sid] = Outcome(sid, "created" if sid in new else "updated")
+            elif sid in new:
+                outcomes[sid] = Outcome(sid, "busy", "created here meanwhile; pull again")
+            else:
+                outcomes[sid] = Outcome(sid, "busy", "changed here meanwhile; pull again")
+    return outcomes
+
+
+def _maintain(store: SessionStore) -> None:
+    """What a pull fetched piles up like a writer's commits (packs, here): background
+    maintenance merges them past the same thresholds."""
+    from gitsessions.store import background, maintenance
+
+    if maintenance.needs_maintenance(store.git):
+        background.schedule(store.git.path)
 
 
 def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
@@ -414,23 +390,24 @@ def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
     return out
 
 
-def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes) -> Outcome:
-    """A session both sides have, at different commits."""
+def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes) -> Outcome | None:
+    """A session both sides have, at different commits: None when ours is behind the
+    remote's (the caller fast-forwards it), else what happened to it."""
     git = store.git
     try:
         remote_head = _checked(store, sid, theirs)
-        if remotes.is_ancestor(git, theirs, mine):
+        relation = remotes.relation(git, mine, theirs)
+        if relation == "behind":
+            return None
+        if relation == "ahead":
             return Outcome(sid, "unchanged")
         try:
             lease = Lease(store.home, sid)
         except SessionInUse:
             return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
         with lease:
-            if remotes.is_ancestor(git, mine, theirs):
-                with git.ref_locked(ref_name(sid)):
-                    if git.move_ref(ref_name(sid), mine, theirs):
-                        return Outcome(sid, "updated")
-                return Outcome(sid, "busy", "changed here meanwhile; pull again")
+            from gitsessions.services import writer
+
             if _forked_before(store, sid, theirs):
                 return Outcome(sid, "unchanged", "its diverged line was forked before")
             base = remotes.merge_base(git, mine, theirs)
@@ -453,6 +430,8 @@ def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes)
 def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
     """Whether a fork of `sid` here already holds the remote's line (an earlier pull
     forked it): then there is nothing new to bring."""
+    from gitsessions.store.catalog import Catalog
+
     for header in Catalog(store).headers():
         if header.get("parent_id") == sid and remotes.is_ancestor(
             store.git, theirs, str(header["head"]).encode()
@@ -509,6 +488,8 @@ def push_snapshots(
     store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
 ) -> None:
     """After a push: each session it covered sends its code snapshots too."""
+    from gitsessions.services.code_sync import CodeSession, push_code
+
     sessions = [
         CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {})
         for o in report.sessions
@@ -522,6 +503,8 @@ def fetch_snapshots(
 ) -> None:
     """After a pull: each session it brought fetches its code snapshots (a fork of the
     remote's line gets the original's, under its own id)."""
+    from gitsessions.services.code_sync import CodeSession, fetch_code
+
     sessions: list[CodeSession] = []
     for o in report.sessions:
         if o.result in ("created", "updated"):
@@ -537,6 +520,8 @@ def fetch_snapshots(
 
 def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
     """Configure a remote; returns its URL as stored (a local path made absolute)."""
+    from gitsessions.services import writer
+
     url = remotes.normalize(url, cwd)
     writer.audited(
         store, "remote add", None, lambda: remotes.add(store.git, name, url), remote=name
@@ -554,6 +539,8 @@ def list_remotes(store: SessionStore) -> list[dict[str, str]]:
 
 def remove_remote(store: SessionStore, name: str) -> int:
     """Forget a remote and its remote-tracking refs (nothing on the remote changes)."""
+    from gitsessions.services import writer
+
     return writer.audited(
         store, "remote remove", None, lambda: remotes.remove(store.git, name), remote=name
     )

@@ -39,6 +39,16 @@ _parsed: dict[Path, tuple[tuple[int, int, int], dict[bytes, bytes]]] = {}
 def read_packed(path: Path, strict: bool = True) -> dict[bytes, bytes]:
     """`{ref name: sha}` from a packed-refs file; `StoreCorrupt` on any bad line (with
     `strict=False` bad lines are skipped, for `doctor --repair`)."""
+    return dict(_packed(path)) if strict else _parse(path, strict=False)
+
+
+def _packed(path: Path) -> dict[bytes, bytes]:
+    """`read_packed`'s parse, shared: never changed by a caller (one that only looks
+    a ref up is spared the copy of a thousand-ref dict)."""
+    return _parse(path, strict=True)
+
+
+def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below, after fstat and read
     except FileNotFoundError:
@@ -48,7 +58,7 @@ def read_packed(path: Path, strict: bool = True) -> dict[bytes, bytes]:
         key = (info.st_ino, info.st_size, info.st_mtime_ns)
         cached = _parsed.get(path)
         if strict and cached is not None and cached[0] == key:
-            return dict(cached[1])
+            return cached[1]
         data = file.read()
     refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
@@ -61,14 +71,15 @@ def read_packed(path: Path, strict: bool = True) -> dict[bytes, bytes]:
             raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
         refs[name] = sha
     if strict:
-        _parsed[path] = (key, dict(refs))
+        _parsed[path] = (key, refs)
     return refs
 
 
-def read_loose(store_path: Path) -> dict[bytes, bytes]:
-    """Every loose ref under `refs/` holding a sha (symbolic refs and locks skipped)."""
+def read_loose(store_path: Path, under: bytes = b"refs/") -> dict[bytes, bytes]:
+    """Every loose ref under `under` (a folder of `refs/`) holding a sha (symbolic refs
+    and locks skipped)."""
     refs: dict[bytes, bytes] = {}
-    top = store_path / "refs"
+    top = store_path / os.fsdecode(under)
     for dirpath, _dirs, files in os.walk(top):
         for name in files:
             if name.endswith(".lock"):
@@ -159,7 +170,7 @@ def current(store_path: Path, name: bytes) -> bytes | None:
     try:
         value = (store_path / os.fsdecode(name)).read_bytes().strip()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return read_packed(store_path / "packed-refs").get(name)
+        return _packed(store_path / "packed-refs").get(name)
     if not _SHA.match(value):
         raise StoreCorrupt(
             f"{store_path / os.fsdecode(name)} does not hold a commit id; run `gitsessions doctor`"

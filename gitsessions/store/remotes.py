@@ -8,9 +8,11 @@ Invariants:
 - Fetched objects are only written while the caller holds the store's shared lock, and
   are named by a ref (a session branch or a remote-tracking ref) before it is released,
   so a purge never removes them in between.
-- Nothing here moves a session branch. Remote-tracking refs
-  (`refs/remotes/<remote>/...`) are written in one `packed-refs` write: a pull of
-  1,000 sessions makes one fsync, not 1,000.
+- A session branch moves only through `update_refs`: compare-and-swap from the value
+  the caller saw (None: absent), under the branch's flock. Remote-tracking refs
+  (`refs/remotes/<remote>/...`) and the branches a pull moves are written in one
+  `packed-refs` write per 256 branches: a pull of 1,000 sessions makes a few fsyncs,
+  not 1,000.
 - The remote's refs move only through compare-and-swap and are never forced: each
   update carries an old value and the remote refuses it if the ref moved since. With
   dulwich that is the value the caller saw; with stock git, the value git saw when it
@@ -190,6 +192,31 @@ def _tracking_name(name: str, remote_ref: bytes) -> bytes:
     return tracking_prefix(name) + remote_ref[len(b"refs/") :]
 
 
+@dataclass
+class Tracking:
+    """Remote-tracking refs of remote `name` to set: `{remote ref: sha, or None to remove
+    it}`; with `replace`, every other one of this remote goes too."""
+
+    name: str
+    refs: dict[bytes, bytes | None]
+    replace: bool = False
+
+    def apply(self, packed: dict[bytes, bytes], loose: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        """`packed` as it is to be written: this remote's `loose` refs (stock git writes
+        them) folded in unless replaced, then `refs` set."""
+        prefix = tracking_prefix(self.name)
+        if self.replace:
+            new = {n: s for n, s in packed.items() if not n.startswith(prefix)}
+        else:
+            new = {**packed, **loose}
+        for ref, sha in self.refs.items():
+            if sha is None:
+                new.pop(_tracking_name(self.name, ref), None)
+            else:
+                new[_tracking_name(self.name, ref)] = sha
+        return new
+
+
 def set_tracking(
     git: GitStore, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
 ) -> int:
@@ -197,47 +224,69 @@ def set_tracking(
     one), in one `packed-refs` write; with `replace`, every other one of this remote
     goes too. Returns how many were removed."""
     prefix = tracking_prefix(name)
-    for file in [n for n in read_loose(git.path) if n.startswith(prefix)]:
-        with contextlib.suppress(FileNotFoundError):
-            (git.path / os.fsdecode(file)).unlink()  # only stock git writes them loose
-    with packed_lock(git.path) as commit:
-        packed = read_packed(git.path / "packed-refs")
-        new = dict(packed)
-        if replace:
-            new = {n: s for n, s in new.items() if not n.startswith(prefix)}
-        for ref, sha in refs.items():
-            if sha is None:
-                new.pop(_tracking_name(name, ref), None)
-            else:
-                new[_tracking_name(name, ref)] = sha
-        if new != packed:
-            commit(new)
-        return len([n for n in packed if n.startswith(prefix) and n not in new])
+    before = {**read_packed(git.path / "packed-refs"), **read_loose(git.path, prefix)}
+    update_refs(git, {}, Tracking(name, refs, replace))
+    after = read_packed(git.path / "packed-refs")
+    return len([n for n in before if n.startswith(prefix) and n not in after])
 
 
-def create_refs(git: GitStore, refs: dict[bytes, bytes], batch: int = 256) -> set[bytes]:
-    """Create the absent refs of `refs` in `packed-refs` (one fsynced write per `batch`,
-    not one per ref), each while holding its branch's flock and only if it is absent
-    (loose or packed): compare-and-swap from nothing. Returns the names created. The
-    caller holds `git.locked()`."""
-    created: set[bytes] = set()
-    names = sorted(refs)
-    for start in range(0, len(names), batch):
+def update_refs(
+    git: GitStore,
+    moves: dict[bytes, tuple[bytes | None, bytes]],
+    tracking: Tracking | None = None,
+    batch: int = 256,
+) -> set[bytes]:
+    """Move each ref of `moves` from its old value (None: absent, loose or packed) to
+    its new one, each while holding its branch's flock and only if it still holds the
+    old value: compare-and-swap, in one fsynced `packed-refs` write per `batch` refs
+    (not one fsync per ref). A loose file holding the old value goes after the write
+    (until then it shadows the new one: a kill in between leaves the old value). The
+    first write also sets `tracking`. Returns the names moved. The caller holds
+    `git.locked()`."""
+    moved: set[bytes] = set()
+    names = sorted(moves)
+    for start in range(0, max(len(names), 1), batch):
+        chunk = names[start : start + batch]
+        track = tracking if start == 0 else None
         with contextlib.ExitStack() as stack:
-            chunk = names[start : start + batch]
-            for name in chunk:
-                stack.enter_context(git.ref_locked(name))
+            for ref in chunk:
+                stack.enter_context(git.ref_locked(ref))
+            loose: dict[bytes, bytes] = {}
             with packed_lock(git.path) as commit:
                 packed = read_packed(git.path / "packed-refs")
-                new = {
-                    n: refs[n]
-                    for n in chunk
-                    if n not in packed and not (git.path / os.fsdecode(n)).exists()
-                }
-                if new:
-                    commit({**packed, **new})
-                created |= set(new)
-    return created
+                won = [ref for ref in chunk if _holds(git.path, ref, packed, moves[ref][0])]
+                new = packed
+                if track is not None:
+                    loose = read_loose(git.path, tracking_prefix(track.name))
+                    new = track.apply(packed, loose)
+                new = {**new, **{ref: moves[ref][1] for ref in won}}
+                if new != packed:
+                    commit(new)
+            for ref in won:
+                with contextlib.suppress(FileNotFoundError):
+                    (git.path / os.fsdecode(ref)).unlink()
+            _drop_loose(git, loose)
+        moved.update(won)
+    return moved
+
+
+def _holds(store_path: Path, ref: bytes, packed: dict[bytes, bytes], value: bytes | None) -> bool:
+    """Whether `ref` holds `value` (None: absent), its loose file read first."""
+    try:
+        found = (store_path / os.fsdecode(ref)).read_bytes().strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return packed.get(ref) == value
+    return found == value
+
+
+def _drop_loose(git: GitStore, loose: dict[bytes, bytes]) -> None:
+    """Remove loose refs now in `packed-refs` (each only if it still holds the value
+    that went there: another process's fetch may have written it again)."""
+    for name, sha in loose.items():
+        file = git.path / os.fsdecode(name)
+        with contextlib.suppress(FileNotFoundError):
+            if file.read_bytes().strip() == sha:
+                file.unlink()
 
 
 def forget_session(git: GitStore, session_id: str) -> None:
@@ -363,15 +412,17 @@ def fetch(
     name: str | None = None,
     env: Env = None,
     listed: dict[bytes, bytes] | None = None,
+    track: bool = True,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
-    returns the remote's refs as advertised (as fetched, for the refs stock git fetched
-    into the remote-tracking refs of `name`). The caller holds `git.locked()`. `thin`
+    returns the remote's refs as advertised. With stock git, the remote-tracking refs
+    of `name` are set for what came, unless not `track` (the caller's own write names
+    them). The caller holds `git.locked()`. `thin`
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
     if stock() and name is not None:
-        return _fetch_stock(git, url, wants, progress, name, env, listed)
+        return _fetch_stock(git, url, wants, progress, name, env, listed, track)
     chosen: list[dict[bytes, bytes]] = []
 
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
@@ -393,18 +444,21 @@ def _fetch_stock(
     name: str,
     env: Env,
     listed: dict[bytes, bytes] | None = None,
+    track: bool = True,
 ) -> dict[bytes, bytes]:
     """`fetch` by stock git: the refs listed (or `listed`, the caller's listing just
-    before), the wanted ones the store lacks fetched into remote-tracking refs (folded
-    into `packed-refs` at once), their values read back (a ref that moved since the
-    listing is fetched as it is now)."""
+    before), the commits of the wanted ones the store lacks fetched by their ids (git
+    writes no ref: a thousand loose ones cost it a second, and matching a thousand
+    names more), their remote-tracking refs set at once with `track` (else the
+    caller's own write names them, under the lock it holds). A ref that moved on the
+    remote since the listing is fetched as listed (protocol v2 serves any id it has;
+    a v0-only server refuses it, and the pull fails with one line: run it again)."""
     with _talking(url, "fetch from"):
         refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
         wanted = {sha for sha in wants(refs) if not has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
             return refs
-        specs = [b"+" + ref + b":" + _tracking_name(name, ref) for ref in chosen]
         tips: list[bytes] = []
         for ref in chosen:  # what this store has of each: its branch, its tracking ref
             here = [ref_value(git.path, r) for r in (ref, _tracking_name(name, ref))]
@@ -412,15 +466,16 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        stockgit.fetch(git.path, url, specs, env, _report(progress, url=url), tips)
+        stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
     rescan_packs(git.repo.object_store)
-    fetched: dict[bytes, bytes] = {}
-    for ref in chosen:
-        sha = ref_value(git.path, _tracking_name(name, ref))
-        if sha is not None:
-            fetched[ref] = sha
-    set_tracking(git, name, dict(fetched))
-    return {**refs, **fetched}
+    lacking = sorted(sha for sha in wanted if not has(git, sha))
+    if lacking:
+        raise RemoteError(
+            f"cannot fetch from {mask(url)}: commit {lacking[0].decode()[:12]} did not come"
+        )
+    if track:
+        set_tracking(git, name, {ref: refs[ref] for ref in chosen})
+    return refs
 
 
 def send(
@@ -667,6 +722,22 @@ def ancestors(git: GitStore, sha: bytes, stop: set[bytes] | None = None) -> Iter
 
 def is_ancestor(git: GitStore, older: bytes, newer: bytes) -> bool:
     return any(sha == older for sha in ancestors(git, newer))
+
+
+def relation(git: GitStore, mine: bytes, theirs: bytes) -> str:
+    """`behind` when `mine` is an ancestor of `theirs`, `ahead` when `theirs` is one of
+    `mine`, else `diverged`. Both histories are walked a commit at a time in turn, so
+    the answer costs the distance between the two, not a whole history."""
+    walks = [ancestors(git, theirs), ancestors(git, mine)]
+    targets, answers = [mine, theirs], ["behind", "ahead"]
+    while walks:
+        for n in range(len(walks) - 1, -1, -1):
+            sha = next(walks[n], None)
+            if sha is None:
+                del walks[n], targets[n], answers[n]
+            elif sha == targets[n]:
+                return answers[n]
+    return "diverged"
 
 
 def merge_base(git: GitStore, one: bytes, other: bytes) -> bytes | None:

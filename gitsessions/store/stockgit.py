@@ -5,18 +5,20 @@ Python, several times slower on the store's delta chains (`remotes` falls back t
 Invariants:
 - Every command names the store with `--git-dir` and runs with settings that keep git
   from doing anything of its own there: no auto gc or maintenance, no hooks, no
-  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them,
-  loose ones too (a small fetch lands loose, as the store's own commits do, and
-  background maintenance packs them; a large one stays the pack that came).
+  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them.
+  A fetch keeps the pack that came, however small (`fetch.unpackLimit=1`): writing a
+  small fetch's objects loose, each fsynced, took twice as long as the whole pack and
+  its index; background maintenance merges the packs as it merges those of commits.
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
-- Nothing here moves a session branch. A fetch writes remote-tracking refs only (the
-  caller folds them into `packed-refs`). A push never forces: git refuses an update
-  that is not a create or a fast-forward of what the remote holds, and the remote
-  applies each only if its ref still holds the old value git sent (the protocol's
-  compare-and-swap); a delete carries a lease (`--force-with-lease=REF:OLD`), so it
-  happens only if the remote's ref still holds what the caller saw. (A lease on every
-  ref costs git a quadratic check: 0.7 s for a thousand.)
+- Nothing here moves a session branch. A fetch writes no ref at all: it asks for
+  commits by id, and the caller names them (it holds the store's lock meanwhile). A
+  push never forces: git refuses an update that is not a create or a fast-forward of
+  what the remote holds, and the remote applies each only if its ref still holds the
+  old value git sent (the protocol's compare-and-swap); a delete carries a lease
+  (`--force-with-lease=REF:OLD`), so it happens only if the remote's ref still holds
+  what the caller saw. (A lease on every ref costs git a quadratic check: 0.7 s for a
+  thousand.)
 - A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
 """
 
@@ -54,6 +56,7 @@ LOCAL_ENV = frozenset(
         "GIT_NAMESPACE",
     }
 )
+FSYNC_SETTING = (2, 36)  # core.fsync; older gits know core.fsyncObjectFiles (newer warn)
 SETTINGS = (
     "gc.auto=0",
     "maintenance.auto=false",
@@ -61,10 +64,11 @@ SETTINGS = (
     "core.fsyncMethod=batch",  # git >= 2.37: loose objects of a small fetch, one flush
     "fetch.writeCommitGraph=false",
     "fetch.showForcedUpdates=false",
+    "advice.fetchShowForcedUpdates=false",  # or each slow fetch says it skipped the check
     "core.hooksPath=/dev/null",
     "protocol.version=2",
+    "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
-OLD_FSYNC = "core.fsyncObjectFiles=true"  # git < 2.36 only: newer ones warn it is deprecated
 REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
 Relay = Callable[[bytes], None]
 
@@ -102,8 +106,9 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 def _command(store: Path, args: Iterable[str]) -> list[str]:
-    chosen = SETTINGS if version() >= (2, 36) else (OLD_FSYNC, *SETTINGS)
-    settings = [part for item in chosen for part in ("-c", item)]
+    settings = [part for item in SETTINGS for part in ("-c", item)]
+    if version() < FSYNC_SETTING:
+        settings += ["-c", "core.fsyncObjectFiles=true"]
     return ["git", "--git-dir", str(store), *settings, *args]
 
 
@@ -183,20 +188,21 @@ def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[byte
 def fetch(
     store: Path,
     url: str,
-    refspecs: list[bytes],
+    wants: list[bytes],
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
     tips: Iterable[bytes] = (),
 ) -> None:
-    """Fetch `+SRC:DST` refspecs (DST: remote-tracking refs) and all they need. `tips`:
-    the commits whose histories alone are offered as common (git's negotiation from
-    every ref of a store of a thousand sessions gives up before it finds the few that
-    matter, and the remote then sends whole histories)."""
+    """Fetch the commits `wants` (ids the remote advertised) and all they need; no ref
+    is written (the caller names them). `tips`: the commits whose histories alone are
+    offered as common (git's negotiation from every ref of a store of a thousand
+    sessions gives up before it finds the few that matter, and the remote then sends
+    whole histories)."""
     args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
     args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
     args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
-    run(store, args, env, stdin=b"".join(spec + b"\n" for spec in refspecs), relay=relay)
+    run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)
 
 
 def push(
