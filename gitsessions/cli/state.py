@@ -6,7 +6,6 @@ never needs it. `plain_out` is `out`'s file, known without making `out` (cli/pla
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,13 +58,18 @@ def __getattr__(name: str) -> Any:
     return console
 
 
-@dataclass
 class State:
-    home: Path
-    env: Mapping[str, str]
-    _store: "SessionStore | None" = field(default=None, repr=False)
-    _reader: "SessionReader | None" = field(default=None, repr=False)
-    _config: dict[str, Any] | None = field(default=None, repr=False)
+    """What a command shares (a plain class: `@dataclass` costs start-up time)."""
+
+    def __init__(self, home: Path, env: Mapping[str, str]) -> None:
+        self.home = home
+        self.env = env
+        self._store: SessionStore | None = None
+        self._reader: SessionReader | None = None
+        self._config: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"State(home={self.home!r}, env={self.env!r})"
 
     @classmethod
     def from_env(cls, flag: Path | None, env: Mapping[str, str]) -> "State":
