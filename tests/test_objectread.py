@@ -116,6 +116,25 @@ def test_missing_and_damaged_objects_say_so(store, home, make_session):
         apply_delta(b"abc", b"\x04\x01a")  # a base of the wrong size
 
 
+def test_a_reader_whose_packs_were_replaced_lists_them_again(store, home, make_session):
+    """A reader keeps the packs it opened (removed since, they still read) and lists the
+    pack directory again when an object is in neither them nor a loose file."""
+    first = make_session(turns=2)
+    maintenance.repack(store.git)
+    reader = SessionReader.open(home)
+    assert reader is not None
+    assert reader.head(first.id) == first  # the pack of this moment, opened and kept
+    (old,) = (home / "store.git" / "objects" / "pack").glob("*.idx")
+    second = make_session(turns=2)
+    maintenance.repack(store.git)  # one new pack: the old one is deleted
+    maintenance.pack_loose(store.git)
+    assert not old.exists()
+    assert reader.records(reader.head(first.id)) == store.records(first)
+    assert reader.records(reader.head(second.id)) == store.records(second)  # listed again
+    with pytest.raises(ObjectMissing):
+        reader.git.raw(b"1" * 40)
+
+
 REPACKER = """
 import sys
 from pathlib import Path

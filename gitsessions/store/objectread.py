@@ -12,8 +12,9 @@ Invariants:
   next, and the pack directory is listed again when both missed. Our maintenance (as
   git's) renames a new pack into place before it deletes what the pack replaces (loose
   objects, old packs), so one of the three looks finds it. A pack is opened (its index
-  and its data) in one go and kept open: deleted after that, it still reads; deleted
-  between the listing and the opening, it is dropped and the directory listed again.
+  and its data, whose checksums must agree) in one go and kept open: deleted after that,
+  it still reads; deleted or replaced between the listing and the opening, it is
+  dropped and the directory listed again.
 - An object gone for good (purged with a deleted session) raises `ObjectMissing`; one
   that cannot be read raises `StoreCorrupt`, with the messages `GitStore` gives.
 - Objects are not hashed on read (neither dulwich nor `git cat-file` does).
@@ -193,6 +194,9 @@ class _Pack:
             self.count = struct.unpack_from(">I", self.idx, 255 * 4)[0]
         if self.data[:4] != b"PACK":
             raise ValueError(f"{idx_path.name}: not a pack")
+        if self.data[-20:] != self.idx[-40:-20]:  # the pack's checksum, as its index names it
+            self.close()  # a pack replaced between the two opens: list again
+            raise FileNotFoundError(f"{idx_path.name} does not index that pack")
 
     def close(self) -> None:
         self.idx.close()
@@ -346,13 +350,16 @@ class ObjectReader:
     def _packed(self, binsha: bytes) -> tuple[int, bytes] | None:
         assert self._packs is not None
         for name in list(self._packs):
-            pack = self._packs.get(name)
+            if name not in self._packs:  # dropped by the listing of a nested read
+                continue
+            pack = self._packs[name]
             if pack is None:
                 try:
-                    pack = self._packs[name] = _Pack(self.path / "objects" / "pack" / f"{name}.idx")
+                    pack = _Pack(self.path / "objects" / "pack" / f"{name}.idx")
                 except FileNotFoundError:  # removed since the listing: list again
-                    del self._packs[name]
+                    self._packs.pop(name, None)
                     continue
+                self._packs[name] = pack
             offset = pack.offset(binsha)
             if offset is not None:
                 return self._resolve(name, pack, offset)
