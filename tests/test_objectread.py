@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.store import maintenance
+from gitsessions.store import maintenance, objectread
 from gitsessions.store.errors import ObjectMissing, StoreCorrupt
-from gitsessions.store.objectread import ObjectReader, apply_delta
+from gitsessions.store.objectread import ObjectReader, apply_delta, apply_delta_py
 from gitsessions.store.reader import SessionReader
 from gitsessions.store.sessions import Change, SessionStore
 from tests.conftest import REPO, git
@@ -39,9 +39,15 @@ def _grow(store: SessionStore, make_session, sessions: int = 3, turns: int = 6) 
     return [make_session(turns=turns, tag="x" * n).id for n in range(sessions)]
 
 
-def test_every_object_reads_as_stock_git_reads_it(store, home, make_session):
+@pytest.mark.parametrize("deltas", ["compiled", "python"])
+def test_every_object_reads_as_stock_git_reads_it(store, home, make_session, monkeypatch, deltas):
     """Loose objects, a deltified pack (chains of offset deltas), a pack indexed in
-    git's version 1 format, and reference deltas (a thin pack fixed by `index-pack`)."""
+    git's version 1 format, and reference deltas (`pack-objects` without offsets); the
+    deltas applied by dulwich's compiled code and by the Python fallback."""
+    if deltas == "python":
+        monkeypatch.setattr(objectread, "apply_delta", apply_delta_py)
+    else:
+        assert objectread._compiled() is not None  # the extension is built here
     _grow(store, make_session)
     maintenance.repack(store.git)
     _grow(store, make_session, sessions=1)  # and some loose objects beside the pack
@@ -112,8 +118,12 @@ def test_missing_and_damaged_objects_say_so(store, home, make_session):
     loose.write_bytes(b"not zlib at all")
     with pytest.raises(StoreCorrupt, match="cannot be read"):
         ObjectReader(damaged).raw(head.tree)
-    with pytest.raises(ValueError):
-        apply_delta(b"abc", b"\x04\x01a")  # a base of the wrong size
+    for apply in (apply_delta, apply_delta_py):
+        with pytest.raises(ValueError):
+            apply(b"abc", b"\x04\x01a")  # a base of the wrong size
+        with pytest.raises(ValueError):
+            apply(b"abc", b"\x03\x05\x90\x05")  # a result of the wrong size
+        assert apply(b"abcdef", b"\x06\x05\x91\x01\x03\x02xy") == b"bcdxy"
 
 
 def test_a_reader_whose_packs_were_replaced_lists_them_again(store, home, make_session):
