@@ -22,7 +22,6 @@ Invariants:
 
 import mmap
 import os
-import struct
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -220,6 +219,10 @@ def apply_delta_py(base: bytes, delta: bytes) -> bytes:
     return out
 
 
+def _u32(buffer: mmap.mmap, at: int) -> int:
+    return int.from_bytes(buffer[at : at + 4], "big")
+
+
 class _Pack:
     """One pack and its index (version 1 or 2), both mapped while the reader lives."""
 
@@ -228,13 +231,13 @@ class _Pack:
             self.idx = mmap.mmap(idx_file.fileno(), 0, access=mmap.ACCESS_READ)
             self.data = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
         if self.idx[:4] == _IDX_MAGIC:
-            if struct.unpack_from(">I", self.idx, 4)[0] != 2:
+            if _u32(self.idx, 4) != 2:
                 raise ValueError(f"{idx_path.name}: an index version this build cannot read")
             self.fanout = 8
-            self.count = struct.unpack_from(">I", self.idx, 8 + 255 * 4)[0]
+            self.count = _u32(self.idx, 8 + 255 * 4)
         else:
             self.fanout = 0
-            self.count = struct.unpack_from(">I", self.idx, 255 * 4)[0]
+            self.count = _u32(self.idx, 255 * 4)
         if self.data[:4] != b"PACK":
             raise ValueError(f"{idx_path.name}: not a pack")
         if self.data[-20:] != self.idx[-40:-20]:  # the pack's checksum, as its index names it
@@ -249,8 +252,8 @@ class _Pack:
         """Where the object starts in the pack, None when this pack lacks it."""
         idx, fanout = self.idx, self.fanout
         first = binsha[0]
-        low = struct.unpack_from(">I", idx, fanout + (first - 1) * 4)[0] if first else 0
-        high = struct.unpack_from(">I", idx, fanout + first * 4)[0]
+        low = _u32(idx, fanout + (first - 1) * 4) if first else 0
+        high = _u32(idx, fanout + first * 4)
         if fanout:  # version 2: the names, then their CRCs, then the offsets
             names = fanout + 1024
             while low < high:
@@ -259,10 +262,10 @@ class _Pack:
                 found = idx[at : at + 20]
                 if found == binsha:
                     offsets = names + self.count * 24
-                    value = struct.unpack_from(">I", idx, offsets + mid * 4)[0]
+                    value = _u32(idx, offsets + mid * 4)
                     if value & 0x80000000:  # in the table of large offsets
                         large = offsets + self.count * 4 + (value & 0x7FFFFFFF) * 8
-                        value = struct.unpack_from(">Q", idx, large)[0]
+                        value = int.from_bytes(idx[large : large + 8], "big")
                     return int(value)
                 if found < binsha:
                     low = mid + 1
@@ -274,7 +277,7 @@ class _Pack:
             at = 1024 + mid * 24
             found = idx[at + 4 : at + 24]
             if found == binsha:
-                return int(struct.unpack_from(">I", idx, at)[0])
+                return _u32(idx, at)
             if found < binsha:
                 low = mid + 1
             else:
@@ -363,7 +366,7 @@ class ObjectReader:
                     return found
                 if not self._rescan():
                     break
-        except (zlib.error, ValueError, struct.error, IndexError, OverflowError) as error:
+        except (zlib.error, ValueError, IndexError, OverflowError) as error:
             raise StoreCorrupt(
                 f"object {sha.decode()[:12]} in {self.path} cannot be read "
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"

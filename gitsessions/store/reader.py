@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import context_refs
 from gitsessions.store.errors import SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
@@ -48,8 +47,11 @@ JSON_FILES = {
 V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 
-if TYPE_CHECKING:  # a type only: a Protocol class costs start-up time
+if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
+    # `show --context` and a writer match a context (context_refs)
     from typing import Protocol
+
+    from gitsessions.store.context_refs import Candidate
 
     class ObjectSource(Protocol):
         """What a reader reads through: raw objects and refs (`GitStore`, `ObjectReader`)."""
@@ -122,7 +124,7 @@ class SessionReader:
         self.git = git
         # {session id: (commit, the context there as (message key, transcript index))}:
         # what the next commit's context is matched against without reading it again
-        self._contexts: dict[str, tuple[bytes, list[context_refs.Candidate]]] = {}
+        self._contexts: dict[str, tuple[bytes, list[Candidate]]] = {}
 
     @classmethod
     def open(cls, home: Path) -> "SessionReader | None":
@@ -198,6 +200,8 @@ class SessionReader:
     def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
         """The working context at `head`, each message with its transcript index (None:
         a message the transcript does not hold, such as compaction's note)."""
+        from gitsessions.store import context_refs
+
         where = f"context.json of session {head.id[:8]}"
         doc = self._json_at(head.tree, "context.json")
         if doc is None:
