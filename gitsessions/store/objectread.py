@@ -135,10 +135,13 @@ def read_blob(source: "RawSource", sha: bytes) -> bytes:
 
 
 def apply_delta(base: bytes, delta: bytes) -> bytes:
-    """`delta` applied to `base`: with dulwich's compiled `apply_delta` when it is built
-    (tens of times faster than a Python loop over a line-based delta's many copies; its
-    module imports nothing else of dulwich), else with `apply_delta_py`."""
-    compiled = _compiled()
+    """`delta` applied to `base`. The first `PYTHON_DELTA_BYTES` of deltas a process
+    applies go through `apply_delta_py` (a short session's few small deltas cost less
+    than an import); after that, dulwich's compiled `apply_delta` when it is built (tens
+    of times faster on a line-based delta's many copies; its module imports nothing else
+    of dulwich)."""
+    _python_left[0] -= len(delta)
+    compiled = _compiled() if _python_left[0] < 0 else None
     if compiled is None:
         return apply_delta_py(base, delta)
     try:
@@ -148,6 +151,8 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
     return out if isinstance(out, bytes) else b"".join(out)
 
 
+PYTHON_DELTA_BYTES = 16 << 10  # about a millisecond in Python: what the import costs
+_python_left = [PYTHON_DELTA_BYTES]
 _COMPILED: list[Callable[[bytes, bytes], Any] | None] = []
 
 
