@@ -207,7 +207,8 @@ def _info_source(
     state: State, session: str
 ) -> tuple[str, bytes, dict[str, Any], dict[str, Any], Callable[[str], bool]]:
     """`(id, head commit, header, usage, exists)` of a session: from the header cache
-    when it holds this head in format 2 (no store opened), else from the store."""
+    when it holds this head in format 2, else read from the store (its files alone, as
+    `show` reads them, when the store is plainly of this format): no dulwich either way."""
     from gitsessions.store.refs import StoreRefs
 
     refs = state.refs
@@ -217,9 +218,9 @@ def _info_source(
         header = state.catalog().cached_header(session_id, commit) if commit else None
         if commit and header is not None and header.get("format") == HEADER_FORMAT:
             return session_id, commit, header, header.get("usage") or {}, refs.exists
-    store = state.store
-    head = store.head(session_id)
-    return head.id, head.commit, head.header, store.read(head, "usage"), store.exists
+    reader = state.reader
+    head = reader.head(session_id)
+    return head.id, head.commit, head.header, reader.read(head, "usage"), reader.exists
 
 
 def _settings_line(settings: Any) -> str:
