@@ -153,7 +153,7 @@ from pathlib import Path
 from gitsessions.store import maintenance
 from gitsessions.store.sessions import Change, SessionStore
 
-home, sid, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+home, sid, rounds, doomed = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 store = SessionStore(home, background_maintenance=False)
 steps = (maintenance.repack, maintenance.pack_loose, maintenance.consolidate)
 for n in range(rounds):
@@ -161,6 +161,8 @@ for n in range(rounds):
     msgs = [{"role": "user", "content": f"more-{n}-{i} " + "y" * 500} for i in range(5)]
     store.commit(head, Change(append=msgs, context=msgs), event="turn", subject=f"turn {n}")
     steps[n % 3](store.git)
+    if n % 9 == 4 and doomed:  # a purge rewrites the packs that held what it drops
+        store.delete(store.head(doomed.pop()))
 print(rounds, flush=True)
 """
 
@@ -168,13 +170,14 @@ print(rounds, flush=True)
 def test_reading_goes_on_while_another_process_writes_and_repacks(store, home, make_session):
     """One long-lived reader (its packs listed once, then removed under it) and fresh
     ones read a still session and a moving one while a real process commits and runs
-    `gc`'s repack, `pack_loose` and `consolidate` over and over."""
-    still, moving = _grow(store, make_session, sessions=2)
+    `gc`'s repack, `pack_loose` and `consolidate` over and over, and deletes other
+    sessions (their objects purged: the packs holding them rewritten)."""
+    still, moving, *doomed = _grow(store, make_session, sessions=6)
     maintenance.repack(store.git)
     expected = store.records(store.head(still))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     writer = subprocess.Popen(
-        [sys.executable, "-c", REPACKER, str(home), moving, "45"],
+        [sys.executable, "-c", REPACKER, str(home), moving, "45", *doomed],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     kept = SessionReader.open(home)
@@ -199,3 +202,4 @@ def test_reading_goes_on_while_another_process_writes_and_repacks(store, home, m
     assert out.strip() == "45"
     assert reads >= 3
     assert len(list((home / "store.git" / "objects" / "pack").glob("*.idx"))) >= 1
+    assert set(kept.ids()) == {still, moving}  # every doomed session was deleted
