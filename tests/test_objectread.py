@@ -104,6 +104,25 @@ def test_refs_and_sessions_read_as_the_store_reads_them(store, home, make_sessio
         ]  # fmt: skip
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_each_stored_format_reads_as_the_store_reads_it(home, version):
+    """The committed fixtures of format 1 and 2 (flat transcript segments, a context by
+    value, usage in a file; chunks, a context by reference), read by both."""
+    from tests.test_store_formats import unpack
+
+    path = unpack(version, home)
+    reader = SessionReader(home, ObjectReader(path))  # `open` wants a format-2 config
+    store = SessionStore(home)
+    assert reader.ids() == store.ids() and len(reader.ids()) == 3
+    for sid in reader.ids():
+        head = reader.head(sid)
+        assert head == store.head(sid) and head.version == version
+        assert reader.records(head) == store.records(head)
+        for what in ("context", "compactions", "plan", "pins", "usage"):
+            assert reader.read(head, what) == store.read(head, what), what
+        assert [c for c, _ in reader.history(head)] == [c for c, _ in store.history(head)]
+
+
 def test_missing_and_damaged_objects_say_so(store, home, make_session, monkeypatch):
     head = make_session(turns=1)
     reader = ObjectReader(home / "store.git")
