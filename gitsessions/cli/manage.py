@@ -14,20 +14,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gitsessions.cli import listing
 from gitsessions.cli import state as consoles
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
 from gitsessions.cli.state import State, plain_out
-from gitsessions.store.catalog import Catalog
 from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS
 
 if TYPE_CHECKING:
-    from gitsessions.store.sessions import Head
+    from gitsessions.store.reader import Head
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
@@ -38,8 +36,8 @@ def _state(ctx: typer.Context) -> State:
 
 
 def _head(ctx: typer.Context, session: str) -> "Head":
-    store = _state(ctx).store
-    return store.head(store.resolve(session))
+    reader = _state(ctx).reader
+    return reader.head(reader.resolve(session))
 
 
 def cmd_list(
@@ -68,6 +66,8 @@ def cmd_list(
 ) -> None:
     """List sessions, the most recently active first (a turn or a compaction; renaming or
     archiving does not move a session up). Into a pipe: one tab-separated line each."""
+    from gitsessions.cli import listing  # the header cache (sqlite): `show` needs neither
+
     rows = listing.session_rows(
         _state(ctx).catalog(), include_archived, Path.cwd() if here_only else None
     )
@@ -118,6 +118,8 @@ def cmd_list(
 
 def _list_record(r: dict[str, Any]) -> list[object]:
     """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
+    from gitsessions.cli import listing
+
     return [
         r["id"],
         r["active_at"] or "-",
@@ -205,7 +207,8 @@ def _info_source(
     state: State, session: str
 ) -> tuple[str, bytes, dict[str, Any], dict[str, Any], Callable[[str], bool]]:
     """`(id, head commit, header, usage, exists)` of a session: from the header cache
-    when it holds this head in format 2 (no store opened), else from the store."""
+    when it holds this head in format 2, else read from the store (its files alone, as
+    `show` reads them, when the store is plainly of this format): no dulwich either way."""
     from gitsessions.store.refs import StoreRefs
 
     refs = state.refs
@@ -215,9 +218,9 @@ def _info_source(
         header = state.catalog().cached_header(session_id, commit) if commit else None
         if commit and header is not None and header.get("format") == HEADER_FORMAT:
             return session_id, commit, header, header.get("usage") or {}, refs.exists
-    store = state.store
-    head = store.head(session_id)
-    return head.id, head.commit, head.header, store.read(head, "usage"), store.exists
+    reader = state.reader
+    head = reader.head(session_id)
+    return head.id, head.commit, head.header, reader.read(head, "usage"), reader.exists
 
 
 def _settings_line(settings: Any) -> str:
@@ -258,16 +261,16 @@ def cmd_show(
     """Print the full transcript (or the working context) of a session, through $PAGER
     on a terminal."""
     state = _state(ctx)
-    store = state.store
     if session is None or commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
         session = session_of(state, session, commit)
     head = _head(ctx, session)
+    reader = state.reader
     if context:
-        messages = enumerate(store.read(head, "context"))
+        messages = enumerate(reader.read(head, "context"))
     else:
-        messages = ((i, record["message"]) for i, record in store.iter_records(head))
+        messages = ((i, record["message"]) for i, record in reader.iter_records(head))
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
         if json_:
             stream_json_list(sink, (message for _i, message in messages))
@@ -288,13 +291,12 @@ def cmd_log(
     tools it used) and per other event; a fork shows its parent's history too. Paged on
     a terminal; piped, one tab-separated line per record."""
     state = _state(ctx)
-    store = state.store
     head = _head(ctx, session)
     from gitsessions.services import sessionlog
 
-    entries = sessionlog.commits(store, head)
+    entries = sessionlog.commits(state.reader, head)
     if not steps:
-        entries = sessionlog.turns(store, head, entries)
+        entries = sessionlog.turns(state.reader, head, entries)
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
         if json_:
             stream_json_list(sink, entries)
@@ -420,6 +422,7 @@ def cmd_delete(
 ) -> None:
     """Delete a session for good: its branch and every object only it used are purged."""
     from gitsessions.services import manage
+    from gitsessions.store.catalog import Catalog
 
     store = _state(ctx).store
     session_id = store.resolve(session)

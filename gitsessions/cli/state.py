@@ -6,7 +6,6 @@ never needs it. `plain_out` is `out`'s file, known without making `out` (cli/pla
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ if TYPE_CHECKING:  # the store (dulwich) is imported when a command first uses i
     from gitsessions.cli.terminal import VisibleConsole
     from gitsessions.services.hooks import Hooks
     from gitsessions.store.catalog import Catalog
+    from gitsessions.store.reader import SessionReader
     from gitsessions.store.redaction import Finding
     from gitsessions.store.refs import StoreRefs
     from gitsessions.store.sessions import SessionStore
@@ -58,12 +58,18 @@ def __getattr__(name: str) -> Any:
     return console
 
 
-@dataclass
 class State:
-    home: Path
-    env: Mapping[str, str]
-    _store: "SessionStore | None" = field(default=None, repr=False)
-    _config: dict[str, Any] | None = field(default=None, repr=False)
+    """What a command shares (a plain class: `@dataclass` costs start-up time)."""
+
+    def __init__(self, home: Path, env: Mapping[str, str]) -> None:
+        self.home = home
+        self.env = env
+        self._store: SessionStore | None = None
+        self._reader: SessionReader | None = None
+        self._config: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"State(home={self.home!r}, env={self.env!r})"
 
     @classmethod
     def from_env(cls, flag: Path | None, env: Mapping[str, str]) -> "State":
@@ -92,6 +98,23 @@ class State:
             return self.store
         redact_setting(self.config(), str(config_path(self.home)))
         return refs
+
+    @property
+    def reader(self) -> "SessionReader | SessionStore":
+        """What reads sessions (`show`, `log`): their files alone (no dulwich) when the
+        store is there and of this build's format, else the store itself (which
+        creates, upgrades or refuses it). The config is checked as `store` checks it."""
+        if self._store is not None:
+            return self._store
+        if self._reader is None:
+            from gitsessions.store.reader import SessionReader
+
+            reader = SessionReader.open(self.home)
+            if reader is None:
+                return self.store
+            redact_setting(self.config(), str(config_path(self.home)))
+            self._reader = reader
+        return self._reader
 
     def catalog(self) -> "Catalog":
         """The header cache, on the refs alone until a row must be read again."""
@@ -136,6 +159,9 @@ class State:
         )
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._store is not None:
             self._store.close()
             self._store = None

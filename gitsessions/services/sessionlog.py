@@ -14,12 +14,12 @@ Invariants:
 
 from typing import Any
 
-from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import iso_of_timestamp
 
 
-def commits(store: SessionStore, head: Head) -> list[dict[str, Any]]:
+def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
     """One record per commit, newest first."""
     entries = []
     for commit_id, commit in store.history(head):
@@ -41,7 +41,7 @@ def commits(store: SessionStore, head: Head) -> list[dict[str, Any]]:
     return entries
 
 
-def turns(store: SessionStore, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`entries` (from `commits`) grouped: one record per turn, newest first."""
     records: list[dict[str, Any]] = []
     groups: dict[tuple[str, int], dict[str, Any]] = {}
@@ -79,7 +79,7 @@ def turns(store: SessionStore, head: Head, entries: list[dict[str, Any]]) -> lis
 
 
 def _count_tools(
-    store: SessionStore, head: Head, spans: list[tuple[int, int, dict[str, int]]]
+    store: SessionReader, head: Head, spans: list[tuple[int, int, dict[str, int]]]
 ) -> None:
     """Add `{tool name: calls}` of the assistant messages in each span `[start, end)` to
     its dict; the transcript is read once, a chunk at a time."""
@@ -102,7 +102,7 @@ def _count_tools(
 
 
 def _messages_at(
-    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+    store: SessionReader, head: Head, commit_id: bytes, counts: dict[bytes, int]
 ) -> int:
     """How many transcript messages there were at `commit_id` (remembered in `counts`)."""
     if commit_id not in counts:
@@ -111,8 +111,8 @@ def _messages_at(
 
 
 def _messages_before(
-    store: SessionStore, head: Head, commit_id: bytes, counts: dict[bytes, int]
+    store: SessionReader, head: Head, commit_id: bytes, counts: dict[bytes, int]
 ) -> int:
     """How many transcript messages there were before `commit_id` (at its parent)."""
-    parents = getattr(store.git.get(commit_id), "parents", [])
+    parents = store.read_commit(commit_id).parents
     return _messages_at(store, head, parents[0], counts) if parents else 0

@@ -22,10 +22,13 @@ the same way; the first commit of format 2 on such a transcript files its segmen
 import bisect
 import re
 from collections.abc import Callable, Iterator
-
-from dulwich.objects import ShaFile, Tree
+from typing import TYPE_CHECKING
 
 from gitsessions.store.errors import StoreCorrupt
+from gitsessions.store.objectread import ReadTree
+
+if TYPE_CHECKING:  # trees are built (dulwich) only when writing: a reader never imports it
+    from dulwich.objects import Tree
 
 FANOUT = 16
 V1_SEGMENT = 256
@@ -36,7 +39,7 @@ _DIR = re.compile(rb"[0-9]{10}")
 _V1 = re.compile(rb"([0-9]{6})\.jsonl")
 
 Entry = tuple[int, bytes, bool]  # (first message index, object id, is a directory)
-Get = Callable[[bytes], ShaFile]  # reads an object (a store's, or a draft's not yet written)
+Get = Callable[[bytes], ReadTree]  # reads a tree (a store's, or a draft's not yet written)
 
 
 def chunk_name(first: int) -> bytes:
@@ -50,7 +53,7 @@ def dir_name(first: int) -> bytes:
 def entries(get: Get, tree_id: bytes) -> list[Entry]:
     """A transcript directory's entries in message order."""
     tree = get(tree_id)
-    if not isinstance(tree, Tree):
+    if not isinstance(tree, ReadTree):
         raise StoreCorrupt(f"transcript: {tree_id.decode()[:12]} is not a directory")
     out: list[Entry] = []
     for item in tree.items():
@@ -89,7 +92,7 @@ def covering(get: Get, tree_id: bytes, start: int, end: int) -> Iterator[tuple[i
             yield first, sha
 
 
-def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> list[Tree]:
+def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> "list[Tree]":
     """The new trees for the transcript with one more chunk (`first`, `blob_id`); the
     last of them is the transcript's new top. A format-1 transcript is filed first."""
     if tree_id is None:
@@ -126,7 +129,7 @@ def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> list[
     return new
 
 
-def refile(get: Get, tree_id: bytes) -> list[Tree]:
+def refile(get: Get, tree_id: bytes) -> "list[Tree]":
     """The trees that file a format-1 transcript's segments as chunks (blobs untouched);
     the last is the new top."""
     found = list(all_chunks(get, tree_id))
@@ -140,7 +143,7 @@ def _deepest_with_room(path: list[list[Entry]]) -> int:
     return -1
 
 
-def _build(chunks: list[tuple[int, bytes]]) -> list[Tree]:
+def _build(chunks: list[tuple[int, bytes]]) -> "list[Tree]":
     """A whole tree for `chunks` (all directories full but the right edge)."""
     new: list[Tree] = []
     level: list[Entry] = [(first, sha, False) for first, sha in chunks]
@@ -153,7 +156,9 @@ def _build(chunks: list[tuple[int, bytes]]) -> list[Tree]:
         level = [(group[0][0], tree.id, True) for group, tree in zip(groups, trees, strict=True)]
 
 
-def _tree(items: list[Entry]) -> Tree:
+def _tree(items: list[Entry]) -> "Tree":
+    from dulwich.objects import Tree
+
     tree = Tree()
     for first, sha, is_dir in items:
         if is_dir:

@@ -15,14 +15,13 @@ Invariants:
   `on_redacted` hears where.
 """
 
-import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dulwich.objects import Commit, Tree
+from dulwich.objects import Commit
 
 from gitsessions.store import context_refs
 from gitsessions.store.errors import (
@@ -33,18 +32,19 @@ from gitsessions.store.errors import (
     StoreCorrupt,
     StoreError,
 )
-from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header, wrap
-from gitsessions.store.layout import (
-    Record,
-    TreeDraft,
-    iter_records,
-    read_chunk,
-    read_transcript,
-    transcript_chunks,
+from gitsessions.store.formats import FORMAT, wrap
+from gitsessions.store.layout import Record
+from gitsessions.store.reader import (
+    INLINE,
+    JSON_FILES,
+    V1_USAGE,
+    Head,
+    SessionReader,
 )
-from gitsessions.store.refs import ref_name, resolve_id
+from gitsessions.store.refs import ref_name
 from gitsessions.store.repo import GitStore
 from gitsessions.store.trailers import commit_message
+from gitsessions.store.treedraft import TreeDraft
 from gitsessions.values.canonical import dumps
 from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
 from gitsessions.values.ids import is_session_id
@@ -59,35 +59,8 @@ if TYPE_CHECKING:  # writing only: a reader never imports maintenance or the sec
     from gitsessions.store.redaction import Finding, OnRedacted
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
-JSON_FILES = {
-    "context": "context.json",
-    "compactions": "compactions.json",
-    "plan": "plan.json",
-    "pins": "pins.json",
-}
-V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
-INLINE = "context-inline.json"
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
 RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
-
-
-@dataclass(frozen=True)
-class Head:
-    """A session as of one commit: its header (session.json) and where to read the rest."""
-
-    id: str
-    commit: bytes
-    tree: bytes
-    header: dict[str, Any]
-    version: int = FORMAT
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return dict(self.header.get("counts") or {})
-
-    @property
-    def branch(self) -> str:
-        return ref_name(self.id).decode()
 
 
 @dataclass
@@ -109,8 +82,10 @@ class Change:
     usage: dict[str, Any] | None = None
 
 
-class SessionStore:
-    """Sessions in `<home>/store.git`."""
+class SessionStore(SessionReader):
+    """Sessions in `<home>/store.git`, read (`SessionReader`) and written."""
+
+    git: GitStore
 
     def __init__(
         self,
@@ -125,143 +100,12 @@ class SessionStore:
         self.background_maintenance = background_maintenance
         try:
             home.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.git = GitStore(home / "store.git")
+            git = GitStore(home / "store.git")
         except OSError as error:
             raise StoreError(
                 f"cannot use {home} as the gitsessions home: {error.strerror or error}"
             ) from None
-        self.home = home
-        # {session id: (commit, the context there as (message key, transcript index))}:
-        # what the next commit's context is matched against without reading it again
-        self._contexts: dict[str, tuple[bytes, list[context_refs.Candidate]]] = {}
-
-    def close(self) -> None:
-        self.git.close()
-
-    # -- finding sessions -----------------------------------------------------------------
-
-    def ids(self) -> dict[str, bytes]:
-        """`{session id: head commit}` for every session."""
-        return {
-            k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
-        }
-
-    def exists(self, session_id: str) -> bool:
-        return self.git.ref(ref_name(session_id)) is not None
-
-    def resolve(self, text: str) -> str:
-        """The full id named by an id or unique prefix."""
-        return resolve_id(text, self.ids, self.exists)
-
-    def head(self, session_id: str) -> Head:
-        commit_id = self.git.ref(ref_name(session_id))
-        if commit_id is None:
-            raise SessionNotFound(f"no session {session_id}")
-        return self.head_at(session_id, commit_id)
-
-    def head_at(self, session_id: str, commit_id: bytes) -> Head:
-        commit = self.git.get(commit_id)
-        if not isinstance(commit, Commit):
-            raise StoreCorrupt(f"{commit_id.decode()} is not a commit")
-        header = self._json_at(commit.tree, "session.json")
-        if not isinstance(header, dict):
-            raise StoreCorrupt(f"session {session_id}: session.json is missing")
-        version = check_header(header, session_id)
-        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
-
-    def _json_at(self, tree_id: bytes, name: str) -> Any:
-        tree = self.git.get(tree_id)
-        assert isinstance(tree, Tree)
-        key = name.encode()
-        if key not in tree:
-            return None
-        try:
-            return json.loads(self.git.blob_bytes(tree[key][1]))
-        except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
-            raise StoreCorrupt(f"{name} at {tree_id.decode()[:12]}: {error}") from None
-
-    # -- reading a session ----------------------------------------------------------------
-
-    def read(self, head: Head, what: str) -> Any:
-        """One of context, compactions, plan, pins, usage at `head`."""
-        if what == "context":
-            return [message for message, _ref in self.context_lines(head)]
-        if what == "usage" and head.version >= 2:
-            return head.header.get("usage") or empty_usage()
-        value = self._json_at(head.tree, JSON_FILES.get(what, V1_USAGE))
-        if value is None:
-            return empty_usage() if what == "usage" else []
-        if head.version >= 2:
-            value = unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
-        return value
-
-    def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
-        """The working context at `head`, each message with its transcript index (None:
-        a message the transcript does not hold, such as compaction's note)."""
-        where = f"context.json of session {head.id[:8]}"
-        doc = self._json_at(head.tree, "context.json")
-        if doc is None:
-            pairs: list[tuple[dict[str, Any], int | None]] = []
-        elif head.version < 2:
-            if not isinstance(doc, list):
-                raise StoreCorrupt(f"{where}: not a list")
-            transcript = [(context_refs.key(m), i) for i, m in enumerate(self.transcript(head))]
-            found = context_refs.match(doc, transcript)
-            pairs = [(m, ref) for m, (_key, ref) in zip(doc, found, strict=True)]
-        else:
-            items = unwrap("context", doc, where)
-            inline = unwrap("inline", self._json_at(head.tree, INLINE) or {}, where)
-            if not isinstance(inline, list):
-                raise StoreCorrupt(f"{where}: the inline messages are not a list")
-            refs = context_refs.references(items, len(inline), head.counts.get("messages", 0))
-            lines = self._lines(head, sorted({r for r in refs if r is not None}))
-            spare = iter(inline)
-            pairs = [(next(spare) if r is None else lines[r], r) for r in refs]
-        self._contexts[head.id] = (
-            head.commit,
-            [(context_refs.key(m), ref) for m, ref in pairs],
-        )
-        return pairs
-
-    def _lines(self, head: Head, wanted: list[int]) -> dict[int, dict[str, Any]]:
-        """`{index: message}` for the transcript lines `wanted` (sorted), reading only
-        the chunks that hold them."""
-        out: dict[int, dict[str, Any]] = {}
-        runs: list[list[int]] = []
-        for index in wanted:
-            if runs and index == runs[-1][1]:
-                runs[-1][1] = index + 1
-            else:
-                runs.append([index, index + 1])
-        count = head.counts.get("messages", 0)
-        for start, end in runs:
-            for index, record in iter_records(self.git, head.tree, count, start, end):
-                out[index] = record["message"]
-        return out
-
-    def segments(self, head: Head) -> list[tuple[int, bytes]]:
-        """The transcript's chunks as `(first message index, blob id)`."""
-        return transcript_chunks(self.git, head.tree)
-
-    def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
-        """The messages of one transcript chunk."""
-        return [record["message"] for record in read_chunk(self.git, blob_id)]
-
-    def records(self, head: Head, start: int = 0, end: int | None = None) -> list[Record]:
-        """Transcript records `start:end`: `{"message", "time", "turn", "step", ...}`
-        (a line written by format 1 has only `message`)."""
-        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
-
-    def iter_records(
-        self, head: Head, start: int = 0, end: int | None = None
-    ) -> Iterator[tuple[int, Record]]:
-        """`(index, record)` for records `start:end`, one chunk in memory at a time."""
-        return iter_records(self.git, head.tree, head.counts.get("messages", 0), start, end)
-
-    def transcript(
-        self, head: Head, start: int = 0, end: int | None = None
-    ) -> list[dict[str, Any]]:
-        return [record["message"] for record in self.records(head, start, end)]
+        super().__init__(home, git)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -592,15 +436,6 @@ class SessionStore:
                 raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
         self.git.forget_ref_lock(ref)
         return maintenance.purge(self.git, head.commit)
-
-    def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:
-        """The commits of a session, newest first, following first parents."""
-        commit_id: bytes | None = head.commit
-        while commit_id is not None:
-            commit = self.git.get(commit_id)
-            assert isinstance(commit, Commit)
-            yield commit_id, commit
-            commit_id = commit.parents[0] if commit.parents else None
 
 
 def _timestamp(iso: Any) -> int:

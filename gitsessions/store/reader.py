@@ -1,0 +1,276 @@
+"""Reading sessions: what `show`, `log` and `info` need, and what the writing store
+(`sessions.SessionStore`, a `SessionReader` with dulwich's repository behind it) reads
+with too.
+
+Invariants:
+- Nothing here writes. Objects are read raw through `git` (an `ObjectSource`: the
+  dulwich-free `objectread.ObjectReader` for a reading command, `repo.GitStore` for a
+  writer) and parsed by `objectread`, so both read the same way and a reading command
+  never imports dulwich.
+- `SessionReader.open` answers only for a store that is there and of this build's
+  format (as `refs.StoreRefs.open`); for anything else the caller opens the full
+  `SessionStore`, which creates, upgrades or refuses the store as it always did.
+"""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.store.errors import SessionNotFound, StoreCorrupt
+from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
+from gitsessions.store.layout import (
+    Record,
+    iter_records,
+    read_chunk,
+    read_transcript,
+    transcript_chunks,
+)
+from gitsessions.store.objectread import (
+    COMMIT,
+    ObjectReader,
+    ReadCommit,
+    parse_commit,
+    read_blob,
+    read_tree,
+)
+from gitsessions.store.refs import StoreRefs, ref_name, resolve_id
+from gitsessions.values.ids import is_session_id
+from gitsessions.values.records import empty_usage
+
+JSON_FILES = {
+    "context": "context.json",
+    "compactions": "compactions.json",
+    "plan": "plan.json",
+    "pins": "pins.json",
+}
+V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
+INLINE = "context-inline.json"
+
+if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
+    # `show --context` and a writer match a context (context_refs)
+    from typing import Protocol
+
+    from gitsessions.store.context_refs import Candidate
+
+    class ObjectSource(Protocol):
+        """What a reader reads through: raw objects and refs (`GitStore`, `ObjectReader`)."""
+
+        path: Path
+
+        def raw(self, sha: bytes) -> tuple[int, bytes]: ...
+
+        def ref(self, name: bytes) -> bytes | None: ...
+
+        def session_refs(self) -> dict[bytes, bytes]: ...
+
+        def close(self) -> None: ...
+
+
+class Head:
+    """A session as of one commit: its header (session.json) and where to read the rest.
+    Immutable, compared by value (a frozen dataclass, written out: the decorator costs a
+    reading command's start-up more than the rest of this module)."""
+
+    __slots__ = ("commit", "header", "id", "tree", "version")
+    id: str
+    commit: bytes
+    tree: bytes
+    header: dict[str, Any]
+    version: int
+
+    def __init__(
+        self, id: str, commit: bytes, tree: bytes, header: dict[str, Any], version: int = FORMAT
+    ) -> None:
+        for name, value in zip(self.__slots__, (commit, header, id, tree, version), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.id, self.commit, self.tree, self.header, self.version)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "Head(id={!r}, commit={!r}, tree={!r}, header={!r}, version={!r})".format(
+            *self._fields()
+        )
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.header.get("counts") or {})
+
+    @property
+    def branch(self) -> str:
+        return ref_name(self.id).decode()
+
+
+class SessionReader:
+    """Sessions in `<home>/store.git`, read-only."""
+
+    def __init__(self, home: Path, git: "ObjectSource") -> None:
+        self.home = home
+        self.git = git
+        # {session id: (commit, the context there as (message key, transcript index))}:
+        # what the next commit's context is matched against without reading it again
+        self._contexts: dict[str, tuple[bytes, list[Candidate]]] = {}
+
+    @classmethod
+    def open(cls, home: Path) -> "SessionReader | None":
+        """A reader of a store that is there and of this build's format, else None."""
+        if StoreRefs.open(home) is None:
+            return None
+        return cls(home, ObjectReader(home / "store.git"))
+
+    def close(self) -> None:
+        self.git.close()
+
+    # -- finding sessions -----------------------------------------------------------------
+
+    def ids(self) -> dict[str, bytes]:
+        """`{session id: head commit}` for every session."""
+        return {
+            k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
+        }
+
+    def exists(self, session_id: str) -> bool:
+        return self.git.ref(ref_name(session_id)) is not None
+
+    def resolve(self, text: str) -> str:
+        """The full id named by an id or unique prefix."""
+        return resolve_id(text, self.ids, self.exists)
+
+    def head(self, session_id: str) -> Head:
+        commit_id = self.git.ref(ref_name(session_id))
+        if commit_id is None:
+            raise SessionNotFound(f"no session {session_id}")
+        return self.head_at(session_id, commit_id)
+
+    def head_at(self, session_id: str, commit_id: bytes) -> Head:
+        commit = self.read_commit(commit_id)
+        header = self._json_at(commit.tree, "session.json")
+        if not isinstance(header, dict):
+            raise StoreCorrupt(f"session {session_id}: session.json is missing")
+        version = check_header(header, session_id)
+        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
+
+    def read_commit(self, commit_id: bytes) -> ReadCommit:
+        """A commit of the store (`StoreCorrupt` if the object is something else)."""
+        kind, raw = self.git.raw(commit_id)
+        if kind != COMMIT:
+            raise StoreCorrupt(f"{commit_id.decode()} is not a commit")
+        return parse_commit(raw)
+
+    def _json_at(self, tree_id: bytes, name: str) -> Any:
+        tree = read_tree(self.git, tree_id)
+        key = name.encode()
+        if key not in tree:
+            return None
+        try:
+            return json.loads(read_blob(self.git, tree[key][1]))
+        except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
+            raise StoreCorrupt(f"{name} at {tree_id.decode()[:12]}: {error}") from None
+
+    # -- reading a session ----------------------------------------------------------------
+
+    def read(self, head: Head, what: str) -> Any:
+        """One of context, compactions, plan, pins, usage at `head`."""
+        if what == "context":
+            return [message for message, _ref in self.context_lines(head)]
+        if what == "usage" and head.version >= 2:
+            return head.header.get("usage") or empty_usage()
+        value = self._json_at(head.tree, JSON_FILES.get(what, V1_USAGE))
+        if value is None:
+            return empty_usage() if what == "usage" else []
+        if head.version >= 2:
+            value = unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
+        return value
+
+    def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
+        """The working context at `head`, each message with its transcript index (None:
+        a message the transcript does not hold, such as compaction's note)."""
+        from gitsessions.store import context_refs
+
+        where = f"context.json of session {head.id[:8]}"
+        doc = self._json_at(head.tree, "context.json")
+        if doc is None:
+            pairs: list[tuple[dict[str, Any], int | None]] = []
+        elif head.version < 2:
+            if not isinstance(doc, list):
+                raise StoreCorrupt(f"{where}: not a list")
+            transcript = [(context_refs.key(m), i) for i, m in enumerate(self.transcript(head))]
+            found = context_refs.match(doc, transcript)
+            pairs = [(m, ref) for m, (_key, ref) in zip(doc, found, strict=True)]
+        else:
+            items = unwrap("context", doc, where)
+            inline = unwrap("inline", self._json_at(head.tree, INLINE) or {}, where)
+            if not isinstance(inline, list):
+                raise StoreCorrupt(f"{where}: the inline messages are not a list")
+            refs = context_refs.references(items, len(inline), head.counts.get("messages", 0))
+            lines = self._lines(head, sorted({r for r in refs if r is not None}))
+            spare = iter(inline)
+            pairs = [(next(spare) if r is None else lines[r], r) for r in refs]
+        self._contexts[head.id] = (
+            head.commit,
+            [(context_refs.key(m), ref) for m, ref in pairs],
+        )
+        return pairs
+
+    def _lines(self, head: Head, wanted: list[int]) -> dict[int, dict[str, Any]]:
+        """`{index: message}` for the transcript lines `wanted` (sorted), reading only
+        the chunks that hold them."""
+        out: dict[int, dict[str, Any]] = {}
+        runs: list[list[int]] = []
+        for index in wanted:
+            if runs and index == runs[-1][1]:
+                runs[-1][1] = index + 1
+            else:
+                runs.append([index, index + 1])
+        count = head.counts.get("messages", 0)
+        for start, end in runs:
+            for index, record in iter_records(self.git, head.tree, count, start, end):
+                out[index] = record["message"]
+        return out
+
+    def segments(self, head: Head) -> list[tuple[int, bytes]]:
+        """The transcript's chunks as `(first message index, blob id)`."""
+        return transcript_chunks(self.git, head.tree)
+
+    def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
+        """The messages of one transcript chunk."""
+        return [record["message"] for record in read_chunk(self.git, blob_id)]
+
+    def records(self, head: Head, start: int = 0, end: int | None = None) -> list[Record]:
+        """Transcript records `start:end`: `{"message", "time", "turn", "step", ...}`
+        (a line written by format 1 has only `message`)."""
+        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
+
+    def iter_records(
+        self, head: Head, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, Record]]:
+        """`(index, record)` for records `start:end`, one chunk in memory at a time."""
+        return iter_records(self.git, head.tree, head.counts.get("messages", 0), start, end)
+
+    def transcript(
+        self, head: Head, start: int = 0, end: int | None = None
+    ) -> list[dict[str, Any]]:
+        return [record["message"] for record in self.records(head, start, end)]
+
+    def history(self, head: Head) -> Iterator[tuple[bytes, ReadCommit]]:
+        """The commits of a session, newest first, following first parents."""
+        commit_id: bytes | None = head.commit
+        while commit_id is not None:
+            commit = self.read_commit(commit_id)
+            yield commit_id, commit
+            commit_id = commit.parents[0] if commit.parents else None

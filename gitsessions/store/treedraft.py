@@ -1,0 +1,81 @@
+"""A session tree being edited (see `layout` for the tree): the files of a base tree,
+set, removed or appended to, and the new objects that make the result.
+
+Invariant: nothing is written here; `SessionStore` writes `new_objects` (blobs and trees
+before the root tree, the root last) and only then makes a commit name them.
+"""
+
+from collections.abc import Sequence
+
+from dulwich.objects import Blob, ShaFile, Tree
+
+from gitsessions.store import chunks
+from gitsessions.store.layout import (
+    CHUNK_LINES,
+    DIR_MODE,
+    FILE_MODE,
+    TRANSCRIPT,
+    Record,
+    encode_lines,
+)
+from gitsessions.store.objectread import ReadTree, read_tree
+from gitsessions.store.repo import GitStore
+
+
+class TreeDraft:
+    """A session tree being edited: read files from a base tree, set or append, finish."""
+
+    def __init__(self, git: GitStore, base_tree: bytes | None) -> None:
+        self.git = git
+        self.root = Tree()
+        self.transcript: bytes | None = None
+        self.new_objects: list[ShaFile] = []
+        self._trees: dict[bytes, Tree] = {}  # transcript trees made here, not yet written
+        if base_tree is not None:
+            for item in read_tree(git, base_tree).items():
+                self.root.add(item.path, item.mode, item.sha)
+            if TRANSCRIPT in self.root:
+                self.transcript = self.root[TRANSCRIPT][1]
+
+    def set(self, name: str, data: bytes) -> None:
+        blob = Blob.from_string(data)
+        self.new_objects.append(blob)
+        self.root.add(name.encode(), FILE_MODE, blob.id)
+
+    def remove(self, name: str) -> None:
+        if name.encode() in self.root:
+            del self.root[name.encode()]
+
+    def refile_transcript(self) -> None:
+        """File a format-1 transcript (flat segments) as format 2's tree of chunks."""
+        if self.transcript is not None:
+            trees = chunks.refile(self._get, self.transcript)
+            if trees:
+                self._add_trees(trees)
+
+    def append_transcript(self, records: Sequence[Record], first: int) -> None:
+        """New chunks holding `records` (the first of them message `first`): one, or
+        one per `CHUNK_LINES` for a long batch such as an import."""
+        for at in range(0, len(records), CHUNK_LINES):
+            blob = Blob.from_string(encode_lines(records[at : at + CHUNK_LINES]))
+            trees = chunks.append(self._get, self.transcript, first + at, blob.id)
+            self.new_objects.append(blob)
+            self._add_trees(trees)
+
+    def _add_trees(self, trees: list[Tree]) -> None:
+        self.new_objects += trees
+        self._trees.update((tree.id, tree) for tree in trees)
+        self.transcript = trees[-1].id
+
+    def _get(self, sha: bytes) -> ReadTree:
+        made = self._trees.get(sha)
+        if made is None:
+            return read_tree(self.git, sha)
+        return ReadTree({item.path: (item.mode, item.sha) for item in made.items()})
+
+    def finish(self) -> bytes:
+        """Add the root tree to `new_objects`; returns its id."""
+        if self.transcript is not None:
+            self.root.add(TRANSCRIPT, DIR_MODE, self.transcript)
+        self.new_objects.append(self.root)
+        return self.root.id
