@@ -249,7 +249,7 @@ def test_a_new_chat_prompts_before_loading_rich_the_store_or_the_agent(server, w
     done = subprocess.run(
         [sys.executable, "-c", AT_PROMPT.format(heavy=BEFORE_PROMPT), "chat",
          "--base-url", server.base_url, "--model", "fake-model", "--workspace", str(workspace)],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        capture_output=True, text=True, cwd=REPO, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     line = next(x for x in done.stderr.splitlines() if x.startswith("AT PROMPT"))
     assert ast.literal_eval(line.removeprefix("AT PROMPT ")) == []

@@ -2,12 +2,15 @@
 
 Invariant: nothing here imports rich, the store or the agent. `chat` shows its first
 prompt with only this module, its settings and a plain banner loaded; everything else
-is built while the user types (cli/opening.py). `PROMPT_SHOWN` is set as each prompt
-is about to show: what runs in the background waits for it, so it never competes with
-the prompt for the interpreter.
+is built while the user types (cli/opening.py). `PROMPT_SHOWN` is set once a prompt is
+on the screen (by readline's pre-input hook, right after it drew the prompt; without
+readline or a terminal, as the prompt is about to show): what runs in the background
+waits for it, so it never competes with the prompt for the interpreter.
 """
 
 import contextlib
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -26,12 +29,22 @@ def is_command(line: str) -> bool:
 
 def read_prompt() -> str:
     """One prompt; a line ending in a backslash continues on the next line."""
-    PROMPT_SHOWN.set()
+    if not _hooked():
+        PROMPT_SHOWN.set()
     lines = [input(PROMPT)]
     while lines[-1].endswith("\\") and not is_command(lines[0]):
         lines[-1] = lines[-1][:-1]
         lines.append(input(CONTINUATION))
     return "\n".join(lines)
+
+
+def _hooked() -> bool:
+    """Whether readline draws this prompt (it does when stdin and stdout are terminals)
+    and calls `PROMPT_SHOWN.set` once it has (`History` installs the hook)."""
+    readline = sys.modules.get("readline")
+    if readline is None or not hasattr(readline, "set_pre_input_hook"):
+        return False
+    return os.isatty(0) and os.isatty(1)
 
 
 class History:
@@ -48,6 +61,8 @@ class History:
             self.readline = None
             return
         self.readline = readline
+        if hasattr(readline, "set_pre_input_hook"):
+            readline.set_pre_input_hook(lambda: PROMPT_SHOWN.set())
         for _session, line in chat_history.load(home)[-chat_history.LIMIT :]:
             readline.add_history(line)
         self.start = readline.get_current_history_length()

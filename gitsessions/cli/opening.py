@@ -48,6 +48,7 @@ class Opening(Generic[T]):
 
     def __init__(self, work: Callable[[Notes], T], after: threading.Event, name: str) -> None:
         self.notes = Notes()
+        self._after = after
         self._done = threading.Event()
         self._result: T | None = None
         self._error: BaseException | None = None
@@ -70,6 +71,7 @@ class Opening(Generic[T]):
 
     def wait(self) -> T:
         """The work's result (its error raised here); Ctrl-C ends the wait at once."""
+        self._after.set()  # waited for: it must run now, whatever it was waiting for
         while not self._done.wait(0.05):
             pass
         if self._error is not None:
