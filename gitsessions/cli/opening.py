@@ -7,9 +7,10 @@ Invariants:
   prints when it has waited (`wait`), never over the line the user is typing.
 - `wait` returns the work's result or raises its error, in the main thread; a Ctrl-C
   ends the wait at once (KeyboardInterrupt) and the work goes on, to be waited for again.
-- The thread, and every thread it starts, blocks SIGINT (`main_thread_signals`): the
-  kernel gives a Ctrl-C to any thread that does not block it, and one taken by a
-  background thread would leave the main thread waiting in readline, the prompt deaf.
+- The thread, and every thread it starts, blocks SIGINT (`main_thread_signals`): POSIX
+  lets the kernel give a process's Ctrl-C to any thread that does not block it (Linux
+  prefers the main thread, not every system does), and one taken by a background
+  thread would leave the main thread waiting in readline, the prompt deaf to it.
 """
 
 import signal
