@@ -544,3 +544,19 @@ def test_leaving_at_the_first_prompt_waits_for_no_server(server, ws):
         held.set()
     assert child.exitstatus == 0 and "Traceback" not in said
     assert "no session was saved" in said and sessions() == []
+
+
+def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
+    """A budget too small for the agent, or a bad setting in config.toml, is refused
+    before the prompt shows, without a session (the agent is built after it)."""
+    chat = ("chat", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws))
+    small = run_gitsessions(*chat, "--max-context-tokens", "1000", input="")
+    assert small.returncode == 2 and "--max-context-tokens 1000 is too small" in small.stderr
+    assert not (home / "store.git").exists()  # nothing was built
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('[shell]\nsandbox = "everything"\n', encoding="utf-8")
+    bad = run_gitsessions(*chat, input="")
+    assert bad.returncode == 2 and "sandbox 'everything'" in bad.stderr
+    for done in (small, bad):
+        assert "> " not in done.stdout and "new session" not in done.stderr
+    assert sessions() == []
