@@ -172,10 +172,14 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
                 write_plain([("", ""), (CANCELLED, "yellow")], plain)
         from gitsessions.cli.chat_session import converse
 
-        write_rich(building.notes)
-        if found is not None:  # the Ollama hint, unless the first run gave it already
-            hint = found.unreachable is not None and not first_run
-            write_rich(endpoint_lines(settings, found.unreachable, found.models, hint=hint))
+        try:
+            write_rich(building.notes)
+            if found is not None:  # the Ollama hint, unless the first run gave it already
+                hint = found.unreachable is not None and not first_run
+                write_rich(endpoint_lines(settings, found.unreachable, found.models, hint=hint))
+        except BaseException:
+            run.stack.close()
+            raise
         return converse(run, history, chat.quiet, first=line)
 
 
