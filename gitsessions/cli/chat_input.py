@@ -10,7 +10,6 @@ waits for it, so it never competes with the prompt for the interpreter.
 
 import contextlib
 import os
-import sys
 import threading
 from pathlib import Path
 
@@ -40,11 +39,11 @@ def read_prompt() -> str:
 
 def _hooked() -> bool:
     """Whether readline draws this prompt (it does when stdin and stdout are terminals)
-    and calls `PROMPT_SHOWN.set` once it has (`History` installs the hook)."""
-    readline = sys.modules.get("readline")
-    if readline is None or not hasattr(readline, "set_pre_input_hook"):
-        return False
-    return os.isatty(0) and os.isatty(1)
+    and then calls `PROMPT_SHOWN.set` (the hook `History` installs)."""
+    return _hook_installed.is_set() and os.isatty(0) and os.isatty(1)
+
+
+_hook_installed = threading.Event()
 
 
 class History:
@@ -63,6 +62,7 @@ class History:
         self.readline = readline
         if hasattr(readline, "set_pre_input_hook"):
             readline.set_pre_input_hook(lambda: PROMPT_SHOWN.set())
+            _hook_installed.set()
         for _session, line in chat_history.load(home)[-chat_history.LIMIT :]:
             readline.add_history(line)
         self.start = readline.get_current_history_length()
