@@ -27,7 +27,8 @@ Tool calls may be given in the standard shape (`id`, `type`, `function.name`,
 chunk, the content in a few pieces, each tool call as an id/name chunk followed by its
 arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `stream_options.include_usage` is set, then `data: [DONE]`. `GET /v1/models` lists
-`server.models`. Anything else is a 404.
+`server.models` (once `server.models_held`, an event, is set, when a test holds it:
+`hold_models()`); `server.model_lists` counts those answered. Anything else is a 404.
 
 Strict mode (`FakeOpenAI(strict=True)`; the `server` fixture of conftest.py is strict)
 answers like Gemma, Mistral or Llama templates served by vLLM or llama.cpp: system
@@ -133,6 +134,8 @@ class FakeOpenAI:
         self.rejected: list[dict[str, Any]] = []
         self.responder: Responder | None = None
         self.models: list[str] = ["gemma4", "fake-model"]
+        self.models_held: threading.Event | None = None
+        self.model_lists = 0
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.progress: list[list[int]] = []
@@ -186,6 +189,11 @@ class FakeOpenAI:
     def malformed(self, body: str = "{this is not json") -> None:
         """Queue a 200 answer with an unparseable body."""
         self._push(Malformed(body))
+
+    def hold_models(self) -> threading.Event:
+        """Answer `GET /v1/models` only once the returned event is set."""
+        self.models_held = threading.Event()
+        return self.models_held
 
     def _push(self, item: Reply | Failure | Delay | Malformed) -> None:
         with self._lock:
@@ -263,6 +271,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
+            held = self.fake.models_held
+            if held is not None:
+                held.wait(60)
+            with self.fake._lock:
+                self.fake.model_lists += 1
             data = [
                 {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                 for m in self.fake.models

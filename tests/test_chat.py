@@ -483,3 +483,80 @@ def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
     assert f" 1. {sid[:8]}" in done.stderr
     assert "error: stdin is not a terminal, so no session can be picked" in done.stderr
     assert run_gitsessions("exec", "--resume", "--", "x").returncode == 2
+
+
+def test_the_prompt_shows_before_the_server_is_asked_anything(server, ws):
+    """Issue 10 (speed): a new chat's prompt waits for nothing slow. The server holds its
+    model list (GET /models) until the test has seen the prompt: the prompt shows all
+    the same. The first prompt sent then waits for the list; what the background work
+    found (no git repository: no snapshots; the model missing from the list) prints
+    before the reply, in that order."""
+    held = server.hold_models()
+    server.models = ["other-model"]
+    try:
+        child = spawn(server.base_url, ws)
+        before = plain(child.before)
+        assert server.model_lists == 0 and server.requests == []
+        assert "no code snapshots" not in before and "does not list" not in before
+        held.set()
+        server.reply(content="hello back")
+        out = " ".join(say(child, "hi").split())
+    finally:
+        held.set()
+    snapshots = out.index("not in a git repository; no code snapshots")
+    assert snapshots < out.index("does not list model 'fake-model'") < out.index("hello back")
+    leave(child)
+    assert server.model_lists == 1 and len(sessions()) == 1
+
+
+def test_ctrl_c_while_the_first_prompt_waits_sends_nothing(server, ws):
+    held = server.hold_models()
+    try:
+        child = spawn(server.base_url, ws)
+        child.sendline("first try")
+        child.expect_exact("asking the model server at")  # the line was taken; it waits
+        child.sendintr()
+        child.expect_exact("cancelled; nothing was sent")
+        child.expect(PROMPT)
+        held.set()
+        server.reply(content="answered")
+        assert "answered" in say(child, "second try")
+    finally:
+        held.set()
+    leave(child)
+    assert [m["content"] for m in server.requests[0]["messages"] if m["role"] == "user"] == [
+        "second try"
+    ]
+    assert "first try" not in json.dumps(server.requests) and len(sessions()) == 1
+
+
+def test_leaving_at_the_first_prompt_waits_for_no_server(server, ws):
+    """Ctrl-D at the first prompt while the server still holds its model list: the chat
+    leaves at once, cleanly, and stores nothing."""
+    held = server.hold_models()
+    try:
+        child = spawn(server.base_url, ws)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.wait()
+        said = plain(child.before)
+    finally:
+        held.set()
+    assert child.exitstatus == 0 and "Traceback" not in said
+    assert "no session was saved" in said and sessions() == []
+
+
+def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
+    """A budget too small for the agent, or a bad setting in config.toml, is refused
+    before the prompt shows, without a session (the agent is built after it)."""
+    chat = ("chat", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws))
+    small = run_gitsessions(*chat, "--max-context-tokens", "1000", input="")
+    assert small.returncode == 2 and "--max-context-tokens 1000 is too small" in small.stderr
+    assert not (home / "store.git").exists()  # nothing was built
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('[shell]\nsandbox = "everything"\n', encoding="utf-8")
+    bad = run_gitsessions(*chat, input="")
+    assert bad.returncode == 2 and "sandbox 'everything'" in bad.stderr
+    for done in (small, bad):
+        assert "> " not in done.stdout and "new session" not in done.stderr
+    assert sessions() == []

@@ -249,3 +249,44 @@ def test_show_and_log_on_a_store_being_packed_read_the_same(make_session, store)
                   "dulwich.object_store", "sqlite3", "gitsessions.store.sessions")  # fmt: skip
     for args in [("show", sid), ("log", sid), ("show", sid, "--context")]:
         assert imported(*args, modules=repository) == [], args
+
+
+AT_PROMPT = """
+import os, sys
+sys.argv = ["gitsessions", *sys.argv[1:]]
+from gitsessions.cli import chat_input
+
+def shown():  # the prompt is about to show: what is imported by now?
+    print("AT PROMPT", [m for m in {heavy!r} if m in sys.modules], file=sys.stderr, flush=True)
+    os._exit(0)
+
+chat_input.PROMPT_SHOWN.set = shown
+from gitsessions.cli.app import main
+main()
+"""
+BEFORE_PROMPT = (*HEAVY, "rich.console", "dulwich", "gitsessions.store.sessions",
+                 "gitsessions.cli.agent_setup", "urllib.request", "socket")  # fmt: skip
+
+
+def test_a_new_chat_prompts_before_loading_rich_the_store_or_the_agent(server, workspace):
+    """Issue 10 (speed): before a new chat's prompt, only its settings, a plain banner and
+    a connect to a server on this machine; the rest is built while the user types."""
+    done = subprocess.run(
+        [sys.executable, "-c", AT_PROMPT.format(heavy=BEFORE_PROMPT), "chat",
+         "--base-url", server.base_url, "--model", "fake-model", "--workspace", str(workspace)],
+        capture_output=True, text=True, cwd=REPO, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    line = next(x for x in done.stderr.splitlines() if x.startswith("AT PROMPT"))
+    assert ast.literal_eval(line.removeprefix("AT PROMPT ")) == []
+    assert "gitsessions · new session · fake-model" in done.stderr
+
+
+def test_a_sure_budget_needs_no_count_before_the_prompt():
+    """`chat` accepts a budget of SURE_BUDGET plus the workspace path's length without
+    counting tokens: the exact check agrees, for short and long paths."""
+    from gitsessions.agent.prompts import system_prompt
+    from gitsessions.cli.agent_setup import check_budget
+    from gitsessions.cli.chat import SURE_BUDGET
+
+    for path in ("/", "/home/someone/project", "/" + "deep/" * 400):
+        check_budget(SURE_BUDGET + len(path.encode()), system_prompt(path))  # never raises

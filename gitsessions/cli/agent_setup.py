@@ -13,6 +13,8 @@ from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
+from gitsessions.cli.opening import Printer
+from gitsessions.cli.options import AUTO_APPROVE_BANNER, workspace_dir  # noqa: F401 - exec_cmd
 from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.compaction import Policy
@@ -37,7 +39,6 @@ from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
-AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
 
 
 def warm_up(chat: bool = False, after: threading.Event | None = None) -> None:
@@ -67,13 +68,6 @@ class Built:
     settings: ModelSettings
     workspace: Path
     resumed: bool
-
-
-def workspace_dir(flag: Path | None) -> Path:
-    path = (flag or Path.cwd()).expanduser().absolute()
-    if not path.is_dir():
-        raise InvalidInput(f"workspace {path} is not a directory")
-    return path
 
 
 def pick_session(
@@ -126,14 +120,14 @@ def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
     return cost
 
 
-def shell_sandbox(shell: ShellSettings, workspace: Path) -> Sandbox | None:
-    """The sandbox run_shell runs in, None for `--sandbox none`; says so on stderr.
+def shell_sandbox(shell: ShellSettings, workspace: Path, notes: Printer = err) -> Sandbox | None:
+    """The sandbox run_shell runs in, None for `--sandbox none`; says so in `notes`.
     Raises SandboxUnavailable (exit 2) when the kernel cannot enforce it."""
     if shell.sandbox != "workspace-write":
         return None
     sandbox = workspace_write(workspace, network=shell.sandbox_network)
     network = "allowed" if sandbox.network else "blocked"
-    err.print(
+    notes.print(
         vtext(
             f"sandbox: run_shell writes only in {', '.join(sandbox.writable[:2])}; "
             f"network {network}",
@@ -159,7 +153,10 @@ def build_agent(
     stream: bool = True,
     all_sessions: bool = False,
     snapshots: SnapshotSettings | None = None,
+    notes: Printer = err,
 ) -> Iterator[Built]:
+    """The agent, its session leased. Its notes (the workspace, the sandbox, snapshots)
+    go to `notes`: `chat` builds it while the user types and prints them later."""
     store = state.store
     workspace = workspace_dir(workspace_flag)
     picked = pick_session(store, resume, continue_, workspace)
@@ -167,10 +164,10 @@ def build_agent(
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
     if picked is not None and workspace_flag is None and mark_of(picked.header):
-        workspace, recorded = in_worktree(picked, workspace)
+        workspace, recorded = in_worktree(picked, workspace, notes)
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
-        err.print(
+        notes.print(
             vtext(
                 f"note: this session was recorded in {one_line(recorded or 'no workspace')}; "
                 f"the tools now work in {workspace}",
@@ -180,7 +177,7 @@ def build_agent(
         )
     env = dict(state.env)
     check_budget(settings.max_context_tokens, system_prompt(str(workspace)))
-    sandbox = shell_sandbox(shell, workspace)  # before anything is created
+    sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
     lease = Lease(store.home, picked.id) if picked else None
     session: AgentSession | None = None
     try:
@@ -199,7 +196,7 @@ def build_agent(
             if session.head.header.get("settings") != session_settings(settings):
                 session.note_header(settings=session_settings(settings))
             if session.use_system_prompt(system_prompt(str(workspace))):
-                err.print(
+                notes.print(
                     vtext(
                         "note: the system prompt stored with this session is not sent; "
                         "gitsessions' own prompt for this workspace replaces it",
@@ -207,7 +204,9 @@ def build_agent(
                     ),
                     highlight=False,
                 )
-        snapshot = code_snapshots(snapshots or SnapshotSettings(), workspace, env, session.id)
+        snapshot = code_snapshots(
+            snapshots or SnapshotSettings(), workspace, env, session.id, notes
+        )
         registry = create_registry(
             workspace,
             shell_environment(env, shell.env_keep, session=session.id),
@@ -248,13 +247,13 @@ def build_agent(
             lease.release()
 
 
-def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
+def in_worktree(picked: Head, here: Path, notes: Printer = err) -> tuple[Path, str]:
     """Where a worktree fork resumes: in its worktree, from any directory (said in one
     line); when the worktree is gone, here, with one line naming `worktree restore`.
     Returns the workspace and what to compare the recorded one with."""
     mark = mark_of(picked.header) or {}
     if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
-        err.print(
+        notes.print(
             vtext(
                 f"note: the worktree of session {short(picked.id)} belongs to a project "
                 f"not on this machine ({one_line(str(mark.get('repo')))}); the tools work "
@@ -265,7 +264,7 @@ def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
         )
         return here, str(here)
     if is_gone(mark):
-        err.print(
+        notes.print(
             vtext(
                 f"note: the worktree of session {short(picked.id)} is gone "
                 f"({one_line(mark['path'])}); the tools work in {here}; "
@@ -276,7 +275,7 @@ def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
         )
         return here, str(here)
     place = workspace_for(picked.header) or Path(mark["path"])
-    err.print(
+    notes.print(
         vtext(
             f"working in the worktree of session {short(picked.id)}: {one_line(str(place))} "
             f"(branch {one_line(mark['branch'])})",
@@ -288,21 +287,26 @@ def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
 
 
 def code_snapshots(
-    settings: SnapshotSettings, workspace: Path, env: Mapping[str, str], session_id: str
+    settings: SnapshotSettings,
+    workspace: Path,
+    env: Mapping[str, str],
+    session_id: str,
+    notes: Printer = err,
 ) -> Callable[[str], str | None] | None:
     """The snapshot taker for the agent (None when snapshots are off); its notes (no
-    repository, files left out for size, a git failure) go to stderr, each once."""
+    repository, files left out for size, a git failure) go to stderr, each once (the
+    first ones, made here, to `notes`)."""
     if not settings.enabled:
         return None
     snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
 
-    def flush() -> None:
+    def flush(to: Printer = err) -> None:
         for note in snapshotter.notes:
-            err.print(vtext(note, style="yellow"), highlight=False)
+            to.print(vtext(note, style="yellow"), highlight=False)
         snapshotter.notes.clear()
 
     if snapshotter.project() is None:
-        flush()
+        flush(notes)
         return None
 
     def take(message: str) -> str | None:

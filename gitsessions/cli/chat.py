@@ -1,81 +1,66 @@
-"""`gitsessions chat`: the interactive session."""
+"""`gitsessions chat`: the interactive session, and what runs before its first prompt.
 
-import threading
+Start-up (issue 10: the prompt shows within 1.3x of `python -c "import typer, rich"`).
+Before a new chat's prompt only what the prompt line needs runs, and neither rich, the
+store nor the agent is imported: the settings (a bad config.toml, sandbox or budget is
+refused here, before anything is created), the workspace, the banner and the
+auto-approve line, and what is cheap to know: on a first run (no store yet) against
+the default endpoint, how to start Ollama; for a server on this machine whose port
+refuses a connection (a connect, no HTTP), that it cannot be reached. Once the prompt
+shows, one thread builds the agent (store, session draft, tools, lease, the snapshot
+check) and another probes the endpoint (GET /models). The first line sent, a prompt or
+a slash command, waits for both (Ctrl-C cancels the wait; nothing was sent), then
+their notes print (sandbox, snapshots, a server out of reach or without the model),
+then it runs. A resumed chat (`--resume`, `--continue`, the picker) is built and
+probed before its prompt: its banner names the session's own settings, and an
+unanswered prompt is said before the user types. No session is stored until a prompt
+is sent, either way.
+"""
+
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
-from rich.text import Text
 
-from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, warm_up, workspace_dir
+from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
 from gitsessions.cli.interrupts import interrupts_kept
-from gitsessions.cli.picker import pick, recent
-from gitsessions.cli.slash import Exit, Slash, SwitchSession
-from gitsessions.cli.state import State, err, out, replies
-from gitsessions.cli.terminal import one_line, vtext
+from gitsessions.cli.opening import Notes, Opening
+from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
+from gitsessions.cli.state import State
 from gitsessions.services import endpoint
 from gitsessions.services.config import ModelSettings, config_path
-from gitsessions.services.model import ModelError
-from gitsessions.store.errors import SessionNotFound
-from gitsessions.values.errors import GitsessionsError
-from gitsessions.values.ids import short
+from gitsessions.services.config_file import redact_setting
+from gitsessions.services.shell_settings import ShellSettings
+from gitsessions.services.snapshot_settings import SnapshotSettings
 
 if TYPE_CHECKING:
-    from gitsessions.cli.chat_ui import ChatEvents
+    from gitsessions.cli.chat_session import ChatRun
 
-PROMPT = "> "
-CONTINUATION = ". "
-RETRY = "\\retry sends it again"
-RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+Line = tuple[str, str]  # a line of text and its style
 
-
-# Set as the prompt is about to show: the warm-up threads (openai, the tokenizer,
-# markdown) wait for it, so the prompt comes first and they work while the user types.
-PROMPT_SHOWN = threading.Event()
+# A budget this large (plus the workspace path's length: the system prompt names it)
+# holds the system prompt, every tool schema, a continuation note and a turn, so it is
+# accepted before the prompt without counting (tests/test_chat.py checks the bound).
+SURE_BUDGET = 16_000
+CANCELLED = "cancelled; nothing was sent"
 
 
-def read_prompt() -> str:
-    """One prompt; a line ending in a backslash continues on the next line."""
-    PROMPT_SHOWN.set()
-    lines = [input(PROMPT)]
-    while lines[-1].endswith("\\") and not Slash.is_command(lines[0]):
-        lines[-1] = lines[-1][:-1]
-        lines.append(input(CONTINUATION))
-    return "\n".join(lines)
+class ChatOptions(NamedTuple):
+    """What `chat` was asked for, resolved before its prompt (a tuple: a dataclass
+    costs half a millisecond to define, and this module loads before the prompt)."""
 
-
-def probe(settings: ModelSettings, first_run: bool) -> None:
-    """Say at once, in one line, when the endpoint is down or lacks the model; on the
-    first run, or when the default endpoint (Ollama) is down, say how to start it."""
-    model = settings.model
-    found = endpoint.probe(settings)
-    if found.unreachable:
-        err.print(
-            vtext(
-                f"warning: {one_line(found.unreachable)}. Prompts are still saved; \\retry "
-                "sends the last one again once the server is up.",
-                style="yellow",
-            ),
-            highlight=False,
-        )
-    if (first_run or found.unreachable) and endpoint.is_default_endpoint(settings):
-        hint = endpoint.OLLAMA_HINT.format(
-            url=settings.base_url, model=model, config=config_path(Path("$GITSESSIONS_HOME"))
-        )
-        err.print(vtext(hint, style="dim"), highlight=False)
-    models = found.models
-    if models and model not in models:
-        shown = ", ".join(models[:8])
-        err.print(
-            vtext(
-                f"warning: the server does not list model {model!r} (it has: {shown});"
-                " set --model or GITSESSIONS_MODEL",
-                style="yellow",
-            ),
-            highlight=False,
-        )
+    state: State
+    settings: ModelSettings
+    shell: ShellSettings
+    snapshots: SnapshotSettings
+    resume: str | None
+    continue_: bool
+    workspace_flag: Path | None
+    auto_approve: bool
+    all_sessions: bool
+    max_steps: int
+    quiet: bool
 
 
 def cmd_chat(
@@ -106,8 +91,6 @@ def cmd_chat(
     kept in the transcript), \\retry sends the last prompt again, \\undo drops the last
     turn from the working context, Ctrl-D leaves.
     """
-    from gitsessions.cli.chat_ui import ChatApprover, ChatEvents, History  # rich.markdown: slow
-
     state: State = ctx.obj
     settings = options.model_settings(
         state,
@@ -117,74 +100,29 @@ def cmd_chat(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    snapshots = options.snapshot_settings(state, no_snapshots)
     if resume == "" and not continue_:  # `--resume` without an id: pick one
-        resume = pick_session(state, workspace_dir(workspace))
+        resume = pick_session(state, options.workspace_dir(workspace))
         if resume is None:
+            from gitsessions.cli.state import err
+
             err.print("no session picked")
             return
-    switch: str | None = None
+    chat = ChatOptions(
+        state, settings, shell, snapshots, resume, continue_, workspace,
+        auto_approve, all_sessions, max_steps, quiet,
+    )  # fmt: skip
+    redact = redact_setting(state.config(), str(config_path(state.home)))
+    history = History(state.home, redact=redact)
     first_run = not (state.home / "store.git").exists()
-    events = ChatEvents(replies, err)
-    approver = ChatApprover(err, auto=auto_approve)
-    with build_agent(
-        state,
-        settings,
-        shell,
-        resume=resume,
-        continue_=continue_,
-        workspace_flag=workspace,
-        approve=approver,
-        events=events,
-        max_steps=max_steps,
-        stream=True,
-        all_sessions=all_sessions,
-        snapshots=options.snapshot_settings(state, no_snapshots),
-    ) as built:
-        agent, settings = built.agent, built.settings  # a resumed session's own settings
-        history = History(state.home, redact=state.store.redact)
-        session = agent.session
-        named = f"session {short(session.id)} (resumed)" if built.resumed else "new session"
-        err.print(
-            vtext(
-                f"gitsessions · {named} · {settings.model} at "
-                f"{settings.base_url} · {built.workspace}",
-                style="bold",
-            ),
-            highlight=False,
-        )
-        err.print(
-            Text("\\help for commands · Ctrl-C cancels a request · Ctrl-D leaves", style="dim"),
-            highlight=False,
-        )
-        if auto_approve:
-            err.print(Text(AUTO_APPROVE_BANNER, style="bold yellow"), highlight=False)
-        probe(settings, first_run)
-        if session.unanswered_prompt() is not None:
-            err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-        warm_up(chat=True, after=PROMPT_SHOWN)
-        try:
-            with interrupts_kept():
-                repl(agent, events, status=not quiet, workspace=built.workspace)
-        except SwitchSession as picked:
-            switch = picked.session_id
-        finally:
-            agent.save()
-            if session.is_draft:  # no prompt was sent: nothing to keep
-                err.print(Text("no session was saved (no prompt was sent)", style="dim"))
-            else:
-                history.save(session.id)
-                err.print(
-                    Text(
-                        f"session {session.id} saved · "
-                        f"gitsessions chat --resume {short(session.id)}",
-                        style="dim",
-                    ),
-                    highlight=False,
-                )
-    if switch is not None:  # `\sessions` picked another one: the same chat, resumed there
+    if resume or continue_:
+        opened = resumed(chat, history, first_run)
+    else:
+        opened = new(chat, history, first_run)
+    if opened is not None:  # `\sessions` picked another one: the same chat, resumed there
         cmd_chat(
             ctx,
-            resume=switch,
+            resume=opened,
             model=model,
             base_url=base_url,
             summary_model=summary_model,
@@ -200,8 +138,194 @@ def cmd_chat(
         )
 
 
+def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
+    """A new chat: the prompt first, the agent built while the user types."""
+    settings = chat.settings
+    workspace = options.workspace_dir(chat.workspace_flag)
+    check_budget_early(settings.max_context_tokens, workspace)
+    if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        from gitsessions.services.tools.sandbox import workspace_write
+
+        workspace_write(workspace, network=chat.shell.sandbox_network)
+    refused = endpoint.refused_here(settings)
+    lines = banner("new session", settings, workspace, chat.auto_approve)
+    lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
+    plain = stderr_sink(chat.state)
+    write_plain(lines, plain)
+    building: Opening[ChatRun] = Opening(lambda notes: _open(chat, notes), PROMPT_SHOWN, "open")
+    probing = None
+    if refused is None:  # nothing said yet: GET /models while the user types
+        probing = Opening(lambda _: endpoint.probe(settings), PROMPT_SHOWN, "probe")
+    with interrupts_kept():
+        while True:
+            line = first_line(plain)
+            if line is None:  # left before sending anything: let go of what was built
+                from gitsessions.cli.chat_session import finish
+
+                finish(building.wait(), history)
+                return None
+            try:
+                run = building.wait()
+                found = probed(probing, settings) if probing is not None else None
+                break
+            except KeyboardInterrupt:
+                write_plain([("", ""), (CANCELLED, "yellow")], plain)
+        from gitsessions.cli.chat_session import converse
+
+        try:
+            write_rich(building.notes)
+            if found is not None:  # the Ollama hint, unless the first run gave it already
+                hint = found.unreachable is not None and not first_run
+                write_rich(endpoint_lines(settings, found.unreachable, found.models, hint=hint))
+        except BaseException:
+            run.stack.close()
+            raise
+        return converse(run, history, chat.quiet, first=line)
+
+
+def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
+    """A resumed chat: built, probed and introduced before its prompt."""
+    from gitsessions.cli.chat_session import RETRY_HINT, converse, open_chat
+    from gitsessions.cli.state import err
+    from gitsessions.values.ids import short
+
+    run = open_chat(chat, err)
+    try:
+        session = run.agent.session
+        named = f"session {short(session.id)} (resumed)" if run.resumed else "new session"
+        lines = banner(named, run.settings, run.workspace, chat.auto_approve)
+        found = endpoint.probe(run.settings)
+        hint = first_run or found.unreachable is not None
+        lines += endpoint_lines(run.settings, found.unreachable, found.models, hint=hint)
+        if session.unanswered_prompt() is not None:
+            lines.append((RETRY_HINT, "yellow"))
+        write_rich(lines)
+    except BaseException:
+        run.stack.close()
+        raise
+    with interrupts_kept():
+        return converse(run, history, chat.quiet)
+
+
+def _open(chat: ChatOptions, notes: Notes) -> "ChatRun":
+    from gitsessions.cli.chat_session import open_chat  # the agent, rich, the store
+
+    return open_chat(chat, notes)
+
+
+def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpoint.Probe:
+    """What the probe found; a spinner says what is awaited when it is not done yet (a
+    server slow to list its models: at most `endpoint.PROBE_SECONDS`)."""
+    if probing.done:
+        return probing.wait()
+    from gitsessions.cli.state import err
+
+    with err.status(f"asking the model server at {one_line(settings.base_url)}...", spinner="dots"):
+        return probing.wait()
+
+
+def first_line(plain: Sink) -> str | None:
+    """The first line to act on; None at end of input. Ctrl-C and an empty line ask
+    again (a new chat has no unanswered prompt to resend)."""
+    while True:
+        try:
+            line = read_prompt()
+        except EOFError:
+            write_plain([("", "")], plain)
+            return None
+        except KeyboardInterrupt:
+            write_plain([("", "")], plain)
+            continue
+        if line.strip():
+            return line
+
+
+def check_budget_early(max_context_tokens: int, workspace: Path) -> None:
+    """Refuse a budget the agent can never work in before the prompt; only one under
+    SURE_BUDGET (plus the workspace path) is counted, which loads the tool schemas."""
+    if max_context_tokens >= SURE_BUDGET + len(str(workspace).encode()):
+        return
+    from gitsessions.agent.prompts import system_prompt
+    from gitsessions.cli.agent_setup import check_budget
+
+    check_budget(max_context_tokens, system_prompt(str(workspace)))
+
+
+def banner(named: str, settings: ModelSettings, workspace: Path, auto_approve: bool) -> list[Line]:
+    lines = [
+        (f"gitsessions · {named} · {settings.model} at {settings.base_url} · {workspace}", "bold"),
+        ("\\help for commands · Ctrl-C cancels a request · Ctrl-D leaves", "dim"),
+    ]
+    if auto_approve:
+        lines.append((options.AUTO_APPROVE_BANNER, "bold yellow"))
+    return lines
+
+
+def endpoint_lines(
+    settings: ModelSettings,
+    unreachable: str | None,
+    models: tuple[str, ...] | None,
+    hint: bool,
+) -> list[Line]:
+    """What to say about the endpoint: out of reach, lacking the model, and (`hint`, on
+    a first run or when it is out of reach) how to start Ollama when it is the default."""
+    lines: list[Line] = []
+    if unreachable:
+        lines.append(
+            (
+                f"warning: {one_line(unreachable)}. Prompts are still saved; \\retry sends "
+                "the last one again once the server is up.",
+                "yellow",
+            )
+        )
+    if hint and endpoint.is_default_endpoint(settings):
+        config = config_path(Path("$GITSESSIONS_HOME"))
+        hinted = endpoint.OLLAMA_HINT.format(
+            url=settings.base_url, model=settings.model, config=config
+        )
+        lines.append((hinted, "dim"))
+    if models and settings.model not in models:
+        lines.append(
+            (
+                f"warning: the server does not list model {settings.model!r} (it has: "
+                f"{', '.join(models[:8])}); set --model or GITSESSIONS_MODEL",
+                "yellow",
+            )
+        )
+    return lines
+
+
+def stderr_sink(state: State) -> Sink:
+    """stderr without rich (before the prompt); coloured on a terminal, unless NO_COLOR."""
+    stream = StreamOf("stderr")
+    return Sink(stream.file, colour=not piped(stream) and "NO_COLOR" not in state.env)
+
+
+def write_plain(lines: list[Line], sink: Sink) -> None:
+    """Lines on `sink`, visible-safe."""
+    for text, style in lines:
+        sink.line(text, style)
+    sink.flush()
+
+
+def write_rich(lines: "list[Line] | Notes") -> None:
+    """Lines, or kept notes, on the chat's stderr console."""
+    from gitsessions.cli.state import err
+    from gitsessions.cli.terminal import vtext
+
+    if isinstance(lines, Notes):
+        lines.replay(err)
+        return
+    for text, style in lines:
+        err.print(vtext(text, style=style), highlight=False)
+
+
 def pick_session(state: State, workspace: Path) -> str | None:
     """`chat --resume` without an id: the session picked among this workspace's."""
+    from gitsessions.cli.picker import pick, recent
+    from gitsessions.cli.state import err
+    from gitsessions.store.errors import SessionNotFound
+
     choices = recent(state.store, workspace)
     if not choices:
         raise SessionNotFound(
@@ -213,66 +337,6 @@ def pick_session(state: State, workspace: Path) -> str | None:
         f"resume a session of {one_line(workspace)}, the most recent first",
         "name one with `gitsessions chat --resume ID`",
     )
-
-
-def repl(
-    agent: Agent, events: "ChatEvents", status: bool = True, workspace: Path | None = None
-) -> None:
-    slash = Slash(agent, out, err, workspace)
-    while True:
-        spent = agent.session.usage.get("cost_usd", 0.0)
-        try:
-            line = read_prompt()
-        except EOFError:
-            err.print()
-            return
-        except KeyboardInterrupt:
-            err.print()
-            continue
-        try:
-            if Slash.is_command(line.strip()):
-                turn = slash.run(line.strip())
-                if turn is None:
-                    continue
-                result = turn()
-            elif not line.strip():  # never sends anything
-                if agent.session.unanswered_prompt() is not None:
-                    err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-                continue
-            else:
-                result = agent.run_turn(line)
-            report(result)
-            if status:
-                err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
-        except Exit:
-            return
-        except KeyboardInterrupt:
-            events.reset()
-            agent.save()
-            err.print(Text("cancelled; the session is saved", style="yellow"), highlight=False)
-        except ModelError as error:
-            events.reset()
-            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
-            err.print(Text(f"your prompt is saved: {RETRY}", style="yellow"), highlight=False)
-        except GitsessionsError as error:
-            events.reset()
-            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
-
-
-def status_line(agent: Agent, spent_before: float) -> str:
-    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
-    tokens = agent.estimate()
-    budget = agent.config.policy.max_context_tokens
-    session = agent.session.usage.get("cost_usd", 0.0)
-    return (
-        f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
-        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
-    )
-
-
-def report(result: TurnResult) -> None:
-    if result.stopped:
-        err.print(vtext(result.stopped, style="yellow"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

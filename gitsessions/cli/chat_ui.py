@@ -1,4 +1,5 @@
-"""The chat's terminal side: streaming replies, the spinner, approvals, input history.
+"""The chat's terminal side: streaming replies, the spinner, approvals (the input line
+and its history: cli/chat_input.py).
 
 Model text is escaped with `visible` as a whole each time the display is redrawn, so an
 escape sequence split across stream chunks is escaped like any other. An approval shows
@@ -13,7 +14,6 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -23,10 +23,8 @@ from rich.text import Text
 
 from gitsessions.cli.progress import ProgressEvents, retry_line
 from gitsessions.cli.terminal import one_line
-from gitsessions.services import chat_history
 from gitsessions.services.model import Retry
 from gitsessions.values.messages import Message, text_of
-from gitsessions.values.secrets import redact
 from gitsessions.values.visible import visible
 
 if TYPE_CHECKING:
@@ -249,37 +247,3 @@ class ChatApprover:
             elif word in ("a", "always"):
                 self.always.add(name)
                 return True
-
-
-class History:
-    """Readline input history, kept in `<home>/chat_history` with each line tagged by its
-    session (`services.chat_history`), so deleting a session drops what was typed in it;
-    with `redact`, secrets typed at the prompt are redacted before the file is written."""
-
-    def __init__(self, home: Path, redact: bool = True) -> None:
-        self.home = home
-        self.redact = redact
-        try:
-            import readline
-        except ImportError:  # pragma: no cover - not on this platform
-            self.readline = None
-            return
-        self.readline = readline
-        for _session, line in chat_history.load(home)[-chat_history.LIMIT :]:
-            readline.add_history(line)
-        self.start = readline.get_current_history_length()
-
-    def save(self, session: str) -> None:
-        """Store the lines typed since the chat began, tagged with `session`."""
-        if self.readline is None:
-            return
-        rl = self.readline
-        typed = [
-            rl.get_history_item(n)
-            for n in range(self.start + 1, rl.get_current_history_length() + 1)
-        ]
-        if self.redact:
-            typed = [redact(line)[0] if line else line for line in typed]
-        with contextlib.suppress(OSError):
-            chat_history.append(self.home, session, [line for line in typed if line])
-        self.start = rl.get_current_history_length()

@@ -13,6 +13,9 @@ from gitsessions.services.config import (
 )
 from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
 from gitsessions.services.snapshot_settings import SnapshotSettings, resolve_snapshot_settings
+from gitsessions.values.errors import InvalidInput
+
+AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"
 
 Model = Annotated[
     str | None, typer.Option("--model", help="Model name [env GITSESSIONS_MODEL; default gemma4].")
@@ -114,3 +117,11 @@ def snapshot_settings(state: State, no_snapshots: bool) -> SnapshotSettings:
     """Code snapshot settings from --no-snapshots > config.toml [snapshots] > defaults."""
     path = config_path(state.home)
     return resolve_snapshot_settings(no_snapshots, state.config(), config_source=str(path))
+
+
+def workspace_dir(flag: Path | None) -> Path:
+    """The project directory: `--workspace`, else the current one."""
+    path = (flag or Path.cwd()).expanduser().absolute()
+    if not path.is_dir():
+        raise InvalidInput(f"workspace {path} is not a directory")
+    return path

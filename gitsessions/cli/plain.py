@@ -8,7 +8,6 @@ the console's `file`, which `cli/state.py` gives without making the console
 (`state.plain_out`).
 """
 
-import json
 import sys
 from collections.abc import Iterable
 from typing import IO, Any, Protocol
@@ -45,6 +44,8 @@ def write_json(console: HasFile, value: Any) -> None:
     """JSON straight to the console's file: rich would build a Text per line (seconds
     for a 10,000-session listing). Characters `visible` escapes are written as \\uXXXX:
     the same data, safe on a terminal."""
+    import json  # here: `chat` shows its prompt without it
+
     console.file.write(json_visible(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
     console.file.flush()
 

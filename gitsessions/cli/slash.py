@@ -10,6 +10,7 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
+from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.search import highlighted
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage, points, session_diff, worktrees
@@ -79,9 +80,7 @@ class Slash:
             "quit": self.exit,
         }
 
-    @staticmethod
-    def is_command(line: str) -> bool:
-        return line[:1] in ("\\", "/") and line[1:2].isalpha()
+    is_command = staticmethod(is_command)
 
     def run(self, line: str) -> Turn | None:
         """Run a command; a command that sends something to the model (`\\retry`)

@@ -14,7 +14,6 @@ Invariants:
 
 import contextlib
 import fcntl
-import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -45,6 +44,8 @@ def load(home: Path) -> list[tuple[str, str]]:
         data = _path(home).read_bytes()
     except OSError:
         return []
+    import json  # only with a history to read: `chat` loads it before its prompt
+
     entries: list[tuple[str, str]] = []
     for raw in data.splitlines():
         try:
@@ -61,6 +62,8 @@ def load(home: Path) -> list[tuple[str, str]]:
 
 
 def _replace(home: Path, entries: Sequence[tuple[str, str]]) -> None:
+    import json
+
     path = _path(home)
     temp = path.with_name(f"{FILE}.{os.getpid()}.tmp")
     body = b"".join(

@@ -1,29 +1,33 @@
 """A quick look at the model server before the first request: is it there, which models
-does it list. Standard library only, so `chat` can say so before its prompt without
-waiting for the openai package to import (a background thread imports it meanwhile).
+does it list. Standard library only: `chat` asks while the user types its first prompt
+(a background thread), without waiting for the model client to import.
 
-Invariant: `probe` never raises for what the server does; it returns what it learned.
-The API key is sent as the real requests send it and never appears in a message.
+Invariant: `probe` and `refused_here` never raise for what the server does; they return
+what they learned. The API key is sent as the real requests send it and never appears
+in a message. `refused_here` sends nothing: it only opens a TCP connection to a server
+on this machine (`localhost`, 127.x, ::1), which a closed port refuses at once, so
+`chat` can say "cannot reach" before its prompt at the cost of a connect.
 """
 
-import json
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from gitsessions.services.config import DEFAULT_BASE_URL, ModelSettings
 
 PROBE_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(NamedTuple):
     unreachable: str | None = None  # why the server could not be reached, one line
     models: tuple[str, ...] | None = None  # what GET /models listed (None: no list)
 
 
 def probe(settings: ModelSettings) -> Probe:
     """GET {base_url}/models within a few seconds."""
+    import json  # these, http.client too: imported in chat's background thread
+    import urllib.error
+    import urllib.request
+
     url = settings.base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key}"})
     try:
@@ -32,12 +36,7 @@ def probe(settings: ModelSettings) -> Probe:
     except urllib.error.HTTPError:
         return Probe()  # some servers have no /models; the first request will tell
     except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", None) or error
-        where = f"(base URL from {settings.sources.get('base_url', 'settings')})"
-        return Probe(
-            unreachable=f"cannot reach the model server at {settings.base_url}: {reason} "
-            f"{where}; check --base-url or GITSESSIONS_BASE_URL"
-        )
+        return Probe(unreachable=_unreachable(settings, getattr(error, "reason", None) or error))
     except ValueError:  # not JSON
         return Probe()
     data = body.get("data") if isinstance(body, dict) else None
@@ -45,6 +44,62 @@ def probe(settings: ModelSettings) -> Probe:
         return Probe()
     ids = sorted(str(m["id"]) for m in data if isinstance(m, dict) and "id" in m)
     return Probe(models=tuple(ids))
+
+
+def _unreachable(settings: ModelSettings, reason: object) -> str:
+    where = f"(base URL from {settings.sources.get('base_url', 'settings')})"
+    return (
+        f"cannot reach the model server at {settings.base_url}: {reason} "
+        f"{where}; check --base-url or GITSESSIONS_BASE_URL"
+    )
+
+
+CONNECT_SECONDS = 0.5  # a port on this machine answers at once: refused or accepted
+
+
+def _here(host: str) -> list[tuple[str, str]]:
+    """The addresses of `host` when it is this machine: (family, address) pairs."""
+    if host == "localhost":
+        return [("AF_INET", "127.0.0.1"), ("AF_INET6", "::1")]
+    if host == "::1":
+        return [("AF_INET6", "::1")]
+    if host.startswith("127.") and all(p.isdigit() for p in host.split(".")):
+        return [("AF_INET", host)]
+    return []
+
+
+def refused_here(settings: ModelSettings) -> str | None:
+    """Why the server cannot be reached, when it is one on this machine whose port
+    refuses a connection (nothing listens: Ollama not started); None when a connection
+    opens, when none is answered at once, or when the host is elsewhere (`probe`
+    tells, later). `localhost` is tried as 127.0.0.1 and ::1, without a name lookup."""
+    try:
+        parts = urlsplit(settings.base_url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a malformed URL: the first request says so
+        return None
+    # `_socket`, the socket module's C half: the module itself and a name lookup (its
+    # IDNA codec) cost more than the connect, and this runs before chat's prompt.
+    import _socket
+
+    refused: OSError | None = None
+    for family, address in _here(host or ""):
+        try:
+            sock = _socket.socket(getattr(_socket, family), _socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this machine
+            continue
+        try:
+            sock.settimeout(CONNECT_SECONDS)
+            sock.connect((address, port))
+        except ConnectionRefusedError as error:
+            refused = refused or error
+            continue
+        except OSError:  # a timeout, an address not available: not known to be refused
+            continue
+        finally:
+            sock.close()
+        return None  # something listens
+    return None if refused is None else _unreachable(settings, refused)
 
 
 def is_default_endpoint(settings: ModelSettings) -> bool:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
-from gitsessions.services.tools.sandbox import MODES
 
 TABLE = "shell"
 KEYS = ("env_keep", "sandbox", "sandbox_network")
 DEFAULT_SANDBOX = "none"
+# The run_shell sandbox modes (services/tools/sandbox.py builds workspace-write); kept here
+# so resolving the settings imports none of the tools (`chat` resolves them before its prompt).
+MODES = ("none", "workspace-write")
 
 
 @dataclass(frozen=True)

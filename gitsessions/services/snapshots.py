@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitsessions.services.snapshot_settings import DEFAULT_MAX_FILE_BYTES
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 IDENTITY = {
     "GIT_AUTHOR_NAME": "gitsessions",
     "GIT_AUTHOR_EMAIL": "gitsessions@localhost",

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from gitsessions.values.errors import GitsessionsError
 
-MODES = ("none", "workspace-write")
 NETWORK_ABI = 4  # LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP, Linux 6.7
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 FILE_WRITES = ("WRITE_FILE", "TRUNCATE")

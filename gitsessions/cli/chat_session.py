@@ -1,0 +1,177 @@
+"""The chat once its agent is built: the read-eval loop, its status line, and leaving.
+
+`cli/chat.py` shows the prompt without this module (it imports the agent, rich and the
+store); a new chat builds it in a background thread while the user types (`open_chat`),
+a resumed one before its prompt.
+"""
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
+from gitsessions.cli.chat_ui import ChatApprover, ChatEvents
+from gitsessions.cli.opening import Printer, main_thread_signals
+from gitsessions.cli.slash import Exit, Slash, SwitchSession
+from gitsessions.cli.state import err, out, replies
+from gitsessions.cli.terminal import one_line, vtext
+from gitsessions.services.config import ModelSettings
+from gitsessions.services.model import ModelError
+from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import short
+
+if TYPE_CHECKING:
+    from gitsessions.cli.chat import ChatOptions
+
+RETRY = "\\retry sends it again"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+
+
+@dataclass
+class ChatRun:
+    """A built chat: its agent (session leased), the display, and what closes them."""
+
+    agent: Agent
+    events: ChatEvents
+    settings: ModelSettings  # a resumed session's own
+    workspace: Path
+    resumed: bool
+    stack: ExitStack
+
+
+def open_chat(options: "ChatOptions", notes: Printer) -> ChatRun:
+    """Build the agent; what it has to say (sandbox, snapshots, workspace) goes to
+    `notes`. Then the model client, the tokenizer and the markdown renderer are
+    imported in threads of their own, once the prompt shows."""
+    events = ChatEvents(replies, err)
+    stack = ExitStack()
+    with stack:
+        built = stack.enter_context(
+            build_agent(
+                options.state,
+                options.settings,
+                options.shell,
+                resume=options.resume,
+                continue_=options.continue_,
+                workspace_flag=options.workspace_flag,
+                approve=ChatApprover(err, auto=options.auto_approve),
+                events=events,
+                max_steps=options.max_steps,
+                stream=True,
+                all_sessions=options.all_sessions,
+                snapshots=options.snapshots,
+                notes=notes,
+            )
+        )
+        with main_thread_signals():  # they import while the user types at the prompt
+            warm_up(chat=True, after=PROMPT_SHOWN)
+        run = ChatRun(
+            built.agent, events, built.settings, built.workspace, built.resumed, stack.pop_all()
+        )
+    return run
+
+
+def converse(run: ChatRun, history: History, quiet: bool, first: str | None = None) -> str | None:
+    """The chat until the user leaves; `first` is a prompt already typed. Returns the
+    session `\\sessions` picked to go on in, if any."""
+    try:
+        repl(run.agent, run.events, status=not quiet, workspace=run.workspace, first=first)
+    except SwitchSession as picked:
+        return picked.session_id
+    finally:
+        finish(run, history)
+    return None
+
+
+def finish(run: ChatRun, history: History) -> None:
+    """Save what is pending, say where the session is (or that none was made), let go
+    of the session."""
+    try:
+        run.agent.save()
+        session = run.agent.session
+        if session.is_draft:  # no prompt was sent: nothing to keep
+            err.print(Text("no session was saved (no prompt was sent)", style="dim"))
+        else:
+            history.save(session.id)
+            err.print(
+                Text(
+                    f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
+                    style="dim",
+                ),
+                highlight=False,
+            )
+    finally:
+        run.stack.close()
+
+
+def repl(
+    agent: Agent,
+    events: ChatEvents,
+    status: bool = True,
+    workspace: Path | None = None,
+    first: str | None = None,
+) -> None:
+    slash = Slash(agent, out, err, workspace)
+    pending = first
+    while True:
+        spent = agent.session.usage.get("cost_usd", 0.0)
+        if pending is not None:
+            line, pending = pending, None
+        else:
+            try:
+                line = read_prompt()
+            except EOFError:
+                err.print()
+                return
+            except KeyboardInterrupt:
+                err.print()
+                continue
+        try:
+            if Slash.is_command(line.strip()):
+                turn = slash.run(line.strip())
+                if turn is None:
+                    continue
+                result = turn()
+            elif not line.strip():  # never sends anything
+                if agent.session.unanswered_prompt() is not None:
+                    err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
+                continue
+            else:
+                result = agent.run_turn(line)
+            report(result)
+            if status:
+                err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
+        except Exit:
+            return
+        except KeyboardInterrupt:
+            events.reset()
+            agent.save()
+            err.print(Text("cancelled; the session is saved", style="yellow"), highlight=False)
+        except ModelError as error:
+            events.reset()
+            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+            err.print(Text(f"your prompt is saved: {RETRY}", style="yellow"), highlight=False)
+        except GitsessionsError as error:
+            events.reset()
+            err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+
+
+def status_line(agent: Agent, spent_before: float) -> str:
+    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
+    tokens = agent.estimate()
+    budget = agent.config.policy.max_context_tokens
+    session = agent.session.usage.get("cost_usd", 0.0)
+    return (
+        f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
+        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
+    )
+
+
+def report(result: TurnResult) -> None:
+    if result.stopped:
+        err.print(vtext(result.stopped, style="yellow"), highlight=False)
