@@ -161,7 +161,7 @@ def cmd_chat(
         probe(settings, first_run)
         if session.unanswered_prompt() is not None:
             err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
-        warm_up(chat=True, after=PROMPT_SHOWN)
+        warm_up(chat=True, after=PROMPT_SHOWN, client=settings.client)
         try:
             with interrupts_kept():
                 repl(agent, events, status=not quiet, workspace=built.workspace)

@@ -68,7 +68,7 @@ def cmd_exec(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
-    warm_up()  # openai imports while the store is read and written
+    warm_up(client=settings.client)  # the client imports while the store is read
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []

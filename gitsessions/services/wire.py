@@ -1,0 +1,427 @@
+"""The OpenAI-compatible wire on the standard library: `POST {base}/chat/completions`
+(a JSON answer, or server-sent events when streamed) and `GET {base}/models`.
+
+Why: importing the openai package costs about half a second, ten times what a one-turn
+`exec` is allowed; this module imports `http.client` and nothing else of weight. It
+knows HTTP and SSE only: what the JSON means, and how a failure is told to the user,
+is `services/model.py`'s job (the one place both clients share).
+
+Invariants:
+- The deadline covers the whole request: connecting (a proxy's CONNECT included),
+  sending, and every single read of the status line, the headers and the body. Each
+  socket operation waits at most until it; past it, `WireTimeout`.
+- Every failure is one of the `WireError`s below, or `ValueError` for a body that is not
+  JSON; a KeyboardInterrupt goes through untouched, and the connection it interrupted is
+  dropped, never reused.
+- A connection is kept for the next request only when its answer was read to the end and
+  the server did not say it closes it; a kept connection the server dropped meanwhile is
+  replaced once, before anything of the request was answered.
+- Proxies are given (`{"http": url, "https": url, "no": "host,..."}`, as
+  `urllib.request.getproxies()` names them), never read from the environment here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import io
+import json
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+MAX_ERROR_BODY = 1_000_000  # bytes of an error answer read for its message
+USER_AGENT = "gitsessions"
+QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+class WireError(Exception):
+    """The request failed below the level of chat completions."""
+
+
+class WireTimeout(WireError):
+    """The deadline passed."""
+
+
+class WireConnectionError(WireError):
+    """No connection, or it broke (refused, DNS, reset, a body cut short); the message
+    says why, as the socket layer did."""
+
+
+class WireStatusError(WireError):
+    """The server answered with an HTTP error status; `body` is its JSON (or text)."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: Any) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class WireStreamError(WireError):
+    """The server reported an error inside a stream (an `error` member in an event)."""
+
+
+class _DeadlineSocket:
+    """A connected socket whose every read and write first shortens its timeout to what
+    is left of the deadline (or times out at once when nothing is)."""
+
+    def __init__(self, sock: socket.socket, expires: list[float]) -> None:
+        self._sock = sock
+        self._expires = expires  # shared with the connection: [monotonic deadline]
+
+    def _arm(self) -> None:
+        left = self._expires[0] - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request deadline passed")
+        self._sock.settimeout(left)
+
+    def _quick_ack(self) -> None:
+        """Acknowledge what arrives at once (Linux; the kernel forgets it after a while,
+        hence before every read): a server without TCP_NODELAY (Python's http.server)
+        sends the body only once its headers are acknowledged, and a delayed ACK on a
+        kept-alive connection costs 40 ms a request."""
+        if QUICKACK is not None:
+            with contextlib.suppress(OSError):
+                self._sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._arm()
+        self._quick_ack()
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        self._arm()
+        self._quick_ack()
+        return self._sock.recv(size, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._arm()
+        self._sock.sendall(data, flags)
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        """A reader whose reads come through here; like the socket's own, it keeps the
+        socket open until it is closed too (http.client closes the connection first)."""
+        self._sock._io_refs += 1  # type: ignore[attr-defined]
+        return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:
+        self._sock._decref_socketios()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class _Connection(http.client.HTTPConnection):
+    """An HTTP connection whose socket keeps to the deadline in `expires`."""
+
+    expires: list[float]
+
+    def connect(self) -> None:
+        self.timeout = max(0.001, self.expires[0] - time.monotonic())
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self.expires)  # type: ignore[assignment]
+
+
+class _TLSConnection(http.client.HTTPSConnection):
+    expires: list[float]
+
+    def connect(self) -> None:
+        self.timeout = max(0.001, self.expires[0] - time.monotonic())
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self.expires)  # type: ignore[assignment]
+
+
+class Wire:
+    """One server's chat-completions endpoint; one request at a time."""
+
+    def __init__(self, base_url: str, api_key: str, proxies: Mapping[str, str]) -> None:
+        self.base = urlsplit(base_url.rstrip("/"))
+        self.api_key = api_key
+        self.proxies = proxies
+        self._expires = [0.0]
+        self._connection: http.client.HTTPConnection | None = None
+        self._forward: dict[str, str] | None = None  # via a plain-HTTP proxy: its headers
+
+    # -- requests --------------------------------------------------------------------
+
+    def post_json(self, path: str, body: Any, seconds: float) -> Any:
+        """POST `body` as JSON; the JSON answer (ValueError when it is not JSON)."""
+        response = self._send("POST", path, body, seconds, stream=False)
+        return json.loads(self._read_all(response))
+
+    def post_stream(self, path: str, body: Any, seconds: float) -> EventStream:
+        """POST `body` as JSON; the answer's server-sent events, one JSON value each."""
+        response = self._send("POST", path, body, seconds, stream=True)
+        return EventStream(self, response)
+
+    def get_json(self, path: str, seconds: float) -> Any:
+        response = self._send("GET", path, None, seconds, stream=False)
+        return json.loads(self._read_all(response))
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _send(
+        self, method: str, path: str, body: Any, seconds: float, *, stream: bool
+    ) -> http.client.HTTPResponse:
+        self._expires[0] = time.monotonic() + seconds
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        headers = {
+            "Authorization": f"Bearer {self.api_key}",
+            "Accept": "text/event-stream" if stream else "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        while True:
+            reused = self._connection is not None
+            try:
+                connection = self._connect()
+                if self._forward is None:
+                    url = self.base.path + path
+                else:  # a plain-HTTP proxy is sent the whole URL
+                    url = f"http://{self.base.netloc}{self.base.path}{path}"
+                    headers.update(self._forward)
+                connection.request(method, url, body=data, headers=headers)
+                response = connection.getresponse()
+                break
+            except (ConnectionResetError, BrokenPipeError) as error:  # RemoteDisconnected too
+                self.close()
+                if reused:
+                    continue  # a kept connection the server closed meanwhile: once more
+                raise WireConnectionError(_reason(error)) from error
+            except (WireError, KeyboardInterrupt):
+                self.close()
+                raise
+            except Exception as error:
+                self.close()
+                raise _wire_error(error) from error
+        if response.status >= 400:
+            raw = self._read_all(response, MAX_ERROR_BODY)
+            self.close()
+            raise WireStatusError(response.status, response.headers, _error_body(raw))
+        return response
+
+    def _read_all(self, response: http.client.HTTPResponse, limit: int | None = None) -> bytes:
+        try:
+            raw = response.read(limit)
+        except KeyboardInterrupt:
+            self.close()
+            raise
+        except Exception as error:
+            self.close()
+            raise _wire_error(error) from error
+        self._done(response)
+        return raw
+
+    def _done(self, response: http.client.HTTPResponse) -> None:
+        """The answer was read to its end: keep the connection if the server does."""
+        if response.will_close or not response.isclosed():
+            self.close()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._connection is not None:
+            return self._connection
+        tls = self.base.scheme == "https"
+        host, port = self.base.hostname or "", self.base.port or (443 if tls else 80)
+        proxy = self._proxy(host)
+        connection: http.client.HTTPConnection
+        self._forward = None
+        if proxy is None and tls:
+            connection = _TLSConnection(host, port, context=_tls())
+        elif proxy is None:
+            connection = _Connection(host, port)
+        else:
+            parts = urlsplit(proxy)
+            if parts.scheme != "http" or not parts.hostname:
+                raise WireConnectionError(
+                    f"proxy {parts.scheme}://{parts.hostname} is not supported by the "
+                    'built-in client (http:// proxies only); set client = "openai"'
+                )
+            auth = _proxy_auth(parts)
+            if tls:  # a CONNECT tunnel through the proxy, TLS to the server inside it
+                connection = _TLSConnection(parts.hostname, parts.port or 80, context=_tls())
+                connection.set_tunnel(host, port, headers=auth)
+            else:
+                connection = _Connection(parts.hostname, parts.port or 80)
+                self._forward = auth
+        connection.expires = self._expires  # type: ignore[attr-defined]
+        self._connection = connection
+        return connection
+
+    def _proxy(self, host: str) -> str | None:
+        proxy = self.proxies.get(self.base.scheme) or self.proxies.get("all")
+        if not proxy:
+            return None
+        if self.proxies.get("no"):
+            import urllib.request  # only with a proxy set
+
+            if urllib.request.proxy_bypass_environment(host, {"no": self.proxies["no"]}):
+                return None
+        return proxy
+
+
+class EventStream:
+    """The data of each server-sent event, parsed as JSON, until `[DONE]` or the end of
+    the body; `close()` (also on leaving a `with`) drops the connection unless the answer
+    was read to its end."""
+
+    def __init__(self, wire: Wire, response: http.client.HTTPResponse) -> None:
+        self._wire = wire
+        self._response = response
+        self._finished = False
+        self.closed = False
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        data: list[str] = []
+        event: str | None = None
+        try:
+            for raw in self._lines():
+                line = raw.decode("utf-8").rstrip("\r")
+                if line:
+                    field, _, value = line.partition(":")
+                    value = value.removeprefix(" ")
+                    if field == "data":
+                        data.append(value)
+                    elif field == "event":
+                        event = value
+                    continue
+                if not data:
+                    event = None
+                    continue
+                text, data = "\n".join(data), []
+                if text.startswith("[DONE]"):
+                    self._drain()
+                    return
+                yield _event(text, event)
+                event = None
+            if data and not "\n".join(data).startswith("[DONE]"):
+                yield _event("\n".join(data), event)
+            self._finished = True
+            self._wire._done(self._response)
+        except (WireError, ValueError, GeneratorExit, KeyboardInterrupt):
+            self.close()
+            raise
+        except Exception as error:
+            self.close()
+            raise _wire_error(error) from error
+
+    def _lines(self) -> Iterator[bytes]:
+        """The body's lines as they arrive (without their `\\n`). Read with `read1`, which
+        returns what one chunk holds at once and, unlike `readline`, raises when a
+        chunked body is cut before its last chunk; a body shorter than its
+        Content-Length is a broken connection too."""
+        pending: list[bytes] = []
+        while piece := self._response.read1(65536):
+            if b"\n" not in piece:
+                pending.append(piece)  # a long line: joined once, when it ends
+                continue
+            pending.append(piece)
+            *lines, rest = b"".join(pending).split(b"\n")
+            pending = [rest] if rest else []
+            yield from lines
+        if self._response.length:  # bytes the headers promised that never came
+            raise http.client.IncompleteRead(b"", self._response.length)
+        if pending:
+            yield b"".join(pending)
+
+    def _drain(self) -> None:
+        """Read what follows `[DONE]` (the end of the chunked body) so the connection
+        can serve the next request; a server that keeps sending is cut off instead."""
+        if self._response.will_close:
+            return
+        try:
+            rest = self._response.read(65536)
+        except (OSError, http.client.HTTPException):
+            return
+        if not rest or self._response.isclosed():
+            self._finished = True
+            self._wire._done(self._response)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if not self._finished:
+            self._wire.close()
+
+
+def _event(text: str, event: str | None) -> Any:
+    data = json.loads(text)
+    if isinstance(data, Mapping) and data.get("error"):
+        error = data["error"]
+        message = error.get("message") if isinstance(error, Mapping) else None
+        if not message or not isinstance(message, str):
+            message = "An error occurred during streaming"
+        raise WireStreamError(message)
+    return data
+
+
+def _error_body(raw: bytes) -> Any:
+    """An error answer's body: its JSON's `error` member (or the whole JSON), else text."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    return body.get("error", body) if isinstance(body, Mapping) else body
+
+
+def _wire_error(error: Exception) -> Exception:
+    """What an exception below HTTP becomes."""
+    if isinstance(error, TimeoutError):
+        return WireTimeout(str(error) or "timed out")
+    if isinstance(error, http.client.IncompleteRead):
+        detail = "incomplete chunked read"
+        if error.expected is not None:
+            detail = f"received {len(error.partial)} bytes, expected {error.expected} more"
+        return WireConnectionError(
+            f"peer closed connection without sending complete message body ({detail})"
+        )
+    if isinstance(error, OSError | http.client.HTTPException):
+        return WireConnectionError(_reason(error))
+    return error
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, http.client.RemoteDisconnected):
+        return "Server disconnected without sending a response."
+    return str(error) or type(error).__name__
+
+
+def _proxy_auth(parts: Any) -> dict[str, str]:
+    if parts.username is None:
+        return {}
+    import base64
+
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+
+
+_context: Any = None
+
+
+def _tls() -> Any:
+    """The TLS context (the system's CA store), made at the first https request."""
+    global _context
+    if _context is None:
+        import ssl
+
+        _context = ssl.create_default_context()
+    return _context
