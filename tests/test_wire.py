@@ -4,13 +4,20 @@ meanwhile. What the replies and errors mean is tests/test_model_client.py's (run
 against both clients)."""
 
 import json
+import select
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from gitsessions.services import wire
 from gitsessions.services.config import resolve_model_settings
 from gitsessions.services.model import EndpointUnreachable, ModelClient
 from gitsessions.services.wire import Wire
@@ -140,3 +147,85 @@ def test_connections_are_kept_and_a_dropped_one_is_replaced(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """The fake server behind TLS, with a certificate for `localhost` made by stock
+    openssl and trusted through SSL_CERT_FILE (OpenSSL's own variable)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setattr(wire, "_context", None)  # made again, trusting the certificate
+    server = FakeOpenAI()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd = server._httpd
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    with server:
+        yield server
+
+
+class _Tunnel(BaseHTTPRequestHandler):
+    """A proxy that answers CONNECT and then relays bytes both ways."""
+
+    tunnels: ClassVar[list[str]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_CONNECT(self) -> None:
+        self.tunnels.append(self.path)
+        host, port = self.path.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        sockets = [self.connection, upstream]
+        while True:
+            readable, _, _ = select.select(sockets, [], [], 5)
+            if not readable:
+                break
+            for sock in readable:
+                data = sock.recv(65536)
+                if not data:
+                    upstream.close()
+                    return
+                (upstream if sock is self.connection else self.connection).sendall(data)
+
+
+def test_https_directly_and_through_a_connect_tunnel(tls_server: FakeOpenAI) -> None:
+    url = f"https://localhost:{tls_server.port}/v1"
+    tls_server.reply(content="over TLS")
+    tls_server.reply(content="streamed over TLS")
+    with client_for(url, {}) as client:
+        assert client.complete(USER).message["content"] == "over TLS"
+        assert client.complete(USER, stream=True).message["content"] == "streamed over TLS"
+    handler = type("Tunnel", (_Tunnel,), {"tunnels": []})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        env = {"HTTPS_PROXY": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        tls_server.reply(content="through the tunnel")
+        with client_for(url, env) as client:
+            assert client.complete(USER).message["content"] == "through the tunnel"
+        assert handler.tunnels == [f"localhost:{tls_server.port}"]
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_an_untrusted_certificate_is_refused(
+    tls_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE")
+    monkeypatch.setattr(wire, "_context", None)
+    url = f"https://localhost:{tls_server.port}/v1"
+    with client_for(url, {}) as client, pytest.raises(EndpointUnreachable, match="CERTIFICATE"):
+        client.complete(USER)

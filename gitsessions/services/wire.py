@@ -2,9 +2,10 @@
 (a JSON answer, or server-sent events when streamed) and `GET {base}/models`.
 
 Why: importing the openai package costs about half a second, ten times what a one-turn
-`exec` is allowed; this module imports `http.client` and nothing else of weight. It
-knows HTTP and SSE only: what the JSON means, and how a failure is told to the user,
-is `services/model.py`'s job (the one place both clients share).
+`exec` is allowed; this module and its HTTP (`services/http1.py`) import `socket` and
+nothing else of weight. It knows HTTP and SSE only: what the JSON means, and how a
+failure is told to the user, is `services/model.py`'s job (the one place both clients
+share).
 
 Invariants:
 - The deadline covers the whole request: connecting (a proxy's CONNECT included),
@@ -22,19 +23,16 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import io
 import json
-import socket
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from gitsessions.services.http1 import Connection, Response
+
 MAX_ERROR_BODY = 1_000_000  # bytes of an error answer read for its message
 USER_AGENT = "gitsessions"
-QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
 class WireError(Exception):
@@ -64,79 +62,6 @@ class WireStreamError(WireError):
     """The server reported an error inside a stream (an `error` member in an event)."""
 
 
-class _DeadlineSocket:
-    """A connected socket whose every read and write first shortens its timeout to what
-    is left of the deadline (or times out at once when nothing is)."""
-
-    def __init__(self, sock: socket.socket, expires: list[float]) -> None:
-        self._sock = sock
-        self._expires = expires  # shared with the connection: [monotonic deadline]
-
-    def _arm(self) -> None:
-        left = self._expires[0] - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request deadline passed")
-        self._sock.settimeout(left)
-
-    def _quick_ack(self) -> None:
-        """Acknowledge what arrives at once (Linux; the kernel forgets it after a while,
-        hence before every read): a server without TCP_NODELAY (Python's http.server)
-        sends the body only once its headers are acknowledged, and a delayed ACK on a
-        kept-alive connection costs 40 ms a request."""
-        if QUICKACK is not None:
-            with contextlib.suppress(OSError):
-                self._sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
-
-    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        self._arm()
-        self._quick_ack()
-        return self._sock.recv_into(buffer, nbytes, flags)
-
-    def recv(self, size: int, flags: int = 0) -> bytes:
-        self._arm()
-        self._quick_ack()
-        return self._sock.recv(size, flags)
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        self._arm()
-        self._sock.sendall(data, flags)
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        """A reader whose reads come through here; like the socket's own, it keeps the
-        socket open until it is closed too (http.client closes the connection first)."""
-        self._sock._io_refs += 1  # type: ignore[attr-defined]
-        return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
-
-    def _decref_socketios(self) -> None:
-        self._sock._decref_socketios()  # type: ignore[attr-defined]
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-class _Connection(http.client.HTTPConnection):
-    """An HTTP connection whose socket keeps to the deadline in `expires`."""
-
-    expires: list[float]
-
-    def connect(self) -> None:
-        self.timeout = max(0.001, self.expires[0] - time.monotonic())
-        super().connect()
-        self.sock = _DeadlineSocket(self.sock, self.expires)  # type: ignore[assignment]
-
-
-class _TLSConnection(http.client.HTTPSConnection):
-    expires: list[float]
-
-    def connect(self) -> None:
-        self.timeout = max(0.001, self.expires[0] - time.monotonic())
-        super().connect()
-        self.sock = _DeadlineSocket(self.sock, self.expires)  # type: ignore[assignment]
-
-
 class Wire:
     """One server's chat-completions endpoint; one request at a time."""
 
@@ -145,7 +70,7 @@ class Wire:
         self.api_key = api_key
         self.proxies = proxies
         self._expires = [0.0]
-        self._connection: http.client.HTTPConnection | None = None
+        self._connection: Connection | None = None
         self._forward: dict[str, str] | None = None  # via a plain-HTTP proxy: its headers
 
     # -- requests --------------------------------------------------------------------
@@ -171,9 +96,7 @@ class Wire:
 
     # -- internals -------------------------------------------------------------------
 
-    def _send(
-        self, method: str, path: str, body: Any, seconds: float, *, stream: bool
-    ) -> http.client.HTTPResponse:
+    def _send(self, method: str, path: str, body: Any, seconds: float, *, stream: bool) -> Response:
         self._expires[0] = time.monotonic() + seconds
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = {
@@ -192,8 +115,7 @@ class Wire:
                 else:  # a plain-HTTP proxy is sent the whole URL
                     url = f"http://{self.base.netloc}{self.base.path}{path}"
                     headers.update(self._forward)
-                connection.request(method, url, body=data, headers=headers)
-                response = connection.getresponse()
+                response = connection.request(method, url, self.base.netloc, headers, data)
                 break
             except (ConnectionResetError, BrokenPipeError) as error:  # RemoteDisconnected too
                 self.close()
@@ -212,7 +134,7 @@ class Wire:
             raise WireStatusError(response.status, response.headers, _error_body(raw))
         return response
 
-    def _read_all(self, response: http.client.HTTPResponse, limit: int | None = None) -> bytes:
+    def _read_all(self, response: Response, limit: int | None = None) -> bytes:
         try:
             raw = response.read(limit)
         except KeyboardInterrupt:
@@ -224,23 +146,20 @@ class Wire:
         self._done(response)
         return raw
 
-    def _done(self, response: http.client.HTTPResponse) -> None:
+    def _done(self, response: Response) -> None:
         """The answer was read to its end: keep the connection if the server does."""
-        if response.will_close or not response.isclosed():
+        if not response.reusable:
             self.close()
 
-    def _connect(self) -> http.client.HTTPConnection:
+    def _connect(self) -> Connection:
         if self._connection is not None:
             return self._connection
-        tls = self.base.scheme == "https"
+        tls = _tls() if self.base.scheme == "https" else None
         host, port = self.base.hostname or "", self.base.port or (443 if tls else 80)
         proxy = self._proxy(host)
-        connection: http.client.HTTPConnection
         self._forward = None
-        if proxy is None and tls:
-            connection = _TLSConnection(host, port, context=_tls())
-        elif proxy is None:
-            connection = _Connection(host, port)
+        if proxy is None:
+            connection = Connection.open(host, port, self._expires, tls=tls)
         else:
             parts = urlsplit(proxy)
             if parts.scheme != "http" or not parts.hostname:
@@ -249,13 +168,12 @@ class Wire:
                     'built-in client (http:// proxies only); set client = "openai"'
                 )
             auth = _proxy_auth(parts)
+            at = (parts.hostname, parts.port or 80)
             if tls:  # a CONNECT tunnel through the proxy, TLS to the server inside it
-                connection = _TLSConnection(parts.hostname, parts.port or 80, context=_tls())
-                connection.set_tunnel(host, port, headers=auth)
+                connection = Connection.open(*at, self._expires, tls=tls, tunnel=(host, port, auth))
             else:
-                connection = _Connection(parts.hostname, parts.port or 80)
+                connection = Connection.open(*at, self._expires)
                 self._forward = auth
-        connection.expires = self._expires  # type: ignore[attr-defined]
         self._connection = connection
         return connection
 
@@ -276,7 +194,7 @@ class EventStream:
     the body; `close()` (also on leaving a `with`) drops the connection unless the answer
     was read to its end."""
 
-    def __init__(self, wire: Wire, response: http.client.HTTPResponse) -> None:
+    def __init__(self, wire: Wire, response: Response) -> None:
         self._wire = wire
         self._response = response
         self._finished = False
@@ -323,10 +241,8 @@ class EventStream:
             raise _wire_error(error) from error
 
     def _lines(self) -> Iterator[bytes]:
-        """The body's lines as they arrive (without their `\\n`). Read with `read1`, which
-        returns what one chunk holds at once and, unlike `readline`, raises when a
-        chunked body is cut before its last chunk; a body shorter than its
-        Content-Length is a broken connection too."""
+        """The body's lines as they arrive (without their `\\n`); a body cut short raises
+        (`BodyCut`)."""
         pending: list[bytes] = []
         while piece := self._response.read1(65536):
             if b"\n" not in piece:
@@ -336,8 +252,6 @@ class EventStream:
             *lines, rest = b"".join(pending).split(b"\n")
             pending = [rest] if rest else []
             yield from lines
-        if self._response.length:  # bytes the headers promised that never came
-            raise http.client.IncompleteRead(b"", self._response.length)
         if pending:
             yield b"".join(pending)
 
@@ -347,10 +261,10 @@ class EventStream:
         if self._response.will_close:
             return
         try:
-            rest = self._response.read(65536)
-        except (OSError, http.client.HTTPException):
+            self._response.read(65536)
+        except OSError:
             return
-        if not rest or self._response.isclosed():
+        if self._response.done:
             self._finished = True
             self._wire._done(self._response)
 
@@ -387,21 +301,12 @@ def _wire_error(error: Exception) -> Exception:
     """What an exception below HTTP becomes."""
     if isinstance(error, TimeoutError):
         return WireTimeout(str(error) or "timed out")
-    if isinstance(error, http.client.IncompleteRead):
-        detail = "incomplete chunked read"
-        if error.expected is not None:
-            detail = f"received {len(error.partial)} bytes, expected {error.expected} more"
-        return WireConnectionError(
-            f"peer closed connection without sending complete message body ({detail})"
-        )
-    if isinstance(error, OSError | http.client.HTTPException):
+    if isinstance(error, OSError):  # BodyCut, ProtocolError and Disconnected too
         return WireConnectionError(_reason(error))
     return error
 
 
 def _reason(error: BaseException) -> str:
-    if isinstance(error, http.client.RemoteDisconnected):
-        return "Server disconnected without sending a response."
     return str(error) or type(error).__name__
 
 
