@@ -13,9 +13,9 @@ from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
-from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services.compaction import Policy
+from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
 from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
@@ -26,8 +26,6 @@ from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, c
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.services.workspace import describe, head_of
-from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
-from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
@@ -96,6 +94,8 @@ def pick_session(
             )
         return head
     if continue_:
+        from gitsessions.store.catalog import Catalog  # sqlite: only to pick the session
+
         here = [
             h
             for h in Catalog(store).headers()
@@ -169,8 +169,11 @@ def build_agent(
     if picked is not None:  # a resumed session keeps its model, endpoint and budget
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
-    if picked is not None and workspace_flag is None and mark_of(picked.header):
-        workspace, recorded = in_worktree(picked, workspace)
+    if picked is not None and workspace_flag is None and "worktree" in picked.header:
+        from gitsessions.services.worktrees import mark_of  # only for a worktree fork
+
+        if mark_of(picked.header):
+            workspace, recorded = in_worktree(picked, workspace)
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
         err.print(
@@ -255,6 +258,8 @@ def in_worktree(picked: Head, here: Path) -> tuple[Path, str]:
     """Where a worktree fork resumes: in its worktree, from any directory (said in one
     line); when the worktree is gone, here, with one line naming `worktree restore`.
     Returns the workspace and what to compare the recorded one with."""
+    from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
+
     mark = mark_of(picked.header) or {}
     if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
         err.print(

@@ -22,7 +22,6 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import sys
 import threading
@@ -502,6 +501,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             return None
         if value.strip().replace(".", "", 1).isdigit():
             return float(value)
+        import email.utils  # an HTTP date: rare, and the email package is slow to import
+
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time())
     except (ValueError, TypeError, OverflowError):
