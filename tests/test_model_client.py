@@ -85,6 +85,19 @@ def test_plain_completion(server: FakeOpenAI, client: ModelClient) -> None:
     assert server.authorizations == ["Bearer sk-test"]
 
 
+def test_organization_and_project_go_as_the_sdk_sends_them(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-1"}
+    for name in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):  # the SDK reads them itself
+        monkeypatch.setenv(name, env[name])
+    settings = resolve_model_settings({"base_url": server.base_url}, env, {"client": CLIENT[0]})
+    with ModelClient(settings) as model_client:
+        model_client.complete(USER)
+    headers = {name.lower(): value for name, value in server.headers[0].items()}
+    assert headers["openai-organization"] == "org-1" and headers["openai-project"] == "proj-1"
+
+
 def test_model_override_and_tools_are_sent(server: FakeOpenAI, client: ModelClient) -> None:
     tools = [{"type": "function", "function": {"name": "noop", "parameters": {}}}]
     client.complete(USER, model="summarizer", tools=tools)

@@ -46,6 +46,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
 }
 CLIENTS = ("builtin", "openai")  # the standard-library client, or the openai SDK's
 PROXY_NAMES = ("http", "https", "all", "no")  # <name>_proxy in the environment
+ORG_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 
 
 # what a session records in its header (`settings`) and a resume reuses
@@ -70,6 +71,9 @@ class ModelSettings:
     # the proxy environment as urllib names it ({"https": url, "no": "host,..."}), for
     # the builtin client (the SDK's HTTP library reads the environment itself)
     proxies: Mapping[str, str] = field(default_factory=dict)
+    # OPENAI_ORG_ID and OPENAI_PROJECT_ID as the headers the SDK makes of them, for the
+    # builtin client (the SDK reads them itself)
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def config_table(
@@ -174,6 +178,11 @@ def resolve_model_settings(
         sources=sources,
         client=_check_client(values["client"], sources["client"]),
         proxies=proxy_settings(env),
+        headers={
+            header: env[name].strip()
+            for name, header in ORG_HEADERS.items()
+            if env.get(name, "").strip()
+        },
     )
 
 

@@ -244,7 +244,9 @@ class ModelClient:
             from gitsessions.services.wire import Wire
 
             settings = self.settings
-            self._wire = Wire(settings.base_url, settings.api_key, settings.proxies)
+            self._wire = Wire(
+                settings.base_url, settings.api_key, settings.proxies, settings.headers
+            )
         return self._wire
 
     def close(self) -> None:

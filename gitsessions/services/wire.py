@@ -65,10 +65,17 @@ class WireStreamError(WireError):
 class Wire:
     """One server's chat-completions endpoint; one request at a time."""
 
-    def __init__(self, base_url: str, api_key: str, proxies: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        proxies: Mapping[str, str],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.base = urlsplit(base_url.rstrip("/"))
         self.api_key = api_key
         self.proxies = proxies
+        self.headers = dict(headers or {})  # sent with every request (OpenAI-Project...)
         self._expires = [0.0]
         self._connection: Connection | None = None
         self._forward: dict[str, str] | None = None  # via a plain-HTTP proxy: its headers
@@ -103,6 +110,7 @@ class Wire:
             "Authorization": f"Bearer {self.api_key}",
             "Accept": "text/event-stream" if stream else "application/json",
             "User-Agent": USER_AGENT,
+            **self.headers,
         }
         if data is not None:
             headers["Content-Type"] = "application/json"
