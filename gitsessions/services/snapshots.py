@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitsessions.services.workspace import no_repository
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
@@ -106,6 +107,8 @@ class Project:
 
 def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
     """The working tree holding `path`, or None (not in a repository, or a bare one)."""
+    if no_repository(path, env):
+        return None
     try:
         done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
     except SnapshotError:  # no git at all
