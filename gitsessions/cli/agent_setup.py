@@ -21,11 +21,10 @@ from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.snapshot_settings import SnapshotSettings
-from gitsessions.services.snapshots import Snapshotter
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
-from gitsessions.services.workspace import describe, head_of
+from gitsessions.services.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
@@ -302,6 +301,11 @@ def code_snapshots(
     repository, files left out for size, a git failure) go to stderr, each once."""
     if not settings.enabled:
         return None
+    if no_repository(workspace, env):  # said without loading the snapshot machinery
+        err.print(vtext(NO_REPOSITORY_NOTE, style="yellow"), highlight=False)
+        return None
+    from gitsessions.services.snapshots import Snapshotter
+
     snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
 
     def flush() -> None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
-from gitsessions.services.snapshots import DEFAULT_MAX_FILE_BYTES
 
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 TABLE = "snapshots"
 KEYS = ("enabled", "max_file_bytes")
 

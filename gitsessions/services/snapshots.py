@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.services.workspace import no_repository
+from gitsessions.services.snapshot_settings import DEFAULT_MAX_FILE_BYTES
+from gitsessions.services.workspace import NO_REPOSITORY_NOTE, no_repository
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
-DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 IDENTITY = {
     "GIT_AUTHOR_NAME": "gitsessions",
     "GIT_AUTHOR_EMAIL": "gitsessions@localhost",
@@ -337,9 +337,7 @@ class Snapshotter:
             self._looked = True
             self._project = find_project(self.workspace, self.env)
             if self._project is None:
-                self.notes.append(
-                    "note: the workspace is not in a git repository; no code snapshots"
-                )
+                self.notes.append(NO_REPOSITORY_NOTE)
         return self._project
 
     def __call__(self, message: str) -> str | None:

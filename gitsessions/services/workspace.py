@@ -15,6 +15,8 @@ from typing import Any
 
 from gitsessions.values.records import empty_workspace
 
+NO_REPOSITORY_NOTE = "note: the workspace is not in a git repository; no code snapshots"
+
 
 def _git(path: Path, env: Mapping[str, str], *args: str) -> str | None:
     try:
