@@ -11,7 +11,6 @@ read as typer's ("Input should be greater than or equal to 1"). Uses typer's int
 """
 
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
@@ -36,9 +35,15 @@ def plain_type(annotation: Any) -> Any | None:
     return annotation if annotation in PLAIN else None
 
 
-@dataclass(frozen=True)
 class PlainParam(RuntimeParam):
-    kind: Any = str
+    """A plain value of type `kind`. Not a dataclass of its own (nor is `WordsParam`):
+    generating one costs a millisecond of every command's start."""
+
+    kind: Any
+
+    def __init__(self, parameter_info: Any, annotation: Any, kind: Any = str) -> None:
+        super().__init__(parameter_info, annotation)
+        object.__setattr__(self, "kind", kind)  # frozen, as the dataclass it extends
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         kind = self.kind
@@ -78,7 +83,6 @@ def _words(annotation: Any) -> bool:
     return get_origin(annotation) is list and get_args(annotation) == (str,)
 
 
-@dataclass(frozen=True)
 class WordsParam(RuntimeParam):
     """Variadic words as a list of strings, as typer's adapter makes them."""
 
