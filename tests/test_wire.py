@@ -229,3 +229,43 @@ def test_an_untrusted_certificate_is_refused(
     url = f"https://localhost:{tls_server.port}/v1"
     with client_for(url, {}) as client, pytest.raises(EndpointUnreachable, match="CERTIFICATE"):
         client.complete(USER)
+
+
+class _LingersAfterDone(BaseHTTPRequestHandler):
+    """A stream whose chunked body never ends after `data: [DONE]`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {"model": "m", "choices": [{"index": 0, "delta": {"content": "hi"},
+                                            "finish_reason": "stop"}]}  # fmt: skip
+        for line in (f"data: {json.dumps(chunk)}\n\n", "data: [DONE]\n\n"):
+            data = line.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.server.release.wait(60)  # type: ignore[attr-defined]  # no last chunk meanwhile
+
+
+@pytest.mark.timeout(30)  # waiting for the body's end would take the server's 60 s
+def test_a_stream_that_lingers_after_done_is_not_waited_for() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _LingersAfterDone)
+    server.daemon_threads = True
+    server.release = threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            assert client.complete(USER, stream=True).message["content"] == "hi"
+            assert client._wire._connection is None  # dropped, not kept half-read
+    finally:
+        server.release.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()

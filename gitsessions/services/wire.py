@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 from gitsessions.services.http1 import Connection, Response
 
 MAX_ERROR_BODY = 1_000_000  # bytes of an error answer read for its message
+DRAIN_SECONDS = 0.5  # how long the end of a body after `[DONE]` may take to come
 USER_AGENT = "gitsessions"
 
 
@@ -265,12 +266,15 @@ class EventStream:
 
     def _drain(self) -> None:
         """Read what follows `[DONE]` (the end of the chunked body) so the connection
-        can serve the next request; a server that keeps sending is cut off instead."""
+        can serve the next request. A server that keeps sending, or is slow to end its
+        body (more than DRAIN_SECONDS), is cut off instead: the reply is complete."""
         if self._response.will_close:
             return
+        expires = self._wire._expires
+        expires[0] = min(expires[0], time.monotonic() + DRAIN_SECONDS)
         try:
             self._response.read(65536)
-        except OSError:
+        except OSError:  # TimeoutError too
             return
         if self._response.done:
             self._finished = True
