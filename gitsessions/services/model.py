@@ -77,7 +77,7 @@ def preload(after: threading.Event | None = None, client: str = "builtin") -> No
     """Import the model client's HTTP stack now, in a background thread (`chat` starts
     one while the user types the first prompt, `exec` while it reads the store), so the
     first request does not wait for it: openai and httpx for `client = "openai"`,
-    `http.client` for the builtin client (a few milliseconds). With `after`, the thread
+    `services/wire.py` (socket: a few milliseconds) otherwise. With `after`, the thread
     first waits for that event (at most `GATE_SECONDS`): `chat` sets it once its prompt
     shows, so the import never delays it."""
     global _preloading
