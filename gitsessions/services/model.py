@@ -1,5 +1,10 @@
 """The model client: one chat completion request against an OpenAI-compatible server.
 
+Two ways to send it: the builtin client (`services/wire.py`, the standard library: the
+default, since importing openai costs half a second) and the openai SDK (`client =
+"openai"`). Everything below holds for both, word for word: tests/test_model_client.py
+runs each of its tests against each.
+
 Invariants: this is the only module that imports `openai`. What it returns is plain data
 (an assistant message dict in the standard chat shape, usage, finish reason), the same
 whether the reply was streamed or not. Every failure the server or the network can cause
