@@ -269,3 +269,16 @@ def test_a_stream_that_lingers_after_done_is_not_waited_for() -> None:
         server.release.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()
+
+
+def test_a_header_that_could_inject_lines_is_refused_without_showing_it(
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    settings = resolve_model_settings(
+        {"base_url": fake_openai.base_url}, {"OPENAI_API_KEY": "sk-a\r\nX-Evil: 1"}, {}
+    )
+    with ModelClient(settings) as client, pytest.raises(EndpointUnreachable) as caught:
+        client.complete(USER)
+    assert "Authorization header" in str(caught.value)
+    assert "sk-a" not in str(caught.value) and "Evil" not in str(caught.value)
+    assert fake_openai.requests == []

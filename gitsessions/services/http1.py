@@ -23,8 +23,10 @@ import socket
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 MAX_LINE = 65536
+URL_SAFE = "/%:@!$&'()*+,;=-._~?#[]"  # a URL's own characters: only others are escaped
 QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
@@ -123,9 +125,15 @@ class Connection:
     def request(
         self, method: str, target: str, host: str, headers: Mapping[str, str], body: bytes | None
     ) -> Response:
-        """Send a request (headers and body in one write) and read the answer's head."""
+        """Send a request (headers and body in one write) and read the answer's head.
+        A header value that could end its line, or is not Latin-1, is refused (named,
+        never shown: it may be the API key)."""
+        target = quote(target, safe=URL_SAFE)
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
+        for name, value in headers.items():
+            if "\r" in value or "\n" in value or not _latin1(value):
+                raise ProtocolError(f"the {name} header holds a character HTTP cannot send")
+            lines.append(f"{name}: {value}")
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -254,6 +262,14 @@ def _headers(reader: io.BufferedReader) -> dict[str, str]:
         value = value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     raise ProtocolError("more than 200 header lines")
+
+
+def _latin1(value: str) -> bool:
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _left(expires: list[float]) -> float:
