@@ -282,3 +282,57 @@ def test_a_header_that_could_inject_lines_is_refused_without_showing_it(
     assert "Authorization header" in str(caught.value)
     assert "sk-a" not in str(caught.value) and "Evil" not in str(caught.value)
     assert fake_openai.requests == []
+
+
+REPLY = {
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "framed"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+
+
+class _Framed(BaseHTTPRequestHandler):
+    """A JSON answer framed as `framing` says: chunked (with a trailer and a 100
+    Continue first), or ended by closing the connection (HTTP/1.0, no length)."""
+
+    protocol_version = "HTTP/1.1"
+    framing = "chunked"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = json.dumps(REPLY).encode()
+        if self.framing == "chunked":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in (data[:10], data[10:]):
+                self.wfile.write(b"%x;ext=1\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\nX-Trailer: yes\r\n\r\n")
+        else:
+            self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + data)
+            self.close_connection = True
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_bodies_framed_every_way_are_read_whole(framing: str) -> None:
+    handler = type("Framed", (_Framed,), {"framing": framing})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            for _ in range(2):  # the chunked one keeps its connection for the second
+                reply = client.complete(USER)
+                assert reply.message["content"] == "framed" and reply.usage is not None
+            kept = client._wire._connection is not None
+        assert kept == (framing == "chunked")
+    finally:
+        server.shutdown()
+        server.server_close()
