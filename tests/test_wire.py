@@ -336,3 +336,59 @@ def test_bodies_framed_every_way_are_read_whole(framing: str) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Redirects(BaseHTTPRequestHandler):
+    """/old/...: 308 to /v1/... here; /away/...: 307 to `elsewhere`; /v1/chat/completions:
+    the answer, each request's method and Authorization recorded."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+    elsewhere = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _redirect(self, status: int, location: str) -> None:
+        self.send_response(status)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(("POST", self.path, self.headers.get("Authorization")))
+        if self.path.startswith("/old/"):
+            self._redirect(308, self.path.replace("/old/", "/v1/", 1))
+        elif self.path.startswith("/away/"):
+            self._redirect(307, self.elsewhere + self.path.removeprefix("/away"))
+        else:
+            data = json.dumps(REPLY).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+
+def test_redirects_are_followed_and_the_key_stays_with_its_origin(
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    handler = type("Redirects", (_Redirects,), {"seen": [], "elsewhere": fake_openai.base_url})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        here = f"http://127.0.0.1:{server.server_address[1]}"
+        with client_for(f"{here}/old", {}) as client:
+            assert client.complete(USER).message["content"] == "framed"
+        assert handler.seen == [
+            ("POST", "/old/chat/completions", "Bearer k"),
+            ("POST", "/v1/chat/completions", "Bearer k"),  # same origin: the key goes along
+        ]
+        fake_openai.reply(content="moved")
+        with client_for(f"{here}/away", {}) as client:
+            assert client.complete(USER).message["content"] == "moved"
+        assert fake_openai.authorizations == [None]  # another origin: not the key
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -27,11 +27,13 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from gitsessions.services.http1 import Connection, Response
 
 MAX_ERROR_BODY = 1_000_000  # bytes of an error answer read for its message
+MAX_REDIRECTS = 20  # as httpx
+REDIRECTS = (301, 302, 303, 307, 308)
 DRAIN_SECONDS = 0.5  # how long the end of a body after `[DONE]` may take to come
 USER_AGENT = "gitsessions"
 
@@ -79,6 +81,7 @@ class Wire:
         self.headers = dict(headers or {})  # sent with every request (OpenAI-Project...)
         self._expires = [0.0]
         self._connection: Connection | None = None
+        self._connected: tuple[str, str] | None = None  # the origin it goes to
         self._forward: dict[str, str] | None = None  # via a plain-HTTP proxy: its headers
 
     # -- requests --------------------------------------------------------------------
@@ -105,6 +108,10 @@ class Wire:
     # -- internals -------------------------------------------------------------------
 
     def _send(self, method: str, path: str, body: Any, seconds: float, *, stream: bool) -> Response:
+        """The answer's head, after following redirects as the SDK's httpx does: 307 and
+        308 resend the request, 301 and 302 a POST and any 303 become a GET without
+        body; the API key is not sent on to another origin (an upgrade to https on the
+        same host aside)."""
         self._expires[0] = time.monotonic() + seconds
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = {
@@ -115,17 +122,57 @@ class Wire:
         }
         if data is not None:
             headers["Content-Type"] = "application/json"
-        while True:
-            reused = self._connection is not None
-            try:
-                connection = self._connect()
-                if self._forward is None:
-                    url = self.base.path + path
-                else:  # a plain-HTTP proxy is sent the whole URL
-                    url = f"http://{self.base.netloc}{self.base.path}{path}"
-                    headers.update(self._forward)
-                response = connection.request(method, url, self.base.netloc, headers, data)
+        origin, target = self.base, self.base.path + path
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self._exchange(method, origin, target, headers, data)
+            location = response.headers.get("location")
+            if response.status not in REDIRECTS or not location:
                 break
+            self._read_all(response, MAX_ERROR_BODY)  # its body is not the answer
+            here = f"{origin.scheme}://{origin.netloc}{target}"
+            to = urlsplit(urljoin(here, location.strip()))
+            if to.scheme not in ("http", "https") or not to.hostname:
+                raise WireConnectionError(f"redirected to an unsupported URL: {to.scheme}://...")
+            if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                method, data = "GET", None
+                headers.pop("Content-Type", None)
+            upgrade = (origin.scheme, to.scheme) == ("http", "https") and (
+                origin.hostname == to.hostname
+                and origin.port in (None, 80)
+                and to.port in (None, 443)
+            )
+            if _origin(to) != _origin(origin) and not upgrade:
+                headers.pop("Authorization", None)
+            origin, target = to, to.path + (f"?{to.query}" if to.query else "")
+        else:
+            self.close()
+            raise WireConnectionError("Exceeded maximum allowed redirects.")
+        if response.status >= 400:
+            raw = self._read_all(response, MAX_ERROR_BODY)
+            self.close()
+            raise WireStatusError(response.status, response.headers, _error_body(raw))
+        return response
+
+    def _exchange(
+        self,
+        method: str,
+        origin: SplitResult,
+        target: str,
+        headers: dict[str, str],
+        data: bytes | None,
+    ) -> Response:
+        """One request to `origin` and its answer's head, on the kept connection when
+        it goes there (once more on a new one when the server had closed it)."""
+        while True:
+            reused = self._connection is not None and self._connected == _origin(origin)
+            try:
+                connection = self._connect(origin)
+                sent = dict(headers)
+                url = target
+                if self._forward is not None:  # a plain-HTTP proxy is sent the whole URL
+                    url = f"http://{origin.netloc}{target}"
+                    sent.update(self._forward)
+                return connection.request(method, url, origin.netloc, sent, data)
             except (ConnectionResetError, BrokenPipeError) as error:  # RemoteDisconnected too
                 self.close()
                 if reused:
@@ -137,11 +184,6 @@ class Wire:
             except Exception as error:
                 self.close()
                 raise _wire_error(error) from error
-        if response.status >= 400:
-            raw = self._read_all(response, MAX_ERROR_BODY)
-            self.close()
-            raise WireStatusError(response.status, response.headers, _error_body(raw))
-        return response
 
     def _read_all(self, response: Response, limit: int | None = None) -> bytes:
         try:
@@ -160,12 +202,13 @@ class Wire:
         if not response.reusable:
             self.close()
 
-    def _connect(self) -> Connection:
-        if self._connection is not None:
+    def _connect(self, origin: SplitResult) -> Connection:
+        if self._connection is not None and self._connected == _origin(origin):
             return self._connection
-        tls = _tls() if self.base.scheme == "https" else None
-        host, port = self.base.hostname or "", self.base.port or (443 if tls else 80)
-        proxy = self._proxy(host)
+        self.close()
+        tls = _tls() if origin.scheme == "https" else None
+        host, port = origin.hostname or "", origin.port or (443 if tls else 80)
+        proxy = self._proxy(origin.scheme, host)
         self._forward = None
         if proxy is None:
             connection = Connection.open(host, port, self._expires, tls=tls)
@@ -183,11 +226,11 @@ class Wire:
             else:
                 connection = Connection.open(*at, self._expires)
                 self._forward = auth
-        self._connection = connection
+        self._connection, self._connected = connection, _origin(origin)
         return connection
 
-    def _proxy(self, host: str) -> str | None:
-        proxy = self.proxies.get(self.base.scheme) or self.proxies.get("all")
+    def _proxy(self, scheme: str, host: str) -> str | None:
+        proxy = self.proxies.get(scheme) or self.proxies.get("all")
         if not proxy:
             return None
         if self.proxies.get("no"):
@@ -320,6 +363,10 @@ def _wire_error(error: Exception) -> Exception:
 
 def _reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
+
+
+def _origin(url: SplitResult) -> tuple[str, str]:
+    return url.scheme, url.netloc.rpartition("@")[2].lower()
 
 
 def _proxy_auth(parts: Any) -> dict[str, str]:
