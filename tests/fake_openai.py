@@ -17,6 +17,7 @@ or a `gitsessions` subprocess given `--base-url server.base_url`, talks to it ov
                                            #   not alternate, as strict chat templates do
         server.rejected                    # the requests strict mode refused
         server.authorizations              # the Authorization header of each POST
+        server.headers                     # all headers of each POST (a dict each)
 
 Scripted items are served first-in first-out, one per `POST /v1/chat/completions`. When the
 queue is empty the server calls `responder` if set (a `str` is the reply content, a `dict`
@@ -138,6 +139,7 @@ class FakeOpenAI:
         self.model_lists = 0
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.headers: list[dict[str, str]] = []
         self.progress: list[list[int]] = []
         self._queue: deque[Reply | Failure | Delay | Malformed] = deque()
         self._lock = threading.Lock()
@@ -298,6 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake._lock:
             self.fake.requests.append(request)
             self.fake.authorizations.append(self.headers.get("Authorization"))
+            self.fake.headers.append(dict(self.headers))
         problem = alternation_error(request.get("messages")) if self.fake.strict else None
         if problem is not None:
             with self.fake._lock:

@@ -166,3 +166,28 @@ def test_integer_too_long_for_python_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("timeout = " + "1" * 5000 + "\n")
     with pytest.raises(ConfigError, match=r"malformed config file .*4300 digits"):
         load_config(path)
+
+
+def test_client_defaults_to_builtin_and_takes_openai() -> None:
+    assert resolve_model_settings({}, {}, {}).client == "builtin"
+    from_config = resolve_model_settings({}, {}, {"client": "openai"})
+    assert (from_config.client, from_config.sources["client"]) == ("openai", "config.toml")
+    from_env = resolve_model_settings({}, {"GITSESSIONS_CLIENT": "builtin"}, {"client": "openai"})
+    assert (from_env.client, from_env.sources["client"]) == ("builtin", "env GITSESSIONS_CLIENT")
+    with pytest.raises(ConfigError, match=r"client 'httpx' from config\.toml must be one of"):
+        resolve_model_settings({}, {}, {"client": "httpx"})
+
+
+def test_proxies_come_from_the_environment_given() -> None:
+    env = {
+        "https_proxy": "http://proxy:3128",
+        "HTTPS_PROXY": "http://ignored:1",
+        "HTTP_PROXY": "http://plain:8080",
+        "NO_PROXY": "localhost,.internal",
+    }
+    assert resolve_model_settings({}, env, {}).proxies == {
+        "http": "http://plain:8080",
+        "https": "http://proxy:3128",
+        "no": "localhost,.internal",
+    }
+    assert resolve_model_settings({}, {}, {}).proxies == {}

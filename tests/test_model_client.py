@@ -1,5 +1,8 @@
 """The model client against a real local HTTP server (tests/fake_openai.py): replies,
-streaming, tool calls, usage, and the mapping of every failure to a one-line error."""
+streaming, tool calls, usage, and the mapping of every failure to a one-line error.
+
+One contract, two clients: every test runs against the builtin client
+(services/wire.py, the default) and the openai SDK (`client = "openai"`)."""
 
 import json
 import signal
@@ -10,6 +13,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
+from gitsessions.services import wire
 from gitsessions.services.config import resolve_model_settings
 from gitsessions.services.model import (
     AuthenticationFailed,
@@ -36,10 +40,21 @@ CALLS = [
 ]
 
 
+CLIENT = ["builtin"]  # which client make_client builds; set by the fixture below
+
+
+@pytest.fixture(autouse=True, params=["builtin", "openai"])
+def client_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    CLIENT[0] = request.param
+    yield request.param
+    CLIENT[0] = "builtin"
+
+
 def make_client(base_url: str, **flags: object) -> ModelClient:
     settings = resolve_model_settings(
-        {"base_url": base_url, **flags}, {"OPENAI_API_KEY": "sk-test"}, {}
+        {"base_url": base_url, **flags}, {"OPENAI_API_KEY": "sk-test"}, {"client": CLIENT[0]}
     )
+    assert settings.client == CLIENT[0]
     return ModelClient(settings)
 
 
@@ -68,6 +83,19 @@ def test_plain_completion(server: FakeOpenAI, client: ModelClient) -> None:
     assert (request["temperature"], request["max_tokens"], request["model"]) == (0, 50, "gemma4")
     assert "stream" not in request and "tools" not in request
     assert server.authorizations == ["Bearer sk-test"]
+
+
+def test_organization_and_project_go_as_the_sdk_sends_them(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-1"}
+    for name in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):  # the SDK reads them itself
+        monkeypatch.setenv(name, env[name])
+    settings = resolve_model_settings({"base_url": server.base_url}, env, {"client": CLIENT[0]})
+    with ModelClient(settings) as model_client:
+        model_client.complete(USER)
+    headers = {name.lower(): value for name, value in server.headers[0].items()}
+    assert headers["openai-organization"] == "org-1" and headers["openai-project"] == "proj-1"
 
 
 def test_model_override_and_tools_are_sent(server: FakeOpenAI, client: ModelClient) -> None:
@@ -282,16 +310,17 @@ def test_malformed_bodies_are_bad_responses(
 
 
 def test_keyboard_interrupt_propagates_and_closes_the_stream(
-    server: FakeOpenAI, client: ModelClient, monkeypatch: pytest.MonkeyPatch
+    server: FakeOpenAI, client: ModelClient, monkeypatch: pytest.MonkeyPatch, client_kind: str
 ) -> None:
     closed: list[bool] = []
-    original_close = openai.Stream.close
+    stream_class = wire.EventStream if client_kind == "builtin" else openai.Stream
+    original_close = stream_class.close
 
-    def spy_close(self: openai.Stream) -> None:  # type: ignore[type-arg]
+    def spy_close(self: object) -> None:
         closed.append(True)
-        original_close(self)
+        original_close(self)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(openai.Stream, "close", spy_close)
+    monkeypatch.setattr(stream_class, "close", spy_close)
 
     def interrupt(text: str) -> None:
         raise KeyboardInterrupt
@@ -399,7 +428,7 @@ def test_consecutive_user_messages_are_sent_as_one(server: FakeOpenAI, client: M
 
 def retrying_client(server: FakeOpenAI, waits: list[float], retries: int = 3) -> ModelClient:
     settings = resolve_model_settings(
-        {"base_url": server.base_url}, {"OPENAI_API_KEY": "sk-test"}, {}
+        {"base_url": server.base_url}, {"OPENAI_API_KEY": "sk-test"}, {"client": CLIENT[0]}
     )
     return ModelClient(settings, retries=retries, wait=lambda retry: waits.append(retry.seconds))
 

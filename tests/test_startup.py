@@ -91,6 +91,18 @@ def test_exec_of_a_small_turn_never_loads_the_tokenizer(server, workspace):
     assert len(server.requests) >= 1
 
 
+def test_a_plain_exec_turn_into_a_pipe_imports_no_sdk_no_rich_and_no_compaction(server, workspace):
+    """The builtin client (no openai, pydantic, http.client or ssl for http), output into
+    a pipe without rich, and a turn far under its budget without the compaction engine,
+    the tokenizer or sqlite; the reply is the same."""
+    from tests.conftest import exec_args
+
+    heavy = ("openai", "pydantic", "httpx2", "http.client", "ssl", "email", "rich.console",
+             "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3")  # fmt: skip
+    assert imported(*exec_args(server, workspace), "hi", modules=heavy) == []
+    assert len(server.requests) >= 1
+
+
 def test_the_bound_is_never_under_the_estimate():
     from gitsessions.services.tools import BUILTIN_TOOLS
     from gitsessions.values.tokens import TokenCounter

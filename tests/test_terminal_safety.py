@@ -19,6 +19,7 @@ from rich.text import Text
 
 from gitsessions.cli import state
 from gitsessions.cli.chat_ui import ChatEvents, describe_approval, markdown
+from gitsessions.cli.plain import PlainConsole, Styled, vtext
 from gitsessions.cli.terminal import VisibleConsole, write_json
 from gitsessions.store.sessions import Change
 from gitsessions.values.clock import now_iso
@@ -283,7 +284,50 @@ def test_the_structure_check_catches_violations() -> None:
 
 
 def test_the_shared_consoles_are_visible_consoles() -> None:
-    assert isinstance(state.out, VisibleConsole) and isinstance(state.err, VisibleConsole)
+    """On a terminal, VisibleConsoles; into a pipe (as here), PlainConsoles, which print
+    text exactly as a VisibleConsole would and hand anything else to one."""
+    for console in (state.out, state.err):
+        assert isinstance(console, VisibleConsole | PlainConsole)
+        if isinstance(console, PlainConsole):
+            assert isinstance(console.real, VisibleConsole)
+    assert state.plain_console_fits("stdout", {})
+    assert not state.plain_console_fits("stdout", {"FORCE_COLOR": "1"})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        EVIL,
+        "plain words",
+        "a [bold]markup[/bold] look-alike",
+        "two\nlines\n",
+        "an emoji :smile: code",
+        "a\ttab",
+        "",
+        vtext(EVIL, style="yellow"),
+        vtext("styled", style="bold red"),
+        Styled("already escaped", "dim"),
+    ],
+)
+def test_the_plain_console_prints_as_a_visible_console_into_a_pipe(value: object) -> None:
+    """exec's output into a pipe goes through PlainConsole (no rich): byte for byte what
+    the VisibleConsole wrote (and the VisibleConsole itself where only it can say)."""
+
+    def through(make_plain: bool) -> str:
+        file = io.StringIO()
+
+        def real() -> VisibleConsole:
+            return VisibleConsole(file=file, soft_wrap=True, markup=False, highlight=False)
+
+        console = PlainConsole("stdout", real) if make_plain else real()
+        if make_plain:
+            console._stream = type("S", (), {"file": file})()  # type: ignore[assignment]
+        console.print(value, style="yellow", highlight=False)
+        console.print(value, "and more", highlight=False)
+        return file.getvalue()
+
+    assert through(True) == through(False)
+    assert_safe(through(True))
 
 
 def test_write_json_keeps_data_and_escapes() -> None:

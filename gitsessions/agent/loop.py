@@ -24,20 +24,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.subjects import first_line, step_subject, turn_subject
 from gitsessions.services.audit import audit
-from gitsessions.services.compaction import (
+from gitsessions.services.compaction_policy import (
     CompactionError,
-    CompactionResult,
     ContextStillTooLarge,
     Policy,
     should_compact,
 )
-from gitsessions.services.compactor import Cost, compact_session, make_summarizer
-from gitsessions.services.continuation import is_note
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.model import (
     Completion,
@@ -52,6 +49,10 @@ from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
+
+if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
+    from gitsessions.services.compaction import CompactionResult
+    from gitsessions.services.compactor import Cost
 
 CANCELLED = "error: cancelled by the user before this tool finished"
 SUMMARY_PROMPT = (
@@ -84,7 +85,7 @@ class Events:
     def reply(self, message: Message) -> None: ...
     def tool_started(self, call: dict[str, Any]) -> None: ...
     def tool_finished(self, outcome: ToolOutcome) -> None: ...
-    def compacted(self, result: CompactionResult) -> None: ...
+    def compacted(self, result: "CompactionResult") -> None: ...
     def notice(self, text: str) -> None: ...
 
     def retrying(self, retry: Retry) -> None:
@@ -135,7 +136,7 @@ class Agent:
         registry: ToolRegistry,
         counter: TokenCounter,
         config: AgentConfig,
-        cost: Cost,
+        cost: "Cost",
         events: Events | None = None,
         workspace_head: Callable[[], str | None] = lambda: None,
         code_snapshot: Callable[[str], str | None] | None = None,
@@ -220,6 +221,8 @@ class Agent:
         """Drop the last turn (its prompt and everything after it) from the working
         context, recorded as one `undo` commit; the transcript keeps it. None when the
         context holds no prompt to drop (a continuation note is not one)."""
+        from gitsessions.services.continuation import is_note
+
         self.save()
         context = self.session.context
         prompts = [
@@ -397,7 +400,7 @@ class Agent:
         focus: str | None = None,
         clear_only: bool = False,
         reason: str = "compacting the context",
-    ) -> CompactionResult | None:
+    ) -> "CompactionResult | None":
         """Compact now (committing what is pending first); None when it failed. Whatever
         the summarizer cost is counted, even when its summary was rejected."""
         self.save()
@@ -409,7 +412,9 @@ class Agent:
 
     def _compact(
         self, trigger: str, focus: str | None, clear_only: bool
-    ) -> CompactionResult | None:
+    ) -> "CompactionResult | None":
+        from gitsessions.services.compactor import compact_session, make_summarizer
+
         tools = self.tools
         spent: list[tuple[str, int, int]] = []
         try:

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store.catalog import Catalog
-
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
 
@@ -65,4 +63,6 @@ class Scope:
         """The ids within reach now (None: all of them); always includes `current`."""
         if self.workspace is None:
             return None
+        from gitsessions.store.catalog import Catalog  # sqlite: when a session tool runs
+
         return workspace_sessions(Catalog(store).headers(), self.workspace) | {current}

@@ -15,7 +15,6 @@ from typing import Any
 
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
-from gitsessions.services.search import SearchIndex
 from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, ToolResult
 from gitsessions.values.messages import text_of
 from gitsessions.values.plural import plural
@@ -116,6 +115,8 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         return ToolResult(header + "\n\n" + "\n\n".join(picked) + "\n\n" + tail)
 
     def search_sessions(args: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.search import SearchIndex  # sqlite: when the model asks
+
         hits = SearchIndex(store).search(
             args["query"],
             include_archived=False,

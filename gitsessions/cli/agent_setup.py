@@ -15,21 +15,18 @@ from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.opening import Printer
 from gitsessions.cli.options import AUTO_APPROVE_BANNER, workspace_dir  # noqa: F401 - exec_cmd
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
-from gitsessions.cli.terminal import one_line, vtext
-from gitsessions.services.compaction import Policy
+from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
 from gitsessions.services.model import ModelClient, preload
 from gitsessions.services.pricing import estimate_cost
 from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.snapshot_settings import SnapshotSettings
-from gitsessions.services.snapshots import Snapshotter
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
-from gitsessions.services.workspace import describe, head_of
-from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
-from gitsessions.store.catalog import Catalog
+from gitsessions.services.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
@@ -41,14 +38,17 @@ from gitsessions.values.tokens import default_counter
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
 
 
-def warm_up(chat: bool = False, after: threading.Event | None = None) -> None:
-    """Import the model client in a background thread: `chat` starts it when its prompt
-    shows (the user types meanwhile: `after` is set then, and each thread waits for it,
-    so none competes with the prompt for the interpreter), `exec` while it reads and
-    writes the store; the first request then waits less or not at all. `chat` also
-    loads the tokenizer (its status line counts the context) and the markdown renderer;
-    `exec` loads the tokenizer only if a context gets near the budget."""
-    preload(after)
+def warm_up(
+    chat: bool = False, after: threading.Event | None = None, client: str = "builtin"
+) -> None:
+    """Import the model client in a background thread (openai only for `client =
+    "openai"`; the builtin client is light): `chat` starts it when its prompt shows (the
+    user types meanwhile: `after` is set then, and each thread waits for it, so none
+    competes with the prompt for the interpreter), `exec` while it reads and writes the
+    store; the first request then waits less or not at all. `chat` also loads the
+    tokenizer (its status line counts the context) and the markdown renderer; `exec`
+    loads the tokenizer only if a context gets near the budget."""
+    preload(after, client=client)
     if chat:
         default_counter().warm_up(after)  # a thread of its own: the first request counts first
         threading.Thread(
@@ -87,6 +87,8 @@ def pick_session(
             )
         return head
     if continue_:
+        from gitsessions.store.catalog import Catalog  # sqlite: only to pick the session
+
         here = [
             h
             for h in Catalog(store).headers()
@@ -163,8 +165,11 @@ def build_agent(
     if picked is not None:  # a resumed session keeps its model, endpoint and budget
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
     recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
-    if picked is not None and workspace_flag is None and mark_of(picked.header):
-        workspace, recorded = in_worktree(picked, workspace, notes)
+    if picked is not None and workspace_flag is None and "worktree" in picked.header:
+        from gitsessions.services.worktrees import mark_of  # only for a worktree fork
+
+        if mark_of(picked.header):
+            workspace, recorded = in_worktree(picked, workspace, notes)
     if picked is not None and recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
         notes.print(
@@ -251,6 +256,8 @@ def in_worktree(picked: Head, here: Path, notes: Printer = err) -> tuple[Path, s
     """Where a worktree fork resumes: in its worktree, from any directory (said in one
     line); when the worktree is gone, here, with one line naming `worktree restore`.
     Returns the workspace and what to compare the recorded one with."""
+    from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
+
     mark = mark_of(picked.header) or {}
     if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
         notes.print(
@@ -298,6 +305,11 @@ def code_snapshots(
     first ones, made here, to `notes`)."""
     if not settings.enabled:
         return None
+    if no_repository(workspace, env):  # said without loading the snapshot machinery
+        err.print(vtext(NO_REPOSITORY_NOTE, style="yellow"), highlight=False)
+        return None
+    from gitsessions.services.snapshots import Snapshotter
+
     snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
 
     def flush(to: Printer = err) -> None:

@@ -69,7 +69,7 @@ def open_chat(options: "ChatOptions", notes: Printer) -> ChatRun:
             )
         )
         with main_thread_signals():  # they import while the user types at the prompt
-            warm_up(chat=True, after=PROMPT_SHOWN)
+            warm_up(chat=True, after=PROMPT_SHOWN, client=built.settings.client)
         run = ChatRun(
             built.agent, events, built.settings, built.workspace, built.resumed, stack.pop_all()
         )

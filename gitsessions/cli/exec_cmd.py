@@ -8,10 +8,10 @@ import typer
 from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, turn_usage, warm_up
+from gitsessions.cli.plain import vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import vtext
 from gitsessions.services.tools import approve_all, deny_all
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_text
@@ -68,7 +68,7 @@ def cmd_exec(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
-    warm_up()  # openai imports while the store is read and written
+    warm_up(client=settings.client)  # the client imports while the store is read
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []

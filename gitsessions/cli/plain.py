@@ -8,8 +8,9 @@ the console's `file`, which `cli/state.py` gives without making the console
 (`state.plain_out`).
 """
 
+import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Protocol
 
 from gitsessions.values.visible import json_visible, visible
@@ -129,3 +130,97 @@ def piped(console: HasFile) -> bool:
         return not (isatty is not None and isatty())
     except ValueError:  # a closed file
         return True
+
+
+class Styled:
+    """A visible-safe text and a rich style name, as `vtext` makes them: a rich console
+    renders it as the same `Text` (`__rich__`); `PlainConsole` writes the text itself,
+    so printing one into a pipe needs no rich at all."""
+
+    __slots__ = ("style", "text")
+
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text = text
+        self.style = style
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.text, style=self.style)
+
+    @property
+    def plain(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def vtext(text: object, style: str = "") -> Styled:
+    """Untrusted data (any value, shown with `str`) to print, escaped, never markup."""
+    return Styled(visible(str(text)), style)
+
+
+# rich turns :name: into an emoji in a printed str (not in a Text): such a str, and a
+# tab (rich expands it to spaces), is left to the real console
+_EMOJI_LIKE = re.compile(r":\S*?:")
+_LOOKS_LIKE_A_TERMINAL = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
+class PlainConsole:
+    """`out` or `err` when it writes into a pipe or a file: prints a `str` or a `Styled`
+    exactly as `VisibleConsole` would there (soft-wrapped, no colour: the text, escaped,
+    and the end), without importing rich; anything else (a table, markup, a status),
+    and every other attribute, goes to the real console, made on first need by `make`.
+    """
+
+    def __init__(self, name: str, make: Callable[[], Any]) -> None:
+        self._stream = StreamOf(name)
+        self._make = make
+        self._real: Any = None
+
+    @property
+    def real(self) -> Any:
+        if self._real is None:
+            self._real = self._make()
+        return self._real
+
+    @property
+    def file(self) -> IO[str]:
+        return self._stream.file if self._real is None else self._real.file  # type: ignore[no-any-return]
+
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", **options: Any) -> None:
+        texts = [self._plain(o, options) for o in objects]
+        if None in texts:
+            self.real.print(*objects, sep=sep, end=end, **options)
+            return
+        file = self.file
+        file.write(sep.join(texts) + end)  # type: ignore[arg-type]
+        file.flush()
+
+    def _plain(self, value: Any, options: dict[str, Any]) -> str | None:
+        """What the real console would write for `value`, None when only it can say."""
+        if set(options) - {"style", "highlight", "markup", "soft_wrap"}:
+            return None
+        if options.get("markup") or options.get("soft_wrap") is False:
+            return None
+        if isinstance(value, Styled):
+            text = value.text
+        elif isinstance(value, str):
+            text = value
+            if ":" in text and _EMOJI_LIKE.search(text):
+                return None
+        else:
+            return None
+        if "\t" in text:
+            return None
+        return visible(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def plain_console_fits(name: str, env: Mapping[str, str]) -> bool:
+    """Whether `PlainConsole` prints as the real console would on `sys.<name>`: a pipe or
+    a file, and nothing asking rich to draw for a terminal anyway."""
+    return piped(StreamOf(name)) and not any(env.get(key) for key in _LOOKS_LIKE_A_TERMINAL)

@@ -3,14 +3,17 @@
 The consoles `out`, `err` and `replies` are made on first use (`from ... import out`
 makes it): rich costs a third of a reading command's start, and output into a pipe
 never needs it. `plain_out` is `out`'s file, known without making `out` (cli/plain.py).
+Into a pipe, `out` and `err` are `PlainConsole`s: they print text (a str, `vtext`)
+as the rich console would there, and make that console for anything else.
 """
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
-from gitsessions.cli.plain import StreamOf
+from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits
 from gitsessions.services.config_file import (
     ConfigError,
     config_path,
@@ -36,6 +39,14 @@ plain_out = StreamOf("stdout")  # where `out` writes, without making it
 
 
 def _make(name: str) -> "VisibleConsole":
+    if name in ("out", "err"):
+        stream = "stdout" if name == "out" else "stderr"
+        if plain_console_fits(stream, os.environ):  # a pipe: rich only if a table needs it
+            return PlainConsole(stream, lambda: _visible_console(name))  # type: ignore[return-value]
+    return _visible_console(name)
+
+
+def _visible_console(name: str) -> "VisibleConsole":
     from gitsessions.cli.terminal import VisibleConsole
 
     # Markup and highlighting are off: titles, summaries and model text are data, and a
@@ -147,7 +158,7 @@ class State:
     @property
     def hooks(self) -> "Hooks":
         """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
-        from gitsessions.cli.terminal import vtext
+        from gitsessions.cli.plain import vtext
         from gitsessions.services.hooks import Hooks, hook_timeout
 
         path = config_path(self.home)

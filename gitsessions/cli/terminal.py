@@ -23,9 +23,11 @@ from rich.text import Text
 # are named here too, where the rest of the CLI has always found them.
 from gitsessions.cli.plain import (  # noqa: F401
     Sink,
+    Styled,
     ansi,
     one_line,
     piped,
+    vtext,
     write_json,
     write_json_bytes,
     write_records,
@@ -50,8 +52,3 @@ class VisibleConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         # Escape before rich's Text silently drops \r, \b and friends.
         return super().render_str(visible(text), **kwargs)
-
-
-def vtext(text: object, style: str = "") -> Text:
-    """`Text` of untrusted data (any value, shown with `str`), escaped, never markup."""
-    return Text(visible(str(text)), style=style)

@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -120,6 +119,8 @@ class Hooks:
         }
         started = time.monotonic()
         try:
+            import tempfile  # only when a hook runs
+
             with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as output:
                 stdin.write(json.dumps(payload).encode() + b"\n")
                 stdin.seek(0)

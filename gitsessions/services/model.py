@@ -1,5 +1,10 @@
 """The model client: one chat completion request against an OpenAI-compatible server.
 
+Two ways to send it: the builtin client (`services/wire.py`, the standard library: the
+default, since importing openai costs half a second) and the openai SDK (`client =
+"openai"`). Everything below holds for both, word for word: tests/test_model_client.py
+runs each of its tests against each.
+
 Invariants: this is the only module that imports `openai`. What it returns is plain data
 (an assistant message dict in the standard chat shape, usage, finish reason), the same
 whether the reply was streamed or not. Every failure the server or the network can cause
@@ -22,8 +27,8 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 
 from __future__ import annotations
 
-import email.utils
 import json
+import sys
 import threading
 import time
 import uuid
@@ -73,25 +78,32 @@ def _openai() -> ModuleType:
     return openai
 
 
-def preload(after: threading.Event | None = None) -> None:
-    """Import openai and httpx now, in a background thread (`chat` starts one while the
-    user types the first prompt, `exec` while it reads the store), so the first request
-    does not wait for them. With `after`, the thread first waits for that event (at most
-    `GATE_SECONDS`): `chat` sets it once its prompt shows, so the import never delays it."""
+def preload(after: threading.Event | None = None, client: str = "builtin") -> None:
+    """Import the model client's HTTP stack now, in a background thread (`chat` starts
+    one while the user types the first prompt, `exec` while it reads the store), so the
+    first request does not wait for it: openai and httpx for `client = "openai"`,
+    `services/wire.py` (socket: a few milliseconds) otherwise. With `after`, the thread
+    first waits for that event (at most `GATE_SECONDS`): `chat` sets it once its prompt
+    shows, so the import never delays it."""
     global _preloading
-    done = _preloading = threading.Event()
+    done = threading.Event()
+    if client == "openai":
+        _preloading = done
 
     def load() -> None:
         try:
             if after is not None:
                 after.wait(GATE_SECONDS)
-            import openai  # noqa: F401
+            if client == "openai":
+                import openai  # noqa: F401
 
-            import gitsessions.services.deadline  # noqa: F401 - httpx, for the deadline
+                from gitsessions.services import deadline  # noqa: F401 - httpx too
+            else:
+                from gitsessions.services import wire  # noqa: F401
         finally:
             done.set()
 
-    threading.Thread(target=load, daemon=True, name="import-openai").start()
+    threading.Thread(target=load, daemon=True, name="import-client").start()
 
 
 class RequestInterrupted(KeyboardInterrupt):
@@ -182,7 +194,9 @@ def sleep_then_retry(retry: Retry) -> None:
 
 
 class ModelClient:
-    """Sends chat completion requests to the server named by `settings`.
+    """Sends chat completion requests to the server named by `settings`, through the
+    builtin client (`services/wire.py`, the standard library) or, with `client =
+    "openai"`, the openai SDK; both return the same data and raise the same errors.
 
     A request the server refused with 429 or 5xx before anything streamed is sent again
     up to `retries` times; `wait(Retry)` waits before each (by default it just sleeps;
@@ -202,6 +216,7 @@ class ModelClient:
         self.wait = wait
         self._openai_client: Any = None  # made at the first request: importing openai is slow
         self._deadline_hooks: Any = None
+        self._wire: Any = None  # the builtin client, made at the first request
 
     @property
     def _deadline(self) -> Any:
@@ -228,9 +243,22 @@ class ModelClient:
             )
         return self._openai_client
 
+    @property
+    def _builtin(self) -> Any:
+        if self._wire is None:
+            from gitsessions.services.wire import Wire
+
+            settings = self.settings
+            self._wire = Wire(
+                settings.base_url, settings.api_key, settings.proxies, settings.headers
+            )
+        return self._wire
+
     def close(self) -> None:
         if self._openai_client is not None:
             self._openai_client.close()
+        if self._wire is not None:
+            self._wire.close()
 
     def __enter__(self) -> ModelClient:
         return self
@@ -301,10 +329,37 @@ class ModelClient:
             request.update(stream=True, stream_options={"include_usage": True})
         assembly = _Assembly(model)
         try:
+            if self.settings.client == "openai":
+                self._sdk_request(request, stream, assembly, on_text)
+            else:
+                self._wire_request(request, stream, assembly, on_text)
+        except ModelError as error:
+            assembly.attach(error)
+            raise
+        except KeyboardInterrupt:
+            raise RequestInterrupted(assembly.partial()) from None
+        except Exception as error:
+            if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
+                raise RequestInterrupted(assembly.partial()) from None
+            raise
+        if assembly.reply is not None:
+            return assembly.reply
+        return assembly.finish(self.settings.base_url)
+
+    def _sdk_request(
+        self,
+        request: dict[str, Any],
+        stream: bool,
+        assembly: _Assembly,
+        on_text: Callable[[str], None] | None,
+    ) -> None:
+        """The request through the openai SDK; its errors mapped to `ModelError`s."""
+        try:
             with self._deadline.running(self.settings.timeout):
                 if not stream:
                     response = self._client.chat.completions.create(**request)
-                    return _parse_completion(_as_dict(response), model)
+                    assembly.reply = _parse_completion(_as_dict(response), assembly.model)
+                    return
                 chunks = self._client.chat.completions.create(**request)
                 try:
                     for chunk in chunks:
@@ -313,33 +368,55 @@ class ModelClient:
                     chunks.close()
         except _openai().OpenAIError as error:
             if assembly.saw_choice and type(error) is _openai().APIConnectionError:
-                reason = str(error.__cause__ or error)
-                raise assembly.attach(
-                    IncompleteReply(
-                        f"the connection to the model server at {self.settings.base_url} "
-                        f"broke before the reply was finished: {reason}"
-                    )
-                ) from error
-            raise assembly.attach(self._map_error(error, model)) from error
+                raise self._broken(str(error.__cause__ or error)) from error
+            raise self._map_error(error, assembly.requested) from error
         except json.JSONDecodeError as error:  # the openai client lets these through
-            raise assembly.attach(
-                BadResponse(
-                    f"the model server at {self.settings.base_url} sent a malformed response: "
-                    f"{error}"
-                )
-            ) from error
-        except ModelError as error:
-            raise assembly.attach(error) from None
-        except KeyboardInterrupt:
-            raise RequestInterrupted(assembly.partial()) from None
-        except Exception as error:
-            if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
-                raise RequestInterrupted(assembly.partial()) from None
-            raise
-        return assembly.finish(self.settings.base_url)
+            raise self._malformed(error) from error
+
+    def _wire_request(
+        self,
+        request: dict[str, Any],
+        stream: bool,
+        assembly: _Assembly,
+        on_text: Callable[[str], None] | None,
+    ) -> None:
+        """The request through the builtin client; its errors mapped to `ModelError`s as
+        `_map_error` maps the SDK's, word for word."""
+        from gitsessions.services import wire
+
+        path, seconds = "/chat/completions", self.settings.timeout
+        try:
+            if not stream:
+                answer = self._builtin.post_json(path, request, seconds)
+                assembly.reply = _parse_completion(_as_dict(answer), assembly.model)
+                return
+            with self._builtin.post_stream(path, request, seconds) as events:
+                for event in events:
+                    assembly.feed(_as_dict(event), on_text)
+        except wire.WireConnectionError as error:
+            if assembly.saw_choice:
+                raise self._broken(str(error)) from error
+            raise self._unreachable(str(error)) from error
+        except wire.WireError as error:
+            raise self._map_wire_error(error, assembly.requested) from error
+        except ValueError as error:  # not JSON (or not UTF-8)
+            raise self._malformed(error) from error
+
+    def _broken(self, reason: str) -> IncompleteReply:
+        return IncompleteReply(
+            f"the connection to the model server at {self.settings.base_url} "
+            f"broke before the reply was finished: {reason}"
+        )
+
+    def _malformed(self, error: ValueError) -> BadResponse:
+        return BadResponse(
+            f"the model server at {self.settings.base_url} sent a malformed response: {error}"
+        )
 
     def list_models(self) -> list[str]:
         """Model ids the server offers (GET /models)."""
+        if self.settings.client != "openai":
+            return self._wire_models()
         try:
             with self._deadline.running(self.settings.timeout):
                 return sorted(model.id for model in self._client.models.list())
@@ -348,32 +425,71 @@ class ModelClient:
         except json.JSONDecodeError as error:
             raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
 
-    def _map_error(self, error: openai.OpenAIError, model: str) -> ModelError:
+    def _wire_models(self) -> list[str]:
+        from gitsessions.services import wire
+
+        try:
+            answer = self._builtin.get_json("/models", self.settings.timeout)
+        except wire.WireConnectionError as error:
+            raise self._unreachable(str(error)) from error
+        except wire.WireError as error:
+            raise self._map_wire_error(error, "") from error
+        except ValueError as error:
+            raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
+        data = answer.get("data") if isinstance(answer, Mapping) else None
+        if not isinstance(data, list) or not all(
+            isinstance(m, Mapping) and isinstance(m.get("id"), str) for m in data
+        ):
+            raise BadResponse(f"malformed model list from {self.settings.base_url}")
+        return sorted(m["id"] for m in data)
+
+    def _map_wire_error(self, error: Exception, model: str) -> ModelError:
+        from gitsessions.services import wire
+
+        url = self.settings.base_url
+        if isinstance(error, wire.WireTimeout):
+            return self._timeout()
+        if isinstance(error, wire.WireStatusError):
+            after = _retry_after(error.headers)
+            mapped = _status_error(error.status, _message_of(error.body), model, url, after)
+            mapped.status, mapped.retry_after = error.status, after
+            return mapped
+        if isinstance(error, wire.WireStreamError):
+            return ServerError(f"the model server at {url} reported an error: {error}")
+        return BadResponse(f"model request to {url} failed: {error}")
+
+    def _timeout(self) -> ModelTimeout:
+        source = self.settings.sources.get("timeout", "settings")
+        return ModelTimeout(
+            f"the model did not finish within {self.settings.timeout:g} s (timeout from "
+            f"{source}); check that the server at {self.settings.base_url} is running, or "
+            "raise GITSESSIONS_TIMEOUT or timeout in config.toml"
+        )
+
+    def _unreachable(self, reason: str) -> EndpointUnreachable:
         url = self.settings.base_url
         where = f"(base URL from {self.settings.sources.get('base_url', 'settings')})"
+        hint = " check --base-url or GITSESSIONS_BASE_URL"
+        if self.settings.sources.get("base_url") == "default":
+            hint = (
+                f" the default is Ollama: start it with `ollama serve` and `ollama pull "
+                f"{self.settings.model}`, or point elsewhere with --base-url"
+            )
+        return EndpointUnreachable(
+            f"cannot reach the model server at {url}: {reason} {where};{hint}"
+        )
+
+    def _map_error(self, error: openai.OpenAIError, model: str) -> ModelError:
+        url = self.settings.base_url
         if isinstance(error, _openai().APITimeoutError):
-            source = self.settings.sources.get("timeout", "settings")
-            return ModelTimeout(
-                f"the model did not finish within {self.settings.timeout:g} s (timeout from "
-                f"{source}); check that the server at {url} is running, or raise "
-                "GITSESSIONS_TIMEOUT or timeout in config.toml"
-            )
+            return self._timeout()
         if isinstance(error, _openai().APIConnectionError):
-            reason = str(error.__cause__ or error)
-            hint = " check --base-url or GITSESSIONS_BASE_URL"
-            if self.settings.sources.get("base_url") == "default":
-                hint = (
-                    f" the default is Ollama: start it with `ollama serve` and `ollama pull "
-                    f"{self.settings.model}`, or point elsewhere with --base-url"
-                )
-            return EndpointUnreachable(
-                f"cannot reach the model server at {url}: {reason} {where};{hint}"
-            )
+            return self._unreachable(str(error.__cause__ or error))
         if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")
         if isinstance(error, _openai().APIStatusError):
             after = _retry_after(error.response.headers)
-            mapped = _status_error(error.status_code, _server_message(error), model, url, after)
+            mapped = _status_error(error.status_code, _message_of(error.body), model, url, after)
             mapped.status, mapped.retry_after = error.status_code, after
             return mapped
         if isinstance(error, _openai().APIError):  # an error event inside a stream
@@ -392,6 +508,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             return None
         if value.strip().replace(".", "", 1).isdigit():
             return float(value)
+        import email.utils  # an HTTP date: rare, and the email package is slow to import
+
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time())
     except (ValueError, TypeError, OverflowError):
@@ -424,8 +542,8 @@ def _status_error(
     return RequestRejected(f"the model server at {url} rejected the request (HTTP {status}){said}")
 
 
-def _server_message(error: openai.APIStatusError) -> str:
-    body = error.body
+def _message_of(body: Any) -> str:
+    """The server's message in an error answer's body, on one line (at most 200 chars)."""
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, Mapping) else inner
@@ -435,10 +553,11 @@ def _server_message(error: openai.APIStatusError) -> str:
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, _openai().BaseModel):
-        return obj.to_dict()
     if isinstance(obj, dict):
         return obj
+    sdk = sys.modules.get("openai")  # only the SDK's client returns its models
+    if sdk is not None and isinstance(obj, sdk.BaseModel):
+        return obj.to_dict()
     raise BadResponse(f"the model server sent a {type(obj).__name__}, not a chat completion")
 
 
@@ -512,7 +631,9 @@ class _Assembly:
     """A streamed reply as its chunks arrive; what arrived is kept if the stream fails."""
 
     def __init__(self, model: str) -> None:
+        self.requested = model  # the model asked for (error messages name it)
         self.model = model
+        self.reply: Completion | None = None  # a reply that was not streamed
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage: Usage | None = None

@@ -11,6 +11,7 @@ from typing import Any
 
 from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
 
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 TABLE = "snapshots"
 KEYS = ("enabled", "max_file_bytes")
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.services.snapshot_settings import DEFAULT_MAX_FILE_BYTES
+from gitsessions.services.workspace import NO_REPOSITORY_NOTE, no_repository
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
@@ -106,6 +107,8 @@ class Project:
 
 def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
     """The working tree holding `path`, or None (not in a repository, or a bare one)."""
+    if no_repository(path, env):
+        return None
     try:
         done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
     except SnapshotError:  # no git at all
@@ -334,9 +337,7 @@ class Snapshotter:
             self._looked = True
             self._project = find_project(self.workspace, self.env)
             if self._project is None:
-                self.notes.append(
-                    "note: the workspace is not in a git repository; no code snapshots"
-                )
+                self.notes.append(NO_REPOSITORY_NOTE)
         return self._project
 
     def __call__(self, message: str) -> str | None:

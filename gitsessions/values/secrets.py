@@ -30,7 +30,7 @@ class Rule:
     it); `check` may reject a match that is shaped right but not a secret."""
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: "re.Pattern[str] | _Lazy"
     hints: tuple[str, ...]
     group: int = 0
     check: Callable[[str], bool] | None = None
@@ -55,6 +55,25 @@ def _real_password(password: str) -> bool:
     return not (password[0] in "$<{%*." or set(password) <= set("*x.X"))
 
 
+class _Lazy:
+    """A rule's pattern, compiled at its first use: a rule runs only when one of its
+    hints occurs, which most texts never hold, and compiling them all costs a few
+    milliseconds of every command that commits."""
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._source)
+        return getattr(self._compiled, name)
+
+
+_lazy = _Lazy
+
 _B = r"(?<![A-Za-z0-9_\-])"  # not glued to a longer identifier
 _E = r"(?![A-Za-z0-9_\-])"
 _NUMBERED = r"(?:[ \t]*\d+\t)?"  # the line number read_file puts before each line
@@ -62,7 +81,7 @@ _NUMBERED = r"(?:[ \t]*\d+\t)?"  # the line number read_file puts before each li
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
-        re.compile(
+        _lazy(
             r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"
             r"(?:.*?-----END[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----"  # the whole block
             r"|(?:(?:\r?\n|\\r?\\n)" + _NUMBERED + r"(?:[A-Za-z0-9+/=]+|[A-Za-z\-]+: [^\r\n\\]*)?"
@@ -73,7 +92,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(  # the rest of a block whose BEGIN line is not in this text (a later page)
         "private-key",
-        re.compile(
+        _lazy(
             r"(?:(?<=\n)|^)(?:"
             + _NUMBERED
             + r"[A-Za-z0-9+/=]{16,}\r?\n)+"
@@ -84,43 +103,43 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "anthropic-api-key",
-        re.compile(_B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{32,}" + _E),
+        _lazy(_B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{32,}" + _E),
         ("sk-ant-",),
     ),
     Rule(
         "openai-api-key",
-        re.compile(_B + r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}" + _E),
+        _lazy(_B + r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{20,}" + _E),
         ("sk-",),
         check=_mixed,
     ),
     Rule(
         "github-token",
-        re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})" + _E),
+        _lazy(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})" + _E),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     Rule(
         "gitlab-token",
-        re.compile(_B + r"gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|agent)-[A-Za-z0-9_\-]{20,}" + _E),
+        _lazy(_B + r"gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|agent)-[A-Za-z0-9_\-]{20,}" + _E),
         ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glft-", "glimt-", "glagent-"),
     ),
     Rule(
         "slack-webhook",
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,}"),
+        _lazy(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{20,}"),
         ("hooks.slack.com",),
     ),
     Rule(
         "slack-token",
-        re.compile(_B + r"(?:xox[abposer]|xapp)-[0-9]+-[A-Za-z0-9\-]{10,}" + _E),
+        _lazy(_B + r"(?:xox[abposer]|xapp)-[0-9]+-[A-Za-z0-9\-]{10,}" + _E),
         ("xox", "xapp-"),
     ),
     Rule(
         "aws-access-key-id",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])"),
+        _lazy(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?![A-Z0-9])"),
         ("AKIA", "ASIA", "ABIA", "ACCA"),
     ),
     Rule(
         "aws-secret-access-key",
-        re.compile(
+        _lazy(
             r"(?i:secret)[_\- ]?(?i:access)[_\- ]?(?i:key)[\"']?\s*[:=]\s*[\"']?"
             r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
@@ -131,12 +150,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "google-api-key",
-        re.compile(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+        _lazy(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
         ("AIza",),
     ),
     Rule(
         "bearer-token",
-        re.compile(r"(?i:bearer)\s+([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"),
+        _lazy(r"(?i:bearer)\s+([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"),
         ("bearer",),
         group=1,
         check=_has_digit_and_letter,
@@ -144,9 +163,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "url-password",
-        re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\"'<>\[\]]+:([^\s:/@\"'<>\[\]]+)@[^\s/@]"
-        ),
+        _lazy(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\"'<>\[\]]+:([^\s:/@\"'<>\[\]]+)@[^\s/@]"),
         ("://",),
         group=1,
         check=_real_password,

@@ -1,0 +1,394 @@
+"""The builtin client's HTTP below chat completions (services/wire.py): plain-HTTP
+proxies and `no_proxy`, kept-alive connections, and a kept connection the server closed
+meanwhile. What the replies and errors mean is tests/test_model_client.py's (run
+against both clients)."""
+
+import json
+import select
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from gitsessions.services import wire
+from gitsessions.services.config import resolve_model_settings
+from gitsessions.services.model import EndpointUnreachable, ModelClient
+from gitsessions.services.wire import Wire
+from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+class _Proxy(BaseHTTPRequestHandler):
+    """A forwarding proxy for plain HTTP: the request line names the whole URL."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[str, str | None]]] = []
+    target = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.seen.append((self.path, self.headers.get("Proxy-Authorization")))
+        path = self.path.split("/v1", 1)[1]
+        forwarded = Wire(self.target, "sk-forwarded", {}).post_json(path, json.loads(body), 10)
+        data = json.dumps(forwarded).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def proxy(fake_openai: FakeOpenAI) -> Iterator[tuple[str, type[_Proxy]]]:  # noqa: F811
+    handler = type("Proxy", (_Proxy,), {"seen": [], "target": fake_openai.base_url})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://user:p%40ss@127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+def client_for(base_url: str, env: dict[str, str]) -> ModelClient:
+    settings = resolve_model_settings({"base_url": base_url}, {"OPENAI_API_KEY": "k", **env}, {})
+    return ModelClient(settings)
+
+
+def test_requests_go_through_an_http_proxy(
+    proxy: tuple[str, type[_Proxy]],
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    url, handler = proxy
+    fake_openai.reply(content="via the proxy")
+    # the host does not resolve: only the proxy can reach it
+    with client_for("http://model.invalid:9/v1", {"http_proxy": url}) as client:
+        assert client.complete(USER).message["content"] == "via the proxy"
+    [(path, auth)] = handler.seen
+    assert path == "http://model.invalid:9/v1/chat/completions"
+    assert auth == "Basic dXNlcjpwQHNz"  # user:p@ss
+
+
+def test_no_proxy_bypasses_the_proxy(
+    proxy: tuple[str, type[_Proxy]],
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    url, handler = proxy
+    env = {"HTTP_PROXY": url, "NO_PROXY": "localhost,127.0.0.1"}
+    with client_for(fake_openai.base_url, env) as client:
+        assert client.complete(USER).message["content"] == "ok"
+    assert handler.seen == []
+
+
+def test_an_unsupported_proxy_scheme_is_named() -> None:
+    env = {"https_proxy": "socks5://127.0.0.1:1080"}
+    client = client_for("https://model.invalid/v1", env)
+    with client, pytest.raises(EndpointUnreachable, match=r'socks5.*set client = "openai"'):
+        client.complete(USER)
+
+
+class _ClosesAfterOne(BaseHTTPRequestHandler):
+    """Answers as if keeping the connection, then closes it: an idle timeout."""
+
+    protocol_version = "HTTP/1.1"
+    connections: ClassVar[list[int]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.connections.append(id(self.connection))
+        data = json.dumps(
+            {
+                "model": "m",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "hi"},
+                     "finish_reason": "stop"}
+                ],
+            }
+        ).encode()  # fmt: skip
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True  # without saying so
+
+
+def test_connections_are_kept_and_a_dropped_one_is_replaced(
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    with client_for(fake_openai.base_url, {}) as client:
+        client.complete(USER)
+        kept = client._wire._connection
+        assert kept is not None and kept.sock is not None
+        client.complete(USER)
+        assert client._wire._connection is kept  # the same connection served both
+    handler = type("Closing", (_ClosesAfterOne,), {"connections": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            for _ in range(3):
+                assert client.complete(USER).message["content"] == "hi"
+        assert len(handler.connections) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """The fake server behind TLS, with a certificate for `localhost` made by stock
+    openssl and trusted through SSL_CERT_FILE (OpenSSL's own variable)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setattr(wire, "_context", None)  # made again, trusting the certificate
+    server = FakeOpenAI()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd = server._httpd
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    with server:
+        yield server
+
+
+class _Tunnel(BaseHTTPRequestHandler):
+    """A proxy that answers CONNECT and then relays bytes both ways."""
+
+    tunnels: ClassVar[list[str]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_CONNECT(self) -> None:
+        self.tunnels.append(self.path)
+        host, port = self.path.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        sockets = [self.connection, upstream]
+        while True:
+            readable, _, _ = select.select(sockets, [], [], 5)
+            if not readable:
+                break
+            for sock in readable:
+                data = sock.recv(65536)
+                if not data:
+                    upstream.close()
+                    return
+                (upstream if sock is self.connection else self.connection).sendall(data)
+
+
+def test_https_directly_and_through_a_connect_tunnel(tls_server: FakeOpenAI) -> None:
+    url = f"https://localhost:{tls_server.port}/v1"
+    tls_server.reply(content="over TLS")
+    tls_server.reply(content="streamed over TLS")
+    with client_for(url, {}) as client:
+        assert client.complete(USER).message["content"] == "over TLS"
+        assert client.complete(USER, stream=True).message["content"] == "streamed over TLS"
+    handler = type("Tunnel", (_Tunnel,), {"tunnels": []})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        env = {"HTTPS_PROXY": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        tls_server.reply(content="through the tunnel")
+        with client_for(url, env) as client:
+            assert client.complete(USER).message["content"] == "through the tunnel"
+        assert handler.tunnels == [f"localhost:{tls_server.port}"]
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_an_untrusted_certificate_is_refused(
+    tls_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE")
+    monkeypatch.setattr(wire, "_context", None)
+    url = f"https://localhost:{tls_server.port}/v1"
+    with client_for(url, {}) as client, pytest.raises(EndpointUnreachable, match="CERTIFICATE"):
+        client.complete(USER)
+
+
+class _LingersAfterDone(BaseHTTPRequestHandler):
+    """A stream whose chunked body never ends after `data: [DONE]`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {"model": "m", "choices": [{"index": 0, "delta": {"content": "hi"},
+                                            "finish_reason": "stop"}]}  # fmt: skip
+        for line in (f"data: {json.dumps(chunk)}\n\n", "data: [DONE]\n\n"):
+            data = line.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.server.release.wait(60)  # type: ignore[attr-defined]  # no last chunk meanwhile
+
+
+@pytest.mark.timeout(30)  # waiting for the body's end would take the server's 60 s
+def test_a_stream_that_lingers_after_done_is_not_waited_for() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _LingersAfterDone)
+    server.daemon_threads = True
+    server.release = threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            assert client.complete(USER, stream=True).message["content"] == "hi"
+            assert client._wire._connection is None  # dropped, not kept half-read
+    finally:
+        server.release.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_header_that_could_inject_lines_is_refused_without_showing_it(
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    settings = resolve_model_settings(
+        {"base_url": fake_openai.base_url}, {"OPENAI_API_KEY": "sk-a\r\nX-Evil: 1"}, {}
+    )
+    with ModelClient(settings) as client, pytest.raises(EndpointUnreachable) as caught:
+        client.complete(USER)
+    assert "Authorization header" in str(caught.value)
+    assert "sk-a" not in str(caught.value) and "Evil" not in str(caught.value)
+    assert fake_openai.requests == []
+
+
+REPLY = {
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "framed"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+
+
+class _Framed(BaseHTTPRequestHandler):
+    """A JSON answer framed as `framing` says: chunked (with a trailer and a 100
+    Continue first), or ended by closing the connection (HTTP/1.0, no length)."""
+
+    protocol_version = "HTTP/1.1"
+    framing = "chunked"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        data = json.dumps(REPLY).encode()
+        if self.framing == "chunked":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in (data[:10], data[10:]):
+                self.wfile.write(b"%x;ext=1\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\nX-Trailer: yes\r\n\r\n")
+        else:
+            self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + data)
+            self.close_connection = True
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_bodies_framed_every_way_are_read_whole(framing: str) -> None:
+    handler = type("Framed", (_Framed,), {"framing": framing})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            for _ in range(2):  # the chunked one keeps its connection for the second
+                reply = client.complete(USER)
+                assert reply.message["content"] == "framed" and reply.usage is not None
+            kept = client._wire._connection is not None
+        assert kept == (framing == "chunked")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Redirects(BaseHTTPRequestHandler):
+    """/old/...: 308 to /v1/... here; /away/...: 307 to `elsewhere`; /v1/chat/completions:
+    the answer, each request's method and Authorization recorded."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+    elsewhere = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _redirect(self, status: int, location: str) -> None:
+        self.send_response(status)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append(("POST", self.path, self.headers.get("Authorization")))
+        if self.path.startswith("/old/"):
+            self._redirect(308, self.path.replace("/old/", "/v1/", 1))
+        elif self.path.startswith("/away/"):
+            self._redirect(307, self.elsewhere + self.path.removeprefix("/away"))
+        else:
+            data = json.dumps(REPLY).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+
+def test_redirects_are_followed_and_the_key_stays_with_its_origin(
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    handler = type("Redirects", (_Redirects,), {"seen": [], "elsewhere": fake_openai.base_url})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        here = f"http://127.0.0.1:{server.server_address[1]}"
+        with client_for(f"{here}/old", {}) as client:
+            assert client.complete(USER).message["content"] == "framed"
+        assert handler.seen == [
+            ("POST", "/old/chat/completions", "Bearer k"),
+            ("POST", "/v1/chat/completions", "Bearer k"),  # same origin: the key goes along
+        ]
+        fake_openai.reply(content="moved")
+        with client_for(f"{here}/away", {}) as client:
+            assert client.complete(USER).message["content"] == "moved"
+        assert fake_openai.authorizations == [None]  # another origin: not the key
+    finally:
+        server.shutdown()
+        server.server_close()
