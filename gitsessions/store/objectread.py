@@ -228,6 +228,10 @@ def _u32(buffer: mmap.mmap, at: int) -> int:
     return int.from_bytes(buffer[at : at + 4], "big")
 
 
+class _Mismatch(FileNotFoundError):
+    """A pack's checksum is not the one its index names."""
+
+
 class _Pack:
     """One pack and its index (version 1 or 2), both mapped while the reader lives."""
 
@@ -246,8 +250,8 @@ class _Pack:
         if self.data[:4] != b"PACK":
             raise ValueError(f"{idx_path.name}: not a pack")
         if self.data[-20:] != self.idx[-40:-20]:  # the pack's checksum, as its index names it
-            self.close()  # a pack replaced between the two opens: list again
-            raise FileNotFoundError(f"{idx_path.name} does not index that pack")
+            self.close()  # a pack replaced between the two opens (list again), or damaged
+            raise _Mismatch(f"{idx_path.name} does not index that pack")
 
     def close(self) -> None:
         self.idx.close()
@@ -338,6 +342,7 @@ class ObjectReader:
         self._packs: dict[str, _Pack | None] | None = None  # name -> opened (None: not yet)
         self._cache: dict[tuple[str, int], tuple[int, bytes]] = {}
         self._cached_bytes = 0
+        self._mismatched: set[str] = set()  # packs that did not match their index
 
     def close(self) -> None:
         for pack in (self._packs or {}).values():
@@ -376,6 +381,13 @@ class ObjectReader:
                 f"object {sha.decode()[:12]} in {self.path} cannot be read "
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
+        pack_dir = self.path / "objects" / "pack"
+        damaged = sorted(n for n in self._mismatched if (pack_dir / f"{n}.idx").exists())
+        if damaged:  # still there, still not matching its index: not a repack's race
+            raise StoreCorrupt(
+                f"object {sha.decode()[:12]} cannot be read: {damaged[0]}.pack does not "
+                "match its index (damaged or cut short); run `gitsessions doctor`"
+            )
         raise ObjectMissing(
             f"object {sha.decode()[:12]} is gone from the store (was the "
             "session deleted meanwhile?)"
@@ -407,7 +419,9 @@ class ObjectReader:
             if pack is None:
                 try:
                     pack = _Pack(self.path / "objects" / "pack" / f"{name}.idx")
-                except FileNotFoundError:  # removed since the listing: list again
+                except FileNotFoundError as error:  # removed since the listing: list again
+                    if isinstance(error, _Mismatch):
+                        self._mismatched.add(name)
                     self._packs.pop(name, None)
                     continue
                 self._packs[name] = pack
