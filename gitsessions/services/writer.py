@@ -18,7 +18,7 @@ New writers (worktree forks, pull, rewind) only need a new edit function.
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gitsessions.services.audit import audit
 from gitsessions.store.errors import ConcurrentUpdate
@@ -38,8 +38,7 @@ class Edit:
     trailers: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     head: Head
     committed: bool
 

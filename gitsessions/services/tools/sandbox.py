@@ -12,7 +12,7 @@ sockets stay open).
 
 import os
 import tempfile
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitsessions.values.errors import GitsessionsError
 
@@ -32,8 +32,7 @@ class SandboxUnavailable(GitsessionsError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(NamedTuple):
     """Where a sandboxed shell may write, and whether it may use TCP."""
 
     writable: tuple[str, ...]
