@@ -30,7 +30,8 @@ RETRIES = 5
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class Edit:
     change: Change
     event: str

@@ -15,7 +15,8 @@ from typing import Any
 from gitsessions.values.secrets import redact, redact_value
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class Finding:
     where: str  # transcript, context, session.json, pins, plan, compactions, commit message
     index: int | None  # the message's index in the transcript or the context
