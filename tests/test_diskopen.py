@@ -70,6 +70,9 @@ def test_the_plain_reading_keeps_each_value():
     assert plain_settings(b"[core]\n\tbare = false\n") is None
     assert plain_settings(b"[core]\n\tbare = true\n\tbare = true\n") is None
     assert plain_settings(b"[core]\n\tbare\n") is None
+    assert plain_settings(b"bare = true\n[core]\n") is None  # a key before any section
+    assert plain_settings(b'[remote "o"]\n\turl = "/a b"\n') is None  # dulwich unquotes it
+    assert plain_settings(b'[remote "o"]\n\turl = /a/b.git\n') == {}
 
 
 def test_a_broken_config_is_still_reported(tmp_path):

@@ -10,7 +10,6 @@ it. Anything else (another key or value, quoting, includes, a worktree's `common
 gives None, and the caller opens dulwich's `Repo` as before.
 """
 
-import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,8 +30,7 @@ EXPECTED: dict[bytes, dict[bytes, tuple[bytes, ...]]] = {
     b"gc": {b"auto": (b"0",)},
     b"gitsessions": {b"formatversion": ()},  # any number: `formats.check_store` judges it
 }
-SECTION = re.compile(rb'\[([A-Za-z0-9.-]+)(?: "([^"\\]*)")?\]')
-ENTRY = re.compile(rb"([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([^\s\"\\;#]+)")
+PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 OWNER_ONLY = SharedPerm(tweak=0o600, replace=True)  # dulwich's parse of "0600"
 
 
@@ -43,28 +41,35 @@ class Opened(NamedTuple):
 
 
 def plain_settings(config: bytes) -> dict[tuple[bytes, bytes], bytes] | None:
-    """`{(section, key): value}` of a config in the shape `EXPECTED` allows (remotes
-    skipped), else None."""
+    """`{(section, key): value}` of a config in the shape `EXPECTED` allows (the lines
+    of remotes skipped), else None."""
     settings: dict[tuple[bytes, bytes], bytes] = {}
-    section: bytes | None = None
+    section: bytes | None = b""  # None: inside a remote
     for raw in config.splitlines():
         line = raw.strip()
         if not line or line.startswith((b"#", b";")):
             continue
-        if match := SECTION.fullmatch(line):
-            name, sub = match[1].lower(), match[2]
-            if sub is not None and name != b"remote":
-                return None
-            section = None if sub is not None else name
-            if section is not None and section not in EXPECTED:
+        if line.startswith(b"["):
+            name = line.lower()
+            if name.startswith(b'[remote "') and name.endswith(b'"]'):
+                section = None
+                if not set(name[9:-2]).isdisjoint(b'"\\'):
+                    return None
+                continue
+            section = name[1:-1]
+            if not name.endswith(b"]") or section not in EXPECTED:
                 return None
             continue
-        entry = ENTRY.fullmatch(line)
-        if entry is None:
+        key, sep, value = (part.strip() for part in line.partition(b"="))
+        if not sep or not key or not set(key) <= PLAIN:
             return None
-        if section is None:  # inside a remote
+        if section is None:  # a remote's: read by the sync code (through dulwich)
+            if not set(value).isdisjoint(b'"\\;#'):
+                return None
             continue
-        key, value = entry[1].lower(), entry[2]
+        if section not in EXPECTED or not set(value) <= PLAIN:
+            return None  # no quoting, escapes or comments in what we read
+        key = key.lower()
         allowed = EXPECTED[section].get(key)
         if allowed is None or (section, key) in settings:
             return None

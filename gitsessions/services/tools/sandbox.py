@@ -11,7 +11,6 @@ sockets stay open).
 """
 
 import os
-import tempfile
 from typing import NamedTuple
 
 from gitsessions.values.errors import GitsessionsError
@@ -90,6 +89,8 @@ def workspace_write(
             f"this kernel's Landlock (ABI {abi}) cannot block network access, which needs "
             f"ABI {NETWORK_ABI} (Linux >= 6.7); add --sandbox-network to allow the network"
         )
+    import tempfile  # here: a shell without a sandbox (the default) never needs it
+
     roots = [os.path.realpath(workspace), os.path.realpath(temp_dir or tempfile.gettempdir())]
     roots += [device for device in DEVICES if os.path.exists(device)]
     return Sandbox(writable=tuple(dict.fromkeys(roots)), network=network)
