@@ -302,3 +302,25 @@ def test_a_sure_budget_needs_no_count_before_the_prompt():
 
     for path in ("/", "/home/someone/project", "/" + "deep/" * 400):
         check_budget(SURE_BUDGET + len(path.encode()), system_prompt(path))  # never raises
+
+
+GC_PROBE = """
+import gc, sys
+sys.argv = ["gitsessions", *sys.argv[1:]]
+from gitsessions.cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+print("GC", gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)
+"""
+
+
+def test_the_collector_is_off_only_while_a_command_starts(make_session):
+    """cli/entry.py turns the cycle collector off for start-up; once the command is built
+    the start-up objects are frozen and it runs again (a long chat still collects)."""
+    make_session(turns=1)
+    for args in (("list",), ("list", "--json")):
+        done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
+                              text=True, cwd=REPO, timeout=120)  # fmt: skip
+        assert "GC True True" in done.stderr, done.stderr
