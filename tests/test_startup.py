@@ -95,13 +95,15 @@ def test_a_plain_exec_turn_into_a_pipe_imports_no_sdk_no_rich_and_no_compaction(
     """The builtin client (no openai, pydantic, http.client or ssl for http), output into
     a pipe without rich, and a turn far under its budget without the compaction engine,
     the tokenizer or sqlite; a plain store written without dulwich's `Repo` (its config
-    parser, hooks, reflogs, worktrees) and no sandbox's tempfile; the reply is the same."""
+    parser, hooks, reflogs, worktrees), no sandbox's tempfile and, calling no tool, none of
+    the tools' modules; the reply is the same."""
     from tests.conftest import exec_args
 
     heavy = ("openai", "pydantic", "httpx2", "http.client", "ssl", "email", "rich.console",
              "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3",
              "dulwich.repo", "dulwich.config", "dulwich.hooks", "dulwich.reflog",
-             "dulwich.worktree", "tempfile")  # fmt: skip
+             "dulwich.worktree", "tempfile", "gitsessions.services.tools.files",
+             "gitsessions.services.tools.listing", "gitsessions.services.tools.shell")  # fmt: skip
     assert run_gitsessions(*exec_args(server, workspace), "first").returncode == 0  # a store
     assert imported(*exec_args(server, workspace), "hi", modules=heavy) == []
     assert len(server.requests) >= 1
