@@ -33,6 +33,9 @@ T = TypeVar("T")
 # no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
 @dataclass(frozen=True, eq=False, repr=False)
 class Edit:
+    """What a writer asks to commit (a docstring also spares `dataclass` computing one
+    from the signature at import)."""
+
     change: Change
     event: str
     subject: str
