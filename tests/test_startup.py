@@ -94,11 +94,17 @@ def test_exec_of_a_small_turn_never_loads_the_tokenizer(server, workspace):
 def test_a_plain_exec_turn_into_a_pipe_imports_no_sdk_no_rich_and_no_compaction(server, workspace):
     """The builtin client (no openai, pydantic, http.client or ssl for http), output into
     a pipe without rich, and a turn far under its budget without the compaction engine,
-    the tokenizer or sqlite; the reply is the same."""
+    the tokenizer or sqlite; a plain store written without dulwich's `Repo` (its config
+    parser, hooks, reflogs, worktrees), no sandbox's tempfile and, calling no tool, none of
+    the tools' modules; the reply is the same."""
     from tests.conftest import exec_args
 
     heavy = ("openai", "pydantic", "httpx2", "http.client", "ssl", "email", "rich.console",
-             "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3")  # fmt: skip
+             "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3",
+             "dulwich.repo", "dulwich.config", "dulwich.hooks", "dulwich.reflog",
+             "dulwich.worktree", "tempfile", "gitsessions.services.tools.files",
+             "gitsessions.services.tools.listing", "gitsessions.services.tools.shell")  # fmt: skip
+    assert run_gitsessions(*exec_args(server, workspace), "first").returncode == 0  # a store
     assert imported(*exec_args(server, workspace), "hi", modules=heavy) == []
     assert len(server.requests) >= 1
 
@@ -302,3 +308,25 @@ def test_a_sure_budget_needs_no_count_before_the_prompt():
 
     for path in ("/", "/home/someone/project", "/" + "deep/" * 400):
         check_budget(SURE_BUDGET + len(path.encode()), system_prompt(path))  # never raises
+
+
+GC_PROBE = """
+import gc, sys
+sys.argv = ["gitsessions", *sys.argv[1:]]
+from gitsessions.cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+print("GC", gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)
+"""
+
+
+def test_the_collector_is_off_only_while_a_command_starts(make_session):
+    """cli/entry.py turns the cycle collector off for start-up; once the command is built
+    the start-up objects are frozen and it runs again (a long chat still collects)."""
+    make_session(turns=1)
+    for args in (("list",), ("list", "--json")):
+        done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
+                              text=True, cwd=REPO, timeout=120)  # fmt: skip
+        assert "GC True True" in done.stderr, done.stderr

@@ -2,7 +2,6 @@
 handlers registered by the agent layer, output truncation, digests and the schemas."""
 
 import ast
-import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -332,5 +331,5 @@ def test_every_outcome_field_is_read_by_its_consumers() -> None:
     for relative, tree in python_trees("gitsessions"):
         if not relative.startswith("gitsessions/services/tools/"):
             read |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    fields = {field.name for field in dataclasses.fields(ToolOutcome)}
+    fields = set(ToolOutcome._fields)
     assert sorted(fields - read) == []

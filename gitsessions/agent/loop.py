@@ -23,8 +23,7 @@ Invariants:
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.subjects import first_line, step_subject, turn_subject
@@ -62,8 +61,7 @@ SUMMARY_PROMPT = (
 )
 
 
-@dataclass(frozen=True)
-class AgentConfig:
+class AgentConfig(NamedTuple):
     model: str
     summary_model: str
     policy: Policy
@@ -93,16 +91,14 @@ class Events:
         time.sleep(retry.seconds)
 
 
-@dataclass(frozen=True)
-class TurnResult:
+class TurnResult(NamedTuple):
     reply: str
     steps: int
     compacted: bool
     stopped: str | None = None  # why the turn ended before the model finished
 
 
-@dataclass(frozen=True)
-class Undone:
+class Undone(NamedTuple):
     """A turn taken out of the working context: its number (None when the history does
     not say) and its prompt."""
 

@@ -7,9 +7,8 @@ project, archived or not, is out of reach whatever id or query the model sends.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
@@ -53,8 +52,7 @@ def workspace_sessions(
     return reached
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(NamedTuple):
     """`workspace` None means every session (the user passed `--all-sessions`)."""
 
     workspace: Path | None

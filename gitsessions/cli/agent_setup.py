@@ -4,9 +4,8 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
@@ -62,8 +61,7 @@ def _import_markdown(after: threading.Event | None) -> None:
     import rich.markdown  # noqa: F401 - the first reply renders markdown
 
 
-@dataclass
-class Built:
+class Built(NamedTuple):
     agent: Agent
     settings: ModelSettings
     workspace: Path

@@ -2,12 +2,14 @@
 git hook shims at every commit) is answered without loading the typer app and the agent;
 everything else goes to `cli/app.py`."""
 
+import gc
 import os
 import sys
 from pathlib import Path
 
 
 def main() -> None:
+    gc.disable()  # until the command is built: see `cli.lazy.started`
     argv = sys.argv[1:]
     if len(argv) >= 3 and argv[0] == "hook":
         from gitsessions.services.git_hooks import MANAGED

@@ -12,6 +12,7 @@ that each summary is a full sentence). A command registered on the app directly
 (`gitsessions list --home DIR`): it is moved in front before click parses anything.
 """
 
+import gc
 from importlib import import_module
 from typing import Any
 
@@ -62,12 +63,25 @@ def load(name: str) -> Any:
     module.register(app)
     for info in app.registered_commands:
         if info.name == name:
-            return typer.main.get_command_from_info(
+            command = typer.main.get_command_from_info(
                 info,
                 pretty_exceptions_short=app.pretty_exceptions_short,
                 rich_markup_mode=app.rich_markup_mode,
             )
-    return typer.main.get_group(app).commands[name]
+            break
+    else:
+        command = typer.main.get_group(app).commands[name]
+    started()
+    return command
+
+
+def started() -> None:
+    """Start-up is over: the modules, classes and functions made so far live as long as
+    the process. `cli/entry.py` turns the cycle collector off until now (it would scan
+    them over and over as they pile up: several milliseconds of each command's start);
+    they are moved out of its reach (`gc.freeze`) and it runs again from here on."""
+    gc.freeze()
+    gc.enable()
 
 
 def hoist_home(args: list[str]) -> list[str]:

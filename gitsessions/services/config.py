@@ -53,7 +53,8 @@ ORG_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "Ope
 SESSION_KEYS = ("model", "base_url", "max_context_tokens")
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelSettings:
     """Everything needed to talk to a model server, and where each value came from."""
 

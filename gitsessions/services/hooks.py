@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from gitsessions.services.audit import audit
 from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
@@ -43,8 +43,7 @@ MAX_TIMEOUT = 600.0
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a hook runs out of time
 
 
-@dataclass(frozen=True)
-class HookRun:
+class HookRun(NamedTuple):
     """What became of one hook: `outcome` is ok, failed, timeout or unstartable."""
 
     event: str
@@ -58,7 +57,8 @@ def _ignore(_line: str) -> None:
     return None
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class Hooks:
     """Runs the lifecycle hooks of one home. `home` None: no hooks at all (tests, tools)."""
 

@@ -33,9 +33,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import openai
@@ -161,16 +160,14 @@ class BadResponse(ModelError):
     """The server answered with something that is not a chat completion."""
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(NamedTuple):
     """Tokens the server says the request used."""
 
     prompt_tokens: int
     completion_tokens: int
 
 
-@dataclass(frozen=True)
-class Completion:
+class Completion(NamedTuple):
     """One assistant reply as plain data."""
 
     message: Message
@@ -179,8 +176,7 @@ class Completion:
     model: str
 
 
-@dataclass(frozen=True)
-class Retry:
+class Retry(NamedTuple):
     """A failed request about to be sent again: why, after how long, which try next."""
 
     error: ModelError

@@ -21,7 +21,8 @@ DEFAULT_SANDBOX = "none"
 MODES = ("none", "workspace-write")
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class ShellSettings:
     """What run_shell may see and reach: kept variables, sandbox mode, network."""
 

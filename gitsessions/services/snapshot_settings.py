@@ -6,8 +6,7 @@ Invariant: the `--no-snapshots` flag wins, then `[snapshots]`, then the defaults
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
 
@@ -17,8 +16,7 @@ KEYS = ("enabled", "max_file_bytes")
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 
 
-@dataclass(frozen=True)
-class SnapshotSettings:
+class SnapshotSettings(NamedTuple):
     enabled: bool = True
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 

@@ -18,7 +18,7 @@ New writers (worktree forks, pull, rewind) only need a new edit function.
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gitsessions.services.audit import audit
 from gitsessions.store.errors import ConcurrentUpdate
@@ -30,16 +30,19 @@ RETRIES = 5
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class Edit:
+    """What a writer asks to commit (a docstring also spares `dataclass` computing one
+    from the signature at import)."""
+
     change: Change
     event: str
     subject: str
     trailers: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     head: Head
     committed: bool
 

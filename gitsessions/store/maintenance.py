@@ -50,7 +50,8 @@ MAX_DEPTH = 100  # longest delta chain (git's pack.depth is 50; here the bases a
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path it was found at ("" for commits)
 
 
-@dataclass
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(eq=False, repr=False)
 class Walk:
     """What a walk from some refs reached, and the refs it could not walk."""
 

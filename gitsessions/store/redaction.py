@@ -15,8 +15,12 @@ from typing import Any
 from gitsessions.values.secrets import redact, redact_value
 
 
-@dataclass(frozen=True)
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
 class Finding:
+    """Secrets of one rule found in one place (a docstring also spares `dataclass`
+    computing one from the signature at import)."""
+
     where: str  # transcript, context, session.json, pins, plan, compactions, commit message
     index: int | None  # the message's index in the transcript or the context
     rule: str

@@ -23,7 +23,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dulwich.errors import (
     ApplyDeltaError,
@@ -33,8 +33,8 @@ from dulwich.errors import (
 )
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, ShaFile
-from dulwich.repo import Repo
 
+from gitsessions.store.diskopen import open_plain
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
@@ -53,6 +53,9 @@ UNREADABLE = (
     AssertionError,
     IndexError,
 )
+if TYPE_CHECKING:
+    from dulwich.repo import Repo as DulwichRepo
+
 STALE_LOCK_SECONDS = 5.0
 T = TypeVar("T")
 LOCK_RETRIES = 40
@@ -75,25 +78,27 @@ class GitStore:
         self.path = path
         created = not (path / "HEAD").exists()
         self._lock_path = path / "gitsessions.lock"
+        self._repo: DulwichRepo | None = None
+        opened = None if created else open_plain(path)
         if created:
+            from dulwich.repo import Repo
+
             with private_files():
                 path.mkdir(mode=0o700, parents=True, exist_ok=True)
                 try:
-                    self.repo = Repo.init_bare(str(path), mkdir=False, shared_repository="0600")
+                    self._repo = Repo.init_bare(str(path), mkdir=False, shared_repository="0600")
                 except FileExistsError:  # another process initialised it first
-                    self.repo = Repo(str(path))
+                    self._repo = self._open_repo()
+        elif opened is None:
+            self._repo = self._open_repo()
+        if opened is not None:  # a plain store: dulwich's `Repo` only if something asks
+            self.objects, self.refs = opened.objects, opened.refs
         else:
-            try:
-                self.repo = Repo(str(path))
-            except NotGitRepository:
-                raise StoreCorrupt(f"{path} is not a git repository") from None
-            except (ValueError, KeyError, UnicodeDecodeError) as error:
-                raise StoreCorrupt(
-                    f"{path / 'config'} cannot be read ({error}); run `gitsessions doctor`"
-                ) from None
+            assert self._repo is not None
+            self.objects, self.refs = self._repo.object_store, self._repo.refs
         # Objects and packs reach the disk before a ref names them (git's core.fsync
         # defaults); dulwich already fsyncs ref files.
-        self.repo.object_store.fsync_object_files = True
+        self.objects.fsync_object_files = True
         self._has_main = False
         self._stored_format: int | None = None
         if created:
@@ -101,15 +106,39 @@ class GitStore:
                 self._configure()
             self.ensure_main()
         else:
-            self._check_format()
+            self._check_format(opened.format if opened is not None else self._config_format())
 
-    def _check_format(self) -> None:
-        """Refuse a store of a newer format; record ours in a store that has none yet."""
+    def _open_repo(self) -> "DulwichRepo":
+        from dulwich.repo import Repo
+
+        try:
+            return Repo(str(self.path))
+        except NotGitRepository:
+            raise StoreCorrupt(f"{self.path} is not a git repository") from None
+        except (ValueError, KeyError, UnicodeDecodeError) as error:
+            raise StoreCorrupt(
+                f"{self.path / 'config'} cannot be read ({error}); run `gitsessions doctor`"
+            ) from None
+
+    @property
+    def repo(self) -> "DulwichRepo":
+        """dulwich's repository (the sync code and `gc` use it), sharing this store's
+        objects; opened at first use (a plain store's turn never needs it)."""
+        if self._repo is None:
+            from dulwich.repo import Repo
+
+            self._repo = Repo(str(self.path), object_store=self.objects)
+        return self._repo
+
+    def _config_format(self) -> str | None:
         config = self.repo.get_config()
         try:
-            value = config.get((b"gitsessions",), b"formatVersion").decode("ascii", "replace")
+            return config.get((b"gitsessions",), b"formatVersion").decode("ascii", "replace")
         except KeyError:
-            value = None
+            return None
+
+    def _check_format(self, value: str | None) -> None:
+        """Refuse a store of a newer format; record ours in a store that has none yet."""
         check_store(value)
         self._stored_format = int(value) if value is not None else None
         if value is None:
@@ -134,7 +163,7 @@ class GitStore:
         config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
         config.write_to_path()
         self._stored_format = FORMAT
-        self.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        self.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
 
     def ensure_main(self) -> bool:
         """Give `HEAD` its `main` branch (the README commit, see `mainbranch`) unless it
@@ -152,7 +181,10 @@ class GitStore:
         return created
 
     def close(self) -> None:
-        self.repo.close()
+        if self._repo is not None:
+            self._repo.close()  # closes the shared object store too
+        else:
+            self.objects.close()
 
     # -- locking ------------------------------------------------------------------------
 
@@ -227,7 +259,7 @@ class GitStore:
 
     def add_objects(self, objects: list[ShaFile]) -> None:
         """Write objects loose; a concurrent writer of the same object counts as success."""
-        store = self.repo.object_store
+        store = self.objects
         for obj in objects:
             attempt = 0
             while True:
@@ -260,7 +292,7 @@ class GitStore:
         return self._read(sha, lambda store: store.get_raw(sha))
 
     def _read(self, sha: bytes, fetch: Callable[[Any], T]) -> T:
-        store = self.repo.object_store
+        store = self.objects
         try:
             try:
                 return fetch(store)
@@ -280,7 +312,7 @@ class GitStore:
             ) from None
 
     def has_loose(self, sha: bytes) -> bool:
-        return bool(self.repo.object_store.contains_loose(sha))
+        return bool(self.objects.contains_loose(sha))
 
     def blob_bytes(self, sha: bytes) -> bytes:
         obj = self.get(sha)
@@ -305,13 +337,13 @@ class GitStore:
             try:
                 if old is None:
                     assert new is not None
-                    return bool(self.repo.refs.add_if_new(name, new))
+                    return bool(self.refs.add_if_new(name, new))
                 if new is None:  # the caller holds the branch's flock
                     won = delete_ref(self.path, name, old)
                     if won:
                         self._remove_reflog(name)
                     return won
-                return bool(self.repo.refs.set_if_equals(name, old, new))
+                return bool(self.refs.set_if_equals(name, old, new))
             except FileLocked:
                 attempt += 1
                 self._retry_locked(attempt, f"branch {name.decode()}")

@@ -63,7 +63,8 @@ ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_
 RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
 
 
-@dataclass
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(eq=False, repr=False)
 class Change:
     """What one commit changes. `None` leaves a file as it is. A commit with redaction on
     replaces what it redacted in here."""

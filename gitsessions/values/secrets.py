@@ -18,14 +18,12 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 MARKER = "[REDACTED:{}]"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One kind of secret. `group` is the part of a match that is the secret (0: all of
     it); `check` may reject a match that is shaped right but not a secret."""
 
@@ -34,7 +32,7 @@ class Rule:
     hints: tuple[str, ...]
     group: int = 0
     check: Callable[[str], bool] | None = None
-    lower_hints: bool = field(default=False)  # hints are matched against the lowercased text
+    lower_hints: bool = False  # hints are matched against the lowercased text
 
 
 def _mixed(token: str) -> bool:

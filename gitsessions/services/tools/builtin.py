@@ -4,20 +4,20 @@
 and to the environment the caller passes (nothing here reads the process environment).
 write_file, edit_file and run_shell are registered as needing approval; the session tools
 (update_plan, read_session, search_sessions) are not registered here: the agent layer
-adds them with `registry.register(name, SESSION_TOOLS[name], handler)`.
+adds them with `registry.register(name, SESSION_TOOLS[name], handler)`. The handlers'
+modules (files, listing, shell) are imported at a tool's first call: a turn that calls
+no tool never loads them.
 """
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gitsessions.services.tools.files import edit_file, read_file, write_file
-from gitsessions.services.tools.listing import list_files, search_files
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT
 from gitsessions.services.tools.registry import Approver, ToolRegistry, deny_all
 from gitsessions.services.tools.result import ToolResult
-from gitsessions.services.tools.sandbox import Sandbox
 from gitsessions.services.tools.schemas import (
+    DEFAULT_TIMEOUT,
     EDIT_FILE,
     LIST_FILES,
     MUTATING_TOOLS,
@@ -26,8 +26,10 @@ from gitsessions.services.tools.schemas import (
     SEARCH_FILES,
     WRITE_FILE,
 )
-from gitsessions.services.tools.shell import DEFAULT_TIMEOUT, run_shell
 from gitsessions.services.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from gitsessions.services.tools.sandbox import Sandbox
 
 
 def create_registry(
@@ -37,7 +39,7 @@ def create_registry(
     approve: Approver = deny_all,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     default_timeout: int = DEFAULT_TIMEOUT,
-    sandbox: Sandbox | None = None,
+    sandbox: "Sandbox | None" = None,
 ) -> ToolRegistry:
     """A registry holding read_file, write_file, edit_file, list_files, search_files and
     run_shell, confined to `root`, with `env` as run_shell's whole environment and
@@ -47,21 +49,33 @@ def create_registry(
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
 
     def do_read(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.files import read_file
+
         return read_file(workspace, a["path"], a["offset"], a["limit"], max_chars=output_limit)
 
     def do_write(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.files import write_file
+
         return write_file(workspace, a["path"], a["content"])
 
     def do_edit(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.files import edit_file
+
         return edit_file(workspace, a["path"], a["old"], a["new"])
 
     def do_list(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.listing import list_files
+
         return list_files(workspace, a["path"])
 
     def do_search(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.listing import search_files
+
         return search_files(workspace, a["pattern"], a["path"])
 
     def do_shell(a: dict[str, Any]) -> ToolResult:
+        from gitsessions.services.tools.shell import run_shell
+
         timeout = default_timeout if a["timeout"] is None else a["timeout"]
         return run_shell(
             a["command"], cwd=workspace.root, env=child_env, timeout=timeout,

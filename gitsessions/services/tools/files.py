@@ -12,10 +12,10 @@ import os
 
 from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.result import ToolResult
+from gitsessions.services.tools.schemas import DEFAULT_READ_LINES
 from gitsessions.services.tools.workspace import Workspace
 from gitsessions.values.plural import plural
 
-DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
 

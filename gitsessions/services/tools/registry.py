@@ -16,8 +16,7 @@ import copy
 import hashlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gitsessions.services.tools.arguments import (
     InvalidArguments,
@@ -45,8 +44,7 @@ def approve_all(name: str, arguments: Mapping[str, Any]) -> bool:
     return True
 
 
-@dataclass(frozen=True)
-class ToolOutcome:
+class ToolOutcome(NamedTuple):
     """The result of one dispatched tool call, for the tool message and the audit log.
 
     `content` goes into the tool message verbatim. `ok` is False for every error, for a
@@ -71,8 +69,7 @@ class ToolOutcome:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.content}
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(NamedTuple):
     """A registered tool: its definition for the model, its handler, its approval need."""
 
     name: str

@@ -5,11 +5,10 @@ and the call's arguments are all it gets). `exit_code` is set only by `run_shell
 the command finished. `ok=False` marks a failure the loop should count.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(NamedTuple):
     """The value of one tool execution."""
 
     content: str

@@ -11,8 +11,7 @@ sockets stay open).
 """
 
 import os
-import tempfile
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitsessions.values.errors import GitsessionsError
 
@@ -32,8 +31,7 @@ class SandboxUnavailable(GitsessionsError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Sandbox:
+class Sandbox(NamedTuple):
     """Where a sandboxed shell may write, and whether it may use TCP."""
 
     writable: tuple[str, ...]
@@ -91,6 +89,8 @@ def workspace_write(
             f"this kernel's Landlock (ABI {abi}) cannot block network access, which needs "
             f"ABI {NETWORK_ABI} (Linux >= 6.7); add --sandbox-network to allow the network"
         )
+    import tempfile  # here: a shell without a sandbox (the default) never needs it
+
     roots = [os.path.realpath(workspace), os.path.realpath(temp_dir or tempfile.gettempdir())]
     roots += [device for device in DEVICES if os.path.exists(device)]
     return Sandbox(writable=tuple(dict.fromkeys(roots)), network=network)

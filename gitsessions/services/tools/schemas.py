@@ -10,10 +10,13 @@ them with handlers.
 
 from typing import Any
 
-from gitsessions.services.tools.files import DEFAULT_READ_LINES
-from gitsessions.services.tools.shell import DEFAULT_TIMEOUT, MAX_TIMEOUT
-
 ToolDefinition = dict[str, Any]
+
+# The defaults and bounds the descriptions tell the model (files.py and shell.py apply
+# them; they live here so a request needs the schemas, not the handlers' modules)
+DEFAULT_READ_LINES = 2000
+DEFAULT_TIMEOUT = 120
+MAX_TIMEOUT = 600
 
 
 def function_tool(name: str, description: str, properties: dict[str, Any]) -> ToolDefinition:

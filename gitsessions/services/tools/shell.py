@@ -27,9 +27,8 @@ from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.output import truncate
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.sandbox import Sandbox
+from gitsessions.services.tools.schemas import DEFAULT_TIMEOUT
 
-DEFAULT_TIMEOUT = 120
-MAX_TIMEOUT = 600
 LINGER_SECONDS = 1.0
 NOTE_ROOM = 400
 STOP_GRACE = 10.0  # seconds the launcher gets to clean up after SIGTERM before SIGKILL
