@@ -37,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
 from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
 
-from gitsessions.store import stockgit
+from gitsessions.store import localremote, stockgit
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import StoreError
 from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
@@ -396,7 +396,7 @@ def remote_refs(git: GitStore, url: str, env: Env = None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     with _talking(url, "read"):
         if stock():
-            return stockgit.ls_remote(git.path, url, env)
+            return _listing(git, url, env)
         client, path = _client(url)
         result = client.get_refs(path)  # type: ignore[attr-defined]
         refs = getattr(result, "refs", result)
@@ -421,6 +421,7 @@ def fetch(
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
+    stockgit.remember_version(git.path)
     if stock() and name is not None:
         return _fetch_stock(git, url, wants, progress, name, env, listed, track)
     chosen: list[dict[bytes, bytes]] = []
@@ -454,7 +455,7 @@ def _fetch_stock(
     remote since the listing is fetched as listed (protocol v2 serves any id it has;
     a v0-only server refuses it, and the pull fails with one line: run it again)."""
     with _talking(url, "fetch from"):
-        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
+        refs = _listing(git, url, env) if listed is None else dict(listed)
         wanted = {sha for sha in wants(refs) if not has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
@@ -476,6 +477,13 @@ def _fetch_stock(
     if track:
         set_tracking(git, name, {ref: refs[ref] for ref in chosen})
     return refs
+
+
+def _listing(git: GitStore, url: str, env: Env) -> dict[bytes, bytes]:
+    """The remote's refs: read from its files when it is plainly a repository on this
+    machine (`localremote`), else as `git ls-remote` lists them."""
+    found = localremote.refs(url, env)
+    return stockgit.ls_remote(git.path, url, env) if found is None else found
 
 
 def send(

@@ -23,7 +23,8 @@ Invariants:
 """
 
 import bisect
-import functools
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -86,9 +87,18 @@ def available() -> bool:
     return shutil.which("git") is not None and version() >= MIN_VERSION
 
 
-@functools.cache
+_VERSION: list[tuple[int, int]] = []  # stock git's, once known
+
+
 def version() -> tuple[int, int]:
-    """Stock git's version, (0, 0) when it cannot say."""
+    """Stock git's version, (0, 0) when it cannot say (asked once a process, unless
+    `remember_version` found it noted)."""
+    if not _VERSION:
+        _VERSION.append(_ask_version())
+    return _VERSION[0]
+
+
+def _ask_version() -> tuple[int, int]:
     try:
         done = subprocess.run(
             ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
@@ -97,6 +107,38 @@ def version() -> tuple[int, int]:
         return (0, 0)
     found = re.search(rb"(\d+)\.(\d+)", done.stdout)
     return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def remember_version(store: Path) -> None:
+    """Learn stock git's version from the store's note of it (`gitsessions/git-version`)
+    when the note is of the git on PATH now (its path, size and modification time: an
+    upgrade or another git asks again), else ask git and note it: a sync then starts
+    no `git version` of its own. The note is a cache: unreadable or stale, it is
+    written again."""
+    if _VERSION:
+        return
+    found = shutil.which("git")
+    if found is None:
+        return
+    try:
+        stat = os.stat(found)
+    except OSError:
+        return
+    key = f"{os.path.realpath(found)} {stat.st_size} {stat.st_mtime_ns}"
+    note = store / "gitsessions" / "git-version"
+    with contextlib.suppress(OSError, ValueError):
+        lines = note.read_text("utf-8").splitlines()
+        if len(lines) == 2 and lines[0] == key:
+            major, minor = lines[1].split(".")
+            _VERSION.append((int(major), int(minor)))
+            return
+    known = _ask_version()
+    _VERSION.append(known)
+    with contextlib.suppress(OSError):
+        note.parent.mkdir(mode=0o700, exist_ok=True)
+        spare = note.with_name(f"git-version.{os.getpid()}")
+        spare.write_text(f"{key}\n{known[0]}.{known[1]}\n", "utf-8")
+        os.replace(spare, note)
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
