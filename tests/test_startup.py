@@ -72,6 +72,30 @@ def test_push_and_pull_import_nothing_heavy(make_session):
     assert imported("remote", "list") == []
 
 
+def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
+    """With stock git, a pull reads the store's files (store/lightgit.py, a local
+    remote's refs from its files): no dulwich, no writing store, no maintenance, no
+    writer, no header cache; the sessions it brings are there all the same."""
+    from tests.test_sync import contents, make, say
+
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", str(bare))
+    cli("push", "--all")
+    other = tmp_path / "other"
+    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    cli("--home", str(other), "pull")
+    say(home, sid, "more")
+    cli("push", "--all")
+    writers = ("dulwich", "gitsessions.store.sessions", "gitsessions.store.repo",
+               "gitsessions.store.maintenance", "gitsessions.services.writer",
+               "gitsessions.store.catalog", "gitsessions.store.mainbranch")  # fmt: skip
+    assert imported("--home", str(other), "pull", modules=writers) == []
+    assert contents(other, sid) == contents(home, sid)
+    assert imported("--home", str(other), "pull", modules=writers) == []  # nothing new
+
+
 def test_fast_options_still_check_their_values(workspace):
     done = run_gitsessions("exec", "hi", "--max-steps", "0", "--workspace", str(workspace))
     assert done.returncode == 2

@@ -16,6 +16,7 @@ from gitsessions.cli import state
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import State, plain_out
 from gitsessions.services import sync
+from gitsessions.services.config_file import config_path, redact_setting
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -177,8 +178,13 @@ def cmd_pull(
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one."""
-    store = _state(ctx).store
-    report = sync.pull(store, remote, progress=_progress, env=_state(ctx).env)
+    st = _state(ctx)
+    store: sync.Store | None = sync.light_store(st.home)  # no dulwich unless a fork is written
+    if store is not None:
+        redact_setting(st.config(), str(config_path(st.home)))  # checked as `store` checks it
+    else:
+        store = st.store
+    report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
     if code:
         sync.fetch_snapshots(store, report, code_remote, _state(ctx).env)
     _show(report, json_, "pulled")
