@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gitsessions.store import localremote
-from tests.conftest import REPO
+from tests.conftest import REPO, fsck
+from tests.test_sync import contents, make, results, say, summary
 
 
 def git(where: Path, *args: str) -> str:
@@ -86,6 +87,7 @@ def test_anything_not_plainly_ordinary_is_left_to_git(bare, tmp_path):
     changed(lambda c: (c / "refs" / "odd").write_text("ref: refs/heads/main\n"))
     changed(lambda c: (c / "packed-refs").write_text("not a ref line\n"))
     changed(lambda c: (c / ".git").mkdir())
+    changed(lambda c: (c / "shallow").write_text("0" * 40 + "\n"))
 
     gitconfig = tmp_path / "home" / ".gitconfig"
     gitconfig.parent.mkdir()
@@ -124,3 +126,84 @@ def test_stock_gits_version_is_noted_in_the_store_for_that_binary(tmp_path):
     assert version() == real
     note.write_text("garbage")
     assert version() == real and note.read_text().splitlines()[0] == key
+
+
+def started(trace: Path) -> list[str]:
+    """The git commands a `GIT_TRACE2_EVENT` file says were started."""
+    import json
+
+    out = []
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "start":
+            out.append(" ".join(event["argv"]))
+    return out
+
+
+def test_an_incremental_pull_from_a_path_packs_there_and_indexes_here(
+    cli, home, tmp_path, monkeypatch
+):
+    """A session that moved on a plain repository here comes by the remote's
+    `pack-objects` into our `index-pack` (no `upload-pack`, no `git fetch`), offered
+    what both hold; a new session, with nothing in common, still goes by `git fetch`."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", str(bare))
+    cli("push", "--all")
+    other = tmp_path / "other"
+    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert results(summary(cli, other, "pull")) == {sid: "created"}
+    assert any(" fetch " in c for c in started(trace))
+
+    say(home, sid, "more")
+    fresh = make(home, tag="b")
+    cli("push", "--all")
+    trace.unlink()
+    assert results(summary(cli, other, "pull")) == {sid: "updated", fresh: "created"}
+    assert any(" fetch " in c for c in started(trace))  # the new one: nothing in common
+
+    say(home, sid, "again")
+    cli("push", "--all")
+    trace.unlink()
+    assert results(summary(cli, other, "pull")) == {sid: "updated", fresh: "unchanged"}
+    commands = started(trace)
+    assert any("pack-objects" in c and str(bare) in c for c in commands), commands
+    assert any("index-pack" in c for c in commands), commands
+    assert not any(" fetch " in c or "upload-pack" in c for c in commands), commands
+    assert contents(other, sid) == contents(home, sid)
+    assert not list((other / "store.git" / "objects" / "pack").glob("*.keep"))
+    fsck(other)
+
+
+def test_an_unreadable_remote_commit_is_left_to_git_fetch(cli, home, tmp_path, monkeypatch):
+    """The commit our tip names cannot be read in the remote (a damaged object): no
+    local pack is tried, `git fetch` runs and decides, and nothing here is lost."""
+    from gitsessions.cli.app import app
+
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", str(bare))
+    cli("push", "--all")
+    other = tmp_path / "other"
+    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    cli("--home", str(other), "pull")
+    before = contents(other, sid)
+    tip = git(bare, "rev-parse", f"refs/heads/sessions/{sid}").strip()
+    say(home, sid, "more")
+    cli("push", "--all")
+    loose = bare / "objects" / tip[:2] / tip[2:]
+    assert loose.exists()  # a small push is unpacked there
+    loose.chmod(0o600)
+    loose.write_bytes(b"not zlib")
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    result = cli.runner.invoke(app, ["--home", str(other), "pull"], catch_exceptions=False)
+    assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
+    commands = started(trace)
+    assert any(" fetch " in c for c in commands), commands
+    assert contents(other, sid) in (before, contents(home, sid))
+    fsck(other)

@@ -5,7 +5,7 @@ pull's time).
 Invariants:
 - Only a plainly ordinary repository is read: a path or `file:///` URL naming a
   directory of this user that is itself a git directory (`HEAD`, `objects/`, `refs/`;
-  no `.git` inside, which git would pick first), files-backend refs (no `reftable/`,
+  no `.git` inside, which git would pick first; not shallow), files-backend refs (no `reftable/`,
   no `extensions` in its config), no alternates, and nothing in its config or the
   user's or system's git config that could hide or include refs (`hideRefs`,
   `include`). Anything else, and any file that cannot be read or is not plainly a
@@ -14,7 +14,8 @@ Invariants:
   (its loose file removed) is found in the newer `packed-refs`. The listing is a
   snapshot like `ls-remote`'s: a ref that moves afterwards is caught by the
   compare-and-swap of whatever update follows, never overwritten.
-- Nothing is written there.
+- Nothing is written there. Its objects are read only to know whether it holds a
+  commit (`remotes` asks before it offers one as common ground to `stockgit.fetch_local`).
 """
 
 import os
@@ -31,15 +32,24 @@ def refs(url: str, env: Mapping[str, str] | None) -> dict[bytes, bytes] | None:
     """`{ref: sha}` of the repository `url` names (a path or `file:///`), or None when
     it is not plainly one to read this way (see the invariants) or `env` is None (this
     process's environment is the caller's to pass)."""
-    if env is None:
-        return None
-    where = _directory(url)
-    if where is None or not _plain(where) or not _configs_plain(env):
+    where = plain_directory(url, env)
+    if where is None:
         return None
     try:
         return _read(where)
     except (OSError, ValueError):
         return None
+
+
+def plain_directory(url: str, env: Mapping[str, str] | None) -> Path | None:
+    """The repository `url` names when it is plainly one to read directly (see the
+    invariants), else None."""
+    if env is None:
+        return None
+    where = _directory(url)
+    if where is None or not _plain(where) or not _configs_plain(env):
+        return None
+    return where
 
 
 def _directory(url: str) -> Path | None:
@@ -63,6 +73,8 @@ def _plain(where: Path) -> bool:
         if not (where / "objects").is_dir() or not (where / "refs").is_dir():
             return False
         if os.path.lexists(where / ".git") or os.path.lexists(where / "reftable"):
+            return False
+        if os.path.lexists(where / "shallow"):
             return False
         if os.path.lexists(where / "objects" / "info" / "alternates"):
             return False
@@ -96,19 +108,32 @@ def _configs_plain(env: Mapping[str, str]) -> bool:
 
 def _read(where: Path) -> dict[bytes, bytes] | None:
     loose: dict[bytes, bytes] = {}
-    top = where / "refs"
-    for dirpath, _dirs, files in os.walk(top):
-        for name in files:
-            if name.endswith(".lock"):
+    base = os.fsencode(where) + b"/"
+    pending = [b"refs"]
+    while pending:  # bytes paths, plain system calls: a thousand loose refs in a few ms
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(base + folder))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            name = folder + b"/" + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(name)
+                continue
+            if name.endswith(b".lock"):
                 continue  # a writer's, not a ref
-            file = Path(dirpath) / name
             try:
-                value = file.read_bytes().rstrip(b"\n")
+                fd = os.open(entry.path, os.O_RDONLY)
             except FileNotFoundError:
                 continue  # packed meanwhile: `packed-refs`, read next, holds it
+            try:
+                value = os.read(fd, 128).rstrip(b"\n")
+            finally:
+                os.close(fd)
             if not SHA.fullmatch(value):
                 return None  # a symbolic ref, or something git would judge
-            loose[os.fsencode(file.relative_to(where).as_posix())] = value
+            loose[name] = value
     packed: dict[bytes, bytes] = {}
     try:
         data = (where / "packed-refs").read_bytes()

@@ -39,8 +39,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from gitsessions.store import localremote, stockgit
-from gitsessions.store.errors import StoreError
-from gitsessions.store.objectread import COMMIT, TREE, parse_commit, read_blob, read_tree
+from gitsessions.store.errors import ObjectMissing, StoreError
+from gitsessions.store.objectread import (
+    COMMIT,
+    TREE,
+    ObjectReader,
+    parse_commit,
+    read_blob,
+    read_tree,
+)
 from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 from gitsessions.store.storelock import private_files
@@ -515,7 +522,8 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
+        if not _fetched_locally(git, url, sorted(wanted), tips, env, progress):
+            stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
     git.rescan()
     lacking = sorted(sha for sha in wanted if not has(git, sha))
     if lacking:
@@ -525,6 +533,44 @@ def _fetch_stock(
     if track:
         set_tracking(git, name, {ref: refs[ref] for ref in chosen})
     return refs
+
+
+def _fetched_locally(
+    git: Git,
+    url: str,
+    wanted: list[bytes],
+    tips: list[bytes],
+    env: Env,
+    progress: Progress | None,
+) -> bool:
+    """Fetch `wanted` from a plain repository on this machine by its `pack-objects`
+    piped into our `index-pack` (`stockgit.fetch_local`), offering the `tips` it
+    holds as common ground; False when that is not for this remote (not plainly a
+    repository here, no tip in common: a new session may share history with any, and
+    `git fetch`'s negotiation finds it) or it failed (`git fetch` then runs and says
+    what is wrong, if anything is)."""
+    where = localremote.plain_directory(url, env)
+    if where is None or not tips:
+        return False
+    reader = ObjectReader(where)
+    try:
+        common = [sha for sha in sorted(set(tips)) if _holds_object(reader, sha)]
+        if not common:
+            return False
+        stockgit.fetch_local(git.path, where, wanted, common, env, _report(progress, url=url))
+    except (StoreError, OSError, stockgit.GitFailed):
+        return False
+    finally:
+        reader.close()
+    return True
+
+
+def _holds_object(reader: ObjectReader, sha: bytes) -> bool:
+    try:
+        reader.raw(sha)
+    except ObjectMissing:
+        return False
+    return True
 
 
 def _listing(git: Git, url: str, env: Env) -> dict[bytes, bytes]:
