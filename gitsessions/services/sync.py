@@ -32,7 +32,6 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,12 +58,27 @@ NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit 
 Progress = Callable[[str], None]
 
 
-@dataclass
 class Outcome:
-    id: str
-    result: str  # push: new, updated, up to date, diverged, behind, pruned, refused
-    detail: str = ""  # pull: created, updated, unchanged, forked, busy, deleted here, refused
-    fork: str | None = None
+    """What a sync did to one session (a plain class: `dataclasses` costs a pull's
+    start-up 5 ms)."""
+
+    __slots__ = ("detail", "fork", "id", "result")
+
+    def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
+        self.id = id
+        self.result = result  # push: new, updated, up to date, diverged, behind, pruned, refused
+        self.detail = (
+            detail  # pull: created, updated, unchanged, forked, busy, deleted here, refused
+        )
+        self.fork = fork
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.id!r}, {self.result!r}, {self.detail!r}, {self.fork!r})"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "result": self.result}
@@ -75,14 +89,16 @@ class Outcome:
         return out
 
 
-@dataclass
 class Report:
-    remote: str
-    url: str  # masked
-    sessions: list[Outcome] = field(default_factory=list)
-    remaining_deleted: int = 0  # push: remote copies of sessions deleted here
-    tombstones: int = 0  # deleted ids known after the sync
-    code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+    """What a sync did (a plain class, as `Outcome`)."""
+
+    def __init__(self, remote: str, url: str) -> None:
+        self.remote = remote
+        self.url = url  # masked
+        self.sessions: list[Outcome] = []
+        self.remaining_deleted = 0  # push: remote copies of sessions deleted here
+        self.tombstones = 0  # deleted ids known after the sync
+        self.code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
