@@ -66,10 +66,10 @@ class Outcome:
 
     def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
         self.id = id
-        self.result = result  # push: new, updated, up to date, diverged, behind, pruned, refused
-        self.detail = (
-            detail  # pull: created, updated, unchanged, forked, busy, deleted here, refused
-        )
+        # push: new, updated, up to date, diverged, behind, pruned, refused;
+        # pull: created, updated, unchanged, forked, busy, deleted here, refused
+        self.result = result
+        self.detail = detail
         self.fork = fork
 
     def __eq__(self, other: object) -> bool:

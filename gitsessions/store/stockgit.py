@@ -299,13 +299,13 @@ def fetch_local(
     pack.wait()
     for thread in threads:
         thread.join()
-    if pack.returncode != 0 or index.returncode != 0:
-        raise GitFailed(message(bytes(errors) + index_errors))
-    for line in out.splitlines():
-        kind, _tab, name = line.partition(b"\t")
+    for line in out.splitlines():  # a pack that came goes on as any other, even if
+        kind, _tab, name = line.partition(b"\t")  # the remote's side then failed
         if kind in (b"keep", b"pack") and re.fullmatch(rb"[0-9a-f]{40}", name):
             with contextlib.suppress(FileNotFoundError):
                 (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
+    if pack.returncode != 0 or index.returncode != 0:
+        raise GitFailed(message(bytes(errors) + index_errors))
 
 
 def push(
