@@ -37,14 +37,17 @@ def run_pull(
     json_: bool = False,
 ) -> None:  # fmt: skip
     """`pull`: see `cmd_pull` in sync_cmd.py."""
-    store: sync.Store | None = sync.light_store(st.home)  # no dulwich unless a fork is written
-    if store is not None:
-        redact_setting(st.config(), str(config_path(st.home)))  # checked as `store` checks it
-    else:
-        store = st.store
-    report = sync.pull(store, remote, progress=progress, env=st.env, writable=lambda: st.store)
-    if code:
-        sync.fetch_snapshots(store, report, code_remote, st.env)
+    light = sync.light_store(st.home)  # no dulwich unless a fork is written
+    store: sync.Store = st.store if light is None else light
+    try:
+        if light is not None:
+            redact_setting(st.config(), str(config_path(st.home)))  # as `store` checks it
+        report = sync.pull(store, remote, progress=progress, env=st.env, writable=lambda: st.store)
+        if code:
+            sync.fetch_snapshots(store, report, code_remote, st.env)
+    finally:
+        if light is not None:
+            light.close()
     show(report, json_, "pulled")
 
 
