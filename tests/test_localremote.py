@@ -140,19 +140,21 @@ def started(trace: Path) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("form", ["path", "file://"])
 def test_an_incremental_pull_from_a_path_packs_there_and_indexes_here(
-    cli, home, tmp_path, monkeypatch
+    cli, home, tmp_path, monkeypatch, form
 ):
     """A session that moved on a plain repository here comes by the remote's
     `pack-objects` into our `index-pack` (no `upload-pack`, no `git fetch`), offered
     what both hold; a new session, with nothing in common, still goes by `git fetch`."""
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    url = str(bare) if form == "path" else f"file://{bare}"
     sid = make(home, tag="a")
-    cli("remote", "add", "origin", str(bare))
+    cli("remote", "add", "origin", url)
     cli("push", "--all")
     other = tmp_path / "other"
-    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    cli("--home", str(other), "remote", "add", "origin", url)
     trace = tmp_path / "trace.json"
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
     assert results(summary(cli, other, "pull")) == {sid: "created"}
