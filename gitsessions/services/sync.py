@@ -42,7 +42,6 @@ from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.refs import ref_name
 from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
-from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
@@ -331,10 +330,13 @@ def pull(
         local = store.ids()
         wants: list[bytes] = []
 
+        seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
+
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
+            seen[:] = [(refs, _sessions(refs))]
             wants[:] = [
                 sha
-                for sid, sha in _sessions(refs).items()
+                for sid, sha in seen[0][1].items()
                 if local.get(sid) != sha and (sid in local or sid not in dead)
             ]
             return wants
@@ -343,7 +345,7 @@ def pull(
             git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
             track=False,
         )  # fmt: skip
-        remote_sessions = _sessions(refs)
+        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
         theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
         tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
         if TOMBSTONES in refs:
@@ -462,6 +464,7 @@ def _bring(
             return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
         with lease:
             from gitsessions.services import writer
+            from gitsessions.values.clock import now_iso
 
             writing = full()
             if _forked_before(writing, sid, theirs):
