@@ -6,6 +6,7 @@ import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pexpect
 import pytest
@@ -70,6 +71,92 @@ def test_push_and_pull_import_nothing_heavy(make_session):
     assert imported("push", sid) == []  # no remote yet: a usage error, after parsing
     assert imported("pull") == []
     assert imported("remote", "list") == []
+
+
+def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
+    """With stock git, a pull reads the store's files (store/lightgit.py, a local
+    remote's refs from its files): no dulwich, no writing store, no maintenance, no
+    writer, no header cache; the sessions it brings are there all the same."""
+    from tests.test_sync import contents, make, say
+
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", str(bare))
+    cli("push", "--all")
+    other = tmp_path / "other"
+    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    cli("--home", str(other), "pull")
+    say(home, sid, "more")
+    cli("push", "--all")
+    writers = ("dulwich", "gitsessions.store.sessions", "gitsessions.store.repo",
+               "gitsessions.store.maintenance", "gitsessions.services.writer",
+               "gitsessions.store.catalog", "gitsessions.store.mainbranch")  # fmt: skip
+    assert imported("--home", str(other), "pull", modules=writers) == []
+    assert contents(other, sid) == contents(home, sid)
+    assert imported("--home", str(other), "pull", modules=writers) == []  # nothing new
+
+
+ENTRY_PROBE = """
+import sys
+sys.argv = ["gitsessions", *sys.argv[1:]]
+from gitsessions.cli.entry import main
+try:
+    main()
+except SystemExit as done:
+    print("EXIT", done.code, file=sys.stderr)
+print("LOADED", [m for m in ("typer", "rich", "dulwich") if m in sys.modules], file=sys.stderr)
+"""
+
+
+def entry(*args: str) -> tuple[str, list[str], list[str]]:
+    """`gitsessions *args` through the console script's entry: (stdout, stderr lines
+    without the probe's, the probe's lines)."""
+    done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)  # fmt: skip
+    lines = done.stderr.splitlines()
+    probe = [x for x in lines if x.startswith(("EXIT", "LOADED"))]
+    return done.stdout, [x for x in lines if x not in probe], probe
+
+
+def test_a_plain_pull_runs_without_typer_and_says_what_the_typer_app_says(cli, home, tmp_path):
+    """`[--home DIR] pull [REMOTE]` is answered by cli/fastpull.py: no typer, no rich, no
+    dulwich; its output, errors and exit codes are the typer command's."""
+    from gitsessions.cli.fastpull import parse
+    from tests.test_sync import make, say
+
+    other = tmp_path / "other"
+    out, err, probe = entry("--home", str(other), "pull")
+    assert err == ["error: no remote yet: gitsessions remote add NAME URL"], err
+    assert probe[0] == "EXIT 2" and "typer" not in probe[1]  # the home made: dulwich, yes
+
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", str(bare))
+    cli("push", "--all")
+    cli("--home", str(other), "remote", "add", "origin", str(bare))
+    out, err, probe = entry("--home", str(other), "pull", "origin")
+    assert out == f"{sid[:8]}\tcreated\t\n" and err[-1] == f"pulled {bare}: 1 created"
+    assert probe == ["EXIT 0", "LOADED []"]
+    out, err, probe = entry("--home", str(other), "pull", "nowhere")
+    assert err == ["error: no remote named 'nowhere' (remotes: origin)"] and probe[0] == "EXIT 2"
+
+    say(home, sid, "more")
+    cli("push", "--all")
+    typer_run = subprocess.run([sys.executable, "-c", PROBE.format(heavy=("typer",)),
+                                f"--home={other}", "pull", "--json"],
+                               capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert '"updated"' in typer_run.stdout  # an option: the typer app, as before
+    out, err, probe = entry(f"--home={other}", "pull")
+    assert out == "" and err[-1] == f"pulled {bare}: 1 unchanged"  # the typer app's words
+
+    assert parse(["pull"]) == (None, None)
+    assert parse(["--home", "h", "pull", "o"]) == (Path("h"), "o")
+    others = [["pull", "--json"], ["pull", "a", "b"], ["pull", "-h"], ["push"], ["--home=", "pull"],
+              ["pull", "--home", "h"], ["--version", "pull"]]  # fmt: skip
+    for other_form in others:
+        assert parse(other_form) is None, other_form
 
 
 def test_fast_options_still_check_their_values(workspace):

@@ -5,7 +5,6 @@ single line on stderr with its exit code; nothing else is caught, so a bug still
 its traceback.
 """
 
-import errno
 import os
 import sys
 from pathlib import Path
@@ -14,12 +13,12 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from gitsessions.cli import lazy
+from gitsessions.cli.failure import os_error as _os_error
+from gitsessions.cli.failure import quiet_disk_errors as _quiet_disk_errors
 from gitsessions.values.errors import GitsessionsError
 
 # The consoles (rich), sqlite3 and the store are imported when a command runs, so
 # `gitsessions --help` costs little more than importing typer.
-
-DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class _Group(lazy.LazyGroup):
@@ -43,18 +42,6 @@ def _fail(message: str, code: int) -> NoReturn:
 
     err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code) from None
-
-
-def _os_error(error: OSError) -> str:
-    what = error.strerror or type(error).__name__
-    where = f": {error.filename}" if error.filename else ""
-    hint = ""
-    if error.errno in DISK_ERRORS:
-        hint = (
-            " (nothing was changed; free space or fix permissions, then "
-            "`gitsessions doctor` checks the store)"
-        )
-    return f"{what}{where}{hint}"
 
 
 app = typer.Typer(
@@ -96,14 +83,6 @@ def _main(
 
 
 # Commands are imported when invoked (cli/lazy.py): `list` never pays for openai.
-
-
-def _quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:
-    """dulwich's lock files retry their cleanup in `__del__` after a full or read-only
-    disk already failed the command (reported once, as one line): say nothing more."""
-    if isinstance(unraisable.exc_value, OSError) and unraisable.exc_value.errno in DISK_ERRORS:
-        return
-    sys.__unraisablehook__(unraisable)
 
 
 def main() -> None:

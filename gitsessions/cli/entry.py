@@ -1,6 +1,7 @@
 """The console script: `gitsessions hook prepare-commit-msg|commit-msg ...` (run by the
 git hook shims at every commit) is answered without loading the typer app and the agent;
-everything else goes to `cli/app.py`."""
+a plain `gitsessions [--home DIR] pull [REMOTE]` by `cli/fastpull.py`; everything else
+goes to `cli/app.py`."""
 
 import gc
 import os
@@ -18,6 +19,12 @@ def main() -> None:
             from gitsessions.cli.githook import run_hook
 
             sys.exit(run_hook(argv[1], argv[2], argv[3:], os.environ, Path.cwd()))
+    if "pull" in argv[:3]:  # `[--home DIR] pull [REMOTE]`: without the typer app
+        from gitsessions.cli import fastpull
+
+        plain = fastpull.parse(argv)
+        if plain is not None:
+            sys.exit(fastpull.run(*plain, os.environ))
     from gitsessions.cli.app import main as app_main
 
     app_main()

@@ -71,10 +71,13 @@ def load_config(path: Path | str) -> dict[str, Any]:
 def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     """One line per top-level key gitsessions does not know, naming the nearest known
     key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
+    unknown = sorted(k for k in config if k not in KNOWN_KEYS)
+    if not unknown:
+        return []
     import difflib  # only when something is wrong: every command reads the config
 
     lines = []
-    for key in sorted(k for k in config if k not in KNOWN_KEYS):
+    for key in unknown:
         near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(KNOWN_KEYS)})"
         lines.append(f"unknown key {key!r}{hint}; it is ignored")

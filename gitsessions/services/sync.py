@@ -21,43 +21,63 @@ Invariants:
   `allow_secrets` (`services.push_scan`).
 - A remote that is down or refuses fails with one line before any branch here moves.
 - A pull loads only what it needs: the secret rules, the writer, the catalog and the
-  code-snapshot sync are imported where they are used (a fork, a push, `--code`).
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`). With
+  stock git, a pull reads the store without dulwich (`light_store`: `objectread`,
+  `refpack`, the same locks) and opens the full store only to write a fork.
 """
+
+from __future__ import annotations
 
 import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import remotes, tombstones
+from gitsessions.store import remotes, stockgit, tombstones
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
-from gitsessions.store.mainbranch import MAIN_REF
+from gitsessions.store.reader import Head, SessionReader
+from gitsessions.store.refs import ref_name
 from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
-from gitsessions.store.sessions import Head, SessionStore, ref_name
-from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
     from gitsessions.services.code_sync import CodeOutcome
+    from gitsessions.store.sessions import SessionStore
+
+    Store = SessionStore | SessionReader  # a pull's: see `light_store`
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
 Progress = Callable[[str], None]
 
 
-@dataclass
 class Outcome:
-    id: str
-    result: str  # push: new, updated, up to date, diverged, behind, pruned, refused
-    detail: str = ""  # pull: created, updated, unchanged, forked, busy, deleted here, refused
-    fork: str | None = None
+    """What a sync did to one session (a plain class: `dataclasses` costs a pull's
+    start-up 5 ms)."""
+
+    __slots__ = ("detail", "fork", "id", "result")
+
+    def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
+        self.id = id
+        # push: new, updated, up to date, diverged, behind, pruned, refused;
+        # pull: created, updated, unchanged, forked, busy, deleted here, refused
+        self.result = result
+        self.detail = detail
+        self.fork = fork
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.id!r}, {self.result!r}, {self.detail!r}, {self.fork!r})"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "result": self.result}
@@ -68,14 +88,16 @@ class Outcome:
         return out
 
 
-@dataclass
 class Report:
-    remote: str
-    url: str  # masked
-    sessions: list[Outcome] = field(default_factory=list)
-    remaining_deleted: int = 0  # push: remote copies of sessions deleted here
-    tombstones: int = 0  # deleted ids known after the sync
-    code: "list[CodeOutcome] | None" = None  # with --code: each session's snapshots
+    """What a sync did (a plain class, as `Outcome`)."""
+
+    def __init__(self, remote: str, url: str) -> None:
+        self.remote = remote
+        self.url = url  # masked
+        self.sessions: list[Outcome] = []
+        self.remaining_deleted = 0  # push: remote copies of sessions deleted here
+        self.tombstones = 0  # deleted ids known after the sync
+        self.code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -99,7 +121,24 @@ def _quiet(_line: str) -> None:
     pass
 
 
-def pick_remote(store: SessionStore, name: str | None) -> str:
+def light_store(home: Path) -> SessionReader | None:
+    """The store as a pull reads it without dulwich (`lightgit.LightGit`: objects read
+    by `objectread`, refs moved by `remotes.update_refs`, the store's own locks), when
+    it is there, of this build's format, and stock git does the transfers; else None
+    (the caller opens the full store, which creates, upgrades or refuses it)."""
+    from gitsessions.store.lightgit import LightGit
+    from gitsessions.store.refs import StoreRefs
+
+    if StoreRefs.open(home) is None:
+        return None
+    path = home / "store.git"
+    stockgit.remember_version(path)
+    if not remotes.stock():
+        return None
+    return SessionReader(home, LightGit(path))
+
+
+def pick_remote(store: Store, name: str | None) -> str:
     """The named remote, else the only one, else `origin`."""
     known = remotes.remotes(store.git)
     if name is not None:
@@ -118,7 +157,7 @@ def pick_remote(store: SessionStore, name: str | None) -> str:
 
 
 def _merge_tombstones(
-    store: SessionStore, name: str, refs: dict[bytes, bytes]
+    store: Store, name: str, refs: dict[bytes, bytes]
 ) -> tuple[set[str], set[str]]:
     """Fold the remote's deleted ids into ours; (every deleted id, the remote's)."""
     remote_dead: set[str] = set()
@@ -132,7 +171,7 @@ def _merge_tombstones(
 
 
 def _fetch_tombstones(
-    store: SessionStore,
+    store: Store,
     name: str,
     url: str,
     progress: Progress,
@@ -201,6 +240,8 @@ def push(
             tip = refs.get(TOMBSTONES)
             commit = remotes.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
             plan[TOMBSTONES] = (tip, commit)
+        from gitsessions.store.mainbranch import MAIN_REF
+
         main = git.ref(MAIN_REF)
         if main is not None and MAIN_REF not in refs:
             plan[MAIN_REF] = (None, main)
@@ -255,6 +296,8 @@ def _record_sent(
         elif sid is not None and sid in outcomes:
             outcomes[sid] = Outcome(sid, "refused", why)
     if moved:
+        from gitsessions.store.mainbranch import MAIN_REF
+
         remotes.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
 
 
@@ -262,14 +305,16 @@ def _record_sent(
 
 
 def pull(
-    store: SessionStore,
+    store: Store,
     remote: str | None,
     *,
     progress: Progress = _quiet,
     env: remotes.Env = None,
+    writable: Callable[[], SessionStore] | None = None,
 ) -> Report:
     """Fetch the remote's session branches and bring each here; see the invariants.
-    `env`: the environment stock git runs in (None: this process's).
+    `env`: the environment stock git runs in (None: this process's). `writable`: the
+    full store, opened when a fork is to be written (default: `store` itself).
 
     Nothing is read for a session whose branch here already holds the remote's
     commit; the branches that move (created, fast-forwarded) and the remote-tracking
@@ -278,16 +323,20 @@ def pull(
     name = pick_remote(store, remote)
     url = remotes.url_of(git, name)
     report = Report(name, remotes.mask(url))
+    full = writable or (lambda: store)  # type: ignore[assignment,return-value]
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
         listed, dead, _ = _fetch_tombstones(store, name, url, progress, env, track=False)
         local = store.ids()
         wants: list[bytes] = []
 
+        seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
+
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
+            seen[:] = [(refs, _sessions(refs))]
             wants[:] = [
                 sha
-                for sid, sha in _sessions(refs).items()
+                for sid, sha in seen[0][1].items()
                 if local.get(sid) != sha and (sid in local or sid not in dead)
             ]
             return wants
@@ -296,7 +345,7 @@ def pull(
             git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
             track=False,
         )  # fmt: skip
-        remote_sessions = _sessions(refs)
+        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
         theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
         tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
         if TOMBSTONES in refs:
@@ -315,7 +364,7 @@ def pull(
             elif mine is None:
                 arriving[sid] = sha
             else:
-                outcome = _bring(store, name, sid, mine, sha)
+                outcome = _bring(store, full, name, sid, mine, sha)
                 if outcome is None:
                     behind[sid] = (mine, sha)
                 else:
@@ -325,14 +374,14 @@ def pull(
                 outcomes[sid] = Outcome(sid, "refused", why)
         new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
         outcomes |= _move(store, new, behind, remotes.Tracking(name, tracked, replace=True))
-    if wants and store.background_maintenance:
+    if wants and getattr(store, "background_maintenance", True):
         _maintain(store)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
 
 
 def _move(
-    store: SessionStore,
+    store: Store,
     new: dict[str, bytes],
     behind: dict[str, tuple[bytes, bytes]],
     tracking: remotes.Tracking,
@@ -371,12 +420,12 @@ def _move(
     return outcomes
 
 
-def _maintain(store: SessionStore) -> None:
+def _maintain(store: Store) -> None:
     """What a pull fetched piles up like a writer's commits (packs, here): background
     maintenance merges them past the same thresholds."""
-    from gitsessions.store import background, maintenance
+    from gitsessions.store import background, piles
 
-    if maintenance.needs_maintenance(store.git):
+    if piles.needs_maintenance(store.git.path):
         background.schedule(store.git.path)
 
 
@@ -390,9 +439,17 @@ def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
     return out
 
 
-def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes) -> Outcome | None:
+def _bring(
+    store: Store,
+    full: Callable[[], SessionStore],
+    name: str,
+    sid: str,
+    mine: bytes,
+    theirs: bytes,
+) -> Outcome | None:
     """A session both sides have, at different commits: None when ours is behind the
-    remote's (the caller fast-forwards it), else what happened to it."""
+    remote's (the caller fast-forwards it), else what happened to it (a fork is
+    written through `full()`, the full store)."""
     git = store.git
     try:
         remote_head = _checked(store, sid, theirs)
@@ -407,12 +464,14 @@ def _bring(store: SessionStore, name: str, sid: str, mine: bytes, theirs: bytes)
             return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
         with lease:
             from gitsessions.services import writer
+            from gitsessions.values.clock import now_iso
 
-            if _forked_before(store, sid, theirs):
+            writing = full()
+            if _forked_before(writing, sid, theirs):
                 return Outcome(sid, "unchanged", "its diverged line was forked before")
             base = remotes.merge_base(git, mine, theirs)
             fork = writer.fork(
-                store,
+                writing,
                 remote_head,
                 new_id(),
                 title=_fork_title(remote_head, name),
@@ -441,7 +500,7 @@ def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
 
 
 def _check_arriving(
-    store: SessionStore, arriving: dict[str, bytes], env: remotes.Env
+    store: Store, arriving: dict[str, bytes], env: remotes.Env
 ) -> dict[str, str | None]:
     """`{id: None when the remote's head of a session new here is a readable header of
     that id, else why not}`, as `_checked` decides, all headers read in one go."""
@@ -467,7 +526,7 @@ def _check_arriving(
     return out
 
 
-def _checked(store: SessionStore, sid: str, sha: bytes) -> Head:
+def _checked(store: Store, sid: str, sha: bytes) -> Head:
     """The remote's head of `sid`, read and checked: a readable header of this id."""
     head = store.head_at(sid, sha)
     if head.header.get("id") != sid:
@@ -498,9 +557,7 @@ def push_snapshots(
     report.code = push_code(sessions, code_remote, env)
 
 
-def fetch_snapshots(
-    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
-) -> None:
+def fetch_snapshots(store: Store, report: Report, code_remote: str, env: Mapping[str, str]) -> None:
     """After a pull: each session it brought fetches its code snapshots (a fork of the
     remote's line gets the original's, under its own id)."""
     from gitsessions.services.code_sync import CodeSession, fetch_code

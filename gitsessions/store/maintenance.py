@@ -32,19 +32,16 @@ from dataclasses import dataclass, field
 from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
 
-from gitsessions.store import dulwich_private
+from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrewrite import rewrite_without
+from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
-from gitsessions.store.refs import SESSION_REF_PREFIX
 from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id
 
-AUTOPACK_LOOSE = 1024  # loose objects (estimated) before an automatic pack
-AUTOPACK_PACKS = 32  # packs before they are consolidated
-AUTOPACK_REFS = 256  # loose session branches before they go into packed-refs
 MAX_DEPTH = 100  # longest delta chain (git's pack.depth is 50; here the bases are the newest)
 
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path it was found at ("" for commits)
@@ -349,29 +346,20 @@ def consolidate(git: GitStore) -> int:
 
 
 def estimate_loose(git: GitStore) -> int:
-    """Loose objects, estimated from fan-out directory `17` as git does."""
-    try:
-        return len(os.listdir(git.path / "objects" / "17")) * 256
-    except FileNotFoundError:
-        return 0
+    return piles.estimate_loose(git.path)
 
 
 def loose_refs(git: GitStore) -> int:
-    try:
-        return len(os.listdir(git.path / os.fsdecode(SESSION_REF_PREFIX)))
-    except FileNotFoundError:
-        return 0
+    return piles.loose_refs(git.path)
 
 
 def pack_count(git: GitStore) -> int:
-    try:
-        return sum(1 for n in os.listdir(git.path / "objects" / "pack") if n.endswith(".idx"))
-    except FileNotFoundError:
-        return 0
+    return piles.pack_count(git.path)
 
 
 def needs_maintenance(git: GitStore) -> bool:
-    """Cheap (three directory listings): has anything piled up past its threshold?"""
+    """Cheap (three directory listings): has anything piled up past its threshold?
+    (`piles.needs_maintenance`, with this module's thresholds.)"""
     return (
         estimate_loose(git) > AUTOPACK_LOOSE
         or loose_refs(git) > AUTOPACK_REFS

@@ -24,28 +24,40 @@ Invariants:
   imported only then.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import re
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
-from dulwich.objects import ZERO_SHA, Blob, Commit, Tree
-
-from gitsessions.store import stockgit
-from gitsessions.store.dulwich_private import rescan_packs
-from gitsessions.store.errors import StoreError
-from gitsessions.store.maintenance import Entry, Walk, _parse_commit, _parse_tree, _walk_one
+from gitsessions.store import localremote, stockgit
+from gitsessions.store.errors import ObjectMissing, StoreError
+from gitsessions.store.objectread import (
+    COMMIT,
+    TREE,
+    ObjectReader,
+    parse_commit,
+    read_blob,
+    read_tree,
+)
 from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
-from gitsessions.store.repo import GitStore, private_files
+from gitsessions.store.storelock import private_files
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.lightgit import LightGit
+    from gitsessions.store.repo import GitStore
+
+    Git = GitStore | LightGit  # what a pull reads through; a push, a fork: GitStore
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
@@ -53,7 +65,9 @@ SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
 SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
 AUTHOR = b"gitsessions <gitsessions@localhost>"
-BLOB, COMMIT = Blob.type_num, Commit.type_num
+ZERO_SHA = b"0" * 40
+BLOB = 3  # object type numbers (COMMIT is 1, from objectread)
+Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
 REUSE_DELTAS_FROM = 2000  # objects in a push
 PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
@@ -133,9 +147,16 @@ def normalize(url: str, cwd: Path) -> str:
 # -- configuration -------------------------------------------------------------------------
 
 
-def remotes(git: GitStore) -> dict[str, str]:
-    """`{name: url}` of every configured remote."""
-    config = git.repo.get_config()
+def remotes(git: Git) -> dict[str, str]:
+    """`{name: url}` of every configured remote (the config read plainly when it is
+    written plainly, else by dulwich's parser)."""
+    with contextlib.suppress(OSError):
+        plain = plain_remotes((git.path / "config").read_bytes())
+        if plain is not None:
+            return plain
+    from dulwich.config import ConfigFile
+
+    config = ConfigFile.from_path(str(git.path / "config"))
     out: dict[str, str] = {}
     for section in config.sections():
         if len(section) == 2 and section[0] == b"remote":
@@ -146,7 +167,39 @@ def remotes(git: GitStore) -> dict[str, str]:
     return out
 
 
-def url_of(git: GitStore, name: str) -> str:
+PLAIN_VALUE = re.compile(rb'[^"\\#;]*')
+
+
+def plain_remotes(config: bytes) -> dict[str, str] | None:
+    """`{name: url}` of the `[remote "NAME"]` sections of a git config file, when each
+    is written plainly (a name `check_name` allows, one `url = value` line with no
+    quote, backslash or comment character in it); None otherwise."""
+    out: dict[str, str] = {}
+    section: str | None = None
+    for raw in config.splitlines():
+        line = raw.strip()
+        if not line or line.startswith((b"#", b";")):
+            continue
+        if line.startswith(b"["):
+            section = None
+            head = line.lower()
+            if head.startswith(b"[remote"):
+                found = re.fullmatch(rb'\[remote "([A-Za-z0-9._-]+)"\]', line)
+                if found is None:
+                    return None
+                section = found[1].decode()
+            continue
+        key, sep, value = line.partition(b"=")
+        if section is None or key.strip().lower() != b"url":
+            continue
+        value = value.strip()
+        if not sep or section in out or not PLAIN_VALUE.fullmatch(value):
+            return None
+        out[section] = value.decode("utf-8", "replace")
+    return out
+
+
+def url_of(git: Git, name: str) -> str:
     found = remotes(git)
     if name not in found:
         known = ", ".join(sorted(found)) or "none yet: gitsessions remote add NAME URL"
@@ -192,14 +245,15 @@ def _tracking_name(name: str, remote_ref: bytes) -> bytes:
     return tracking_prefix(name) + remote_ref[len(b"refs/") :]
 
 
-@dataclass
 class Tracking:
     """Remote-tracking refs of remote `name` to set: `{remote ref: sha, or None to remove
-    it}`; with `replace`, every other one of this remote goes too."""
+    it}`; with `replace`, every other one of this remote goes too. (Plain classes here:
+    `dataclasses` costs a pull's start-up 5 ms.)"""
 
-    name: str
-    refs: dict[bytes, bytes | None]
-    replace: bool = False
+    def __init__(self, name: str, refs: dict[bytes, bytes | None], replace: bool = False) -> None:
+        self.name = name
+        self.refs = refs
+        self.replace = replace
 
     def apply(self, packed: dict[bytes, bytes], loose: dict[bytes, bytes]) -> dict[bytes, bytes]:
         """`packed` as it is to be written: this remote's `loose` refs (stock git writes
@@ -218,7 +272,7 @@ class Tracking:
 
 
 def set_tracking(
-    git: GitStore, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
+    git: Git, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
 ) -> int:
     """Set the remote-tracking refs of `name` for `refs` (remote ref names; None removes
     one), in one `packed-refs` write; with `replace`, every other one of this remote
@@ -231,7 +285,7 @@ def set_tracking(
 
 
 def update_refs(
-    git: GitStore,
+    git: Git,
     moves: dict[bytes, tuple[bytes | None, bytes]],
     tracking: Tracking | None = None,
     batch: int = 256,
@@ -279,7 +333,7 @@ def _holds(store_path: Path, ref: bytes, packed: dict[bytes, bytes], value: byte
     return found == value
 
 
-def _drop_loose(git: GitStore, loose: dict[bytes, bytes]) -> None:
+def _drop_loose(git: Git, loose: dict[bytes, bytes]) -> None:
     """Remove loose refs now in `packed-refs` (each only if it still holds the value
     that went there: another process's fetch may have written it again)."""
     for name, sha in loose.items():
@@ -289,7 +343,7 @@ def _drop_loose(git: GitStore, loose: dict[bytes, bytes]) -> None:
                 file.unlink()
 
 
-def forget_session(git: GitStore, session_id: str) -> None:
+def forget_session(git: Git, session_id: str) -> None:
     """Drop every remote-tracking ref of a session deleted here (and any a push is
     sending it by), so a purge reaches its objects."""
     suffix = b"/sessions/" + session_id.encode()
@@ -322,16 +376,17 @@ def _talking(url: str, what: str) -> Iterator[None]:
         if "does not appear to be a git repository" in reason:
             reason = "not a git repository (create one with `git init --bare`)"
         raise RemoteError(f"cannot {what} {shown}: {_clean(reason, url)}") from None
-    except NotGitRepository:
-        raise RemoteError(
-            f"cannot {what} {shown}: not a git repository (create one with `git init --bare`)"
-        ) from None
-    except (HangupException, GitProtocolError) as error:
-        raise RemoteError(f"cannot {what} {shown}: {_clean(str(error), url)}") from None
     except OSError as error:
         reason = error.strerror or str(error) or type(error).__name__
         raise RemoteError(f"cannot {what} {shown}: {_clean(reason, url)}") from None
     except Exception as error:  # urllib3 and ssh errors: one line, never the credentials
+        errors = sys.modules.get("dulwich.errors")  # loaded if dulwich's client ran
+        if errors is not None and isinstance(error, errors.NotGitRepository):
+            raise RemoteError(
+                f"cannot {what} {shown}: not a git repository (create one with `git init --bare`)"
+            ) from None
+        if errors is not None and isinstance(error, errors.GitProtocolError):  # hangups too
+            raise RemoteError(f"cannot {what} {shown}: {_clean(str(error), url)}") from None
         if type(error).__module__.startswith(("urllib3", "dulwich", "http")):
             reason = _clean(str(error) or type(error).__name__, url)
             raise RemoteError(f"cannot {what} {shown}: {reason}") from None
@@ -392,11 +447,11 @@ def _report(
     return relay
 
 
-def remote_refs(git: GitStore, url: str, env: Env = None) -> dict[bytes, bytes]:
+def remote_refs(git: Git, url: str, env: Env = None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     with _talking(url, "read"):
         if stock():
-            return stockgit.ls_remote(git.path, url, env)
+            return _listing(git, url, env)
         client, path = _client(url)
         result = client.get_refs(path)  # type: ignore[attr-defined]
         refs = getattr(result, "refs", result)
@@ -404,7 +459,7 @@ def remote_refs(git: GitStore, url: str, env: Env = None) -> dict[bytes, bytes]:
 
 
 def fetch(
-    git: GitStore,
+    git: Git,
     url: str,
     wants: Callable[[dict[bytes, bytes]], list[bytes]],
     progress: Progress | None = None,
@@ -421,6 +476,7 @@ def fetch(
     lets the remote send deltas against objects we have (fewer bytes for an
     incremental fetch); a fetch into an empty store asks for a whole pack, which dulwich
     indexes about a fifth faster."""
+    stockgit.remember_version(git.path)
     if stock() and name is not None:
         return _fetch_stock(git, url, wants, progress, name, env, listed, track)
     chosen: list[dict[bytes, bytes]] = []
@@ -428,7 +484,7 @@ def fetch(
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
         clean = {k: v for k, v in refs.items() if v is not None and v != ZERO_SHA}
         chosen.append(clean)
-        return [sha for sha in wants(clean) if sha not in git.repo.object_store]
+        return [sha for sha in wants(clean) if not git.has(sha)]
 
     with _talking(url, "fetch from"):
         client, path = _client(url, thin)
@@ -437,7 +493,7 @@ def fetch(
 
 
 def _fetch_stock(
-    git: GitStore,
+    git: Git,
     url: str,
     wants: Callable[[dict[bytes, bytes]], list[bytes]],
     progress: Progress | None,
@@ -454,7 +510,7 @@ def _fetch_stock(
     remote since the listing is fetched as listed (protocol v2 serves any id it has;
     a v0-only server refuses it, and the pull fails with one line: run it again)."""
     with _talking(url, "fetch from"):
-        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
+        refs = _listing(git, url, env) if listed is None else dict(listed)
         wanted = {sha for sha in wants(refs) if not has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
@@ -466,8 +522,9 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
-    rescan_packs(git.repo.object_store)
+        if not _fetched_locally(git, url, sorted(wanted), tips, env, progress):
+            stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
+    git.rescan()
     lacking = sorted(sha for sha in wanted if not has(git, sha))
     if lacking:
         raise RemoteError(
@@ -478,12 +535,57 @@ def _fetch_stock(
     return refs
 
 
+def _fetched_locally(
+    git: Git,
+    url: str,
+    wanted: list[bytes],
+    tips: list[bytes],
+    env: Env,
+    progress: Progress | None,
+) -> bool:
+    """Fetch `wanted` from a plain repository on this machine by its `pack-objects`
+    piped into our `index-pack` (`stockgit.fetch_local`), offering the `tips` it
+    holds as common ground; False when that is not for this remote (not plainly a
+    repository here, no tip in common: a new session may share history with any, and
+    `git fetch`'s negotiation finds it) or it failed (`git fetch` then runs and says
+    what is wrong, if anything is)."""
+    where = localremote.plain_directory(url, env)
+    if where is None or not tips:
+        return False
+    reader = ObjectReader(where)
+    try:
+        common = [sha for sha in sorted(set(tips)) if _holds_object(reader, sha)]
+        if not common:
+            return False
+        stockgit.fetch_local(git.path, where, wanted, common, env, _report(progress, url=url))
+    except (StoreError, OSError, stockgit.GitFailed):
+        return False
+    finally:
+        reader.close()
+    return True
+
+
+def _holds_object(reader: ObjectReader, sha: bytes) -> bool:
+    try:
+        reader.raw(sha)
+    except ObjectMissing:
+        return False
+    return True
+
+
+def _listing(git: Git, url: str, env: Env) -> dict[bytes, bytes]:
+    """The remote's refs: read from its files when it is plainly a repository on this
+    machine (`localremote`), else as `git ls-remote` lists them."""
+    found = localremote.refs(url, env)
+    return stockgit.ls_remote(git.path, url, env) if found is None else found
+
+
 def send(
     git: GitStore,
     url: str,
     plan: dict[bytes, tuple[bytes | None, bytes]],
     progress: Progress | None = None,
-    planned: "Planned | None" = None,
+    planned: Planned | None = None,
     env: Env = None,
 ) -> dict[bytes, str | None]:
     """Push `{ref: (the remote's value when looked at, or None; new)}` (ZERO_SHA
@@ -545,7 +647,7 @@ def _sent_by_glob(ref: bytes, new: bytes) -> bool:
 
 
 @contextlib.contextmanager
-def _sending(git: GitStore, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
+def _sending(git: Git, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
     """Name the commits a push sends by refs of this process's own
     `refs/gitsessions/sending/<pid>/sessions/<id>` (one `packed-refs` write each way),
     so stock git pushes them with one glob refspec: a thousand explicit ones cost it a
@@ -597,13 +699,13 @@ def _status(value: object) -> str | None:
 # -- history and the tombstone set ---------------------------------------------------------
 
 
-@dataclass
 class Planned:
     """What a push will send, walked before it connects (so it can be scanned)."""
 
-    wants: set[bytes]
-    haves: set[bytes]
-    entries: list[Entry]
+    def __init__(self, wants: set[bytes], haves: set[bytes], entries: list[Entry]) -> None:
+        self.wants = wants
+        self.haves = haves
+        self.entries = entries
 
 
 def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None) -> list[Entry]:
@@ -617,6 +719,8 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None
             return stockgit.objects(git.path, sorted(wants), sorted(known), env)
         except stockgit.GitFailed as error:
             raise StoreError(f"cannot list what a push sends: {error}") from None
+    from gitsessions.store.maintenance import Walk, _parse_commit, _parse_tree, _walk_one
+
     boundary: list[bytes] = []
     frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
     seen_commits: set[bytes] = set()
@@ -647,7 +751,7 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None
     return reached.entries
 
 
-def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[bytes]:
+def contents(git: Git, ids: list[bytes], env: Env = None) -> Iterator[bytes]:
     """The raw content of each object, in order (stock git reads them when it is
     installed: dulwich resolves the store's delta chains in Python)."""
     if stock():
@@ -664,7 +768,7 @@ def contents(git: GitStore, ids: list[bytes], env: Env = None) -> Iterator[bytes
 
 
 def hinted(
-    git: GitStore, ids: list[bytes], needles: tuple[bytes, ...], env: Env = None
+    git: Git, ids: list[bytes], needles: tuple[bytes, ...], env: Env = None
 ) -> set[int] | None:
     """The indexes of the objects in `ids` that hold one of `needles` in any ASCII case,
     searched by stock git and grep without reading the objects here; None when they
@@ -677,7 +781,7 @@ def hinted(
         raise StoreError(f"cannot read what a push sends: {error}") from None
 
 
-def files_at(git: GitStore, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
+def files_at(git: Git, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
     """The content of `path` in the tree of each `(commit, path)`, None where there is
     none; stock git reads them all in one go when it is installed."""
     if stock():
@@ -688,19 +792,19 @@ def files_at(git: GitStore, wanted: list[tuple[bytes, str]], env: Env = None) ->
             raise StoreError(f"cannot read fetched sessions: {error}") from None
     out: list[bytes | None] = []
     for commit_id, path in wanted:
-        commit = git.get(commit_id)
-        tree = git.get(commit.tree) if isinstance(commit, Commit) else None
+        kind, raw = git.raw(commit_id)
+        tree = read_tree(git, parse_commit(raw).tree) if kind == COMMIT else None
         entry = path.encode()
-        found = isinstance(tree, Tree) and entry in tree
-        out.append(git.blob_bytes(tree[entry][1]) if found else None)  # type: ignore[index]
+        found = tree is not None and entry in tree
+        out.append(read_blob(git, tree[entry][1]) if found else None)  # type: ignore[index]
     return out
 
 
-def has(git: GitStore, sha: bytes) -> bool:
-    return sha in git.repo.object_store
+def has(git: Git, sha: bytes) -> bool:
+    return git.has(sha)
 
 
-def ancestors(git: GitStore, sha: bytes, stop: set[bytes] | None = None) -> Iterator[bytes]:
+def ancestors(git: Git, sha: bytes, stop: set[bytes] | None = None) -> Iterator[bytes]:
     """`sha` and every commit it descends from, nearest first (breadth-first); a commit
     in `stop` is yielded but not walked past."""
     seen: set[bytes] = set()
@@ -714,17 +818,17 @@ def ancestors(git: GitStore, sha: bytes, stop: set[bytes] | None = None) -> Iter
             yield current
             if stop is not None and current in stop:
                 continue
-            commit = git.get(current)
-            if isinstance(commit, Commit):
-                following.extend(commit.parents)
+            kind, raw = git.raw(current)
+            if kind == COMMIT:
+                following.extend(parse_commit(raw).parents)
         frontier = following
 
 
-def is_ancestor(git: GitStore, older: bytes, newer: bytes) -> bool:
+def is_ancestor(git: Git, older: bytes, newer: bytes) -> bool:
     return any(sha == older for sha in ancestors(git, newer))
 
 
-def relation(git: GitStore, mine: bytes, theirs: bytes) -> str:
+def relation(git: Git, mine: bytes, theirs: bytes) -> str:
     """`behind` when `mine` is an ancestor of `theirs`, `ahead` when `theirs` is one of
     `mine`, else `diverged`. Both histories are walked a commit at a time in turn, so
     the answer costs the distance between the two, not a whole history."""
@@ -740,27 +844,32 @@ def relation(git: GitStore, mine: bytes, theirs: bytes) -> str:
     return "diverged"
 
 
-def merge_base(git: GitStore, one: bytes, other: bytes) -> bytes | None:
+def merge_base(git: Git, one: bytes, other: bytes) -> bytes | None:
     """The nearest commit both descend from (session histories are linear)."""
     mine = set(ancestors(git, one))
     return next((sha for sha in ancestors(git, other) if sha in mine), None)
 
 
-def tombstone_ids(git: GitStore, commit_id: bytes) -> set[str]:
+def tombstone_ids(git: Git, commit_id: bytes) -> set[str]:
     """The deleted session ids a tombstone commit lists (its `deleted` file)."""
-    commit = git.get(commit_id)
-    if not isinstance(commit, Commit):
+    kind, raw = git.raw(commit_id)
+    if kind != COMMIT:
         return set()
-    tree = git.get(commit.tree)
-    if not isinstance(tree, Tree) or b"deleted" not in tree:
+    tree_id = parse_commit(raw).tree
+    if git.raw(tree_id)[0] != TREE:
         return set()
-    text = git.blob_bytes(tree[b"deleted"][1]).decode("ascii", "replace")
+    tree = read_tree(git, tree_id)
+    if b"deleted" not in tree:
+        return set()
+    text = read_blob(git, tree[b"deleted"][1]).decode("ascii", "replace")
     return {line for line in text.split() if re.fullmatch(r"[0-9a-f]{32}", line)}
 
 
 def tombstone_commit(git: GitStore, ids: set[str], parents: list[bytes], when: int) -> bytes:
     """A commit whose `deleted` file lists `ids` (sorted), on top of `parents`; its
     objects are written (the caller holds `git.locked()` and names it by a ref)."""
+    from dulwich.objects import Blob, Commit, Tree
+
     blob = Blob.from_string("".join(f"{i}\n" for i in sorted(ids)).encode())
     tree = Tree()
     tree.add(b"deleted", 0o100644, blob.id)

@@ -16,7 +16,6 @@ Invariants:
 """
 
 import contextlib
-import fcntl
 import os
 import struct
 import time
@@ -34,6 +33,7 @@ from dulwich.errors import (
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, ShaFile
 
+from gitsessions.store import storelock
 from gitsessions.store.diskopen import open_plain
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
@@ -41,6 +41,7 @@ from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.refpack import current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs  # noqa: F401 - named here too
+from gitsessions.store.storelock import private_files, store_locked
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
 UNREADABLE = (
@@ -61,23 +62,12 @@ T = TypeVar("T")
 LOCK_RETRIES = 40
 
 
-@contextlib.contextmanager
-def private_files() -> Iterator[None]:
-    """Create files 0600 and directories 0700 inside the block (the umask is restored)."""
-    previous = os.umask(0o077)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
 class GitStore:
     """An opened `store.git`: objects, refs and the store-wide lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         created = not (path / "HEAD").exists()
-        self._lock_path = path / "gitsessions.lock"
         self._repo: DulwichRepo | None = None
         opened = None if created else open_plain(path)
         if created:
@@ -191,33 +181,15 @@ class GitStore:
     @contextlib.contextmanager
     def locked(self, exclusive: bool = False) -> Iterator[None]:
         """Hold the store-wide lock: shared for writers, exclusive for purges."""
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            with private_files():
-                yield
-        finally:
-            os.close(fd)
+        with store_locked(self.path, exclusive):
+            yield
 
     @contextlib.contextmanager
     def ref_locked(self, name: bytes, wait: bool = True) -> Iterator[bool]:
         """Hold the branch's own flock; a dulwich `<ref>.lock` found now is stale.
         With `wait=False`, yields False at once (holding nothing) when it is taken."""
-        locks = self.path / "locks"
-        locks.mkdir(mode=0o700, exist_ok=True)
-        lock_file = locks / os.fsdecode(name).replace("/", "%")
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            with contextlib.suppress(FileNotFoundError):
-                (self.path / (os.fsdecode(name) + ".lock")).unlink()
-            yield True
-        finally:
-            os.close(fd)
+        with storelock.ref_locked(self.path, name, wait) as held:
+            yield held
 
     def forget_ref_lock(self, name: bytes) -> None:
         """Remove the branch's flock file once the branch itself is gone."""
@@ -285,6 +257,13 @@ class GitStore:
         `ObjectMissing` if it is gone (a concurrent delete purged it), `StoreCorrupt`
         if it cannot be read."""
         return self._read(sha, lambda store: store[sha])
+
+    def has(self, sha: bytes) -> bool:
+        return sha in self.repo.object_store
+
+    def rescan(self) -> None:
+        """See the packs another process (stock git's fetch) added."""
+        rescan_packs(self.repo.object_store)
 
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`

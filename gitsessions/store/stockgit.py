@@ -23,7 +23,8 @@ Invariants:
 """
 
 import bisect
-import functools
+import contextlib
+import os
 import re
 import shutil
 import subprocess
@@ -86,9 +87,18 @@ def available() -> bool:
     return shutil.which("git") is not None and version() >= MIN_VERSION
 
 
-@functools.cache
+_VERSION: list[tuple[int, int]] = []  # stock git's, once known
+
+
 def version() -> tuple[int, int]:
-    """Stock git's version, (0, 0) when it cannot say."""
+    """Stock git's version, (0, 0) when it cannot say (asked once a process, unless
+    `remember_version` found it noted)."""
+    if not _VERSION:
+        _VERSION.append(_ask_version())
+    return _VERSION[0]
+
+
+def _ask_version() -> tuple[int, int]:
     try:
         done = subprocess.run(
             ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
@@ -97,6 +107,38 @@ def version() -> tuple[int, int]:
         return (0, 0)
     found = re.search(rb"(\d+)\.(\d+)", done.stdout)
     return (int(found[1]), int(found[2])) if found else (0, 0)
+
+
+def remember_version(store: Path) -> None:
+    """Learn stock git's version from the store's note of it (`gitsessions/git-version`)
+    when the note is of the git on PATH now (its path, size and modification time: an
+    upgrade or another git asks again), else ask git and note it: a sync then starts
+    no `git version` of its own. The note is a cache: unreadable or stale, it is
+    written again."""
+    if _VERSION:
+        return
+    found = shutil.which("git")
+    if found is None:
+        return
+    try:
+        stat = os.stat(found)
+    except OSError:
+        return
+    key = f"{os.path.realpath(found)} {stat.st_size} {stat.st_mtime_ns}"
+    note = store / "gitsessions" / "git-version"
+    with contextlib.suppress(OSError, ValueError):
+        lines = note.read_text("utf-8").splitlines()
+        if len(lines) == 2 and lines[0] == key:
+            major, minor = lines[1].split(".")
+            _VERSION.append((int(major), int(minor)))
+            return
+    known = _ask_version()
+    _VERSION.append(known)
+    with contextlib.suppress(OSError):
+        note.parent.mkdir(mode=0o700, exist_ok=True)
+        spare = note.with_name(f"git-version.{os.getpid()}")
+        spare.write_text(f"{key}\n{known[0]}.{known[1]}\n", "utf-8")
+        os.replace(spare, note)
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -203,6 +245,67 @@ def fetch(
     args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
     run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)
+
+
+def fetch_local(
+    store: Path,
+    remote: Path,
+    wants: list[bytes],
+    haves: Iterable[bytes],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+) -> None:
+    """`fetch` from a repository on this machine in two processes instead of six:
+    the remote's `pack-objects` (the very pack its `upload-pack` would make: `wants`
+    and all they need that `haves` do not reach, thin) piped into this store's
+    `index-pack --fix-thin`. `haves` must be commits both hold (this store, whole,
+    holds all they reach, which is also what `git fetch`'s connectivity check would
+    find). Like `fetch`, no ref is written; the pack's `.keep` goes once it is in."""
+    revs = b"".join(sha + b"\n" for sha in wants)
+    revs += b"".join(b"^" + sha + b"\n" for sha in sorted(set(haves)))
+    packing = ["pack-objects", "--revs", "--thin", "--stdout", "--delta-base-offset"]
+    pack = subprocess.Popen(
+        _command(remote, [*packing, "--progress" if relay is not None else "-q"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(env),
+    )
+    assert pack.stdout is not None and pack.stderr is not None
+    index = subprocess.Popen(
+        _command(store, ["index-pack", "--stdin", "--fix-thin", "--keep=gitsessions pull"]),
+        stdin=pack.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(env),
+    )
+    pack.stdout.close()
+    errors = bytearray()
+
+    def drain() -> None:
+        assert pack.stderr is not None
+        while chunk := pack.stderr.read1(1 << 14):
+            errors.extend(chunk)
+            if relay is not None:
+                relay(chunk)
+
+    threads = [
+        threading.Thread(target=drain, daemon=True),
+        threading.Thread(target=_feed, args=(pack, revs), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    out, index_errors = index.communicate()
+    pack.wait()
+    for thread in threads:
+        thread.join()
+    for line in out.splitlines():  # a pack that came goes on as any other, even if
+        kind, _tab, name = line.partition(b"\t")  # the remote's side then failed
+        if kind in (b"keep", b"pack") and re.fullmatch(rb"[0-9a-f]{40}", name):
+            with contextlib.suppress(FileNotFoundError):
+                (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
+    if pack.returncode != 0 or index.returncode != 0:
+        raise GitFailed(message(bytes(errors) + index_errors))
 
 
 def push(

@@ -1,0 +1,53 @@
+"""The store's locks, without dulwich: the store-wide `flock` on `gitsessions.lock`
+(shared for writers, exclusive for purges) and each branch's own `flock`
+(`locks/<branch>`). `repo.GitStore` and a pull's `lightgit.LightGit` take the very
+same locks (see `repo`'s invariants)."""
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Create files 0600 and directories 0700 inside the block (the umask is restored)."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@contextlib.contextmanager
+def store_locked(store: Path, exclusive: bool = False) -> Iterator[None]:
+    """Hold the store-wide lock: shared for writers, exclusive for purges."""
+    fd = os.open(store / "gitsessions.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        with private_files():
+            yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def ref_locked(store: Path, name: bytes, wait: bool = True) -> Iterator[bool]:
+    """Hold the branch's own flock; a dulwich `<ref>.lock` found now is stale.
+    With `wait=False`, yields False at once (holding nothing) when it is taken."""
+    locks = store / "locks"
+    locks.mkdir(mode=0o700, exist_ok=True)
+    lock_file = locks / os.fsdecode(name).replace("/", "%")
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        with contextlib.suppress(FileNotFoundError):
+            (store / (os.fsdecode(name) + ".lock")).unlink()
+        yield True
+    finally:
+        os.close(fd)
