@@ -192,3 +192,19 @@ def tree_files_equal(root: Path, rev: str) -> bool:
     from tests.project_helpers import tree_files
 
     return tree_files(root, rev) == working_files(root)
+
+
+def test_undo_after_a_rewind_names_the_turn_the_context_ends_with(server, tmp_path, home):
+    from tests.test_chat import leave, say, spawn
+
+    root = make_project(tmp_path / "project")
+    sid, _files_one, _context_one = three_turns(server, root)
+    code_only = gitsessions("rewind", sid, "--to", "turn:2", "--code", "--force", cwd=tmp_path)
+    assert code_only.returncode == 0, code_only.stderr  # the chat keeps turn 3
+    done = gitsessions("rewind", sid, "--to", "turn:1", "--chat", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    child = spawn(server.base_url, root, "--resume", sid[:8])
+    assert "undone: turn 1" in say(child, "\\undo")  # not turn 3: the rewind dropped 2 and 3
+    leave(child)
+    log = json.loads(run_gitsessions("log", sid, "--json").stdout)
+    assert [e["subject"] for e in log if e["event"] == "undo"] == ["undo: turn 1"]

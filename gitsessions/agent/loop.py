@@ -236,15 +236,22 @@ class Agent:
 
     def _last_kept_turn(self) -> int | None:
         """The newest turn whose prompt is still in the context: the newest turn that
-        started (a `Step: 0` commit) and was not undone since."""
+        started (a `Step: 0` commit) and was not undone since, nor rewound away (a
+        rewind of the chat to turn N drops the later turns of the commits before it)."""
         undone: set[str] = set()
+        below: int | None = None  # turns after this one were rewound away
         for _commit_id, commit in self.session.store.history(self.session.head):
-            trailers = parse_trailers(commit.message)[1]
-            if trailers.get("Event") == "undo":
+            subject, trailers = parse_trailers(commit.message)
+            event = trailers.get("Event")
+            if event == "undo":
                 undone.add(trailers.get("Undone-Turn", ""))
-            elif trailers.get("Event") == "turn" and trailers.get("Step") == "0":
+            elif event == "rewind" and "chat" in subject.rpartition("(")[2]:
+                to = trailers.get("Rewind-To", "")
+                if to.isdigit():
+                    below = int(to) if below is None else min(below, int(to))
+            elif event == "turn" and trailers.get("Step") == "0":
                 turn = trailers.get("Turn", "")
-                if turn.isdigit() and turn not in undone:
+                if turn.isdigit() and turn not in undone and (below is None or int(turn) <= below):
                     return int(turn)
         return None
 
