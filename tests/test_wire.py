@@ -392,3 +392,18 @@ def test_redirects_are_followed_and_the_key_stays_with_its_origin(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_base_url_with_credentials_never_sends_them_as_the_host(
+    proxy: tuple[str, type[_Proxy]],
+    fake_openai: FakeOpenAI,  # noqa: F811
+) -> None:
+    direct = fake_openai.base_url.replace("http://", "http://me:s3cret@")
+    with client_for(direct, {}) as client:
+        assert client.complete(USER).message["content"] == "ok"
+    assert fake_openai.headers[-1]["Host"] == fake_openai.base_url.split("/")[2]
+    url, handler = proxy
+    with client_for("http://me:s3cret@model.invalid:9/v1", {"http_proxy": url}) as client:
+        client.complete(USER)
+    [(path, _auth)] = handler.seen
+    assert path == "http://model.invalid:9/v1/chat/completions"

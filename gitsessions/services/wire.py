@@ -169,10 +169,11 @@ class Wire:
                 connection = self._connect(origin)
                 sent = dict(headers)
                 url = target
+                host = origin.netloc.rpartition("@")[2]  # never a URL's user:password
                 if self._forward is not None:  # a plain-HTTP proxy is sent the whole URL
-                    url = f"http://{origin.netloc}{target}"
+                    url = f"http://{host}{target}"
                     sent.update(self._forward)
-                return connection.request(method, url, origin.netloc, sent, data)
+                return connection.request(method, url, host, sent, data)
             except (ConnectionResetError, BrokenPipeError) as error:  # RemoteDisconnected too
                 self.close()
                 if reused:
