@@ -413,7 +413,8 @@ def test_the_collector_is_off_only_while_a_command_starts(make_session):
     """cli/entry.py turns the cycle collector off for start-up; once the command is built
     the start-up objects are frozen and it runs again (a long chat still collects)."""
     make_session(turns=1)
-    for args in (("list",), ("list", "--json")):
+    # the typer app, and the two forms entry.py answers without it
+    for args in (("list",), ("list", "--json"), ("pull", "nosuch"), ("hook", "commit-msg", "x")):
         done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
                               text=True, cwd=REPO, timeout=120)  # fmt: skip
         assert "GC True True" in done.stderr, done.stderr

@@ -12,13 +12,13 @@ that each summary is a full sentence). A command registered on the app directly
 (`gitsessions list --home DIR`): it is moved in front before click parses anything.
 """
 
-import gc
 from importlib import import_module
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
+from gitsessions.cli.entry import started
 from gitsessions.cli.fastparams import speed_up
 
 # command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
@@ -73,15 +73,6 @@ def load(name: str) -> Any:
         command = typer.main.get_group(app).commands[name]
     started()
     return command
-
-
-def started() -> None:
-    """Start-up is over: the modules, classes and functions made so far live as long as
-    the process. `cli/entry.py` turns the cycle collector off until now (it would scan
-    them over and over as they pile up: several milliseconds of each command's start);
-    they are moved out of its reach (`gc.freeze`) and it runs again from here on."""
-    gc.freeze()
-    gc.enable()
 
 
 def hoist_home(args: list[str]) -> list[str]:
