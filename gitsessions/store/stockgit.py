@@ -272,14 +272,40 @@ def fetch_local(
         env=_env(env),
     )
     assert pack.stdout is not None and pack.stderr is not None
-    index = subprocess.Popen(
-        _command(store, ["index-pack", "--stdin", "--fix-thin", "--keep=gitsessions pull"]),
-        stdin=pack.stdout,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(env),
-    )
-    pack.stdout.close()
+    index: subprocess.Popen[bytes] | None = None
+    try:
+        index = subprocess.Popen(
+            _command(store, ["index-pack", "--stdin", "--fix-thin", "--keep=gitsessions pull"]),
+            stdin=pack.stdout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(env),
+        )
+        pack.stdout.close()
+        out, index_errors, errors = _pipe(pack, index, revs, relay)
+    except BaseException:  # Ctrl-C, or a git that cannot start: neither is left running
+        for process in (pack, index):
+            if process is not None:
+                process.kill()
+                process.wait()
+        raise
+    for line in out.splitlines():  # a pack that came goes on as any other, even if
+        kind, _tab, name = line.partition(b"\t")  # the remote's side then failed
+        if kind in (b"keep", b"pack") and re.fullmatch(rb"[0-9a-f]{40}", name):
+            with contextlib.suppress(FileNotFoundError):
+                (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
+    if pack.returncode != 0 or index.returncode != 0:
+        raise GitFailed(message(bytes(errors) + index_errors))
+
+
+def _pipe(
+    pack: "subprocess.Popen[bytes]",
+    index: "subprocess.Popen[bytes]",
+    revs: bytes,
+    relay: Relay | None,
+) -> tuple[bytes, bytes, bytearray]:
+    """`revs` fed to `pack`, whose output `index` reads: index's stdout and stderr, and
+    pack's stderr (also relayed as it comes), once both have exited."""
     errors = bytearray()
 
     def drain() -> None:
@@ -299,13 +325,7 @@ def fetch_local(
     pack.wait()
     for thread in threads:
         thread.join()
-    for line in out.splitlines():  # a pack that came goes on as any other, even if
-        kind, _tab, name = line.partition(b"\t")  # the remote's side then failed
-        if kind in (b"keep", b"pack") and re.fullmatch(rb"[0-9a-f]{40}", name):
-            with contextlib.suppress(FileNotFoundError):
-                (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
-    if pack.returncode != 0 or index.returncode != 0:
-        raise GitFailed(message(bytes(errors) + index_errors))
+    return out, index_errors, errors
 
 
 def push(
