@@ -238,7 +238,18 @@ class _Pack:
     def __init__(self, idx_path: Path) -> None:
         with open(idx_path, "rb") as idx_file, open(idx_path.with_suffix(".pack"), "rb") as data:
             self.idx = mmap.mmap(idx_file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.data = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                self.data = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
+            except BaseException:  # an empty pack, say: nothing stays mapped
+                self.idx.close()
+                raise
+        try:
+            self._check(idx_path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check(self, idx_path: Path) -> None:
         if self.idx[:4] == _IDX_MAGIC:
             if _u32(self.idx, 4) != 2:
                 raise ValueError(f"{idx_path.name}: an index version this build cannot read")
@@ -250,7 +261,7 @@ class _Pack:
         if self.data[:4] != b"PACK":
             raise ValueError(f"{idx_path.name}: not a pack")
         if self.data[-20:] != self.idx[-40:-20]:  # the pack's checksum, as its index names it
-            self.close()  # a pack replaced between the two opens (list again), or damaged
+            # a pack replaced between the two opens (list again), or damaged
             raise _Mismatch(f"{idx_path.name} does not index that pack")
 
     def close(self) -> None:

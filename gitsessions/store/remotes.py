@@ -6,8 +6,10 @@ Invariants:
 - A URL's credentials never leave this module in full: every message names a remote
   by `mask(url)` (`https://***@host/...`, `ssh://user:***@host/...`).
 - Fetched objects are only written while the caller holds the store's shared lock, and
-  are named by a ref (a session branch or a remote-tracking ref) before it is released,
-  so a purge never removes them in between.
+  a pull that completes names them by a ref (a session branch or a remote-tracking ref)
+  before it releases it, so a purge never removes them in between. (A pull that fails
+  midway may leave them unnamed: a later purge removes them, and the next pull fetches
+  what it needs again.)
 - A session branch moves only through `update_refs`: compare-and-swap from the value
   the caller saw (None: absent), under the branch's flock. Remote-tracking refs
   (`refs/remotes/<remote>/...`) and the branches a pull moves are written in one
@@ -445,17 +447,6 @@ def _report(
                 progress(_clean(line, url) if url else line)
 
     return relay
-
-
-def remote_refs(git: Git, url: str, env: Env = None) -> dict[bytes, bytes]:
-    """The refs the remote advertises (no objects move)."""
-    with _talking(url, "read"):
-        if stock():
-            return _listing(git, url, env)
-        client, path = _client(url)
-        result = client.get_refs(path)  # type: ignore[attr-defined]
-        refs = getattr(result, "refs", result)
-        return {k: v for k, v in dict(refs).items() if v is not None}
 
 
 def fetch(

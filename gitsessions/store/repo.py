@@ -31,7 +31,7 @@ from dulwich.errors import (
     ObjectFormatException,
 )
 from dulwich.file import FileLocked
-from dulwich.objects import Blob, ShaFile
+from dulwich.objects import ShaFile
 
 from gitsessions.store import storelock
 from gitsessions.store.diskopen import open_plain
@@ -259,11 +259,11 @@ class GitStore:
         return self._read(sha, lambda store: store[sha])
 
     def has(self, sha: bytes) -> bool:
-        return sha in self.repo.object_store
+        return sha in self.objects
 
     def rescan(self) -> None:
         """See the packs another process (stock git's fetch) added."""
-        rescan_packs(self.repo.object_store)
+        rescan_packs(self.objects)
 
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`
@@ -292,12 +292,6 @@ class GitStore:
 
     def has_loose(self, sha: bytes) -> bool:
         return bool(self.objects.contains_loose(sha))
-
-    def blob_bytes(self, sha: bytes) -> bytes:
-        obj = self.get(sha)
-        if not isinstance(obj, Blob):
-            raise StoreCorrupt(f"object {sha.decode()} is not a blob")
-        return obj.as_raw_string()
 
     # -- refs ---------------------------------------------------------------------------
 
