@@ -35,6 +35,7 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.objectread import parse_commit, parse_tree
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed
@@ -92,9 +93,9 @@ def _walk_one(git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None
                 following.append(_header_value(raw, b"object"))
                 reached.entries.append((sha, type_num, b""))
             elif type_num == Commit.type_num:
-                tree, parents = _parse_commit(raw)
-                commits.append((sha, tree))
-                following.extend(parents)
+                commit = parse_commit(raw)
+                commits.append((sha, commit.tree))
+                following.extend(commit.parents)
         frontier = following
     for sha, tree in commits:
         reached.entries.append((sha, Commit.type_num, b""))
@@ -109,11 +110,11 @@ def _walk_one(git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None
                 kind, raw = git.raw(sha)
                 if kind != Tree.type_num:
                     raise StoreCorrupt(f"object {sha.decode()} is not a tree")
-                for mode, name, item in _parse_tree(raw):
-                    if mode == 0o160000:  # a gitlink names no object of ours
+                for entry in parse_tree(raw).items():
+                    if entry.mode == 0o160000:  # a gitlink names no object of ours
                         continue
-                    child = Tree.type_num if mode & 0o040000 else Blob.type_num
-                    stack.append((item, child, path + b"/" + name))
+                    child = Tree.type_num if entry.mode & 0o040000 else Blob.type_num
+                    stack.append((entry.sha, child, path + b"/" + entry.path))
 
 
 def _header_value(raw: bytes, key: bytes) -> bytes:
@@ -121,34 +122,6 @@ def _header_value(raw: bytes, key: bytes) -> bytes:
         if line.startswith(key + b" "):
             return line[len(key) + 1 :]
     raise StoreCorrupt(f"an object has no {key.decode()} line")
-
-
-def _parse_commit(raw: bytes) -> tuple[bytes, list[bytes]]:
-    """A commit's tree and parents (hex), from its raw text."""
-    tree = b""
-    parents: list[bytes] = []
-    for line in raw.split(b"\n\n", 1)[0].split(b"\n"):
-        if line.startswith(b"tree "):
-            tree = line[5:]
-        elif line.startswith(b"parent "):
-            parents.append(line[7:])
-    if len(tree) != 40:
-        raise StoreCorrupt("a commit names no tree")
-    return tree, parents
-
-
-def _parse_tree(raw: bytes) -> list[tuple[int, bytes, bytes]]:
-    """`(mode, name, hex sha)` of each entry of a raw tree."""
-    out = []
-    at, end = 0, len(raw)
-    while at < end:
-        space = raw.index(b" ", at)
-        nul = raw.index(b"\0", space)
-        out.append(
-            (int(raw[at:space], 8), raw[space + 1 : nul], raw[nul + 1 : nul + 21].hex().encode())
-        )
-        at = nul + 21
-    return out
 
 
 def _chunk(path: bytes) -> bool:

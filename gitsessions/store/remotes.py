@@ -46,6 +46,7 @@ from gitsessions.store.objectread import (
     TREE,
     ObjectReader,
     parse_commit,
+    parse_tree,
     read_blob,
     read_tree,
 )
@@ -68,7 +69,6 @@ TOMBSTONES = b"refs/gitsessions/tombstones"
 SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 ZERO_SHA = b"0" * 40
-BLOB = 3  # object type numbers (COMMIT is 1, from objectread)
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
 REUSE_DELTAS_FROM = 2000  # objects in a push
 PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
@@ -710,7 +710,7 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None
             return stockgit.objects(git.path, sorted(wants), sorted(known), env)
         except stockgit.GitFailed as error:
             raise StoreError(f"cannot list what a push sends: {error}") from None
-    from gitsessions.store.maintenance import Walk, _parse_commit, _parse_tree, _walk_one
+    from gitsessions.store.maintenance import Walk, _walk_one
 
     boundary: list[bytes] = []
     frontier = [sha for sha in wants if sha not in known] if known else []  # none: no edge
@@ -720,23 +720,22 @@ def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None
         if sha in seen_commits:
             continue
         seen_commits.add(sha)
-        _tree, parents = _parse_commit(git.raw(sha)[1])
-        for parent in parents:
+        for parent in parse_commit(git.raw(sha)[1]).parents:
             (boundary if parent in known else frontier).append(parent)
     reached = Walk()
     reached.seen |= known
     for sha in boundary:
-        stack = [_parse_commit(git.raw(sha)[1])[0]]
+        stack = [parse_commit(git.raw(sha)[1]).tree]
         while stack:
             tree = stack.pop()
             if tree in reached.seen:
                 continue
             reached.seen.add(tree)
-            for mode, _name, item in _parse_tree(git.raw(tree)[1]):
-                if mode == 0o040000:
-                    stack.append(item)
-                elif mode != 0o160000:
-                    reached.seen.add(item)
+            for entry in parse_tree(git.raw(tree)[1]).items():
+                if entry.mode == 0o040000:
+                    stack.append(entry.sha)
+                elif entry.mode != 0o160000:
+                    reached.seen.add(entry.sha)
     for sha in sorted(wants):
         _walk_one(git, sha, reached, None)
     return reached.entries
