@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from gitsessions.store import remotes
+from gitsessions.store.objectread import BLOB, COMMIT
 from gitsessions.store.remotes import SESSIONS
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import GitsessionsError
@@ -33,7 +34,7 @@ def scan_sent(
     of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
     session, message index and rule."""
     found: list[str] = []
-    scanned = [e for e in entries if e[1] in (remotes.BLOB, remotes.COMMIT)]
+    scanned = [e for e in entries if e[1] in (BLOB, COMMIT)]
     for n, raw in _hinted(store, [sha for sha, _t, _p in scanned], env).items():
         _sha, type_num, path = scanned[n]
         text = raw.decode("utf-8", "replace")
