@@ -8,14 +8,13 @@ its traceback.
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from gitsessions.cli import lazy
-from gitsessions.cli.failure import os_error as _os_error
 from gitsessions.cli.failure import quiet_disk_errors as _quiet_disk_errors
-from gitsessions.values.errors import GitsessionsError
+from gitsessions.cli.failure import reported, say_error
 
 # The consoles (rich), sqlite3 and the store are imported when a command runs, so
 # `gitsessions --help` costs little more than importing typer.
@@ -25,23 +24,12 @@ class _Group(lazy.LazyGroup):
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except GitsessionsError as error:
-            _fail(str(error), error.exit_code)
-        except OSError as error:  # a read-only home, a full disk, a file we may not read
-            _fail(_os_error(error), 1)
-        except Exception as error:  # a cache file on a read-only or full disk
-            sqlite3 = sys.modules.get("sqlite3")
-            if sqlite3 is None or not isinstance(error, sqlite3.Error):
+        except Exception as error:  # ours, the system's (read-only home, full disk), sqlite's
+            found = reported(error)
+            if found is None:
                 raise
-            _fail(f"a cache file in the gitsessions home cannot be written ({error})", 1)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    from gitsessions.cli.state import err
-    from gitsessions.cli.terminal import one_line
-
-    err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(code) from None
+            say_error(found[0])
+            raise typer.Exit(found[1]) from None
 
 
 app = typer.Typer(

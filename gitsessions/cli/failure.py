@@ -1,4 +1,5 @@
-"""How a failure reads: an `OSError` as one line (shared by `app.py` and `fastpull.py`)."""
+"""How a failure reads: which exceptions the CLI reports as one `error:` line, with which
+exit code (shared by `app.py` and `fastpull.py`); anything else is a bug and goes on."""
 
 import errno
 import sys
@@ -24,3 +25,26 @@ def quiet_disk_errors(unraisable: "sys.UnraisableHookArgs") -> None:
     if isinstance(unraisable.exc_value, OSError) and unraisable.exc_value.errno in DISK_ERRORS:
         return
     sys.__unraisablehook__(unraisable)
+
+
+def reported(error: BaseException) -> tuple[str, int] | None:
+    """`(message, exit code)` of a failure the CLI reports as one line: ours (its own
+    code), the system's (a read-only home, a full disk: 1), a cache file sqlite cannot
+    write (1); None for anything else."""
+    from gitsessions.values.errors import GitsessionsError
+
+    if isinstance(error, GitsessionsError):
+        return str(error), error.exit_code
+    if isinstance(error, OSError):
+        return os_error(error), 1
+    sqlite3 = sys.modules.get("sqlite3")  # imported only by the commands that use a cache
+    if sqlite3 is not None and isinstance(error, sqlite3.Error):
+        return f"a cache file in the gitsessions home cannot be written ({error})", 1
+    return None
+
+
+def say_error(message: str) -> None:
+    from gitsessions.cli.plain import one_line
+    from gitsessions.cli.state import err
+
+    err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)

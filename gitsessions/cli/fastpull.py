@@ -29,10 +29,9 @@ def parse(argv: list[str]) -> tuple[Path | None, str | None] | None:
 
 def run(home: Path | None, remote: str | None, env: Mapping[str, str]) -> int:
     """The pull; its exit code (errors printed as `app.py` prints them)."""
-    from gitsessions.cli.failure import os_error, quiet_disk_errors
+    from gitsessions.cli.failure import quiet_disk_errors, reported, say_error
     from gitsessions.cli.state import State
     from gitsessions.cli.sync_out import run_pull
-    from gitsessions.values.errors import GitsessionsError
 
     sys.unraisablehook = quiet_disk_errors
     st: State | None = None
@@ -40,28 +39,17 @@ def run(home: Path | None, remote: str | None, env: Mapping[str, str]) -> int:
         st = State.from_env(home, env)
         run_pull(st, remote)
         return 0
-    except GitsessionsError as error:
-        return _fail(str(error), error.exit_code)
-    except OSError as error:
-        return _fail(os_error(error), 1)
     except KeyboardInterrupt:
         from gitsessions.cli.state import err
 
         err.print("interrupted")
         return 130
-    except Exception as error:  # a cache file on a read-only or full disk
-        sqlite3 = sys.modules.get("sqlite3")
-        if sqlite3 is None or not isinstance(error, sqlite3.Error):
+    except Exception as error:  # what `app.py` reports as one line, reported the same
+        found = reported(error)
+        if found is None:
             raise
-        return _fail(f"a cache file in the gitsessions home cannot be written ({error})", 1)
+        say_error(found[0])
+        return found[1]
     finally:
         if st is not None:
             st.close()
-
-
-def _fail(message: str, code: int) -> int:
-    from gitsessions.cli.plain import one_line
-    from gitsessions.cli.state import err
-
-    err.print(f"error: {one_line(message)}", markup=False, highlight=False, soft_wrap=True)
-    return code
