@@ -80,7 +80,8 @@ def catalog_of(state: "State") -> "Catalog":
     """The header cache (`--continue` picks from it), a stale row read without dulwich."""
     from gitsessions.store.catalog import Catalog
 
-    return Catalog(state.refs, lambda: state.reader)  # type: ignore[arg-type,return-value]
+    # a stale row needs `head_at` and `transcript`, which the reader has
+    return Catalog(state.refs, lambda: state.reader)  # type: ignore[arg-type]
 
 
 def lease_of(state: "State", session_id: str) -> "Lease":
