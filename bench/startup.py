@@ -7,9 +7,10 @@ first): wall-clock seconds, and the CPU seconds the process used (user + system,
 other load on the machine disturbs less; for `chat`, read from /proc at its prompt).
 The store is made by the bench in a temp home (three sessions written by `exec` against
 tests/fake_openai.py, which answers at once), so nothing of the user's is read. `chat`
-is timed until its prompt appears on a pseudo-terminal; `exec` for one whole turn.
-Goals (issue 10): list, info, show, log and --help at most 1.3x the floor, chat's
-prompt 1.3x, exec 2x.
+(a new one) and `resumed` (`chat --resume ID` of one of those sessions) are timed until
+the prompt appears on a pseudo-terminal; `exec` for one whole turn. Goals (issue 10):
+list, info, show, log and --help at most 1.3x the floor, chat's prompt 1.3x (new or
+resumed), exec 2x.
 
     uv run python bench/startup.py [--runs 10] [--json bench/results/startup.json]
 """
@@ -36,6 +37,7 @@ from tests.fake_openai import FakeOpenAI  # noqa: E402
 
 PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
 GOALS = {"--help": 1.3, "list": 1.3, "info": 1.3, "show": 1.3, "log": 1.3, "chat": 1.3}
+GOALS["resumed"] = 1.3
 GOALS["exec"] = 2.0
 
 
@@ -122,6 +124,9 @@ def main() -> None:
             "show": timed([*gs, "show", session], env, tmp),
             "log": timed([*gs, "log", session], env, tmp),
             "chat": chat_prompt([*gs, "chat", *model, "--workspace", str(workspace)], env, tmp),
+            "resumed": chat_prompt(
+                [*gs, "chat", "--resume", session, *model, "--workspace", str(workspace)], env, tmp
+            ),
             "exec": timed(exec_cmd, env, tmp),
         }
         for name, once in commands.items():

@@ -216,6 +216,26 @@ def test_second_chat_on_same_session_is_refused(server, ws):
     leave(first)
 
 
+def test_a_resumed_chat_holds_its_session_from_its_prompt(server, ws):
+    """The lease is taken before a resumed chat's prompt (the agent is built after it):
+    a second chat on the session is refused while the first waits at its prompt."""
+    first = spawn(server.base_url, ws)
+    say(first, "hi")
+    leave(first)
+    sid = sessions()[0]["id"]
+    held = server.hold_models()
+    try:
+        first = spawn(server.base_url, ws, "--resume", sid[:8])
+        args = ["chat", "--resume", sid, "--base-url", server.base_url, "--workspace", str(ws)]
+        second = run_gitsessions(*args, input="")
+        assert second.returncode == 1 and "in use" in second.stderr
+        assert "Traceback" not in second.stderr and "(resumed)" not in second.stderr
+    finally:
+        held.set()
+    leave(first)
+    assert run_gitsessions(*args, input="").returncode == 0  # let go when it left
+
+
 def test_resume_after_kill(server, ws):
     server.reply(content="first answer")
     child = spawn(server.base_url, ws)
@@ -507,6 +527,36 @@ def test_the_prompt_shows_before_the_server_is_asked_anything(server, ws):
     assert snapshots < out.index("does not list model 'fake-model'") < out.index("hello back")
     leave(child)
     assert server.model_lists == 1 and len(sessions()) == 1
+
+
+def test_a_resumed_chat_shows_its_prompt_while_the_server_holds_its_model_list(server, ws):
+    """A resumed chat's prompt waits for nothing slow either: its banner and its
+    unanswered prompt are read from the session before it; the agent is built and the
+    server asked while the user types, and what they found prints before the reply."""
+    child = spawn("http://127.0.0.1:9/v1", ws)
+    say(child, "important prompt")  # the server is down: the prompt is kept, unanswered
+    leave(child)
+    sid = sessions()[0]["id"]
+    held = server.hold_models()
+    server.models = ["other-model"]
+    try:
+        child = spawn(server.base_url, ws, "--resume", sid[:8])
+        before = " ".join(plain(child.before).split())
+        assert server.model_lists == 0 and server.requests == []
+        assert f"session {sid[:8]} (resumed) · fake-model at {server.base_url}" in before
+        assert "the last prompt has no reply yet: \\retry sends it again" in before
+        assert "no code snapshots" not in before and "does not list" not in before
+        held.set()
+        server.reply(content="answered at last")
+        out = " ".join(say(child, "\\retry").split())
+    finally:
+        held.set()
+    snapshots = out.index("not in a git repository; no code snapshots")
+    assert snapshots < out.index("does not list model 'fake-model'") < out.index("answered at last")
+    leave(child)
+    assert server.model_lists == 1 and len(sessions()) == 1
+    sent = server.requests[0]["messages"]
+    assert sent[-1] == {"role": "user", "content": "important prompt"}
 
 
 def test_ctrl_c_while_the_first_prompt_waits_sends_nothing(server, ws):

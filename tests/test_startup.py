@@ -386,6 +386,23 @@ def test_a_new_chat_prompts_before_loading_rich_the_store_or_the_agent(server, w
     assert "gitsessions · new session · fake-model" in done.stderr
 
 
+def test_a_resumed_chat_prompts_before_loading_rich_the_store_or_the_agent(
+    server, workspace, make_session
+):
+    """A resumed chat shows its prompt the same way: the session, its header and the end
+    of its context are read without dulwich (store/reader.py), its banner names it."""
+    sid = make_session(turns=1).id
+    done = subprocess.run(
+        [sys.executable, "-c", AT_PROMPT.format(heavy=BEFORE_PROMPT), "chat", "--resume",
+         sid[:8], "--base-url", server.base_url, "--model", "fake-model", "--workspace",
+         str(workspace)],
+        capture_output=True, text=True, cwd=REPO, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    line = next(x for x in done.stderr.splitlines() if x.startswith("AT PROMPT"))
+    assert ast.literal_eval(line.removeprefix("AT PROMPT ")) == []
+    assert f"gitsessions · session {sid[:8]} (resumed) · fake-model" in done.stderr
+
+
 def test_a_sure_budget_needs_no_count_before_the_prompt():
     """`chat` accepts a budget of SURE_BUDGET plus the workspace path's length without
     counting tokens: the exact check agrees, for short and long paths."""

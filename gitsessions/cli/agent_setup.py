@@ -5,7 +5,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
@@ -15,6 +15,7 @@ from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.opening import Printer
 from gitsessions.cli.options import AUTO_APPROVE_BANNER, workspace_dir  # noqa: F401 - exec_cmd
 from gitsessions.cli.plain import one_line, vtext
+from gitsessions.cli.resuming import Resuming, pick, place
 from gitsessions.cli.state import State, err
 from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
@@ -26,13 +27,15 @@ from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, c
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.services.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
-from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
-from gitsessions.values.errors import BadUsage, InvalidInput
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
+
+if TYPE_CHECKING:
+    from gitsessions.store.catalog import Catalog
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
 
@@ -72,33 +75,13 @@ def pick_session(
     store: SessionStore, resume: str | None, continue_: bool, workspace: Path
 ) -> Head | None:
     """The session to resume, or None for a new one."""
-    if resume is not None and continue_:
-        raise BadUsage("use --resume ID or --continue, not both")
-    if resume == "":
-        raise BadUsage("--resume needs a session id (only `chat --resume` on a terminal picks one)")
-    if resume:
-        head = store.head(store.resolve(resume))
-        if head.header.get("archived"):
-            raise InvalidInput(
-                f"session {short(head.id)} is archived; "
-                f"`gitsessions unarchive {short(head.id)}` first"
-            )
-        return head
-    if continue_:
-        from gitsessions.store.catalog import Catalog  # sqlite: only to pick the session
 
-        here = [
-            h
-            for h in Catalog(store).headers()
-            if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
-        ]
-        if not here:
-            raise SessionNotFound(
-                f"no session to continue in {workspace}; start one with `gitsessions chat`"
-            )
-        newest = max(here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"]))
-        return store.head(newest["id"])
-    return None
+    def catalog() -> "Catalog":
+        from gitsessions.store.catalog import Catalog  # sqlite: only for --continue
+
+        return Catalog(store)
+
+    return pick(store, resume, continue_, workspace, catalog)
 
 
 def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
@@ -154,36 +137,32 @@ def build_agent(
     all_sessions: bool = False,
     snapshots: SnapshotSettings | None = None,
     notes: Printer = err,
+    resuming: Resuming | None = None,
 ) -> Iterator[Built]:
     """The agent, its session leased. Its notes (the workspace, the sandbox, snapshots)
-    go to `notes`: `chat` builds it while the user types and prints them later."""
+    go to `notes`: `chat` builds it while the user types and prints them later. A
+    session `resuming` names was found, said and leased before (cli/resuming.py); the
+    lease is released here, however the build ends."""
     store = state.store
-    workspace = workspace_dir(workspace_flag)
-    picked = pick_session(store, resume, continue_, workspace)
-    if picked is not None:  # a resumed session keeps its model, endpoint and budget
+    if resuming is not None:  # found and said before the prompt; re-read under its lease
+        picked: Head | None = store.head(resuming.session_id)
+        settings, workspace = resuming.settings, resuming.workspace
+    else:
+        workspace = workspace_dir(workspace_flag)
+        picked = pick_session(store, resume, continue_, workspace)
+    if picked is not None and resuming is None:  # its own model, endpoint and budget
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
-    recorded = ((picked.header.get("workspace") or {}).get("path") if picked else None) or ""
-    if picked is not None and workspace_flag is None and "worktree" in picked.header:
-        from gitsessions.services.worktrees import mark_of  # only for a worktree fork
-
-        if mark_of(picked.header):
-            workspace, recorded = in_worktree(picked, workspace, notes)
-    if picked is not None and recorded != str(workspace):
-        # The tools work where the user is, never where a (possibly imported) record says.
-        notes.print(
-            vtext(
-                f"note: this session was recorded in {one_line(recorded or 'no workspace')}; "
-                f"the tools now work in {workspace}",
-                style="yellow",
-            ),
-            highlight=False,
-        )
+        workspace, said = place(picked, workspace, workspace_flag)
+        for text, style in said:
+            notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)
     check_budget(settings.max_context_tokens, system_prompt(str(workspace)))
     sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
-    lease = Lease(store.home, picked.id) if picked else None
+    lease = None
     session: AgentSession | None = None
     try:
+        if picked is not None:
+            lease = resuming.lease if resuming is not None else Lease(store.home, picked.id)
         if picked is None:
             # a draft: stored with its first prompt, so a chat opened and left makes none
             session = AgentSession.draft(
@@ -248,47 +227,6 @@ def build_agent(
             lease.discard()  # never stored: leave no lease file behind
         elif lease is not None:
             lease.release()
-
-
-def in_worktree(picked: Head, here: Path, notes: Printer = err) -> tuple[Path, str]:
-    """Where a worktree fork resumes: in its worktree, from any directory (said in one
-    line); when the worktree is gone, here, with one line naming `worktree restore`.
-    Returns the workspace and what to compare the recorded one with."""
-    from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
-
-    mark = mark_of(picked.header) or {}
-    if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
-        notes.print(
-            vtext(
-                f"note: the worktree of session {short(picked.id)} belongs to a project "
-                f"not on this machine ({one_line(str(mark.get('repo')))}); the tools work "
-                f"in {here}",
-                style="yellow",
-            ),
-            highlight=False,
-        )
-        return here, str(here)
-    if is_gone(mark):
-        notes.print(
-            vtext(
-                f"note: the worktree of session {short(picked.id)} is gone "
-                f"({one_line(mark['path'])}); the tools work in {here}; "
-                f"`gitsessions worktree restore {short(picked.id)}` brings it back",
-                style="yellow",
-            ),
-            highlight=False,
-        )
-        return here, str(here)
-    place = workspace_for(picked.header) or Path(mark["path"])
-    notes.print(
-        vtext(
-            f"working in the worktree of session {short(picked.id)}: {one_line(str(place))} "
-            f"(branch {one_line(mark['branch'])})",
-            style="dim",
-        ),
-        highlight=False,
-    )
-    return place, str(place)
 
 
 def code_snapshots(

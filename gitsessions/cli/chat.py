@@ -11,10 +11,12 @@ shows, one thread builds the agent (store, session draft, tools, lease, the snap
 check) and another probes the endpoint (GET /models). The first line sent, a prompt or
 a slash command, waits for both (Ctrl-C cancels the wait; nothing was sent), then
 their notes print (sandbox, snapshots, a server out of reach or without the model),
-then it runs. A resumed chat (`--resume`, `--continue`, the picker) is built and
-probed before its prompt: its banner names the session's own settings, and an
-unanswered prompt is said before the user types. No session is stored until a prompt
-is sent, either way.
+then it runs. A resumed chat (`--resume`, `--continue`, the picker, `\\sessions`)
+shows its prompt first the same way: its banner names the session's own settings and
+its workspace, and an unanswered prompt is said before the user types, all read
+without dulwich or the agent (cli/resuming.py); its lease is taken before the prompt,
+so a session another process holds is refused before it. No session is stored until
+a prompt is sent.
 """
 
 from pathlib import Path
@@ -36,6 +38,7 @@ from gitsessions.services.snapshot_settings import SnapshotSettings
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
+    from gitsessions.cli.resuming import Resuming
 
 Line = tuple[str, str]  # a line of text and its style
 
@@ -153,12 +156,66 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     plain = stderr_sink(chat.state)
     write_plain(lines, plain)
     building: Opening[ChatRun] = Opening(lambda notes: _open(chat, notes), PROMPT_SHOWN, "open")
+    return opened(chat, history, settings, building, refused, first_run, plain)
+
+
+def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
+    """A resumed chat, the same way: the session found and read before its prompt,
+    without dulwich or the agent (cli/resuming.py: its own settings, its workspace,
+    an unanswered prompt), leased; the agent built while the user types."""
+    from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
+    from gitsessions.values.ids import short
+
+    here = options.workspace_dir(chat.workspace_flag)
+    found = read_resumed(
+        chat.state, chat.settings, chat.resume, chat.continue_, here, chat.workspace_flag
+    )
+    settings, workspace = found.settings, found.workspace
+    plain = stderr_sink(chat.state)
+    write_plain(found.notes, plain)  # where its tools work, before anything is refused
+    check_budget_early(settings.max_context_tokens, workspace)
+    if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        from gitsessions.services.tools.sandbox import workspace_write
+
+        workspace_write(workspace, network=chat.shell.sandbox_network)
+    resuming = Resuming(found.head.id, settings, workspace, lease_of(chat.state, found.head.id))
+    try:
+        refused = endpoint.refused_here(settings)
+        named = f"session {short(found.head.id)} (resumed)"
+        lines = banner(named, settings, workspace, chat.auto_approve)
+        lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
+        if found.unanswered:
+            lines.append((RETRY_HINT, "yellow"))
+        write_plain(lines, plain)
+    except BaseException:
+        resuming.lease.release()
+        raise
+    building: Opening[ChatRun] = Opening(
+        lambda notes: _open(chat, notes, resuming), PROMPT_SHOWN, "open"
+    )
+    empty = RETRY_HINT if found.unanswered else None
+    return opened(chat, history, settings, building, refused, first_run, plain, empty)
+
+
+def opened(
+    chat: ChatOptions,
+    history: History,
+    settings: ModelSettings,
+    building: "Opening[ChatRun]",
+    refused: str | None,
+    first_run: bool,
+    plain: Sink,
+    empty: str | None = None,
+) -> str | None:
+    """The chat once its prompt shows: the endpoint probed while the user types (unless
+    it was found out of reach), the first line sent waits for the agent and the probe,
+    their notes print, then it runs. `empty` is said to an empty first line."""
     probing = None
     if refused is None:  # nothing said yet: GET /models while the user types
         probing = Opening(lambda _: endpoint.probe(settings), PROMPT_SHOWN, "probe")
     with interrupts_kept():
         while True:
-            line = first_line(plain)
+            line = first_line(plain, empty)
             if line is None:  # left before sending anything: let go of what was built
                 from gitsessions.cli.chat_session import finish
 
@@ -183,34 +240,15 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         return converse(run, history, chat.quiet, first=line)
 
 
-def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
-    """A resumed chat: built, probed and introduced before its prompt."""
-    from gitsessions.cli.chat_session import RETRY_HINT, converse, open_chat
-    from gitsessions.cli.state import err
-    from gitsessions.values.ids import short
-
-    run = open_chat(chat, err)
-    try:
-        session = run.agent.session
-        named = f"session {short(session.id)} (resumed)" if run.resumed else "new session"
-        lines = banner(named, run.settings, run.workspace, chat.auto_approve)
-        found = endpoint.probe(run.settings)
-        hint = first_run or found.unreachable is not None
-        lines += endpoint_lines(run.settings, found.unreachable, found.models, hint=hint)
-        if session.unanswered_prompt() is not None:
-            lines.append((RETRY_HINT, "yellow"))
-        write_rich(lines)
-    except BaseException:
-        run.stack.close()
-        raise
-    with interrupts_kept():
-        return converse(run, history, chat.quiet)
-
-
-def _open(chat: ChatOptions, notes: Notes) -> "ChatRun":
+def _open(chat: ChatOptions, notes: Notes, resuming: "Resuming | None" = None) -> "ChatRun":
     from gitsessions.cli.chat_session import open_chat  # the agent, rich, the store
 
-    return open_chat(chat, notes)
+    try:
+        return open_chat(chat, notes, resuming)
+    except BaseException:
+        if resuming is not None:  # leased before the prompt: let go of it
+            resuming.lease.release()
+        raise
 
 
 def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpoint.Probe:
@@ -224,9 +262,10 @@ def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpo
         return probing.wait()
 
 
-def first_line(plain: Sink) -> str | None:
+def first_line(plain: Sink, empty: str | None = None) -> str | None:
     """The first line to act on; None at end of input. Ctrl-C and an empty line ask
-    again (a new chat has no unanswered prompt to resend)."""
+    again; an empty line is told `empty` (a resumed chat's unanswered prompt: how to
+    send it again), as the chat tells it later."""
     while True:
         try:
             line = read_prompt()
@@ -238,6 +277,8 @@ def first_line(plain: Sink) -> str | None:
             continue
         if line.strip():
             return line
+        if empty is not None:
+            write_plain([(empty, "yellow")], plain)
 
 
 def check_budget_early(max_context_tokens: int, workspace: Path) -> None:

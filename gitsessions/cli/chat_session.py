@@ -1,8 +1,8 @@
 """The chat once its agent is built: the read-eval loop, its status line, and leaving.
 
 `cli/chat.py` shows the prompt without this module (it imports the agent, rich and the
-store); a new chat builds it in a background thread while the user types (`open_chat`),
-a resumed one before its prompt.
+store); a chat, new or resumed, builds it in a background thread while the user types
+(`open_chat`).
 """
 
 from contextlib import ExitStack
@@ -17,6 +17,7 @@ from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
 from gitsessions.cli.chat_ui import ChatApprover, ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
+from gitsessions.cli.resuming import RETRY, RETRY_HINT
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import err, out, replies
 from gitsessions.cli.terminal import one_line, vtext
@@ -27,9 +28,7 @@ from gitsessions.values.ids import short
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat import ChatOptions
-
-RETRY = "\\retry sends it again"
-RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+    from gitsessions.cli.resuming import Resuming
 
 
 @dataclass
@@ -44,8 +43,11 @@ class ChatRun:
     stack: ExitStack
 
 
-def open_chat(options: "ChatOptions", notes: Printer) -> ChatRun:
-    """Build the agent; what it has to say (sandbox, snapshots, workspace) goes to
+def open_chat(
+    options: "ChatOptions", notes: Printer, resuming: "Resuming | None" = None
+) -> ChatRun:
+    """Build the agent (of the session `resuming` found, leased and introduced before
+    the prompt, if any); what it has to say (sandbox, snapshots, workspace) goes to
     `notes`. Then the model client, the tokenizer and the markdown renderer are
     imported in threads of their own, once the prompt shows."""
     events = ChatEvents(replies, err)
@@ -66,6 +68,7 @@ def open_chat(options: "ChatOptions", notes: Printer) -> ChatRun:
                 all_sessions=options.all_sessions,
                 snapshots=options.snapshots,
                 notes=notes,
+                resuming=resuming,
             )
         )
         with main_thread_signals():  # they import while the user types at the prompt

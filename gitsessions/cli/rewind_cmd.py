@@ -11,7 +11,7 @@ from gitsessions.cli.state import State, err
 from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import points
 from gitsessions.services.rewind import Rewound, rewind
-from gitsessions.services.worktrees import is_gone, mark_of, workspace_for
+from gitsessions.services.worktree_mark import is_gone, mark_of, workspace_for
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural

@@ -27,6 +27,7 @@ from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.manage import fork_title
 from gitsessions.services.snapshots import IDENTITY, Project, SnapshotError, find_project, git, out
 from gitsessions.services.workspace import describe
+from gitsessions.services.worktree_mark import is_gone, mark_of
 from gitsessions.services.writer import Edit
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -50,12 +51,6 @@ class Forked:
 
 def branch_name(session_id: str) -> str:
     return BRANCH_PREFIX + short(session_id)
-
-
-def mark_of(header: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The header's worktree mark, or None."""
-    mark = header.get("worktree")
-    return dict(mark) if isinstance(mark, dict) and mark.get("path") else None
 
 
 def _main_root(project: Project, env: Mapping[str, str]) -> Path:
@@ -185,23 +180,6 @@ def fork(
         worktree=mark,
     )
     return Forked(new, mark)
-
-
-def workspace_for(header: Mapping[str, Any]) -> Path | None:
-    """Where a worktree fork's tools work: its recorded workspace inside the worktree
-    (None: not a worktree fork)."""
-    mark = mark_of(header)
-    if mark is None:
-        return None
-    root = Path(mark["path"])
-    recorded = (header.get("workspace") or {}).get("path")
-    if recorded and Path(recorded).is_relative_to(root):
-        return Path(recorded)
-    return root
-
-
-def is_gone(mark: Mapping[str, Any]) -> bool:
-    return bool(mark.get("removed_at")) or not Path(mark["path"]).is_dir()
 
 
 def state_of(mark: Mapping[str, Any], env: Mapping[str, str]) -> str:

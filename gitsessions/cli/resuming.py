@@ -1,0 +1,181 @@
+"""A resumed chat before its prompt: the session found and read, without the store's git
+library (dulwich), the agent or rich.
+
+`chat --resume`, `--continue`, the picker and `\\sessions` show their prompt first, as a
+new chat does (cli/chat.py), and build the agent while the user types. What the banner
+and the lines before the prompt need is read here, cheaply: the session (an unknown id,
+an ambiguous prefix, an archived session are refused here), its header (its own model,
+endpoint and budget; a worktree fork's worktree), and the end of its working context
+(an unanswered prompt).
+
+Invariants:
+- Sessions are read through `State.reader`: the dulwich-free `SessionReader` when the
+  store is there and of this build's format, else the full store (which creates,
+  upgrades or refuses it, as before).
+- The lease is taken here, before the prompt (a session another process holds is
+  refused before it), and handed to the agent's build (`build_agent(resuming=...)`),
+  which re-reads the session under it.
+- The same code picks the session and says where its tools work for `exec` and for the
+  agent's build (`agent_setup.build_agent`), so the lines are the same either way.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitsessions.cli.plain import one_line
+from gitsessions.services.config import ModelSettings, with_session_settings
+from gitsessions.services.worktree_mark import is_gone, mark_of, workspace_for
+from gitsessions.store.errors import SessionNotFound
+from gitsessions.values.errors import BadUsage, InvalidInput
+from gitsessions.values.ids import short
+
+if TYPE_CHECKING:
+    from gitsessions.cli.state import State
+    from gitsessions.store.catalog import Catalog
+    from gitsessions.store.lease import Lease
+    from gitsessions.store.reader import Head, SessionReader
+
+Line = tuple[str, str]  # a line of text and its style
+RETRY = "\\retry sends it again"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+
+
+class Resuming(NamedTuple):
+    """A resumed session as found before the prompt, for the agent's build (a tuple: a
+    dataclass costs start-up time)."""
+
+    session_id: str
+    settings: ModelSettings  # its own (a flag or the environment still wins)
+    workspace: Path  # where its tools work (said before the prompt)
+    lease: "Lease"  # held: the build re-reads the session under it
+
+
+class Read(NamedTuple):
+    """What the lines before a resumed chat's prompt need."""
+
+    head: "Head"
+    settings: ModelSettings
+    workspace: Path
+    notes: list[Line]
+    unanswered: bool
+
+
+def read_resumed(
+    state: "State", settings: ModelSettings, resume: str | None, continue_: bool, here: Path,
+    workspace_flag: Path | None,
+) -> Read:  # fmt: skip
+    """The session to resume, its settings, its workspace and the notes that say where,
+    and whether its last prompt is unanswered; read without dulwich when the store allows."""
+    reader = state.reader
+    head = pick(reader, resume, continue_, here, lambda: catalog_of(state))
+    if head is None:  # neither asked for: the caller resumes only when one is
+        raise BadUsage("no session to resume")
+    settings = with_session_settings(settings, head.header.get("settings"), short(head.id))
+    workspace, notes = place(head, here, workspace_flag)
+    return Read(head, settings, workspace, notes, unanswered(reader, head))
+
+
+def catalog_of(state: "State") -> "Catalog":
+    """The header cache (`--continue` picks from it), a stale row read without dulwich."""
+    from gitsessions.store.catalog import Catalog
+
+    # a stale row needs `head_at` and `transcript`, which the reader has
+    return Catalog(state.refs, lambda: state.reader)  # type: ignore[arg-type]
+
+
+def lease_of(state: "State", session_id: str) -> "Lease":
+    """The session's lease (SessionInUse, exit 1, when another process holds it)."""
+    from gitsessions.store.lease import Lease
+
+    return Lease(state.home, session_id)
+
+
+def pick(
+    reader: "SessionReader", resume: str | None, continue_: bool, workspace: Path,
+    catalog: "Callable[[], Catalog]",
+) -> "Head | None":  # fmt: skip
+    """The session to resume, or None for a new one."""
+    if resume is not None and continue_:
+        raise BadUsage("use --resume ID or --continue, not both")
+    if resume == "":
+        raise BadUsage("--resume needs a session id (only `chat --resume` on a terminal picks one)")
+    if resume:
+        head = reader.head(reader.resolve(resume))
+        if head.header.get("archived"):
+            raise InvalidInput(
+                f"session {short(head.id)} is archived; "
+                f"`gitsessions unarchive {short(head.id)}` first"
+            )
+        return head
+    if continue_:
+        here = [
+            h
+            for h in catalog().headers()
+            if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
+        ]
+        if not here:
+            raise SessionNotFound(
+                f"no session to continue in {workspace}; start one with `gitsessions chat`"
+            )
+        newest = max(here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"]))
+        return reader.head(newest["id"])
+    return None
+
+
+def place(picked: "Head", here: Path, workspace_flag: Path | None) -> tuple[Path, list[Line]]:
+    """Where a resumed session's tools work, and the lines that say so: a worktree fork
+    in its worktree (unless `--workspace` names one), else here; a note when that is not
+    where the session was recorded."""
+    notes: list[Line] = []
+    workspace = here
+    recorded = (picked.header.get("workspace") or {}).get("path") or ""
+    if workspace_flag is None and mark_of(picked.header):
+        workspace, recorded, said = in_worktree(picked, here)
+        notes.append(said)
+    if recorded != str(workspace):
+        # The tools work where the user is, never where a (possibly imported) record says.
+        notes.append(
+            (
+                f"note: this session was recorded in {one_line(recorded or 'no workspace')}; "
+                f"the tools now work in {workspace}",
+                "yellow",
+            )
+        )
+    return workspace, notes
+
+
+def in_worktree(picked: "Head", here: Path) -> tuple[Path, str, Line]:
+    """Where a worktree fork resumes: in its worktree, from any directory (said in one
+    line); when the worktree is gone, here, with one line naming `worktree restore`.
+    Returns the workspace, what to compare the recorded one with, and the line."""
+    mark = mark_of(picked.header) or {}
+    if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
+        said = (
+            f"note: the worktree of session {short(picked.id)} belongs to a project "
+            f"not on this machine ({one_line(str(mark.get('repo')))}); the tools work "
+            f"in {here}"
+        )
+        return here, str(here), (said, "yellow")
+    if is_gone(mark):
+        said = (
+            f"note: the worktree of session {short(picked.id)} is gone "
+            f"({one_line(mark['path'])}); the tools work in {here}; "
+            f"`gitsessions worktree restore {short(picked.id)}` brings it back"
+        )
+        return here, str(here), (said, "yellow")
+    place = workspace_for(picked.header) or Path(mark["path"])
+    said = (
+        f"working in the worktree of session {short(picked.id)}: {one_line(str(place))} "
+        f"(branch {one_line(mark['branch'])})"
+    )
+    return place, str(place), (said, "dim")
+
+
+def unanswered(reader: "SessionReader", head: "Head") -> bool:
+    """Whether the working context ends with a prompt the model left unfinished (as
+    `AgentSession.unanswered_prompt`): a user message, or tool results after one."""
+    context: list[dict[str, Any]] = reader.read(head, "context")
+    if len(context) < 2 or context[-1].get("role") not in ("user", "tool"):
+        return False
+    return any(message.get("role") == "user" for message in context)
