@@ -272,9 +272,10 @@ def _push_decision(
         return Outcome(sid, "new"), None
     if theirs == mine:
         return Outcome(sid, "up to date"), theirs
-    if remotes.has(git, theirs) and remotes.is_ancestor(git, theirs, mine):
+    related = remotes.relation(git, mine, theirs) if remotes.has(git, theirs) else "diverged"
+    if related == "ahead":
         return Outcome(sid, "updated"), theirs
-    if remotes.has(git, theirs) and remotes.is_ancestor(git, mine, theirs):
+    if related == "behind":
         return Outcome(sid, "behind", "run gitsessions pull"), theirs
     return Outcome(sid, "diverged", "run gitsessions pull"), theirs
 

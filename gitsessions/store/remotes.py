@@ -845,10 +845,10 @@ def tombstone_ids(git: Git, commit_id: bytes) -> set[str]:
     kind, raw = git.raw(commit_id)
     if kind != COMMIT:
         return set()
-    tree_id = parse_commit(raw).tree
-    if git.raw(tree_id)[0] != TREE:
+    kind, raw = git.raw(parse_commit(raw).tree)
+    if kind != TREE:
         return set()
-    tree = read_tree(git, tree_id)
+    tree = parse_tree(raw)
     if b"deleted" not in tree:
         return set()
     text = read_blob(git, tree[b"deleted"][1]).decode("ascii", "replace")

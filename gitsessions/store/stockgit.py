@@ -183,6 +183,23 @@ def run(
         stderr=subprocess.PIPE,
         env=_env(env),
     )
+    errors, helpers = _attend(process, stdin, relay)
+    assert process.stdout is not None
+    out = process.stdout.read()
+    process.wait()
+    for helper in helpers:
+        helper.join()
+    if process.returncode != 0:
+        raise GitFailed(message(bytes(errors)), out)
+    return out
+
+
+def _attend(
+    process: "subprocess.Popen[bytes]", stdin: bytes, relay: Relay | None
+) -> tuple[bytearray, list[threading.Thread]]:
+    """Two started threads: one writes `stdin` to the process and closes it, the other
+    gathers its stderr into the returned buffer (and relays it as it comes). Join them
+    once the process has exited."""
     errors = bytearray()
 
     def drain() -> None:
@@ -192,18 +209,13 @@ def run(
             if relay is not None:
                 relay(chunk)
 
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    feeder = threading.Thread(target=_feed, args=(process, stdin), daemon=True)
-    feeder.start()
-    assert process.stdout is not None
-    out = process.stdout.read()
-    process.wait()
-    reader.join()
-    feeder.join()
-    if process.returncode != 0:
-        raise GitFailed(message(bytes(errors)), out)
-    return out
+    helpers = [
+        threading.Thread(target=drain, daemon=True),
+        threading.Thread(target=_feed, args=(process, stdin), daemon=True),
+    ]
+    for helper in helpers:
+        helper.start()
+    return errors, helpers
 
 
 def _feed(process: "subprocess.Popen[bytes]", data: bytes) -> None:
@@ -282,7 +294,11 @@ def fetch_local(
             env=_env(env),
         )
         pack.stdout.close()
-        out, index_errors, errors = _pipe(pack, index, revs, relay)
+        errors, helpers = _attend(pack, revs, relay)
+        out, index_errors = index.communicate()
+        pack.wait()
+        for helper in helpers:
+            helper.join()
     except BaseException:  # Ctrl-C, or a git that cannot start: neither is left running
         for process in (pack, index):
             if process is not None:
@@ -296,36 +312,6 @@ def fetch_local(
                 (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
     if pack.returncode != 0 or index.returncode != 0:
         raise GitFailed(message(bytes(errors) + index_errors))
-
-
-def _pipe(
-    pack: "subprocess.Popen[bytes]",
-    index: "subprocess.Popen[bytes]",
-    revs: bytes,
-    relay: Relay | None,
-) -> tuple[bytes, bytes, bytearray]:
-    """`revs` fed to `pack`, whose output `index` reads: index's stdout and stderr, and
-    pack's stderr (also relayed as it comes), once both have exited."""
-    errors = bytearray()
-
-    def drain() -> None:
-        assert pack.stderr is not None
-        while chunk := pack.stderr.read1(1 << 14):
-            errors.extend(chunk)
-            if relay is not None:
-                relay(chunk)
-
-    threads = [
-        threading.Thread(target=drain, daemon=True),
-        threading.Thread(target=_feed, args=(pack, revs), daemon=True),
-    ]
-    for thread in threads:
-        thread.start()
-    out, index_errors = index.communicate()
-    pack.wait()
-    for thread in threads:
-        thread.join()
-    return out, index_errors, errors
 
 
 def push(
