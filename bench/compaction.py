@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.compaction import CompactionError, Policy, Summarize, compact
+from gitsessions.services.compaction import Summarize, compact
+from gitsessions.services.compaction_policy import CompactionError, Policy
 from gitsessions.services.continuation import SummaryRequest, SummaryResult, is_note, note_data
 from gitsessions.services.ledger import LEDGER_HEADING
 from gitsessions.values.messages import text_of

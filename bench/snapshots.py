@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
 from gitsessions.agent.session import AgentSession  # noqa: E402
 from gitsessions.services import snapshots, worktrees  # noqa: E402
-from gitsessions.services.compaction import Policy  # noqa: E402
+from gitsessions.services.compaction_policy import Policy  # noqa: E402
 from gitsessions.services.config import resolve_model_settings  # noqa: E402
 from gitsessions.services.model import ModelClient  # noqa: E402
 from gitsessions.services.tools import approve_all, create_registry  # noqa: E402

@@ -11,15 +11,17 @@ import pytest
 
 from gitsessions.services.compaction import (
     STUB_PREFIX,
-    CompactionRejected,
     CompactionResult,
+    compact,
+    is_stub,
+    transcript_indices,
+)
+from gitsessions.services.compaction_policy import (
+    CompactionRejected,
     InvalidPolicy,
     Policy,
     SummarizerFailed,
-    compact,
-    is_stub,
     should_compact,
-    transcript_indices,
 )
 from gitsessions.services.continuation import (
     CLOSE_TAG,

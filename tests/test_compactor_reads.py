@@ -5,7 +5,7 @@ read at all (proved by removing one from the store), and it ends at the target."
 import json
 from pathlib import Path
 
-from gitsessions.services.compaction import Policy
+from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.compactor import compact_session
 from gitsessions.services.continuation import SummaryRequest, SummaryResult
 from gitsessions.services.ledger import build_ledger

@@ -5,14 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services.config import (
-    DEFAULT_BASE_URL,
-    DEFAULT_MODEL,
-    ConfigError,
-    config_path,
-    load_config,
-    resolve_model_settings,
-)
+from gitsessions.services.config import DEFAULT_BASE_URL, DEFAULT_MODEL, resolve_model_settings
+from gitsessions.services.config_file import ConfigError, config_path, load_config
 from gitsessions.services.pricing import estimate_cost
 
 

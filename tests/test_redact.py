@@ -306,7 +306,7 @@ def test_chat_prompt_pin_title_and_input_history_are_redacted(server, tmp_path, 
 
 
 def test_the_setting_defaults_to_on():
-    from gitsessions.services.config import ConfigError, redact_setting
+    from gitsessions.services.config_file import ConfigError, redact_setting
 
     assert redact_setting({}) is True
     assert redact_setting({"redact": False}) is False

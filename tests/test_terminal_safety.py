@@ -19,8 +19,8 @@ from rich.text import Text
 
 from gitsessions.cli import state
 from gitsessions.cli.chat_ui import ChatEvents, describe_approval, markdown
-from gitsessions.cli.plain import PlainConsole, Styled, vtext
-from gitsessions.cli.terminal import VisibleConsole, write_json
+from gitsessions.cli.plain import PlainConsole, Styled, vtext, write_json
+from gitsessions.cli.terminal import VisibleConsole
 from gitsessions.store.sessions import Change
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id

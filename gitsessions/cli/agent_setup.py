@@ -13,7 +13,7 @@ from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.cli.opening import Printer
-from gitsessions.cli.options import AUTO_APPROVE_BANNER, workspace_dir  # noqa: F401 - exec_cmd
+from gitsessions.cli.options import workspace_dir
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import Resuming, pick, place
 from gitsessions.cli.state import State, err

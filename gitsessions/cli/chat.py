@@ -31,8 +31,8 @@ from gitsessions.cli.opening import Notes, Opening
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
 from gitsessions.cli.state import State
 from gitsessions.services import endpoint
-from gitsessions.services.config import ModelSettings, config_path
-from gitsessions.services.config_file import redact_setting
+from gitsessions.services.config import ModelSettings
+from gitsessions.services.config_file import config_path, redact_setting
 from gitsessions.services.shell_settings import ShellSettings
 from gitsessions.services.snapshot_settings import SnapshotSettings
 
@@ -351,8 +351,8 @@ def write_plain(lines: list[Line], sink: Sink) -> None:
 
 def write_rich(lines: "list[Line] | Notes") -> None:
     """Lines, or kept notes, on the chat's stderr console."""
+    from gitsessions.cli.plain import vtext
     from gitsessions.cli.state import err
-    from gitsessions.cli.terminal import vtext
 
     if isinstance(lines, Notes):
         lines.replay(err)

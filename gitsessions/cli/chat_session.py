@@ -17,10 +17,10 @@ from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
 from gitsessions.cli.chat_ui import ChatApprover, ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import RETRY, RETRY_HINT
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import err, out, replies
-from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.model import ModelError
 from gitsessions.values.errors import GitsessionsError

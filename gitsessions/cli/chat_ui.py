@@ -21,8 +21,8 @@ from rich.live import Live
 from rich.status import Status
 from rich.text import Text
 
+from gitsessions.cli.plain import one_line
 from gitsessions.cli.progress import ProgressEvents, retry_line
-from gitsessions.cli.terminal import one_line
 from gitsessions.services.model import Retry
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.visible import visible

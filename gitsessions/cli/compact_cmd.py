@@ -7,12 +7,12 @@ import typer
 
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import RETRIES, cost_function
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage
-from gitsessions.services.compaction import Policy
+from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.compactor import compact_session, make_summarizer
 from gitsessions.services.config import with_session_settings
 from gitsessions.services.model import ModelClient

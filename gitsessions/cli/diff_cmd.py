@@ -12,9 +12,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from gitsessions.cli.plain import one_line
 from gitsessions.cli.render import ROLE_STYLES, print_json
 from gitsessions.cli.state import State, out
-from gitsessions.cli.terminal import one_line
 from gitsessions.services import code_diff, session_diff
 from gitsessions.services.revisions import resolve
 from gitsessions.values.ids import short

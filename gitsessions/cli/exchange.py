@@ -12,8 +12,8 @@ from typing import IO, Annotated
 
 import typer
 
+from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, write_json_bytes
 from gitsessions.services.audit import audit
 from gitsessions.services.exchange import export_bytes, import_export, load_export
 from gitsessions.values.clock import now_iso

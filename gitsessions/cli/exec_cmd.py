@@ -7,7 +7,8 @@ import typer
 
 from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import AUTO_APPROVE_BANNER, build_agent, turn_usage, warm_up
+from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
+from gitsessions.cli.options import AUTO_APPROVE_BANNER
 from gitsessions.cli.plain import vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json

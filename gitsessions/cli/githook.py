@@ -51,8 +51,8 @@ def run_hook(
         if session is not None:
             git_hooks.add_trailer(Path(args[0]), session, cwd, env)
     except (GitsessionsError, OSError, sqlite3.Error, subprocess.SubprocessError) as error:
+        from gitsessions.cli.plain import vtext
         from gitsessions.cli.state import err  # loaded only to say something
-        from gitsessions.cli.terminal import vtext
 
         message = f"gitsessions: no session trailer added: {error}"
         err.print(vtext(message, style="yellow"), highlight=False)

@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from gitsessions.cli.githook import run_hook
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import git_hooks, hooks
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short

@@ -6,11 +6,8 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli.state import State
-from gitsessions.services.config import (
-    ModelSettings,
-    config_path,
-    resolve_model_settings,
-)
+from gitsessions.services.config import ModelSettings, resolve_model_settings
+from gitsessions.services.config_file import config_path
 from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
 from gitsessions.services.snapshot_settings import SnapshotSettings, resolve_snapshot_settings
 from gitsessions.values.errors import InvalidInput

@@ -24,7 +24,7 @@ from rich.control import Control, ControlType
 from rich.text import Text
 
 from gitsessions.cli import listing
-from gitsessions.cli.terminal import one_line
+from gitsessions.cli.plain import one_line
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short

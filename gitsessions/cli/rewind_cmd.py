@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
-from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import points
 from gitsessions.services.rewind import Rewound, rewind
 from gitsessions.services.worktree_mark import is_gone, mark_of, workspace_for

@@ -6,9 +6,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services.search import Marks, SearchIndex, query_words
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short

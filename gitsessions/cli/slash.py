@@ -11,8 +11,8 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
+from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.search import highlighted
-from gitsessions.cli.terminal import one_line, vtext
 from gitsessions.services import manage, points, session_diff, worktrees
 from gitsessions.services.revisions import resolve
 from gitsessions.services.rewind import rewind

@@ -19,19 +19,6 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-# The rich-free helpers live in cli/plain.py (a pipe's output never loads rich); they
-# are named here too, where the rest of the CLI has always found them.
-from gitsessions.cli.plain import (  # noqa: F401
-    Sink,
-    Styled,
-    ansi,
-    one_line,
-    piped,
-    vtext,
-    write_json,
-    write_json_bytes,
-    write_records,
-)
 from gitsessions.values.visible import visible
 
 

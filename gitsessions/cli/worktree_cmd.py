@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.cli.terminal import one_line, piped, write_records
 from gitsessions.services import worktrees
 from gitsessions.values.ids import short
 

@@ -33,15 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from gitsessions.services.compaction_policy import (  # noqa: F401 - named here as before
+from gitsessions.services.compaction_policy import (
     GIANT_MIN_TOKENS,
-    CompactionError,
     CompactionRejected,
-    ContextStillTooLarge,
-    InvalidPolicy,
     Policy,
     SummarizerFailed,
-    should_compact,
 )
 from gitsessions.services.continuation import (
     SummaryRequest,

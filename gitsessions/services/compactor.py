@@ -13,14 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.services import writer
-from gitsessions.services.compaction import (
-    CompactionResult,
-    Count,
-    Mode,
-    Policy,
-    Summarize,
-    compact,
-)
+from gitsessions.services.compaction import CompactionResult, Count, Mode, Summarize, compact
+from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.continuation import SummaryRequest, SummaryResult
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.ledger import LedgerBuilder

@@ -13,15 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from gitsessions.services.config_file import (  # noqa: F401 - named here as before
-    CONFIG_FILE,
-    KNOWN_KEYS,
-    ConfigError,
-    config_path,
-    load_config,
-    redact_setting,
-    unknown_keys,
-)
+from gitsessions.services.config_file import CONFIG_FILE, ConfigError
+from gitsessions.services.config_file import KNOWN_KEYS as KNOWN_KEYS  # beside _LOOKUP
 
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
 DEFAULT_MODEL = "gemma4"

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from gitsessions.services.audit import audit
-from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
+from gitsessions.services.config import config_table
+from gitsessions.services.config_file import CONFIG_FILE, ConfigError
 from gitsessions.values.clock import now_iso
 
 EVENTS = ("post-turn", "pre-compact", "post-compact", "post-fork", "post-delete")

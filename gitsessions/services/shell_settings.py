@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
+from gitsessions.services.config import config_table
+from gitsessions.services.config_file import CONFIG_FILE, ConfigError
 
 TABLE = "shell"
 KEYS = ("env_keep", "sandbox", "sandbox_network")

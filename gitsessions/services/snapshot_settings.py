@@ -8,7 +8,8 @@ Invariant: the `--no-snapshots` flag wins, then `[snapshots]`, then the defaults
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from gitsessions.services.config import CONFIG_FILE, ConfigError, config_table
+from gitsessions.services.config import config_table
+from gitsessions.services.config_file import CONFIG_FILE, ConfigError
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 TABLE = "snapshots"

@@ -41,7 +41,7 @@ from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.refpack import current, delete_ref
-from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs  # noqa: F401 - named here too
+from gitsessions.store.refs import session_refs
 from gitsessions.store.storelock import private_files, store_locked
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
