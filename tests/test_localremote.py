@@ -12,7 +12,7 @@ import pytest
 
 from gitsessions.store import localremote
 from tests.conftest import REPO, fsck
-from tests.test_sync import contents, make, results, say, summary
+from tests.test_sync import contents, make, pushed, results, say, summary
 
 
 def git(where: Path, *args: str) -> str:
@@ -147,12 +147,7 @@ def test_an_incremental_pull_from_a_path_packs_there_and_indexes_here(
     """A session that moved on a plain repository here comes by the remote's
     `pack-objects` into our `index-pack` (no `upload-pack`, no `git fetch`), offered
     what both hold; a new session, with nothing in common, still goes by `git fetch`."""
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    url = str(bare) if form == "path" else f"file://{bare}"
-    sid = make(home, tag="a")
-    cli("remote", "add", "origin", url)
-    cli("push", "--all")
+    bare, url, sid = pushed(cli, home, tmp_path, form)
     other = tmp_path / "other"
     cli("--home", str(other), "remote", "add", "origin", url)
     trace = tmp_path / "trace.json"
@@ -185,11 +180,7 @@ def test_an_unreadable_remote_commit_is_left_to_git_fetch(cli, home, tmp_path, m
     local pack is tried, `git fetch` runs and decides, and nothing here is lost."""
     from gitsessions.cli.app import app
 
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    sid = make(home, tag="a")
-    cli("remote", "add", "origin", str(bare))
-    cli("push", "--all")
+    bare, _url, sid = pushed(cli, home, tmp_path)
     other = tmp_path / "other"
     cli("--home", str(other), "remote", "add", "origin", str(bare))
     cli("--home", str(other), "pull")

@@ -77,13 +77,9 @@ def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
     """With stock git, a pull reads the store's files (store/lightgit.py, a local
     remote's refs from its files): no dulwich, no writing store, no maintenance, no
     writer, no header cache; the sessions it brings are there all the same."""
-    from tests.test_sync import contents, make, say
+    from tests.test_sync import contents, pushed, say
 
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    sid = make(home, tag="a")
-    cli("remote", "add", "origin", str(bare))
-    cli("push", "--all")
+    bare, _url, sid = pushed(cli, home, tmp_path)
     other = tmp_path / "other"
     cli("--home", str(other), "remote", "add", "origin", str(bare))
     cli("--home", str(other), "pull")
@@ -123,18 +119,14 @@ def test_a_plain_pull_runs_without_typer_and_says_what_the_typer_app_says(cli, h
     """`[--home DIR] pull [REMOTE]` is answered by cli/fastpull.py: no typer, no rich, no
     dulwich; its output, errors and exit codes are the typer command's."""
     from gitsessions.cli.fastpull import parse
-    from tests.test_sync import make, say
+    from tests.test_sync import pushed, say
 
     other = tmp_path / "other"
     out, err, probe = entry("--home", str(other), "pull")
     assert err == ["error: no remote yet: gitsessions remote add NAME URL"], err
     assert probe[0] == "EXIT 2" and "typer" not in probe[1]  # the home made: dulwich, yes
 
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    sid = make(home, tag="a")
-    cli("remote", "add", "origin", str(bare))
-    cli("push", "--all")
+    bare, _url, sid = pushed(cli, home, tmp_path)
     cli("--home", str(other), "remote", "add", "origin", str(bare))
     out, err, probe = entry("--home", str(other), "pull", "origin")
     assert out == f"{sid[:8]}\tcreated\t\n" and err[-1] == f"pulled {bare}: 1 created"

@@ -86,6 +86,18 @@ def _turn(store: SessionStore, head, prompt: str, reply: str):  # type: ignore[n
     return store.commit(head, Change(context=context, append=msgs), event="turn", subject="turn")
 
 
+def pushed(cli, home: Path, tmp_path: Path, form: str = "path") -> tuple[Path, str, str]:  # type: ignore[no-untyped-def]
+    """A new bare repository `remote.git` that one session of `home` was pushed to
+    (remote `origin`): the repository, its URL (a path, or `file://` by `form`), the id."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    url = str(bare) if form == "path" else f"file://{bare}"
+    sid = make(home, tag="a")
+    cli("remote", "add", "origin", url)
+    cli("push", "--all")
+    return bare, url, sid
+
+
 def say(home: Path, sid: str, text: str) -> None:
     store = SessionStore(home, background_maintenance=False)
     try:
