@@ -162,16 +162,14 @@ def measure(
             "bytes_ratio": round(ours_bytes / theirs_bytes, 2) if theirs_bytes else 0.0,
         }
 
-    before = objects_bytes(remote), objects_bytes(remote_git)
-    ours = gitsessions(home_a, "push", "--all")
-    theirs = git("--git-dir", str(store_a), "push", "-q", str(remote_git), f"{REFS}:{REFS}")
-    step(
-        "first push",
-        ours,
-        objects_bytes(remote) - before[0],
-        theirs,
-        objects_bytes(remote_git) - before[1],
-    )
+    def push(name: str) -> None:
+        before = objects_bytes(remote), objects_bytes(remote_git)
+        ours = gitsessions(home_a, "push", "--all")
+        theirs = git("--git-dir", str(store_a), "push", "-q", str(remote_git), f"{REFS}:{REFS}")
+        sent = objects_bytes(remote) - before[0], objects_bytes(remote_git) - before[1]
+        step(name, ours, sent[0], theirs, sent[1])
+
+    push("first push")
 
     fetched_git = bare(work / "b-git.git")
     gitsessions(home_b, "remote", "add", "origin", str(remote))
@@ -182,16 +180,7 @@ def measure(
     step("first pull", *first_pull)
 
     change_some(home_a, ids[:changed])
-    before = objects_bytes(remote), objects_bytes(remote_git)
-    ours = gitsessions(home_a, "push", "--all")
-    theirs = git("--git-dir", str(store_a), "push", "-q", str(remote_git), f"{REFS}:{REFS}")
-    step(
-        "incremental push",
-        ours,
-        objects_bytes(remote) - before[0],
-        theirs,
-        objects_bytes(remote_git) - before[1],
-    )
+    push("incremental push")
     before = objects_bytes(home_b / "store.git"), objects_bytes(fetched_git)
     ours = gitsessions(home_b, "pull")
     theirs = git("--git-dir", str(fetched_git), "fetch", "-q", str(remote_git), spec)
