@@ -257,8 +257,9 @@ def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpo
     if probing.done:
         return probing.wait()
     from gitsessions.cli.state import err
+    from gitsessions.cli.terminal import spinning
 
-    with err.status(f"asking the model server at {one_line(settings.base_url)}...", spinner="dots"):
+    with spinning(err, f"asking the model server at {one_line(settings.base_url)}..."):
         return probing.wait()
 
 

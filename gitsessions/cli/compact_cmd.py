@@ -11,6 +11,7 @@ from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.cli.terminal import spinning
 from gitsessions.services import manage
 from gitsessions.services.compaction_policy import Policy
 from gitsessions.services.compactor import compact_session, make_summarizer
@@ -75,7 +76,7 @@ def cmd_compact(
     counter = default_counter()
     progress = ProgressEvents(err)
     waiting = (
-        err.status(f"compacting {short(session_id)}", spinner="dots")
+        spinning(err, f"compacting {short(session_id)}")
         if err.is_terminal and not dry_run
         else nullcontext()
     )

@@ -12,11 +12,13 @@ backspace shows as `\\r` / `\\x08` instead of being dropped by rich, and table c
 are measured on what will be shown. The console is the backstop when a call site forgets.
 """
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
+from rich.status import Status
 from rich.text import Text
 
 from gitsessions.values.visible import visible
@@ -39,3 +41,17 @@ class VisibleConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         # Escape before rich's Text silently drops \r, \b and friends.
         return super().render_str(visible(text), **kwargs)
+
+
+@contextlib.contextmanager
+def spinning(console: Console, text: str) -> Iterator[Status]:
+    """A spinner saying `text` while the block runs. Unlike `with console.status(...)`,
+    a Ctrl-C that lands while the spinner starts still stops it: `with` calls no
+    `__exit__` when `__enter__` is interrupted, and rich's refresh thread, already
+    running, would go on drawing the spinner over everything that follows."""
+    status = Status(text, console=console, spinner="dots")
+    try:
+        status.start()
+        yield status
+    finally:
+        status.stop()
