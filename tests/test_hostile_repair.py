@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.store import headlog
 from gitsessions.values.ids import new_id
 from tests.conftest import Cli, git
 from tests.test_sync import make, pushed, results, summary
@@ -186,3 +187,15 @@ def test_a_recorded_head_pull_would_refuse_is_never_used(cli, home, field, value
     repaired = _repair(cli, home)
     assert {(f["kind"], f["subject"]) for f in repaired["findings"]} == {("behind", sid)}
     assert _head(home, sid) == head  # the newest head that passes, not the planted one
+
+
+def test_a_damaged_record_costs_only_its_damaged_lines(tmp_path):
+    store_path = tmp_path / "store.git"
+    store_path.mkdir()
+    sid, other = new_id(), new_id()
+    headlog.record(store_path, [(sid, b"a" * 40)])
+    with (store_path / "gitsessions" / "heads").open("ab") as log:
+        log.write(b"x" * 100_000 + b"\n" + b"not a line\n" + other.encode() + b" zz\n")
+    headlog.record(store_path, [(sid, b"b" * 40), (other, b"c" * 40)])
+    assert headlog.heads(store_path) == {sid: [b"a" * 40, b"b" * 40], other: [b"c" * 40]}
+    assert headlog.heads(store_path, keep=1)[sid] == [b"b" * 40]

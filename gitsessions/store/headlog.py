@@ -16,6 +16,7 @@ Invariants:
 
 import os
 import re
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from gitsessions.values.ids import is_session_id
 
 _LINE = re.compile(rb"([0-9a-f]{32}) ([0-9a-f]{40})\n")
 _LONGEST = 80  # a line is 74 bytes
+KEEP = 64  # heads per session a reader keeps: the newest that still passes is used
 
 
 def _path(store_path: Path) -> Path:
@@ -44,9 +46,10 @@ def record(store_path: Path, moves: Iterable[tuple[str, bytes]]) -> None:
         os.close(fd)
 
 
-def heads(store_path: Path) -> dict[str, list[bytes]]:
-    """`{session id: [commit, ...]}`: every head recorded for it, oldest first."""
-    out: dict[str, list[bytes]] = {}
+def heads(store_path: Path, keep: int = KEEP) -> dict[str, list[bytes]]:
+    """`{session id: [commit, ...]}`: the last `keep` heads recorded for it, oldest
+    first (memory bounded by sessions, not by commits)."""
+    out: dict[str, deque[bytes]] = {}
     try:
         file = _path(store_path).open("rb")
     except FileNotFoundError:
@@ -60,5 +63,8 @@ def heads(store_path: Path) -> dict[str, list[bytes]]:
                 line = b"x" + more
             match = _LINE.fullmatch(line)
             if match is not None and is_session_id(match.group(1).decode()):
-                out.setdefault(match.group(1).decode(), []).append(match.group(2))
-    return out
+                sid = match.group(1).decode()
+                if sid not in out:
+                    out[sid] = deque(maxlen=keep)
+                out[sid].append(match.group(2))
+    return {sid: list(shas) for sid, shas in out.items()}
