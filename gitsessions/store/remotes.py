@@ -11,7 +11,8 @@ Invariants:
   midway may leave them unnamed: a later purge removes them, and the next pull fetches
   what it needs again.)
 - A session branch moves only through `update_refs`: compare-and-swap from the value
-  the caller saw (None: absent), under the branch's flock. Remote-tracking refs
+  the caller saw (None: absent), under the branch's flock, each new head recorded in
+  `headlog` first. Remote-tracking refs
   (`refs/remotes/<remote>/...`) and the branches a pull moves are written in one
   `packed-refs` write per 256 branches: a pull of 1,000 sessions makes a few fsyncs,
   not 1,000.
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from gitsessions.store import localremote, stockgit
+from gitsessions.store import headlog, localremote, stockgit
 from gitsessions.store.errors import ObjectMissing, StoreError
 from gitsessions.store.objectread import (
     COMMIT,
@@ -316,6 +317,7 @@ def update_refs(
                     loose = read_loose(git.path, tracking_prefix(track.name))
                     new = track.apply(packed, loose)
                 new = {**new, **{ref: moves[ref][1] for ref in won}}
+                headlog.record(git.path, _session_heads(won, moves))
                 if new != packed:
                     commit(new)
             for ref in won:
@@ -324,6 +326,17 @@ def update_refs(
             _drop_loose(git, loose)
         moved.update(won)
     return moved
+
+
+def _session_heads(
+    won: list[bytes], moves: dict[bytes, tuple[bytes | None, bytes]]
+) -> list[tuple[str, bytes]]:
+    """The session branches of `won` with the commit each is about to hold."""
+    out: list[tuple[str, bytes]] = []
+    for ref in won:
+        if ref.startswith(SESSIONS) and moves[ref][1] != moves[ref][0]:
+            out.append((ref[len(SESSIONS) :].decode(), moves[ref][1]))
+    return out
 
 
 def _holds(store_path: Path, ref: bytes, packed: dict[bytes, bytes], value: bytes | None) -> bool:
