@@ -19,7 +19,7 @@ import pytest
 
 from gitsessions.services import wire
 from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import EndpointUnreachable, ModelClient
+from gitsessions.services.model import EndpointUnreachable, ModelClient, RedirectRefused
 from gitsessions.services.wire import Wire
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 
@@ -371,7 +371,7 @@ class _Redirects(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def test_redirects_are_followed_and_the_key_stays_with_its_origin(
+def test_redirects_are_followed_on_their_origin_only(
     fake_openai: FakeOpenAI,  # noqa: F811
 ) -> None:
     handler = type("Redirects", (_Redirects,), {"seen": [], "elsewhere": fake_openai.base_url})
@@ -385,10 +385,10 @@ def test_redirects_are_followed_and_the_key_stays_with_its_origin(
             ("POST", "/old/chat/completions", "Bearer k"),
             ("POST", "/v1/chat/completions", "Bearer k"),  # same origin: the key goes along
         ]
-        fake_openai.reply(content="moved")
-        with client_for(f"{here}/away", {}) as client:
-            assert client.complete(USER).message["content"] == "moved"
-        assert fake_openai.authorizations == [None]  # another origin: not the key
+        refused = pytest.raises(RedirectRefused, match="refusing to send the conversation")
+        with client_for(f"{here}/away", {}) as client, refused:  # another origin: not followed
+            client.complete(USER)
+        assert fake_openai.requests == [] and fake_openai.authorizations == []
     finally:
         server.shutdown()
         server.server_close()
