@@ -3,7 +3,7 @@
 
 from gitsessions.services.config import ModelSettings, resolve_model_settings
 from gitsessions.services.endpoint import probe
-from tests.redirect_servers import recorder, redirector
+from tests.hostile_servers import recorder, redirector
 
 
 def settings_for(base_url: str) -> ModelSettings:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, exec_args, fsck, git, run_gitsessions
-from tests.redirect_servers import redirector
+from tests.hostile_servers import redirector
 
 
 def exec_(server, workspace: Path, *args: str, input: str | None = None):

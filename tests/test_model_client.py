@@ -33,7 +33,7 @@ from gitsessions.services.model import (
 )
 from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
-from tests.redirect_servers import recorder, redirector
+from tests.hostile_servers import recorder, redirector
 
 USER = [{"role": "user", "content": "hi"}]
 CALLS = [

@@ -1,6 +1,8 @@
-"""Two real HTTP servers on 127.0.0.1 for the redirect tests: one that answers every
-request with a redirect, and one, on another port (another origin), that records every
-request it gets (method, path, headers, body) and answers it as a model server would.
+"""Real servers on 127.0.0.1 that answer as a hostile model server might.
+
+For the redirect tests, two HTTP servers: one that answers every request with a
+redirect, and one, on another port (another origin), that records every request it gets
+(method, path, headers, body) and answers it as a model server would.
 
     with recorder() as elsewhere, redirector(307, elsewhere.base) as here:
         ...  # a client pointed at f"{here.base}/v1"
@@ -9,12 +11,18 @@ request it gets (method, path, headers, body) and answers it as a model server w
 `redirector(status, target)` sends `Location: target + path` (the request's own path),
 so `/v1/chat/completions` goes to `{target}/v1/chat/completions`; a `same=True`
 redirector sends `/old/...` to `/v1/...` on itself and answers `/v1/...` itself.
+
+`raw_answer(data)` is a socket server that reads each request and writes `data` back,
+byte for byte, then closes: for answers no HTTP server library would send.
+
+    with raw_answer(b"HTTP/1.1 200 OK\r\n...") as base:  # "http://127.0.0.1:PORT"
 """
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 
@@ -102,3 +110,51 @@ def redirector(status: int, target: str = "", *, same: bool = False) -> Any:
     `same`, `/old/...` to `/v1/...` on itself."""
     assert same == (not target)
     return _serving(status, target)
+
+
+@contextmanager
+def raw_answer(data: bytes) -> Iterator[str]:
+    """A server writing `data` as its answer to every request (read to its end first)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    stopping = threading.Event()
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, suppress(OSError):  # a client that hung up early
+                conn.settimeout(10)
+                _read_request(conn)
+                conn.sendall(data)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stopping.set()
+        thread.join()
+        listener.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    received = b""
+    while b"\r\n\r\n" not in received:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        received += piece
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        piece = conn.recv(65536)
+        if not piece:
+            return
+        body += piece
