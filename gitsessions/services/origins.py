@@ -4,7 +4,8 @@ client (wire.py), the openai SDK's (model.py) and the `/models` probe (endpoint.
 Invariants:
 - An origin is (scheme, host, port), the port its scheme's default when the URL names
   none, the host in lower case; a URL's user:password is never part of it, nor of how
-  it is shown.
+  it is shown. A port that is no number (or out of range) is -1: never the same
+  origin as any other URL's.
 - The chat-completions POST is never redirected to another origin: a 307 or 308 would
   send it the whole conversation, a 301, 302 or 303 would let it write the answer as a
   GET. `CrossOriginRedirect` names both origins; refusing is the caller's job.
@@ -29,6 +30,8 @@ class Origin(NamedTuple):
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if self.port == DEFAULT_PORTS.get(self.scheme) else f":{self.port}"
+        if self.port == -1:
+            port = ":?"
         shown = f"{self.scheme}://{host}{port}"
         return shown if len(shown) <= SHOWN else shown[:SHOWN] + "..."
 
@@ -43,14 +46,14 @@ class CrossOriginRedirect(Exception):
 
 
 def origin(url: str) -> Origin:
-    """The origin of `url` (an unreadable port counts as none)."""
+    """The origin of `url`."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     try:
-        port = parts.port
+        port = parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:
-        port = None
-    return Origin(scheme, (parts.hostname or "").lower(), port or DEFAULT_PORTS.get(scheme))
+        port = -1
+    return Origin(scheme, (parts.hostname or "").lower(), port)
 
 
 def refuse_cross_origin(method: str, source: str, target: str) -> None:
