@@ -21,6 +21,9 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 - Every request alternates user and assistant messages (tool results aside): runs of
   user messages are merged on the way out (`values.messages.alternating`), since strict
   chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
+- A chat request redirected to another origin (scheme, host, port) is not followed,
+  by either client: `RedirectRefused` names both origins, and nothing was sent to the
+  other one (services/origins.py; the SDK's through an httpx event hook).
 - Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
   since every result names the call it answers.
 """
