@@ -1,5 +1,5 @@
 """How a failure reads: which exceptions the CLI reports as one `error:` line, with which
-exit code (shared by `app.py` and `fastpull.py`); anything else is a bug and goes on."""
+exit code (`app.py` prints them); anything else is a bug and goes on."""
 
 import errno
 import os
