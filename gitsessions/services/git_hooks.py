@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.projectgit import command
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import is_session_id
 
@@ -58,11 +59,14 @@ def shim_bytes(name: str) -> bytes:
 def _git(
     cwd: Path, env: Mapping[str, str], *args: str, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    # the project's own core.hooksPath stays: none of these runs a hook, and `hooks_dir`
+    # must name the folder the user's commits run hooks from
+    argv, full = command(cwd, env, *args, own_hooks_path=True)
     return subprocess.run(
-        ["git", "-C", str(cwd), *args],
+        argv,
         capture_output=True,
         text=True,
-        env=dict(env),
+        env=full,
         input=input,
         timeout=GIT_TIMEOUT,
         stdin=None if input is not None else subprocess.DEVNULL,
