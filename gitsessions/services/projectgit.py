@@ -17,7 +17,9 @@ Invariants:
   entries through the clean filter, even `write-tree`; `checkout-index` and `worktree
   add` smudge) first lists the filter drivers the project's config defines (one
   `git config` call) and blanks every one of them: filters cannot be switched off
-  wholesale, only driver by driver.
+  wholesale, only driver by driver. A run of such commands on one project may share
+  one listing (`filters_listed`: the environment then says so with a value only this
+  process knows, so an inherited variable cannot skip it).
 - `push`, `fetch` and `ls-remote` name the remote side's program themselves
   (`--receive-pack=git-receive-pack`, `--upload-pack=git-upload-pack`): for a local or
   ssh remote, `remote.*.receivepack`/`uploadpack` is a command run as given, and the
@@ -28,6 +30,7 @@ Invariants:
 - Nothing here reads the environment or prints; git is found on the caller's PATH.
 """
 
+import os
 import subprocess
 from collections.abc import Mapping
 from os import PathLike
@@ -58,6 +61,8 @@ TRANSPORT = {
     "ls-remote": "--upload-pack=git-upload-pack",
 }
 LIST_TIMEOUT = 30
+FILTERS_LISTED = "GITSESSIONS_GIT_FILTERS_OFF"  # set by `filters_listed`: not listed again
+_LISTED_HERE = os.urandom(8).hex()  # its value: only this process's `filters_listed` sets it
 
 
 def command(
@@ -68,11 +73,17 @@ def command(
     the project's core.hooksPath, for a command that runs no hook but must name the
     folder git runs them from (`rev-parse --git-path hooks`: `hooks install`)."""
     pairs = [p for p in SAFE_CONFIG if not (own_hooks_path and p[0] == "core.hooksPath")]
-    if args and args[0] in FILTERING:
+    if args and args[0] in FILTERING and env.get(FILTERS_LISTED) != _LISTED_HERE:
         pairs += _filters_off(cwd, env)
     if args and args[0] in TRANSPORT:
         args = (args[0], TRANSPORT[args[0]], *args[1:])
     return ["git", "-C", str(cwd), *args], with_config(env, pairs)
+
+
+def filters_listed(cwd: str | PathLike[str], env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the project's filter drivers blanked once, for a run of commands that
+    would each list them (a snapshot's `update-index` calls and `write-tree`)."""
+    return {**with_config(env, _filters_off(cwd, env)), FILTERS_LISTED: _LISTED_HERE}
 
 
 def with_config(env: Mapping[str, str], pairs: list[tuple[str, str]]) -> dict[str, str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 
-from gitsessions.services.projectgit import command
+from gitsessions.services.projectgit import command, filters_listed
 from gitsessions.services.snapshot_settings import DEFAULT_MAX_FILE_BYTES
 from gitsessions.services.workspace import NO_REPOSITORY_NOTE, no_repository
 from gitsessions.values.errors import GitsessionsError
@@ -215,6 +215,7 @@ def capture(
         if project.index.exists():
             shutil.copyfile(project.index, index)
         extra = {"GIT_INDEX_FILE": str(index), "GIT_OPTIONAL_LOCKS": "0"}
+        env = filters_listed(project.root, env)  # one listing for the commands below
         files, others = _hashed(project.root, env, keep, Path(scratch))
         if others:  # gone (removed from the index) or a nested repository (a gitlink)
             payload = b"".join(p + b"\0" for p in others)
