@@ -163,3 +163,27 @@ def test_the_overrides_come_after_the_callers_own_command_line_config(tmp_path):
     assert full["GIT_CONFIG_KEY_0"] == "core.fsmonitor"  # the caller's stays
     done = subprocess.run(argv, env=full, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "false"
+
+
+def test_a_snapshot_keeps_git_s_file_modes(tmp_path):
+    """Hashing without update-index keeps what it would record: the execute bit on
+    disk, or with core.fileMode false the mode the index has."""
+    env = dict(os.environ)
+    sid = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    root = make_project(tmp_path / "project")
+    (root / "run.sh").write_text("echo one\n")
+    (root / "run.sh").chmod(0o755)
+    project = snapshots.find_project(root, env)
+    assert project is not None
+    taken = snapshots.take(project, env, sid, "gitsessions snapshot: test")
+    assert pgit(root, "ls-tree", taken.commit, "run.sh").startswith("100755 ")
+    pgit(root, "add", "run.sh")
+    pgit(root, "config", "core.fileMode", "false")
+    (root / "run.sh").write_text("echo two\n")
+    (root / "run.sh").chmod(0o644)
+    (root / "new.sh").write_text("echo new\n")
+    (root / "new.sh").chmod(0o755)
+    again = snapshots.take(project, env, sid, "gitsessions snapshot: test")
+    assert pgit(root, "ls-tree", again.commit, "run.sh").startswith("100755 ")
+    assert pgit(root, "ls-tree", again.commit, "new.sh").startswith("100644 ")
+    assert tree_files(root, again.commit)["run.sh"] == b"echo two\n"

@@ -12,7 +12,8 @@ Invariants:
   and no clean filter the project's config or attributes name ever runs; gone paths and
   nested repositories go through `update-index --add --remove`, which hashes no file.
   Files over `max_file_bytes` are left out (their index entry, if any, stays) and named.
-  The mode is 100755 for a file with its owner's execute bit, else 100644.
+  The mode is 100755 for a file with its owner's execute bit, else 100644 (with
+  `core.fileMode` false: the index entry's mode, as `update-index` keeps it).
 - Snapshot commits chain: first parent the project's HEAD (as a stash does), second the
   session's previous snapshot, so every one stays reachable from the ref and `git gc`
   keeps them. The ref moves by compare-and-swap (`update-ref NEW OLD`). A turn whose
@@ -216,7 +217,8 @@ def capture(
             shutil.copyfile(project.index, index)
         extra = {"GIT_INDEX_FILE": str(index), "GIT_OPTIONAL_LOCKS": "0"}
         env = filters_listed(project.root, env)  # one listing for the commands below
-        files, others = _hashed(project.root, env, keep, Path(scratch))
+        modes = _index_modes(project.root, env, extra)
+        files, others = _hashed(project.root, env, keep, Path(scratch), modes)
         if others:  # gone (removed from the index) or a nested repository (a gitlink)
             payload = b"".join(p + b"\0" for p in others)
             git(project.root, env, "update-index", "--add", "--remove", "-z", "--stdin",
@@ -228,13 +230,31 @@ def capture(
     return Captured(tree, scanned.head, tuple(left_out))
 
 
+def _index_modes(
+    root: Path, env: Mapping[str, str], extra: Mapping[str, str]
+) -> dict[bytes, bytes] | None:
+    """None when the execute bit on disk counts (`core.fileMode`, git's default); else
+    each index entry's mode, which a changed file then keeps (as `update-index` does)."""
+    done = git(root, env, "config", "--type=bool", "core.fileMode", check=False)
+    if out(done) != "false":
+        return None
+    listed = git(root, env, "ls-files", "-s", "-z", extra=extra).stdout.split(b"\0")
+    return {e.split(b"\t", 1)[1]: e.split(b" ", 1)[0] for e in listed if b"\t" in e}
+
+
 def _hashed(
-    root: Path, env: Mapping[str, str], paths: Iterable[bytes], scratch: Path
+    root: Path,
+    env: Mapping[str, str],
+    paths: Iterable[bytes],
+    scratch: Path,
+    modes: dict[bytes, bytes] | None = None,
 ) -> tuple[list[bytes], list[bytes]]:
     """Blobs of the regular files and symbolic links among `paths`, written with
     `hash-object -w --no-filters` (their bytes as they are: no clean filter or other
     conversion runs), as `--index-info -z` records; and the other paths (gone, or a
-    directory: a nested repository), for `update-index --add --remove`."""
+    directory: a nested repository), for `update-index --add --remove`. A file's mode
+    is 100755 with its owner's execute bit, else 100644; with `modes` (core.fileMode
+    false) a file in the index keeps its mode there."""
     entries: list[tuple[bytes, bytes]] = []  # (mode, path)
     sources: list[bytes] = []  # what hash-object reads for each entry
     others: list[bytes] = []
@@ -251,7 +271,11 @@ def _hashed(
             entries.append((b"120000", path))
             sources.append(os.fsencode(target))
         elif S_ISREG(st.st_mode):
-            entries.append((b"100755" if st.st_mode & 0o100 else b"100644", path))
+            mode = b"100755" if st.st_mode & 0o100 else b"100644"
+            if modes is not None:
+                mode = modes.get(path, b"100644")
+                mode = mode if mode in (b"100644", b"100755") else b"100644"
+            entries.append((mode, path))
             sources.append(full)
         else:
             others.append(path)
