@@ -10,7 +10,7 @@ Invariants:
 - The overrides go in as command-line config (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
   appended to the caller's, so they win over every config file and reach the git
   processes git itself starts): fsmonitor off, hooks from `/dev/null` (none), no pager
-  or editor, no signing (commit-tree honours `commit.gpgSign`), no signature checks, no
+  or editor, no signing or signature checks (both run `gpg.program`), no
   `ext::` transport, no automatic gc or maintenance, no submodule recursion.
 - A command that can run a clean or smudge filter (`FILTERING`: every one that reads
   the working tree or writes an index, since writing an index re-hashes its racily clean
