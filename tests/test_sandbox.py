@@ -371,3 +371,23 @@ def test_exec_a_planted_fsmonitor_never_runs(server, places, home: Path) -> None
     assert not marker.exists()  # the snapshot after it ran no fsmonitor
     snapshot = git_in(ws, "for-each-ref", "--format=%(objectname)", "refs/gitsessions/")
     assert snapshot.strip() and git_in(ws, "show", f"{snapshot.split()[0]}:src/app.py") == "v2\n"
+
+
+def test_the_file_tools_do_not_write_the_projects_git_in_the_sandbox(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a_repository(ws)
+    before = git_state(ws)
+    box = Sandbox(writable=(str(ws),), read_only=sandbox_module.git_paths(ws))
+    registry = create_registry(ws, ENV, approve=approve_all, sandbox=box)
+    planted = "[core]\n\tfsmonitor = touch ran\n"
+    for path in (".git/config", ".git/hooks/pre-commit", f"{ws}/.git/info/attributes"):
+        outcome = call(registry, "write_file", path=path, content=planted)
+        assert not outcome.ok and "the sandbox keeps read-only" in outcome.content, outcome
+    edited = call(registry, "edit_file", path=".git/HEAD", old="main", new="evil")
+    assert not edited.ok and "read-only" in edited.content
+    assert git_state(ws) == before
+    assert (ws / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert call(registry, "write_file", path="top.txt", content="ok\n").ok
+    free = create_registry(ws, ENV, approve=approve_all, sandbox=Sandbox(writable=(str(ws),)))
+    assert call(free, "write_file", path=".git/description", content="allowed\n").ok
