@@ -212,6 +212,7 @@ def _fetch_tombstones(
     """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
     writes that ref itself: not `track`), and merged into ours (`_merge_tombstones`).
     The caller holds the store's shared lock."""
+    refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
     refs = remotes.fetch(
         store.git,
         url,
@@ -219,8 +220,9 @@ def _fetch_tombstones(
         progress,
         name=name,
         env=env,
+        refused=refused,
     )
-    if TOMBSTONES in refs and track:
+    if TOMBSTONES in refs and track and remotes.has(store.git, refs[TOMBSTONES]):
         remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
     dead, remote_dead, kept = _merge_tombstones(store, name, refs)
     return refs, dead, remote_dead, kept
@@ -374,14 +376,17 @@ def pull(
             ]
             return wants
 
+        refused: dict[bytes, str] = {}  # commits whose objects failed the checks: why
         refs = remotes.fetch(
             git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
-            track=False,
+            track=False, refused=refused,
         )  # fmt: skip
         remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
         theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
-        tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
-        if TOMBSTONES in refs:
+        tracked: dict[bytes, bytes | None] = {
+            ref_name(s): sha for s, sha in theirs.items() if sha not in refused
+        }
+        if TOMBSTONES in refs and remotes.has(git, refs[TOMBSTONES]):
             tracked[TOMBSTONES] = refs[TOMBSTONES]
         report.tombstones = len(dead)
         progress(f"merging {plural(len(theirs), 'session')}")
@@ -392,6 +397,8 @@ def pull(
             mine = local.get(sid)
             if sid not in theirs:
                 outcomes[sid] = Outcome(sid, "deleted here", "not created")
+            elif sha in refused:
+                outcomes[sid] = Outcome(sid, "refused", refused[sha])
             elif mine == sha:
                 outcomes[sid] = Outcome(sid, "unchanged")
             elif mine is None:
