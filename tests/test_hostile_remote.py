@@ -190,3 +190,12 @@ def test_a_pull_refuses_sessions_whose_objects_fail_the_checks(
     got = results(summary(cli, fresh, "pull"))
     assert got == {good: "created", **{sid: "refused" for sid in [*forged, later, split]}}
     fsck(fresh)
+
+
+def test_gc_removes_the_quarantine_a_killed_fetch_left(cli: Cli, home):
+    make(home, tag="kept")
+    left = home / "store.git" / "gitsessions" / "incoming-killed"
+    (left / "objects" / "pack").mkdir(parents=True)
+    (left / "objects" / "pack" / "pack-0.pack").write_bytes(b"half a pack")
+    cli("gc")
+    assert not left.exists()

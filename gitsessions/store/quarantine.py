@@ -11,7 +11,8 @@ Invariants:
   object refuses the whole fetch (`Refused`) and the quarantine is removed: no ref can
   name what failed, and `git fsck --strict` of the store stays clean.
 - Only then are its files moved into `store.git/objects` (fsynced first; a pack before
-  its index, as dulwich moves its own), and the quarantine goes whatever happens.
+  its index, as dulwich moves its own), and the quarantine goes whatever happens (one
+  a kill left behind goes at the next `gc`, which holds the exclusive lock).
   Memory stays bounded: objects are read one at a time from the files.
 """
 
