@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.errors import StoreError
-from gitsessions.store.objectread import TREE, parse_tree
+from gitsessions.store.objectread import parse_tree
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 MODES = frozenset({0o100644, 0o040000})  # what the session layout holds
-TYPE_NUMBERS = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 
 
 class Refused(StoreError):
@@ -63,7 +62,7 @@ def check(obj: ShaFile) -> None:
         obj.check()
     except ObjectFormatException as error:
         raise Refused(f"object {sha[:12]}: {' '.join(str(error).split())[:200]}") from None
-    if TYPE_NUMBERS.get(obj.type_name) == TREE:
+    if obj.type_name == b"tree":
         check_entries(sha, obj.as_raw_string())
 
 
