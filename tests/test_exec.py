@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, exec_args, fsck, git, run_gitsessions
+from tests.hostile_servers import redirector
 
 
 def exec_(server, workspace: Path, *args: str, input: str | None = None):
@@ -361,3 +364,31 @@ def test_a_budget_the_agent_cannot_work_in_is_refused_before_a_session_exists(
     assert server.requests == []
     listed = run_gitsessions("list", "--json")
     assert json.loads(listed.stdout) == []
+
+
+@pytest.mark.parametrize("client", ["builtin", "openai"])
+def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path, home, client):
+    """The configured server answers 307 to another one: exec says so in one line, the
+    other server gets no request at all, and the prompt is kept as any failed turn's."""
+    ws = tmp_path / "p"
+    ws.mkdir()
+    origin = server.base_url.removesuffix("/v1")
+    with redirector(307, origin) as here:
+        done = run_gitsessions(
+            "exec", "the secret plan", "--base-url", f"{here.base}/v1", "--workspace", str(ws),
+            env={**os.environ, "GITSESSIONS_CLIENT": client},
+        )  # fmt: skip
+        assert [(seen.method, seen.path) for seen in here.seen] == [
+            ("POST", "/v1/chat/completions")
+        ]
+    assert server.requests == [] and server.authorizations == []
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: the model server at {here.base} redirected the request to {origin}; "
+        "refusing to send the conversation to another origin; check --base-url or "
+        "GITSESSIONS_BASE_URL"
+    )
+    sessions = json.loads(run_gitsessions("list", "--json").stdout)
+    shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
+    assert json.loads(shown)[-1] == {"role": "user", "content": "the secret plan"}

@@ -26,12 +26,14 @@ from gitsessions.services.model import (
     ModelNotFound,
     ModelTimeout,
     RateLimited,
+    RedirectRefused,
     RequestRejected,
     ServerError,
     Usage,
 )
 from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
+from tests.hostile_servers import recorder, redirector
 
 USER = [{"role": "user", "content": "hi"}]
 CALLS = [
@@ -463,3 +465,45 @@ def test_retries_give_up_after_the_last_try_or_a_long_retry_after(server: FakeOp
         with pytest.raises(RequestRejected):
             client.complete(USER)
     assert waits == [1.0, 2.0] and len(server.requests) == 5
+
+
+SECRET = [{"role": "user", "content": "the secret plan"}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("status", [307, 308, 301, 302, 303])
+def test_a_redirect_of_the_request_to_another_origin_is_refused(status: int, stream: bool) -> None:
+    """307/308 would re-send the whole conversation, 301/302/303 turn it into a GET whose
+    answer another origin would write: none is followed, the other origin gets nothing."""
+    with recorder() as elsewhere, redirector(status, elsewhere.base) as here:
+        with make_client(f"{here.base}/v1") as client, pytest.raises(RedirectRefused) as caught:
+            client.complete(SECRET, stream=stream)
+        assert elsewhere.seen == []  # no request: no body, no message, no key
+        assert [(s.method, s.path) for s in here.seen] == [("POST", "/v1/chat/completions")]
+    message = str(caught.value)
+    assert message == (
+        f"the model server at {here.base} redirected the request to {elsewhere.base}; "
+        "refusing to send the conversation to another origin; check --base-url or "
+        "GITSESSIONS_BASE_URL"
+    )
+    assert caught.value.partial is None
+
+
+def test_a_redirect_of_the_request_on_its_own_origin_is_followed() -> None:
+    with redirector(308, same=True) as here:
+        with make_client(f"{here.base}/old") as client:
+            assert text_of(client.complete(SECRET).message) == "followed"
+        assert [(s.method, s.path, s.headers.get("authorization")) for s in here.seen] == [
+            ("POST", "/old/chat/completions", "Bearer sk-test"),
+            ("POST", "/v1/chat/completions", "Bearer sk-test"),
+        ]
+        assert json.loads(here.seen[1].body)["messages"] == SECRET
+
+
+def test_the_model_list_follows_a_redirect_to_another_origin_without_the_key() -> None:
+    with recorder() as elsewhere, redirector(307, elsewhere.base) as here:
+        with make_client(f"{here.base}/v1") as client:
+            assert client.list_models() == ["m1"]
+        [seen] = elsewhere.seen
+        assert (seen.method, seen.path) == ("GET", "/v1/models")
+        assert "authorization" not in seen.headers

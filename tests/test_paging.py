@@ -88,3 +88,17 @@ def test_log_piped_is_tab_separated_with_stable_columns(store, make_session):
     lines = run_gitsessions("log", head.id).stdout.splitlines()
     assert [line.split("\t")[2] for line in lines] == ["turn", "turn", "turn", "create"]
     assert all(len(line.split("\t")) == 6 for line in lines)
+
+
+def test_export_into_a_reader_that_stops_ends_quietly(store, make_session):
+    head = _long(make_session, turns=300)
+    store.close()
+    shown = subprocess.run(
+        f"{sys.executable} -m gitsessions export {head.id} | head -n 1; "
+        'echo "status=${PIPESTATUS[0]}"',
+        shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=REPO,
+        timeout=120,
+    )  # fmt: skip
+    first, status = shown.stdout.splitlines()
+    assert first.startswith("{") and status == "status=0"
+    assert "error" not in shown.stderr and "Traceback" not in shown.stderr

@@ -4,6 +4,7 @@ format-1 session at its next commit (history untouched), and the refusal of form
 
 import json
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
 
     server.reply(content="upgraded", usage=(50, 2))
     done = subprocess.run(
-        ["python", "-m", "gitsessions", *exec_args(server, workspace), "--resume",
+        [sys.executable, "-m", "gitsessions", *exec_args(server, workspace), "--resume",
          golden["id"], "--json", "after the upgrade"],
         capture_output=True, text=True, cwd=REPO, check=False,
     )  # fmt: skip
@@ -169,7 +170,7 @@ def test_records_say_when_and_in_which_turn_and_never_reach_the_model(home, serv
         args = [*exec_args(server, workspace), "--json", prompt]
         if prompt == "second":
             args[1:1] = ["--continue"]
-        done = subprocess.run(["python", "-m", "gitsessions", *args], capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "gitsessions", *args], capture_output=True,
                               text=True, cwd=REPO, check=False)  # fmt: skip
         assert done.returncode == 0, done.stderr
     sid = json.loads(done.stdout)["session"]
@@ -210,7 +211,7 @@ def test_resuming_reads_only_the_chunks_the_context_refers_to(home, server, work
     try:
         server.reply(content="resumed", usage=(10, 1))
         done = subprocess.run(
-            ["python", "-m", "gitsessions", *exec_args(server, workspace), "--resume",
+            [sys.executable, "-m", "gitsessions", *exec_args(server, workspace), "--resume",
              head.id, "go on"],
             capture_output=True, text=True, cwd=REPO, check=False,
         )  # fmt: skip

@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,11 +18,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gitsessions.services import wire
+from gitsessions.services import http1, wire
 from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import EndpointUnreachable, ModelClient
+from gitsessions.services.model import EndpointUnreachable, ModelClient, RedirectRefused
 from gitsessions.services.wire import Wire
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
+from tests.hostile_servers import raw_answer
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -371,7 +373,7 @@ class _Redirects(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
 
-def test_redirects_are_followed_and_the_key_stays_with_its_origin(
+def test_redirects_are_followed_on_their_origin_only(
     fake_openai: FakeOpenAI,  # noqa: F811
 ) -> None:
     handler = type("Redirects", (_Redirects,), {"seen": [], "elsewhere": fake_openai.base_url})
@@ -385,10 +387,10 @@ def test_redirects_are_followed_and_the_key_stays_with_its_origin(
             ("POST", "/old/chat/completions", "Bearer k"),
             ("POST", "/v1/chat/completions", "Bearer k"),  # same origin: the key goes along
         ]
-        fake_openai.reply(content="moved")
-        with client_for(f"{here}/away", {}) as client:
-            assert client.complete(USER).message["content"] == "moved"
-        assert fake_openai.authorizations == [None]  # another origin: not the key
+        refused = pytest.raises(RedirectRefused, match="refusing to send the conversation")
+        with client_for(f"{here}/away", {}) as client, refused:  # another origin: not followed
+            client.complete(USER)
+        assert fake_openai.requests == [] and fake_openai.authorizations == []
     finally:
         server.shutdown()
         server.server_close()
@@ -407,3 +409,49 @@ def test_a_base_url_with_credentials_never_sends_them_as_the_host(
         client.complete(USER)
     [(path, _auth)] = handler.seen
     assert path == "http://model.invalid:9/v1/chat/completions"
+
+
+def overlong_head(where: str, padding: bytes = b"X-Injected: yes") -> bytes:
+    """An answer whose status line or first header line is 64 KiB and one byte, then
+    `padding` (that a line cut at the cap, as it was, read as a header of its own)."""
+    over = http1.MAX_LINE + 1
+    status = b"HTTP/1.1 200 OK\r\n"
+    line = b"X-Pad: " + b"a" * (over - 7) + padding + b"\r\n"
+    if where == "status line":
+        status, line = b"HTTP/1.1 200 " + b"O" * (over - 13) + padding + b"\r\n", b""
+    body = json.dumps(REPLY).encode()
+    framing = b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+    return status + line + framing + b"Connection: close\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("where", ["status line", "header line"])
+def test_a_line_of_the_answer_head_over_64_kib_is_an_error_not_split(where: str) -> None:
+    """The tail of an over-long line is never read as a header a server could inject (the
+    SDK's h11 parses whole lines; this is the builtin client's HTTP)."""
+    with raw_answer(overlong_head(where)) as base:
+        port = int(base.rsplit(":", 1)[1])
+        connection = http1.Connection.open("127.0.0.1", port, [time.monotonic() + 10])
+        with pytest.raises(http1.ProtocolError, match=f"{where} longer than 65536 bytes"):
+            connection.request("POST", "/v1/chat/completions", f"127.0.0.1:{port}", {}, b"{}")
+        connection.close()
+        with client_for(f"{base}/v1", {}) as client, pytest.raises(EndpointUnreachable) as caught:
+            client.complete(USER)
+    message = str(caught.value)
+    assert "\n" not in message and f"{where} longer than 65536 bytes" in message
+
+
+def test_a_head_line_of_64_kib_is_read() -> None:
+    head = overlong_head("header line").replace(b"aX-Injected: yes\r\n", b"\r\n", 1)
+    assert len(head.split(b"\r\n")[1]) == http1.MAX_LINE  # what a line may hold
+    with raw_answer(head) as base, client_for(f"{base}/v1", {}) as client:
+        assert client.complete(USER).message["content"] == "framed"
+
+
+def test_a_chunk_size_line_over_64_kib_is_an_error_not_read_as_data() -> None:
+    body = json.dumps(REPLY).encode()
+    chunk = b"%x;ext=" % len(body) + b"x" * http1.MAX_LINE + b"\r\n" + body + b"\r\n0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+    refused = pytest.raises(EndpointUnreachable, match="chunk size line longer than 65536")
+    answer = raw_answer(head + b"\r\n" + chunk)
+    with answer as base, client_for(f"{base}/v1", {}) as client, refused:
+        client.complete(USER)

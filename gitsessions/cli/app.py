@@ -14,7 +14,7 @@ import typer
 
 from gitsessions.cli import lazy
 from gitsessions.cli.failure import quiet_disk_errors as _quiet_disk_errors
-from gitsessions.cli.failure import reported, say_error
+from gitsessions.cli.failure import quiet_stdout, reported, say_error, stdout_gone
 
 # The consoles (rich), sqlite3 and the store are imported when a command runs, so
 # `gitsessions --help` costs little more than importing typer.
@@ -25,6 +25,9 @@ class _Group(lazy.LazyGroup):
         try:
             return super().invoke(ctx)
         except Exception as error:  # ours, the system's (read-only home, full disk), sqlite's
+            if stdout_gone(error):  # `| head`: the reader has what it wanted, as `show` does
+                quiet_stdout()
+                raise typer.Exit(0) from None
             found = reported(error)
             if found is None:
                 raise

@@ -17,9 +17,9 @@ def cmd_doctor(
         bool,
         typer.Option(
             "--repair",
-            help="Restore lost or lagging branches from their commits, remove stale locks "
-            "and leases, set bad ref files aside and drop stale caches. Never deletes a "
-            "commit.",
+            help="Restore lost or lagging branches to the heads this home recorded for "
+            "them (never to a fetched commit's trailer), remove stale locks and leases, "
+            "set bad ref files aside and drop stale caches. Never deletes a commit.",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,

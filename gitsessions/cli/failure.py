@@ -2,6 +2,8 @@
 exit code (shared by `app.py` and `fastpull.py`); anything else is a bug and goes on."""
 
 import errno
+import os
+import select
 import sys
 
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -41,6 +43,29 @@ def reported(error: BaseException) -> tuple[str, int] | None:
     if sqlite3 is not None and isinstance(error, sqlite3.Error):
         return f"a cache file in the gitsessions home cannot be written ({error})", 1
     return None
+
+
+def stdout_gone(error: BaseException) -> bool:
+    """Whether `error` is stdout's reader having gone (`| head`), not some other pipe's:
+    the reader's end of stdout is closed, which poll reports as an error on our end."""
+    if not isinstance(error, BrokenPipeError):
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null so Python's exit flush does not complain again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
+        pass
 
 
 def say_error(message: str) -> None:

@@ -8,12 +8,12 @@ written a line at a time, so the first screen shows before the rest is read, and
 quitting the pager early stops the command quietly.
 """
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 
+from gitsessions.cli.failure import quiet_stdout
 from gitsessions.cli.plain import Sink
 from gitsessions.cli.state import plain_out as out  # its file only: no rich
 
@@ -39,7 +39,7 @@ def paged(env: Mapping[str, str], enabled: bool = True) -> Iterator[Sink]:
             yield sink
             sink.flush()
         except BrokenPipeError:  # `| head`: the reader has what it wanted
-            _quiet_stdout()
+            quiet_stdout()
         return
     child_env = {**env, "LESS": env.get("LESS", "FRX"), "LV": env.get("LV", "-c")}
     out.file.flush()
@@ -61,13 +61,3 @@ def paged(env: Mapping[str, str], enabled: bool = True) -> Iterator[Sink]:
                 break
             except KeyboardInterrupt:  # Ctrl-C inside less reaches us too: keep waiting
                 continue
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so Python's exit flush does not complain again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.file.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
-        pass

@@ -161,7 +161,8 @@ def cmd_pull(
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
-    deletes, is never re-created; a pull never deletes one."""
+    deletes, is never re-created; a pull never deletes one, nor marks one that lives here
+    deleted (it says `kept ID`)."""
     run_pull(_state(ctx), remote, code=code, code_remote=code_remote, json_=json_)
 
 

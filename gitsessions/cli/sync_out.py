@@ -72,6 +72,8 @@ def show(report: sync.Report, json_: bool, verb: str) -> None:
         for row in rows:
             table.add_row(*(one_line(cell) for cell in row))
         state.out.print(table, markup=False, highlight=False)
+    for sid, why in report.kept:
+        note(f"kept {short(sid)}: {why}")
     for c in report.code or []:
         detail = f" ({c.detail})" if c.detail else ""
         note(f"code {short(c.id)}: {c.result + detail}")

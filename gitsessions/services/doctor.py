@@ -1,13 +1,17 @@
 """`gitsessions doctor`: find what `git fsck` does not, and repair what can be repaired.
 
 fsck checks objects; it cannot know that a branch was lost (that only leaves dangling
-commits) or is behind a commit of its own session. Every session commit names its
-session in a `Session:` trailer, so the commits themselves say where each branch
-should be. Checks:
+commits) or is behind a commit of its own session. Every head this home gave a session
+branch (a commit written here, or the remote's head a pull accepted into that branch)
+is recorded before the branch moves (`store.headlog`), so that record says where each
+branch should be. A commit's `Session:` trailer alone never does: anything fetched may
+carry any trailer. A recorded head is used only if it still names its session in its
+trailer and passes the checks a pull makes (`sync._checked`: a format this build
+reads, the tree's session id the branch's). Checks:
 - refs: `packed-refs` lines and loose ref files that do not hold a commit id;
-- lost: a session whose commits exist but whose branch does not (and that was not
-  deleted: `store.tombstones`); behind: a branch with a commit of its own session
-  that descends from its head (a commit whose ref update never happened);
+- lost: a session with a recorded head but no branch (and that was not deleted:
+  `store.tombstones`); behind: a branch whose newest recorded head descends from it
+  (a commit whose ref update never happened);
 - broken: a session whose history has a missing or unreadable object; pack: a pack
   whose length or checksum is wrong (nothing repairs it: restore it from a backup or
   a synced copy; the sessions that need it are named as broken);
@@ -28,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitsessions.store import maintenance, tombstones
+from gitsessions.services.sync import _checked
+from gitsessions.store import headlog, maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
 from gitsessions.store.refpack import is_sha, packed_lock, read_packed
@@ -146,19 +151,24 @@ def _session_refs(store: SessionStore, report: Report) -> dict[str, bytes]:
 def _check_commits(
     store: SessionStore, refs: dict[str, bytes], report: Report, repair: bool
 ) -> None:
-    """Group every commit by its Session trailer; find lost and lagging branches."""
+    """Find lost and lagging branches from the heads this home gave them (`headlog`),
+    never from a commit's trailer alone."""
     git = store.git
     report.commits, by_session = maintenance.session_commits(git)
     deleted = tombstones.deleted(git.path)
-    for sid, commits in sorted(by_session.items()):
-        tip = _newest_tip(commits)
+    for sid, recorded in sorted(headlog.heads(git.path).items()):
+        commits = by_session.get(sid, {})
+        tip = _newest_recorded(store, sid, recorded, commits)
+        if tip is None:
+            continue
         head = refs.get(sid)
         if head is None:
             if sid in deleted:
                 continue
             finding = Finding("lost", sid, f"no branch; its newest commit is {tip.decode()[:12]}")
             if repair:
-                finding.repaired = git.move_ref(ref_name(sid), None, tip)
+                with git.locked(), git.ref_locked(ref_name(sid)):
+                    finding.repaired = git.move_ref(ref_name(sid), None, tip)
             report.findings.append(finding)
         elif head != tip and head in commits and _descends(commits, tip, head):
             finding = Finding(
@@ -170,20 +180,24 @@ def _check_commits(
             report.findings.append(finding)
 
 
-def _newest_tip(commits: dict[bytes, tuple[list[bytes], int]]) -> bytes:
-    """The commit of a session no other of its commits builds on; the newest, and of
-    those the one with the longest history, when there are several."""
-    inner = {p for parents, _ in commits.values() for p in parents if p in commits}
-    tips = [sha for sha in commits if sha not in inner] or list(commits)
-    return max(tips, key=lambda s: (commits[s][1], _depth(commits, s), s))
-
-
-def _depth(commits: dict[bytes, tuple[list[bytes], int]], sha: bytes) -> int:
-    depth = 0
-    while sha in commits and commits[sha][0]:
-        sha = commits[sha][0][0]
-        depth += 1
-    return depth
+def _newest_recorded(
+    store: SessionStore,
+    sid: str,
+    recorded: list[bytes],
+    commits: dict[bytes, tuple[list[bytes], int]],
+) -> bytes | None:
+    """The newest head recorded for `sid` that is still here, names `sid` in its
+    trailer and passes the checks a pull makes (`sync._checked`: a format this build
+    reads, the tree's session id `sid`); None when there is none."""
+    for sha in reversed(recorded):
+        if sha not in commits:
+            continue
+        try:
+            _checked(store, sid, sha)
+        except StoreError:
+            continue
+        return sha
+    return None
 
 
 def _descends(commits: dict[bytes, tuple[list[bytes], int]], tip: bytes, head: bytes) -> bool:

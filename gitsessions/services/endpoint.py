@@ -4,15 +4,18 @@ does it list. Standard library only: `chat` asks while the user types its first 
 
 Invariant: `probe` and `refused_here` never raise for what the server does; they return
 what they learned. The API key is sent as the real requests send it and never appears
-in a message. `refused_here` sends nothing: it only opens a TCP connection to a server
-on this machine (`localhost`, 127.x, ::1), which a closed port refuses at once, so
-`chat` can say "cannot reach" before its prompt at the cost of a connect.
+in a message; a redirect to another origin does not carry it (services/origins.py:
+an upgrade to https of the same host aside, as the model clients). `refused_here`
+sends nothing: it only opens a TCP connection to a server on this machine
+(`localhost`, 127.x, ::1), which a closed port refuses at once, so `chat` can say
+"cannot reach" before its prompt at the cost of a connect.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from gitsessions.services.config import DEFAULT_BASE_URL, ModelSettings
+from gitsessions.services.origins import key_may_follow
 
 PROBE_SECONDS = 5.0
 
@@ -30,8 +33,9 @@ def probe(settings: ModelSettings) -> Probe:
 
     url = settings.base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key}"})
+    opener = urllib.request.build_opener(_key_kept_to_its_origin())
     try:
-        with urllib.request.urlopen(request, timeout=min(settings.timeout, PROBE_SECONDS)) as r:
+        with opener.open(request, timeout=min(settings.timeout, PROBE_SECONDS)) as r:
             body = json.loads(r.read(1_000_000))
     except urllib.error.HTTPError:
         return Probe()  # some servers have no /models; the first request will tell
@@ -44,6 +48,23 @@ def probe(settings: ModelSettings) -> Probe:
         return Probe()
     ids = sorted(str(m["id"]) for m in data if isinstance(m, dict) and "id" in m)
     return Probe(models=tuple(ids))
+
+
+def _key_kept_to_its_origin() -> Any:
+    """urllib's redirect handler, except that the Authorization header is dropped on a
+    redirect to another origin (urllib's own sends it on)."""
+    import urllib.request
+
+    class KeyKeptToItsOrigin(urllib.request.HTTPRedirectHandler):
+        def redirect_request(
+            self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and not key_may_follow(req.full_url, new.full_url):
+                new.remove_header("Authorization")
+            return new
+
+    return KeyKeptToItsOrigin()
 
 
 def _unreachable(settings: ModelSettings, reason: object) -> str:

@@ -11,6 +11,9 @@ Invariants:
 - A body is read as its headers frame it (Content-Length, chunked, or until the server
   closes); a body cut short raises `BodyCut`, never looks complete. `Disconnected`
   means the server closed before any status line: a kept-alive connection it dropped.
+- A line of the answer's framing (status line, header, chunk size, trailer) is at most
+  MAX_LINE bytes, its end aside; a longer one raises `ProtocolError`, never is split in
+  two (the tail of a header line read as a line of its own is a header slipped in).
 - `reusable` is true only when the answer was read to its end and neither side said
   the connection closes.
 """
@@ -154,7 +157,7 @@ class Response:
         self._connection = connection
         reader = connection.reader
         while True:
-            line = reader.readline(MAX_LINE + 1)
+            line = _line(reader, "status line")
             if not line:
                 raise Disconnected()
             version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
@@ -197,9 +200,9 @@ class Response:
         reader = self._connection.reader
         if self._chunked and self._left == 0:
             if self._crlf:
-                reader.readline(MAX_LINE)
+                _line(reader, "chunk end")
                 self._crlf = False
-            line = reader.readline(MAX_LINE)
+            line = _line(reader, "chunk size line")
             if not line:
                 raise BodyCut(
                     "peer closed connection without sending complete message body "
@@ -210,7 +213,7 @@ class Response:
             except ValueError:
                 raise ProtocolError(f"bad chunk size: {line[:40]!r}") from None
             if self._left == 0:
-                while reader.readline(MAX_LINE) not in (b"\r\n", b"\n", b""):
+                while _line(reader, "trailer line") not in (b"\r\n", b"\n", b""):
                     pass  # trailers
                 self.done = True
                 return b""
@@ -252,7 +255,7 @@ class Response:
 def _headers(reader: io.BufferedReader) -> dict[str, str]:
     headers: dict[str, str] = {}
     for _ in range(200):
-        line = reader.readline(MAX_LINE + 1)
+        line = _line(reader, "header line")
         if line in (b"\r\n", b"\n", b""):
             return headers
         name, colon, value = line.decode("latin-1").partition(":")
@@ -262,6 +265,15 @@ def _headers(reader: io.BufferedReader) -> dict[str, str]:
         value = value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     raise ProtocolError("more than 200 header lines")
+
+
+def _line(reader: io.BufferedReader, what: str) -> bytes:
+    """The next line of the answer's framing, its end included (without one only at the
+    end of the stream); one longer than MAX_LINE bytes, its end aside, raises."""
+    line = reader.readline(MAX_LINE + 2)
+    if len(line.rstrip(b"\r\n")) > MAX_LINE:
+        raise ProtocolError(f"the server sent a {what} longer than {MAX_LINE} bytes")
+    return line
 
 
 def _latin1(value: str) -> bool:

@@ -21,6 +21,9 @@ KeyboardInterrupt is never swallowed, and a streamed response is always closed.
 - Every request alternates user and assistant messages (tool results aside): runs of
   user messages are merged on the way out (`values.messages.alternating`), since strict
   chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
+- A chat request redirected to another origin (scheme, host, port) is not followed,
+  by either client: `RedirectRefused` names both origins, and nothing was sent to the
+  other one (services/origins.py; the SDK's through an httpx event hook).
 - Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
   since every result names the call it answers.
 """
@@ -35,11 +38,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urljoin
 
 if TYPE_CHECKING:
     import openai
 
 from gitsessions.services.config import ModelSettings
+from gitsessions.services.origins import CrossOriginRedirect, refuse_cross_origin
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import alternating
 
@@ -148,6 +153,10 @@ class RequestRejected(ModelError):
     """The server refused the request itself (other 4xx, e.g. context too long)."""
 
 
+class RedirectRefused(ModelError):
+    """The server redirected the request to another origin; it was not followed."""
+
+
 class ModelTimeout(ModelError):
     """The server did not finish its answer within the timeout."""
 
@@ -226,9 +235,9 @@ class ModelClient:
 
             self._deadline_hooks = Deadline()
             settings = self.settings
-            http_client = _openai().DefaultHttpxClient(
-                timeout=settings.timeout, event_hooks=self._deadline_hooks.hooks
-            )
+            hooks = self._deadline_hooks.hooks
+            hooks["response"].insert(0, _refuse_cross_origin_post)
+            http_client = _openai().DefaultHttpxClient(timeout=settings.timeout, event_hooks=hooks)
             self._deadline_hooks.install(http_client)
             self._openai_client = _openai().OpenAI(
                 base_url=settings.base_url,
@@ -368,6 +377,8 @@ class ModelClient:
             raise self._map_error(error, assembly.requested) from error
         except json.JSONDecodeError as error:  # the openai client lets these through
             raise self._malformed(error) from error
+        except CrossOriginRedirect as error:  # from the hook: the SDK lets it through
+            raise self._redirect_refused(error.source, error.target) from None
 
     def _wire_request(
         self,
@@ -397,6 +408,13 @@ class ModelClient:
             raise self._map_wire_error(error, assembly.requested) from error
         except ValueError as error:  # not JSON (or not UTF-8)
             raise self._malformed(error) from error
+
+    def _redirect_refused(self, source: object, target: object) -> RedirectRefused:
+        return RedirectRefused(
+            f"the model server at {source} redirected the request to {target}; refusing "
+            "to send the conversation to another origin; check --base-url or "
+            "GITSESSIONS_BASE_URL"
+        )
 
     def _broken(self, reason: str) -> IncompleteReply:
         return IncompleteReply(
@@ -450,6 +468,8 @@ class ModelClient:
             mapped = _status_error(error.status, _message_of(error.body), model, url, after)
             mapped.status, mapped.retry_after = error.status, after
             return mapped
+        if isinstance(error, wire.WireRedirectRefused):
+            return self._redirect_refused(error.source, error.target)
         if isinstance(error, wire.WireStreamError):
             return ServerError(f"the model server at {url} reported an error: {error}")
         return BadResponse(f"model request to {url} failed: {error}")
@@ -491,6 +511,17 @@ class ModelClient:
         if isinstance(error, _openai().APIError):  # an error event inside a stream
             return ServerError(f"the model server at {url} reported an error: {error.message}")
         return BadResponse(f"model request to {url} failed: {error}")
+
+
+def _refuse_cross_origin_post(response: Any) -> None:
+    """The SDK's httpx event hook on every answer, redirects included (before httpx
+    follows one): a POST redirected to another origin raises `CrossOriginRedirect`,
+    which httpx and the SDK let through (services/origins.py)."""
+    location = response.headers.get("location")
+    if location and response.has_redirect_location:
+        request = response.request
+        here = str(request.url)
+        refuse_cross_origin(request.method, here, urljoin(here, location.strip()))
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

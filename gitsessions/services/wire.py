@@ -17,6 +17,9 @@ Invariants:
 - A connection is kept for the next request only when its answer was read to the end and
   the server did not say it closes it; a kept connection the server dropped meanwhile is
   replaced once, before anything of the request was answered.
+- Redirects are followed as httpx follows them, except that a POST (the conversation)
+  is never sent on to another origin, and the API key goes along to another origin only
+  on an upgrade to https of the same host (services/origins.py).
 - Proxies are given (`{"http": url, "https": url, "no": "host,..."}`, as
   `urllib.request.getproxies()` names them), never read from the environment here.
 """
@@ -30,6 +33,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from gitsessions.services.http1 import Connection, Response
+from gitsessions.services.origins import CrossOriginRedirect, key_may_follow, refuse_cross_origin
 
 MAX_ERROR_BODY = 1_000_000  # bytes of an error answer read for its message
 MAX_REDIRECTS = 20  # as httpx
@@ -59,6 +63,16 @@ class WireStatusError(WireError):
         self.status = status
         self.headers = headers
         self.body = body
+
+
+class WireRedirectRefused(WireError):
+    """A POST redirected to another origin, not followed; `source` and `target` name
+    both origins."""
+
+    def __init__(self, refused: CrossOriginRedirect) -> None:
+        super().__init__(str(refused))
+        self.source = refused.source
+        self.target = refused.target
 
 
 class WireStreamError(WireError):
@@ -111,7 +125,8 @@ class Wire:
         """The answer's head, after following redirects as the SDK's httpx does: 307 and
         308 resend the request, 301 and 302 a POST and any 303 become a GET without
         body; the API key is not sent on to another origin (an upgrade to https on the
-        same host aside)."""
+        same host aside). A POST is never redirected to another origin: that raises
+        `WireRedirectRefused` before anything is sent there (services/origins.py)."""
         self._expires[0] = time.monotonic() + seconds
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = {
@@ -128,20 +143,20 @@ class Wire:
             location = response.headers.get("location")
             if response.status not in REDIRECTS or not location:
                 break
-            self._read_all(response, MAX_ERROR_BODY)  # its body is not the answer
             here = f"{origin.scheme}://{origin.netloc}{target}"
             to = urlsplit(urljoin(here, location.strip()))
+            try:
+                refuse_cross_origin(method, here, to.geturl())
+            except CrossOriginRedirect as refused:
+                self.close()  # the redirect's body is left unread
+                raise WireRedirectRefused(refused) from None
+            self._read_all(response, MAX_ERROR_BODY)  # its body is not the answer
             if to.scheme not in ("http", "https") or not to.hostname:
                 raise WireConnectionError(f"redirected to an unsupported URL: {to.scheme}://...")
             if response.status == 303 or (response.status in (301, 302) and method == "POST"):
                 method, data = "GET", None
                 headers.pop("Content-Type", None)
-            upgrade = (origin.scheme, to.scheme) == ("http", "https") and (
-                origin.hostname == to.hostname
-                and origin.port in (None, 80)
-                and to.port in (None, 443)
-            )
-            if _origin(to) != _origin(origin) and not upgrade:
+            if not key_may_follow(here, to.geturl()):
                 headers.pop("Authorization", None)
             origin, target = to, to.path + (f"?{to.query}" if to.query else "")
         else:

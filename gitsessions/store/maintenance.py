@@ -25,6 +25,7 @@ Invariants:
 
 import contextlib
 import os
+import shutil
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -353,13 +354,16 @@ def run_maintenance(git: GitStore) -> dict[str, int]:
 
 
 def _remove_temporary_packs(git: GitStore) -> None:
-    """Half-written packs of a killed pack run (we hold the exclusive lock: none is live)."""
+    """Half-written packs of a killed pack run or fetch, and a killed dulwich fetch's
+    quarantine (we hold the exclusive lock: none is live)."""
     for leftover in (git.path / "objects").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
     for leftover in (git.path / "objects" / "pack").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
+    for quarantine in (git.path / "gitsessions").glob("incoming-*"):  # a killed fetch's
+        shutil.rmtree(quarantine, ignore_errors=True)
 
 
 def _remove_empty_fanout(git: GitStore) -> None:

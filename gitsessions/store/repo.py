@@ -8,6 +8,8 @@ Invariants:
 - Writers hold a shared `flock` on `gitsessions.lock` while they write objects and move a
   ref; purging unreachable objects holds it exclusively, so it never deletes an object a
   writer has written but not yet referenced.
+- A session branch's every new head is recorded in `headlog` before the ref moves:
+  what `doctor --repair` may restore it to.
 - No reflogs are written (no `message=` is ever passed), so deleting a ref leaves nothing
   behind that `git fsck` would trip on.
 - Every ref update also holds a per-branch `flock` (`locks/<branch>`). dulwich's own
@@ -34,14 +36,14 @@ from dulwich.errors import (
 from dulwich.file import FileLocked
 from dulwich.objects import ShaFile
 
-from gitsessions.store import storelock
+from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
 from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.refpack import current, delete_ref
-from gitsessions.store.refs import session_refs
+from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
 
 # What dulwich raises on a damaged object or pack (some of its checks are asserts).
@@ -305,7 +307,11 @@ class GitStore:
         return session_refs(self.path)
 
     def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
-        """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won."""
+        """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won.
+        A session branch about to move to a commit has it recorded first (`headlog`);
+        the caller holds the branch's flock."""
+        if new is not None and name.startswith(SESSION_REF_PREFIX) and self.ref(name) == old:
+            headlog.record(self.path, [(name[len(SESSION_REF_PREFIX) :].decode(), new)])
         attempt = 0
         while True:
             try:

@@ -1,7 +1,8 @@
 """Commit messages of the store: a subject, a blank line, then `Key: value` trailers.
 
-Every commit names its session (`Session:`) and what happened (`Event:`), so the
-commits alone say which session they belong to (`doctor` relies on it).
+Every commit names its session (`Session:`) and what happened (`Event:`). A trailer is
+what the commit claims, not where it belongs: `doctor` restores a branch only to a head
+`headlog` recorded for it, and checks that head's trailer names the same session.
 """
 
 from collections.abc import Mapping

@@ -1,0 +1,70 @@
+"""The heads this home gave each session branch: `store.git/gitsessions/heads`.
+
+Invariants:
+- A line `<session id> <commit id>` is appended (one write, fsynced) before a session
+  branch moves to that commit, under the branch's flock and only while the branch holds
+  the value the move expects: a commit written here (`GitStore.move_ref`) or the
+  remote's head a pull accepted (`remotes.update_refs`). A kill between the two leaves
+  a line whose move never happened: `doctor` finds that branch behind it.
+- It is the only record `doctor --repair` restores or fast-forwards a branch from. A
+  commit that came any other way (in a fetched pack, under a remote-tracking ref, in
+  another session's history, with any `Session:` trailer) is never in it for that
+  session, so nothing from outside can name where a branch goes.
+- Lines are only appended, in the order the moves happened; it holds ids only (no text
+  of any session). A line that is not a session id and a commit id is skipped.
+"""
+
+import os
+import re
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+
+from gitsessions.values.ids import is_session_id
+
+_LINE = re.compile(rb"([0-9a-f]{32}) ([0-9a-f]{40})\n")
+_LONGEST = 80  # a line is 74 bytes
+KEEP = 64  # heads per session a reader keeps: the newest that still passes is used
+
+
+def _path(store_path: Path) -> Path:
+    return store_path / "gitsessions" / "heads"
+
+
+def record(store_path: Path, moves: Iterable[tuple[str, bytes]]) -> None:
+    """Append `(session id, commit)` for each branch about to move, in one fsynced write."""
+    data = b"".join(sid.encode() + b" " + sha + b"\n" for sid, sha in moves)
+    if not data:
+        return
+    path = _path(store_path)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def heads(store_path: Path, keep: int = KEEP) -> dict[str, list[bytes]]:
+    """`{session id: [commit, ...]}`: the last `keep` heads recorded for it, oldest
+    first (memory bounded by sessions, not by commits)."""
+    out: dict[str, deque[bytes]] = {}
+    try:
+        file = _path(store_path).open("rb")
+    except FileNotFoundError:
+        return out
+    with file:
+        while line := file.readline(_LONGEST):
+            while not line.endswith(b"\n"):  # damage: skip the rest of an overlong line
+                more = file.readline(_LONGEST)
+                if not more:
+                    break
+                line = b"x" + more
+            match = _LINE.fullmatch(line)
+            if match is not None and is_session_id(match.group(1).decode()):
+                sid = match.group(1).decode()
+                if sid not in out:
+                    out[sid] = deque(maxlen=keep)
+                out[sid].append(match.group(2))
+    return {sid: list(shas) for sid, shas in out.items()}
