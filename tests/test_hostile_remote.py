@@ -97,6 +97,24 @@ def test_a_remote_tombstone_never_marks_a_live_session_nor_travels_on(cli: Cli, 
     fsck(third)
 
 
+def test_a_remote_tombstone_never_marks_a_session_whose_branch_is_lost_here(
+    cli: Cli, home, tmp_path
+):
+    lost = make(home, tag="lost here")
+    head = refs(home / "store.git", SESSIONS)[SESSIONS + lost]
+    git(home / "store.git", "update-ref", "-d", SESSIONS + lost)  # lost, never deleted
+    origin = bare(tmp_path / "origin.git")
+    cli("remote", "add", "origin", str(origin))
+    tombstone(origin, [lost])
+
+    pulled = cli("pull", "origin")
+    assert f"kept {lost[:8]}: deleted on origin, but its branch here is lost" in pulled.stderr
+    assert lost not in deleted_file(home)
+    repaired = json.loads(cli("doctor", "--repair", "--json").stdout)
+    assert ("lost", lost) in {(f["kind"], f["subject"]) for f in repaired["findings"]}
+    assert refs(home / "store.git", SESSIONS)[SESSIONS + lost] == head
+
+
 # -- hole 5: what a pull brings passes the object checks before it joins the store -------
 
 

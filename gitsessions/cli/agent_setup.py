@@ -155,7 +155,7 @@ def build_agent(
         picked = pick_session(store, resume, continue_, workspace)
     if picked is not None and resuming is None:  # its own model, endpoint and budget
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
-        workspace, said = place(picked, workspace, workspace_flag)
+        workspace, said = place(picked, workspace, workspace_flag, state.home, state.env)
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import remotes, stockgit, tombstones
+from gitsessions.store import headlog, remotes, stockgit, tombstones
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -164,8 +164,10 @@ def pick_remote(store: Store, name: str | None) -> str:
 def _merge_tombstones(
     store: Store, name: str, refs: dict[bytes, bytes]
 ) -> tuple[set[str], set[str], list[tuple[str, str]]]:
-    """Fold the remote's deleted ids into ours, except those of sessions live here:
-    (every deleted id, the remote's, `(id, why)` for each live one the remote lists).
+    """Fold the remote's deleted ids into ours, except those of sessions live here and
+    those whose branch is lost here (this home recorded heads for them, `headlog`:
+    `doctor --repair` restores them): (every deleted id, the remote's, `(id, why)` for
+    each live or lost one the remote lists).
     A live id already in the local file (written before this rule) is not counted as
     deleted here either, so a push never sends it on."""
     remote_dead: set[str] = set()
@@ -174,13 +176,19 @@ def _merge_tombstones(
         remote_dead = remotes.tombstone_ids(store.git, tip)
     live = store.ids()
     local = tombstones.deleted(store.git.path) - live.keys()
-    for sid in sorted(remote_dead - local - live.keys()):
+    new = remote_dead - local - live.keys()
+    lost = new & headlog.heads(store.git.path).keys() if new else set()
+    for sid in sorted(new - lost):
         tombstones.record(store.git.path, sid)
     kept = [
         (sid, _kept_why(store, name, refs, sid, live[sid]))
         for sid in sorted(remote_dead & live.keys())
-    ]
-    return local | remote_dead, remote_dead, kept
+    ] + [
+        (sid, f"deleted on {name}, but its branch here is lost, not deleted "
+         "(`gitsessions doctor --repair` restores it)")
+        for sid in sorted(lost)
+    ]  # fmt: skip
+    return local | (remote_dead - lost), remote_dead, kept
 
 
 def _kept_why(store: Store, name: str, refs: dict[bytes, bytes], sid: str, mine: bytes) -> str:
