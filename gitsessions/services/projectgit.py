@@ -73,7 +73,8 @@ def command(
     the project's core.hooksPath, for a command that runs no hook but must name the
     folder git runs them from (`rev-parse --git-path hooks`: `hooks install`)."""
     pairs = [p for p in SAFE_CONFIG if not (own_hooks_path and p[0] == "core.hooksPath")]
-    if args and args[0] in FILTERING and env.get(FILTERS_LISTED) != _LISTED_HERE:
+    filtering = args and args[0] in FILTERING and args[1:2] not in (("list",), ("prune",))
+    if filtering and env.get(FILTERS_LISTED) != _LISTED_HERE:
         pairs += _filters_off(cwd, env)
     if args and args[0] in TRANSPORT:
         args = (args[0], TRANSPORT[args[0]], *args[1:])

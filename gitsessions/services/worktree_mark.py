@@ -16,7 +16,9 @@ directory, saying so in one line. The record is read at most `MAX_RECORD` bytes,
 git is given `GIT_TIMEOUT` seconds.
 
 Read before a resumed chat's prompt, so this module imports nothing but the standard
-library (`services/worktrees.py`, which makes and removes worktrees, loads the store).
+library and projectgit.py, which builds its git command with the project's
+command-running config off (`services/worktrees.py`, which makes and removes
+worktrees, loads the store).
 """
 
 import json
@@ -26,6 +28,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from gitsessions.services.projectgit import command
 
 RECORD_FORMAT = "gitsessions.worktree-made/1"
 MAX_RECORD = 64 * 1024
@@ -111,10 +115,10 @@ def listed_by_git(repo: Path, path: Path, env: Mapping[str, str]) -> bool:
     """Whether `git worktree list` of the repository at `repo` lists `path` as one of
     its linked worktrees (and `repo` as one of its working trees)."""
     clean = {k: v for k, v in env.items() if k not in _LOCATING}
+    argv, full = command(repo, clean, "worktree", "list", "--porcelain")
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), "worktree", "list", "--porcelain"],
-            capture_output=True, env=clean, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+            argv, capture_output=True, env=full, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return False
