@@ -34,7 +34,7 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 
 from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
-from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.objectread import parse_commit, parse_tree
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
@@ -96,6 +96,8 @@ def _walk_one(git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None
                 commit = parse_commit(raw)
                 commits.append((sha, commit.tree))
                 following.extend(commit.parents)
+            else:  # a ref (or parent) naming a blob or a tree: the session cannot be read
+                raise NotACommit(f"object {sha.decode()} is not a commit")
         frontier = following
     for sha, tree in commits:
         reached.entries.append((sha, Commit.type_num, b""))

@@ -40,7 +40,7 @@ from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.refpack import current, delete_ref
+from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import session_refs
 from gitsessions.store.storelock import private_files, store_locked
 
@@ -305,7 +305,9 @@ class GitStore:
         return session_refs(self.path)
 
     def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
-        """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won."""
+        """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won.
+        Refused (`StoreCorrupt`) while `packed-refs` holds a damaged line."""
+        check_packed(self.path / "packed-refs")
         attempt = 0
         while True:
             try:
