@@ -225,3 +225,46 @@ def test_gc_purges_nothing_while_a_ref_names_a_blob(damaged: Damaged) -> None:
     assert set(damaged.good) <= {
         r["id"] for r in json.loads(run_gitsessions("list", "--json").stdout)
     }
+
+
+@pytest.mark.parametrize("damaged", ["blob"], indirect=True)
+def test_background_packing_keeps_the_blob_a_damaged_ref_names(damaged: Damaged) -> None:
+    """The background steps (`pack_loose`, `consolidate`) removed every loose object
+    their walk had met, packed or not: the blob a ref named, met where the walk broke
+    off, was deleted unpacked."""
+    from gitsessions.store import maintenance
+    from gitsessions.store.sessions import SessionStore
+
+    store_path = damaged.home / "store.git"
+    blob = (store_path / "refs" / "heads" / "sessions" / damaged.victim).read_text().strip()
+    store = SessionStore(damaged.home, background_maintenance=False)
+    try:
+        assert maintenance.pack_loose(store.git) > 0
+        assert git(store_path, "cat-file", "-t", blob).stdout.strip() == "blob"
+        maintenance.consolidate(store.git)
+        assert git(store_path, "cat-file", "-t", blob).stdout.strip() == "blob"
+    finally:
+        store.close()
+
+
+def test_a_packed_refs_line_naming_no_ref_hides_nothing(sessions, home, undo) -> None:
+    """Any session may have been on a line that names no ref: every readable one is
+    listed and the line named; a lookup it may have answered fails in one line."""
+    ids, _workspace = sessions
+    store = home / "store.git"
+    git(store, "pack-refs", "--all")
+    packed = store / "packed-refs"
+    undo.append((packed, packed.read_bytes()))
+    packed.write_bytes(packed.read_bytes() + b"garbage\n")
+    listed = run_gitsessions("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {row["id"] for row in json.loads(listed.stdout)} == set(ids)
+    assert listed.stderr.startswith("warning: store.git/packed-refs line ")
+    assert len(listed.stderr.splitlines()) == 1 and "gitsessions doctor" in listed.stderr
+    assert run_gitsessions("info", ids[0][:6]).returncode == 0
+    absent = next(
+        p for p in ("aaaa", "bbbb", "cccc", "dddd") if not any(i.startswith(p) for i in ids)
+    )
+    missing = run_gitsessions("show", absent)
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+    assert "packed-refs line" in missing.stderr and "gitsessions doctor" in missing.stderr

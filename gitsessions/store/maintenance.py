@@ -287,7 +287,9 @@ def pack_loose(git: GitStore) -> int:
             return 0
         refs = all_refs(git)
         reached = walk(git, refs, only=loose)
-        leftovers = sorted(loose - reached.seen)  # not (yet) referenced: kept all the same
+        # not (yet) referenced, or met where a walk broke off (a ref naming a blob, an
+        # unreadable object): kept all the same, or nothing is removed
+        leftovers = sorted(loose - {sha for sha, _kind, _path in reached.entries})
         entries = reached.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
         _write_pack(git, entries)
         dulwich_private.rescan_packs(store)
@@ -306,9 +308,10 @@ def consolidate(git: GitStore) -> int:
         loose = list(dulwich_private.loose_objects(store))
         refs = all_refs(git)
         reached = walk(git, refs)
-        extra = {s for s in loose if s not in reached.seen}
+        walked = {sha for sha, _kind, _path in reached.entries}  # not `seen`: see pack_loose
+        extra = {s for s in loose if s not in walked}
         for pack in old_packs:
-            extra.update(s for s in pack if s not in reached.seen)  # hex ids
+            extra.update(s for s in pack if s not in walked)  # hex ids
         entries = reached.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
         dulwich_private.rescan_packs(store)

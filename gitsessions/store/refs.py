@@ -150,7 +150,7 @@ def resolve_id(text: str, scan: Callable[[], ScannedRefs], exists: Callable[[str
     named = {damaged_id(d) for d in found.damaged} - {None}
     matches = sorted(i for i in {*found.ids, *named} if i is not None and i.startswith(prefix))
     if not matches:
-        unnamed = [d.name for d in found.damaged if damaged_id(d) is None]
+        unnamed = [d.name for d in found.damaged if not d.name.startswith("refs/")]
         if unnamed:  # a line naming no ref may have been this session's
             raise StoreCorrupt(
                 f"no session matches {prefix!r}, and store.git/{unnamed[0]} cannot be read; "
