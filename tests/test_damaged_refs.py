@@ -268,3 +268,27 @@ def test_a_packed_refs_line_naming_no_ref_hides_nothing(sessions, home, undo) ->
     missing = run_gitsessions("show", absent)
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
     assert "packed-refs line" in missing.stderr and "gitsessions doctor" in missing.stderr
+
+
+@pytest.mark.parametrize("damaged", ["nonsense"], indirect=True)
+def test_gc_and_delete_purge_nothing_while_a_ref_file_holds_nonsense(
+    damaged: Damaged, undo: list[tuple[Path, bytes]]
+) -> None:
+    """What the file named is unknown: `gc` purged the session's commits (no ref it
+    could read reached them), so `doctor --repair` could no longer bring it back."""
+    victim = damaged.victim
+    store = damaged.home / "store.git"
+    head = undo[0][1].strip().decode()  # what the damaged file held
+    history = git(store, "rev-list", head).stdout.split()
+    assert len(history) >= 2
+    done = run_gitsessions("gc")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert victim[:8] in done.stderr and "nothing was packed or purged" in done.stderr
+    deleted = run_gitsessions("delete", damaged.good[0], "--yes")  # another session
+    assert deleted.returncode == 0, deleted.stderr
+    for sha in history:
+        assert git(store, "cat-file", "-t", sha, check=False).stdout.strip() == "commit"
+    repaired = run_gitsessions("doctor", "--repair", "--json")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert git(store, "rev-parse", f"refs/heads/sessions/{victim}").stdout.strip() == head
+    assert json.loads(run_gitsessions("info", victim, "--json").stdout)["messages"] == 3

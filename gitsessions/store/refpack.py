@@ -130,6 +130,25 @@ def read_loose(store_path: Path, under: bytes = b"refs/") -> dict[bytes, bytes]:
     return refs
 
 
+def unreadable_loose(store_path: Path, under: bytes = b"refs/") -> list[bytes]:
+    """The loose ref files under `under` that hold neither a sha nor a symbolic ref
+    (`ref: ...`): what they named is unknown (`read_loose` skips them)."""
+    bad: list[bytes] = []
+    for dirpath, _dirs, files in os.walk(store_path / os.fsdecode(under)):
+        for name in files:
+            if name.endswith(".lock"):
+                continue
+            file = Path(dirpath) / name
+            try:
+                with open(file, "rb") as handle:
+                    value = handle.read(4096).strip()
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+            if not _SHA.match(value) and not value.startswith(b"ref: "):
+                bad.append(os.fsencode(file.relative_to(store_path).as_posix()))
+    return sorted(bad)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
