@@ -109,11 +109,15 @@ def pick(
             )
         return head
     if continue_:
+        from gitsessions.cli.damage import warn_damaged
+
+        listed = catalog()
         here = [
             h
-            for h in catalog().headers()
+            for h in listed.headers()
             if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
         ]
+        warn_damaged(listed.damaged)  # the newest good session is continued
         if not here:
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"

@@ -14,7 +14,8 @@ index (`holds`). A fork copies nothing in the store, so it adds only its `holds`
 here, and a search matches each segment's text once however many forks hold it. A
 segment is read only when no session held its blob yet, so refreshing after a turn reads
 one segment, not the whole store; text no session holds any more is dropped. Sessions
-whose branch is gone are dropped from it; a cache that cannot be read, or was built for
+whose branch is gone or damaged are dropped from it (a damaged ref named in `damaged`,
+the others still searched); a cache that cannot be read, or was built for
 another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
@@ -32,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.store.cache import open_cache
-from gitsessions.store.errors import ObjectMissing, StoreCorrupt
+from gitsessions.store.errors import NotACommit, ObjectMissing, StoreCorrupt
+from gitsessions.store.refs import DamagedRef, ref_name
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
@@ -125,13 +127,16 @@ class SearchIndex:
         self.store = store
         self.path = store.home / "search.sqlite"
         self.skipped: list[str] = []  # sessions that could not be read at the last refresh
+        self.damaged: list[DamagedRef] = []  # refs that could not be read at the last refresh
 
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
         return open_cache(self.path, SCHEMA)
 
     def refresh(self) -> None:
         """Bring the index up to date with the refs (reads only what changed)."""
-        refs = self.store.ids()
+        scanned = self.store.scan()
+        self.damaged = list(scanned.damaged)
+        refs = scanned.ids
         with self._db() as db:
             reset = self._match_mode(db)
             known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
@@ -142,15 +147,21 @@ class SearchIndex:
                     try:
                         self._index(db, self.store.head_at(session, commit))
                     except ObjectMissing:
-                        if self.store.exists(session):
-                            self.skipped.append(session)  # damaged: `doctor` names it
+                        if self.store.exists(session):  # damaged: `doctor` names it
+                            self._damaged(session, "its objects are missing")
                         self._drop(db, session)  # deleted while we indexed
+                    except NotACommit:
+                        self._damaged(session, "does not name a commit")
+                        self._drop(db, session)
                     except StoreCorrupt:
                         self.skipped.append(session)  # damaged: the others still search
                         self._drop(db, session)
             db.commit()
             if reset:
                 self._compact_file(db)
+
+    def _damaged(self, session: str, why: str) -> None:
+        self.damaged.append(DamagedRef(ref_name(session).decode(), why))
 
     # -- storage: each segment blob's text once, and which sessions hold it -------------
 
