@@ -368,7 +368,7 @@ def _negatives() -> list[str]:
         "pip install hf_transfer; set HF_TOKEN to your hf_ token; "
         + "hf_"
         + "abcdefghijklmnopqrstuvwxyzabcdefgh",
-        "npm_config_cache=/tmp/npm npm_package_version=1.2.3 process.env.npm_lifecycle_event",
+        "npm_config_cache=~/.npm npm_package_version=1.2.3 process.env.npm_lifecycle_event",
         "npm_" + "a" * 36 + " and NPM_TOKEN=${NPM_TOKEN}",
         "pypi-" + "AgEIcHlwaS5vcmc is where every PyPI token starts; see pypi-attestations",
         "eyJ" + "hbGciOi.eyJ" + "zdWIi.c2ln is JWT-shaped but too short",
@@ -378,6 +378,7 @@ def _negatives() -> list[str]:
         "version v1.0-beta, sha256~ in a digest list, AGE-SECRET-KEY-1 starts an age key",
         "EAAA" + "A" * 40 + " is padding, LTAI" + "1234 is too short",
         "https://acme.webhook.office.com/webhookb2/ is the Teams webhook base",
+        "a short-lived Bedrock key starts bedrock-" + "api-key-YmVkcm9jay5hbWF6b25hd3MuY29t",
         "TELEGRAM_BOT_TOKEN=$TELEGRAM_BOT_TOKEN and telegram: 12345",
         f"dapi{hashlib.md5(b'x').hexdigest()[:8]} and glpat-placeholder and GR1348941short",
     ]

@@ -9,8 +9,8 @@ and every repetition has an upper bound. `values/secrets.py` turns the rows into
 Invariants:
 - Every match holds one of its row's `hints`, so a text holding none is never searched
   with the row's pattern; most patterns open with that literal (`_token`), which the
-  engine searches for, and the Azure, Terraform and Telegram ones hold it a few
-  characters in.
+  engine searches for (Telegram's in any case), and the Azure and Terraform ones hold
+  it a few characters in.
 - Every repetition is bounded, and a token may not start inside a longer identifier
   (the character before its prefix is looked at), so a start is tried once per run of
   token characters and no pattern backtracks more than linearly on hostile input
@@ -115,7 +115,7 @@ PROVIDERS: tuple[Provider, ...] = (
         ("aws-amazon-bedrock-api-key-long-lived", "aws-amazon-bedrock-api-key-short-lived"),
         _either(
             _token(("ABSK",), r"[A-Za-z0-9+/]{109,269}={0,2}", B64_E, B64_EDGE),
-            _token((BEDROCK,), r"[A-Za-z0-9+/]{0,8192}={0,2}", B64_E, B64_EDGE),
+            _token((BEDROCK,), r"[A-Za-z0-9+/]{100,8192}={0,2}", B64_E, B64_EDGE),
         ),
         ("ABSK", BEDROCK),
     ),
