@@ -379,6 +379,31 @@ def test_a_push_refuses_the_provider_formats_a_store_kept(cli, tmp_path, home, s
     assert sent.stdout == ""  # nothing was sent
 
 
+def test_a_search_index_built_under_older_rules_is_rebuilt(home, monkeypatch, secrets):
+    """A key the rules of an older version missed was indexed as it was; once the rules
+    catch it, the index is rebuilt and the key can no longer be searched for."""
+    from gitsessions.services import search
+
+    key = secrets["huggingface"]
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    sid = new_id()
+    user = {"role": "user", "content": f"log in with {key}"}
+    store.create(new_header(sid, now_iso(), title="hub"), Change(context=[user], append=[user]))
+    store.close()
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        index = search.SearchIndex(store)
+        with monkeypatch.context() as older:  # an older version: its rules missed the key
+            older.setattr(search, "redact", lambda text: (text, {}))
+            older.setattr(search, "rules_id", lambda: 7)
+            assert [hit.session for hit in index.search(key[:24])] == [sid]
+        assert index.search(key[:24]) == []
+        assert [hit.session for hit in index.search("REDACTED:huggingface")] == [sid]
+    finally:
+        store.close()
+    assert key.encode() not in (home / "search.sqlite").read_bytes()
+
+
 def test_redact_false_keeps_the_values(server, tmp_path, home, secrets):
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("redact = false\n")

@@ -214,6 +214,20 @@ _ANY_HINT = re.compile(
 _LOWER_HINTS = tuple(sorted({h.lower() for rule in RULES for h in rule.hints}))
 
 
+def rules_id() -> int:
+    """A number (2 or more) that changes when the rules do (a name, hint or pattern): a
+    cache of text redacted under other rules, e.g. before a provider rule was added, is
+    rebuilt (services/search.py)."""
+    import zlib
+
+    parts = [
+        f"{rule.name}\0{rule.hints}\0{rule.group}\0{rule.lower_hints}\0"
+        + (repr(rule.pattern._source) if isinstance(rule.pattern, _Lazy) else rule.pattern.pattern)
+        for rule in RULES
+    ]
+    return 2 + zlib.crc32("\n".join(parts).encode())
+
+
 def may_hold_secret(text: str) -> bool:
     """False when no rule can match `text`: none of their literal hints occurs, in any
     case (a superset of what `redact` checks; plain substring searches, several times
