@@ -130,7 +130,7 @@ def _unbounded_repeats(pattern: str) -> list[str]:
 
 def test_provider_rules_follow_gitleaks_bounded_and_hinted():
     assert GITLEAKS_VERSION.startswith("v8.")
-    assert _unbounded_repeats(r"a[0-9]+b{2,}") == ["[(IN, [(RANGE, (48, 57))])]", "[(LITERAL, 98)]"]
+    assert len(_unbounded_repeats(r"a[0-9]+b{2,}(?:c|d*)x{1,9}")) == 3  # it finds them
     names = [row.name for row in (*PROVIDERS, JWT)]
     assert len(names) == len(set(names))
     for row in (*PROVIDERS, JWT):
