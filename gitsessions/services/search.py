@@ -21,7 +21,8 @@ removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does n
 Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
 With redaction on, text is redacted before it is indexed, so even a session stored before
 redaction existed (or with it off) cannot be searched for a secret's value; an index built
-under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt.
+under the other setting, or under other rules (`mode` holds `rules_id()`, 0 with redaction
+off), is emptied (rows overwritten, file vacuumed) and rebuilt.
 """
 
 import json
@@ -39,7 +40,7 @@ from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import redact
+from gitsessions.values.secrets import redact, rules_id
 
 TITLE, SUMMARY = -2, -1
 COMPACTION = -3  # the n-th compaction summary is label COMPACTION - n
@@ -251,13 +252,15 @@ class SearchIndex:
             db.execute("DELETE FROM blobs WHERE id = ?", (key,))
 
     def _match_mode(self, db: sqlite3.Connection) -> bool:
-        """Empty an index built under the other redaction setting; True when it did."""
+        """Empty an index built under the other redaction setting or other rules; True
+        when it did."""
+        expected = rules_id() if self.store.redact else 0
         row = db.execute("SELECT redact FROM mode").fetchone()
-        if row is not None and bool(row[0]) == self.store.redact:
+        if row is not None and row[0] == expected:
             return False
         for table in TABLES:
             db.execute(f"DELETE FROM {table}")
-        db.execute("INSERT INTO mode VALUES (?)", (int(self.store.redact),))
+        db.execute("INSERT INTO mode VALUES (?)", (expected,))
         return True
 
     def _clean(self, text: str) -> str:
