@@ -126,3 +126,63 @@ def test_stale_dulwich_ref_lock_does_not_block(home, make_session):
     )
     assert not lock.exists() and after.counts["messages"] == 4
     store.close()
+
+
+def test_concurrent_pulls_and_an_exec_leave_every_session_whole(home, tmp_path, server):
+    """Four `pull`s of the same remote at once, while `exec` works in a session of its
+    own: every process ends in success or one line, every pulled session ends at the
+    remote's head, the exec's turn is stored, and stock git finds nothing wrong."""
+    from tests.conftest import exec_args, git
+    from tests.test_sync import make, say
+
+    other = tmp_path / "home-a"
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    pushed_ids = [make(other, turns=3, tag=f"s{n}") for n in range(12)]
+
+    def gitsessions(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", *args], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=REPO,
+        )  # fmt: skip
+
+    for args in (["remote", "add", "origin", str(bare)], ["push", "--all"]):
+        assert gitsessions("--home", str(other), *args).wait(timeout=120) == 0
+    assert gitsessions("remote", "add", "origin", str(bare)).wait(timeout=120) == 0
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    server.reply(content="done while pulling")
+    mine = gitsessions(*exec_args(server, workspace), "--json", "work on it")
+    pulls = [gitsessions("pull", "origin") for _ in range(4)]
+    outputs = [proc.communicate(timeout=240) for proc in [mine, *pulls]]
+    for proc, (_out, errors) in zip([mine, *pulls], outputs, strict=True):
+        assert "Traceback" not in errors, errors
+        assert proc.returncode == 0 or len(errors.strip().splitlines()) == 1, errors
+    assert mine.returncode == 0
+    own = json.loads(outputs[0][0])["session"]
+    for n, pulled in enumerate(pushed_ids):  # one more change there, then a quiet pull
+        if n % 4 == 0:
+            say(other, pulled, "later")
+    assert gitsessions("--home", str(other), "push", "--all").wait(timeout=120) == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "pull", "origin"], capture_output=True,
+        text=True, cwd=REPO, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for pulled in pushed_ids:
+        ref = f"refs/heads/sessions/{pulled}"
+        assert (
+            git(home / "store.git", "rev-parse", ref).stdout
+            == git(bare, "rev-parse", ref).stdout
+        )
+    listed = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "gitsessions", "list", "--json"], capture_output=True,
+            text=True, cwd=REPO, timeout=120, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert {s["id"] for s in listed} == {*pushed_ids, own}  # the pulled ones, the exec's own
+    store = SessionStore(home)
+    assert store.transcript(store.head(own))[-1]["content"] == "done while pulling"
+    store.close()
+    fsck(home)

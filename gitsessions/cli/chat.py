@@ -61,6 +61,7 @@ def cmd_chat(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    sandbox_allow_git: options.SandboxAllowGit = None,
     no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
@@ -84,7 +85,12 @@ def cmd_chat(
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
     )
-    shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    shell = options.shell_settings(
+        state,
+        sandbox=sandbox,
+        sandbox_network=sandbox_network,
+        sandbox_allow_git=sandbox_allow_git,
+    )
     snapshots = options.snapshot_settings(state, no_snapshots)
     if resume == "" and not continue_:  # `--resume` without an id: pick one
         resume = pick_session(state, options.workspace_dir(workspace))
@@ -117,6 +123,7 @@ def cmd_chat(
             all_sessions=all_sessions,
             sandbox=sandbox,
             sandbox_network=sandbox_network,
+            sandbox_allow_git=sandbox_allow_git,
             no_snapshots=no_snapshots,
             max_steps=max_steps,
             quiet=quiet,

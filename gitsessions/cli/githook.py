@@ -48,7 +48,7 @@ def run_hook(
         session = env.get(SESSION_VARIABLE)
         if not is_session_id(session):
             session = git_hooks.session_for(
-                git_hooks.linked_worktree(cwd, env), None, lambda: _headers(env, home)
+                git_hooks.linked_worktree(cwd, env), None, lambda: _headers(env, home), home, env
             )
         if session is not None:
             git_hooks.add_trailer(Path(args[0]), session, cwd, env)

@@ -77,6 +77,8 @@ def _show(report: sync.Report, json_: bool, verb: str) -> None:
         for row in rows:
             table.add_row(*(one_line(cell) for cell in row))
         state.out.print(table, markup=False, highlight=False)
+    for sid, why in report.kept:
+        _note(f"kept {short(sid)}: {why}")
     for c in report.code or []:
         detail = f" ({c.detail})" if c.detail else ""
         _note(f"code {short(c.id)}: {c.result + detail}")
@@ -205,7 +207,8 @@ def cmd_pull(
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
-    deletes, is never re-created; a pull never deletes one."""
+    deletes, is never re-created; a pull never deletes one, nor marks one that lives here
+    deleted (it says `kept ID`)."""
     st = _state(ctx)
     light = sync.light_store(st.home)  # no dulwich unless a fork is written
     store: sync.Store = st.store if light is None else light

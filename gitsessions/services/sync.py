@@ -14,7 +14,10 @@ Invariants:
   through the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
   fast-forward of the remote's): a pull never creates a session deleted on either
   side, and only `push --prune` deletes remote branches (compare-and-swap on their old
-  value). A session that still exists here is never removed by a pull.
+  value). A session that still exists here is never removed by a pull, and its id never
+  goes into the local deleted file (so `doctor --repair` still restores it and no push
+  sends it on as deleted): a remote's tombstone for it is reported (`Report.kept`),
+  saying whether it has history here the remote never had.
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
@@ -35,7 +38,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import remotes, stockgit, tombstones
+from gitsessions.store import headlog, remotes, stockgit, tombstones
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -97,6 +100,7 @@ class Report:
         self.sessions: list[Outcome] = []
         self.remaining_deleted = 0  # push: remote copies of sessions deleted here
         self.tombstones = 0  # deleted ids known after the sync
+        self.kept: list[tuple[str, str]] = []  # (id, why): live here, deleted on the remote
         self.code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
@@ -112,6 +116,7 @@ class Report:
             "summary": self.counts(),
             "remaining_deleted": self.remaining_deleted,
             "tombstones": self.tombstones,
+            "kept": [{"id": sid, "detail": why} for sid, why in self.kept],
             "sessions": [o.as_dict() for o in self.sessions],
             **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
         }
@@ -158,16 +163,49 @@ def pick_remote(store: Store, name: str | None) -> str:
 
 def _merge_tombstones(
     store: Store, name: str, refs: dict[bytes, bytes]
-) -> tuple[set[str], set[str]]:
-    """Fold the remote's deleted ids into ours; (every deleted id, the remote's)."""
+) -> tuple[set[str], set[str], list[tuple[str, str]]]:
+    """Fold the remote's deleted ids into ours, except those of sessions live here and
+    those whose branch is lost here (this home recorded heads for them, `headlog`:
+    `doctor --repair` restores them): (every deleted id, the remote's, `(id, why)` for
+    each live or lost one the remote lists).
+    A live id already in the local file (written before this rule) is not counted as
+    deleted here either, so a push never sends it on."""
     remote_dead: set[str] = set()
     tip = refs.get(TOMBSTONES)
     if tip is not None and remotes.has(store.git, tip):
         remote_dead = remotes.tombstone_ids(store.git, tip)
-    local = tombstones.deleted(store.git.path)
-    for sid in sorted(remote_dead - local):
+    live = store.ids()
+    local = tombstones.deleted(store.git.path) - live.keys()
+    new = remote_dead - local - live.keys()
+    lost = new & headlog.heads(store.git.path).keys() if new else set()
+    for sid in sorted(new - lost):
         tombstones.record(store.git.path, sid)
-    return local | remote_dead, remote_dead
+    kept = [
+        (sid, _kept_why(store, name, refs, sid, live[sid]))
+        for sid in sorted(remote_dead & live.keys())
+    ] + [
+        (sid, f"deleted on {name}, but its branch here is lost, not deleted "
+         "(`gitsessions doctor --repair` restores it)")
+        for sid in sorted(lost)
+    ]  # fmt: skip
+    return local | (remote_dead - lost), remote_dead, kept
+
+
+def _kept_why(store: Store, name: str, refs: dict[bytes, bytes], sid: str, mine: bytes) -> str:
+    """Why a session the remote lists as deleted stays here: whether the remote ever
+    had all of its history here (its branch there, as listed now or last fetched, is
+    our head or a descendant of it)."""
+    git = store.git
+    ref = ref_name(sid)
+    seen = [refs.get(ref), git.ref(remotes.tracking_prefix(name) + ref[len(b"refs/heads/") :])]
+    if any(
+        sha is not None
+        and remotes.has(git, sha)
+        and (sha == mine or remotes.is_ancestor(git, mine, sha))
+        for sha in seen
+    ):
+        return f"deleted on {name}; it stays here (gitsessions delete {short(sid)} deletes it)"
+    return f"deleted on {name}, but it has history here the remote never had"
 
 
 def _fetch_tombstones(
@@ -178,10 +216,11 @@ def _fetch_tombstones(
     env: remotes.Env,
     *,
     track: bool = True,
-) -> tuple[dict[bytes, bytes], set[str], set[str]]:
+) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
     """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
-    writes that ref itself: not `track`), and merged into ours. The caller holds the
-    store's shared lock."""
+    writes that ref itself: not `track`), and merged into ours (`_merge_tombstones`).
+    The caller holds the store's shared lock."""
+    refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
     refs = remotes.fetch(
         store.git,
         url,
@@ -189,11 +228,12 @@ def _fetch_tombstones(
         progress,
         name=name,
         env=env,
+        refused=refused,
     )
-    if TOMBSTONES in refs and track:
+    if TOMBSTONES in refs and track and remotes.has(store.git, refs[TOMBSTONES]):
         remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
-    dead, remote_dead = _merge_tombstones(store, name, refs)
-    return refs, dead, remote_dead
+    dead, remote_dead, kept = _merge_tombstones(store, name, refs)
+    return refs, dead, remote_dead, kept
 
 
 # -- push --------------------------------------------------------------------------------
@@ -219,7 +259,7 @@ def push(
     report = Report(name, remotes.mask(url))
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        refs, dead, remote_dead = _fetch_tombstones(store, name, url, progress, env)
+        refs, dead, remote_dead, report.kept = _fetch_tombstones(store, name, url, progress, env)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
@@ -327,7 +367,9 @@ def pull(
     full = writable or (lambda: store)  # type: ignore[assignment,return-value]
     with git.locked():
         progress(f"reading {remotes.mask(url)}")
-        listed, dead, _ = _fetch_tombstones(store, name, url, progress, env, track=False)
+        listed, dead, _, report.kept = _fetch_tombstones(
+            store, name, url, progress, env, track=False
+        )
         local = store.ids()
         wants: list[bytes] = []
 
@@ -342,14 +384,17 @@ def pull(
             ]
             return wants
 
+        refused: dict[bytes, str] = {}  # commits whose objects failed the checks: why
         refs = remotes.fetch(
             git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
-            track=False,
+            track=False, refused=refused,
         )  # fmt: skip
         remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
         theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
-        tracked: dict[bytes, bytes | None] = {ref_name(s): sha for s, sha in theirs.items()}
-        if TOMBSTONES in refs:
+        tracked: dict[bytes, bytes | None] = {
+            ref_name(s): sha for s, sha in theirs.items() if sha not in refused
+        }
+        if TOMBSTONES in refs and remotes.has(git, refs[TOMBSTONES]):
             tracked[TOMBSTONES] = refs[TOMBSTONES]
         report.tombstones = len(dead)
         progress(f"merging {plural(len(theirs), 'session')}")
@@ -360,6 +405,8 @@ def pull(
             mine = local.get(sid)
             if sid not in theirs:
                 outcomes[sid] = Outcome(sid, "deleted here", "not created")
+            elif sha in refused:
+                outcomes[sid] = Outcome(sid, "refused", refused[sha])
             elif mine == sha:
                 outcomes[sid] = Outcome(sid, "unchanged")
             elif mine is None:

@@ -25,6 +25,11 @@ Invariants:
 - Stock git (`stockgit`) lists, fetches, pushes and walks when it is installed (C, on
   the store's own packs); dulwich does all of it when it is not, and its client is
   imported only then.
+- Nothing fetched joins the store unchecked: stock git fetches with its object checks
+  on (`stockgit.ObjectsRefused`), dulwich into a quarantine that `quarantine` checks
+  before it moves the packs in. When a fetch of several commits is refused, each is
+  fetched alone: the caller's `refused` learns which ones (and why), the others come,
+  and no remote-tracking ref names a refused one.
 """
 
 from __future__ import annotations
@@ -472,9 +477,12 @@ def fetch(
     env: Env = None,
     listed: dict[bytes, bytes] | None = None,
     track: bool = True,
+    refused: dict[bytes, str] | None = None,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
-    returns the remote's refs as advertised. With stock git, the remote-tracking refs
+    returns the remote's refs as advertised. A wanted commit whose objects fail the
+    checks is left out and put in `refused` (`{commit: why}`); without `refused`, that
+    fails the fetch (`RemoteError`). With stock git, the remote-tracking refs
     of `name` are set for what came, unless not `track` (the caller's own write names
     them). The caller holds `git.locked()`. `thin`
     lets the remote send deltas against objects we have (fewer bytes for an
@@ -482,18 +490,40 @@ def fetch(
     indexes about a fifth faster."""
     stockgit.remember_version(git.path)
     if stock() and name is not None:
-        return _fetch_stock(git, url, wants, progress, name, env, listed, track)
+        return _fetch_stock(git, url, wants, progress, name, env, listed, track, refused)
+    from gitsessions.store import quarantine
+
     chosen: list[dict[bytes, bytes]] = []
+    asked: list[bytes] = []
 
     def determine(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
         clean = {k: v for k, v in refs.items() if v is not None and v != ZERO_SHA}
         chosen.append(clean)
-        return [sha for sha in wants(clean) if not git.has(sha)]
+        asked[:] = [sha for sha in wants(clean) if not git.has(sha)]
+        return list(asked)
 
     with _talking(url, "fetch from"):
         client, path = _client(url, thin)
-        client.fetch(path, git.repo, determine_wants=determine, progress=_report(progress))  # type: ignore[attr-defined]
+        try:
+            quarantine.fetch(git, client, path, determine, _report(progress))
+        except quarantine.Refused as error:
+            if refused is None:
+                raise RemoteError(f"cannot fetch from {mask(url)}: {error}") from None
+            for sha in sorted(asked):  # each alone: which ones are bad
+                try:
+                    quarantine.fetch(git, client, path, _only(git, sha), _report(progress))
+                except quarantine.Refused as alone:
+                    refused[sha] = str(alone)
     return chosen[0] if chosen else {}
+
+
+def _only(git: Git, sha: bytes) -> Callable[..., list[bytes]]:
+    """dulwich's `determine_wants` for one commit (none once the store has it)."""
+
+    def determine(_refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
+        return [] if git.has(sha) else [sha]
+
+    return determine
 
 
 def _fetch_stock(
@@ -505,6 +535,7 @@ def _fetch_stock(
     env: Env,
     listed: dict[bytes, bytes] | None = None,
     track: bool = True,
+    refused: dict[bytes, str] | None = None,
 ) -> dict[bytes, bytes]:
     """`fetch` by stock git: the refs listed (or `listed`, the caller's listing just
     before), the commits of the wanted ones the store lacks fetched by their ids (git
@@ -526,10 +557,21 @@ def _fetch_stock(
                 tips = []  # a new one may share history with any: offer everything
                 break
             tips += [sha for sha in here if sha is not None]
-        if not _fetched_locally(git, url, sorted(wanted), tips, env, progress):
-            stockgit.fetch(git.path, url, sorted(wanted), env, _report(progress, url=url), tips)
+        relay = _report(progress, url=url)
+        try:
+            if not _fetched_locally(git, url, sorted(wanted), tips, env, progress):
+                stockgit.fetch(git.path, url, sorted(wanted), env, relay, tips)
+        except stockgit.ObjectsRefused:
+            if refused is None:
+                raise
+            for sha in sorted(wanted):  # each alone: which ones are bad
+                try:
+                    stockgit.fetch(git.path, url, [sha], env, relay, tips)
+                except stockgit.ObjectsRefused as alone:
+                    refused[sha] = str(alone)
+            chosen = [ref for ref in chosen if refs[ref] not in refused]
     git.rescan()
-    lacking = sorted(sha for sha in wanted if not has(git, sha))
+    lacking = sorted(sha for sha in wanted if not has(git, sha) and sha not in (refused or {}))
     if lacking:
         raise RemoteError(
             f"cannot fetch from {mask(url)}: commit {lacking[0].decode()[:12]} did not come"
@@ -562,6 +604,8 @@ def _fetched_locally(
         if not common:
             return False
         stockgit.fetch_local(git.path, where, wanted, common, env, _report(progress, url=url))
+    except stockgit.ObjectsRefused:
+        raise
     except (StoreError, OSError, stockgit.GitFailed):
         return False
     finally:

@@ -9,6 +9,10 @@ Invariants:
   A fetch keeps the pack that came, however small (`fetch.unpackLimit=1`): writing a
   small fetch's objects loose, each fsynced, took twice as long as the whole pack and
   its index; background maintenance merges the packs as it merges those of commits.
+- Every object a fetch brings passes git's own checks first (`fetch.fsckObjects`, and
+  `index-pack --strict` for `fetch_local`): a tree entry `..`, `.git` or `a/b`, a
+  malformed commit, is refused (`ObjectsRefused`) before the pack joins the store, so
+  `git fsck --strict` of the store stays clean.
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
 - Nothing here moves a session branch. A fetch writes no ref at all: it asks for
@@ -70,6 +74,7 @@ SETTINGS = (
     "protocol.version=2",
     "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
+KEEP = "gitsessions pull"  # index-pack's .keep note while a fetched pack goes in
 REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
 Relay = Callable[[bytes], None]
 
@@ -80,6 +85,24 @@ class GitFailed(Exception):
     def __init__(self, text: str, out: bytes = b"") -> None:
         super().__init__(text)
         self.out = out
+
+
+class ObjectsRefused(GitFailed):
+    """What a fetch brought failed git's object checks; nothing of it joined the store.
+    `str()` names the first bad object and git's reason."""
+
+
+FSCK_LINE = re.compile(r"object ([0-9a-f]{40}): (\w+): ([^;]*)")
+
+
+def _refused(error: GitFailed) -> GitFailed:
+    """`error` as an `ObjectsRefused` when git's object checks failed (else itself)."""
+    text = str(error)
+    if "fsck error" not in text:
+        return error
+    found = FSCK_LINE.search(text)
+    why = f"object {found[1][:12]}: {found[2]}: {found[3].strip()}" if found else text
+    return ObjectsRefused(f"the remote's objects fail git's checks ({why})", error.out)
 
 
 def available() -> bool:
@@ -252,11 +275,15 @@ def fetch(
     offered as common (git's negotiation from every ref of a store of a thousand
     sessions gives up before it finds the few that matter, and the remote then sends
     whole histories)."""
-    args = ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
+    args = ["-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head"]
+    args += ["--no-auto-gc"]
     args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
     args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
-    run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)
+    try:
+        run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)
+    except GitFailed as error:
+        raise _refused(error) from None
 
 
 def fetch_local(
@@ -270,9 +297,10 @@ def fetch_local(
     """`fetch` from a repository on this machine in two processes instead of six:
     the remote's `pack-objects` (the very pack its `upload-pack` would make: `wants`
     and all they need that `haves` do not reach, thin) piped into this store's
-    `index-pack --fix-thin`. `haves` must be commits both hold (this store, whole,
-    holds all they reach, which is also what `git fetch`'s connectivity check would
-    find). Like `fetch`, no ref is written; the pack's `.keep` goes once it is in."""
+    `index-pack --fix-thin --strict` (git's object checks, as `fetch.fsckObjects`).
+    `haves` must be commits both hold (this store, whole, holds all they reach, which
+    is also what `git fetch`'s connectivity check would find). Like `fetch`, no ref is
+    written; the pack's `.keep` goes once it is in."""
     revs = b"".join(sha + b"\n" for sha in wants)
     revs += b"".join(b"^" + sha + b"\n" for sha in sorted(set(haves)))
     packing = ["pack-objects", "--revs", "--thin", "--stdout", "--delta-base-offset"]
@@ -287,7 +315,7 @@ def fetch_local(
     index: subprocess.Popen[bytes] | None = None
     try:
         index = subprocess.Popen(
-            _command(store, ["index-pack", "--stdin", "--fix-thin", "--keep=gitsessions pull"]),
+            _command(store, ["index-pack", "--stdin", "--fix-thin", "--strict", f"--keep={KEEP}"]),
             stdin=pack.stdout,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -311,7 +339,7 @@ def fetch_local(
             with contextlib.suppress(FileNotFoundError):
                 (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
     if pack.returncode != 0 or index.returncode != 0:
-        raise GitFailed(message(bytes(errors) + index_errors))
+        raise _refused(GitFailed(message(bytes(errors) + index_errors)))
 
 
 def push(

@@ -43,8 +43,9 @@ def create_registry(
 ) -> ToolRegistry:
     """A registry holding read_file, write_file, edit_file, list_files, search_files and
     run_shell, confined to `root`, with `env` as run_shell's whole environment and
-    `sandbox` (when given) confining run_shell's writes and network."""
-    workspace = Workspace(root)
+    `sandbox` (when given) confining run_shell's writes and network, and the file
+    tools' writes to what it leaves writable in the workspace (not its `read_only`)."""
+    workspace = Workspace(root, sandbox.read_only if sandbox is not None else ())
     child_env = dict(env)
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
 
