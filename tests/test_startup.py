@@ -58,6 +58,14 @@ def test_push_and_pull_import_nothing_heavy(make_session):
     assert imported("remote", "list") == []
 
 
+def test_the_git_hook_command_is_built_alone(make_session):
+    """`hook NAME` (run at every commit) is an ordinary command of the app, built from
+    its own module: no rich, no agent, no store for a commit outside a session."""
+    make_session(turns=1)
+    light = ("rich", "gitsessions.agent", "dulwich", "gitsessions.cli.hooks_cmd")
+    assert imported("hook", "commit-msg", "/nonexistent-hook", modules=light) == []
+
+
 def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
     """With stock git, a pull reads the store's files (store/lightgit.py, a local
     remote's refs from its files): no dulwich, no writing store, no maintenance, no
