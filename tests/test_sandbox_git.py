@@ -263,3 +263,33 @@ def test_exit_codes_signals_cleanup_and_tcp_hold_in_the_namespace(
         assert call(opened, "run_shell", command=connect(port)).content.splitlines()[1:] == [
             "net=open"
         ]
+
+
+@needs_landlock
+@needs_userns
+def test_git_is_read_only_by_a_second_mount_of_its_filesystem_too(
+    places: dict[str, Path],
+) -> None:
+    """The workspace mounted a second time (a bind mount, a volume shown twice): the
+    rule granting the workspace reaches `.git` by that name too, so the launcher makes
+    it read-only there as well."""
+    ws, alias = places["ws"], places["outside"]
+    before = git_state(ws)
+    bind = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    twice = ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", bind, "sh")
+    twice += (str(ws), str(alias))
+    (result,) = in_helper(
+        twice, ws, places["tmp"],
+        f"test -f {alias}/.git/config && echo seen\n"
+        f"echo x >> {alias}/.git/config || echo alias=refused\n"
+        f"echo x > {alias}/.git/hooks/pre-commit || echo hook=refused\n"
+        f"touch {alias}/top.txt && echo top=ok",
+    )  # fmt: skip
+    lines = result.splitlines()
+    assert [line for line in lines if "=" in line or line == "seen"] == [
+        "seen",
+        "alias=refused",
+        "hook=refused",
+        "top=ok",
+    ], result
+    assert git_state(ws) == before

@@ -25,7 +25,9 @@ capabilities), else `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with the current uid 
 mapped to themselves (the same numeric ids: files made are the user's; whatever
 capabilities the command has are the new namespace's only), mounts made private
 (nothing propagates out), PATH bind-mounted onto itself and made read-only recursively
-(`mount_setattr`). Landlock then forbids the command to mount, unmount or remount
+(`mount_setattr`), and so is every other name the mount table gives PATH (its
+filesystem, or a folder above it, mounted twice: the rule on the workspace would reach
+PATH by that name). Landlock then forbids the command to mount, unmount or remount
 anything, so it cannot undo it. When any step fails (no user namespaces:
 `kernel.unprivileged_userns_clone=0`, an AppArmor or seccomp policy,
 `user.max_user_namespaces=0`; a symbolic link to protect) the ruleset of
@@ -144,6 +146,56 @@ def _write(path: str, text: str) -> None:
         file.write(text)
 
 
+def _unescape(field: bytes) -> str:
+    r"""A mountinfo path: space, tab, newline and backslash come as \040 \011 \012 \134."""
+    for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
+        field = field.replace(code, bytes([int(code[1:], 8)]))
+    return os.fsdecode(field)
+
+
+def _beneath(path: str, top: str) -> str | None:
+    """`path` relative to `top` ("" for `top` itself), None when it is not beneath."""
+    if path == top or top == "/":
+        return path[len(top) :].lstrip("/")
+    return path[len(top) + 1 :] if path.startswith(top + "/") else None
+
+
+def aliases(paths: list[str]) -> list[str]:
+    """`paths` and every other place this mount table shows them at: a filesystem (or a
+    folder of it) mounted twice reaches a protected path by a second name, which a
+    bind mount on the first does not cover, while the Landlock rule on a folder above
+    it does. A name counts only when it leads to the very same file (device, inode)."""
+    mounts = []  # (device, root in the filesystem, mount point) in mount order
+    with open("/proc/self/mountinfo", "rb") as table:
+        for line in table:
+            fields = line.split()
+            mounts.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+    found = dict.fromkeys(paths)
+    for path in paths:
+        here = None  # the last mount whose point is path or above it: the one it is on
+        for mount in mounts:
+            if _beneath(path, mount[2]) is not None and (
+                here is None or len(mount[2]) >= len(here[2])
+            ):
+                here = mount
+        if here is None:
+            continue
+        inner = os.path.join(here[1], _beneath(path, here[2]) or "")
+        identity = os.stat(path, follow_symlinks=False)
+        for device, root, point in mounts:
+            rest = _beneath(inner.rstrip("/") or "/", root) if device == here[0] else None
+            if rest is None:
+                continue
+            other = os.path.join(point, rest).rstrip("/") or "/"
+            try:
+                seen = os.stat(other, follow_symlinks=False)
+            except OSError:
+                continue  # covered by another mount, or gone
+            if (seen.st_dev, seen.st_ino) == (identity.st_dev, identity.st_ino):
+                found.setdefault(other)
+    return list(found)
+
+
 def read_only(paths: list[str]) -> None:
     """Make `paths` read-only for this process and all it will start, in a new mount
     namespace (and, unless root, a new user namespace mapping our uid and gid to
@@ -160,7 +212,7 @@ def read_only(paths: list[str]) -> None:
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
     _check(libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None), "mount")
     attr = (ctypes.c_uint64 * 4)(MOUNT_ATTR_RDONLY, 0, 0, 0)  # struct mount_attr
-    for path in paths:
+    for path in aliases(paths):
         raw = os.fsencode(path)
         flags = ctypes.c_ulong(MS_BIND | MS_REC)
         _check(libc.mount(raw, raw, None, flags, None), f"bind mount of {path}")
