@@ -165,7 +165,12 @@ from tests.tool_helpers import ENV, call
 ws, tmp = sys.argv[1], sys.argv[2]
 box = workspace_write(ws, temp_dir=tmp)
 registry = create_registry(ws, ENV, approve=approve_all, sandbox=box)
-print(json.dumps([call(registry, "run_shell", command=c).content for c in sys.argv[3:]]))
+def run(command):  # "TIMEOUT=N command" runs with a timeout of N seconds
+    if command.startswith("TIMEOUT="):
+        seconds, command = command[len("TIMEOUT="):].split(" ", 1)
+        return call(registry, "run_shell", command=command, timeout=int(seconds)).content
+    return call(registry, "run_shell", command=command).content
+print(json.dumps([run(c) for c in sys.argv[3:]]))
 """
 NO_NAMESPACES = (  # see the module docstring
     "unshare", "--user", "--map-root-user", "sh", "-c",
@@ -216,6 +221,16 @@ def test_without_namespaces_per_entry_rules_keep_git_and_say_so_once(
     assert second.splitlines() == ["exit code: 0", "readme=ok"]  # said once a session
     assert git_state(ws) == before
     assert not (ws / "top.txt").exists() and (ws / "src" / "new").is_dir()
+
+
+@needs_landlock
+def test_the_fallback_note_comes_with_a_command_that_timed_out(places: dict[str, Path]) -> None:
+    first, second = without_namespaces(
+        places["ws"], places["tmp"], "TIMEOUT=1 sleep 60", "touch top 2>/dev/null || echo no"
+    )
+    assert first.startswith("exit code: timeout after 1s\n(no output)\n[timed out")
+    assert first.splitlines()[-1].startswith(FALLBACK_PREFIX), first
+    assert second.splitlines() == ["exit code: 0", "no"]
 
 
 @needs_landlock

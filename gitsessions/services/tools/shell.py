@@ -90,20 +90,19 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_report(descriptor: int, timeout: float) -> str | None:
-    """The launcher's status line, read until it exits ("" when it wrote none); None
-    when `timeout` seconds passed first."""
+def _wait_report(descriptor: int, timeout: float, data: bytearray) -> bool:
+    """Read the launcher's status lines into `data` until it exits (True), or until
+    `timeout` seconds passed first (False)."""
     deadline = time.monotonic() + timeout
-    data = bytearray()
     poller = select.poll()  # not select.select: it fails for descriptors above 1023
     poller.register(descriptor, select.POLLIN)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not poller.poll(remaining * 1000):
-            return None
+            return False
         chunk = os.read(descriptor, 4096)
         if not chunk:
-            return data.decode("utf-8", errors="replace").strip()
+            return True
         data += chunk
 
 
@@ -208,10 +207,12 @@ def run_shell(
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
     notes: list[str] = []
+    status = bytearray()
     try:
-        report = _wait_report(status_read, timeout)
-        if report is None:
+        finished = _wait_report(status_read, timeout, status)
+        if not finished:
             _stop(process)
+            _wait_report(status_read, LINGER_SECONDS, status)  # a fallback line, say
             notes.append(
                 f"[timed out after {timeout:g}s; the command and every process it started "
                 "were killed]"
@@ -222,7 +223,7 @@ def run_shell(
         if process.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing behind
             _stop(process)
         os.close(status_read)
-    lines = (report or "").splitlines()
+    lines = status.decode("utf-8", errors="replace").strip().splitlines()
     words = lines[-1].split() if lines else []
     if words[:1] == ["error"]:
         reader.join(LINGER_SECONDS)
@@ -233,7 +234,7 @@ def run_shell(
             notes.append(fallback_note(line[len("fallback ") :].strip()))
     exit_code: int | None = None
     killed = 0
-    if report is not None:
+    if finished:
         exit_code = process.returncode  # the launcher died without a report: its own code
         if len(words) == 4 and words[0] == "exit" and words[2] == "killed":
             exit_code = None if words[1] == "none" else int(words[1])
