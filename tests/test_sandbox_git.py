@@ -308,3 +308,29 @@ def test_git_is_read_only_by_a_second_mount_of_its_filesystem_too(
         "top=ok",
     ], result
     assert git_state(ws) == before
+
+
+@needs_landlock
+@needs_userns
+def test_the_user_namespace_keeps_the_uid_and_gid(places: dict[str, Path]) -> None:
+    """The user-namespace path, which a user always takes; run as root, the helper drops
+    CAP_SYS_ADMIN from its bounding set so that the launcher takes it too."""
+    ws = places["ws"]
+    as_user = ("setpriv", "--bounding-set", "-sys_admin") if os.geteuid() == 0 else ()
+    if as_user and not shutil.which("setpriv"):
+        pytest.skip("setpriv is needed to run the launcher as root without CAP_SYS_ADMIN")
+    (result,) = in_helper(
+        as_user, ws, places["tmp"],
+        "cat /proc/self/uid_map /proc/self/gid_map; id -u; id -g\n"
+        "echo x >> .git/config || echo git=refused\n"
+        "mkdir build && touch build/made && echo top=ok",
+    )  # fmt: skip
+    uid, gid = os.geteuid(), os.getegid()
+    lines = result.splitlines()
+    assert [line.split() for line in lines[1:3]] == [
+        [str(uid), str(uid), "1"],
+        [str(gid), str(gid), "1"],
+    ]
+    assert lines[3:5] == [str(uid), str(gid)]
+    assert "git=refused" in lines and "top=ok" in lines, result
+    assert (ws / "build" / "made").stat().st_uid == uid
