@@ -93,9 +93,9 @@ SandboxAllowGit = Annotated[
     typer.Option(
         "--sandbox-allow-git/--no-sandbox-allow-git",
         help="Let a workspace-write sandboxed shell write the project's .git (commit, "
-        "branch, config, hooks); without it .git is read-only, and the workspace's top "
-        "level takes no new entries from the shell [config [shell] sandbox_allow_git; "
-        "default no].",
+        "branch, config, hooks); without it .git is read-only (and, on a kernel without "
+        "user namespaces, the workspace's top level takes no new entries from the shell) "
+        "[config [shell] sandbox_allow_git; default no].",
     ),
 ]
 

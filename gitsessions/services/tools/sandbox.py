@@ -11,16 +11,25 @@ sockets stay open).
 
 The project's git directory stays read-only unless the user allows it (`allow_git`):
 a shell that could write `.git/config` or `.git/hooks` could name a command that
-gitsessions' own git or the user's next `git commit` runs outside the sandbox.
-Landlock only ever adds rights, and a right granted on a directory reaches everything
-beneath it, so a writable root that holds a protected path (`read_only`: the `.git`
-entry git finds from the workspace, the git directory it names, that one's common
-directory) gets no rule of its own: each entry in it gets one instead, except the
-protected path, descending into the directories on the way to it. Those rules are
-listed afresh for every command (`ruleset_fd` runs once per run_shell call), so an
-entry the file tools made since is writable; a command cannot itself create, remove or
-rename an entry directly in such a root (the workspace's top level, in a repository's
-top folder), and a symbolic link there gets no rule (it would land on its target).
+gitsessions' own git or the user's next `git commit` runs outside the sandbox. Its
+paths (`read_only`: the `.git` entry git finds from the workspace, the git directory it
+names, that one's common directory) are kept so two ways, and run_shell hands the
+launcher both rulesets:
+
+- `ruleset_fd(whole=True)` grants every writable root whole; the launcher makes
+  `read_only` read-only with a bind mount in a mount namespace of its own first
+  (launcher.py), so the workspace's top level takes new entries as usual.
+- `ruleset_fd()`, the launcher's fallback when this kernel gives it no (user)
+  namespace: Landlock only ever adds rights, and a right granted on a directory reaches
+  everything beneath it, so a writable root that holds a protected path gets no rule of
+  its own: each entry in it gets one instead, except the protected path, descending into
+  the directories on the way to it. Those rules are listed afresh for every command, so
+  an entry the file tools made since is writable; a command cannot itself create, remove
+  or rename an entry directly in such a root (the workspace's top level, in a
+  repository's top folder), and a symbolic link there gets no rule (it would land on its
+  target).
+
+Either way a writable root that lies in a protected path gets no rule at all.
 """
 
 import os
@@ -52,10 +61,12 @@ class Sandbox(NamedTuple):
     network: bool = False
     read_only: tuple[str, ...] = ()
 
-    def ruleset_fd(self) -> int:
+    def ruleset_fd(self, *, whole: bool = False) -> int:
         """A new Landlock ruleset fd (the caller closes it) allowing writes only under
-        `writable` and, unless `network`, no TCP bind or connect. Raises OSError when a
-        path is gone or the kernel refuses a rule."""
+        `writable` and, unless `network`, no TCP bind or connect; none in `read_only`
+        unless `whole` (then the writable roots are granted whole, and a mount must keep
+        `read_only` read-only). Raises OSError when a path is gone or the kernel refuses
+        a rule."""
         import landlockpy  # here, not at the top: only a sandboxed shell pays its import
         from landlockpy import AccessFS, AccessNet
 
@@ -70,20 +81,22 @@ class Sandbox(NamedTuple):
             raise OSError(f"this kernel's Landlock cannot block TCP (needs ABI {NETWORK_ABI})")
         with landlockpy.Ruleset(handled_fs=writes, handled_net=blocked) as ruleset:
             for path in self.writable:
-                for granted, is_dir in _around(path, self.read_only):
+                for granted, is_dir in _around(path, self.read_only, whole=whole):
                     ruleset.allow_path(granted, writes if is_dir else file_writes)
             return os.dup(ruleset.fileno())
 
 
-def _around(root: str, read_only: tuple[str, ...]) -> list[tuple[str, bool]]:
-    """`(path, is a directory)` rules that grant `root` but none of `read_only`: `root`
-    itself when it holds none of them; nothing when it is one or lies in one; else each
-    entry of it but the protected ones and symbolic links, descending into the
-    directories that lead to one."""
+def _around(
+    root: str, read_only: tuple[str, ...], *, whole: bool = False
+) -> list[tuple[str, bool]]:
+    """`(path, is a directory)` rules that grant `root` but none of `read_only`: nothing
+    when it is one or lies in one; `root` itself when it holds none of them (or
+    `whole`); else each entry of it but the protected ones and symbolic links,
+    descending into the directories that lead to one."""
     inside = [p for p in read_only if _under(p, root)]
     if any(_under(root, p) for p in read_only):
         return []
-    if not inside:
+    if not inside or whole:
         return [(root, os.path.isdir(root))]
     rules: list[tuple[str, bool]] = []
     pending = [root]
