@@ -50,6 +50,7 @@ def cmd_exec(
     a tool call was denied for want of --auto-approve.
     """
     state: State = ctx.obj
+    warm_up()  # the SDK imports while the prompt, the settings and the store are read
     if prompt == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
@@ -69,7 +70,6 @@ def cmd_exec(
         max_context_tokens=max_context_tokens,
     )
     shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
-    warm_up(client=settings.client)  # the client imports while the store is read
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []

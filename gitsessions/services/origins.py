@@ -1,5 +1,6 @@
-"""Where a redirect may take a request to the model server: one rule for the builtin
-client (wire.py), the openai SDK's (model.py) and the `/models` probe (endpoint.py).
+"""Where a redirect may take a request to the model server: the rule the model client
+(model.py, through an httpx event hook) holds for its chat requests, and the one httpx
+itself holds for the key on the model list (which chat's probe, endpoint.py, reads).
 
 Invariants:
 - An origin is (scheme, host, port), the port its scheme's default when the URL names

@@ -1,0 +1,71 @@
+"""One blocking request run in a worker thread while the calling thread waits on it.
+
+Invariants:
+- The calling thread (the main thread, for every command) only ever waits on a queue in
+  short slices and runs `on_item` for what the worker delivered: a Ctrl-C always lands
+  there, never inside the HTTP library or the SDK (which may swallow or defer it), so
+  the first one cancels.
+- The wait ends at `expires` (time.monotonic()) whatever the worker is doing: a server
+  that trickles a byte a second, or holds its headers, cannot stretch it.
+- When the wait ends early (the deadline, a Ctrl-C, an error in `on_item`), `abandon`
+  is called once; the worker, a daemon thread, is never joined: what it does later is
+  dropped, and it never outlives the process.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+WAIT = 0.05  # seconds of one wait: how soon a signal handler runs at the latest
+
+
+class DeadlinePassed(Exception):
+    """The request did not finish by its deadline."""
+
+
+_ITEM, _DONE, _FAILED = range(3)
+
+
+def run(
+    work: Callable[[Callable[[Any], None]], T],
+    *,
+    expires: float,
+    on_item: Callable[[Any], None],
+    abandon: Callable[[], None],
+) -> T:
+    """`work(put)` in a daemon thread; each `put(item)` it makes reaches `on_item` here.
+    Returns what `work` returned, raises what it raised, `DeadlinePassed` at `expires`."""
+    delivered: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+
+    def worker() -> None:
+        try:
+            delivered.put((_DONE, work(lambda item: delivered.put((_ITEM, item)))))
+        except BaseException as error:  # handed to the waiting thread, never lost here
+            delivered.put((_FAILED, error))
+
+    threading.Thread(target=worker, daemon=True, name="model-request").start()
+    finished = False
+    try:
+        while True:
+            left = expires - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed
+            try:
+                kind, value = delivered.get(timeout=min(WAIT, left))
+            except queue.Empty:
+                continue
+            if kind == _ITEM:
+                on_item(value)
+                continue
+            finished = True
+            if kind == _FAILED:
+                raise value
+            return value  # type: ignore[no-any-return]
+    finally:
+        if not finished:
+            abandon()
