@@ -48,6 +48,8 @@ Fault modes, as `reply()` keywords (streamed or not unless said):
     server.reply(content="...", trickle=0.5)       # send the body one byte every 0.5 s
     server.reply(..., trickle=0.5, trickle_headers=True)  # not streamed: the status line
                                                    #   and headers too
+    server.reply(content="...", hold=event)        # stream: wait for `event` (at most
+                                                   #   60 s) after the first content piece
     server.progress                                # [bytes sent, bytes in the body] of
                                                    #   each trickled answer, live
     server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
@@ -81,6 +83,7 @@ class Reply:
     chunked: bool = False
     trickle: float | None = None  # seconds between bytes
     trickle_headers: bool = False
+    hold: threading.Event | None = None  # a stream waits for it after its first piece
 
 
 @dataclass
@@ -161,6 +164,7 @@ class FakeOpenAI:
         chunked: bool = False,
         trickle: float | None = None,
         trickle_headers: bool = False,
+        hold: threading.Event | None = None,
     ) -> None:
         """Queue one assistant answer (see the module docstring for the fault modes)."""
         assert cut in (None, "content", "arguments"), cut
@@ -175,6 +179,7 @@ class FakeOpenAI:
                 chunked=chunked,
                 trickle=trickle,
                 trickle_headers=trickle_headers,
+                hold=hold,
             )
         )
 
@@ -421,9 +426,11 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.trickle:
             self._write(b"".join(lines), reply.trickle)
             return
-        for line in lines:
+        for n, line in enumerate(lines):
             self.wfile.write(line)
             self.wfile.flush()
+            if n == 1 and reply.hold is not None:  # the first content piece is out
+                reply.hold.wait(60)
 
 
 def alternation_error(messages: Any) -> str | None:
