@@ -50,6 +50,7 @@ Fault modes, as `reply()` keywords (streamed or not unless said):
                                                    #   and headers too
     server.reply(content="...", hold=event)        # stream: wait for `event` (at most
                                                    #   60 s) after the first content piece
+                                                   #   (`hold_at=0`: before any event)
     server.progress                                # [bytes sent, bytes in the body] of
                                                    #   each trickled answer, live
     server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
@@ -83,7 +84,8 @@ class Reply:
     chunked: bool = False
     trickle: float | None = None  # seconds between bytes
     trickle_headers: bool = False
-    hold: threading.Event | None = None  # a stream waits for it after its first piece
+    hold: threading.Event | None = None  # a stream waits for it after `hold_at` events
+    hold_at: int = 2  # the role's, then the first content piece's
 
 
 @dataclass
@@ -165,6 +167,7 @@ class FakeOpenAI:
         trickle: float | None = None,
         trickle_headers: bool = False,
         hold: threading.Event | None = None,
+        hold_at: int = 2,
     ) -> None:
         """Queue one assistant answer (see the module docstring for the fault modes)."""
         assert cut in (None, "content", "arguments"), cut
@@ -180,6 +183,7 @@ class FakeOpenAI:
                 trickle=trickle,
                 trickle_headers=trickle_headers,
                 hold=hold,
+                hold_at=hold_at,
             )
         )
 
@@ -427,10 +431,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(b"".join(lines), reply.trickle)
             return
         for n, line in enumerate(lines):
+            if n == reply.hold_at and reply.hold is not None:
+                reply.hold.wait(60)
             self.wfile.write(line)
             self.wfile.flush()
-            if n == 1 and reply.hold is not None:  # the first content piece is out
-                reply.hold.wait(60)
 
 
 def alternation_error(messages: Any) -> str | None:

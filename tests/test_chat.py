@@ -329,14 +329,18 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
 
 @pytest.mark.parametrize("run", range(30))
 def test_the_first_ctrl_c_cancels_a_held_streamed_reply(server, ws, run):
-    """The server sends the reply's first piece and holds the rest: one Ctrl-C cancels,
-    every time (the request runs in a worker thread; the main thread only waits)."""
+    """The server holds its streamed reply, in even runs after the first piece, in odd
+    ones before any (the Ctrl-C then comes while the first request is being made): one
+    Ctrl-C cancels, every time (the request runs in a worker thread; the main thread
+    only waits)."""
     held = threading.Event()
-    server.reply(content="Held answer begins here, then the server waits", hold=held)
+    first = run % 2 == 0
+    text = "Held answer begins here, then the server waits"
+    server.reply(content=text, hold=held, hold_at=2 if first else 0)
     child = spawn(server.base_url, ws)
     try:
         child.sendline("hold on")
-        child.expect_exact("Held")
+        child.expect_exact("Held" if first else "thinking")
         child.sendintr()  # once: a second press would hide a first one lost
         child.expect_exact("cancelled; the session is saved")
         child.expect(PROMPT)
