@@ -9,7 +9,10 @@ Invariants:
   that trickles a byte a second, or holds its headers, cannot stretch it.
 - When the wait ends early (the deadline, a Ctrl-C, an error in `on_item`), `abandon`
   is called once; the worker, a daemon thread, is never joined: what it does later is
-  dropped, and it never outlives the process.
+  dropped, and it never outlives the process. `Limits.abandon` makes the worker stop
+  at its next read (services/reply_limits.py checks `Limits` on every read) and closes
+  the answers it had, in a thread of its own (a close never blocks the waiting one).
+- Nothing here imports the HTTP library: the waiting thread never waits on its import.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -26,6 +30,39 @@ WAIT = 0.05  # seconds of one wait: how soon a signal handler runs at the latest
 
 class DeadlinePassed(Exception):
     """The request did not finish by its deadline."""
+
+
+class Abandoned(Exception):
+    """Raised in the worker: the deadline passed or the waiting thread gave up."""
+
+
+class ReplyTooLarge(Exception):
+    """Raised in the worker: the answer went past a cap of services/reply_limits.py."""
+
+
+class Limits:
+    """One request's deadline (time.monotonic()) and its abandonment; the answers its
+    worker read, to close when it is abandoned."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expires = time.monotonic() + seconds
+        self.abandoned = threading.Event()
+        self.responses: list[Any] = []
+
+    def check(self) -> None:
+        """In the worker: raise `Abandoned` once the request is given up or late."""
+        if self.abandoned.is_set() or time.monotonic() > self.expires:
+            raise Abandoned("the request was given up")
+
+    def abandon(self) -> None:
+        self.abandoned.set()
+
+        def close() -> None:
+            for response in list(self.responses):
+                with suppress(Exception):
+                    response.close()
+
+        threading.Thread(target=close, daemon=True, name="close-reply").start()
 
 
 _ITEM, _DONE, _FAILED = range(3)

@@ -334,7 +334,7 @@ class ModelClient:
             finally:
                 limits.running(None)
 
-        running = self._limits_now()
+        running = inflight.Limits(self.settings.timeout)
         try:
             answer = self._run(work, running, lambda data: assembly.feed(data, on_text))
             if answer is not None:
@@ -342,35 +342,33 @@ class ModelClient:
         except ModelError as error:
             assembly.attach(error)
             raise
+        except KeyboardInterrupt:  # before the next clause, which may import openai
+            raise RequestInterrupted(assembly.partial()) from None
         except _openai().OpenAIError as error:
             if assembly.saw_choice and type(error) is _openai().APIConnectionError:
                 raise assembly.attach(self._broken(str(error.__cause__ or error))) from error
             raise assembly.attach(self._map_error(error, assembly.requested)) from error
-        except KeyboardInterrupt:
-            raise RequestInterrupted(assembly.partial()) from None
         if assembly.reply is not None:
             return assembly.reply
         return assembly.finish(self.settings.base_url)
 
-    def _limits_now(self) -> Any:
-        from gitsessions.services.reply_limits import Limits  # imports httpx
-
-        return Limits(time.monotonic() + self.settings.timeout)
-
-    def _run(self, work: Callable[[Callable[[Any], None]], Any], limits: Any, on_item: Any) -> Any:
+    def _run(
+        self,
+        work: Callable[[Callable[[Any], None]], Any],
+        limits: inflight.Limits,
+        on_item: Callable[[Any], None],
+    ) -> Any:
         """`work` through services/inflight.py; what only this client raises there
         (the deadline, a refused redirect, a cap, JSON the SDK let through) mapped."""
-        from gitsessions.services.reply_limits import Abandoned, ReplyTooLarge
-
         try:
             return inflight.run(
                 work, expires=limits.expires, on_item=on_item, abandon=limits.abandon
             )
-        except (inflight.DeadlinePassed, Abandoned):
+        except (inflight.DeadlinePassed, inflight.Abandoned):
             raise self._timeout() from None
         except CrossOriginRedirect as error:  # from the hook: the SDK lets it through
             raise self._redirect_refused(error.source, error.target) from None
-        except ReplyTooLarge as error:
+        except inflight.ReplyTooLarge as error:
             raise BadResponse(
                 f"the model server at {self.settings.base_url} sent {error}; refusing to "
                 "read more (check --base-url, and any proxy on the way)"
@@ -407,9 +405,11 @@ class ModelClient:
             finally:
                 limits.running(None)
 
-        running = self._limits_now()
+        running = inflight.Limits(self.settings.timeout)
         try:
             ids = self._run(work, running, lambda _: None)
+        except KeyboardInterrupt:  # before the next clause, which may import openai
+            raise
         except _openai().OpenAIError as error:
             raise self._map_error(error, "") from error
         except BadResponse:

@@ -8,11 +8,12 @@ before httpx or the SDK read any of it:
 - in an uncompressed `text/event-stream`, at most `MAX_EVENT_BYTES` arrive between two
   blank lines (one endless line, or `data:` lines with no blank line, which the SDK's
   decoder would gather without end); one more raises `ReplyTooLarge`;
-- each read first checks the request's `Limits`: once its deadline passed or the waiting
-  thread gave up on it (`abandon`), the next read raises `Abandoned`, so a worker
-  thread left behind ends at the server's next byte. The waiting thread enforces the
-  deadline itself (services/inflight.py); this only ends the worker.
-These exceptions are not httpx errors: httpx and the SDK let them through as they are.
+- each read first checks the request's `inflight.Limits`: once its deadline passed or
+  the waiting thread gave up on it, the next read raises `inflight.Abandoned`, so a
+  worker thread left behind ends at the server's next byte. The waiting thread
+  enforces the deadline itself (services/inflight.py); this only ends the worker.
+These exceptions (defined in inflight.py, which the waiting thread imports without
+httpx) are not httpx errors: httpx and the SDK let them through as they are.
 
 Imported only by the model client once it talks to a server: the HTTP library comes
 with `openai` (`httpx2` in recent releases, `httpx` before) and is as slow to import.
@@ -21,10 +22,10 @@ with `openai` (`httpx2` in recent releases, `httpx` before) and is as slow to im
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
-from contextlib import suppress
 from typing import Any
+
+from gitsessions.services.inflight import Limits, ReplyTooLarge
 
 try:
     import httpx2
@@ -34,39 +35,6 @@ except ImportError:  # openai releases before the httpx2 fork
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # one answer's body
 MAX_EVENT_BYTES = 1024 * 1024  # one event (its lines) of a streamed answer
 BLANK_LINES = (b"\n\n", b"\r\r", b"\r\n\r\n")
-
-
-class ReplyTooLarge(Exception):
-    """The answer went past one of the caps above."""
-
-
-class Abandoned(Exception):
-    """The request's deadline passed or its waiting thread gave up: stop reading."""
-
-
-class Limits:
-    """One request's deadline and its abandonment; the answers it read, to close."""
-
-    def __init__(self, expires: float) -> None:
-        self.expires = expires
-        self.abandoned = threading.Event()
-        self.responses: list[Any] = []
-
-    def check(self) -> None:
-        if self.abandoned.is_set() or time.monotonic() > self.expires:
-            raise Abandoned("the request was given up")
-
-    def abandon(self) -> None:
-        """Give the request up: its worker stops at its next read; its answers are
-        closed in a thread of their own (a close never blocks the caller)."""
-        self.abandoned.set()
-
-        def close() -> None:
-            for response in list(self.responses):
-                with suppress(Exception):
-                    response.close()
-
-        threading.Thread(target=close, daemon=True, name="close-reply").start()
 
 
 class ReplyLimits:
