@@ -60,6 +60,7 @@ mid-trickle ends it quietly.
 """
 
 import json
+import socket
 import sys
 import threading
 from collections import deque
@@ -272,6 +273,12 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # As real servers do (Go's net/http, which Ollama uses, and uvicorn): without it
+        # the body, written after the head, waits for the client's delayed ACK (~40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass

@@ -42,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urljoin
@@ -211,9 +212,17 @@ class ModelClient:
         self.settings = settings
         self.retries = retries
         self.wait = wait
-        self._openai_client: Any = None  # made at the first request: importing openai is slow
+        self._openai_client: Any = None  # made in a thread of its own, see below
         self._limits: ReplyLimits | None = None
-        self._making = threading.Lock()  # an abandoned worker may still be making it
+        self._making = threading.Lock()  # held while it is made
+        # The SDK's client (its import, TLS context, connection pool) is made while the
+        # caller does other work (exec: the store), so its first request waits less; a
+        # failure there comes again, and is raised, at the request.
+        threading.Thread(target=self._prepare, daemon=True, name="make-client").start()
+
+    def _prepare(self) -> None:
+        with suppress(Exception):
+            self._client()
 
     def _client(self) -> tuple[Any, ReplyLimits]:
         """The SDK's client and its reply limits, made on first use (in a worker). A key
@@ -246,8 +255,9 @@ class ModelClient:
             return self._openai_client, self._limits
 
     def close(self) -> None:
-        if self._openai_client is not None:
-            self._openai_client.close()
+        with self._making:  # after a client being made, never before it
+            if self._openai_client is not None:
+                self._openai_client.close()
 
     def __enter__(self) -> ModelClient:
         return self
