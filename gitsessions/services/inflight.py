@@ -66,30 +66,47 @@ class Limits:
 
 
 _ITEM, _DONE, _FAILED = range(3)
+QUEUED = 16  # items the worker may be ahead of the waiting thread (memory stays bounded)
 
 
 def run(
     work: Callable[[Callable[[Any], None]], T],
     *,
-    expires: float,
+    limits: Limits,
     on_item: Callable[[Any], None],
-    abandon: Callable[[], None],
 ) -> T:
-    """`work(put)` in a daemon thread; each `put(item)` it makes reaches `on_item` here.
-    Returns what `work` returned, raises what it raised, `DeadlinePassed` at `expires`."""
-    delivered: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+    """`work(put)` in a daemon thread; each `put(item)` it makes reaches `on_item` here
+    (a `put` waits while `QUEUED` items are not taken yet, and raises `Abandoned` once
+    the request is given up). Returns what `work` returned, raises what it raised,
+    `DeadlinePassed` at `limits.expires`; `limits.abandon()` when it ends early."""
+    delivered: queue.Queue[tuple[int, Any]] = queue.Queue(QUEUED)
+
+    def put(item: Any) -> None:
+        while True:
+            limits.check()
+            try:
+                delivered.put((_ITEM, item), timeout=WAIT)
+                return
+            except queue.Full:
+                continue
 
     def worker() -> None:
         try:
-            delivered.put((_DONE, work(lambda item: delivered.put((_ITEM, item)))))
+            result: tuple[int, Any] = (_DONE, work(put))
         except BaseException as error:  # handed to the waiting thread, never lost here
-            delivered.put((_FAILED, error))
+            result = (_FAILED, error)
+        while not limits.abandoned.is_set():  # else the waiting thread has left
+            try:
+                delivered.put(result, timeout=WAIT)
+                return
+            except queue.Full:
+                continue
 
     threading.Thread(target=worker, daemon=True, name="model-request").start()
     finished = False
     try:
         while True:
-            left = expires - time.monotonic()
+            left = limits.expires - time.monotonic()
             if left <= 0:
                 raise DeadlinePassed
             try:
@@ -105,4 +122,4 @@ def run(
             return value  # type: ignore[no-any-return]
     finally:
         if not finished:
-            abandon()
+            limits.abandon()

@@ -371,9 +371,7 @@ class ModelClient:
         """`work` through services/inflight.py; what only this client raises there
         (the deadline, a refused redirect, a cap, JSON the SDK let through) mapped."""
         try:
-            return inflight.run(
-                work, expires=limits.expires, on_item=on_item, abandon=limits.abandon
-            )
+            return inflight.run(work, limits=limits, on_item=on_item)
         except (inflight.DeadlinePassed, inflight.Abandoned):
             raise self._timeout() from None
         except CrossOriginRedirect as error:  # from the hook: the SDK lets it through
