@@ -4,8 +4,9 @@ through the model client itself (GET /models, the SDK imported in that thread).
 
 Invariant: `probe` and `refused_here` never raise for what the server does; they return
 what they learned. The API key is sent as the real requests send it and never appears
-in a message; a redirect to another origin does not carry it (services/origins.py:
-an upgrade to https of the same host aside, as httpx does). `refused_here`
+in a message; a redirect to another origin does not carry it (httpx's rule: an
+upgrade to https of the same host aside). A server that does not answer within
+`PROBE_SECONDS`, or has no list, leaves nothing learned. `refused_here`
 sends nothing: it only opens a TCP connection to a server on this machine
 (`localhost`, 127.x, ::1), which a closed port refuses at once, so `chat` can say
 "cannot reach" before its prompt at the cost of a connect.
