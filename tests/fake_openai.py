@@ -48,6 +48,9 @@ Fault modes, as `reply()` keywords (streamed or not unless said):
     server.reply(content="...", trickle=0.5)       # send the body one byte every 0.5 s
     server.reply(..., trickle=0.5, trickle_headers=True)  # not streamed: the status line
                                                    #   and headers too
+    server.reply(content="...", hold=event)        # stream: wait for `event` (at most
+                                                   #   60 s) after the first content piece
+                                                   #   (`hold_at=0`: before any event)
     server.progress                                # [bytes sent, bytes in the body] of
                                                    #   each trickled answer, live
     server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
@@ -57,6 +60,7 @@ mid-trickle ends it quietly.
 """
 
 import json
+import socket
 import sys
 import threading
 from collections import deque
@@ -81,6 +85,8 @@ class Reply:
     chunked: bool = False
     trickle: float | None = None  # seconds between bytes
     trickle_headers: bool = False
+    hold: threading.Event | None = None  # a stream waits for it after `hold_at` events
+    hold_at: int = 2  # the role's, then the first content piece's
 
 
 @dataclass
@@ -161,6 +167,8 @@ class FakeOpenAI:
         chunked: bool = False,
         trickle: float | None = None,
         trickle_headers: bool = False,
+        hold: threading.Event | None = None,
+        hold_at: int = 2,
     ) -> None:
         """Queue one assistant answer (see the module docstring for the fault modes)."""
         assert cut in (None, "content", "arguments"), cut
@@ -175,6 +183,8 @@ class FakeOpenAI:
                 chunked=chunked,
                 trickle=trickle,
                 trickle_headers=trickle_headers,
+                hold=hold,
+                hold_at=hold_at,
             )
         )
 
@@ -263,6 +273,12 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # As real servers do (Go's net/http, which Ollama uses, and uvicorn): without it
+        # the body, written after the head, waits for the client's delayed ACK (~40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
@@ -421,7 +437,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.trickle:
             self._write(b"".join(lines), reply.trickle)
             return
-        for line in lines:
+        for n, line in enumerate(lines):
+            if n == reply.hold_at and reply.hold is not None:
+                reply.hold.wait(60)
             self.wfile.write(line)
             self.wfile.flush()
 

@@ -16,6 +16,9 @@ redirector sends `/old/...` to `/v1/...` on itself and answers `/v1/...` itself.
 byte for byte, then closes: for answers no HTTP server library would send.
 
     with raw_answer(b"HTTP/1.1 200 OK\r\n...") as base:  # "http://127.0.0.1:PORT"
+
+`endless_answer(head, piece)` writes `head`, then `piece` without end: a stream, a
+line, a body that never stops (tests/test_hostile_model_server.py).
 """
 
 import json
@@ -158,3 +161,37 @@ def _read_request(conn: socket.socket) -> None:
         if not piece:
             return
         body += piece
+
+
+@contextmanager
+def endless_answer(head: bytes, piece: bytes) -> Iterator[str]:
+    """A server answering every request with `head`, then `piece` again and again until
+    the client hangs up (or the server stops): an answer that never ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    stopping = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, suppress(OSError):  # the client hung up: what is wanted
+            conn.settimeout(10)
+            _read_request(conn)
+            conn.sendall(head)
+            while not stopping.is_set():
+                conn.sendall(piece)
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stopping.set()
+        thread.join()
+        listener.close()

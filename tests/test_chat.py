@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -324,6 +325,28 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
     sent = server.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user"]
     assert sent[1]["content"] == "a long answer please\n\nshorter then"
+
+
+@pytest.mark.parametrize("run", range(30))
+def test_the_first_ctrl_c_cancels_a_held_streamed_reply(server, ws, run):
+    """The server holds its streamed reply, in even runs after the first piece, in odd
+    ones before any (the Ctrl-C then comes while the first request is being made): one
+    Ctrl-C cancels, every time (the request runs in a worker thread; the main thread
+    only waits)."""
+    held = threading.Event()
+    first = run % 2 == 0
+    text = "Held answer begins here, then the server waits"
+    server.reply(content=text, hold=held, hold_at=2 if first else 0)
+    child = spawn(server.base_url, ws)
+    try:
+        child.sendline("hold on")
+        child.expect_exact("Held" if first else "thinking")
+        child.sendintr()  # once: a second press would hide a first one lost
+        child.expect_exact("cancelled; the session is saved")
+        child.expect(PROMPT)
+    finally:
+        held.set()
+    leave(child)
 
 
 def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):

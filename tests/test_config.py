@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.services.config import DEFAULT_BASE_URL, DEFAULT_MODEL, resolve_model_settings
-from gitsessions.services.config_file import ConfigError, config_path, load_config
+from gitsessions.services.config_file import ConfigError, config_path, load_config, unknown_keys
 from gitsessions.services.pricing import estimate_cost
 
 
@@ -162,26 +162,15 @@ def test_integer_too_long_for_python_is_a_config_error(tmp_path: Path) -> None:
         load_config(path)
 
 
-def test_client_defaults_to_builtin_and_takes_openai() -> None:
-    assert resolve_model_settings({}, {}, {}).client == "builtin"
-    from_config = resolve_model_settings({}, {}, {"client": "openai"})
-    assert (from_config.client, from_config.sources["client"]) == ("openai", "config.toml")
-    from_env = resolve_model_settings({}, {"GITSESSIONS_CLIENT": "builtin"}, {"client": "openai"})
-    assert (from_env.client, from_env.sources["client"]) == ("builtin", "env GITSESSIONS_CLIENT")
-    with pytest.raises(ConfigError, match=r"client 'httpx' from config\.toml must be one of"):
-        resolve_model_settings({}, {}, {"client": "httpx"})
-
-
-def test_proxies_come_from_the_environment_given() -> None:
-    env = {
-        "https_proxy": "http://proxy:3128",
-        "HTTPS_PROXY": "http://ignored:1",
-        "HTTP_PROXY": "http://plain:8080",
-        "NO_PROXY": "localhost,.internal",
-    }
-    assert resolve_model_settings({}, env, {}).proxies == {
-        "http": "http://plain:8080",
-        "https": "http://proxy:3128",
-        "no": "localhost,.internal",
-    }
-    assert resolve_model_settings({}, {}, {}).proxies == {}
+def test_an_old_config_naming_a_client_still_works_and_says_the_key_is_retired() -> None:
+    """`client` chose between two model clients; the openai SDK is the only one now."""
+    config = {"client": "builtin", "model": "m"}
+    settings = resolve_model_settings({}, {"GITSESSIONS_CLIENT": "builtin"}, config)
+    assert settings.model == "m" and not hasattr(settings, "client")
+    assert unknown_keys(config) == [
+        "key 'client' is no longer used (the openai SDK is the only model client); it is ignored"
+    ]
+    assert unknown_keys({"client": "openai", "modle": "m"}) == [
+        "key 'client' is no longer used (the openai SDK is the only model client); it is ignored",
+        "unknown key 'modle' (did you mean 'model'?); it is ignored",
+    ]

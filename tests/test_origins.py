@@ -1,12 +1,12 @@
-"""The redirect rule both model clients and the probe follow (services/origins.py), on
-URLs alone: what counts as another origin, how one is shown, and where the key may go
-(an upgrade to https on ports 80 and 443, which no test server here can listen on)."""
+"""The redirect rule the model client holds for its chat requests (services/origins.py),
+on URLs alone: what counts as another origin and how one is shown. Where the key may go
+on the model list's redirects is httpx's rule (tests/test_model_client.py,
+tests/test_endpoint.py)."""
 
 import pytest
 
 from gitsessions.services.origins import (
     CrossOriginRedirect,
-    key_may_follow,
     origin,
     refuse_cross_origin,
 )
@@ -37,13 +37,3 @@ def test_only_a_post_to_another_origin_is_refused() -> None:
 def test_a_long_hostile_origin_is_shown_cut() -> None:
     shown = str(origin("http://" + "a" * 5000 + "/"))
     assert len(shown) == 203 and shown.endswith("...")
-
-
-def test_the_key_follows_only_on_its_origin_or_an_upgrade_to_https() -> None:
-    assert key_may_follow("http://a:1/v1", "http://a:1/v2")
-    assert key_may_follow("http://a/v1", "https://a/v1")
-    assert key_may_follow("http://a:80/v1", "https://a:443/v1")
-    assert not key_may_follow("http://a:1/v1", "http://a:2/v1")
-    assert not key_may_follow("http://a:8080/v1", "https://a/v1")
-    assert not key_may_follow("https://a/v1", "http://a/v1")
-    assert not key_may_follow("http://a/v1", "https://b/v1")

@@ -40,17 +40,15 @@ if TYPE_CHECKING:
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
 
 
-def warm_up(
-    chat: bool = False, after: threading.Event | None = None, client: str = "builtin"
-) -> None:
-    """Import the model client in a background thread (openai only for `client =
-    "openai"`; the builtin client is light): `chat` starts it when its prompt shows (the
-    user types meanwhile: `after` is set then, and each thread waits for it, so none
-    competes with the prompt for the interpreter), `exec` while it reads and writes the
-    store; the first request then waits less or not at all. `chat` also loads the
+def warm_up(chat: bool = False, after: threading.Event | None = None) -> None:
+    """Import the model client (the openai SDK) in a background thread: `chat` starts
+    it when its prompt shows (the user types meanwhile: `after` is set then, and each
+    thread waits for it, so none competes with the prompt for the interpreter), `exec`
+    first thing, so it overlaps reading the prompt and the store; the first request
+    then waits less or not at all. `chat` also loads the
     tokenizer (its status line counts the context) and the markdown renderer; `exec`
     loads the tokenizer only if a context gets near the budget."""
-    preload(after, client=client)
+    preload(after)
     if chat:
         default_counter().warm_up(after)  # a thread of its own: the first request counts first
         threading.Thread(

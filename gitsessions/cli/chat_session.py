@@ -72,7 +72,7 @@ def open_chat(
             )
         )
         with main_thread_signals():  # they import while the user types at the prompt
-            warm_up(chat=True, after=PROMPT_SHOWN, client=built.settings.client)
+            warm_up(chat=True, after=PROMPT_SHOWN)
         run = ChatRun(
             built.agent, events, built.settings, built.workspace, built.resumed, stack.pop_all()
         )

@@ -51,6 +51,7 @@ def cmd_exec(
     a tool call was denied for want of --auto-approve.
     """
     state: State = ctx.obj
+    warm_up()  # the SDK imports while the prompt, the settings and the store are read
     if prompt == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
@@ -75,7 +76,6 @@ def cmd_exec(
         sandbox_network=sandbox_network,
         sandbox_allow_git=sandbox_allow_git,
     )
-    warm_up(client=settings.client)  # the client imports while the store is read
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []

@@ -23,7 +23,6 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
 DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
 DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
-DEFAULT_CLIENT = "builtin"
 
 # setting -> (CLI flag or None, environment variables in priority order)
 _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -35,11 +34,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
     "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
-    "client": (None, ("GITSESSIONS_CLIENT",)),
 }
-CLIENTS = ("builtin", "openai")  # the standard-library client, or the openai SDK's
-PROXY_NAMES = ("http", "https", "all", "no")  # <name>_proxy in the environment
-ORG_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 
 
 # what a session records in its header (`settings`) and a resume reuses
@@ -61,13 +56,6 @@ class ModelSettings:
     compact_target: float = DEFAULT_COMPACT_TARGET
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
-    client: str = DEFAULT_CLIENT  # "builtin" (services/wire.py) or "openai" (the SDK)
-    # the proxy environment as urllib names it ({"https": url, "no": "host,..."}), for
-    # the builtin client (the SDK's HTTP library reads the environment itself)
-    proxies: Mapping[str, str] = field(default_factory=dict)
-    # OPENAI_ORG_ID and OPENAI_PROJECT_ID as the headers the SDK makes of them, for the
-    # builtin client (the SDK reads them itself)
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def config_table(
@@ -146,7 +134,6 @@ def resolve_model_settings(
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
         "ledger_share": DEFAULT_LEDGER_SHARE,
         "compact_target": DEFAULT_COMPACT_TARGET,
-        "client": DEFAULT_CLIENT,
     }
     for name, default in defaults.items():
         if name not in values:
@@ -170,34 +157,7 @@ def resolve_model_settings(
         compact_target=_check_target(values["compact_target"], sources["compact_target"]),
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
-        client=_check_client(values["client"], sources["client"]),
-        proxies=proxy_settings(env),
-        headers={
-            header: env[name].strip()
-            for name, header in ORG_HEADERS.items()
-            if env.get(name, "").strip()
-        },
     )
-
-
-def proxy_settings(env: Mapping[str, str]) -> dict[str, str]:
-    """`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy` (lower case first, as urllib
-    reads them) from `env`, keyed `http`, `https`, `all`, `no`."""
-    found: dict[str, str] = {}
-    for name in PROXY_NAMES:
-        for key in (f"{name}_proxy", f"{name.upper()}_PROXY"):
-            if env.get(key, "").strip():
-                found[name] = env[key].strip()
-                break
-    return found
-
-
-def _check_client(value: Any, source: str) -> str:
-    if value not in CLIENTS:
-        raise ConfigError(
-            f"client {value!r} from {source} must be one of {', '.join(map(repr, CLIENTS))}"
-        )
-    return str(value)
 
 
 def _lookup(

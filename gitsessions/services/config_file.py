@@ -24,7 +24,6 @@ KNOWN_KEYS = (
     "max_context_tokens",
     "ledger_share",
     "compact_target",
-    "client",
     "redact",
     "prices",
     "shell",
@@ -68,12 +67,22 @@ def load_config(path: Path | str) -> dict[str, Any]:
         raise ConfigError(f"malformed config file {path}: {reason}") from None
 
 
+# keys older releases read, ignored now with a note of why (never an error)
+RETIRED_KEYS = {"client": "the openai SDK is the only model client"}
+
+
 def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     """One line per top-level key gitsessions does not know, naming the nearest known
-    key: `unknown key 'modle' (did you mean 'model'?); it is ignored`."""
-    unknown = sorted(k for k in config if k not in KNOWN_KEYS)
+    key: `unknown key 'modle' (did you mean 'model'?); it is ignored`; a retired key
+    says why: `key 'client' is no longer used (...); it is ignored`."""
+    retired = [
+        f"key {key!r} is no longer used ({why}); it is ignored"
+        for key, why in RETIRED_KEYS.items()
+        if key in config
+    ]
+    unknown = sorted(k for k in config if k not in KNOWN_KEYS and k not in RETIRED_KEYS)
     if not unknown:
-        return []
+        return retired
     import difflib  # only when something is wrong: every command reads the config
 
     lines = []
@@ -81,7 +90,7 @@ def unknown_keys(config: Mapping[str, Any]) -> list[str]:
         near = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]!r}?)" if near else f" (known: {', '.join(KNOWN_KEYS)})"
         lines.append(f"unknown key {key!r}{hint}; it is ignored")
-    return lines
+    return retired + lines
 
 
 def redact_setting(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> bool:

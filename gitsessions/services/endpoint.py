@@ -1,21 +1,22 @@
 """A quick look at the model server before the first request: is it there, which models
-does it list. Standard library only: `chat` asks while the user types its first prompt
-(a background thread), without waiting for the model client to import.
+does it list. `chat` asks while the user types its first prompt (a background thread),
+through the model client itself (GET /models, the SDK imported in that thread).
 
 Invariant: `probe` and `refused_here` never raise for what the server does; they return
 what they learned. The API key is sent as the real requests send it and never appears
-in a message; a redirect to another origin does not carry it (services/origins.py:
-an upgrade to https of the same host aside, as the model clients). `refused_here`
+in a message; a redirect to another origin does not carry it (httpx's rule: an
+upgrade to https of the same host aside). A server that does not answer within
+`PROBE_SECONDS`, or has no list, leaves nothing learned. `refused_here`
 sends nothing: it only opens a TCP connection to a server on this machine
 (`localhost`, 127.x, ::1), which a closed port refuses at once, so `chat` can say
 "cannot reach" before its prompt at the cost of a connect.
 """
 
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from gitsessions.services.config import DEFAULT_BASE_URL, ModelSettings
-from gitsessions.services.origins import key_may_follow
 
 PROBE_SECONDS = 5.0
 
@@ -27,44 +28,16 @@ class Probe(NamedTuple):
 
 def probe(settings: ModelSettings) -> Probe:
     """GET {base_url}/models within a few seconds."""
-    import json  # these, http.client too: imported in chat's background thread
-    import urllib.error
-    import urllib.request
+    from gitsessions.services.model import EndpointUnreachable, ModelClient, ModelError
 
-    url = settings.base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {settings.api_key}"})
-    opener = urllib.request.build_opener(_key_kept_to_its_origin())
+    quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))
     try:
-        with opener.open(request, timeout=min(settings.timeout, PROBE_SECONDS)) as r:
-            body = json.loads(r.read(1_000_000))
-    except urllib.error.HTTPError:
-        return Probe()  # some servers have no /models; the first request will tell
-    except (urllib.error.URLError, OSError) as error:
-        return Probe(unreachable=_unreachable(settings, getattr(error, "reason", None) or error))
-    except ValueError:  # not JSON
+        with ModelClient(quick) as client:
+            return Probe(models=tuple(client.list_models()))
+    except EndpointUnreachable as error:
+        return Probe(unreachable=str(error))
+    except ModelError:  # some servers have no /models, or a slow one: the request tells
         return Probe()
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        return Probe()
-    ids = sorted(str(m["id"]) for m in data if isinstance(m, dict) and "id" in m)
-    return Probe(models=tuple(ids))
-
-
-def _key_kept_to_its_origin() -> Any:
-    """urllib's redirect handler, except that the Authorization header is dropped on a
-    redirect to another origin (urllib's own sends it on)."""
-    import urllib.request
-
-    class KeyKeptToItsOrigin(urllib.request.HTTPRedirectHandler):
-        def redirect_request(
-            self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
-        ) -> Any:
-            new = super().redirect_request(req, fp, code, msg, headers, newurl)
-            if new is not None and not key_may_follow(req.full_url, new.full_url):
-                new.remove_header("Authorization")
-            return new
-
-    return KeyKeptToItsOrigin()
 
 
 def _unreachable(settings: ModelSettings, reason: object) -> str:

@@ -1,29 +1,35 @@
-"""The model client: one chat completion request against an OpenAI-compatible server.
-
-Two ways to send it: the builtin client (`services/wire.py`, the standard library: the
-default, since importing openai costs half a second) and the openai SDK (`client =
-"openai"`). Everything below holds for both, word for word: tests/test_model_client.py
-runs each of its tests against each.
+"""The model client: one chat completion request against an OpenAI-compatible server,
+sent through the openai SDK's public API (chat completions, streamed or not, and the
+model list).
 
 Invariants: this is the only module that imports `openai`. What it returns is plain data
 (an assistant message dict in the standard chat shape, usage, finish reason), the same
 whether the reply was streamed or not. Every failure the server or the network can cause
-surfaces as one `ModelError` subclass whose message names what to check; a
-KeyboardInterrupt is never swallowed, and a streamed response is always closed.
+surfaces as one `ModelError` subclass whose message names what to check (`_map_error`,
+the one mapper); a KeyboardInterrupt is never swallowed, and a streamed response is
+always closed.
 
-- The timeout is a deadline for the whole request (connect, send, every read of the
-  answer), not per read: a server trickling bytes is cut when it is spent.
+- The request runs in a worker thread; the calling thread waits on it in short slices
+  (services/inflight.py), so the first Ctrl-C always lands there and cancels, and the
+  timeout is a deadline for the whole request (connect, send, every read of the
+  answer): a server trickling bytes, or holding its headers, is cut when it is spent.
+  A Ctrl-C raises `RequestInterrupted` (a KeyboardInterrupt) with what arrived in its
+  `partial`.
+- An answer is read under the caps of services/reply_limits.py (its bytes, an event
+  stream's lines): past one, the request fails with `BadResponse` in bounded memory.
 - A stream that ends (or fails) before its finish reason is not a reply: it raises
   (`IncompleteReply` when it just stopped) with what did arrive in `error.partial`, so
   the caller can keep the text and must not run the tool calls, whose arguments may be
-  cut. A Ctrl-C during a request raises `RequestInterrupted` (a KeyboardInterrupt) with
-  what arrived in its `partial` too.
+  cut.
 - Every request alternates user and assistant messages (tool results aside): runs of
   user messages are merged on the way out (`values.messages.alternating`), since strict
   chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
-- A chat request redirected to another origin (scheme, host, port) is not followed,
-  by either client: `RedirectRefused` names both origins, and nothing was sent to the
-  other one (services/origins.py; the SDK's through an httpx event hook).
+- A chat request redirected to another origin (scheme, host, port) is not followed:
+  `RedirectRefused` names both origins, and nothing was sent to the other one
+  (services/origins.py, through an httpx event hook). The model list follows a redirect
+  as httpx does, the key kept to its origin.
+- Proxies are the SDK's (httpx reads http_proxy, https_proxy, all_proxy and no_proxy;
+  SOCKS through `socksio`); OPENAI_ORG_ID and OPENAI_PROJECT_ID are read by the SDK.
 - Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
   since every result names the call it answers.
 """
@@ -36,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urljoin
@@ -43,6 +50,9 @@ from urllib.parse import urljoin
 if TYPE_CHECKING:
     import openai
 
+    from gitsessions.services.reply_limits import ReplyLimits
+
+from gitsessions.services import inflight
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.origins import CrossOriginRedirect, refuse_cross_origin
 from gitsessions.values.errors import GitsessionsError
@@ -52,27 +62,15 @@ Message = dict[str, Any]
 MAX_RETRY_AFTER = 60.0  # seconds: a server asking for longer is reported, not waited for
 MAX_BACKOFF = 30
 
-
-def _interrupted(error: BaseException) -> bool:
-    """Whether a KeyboardInterrupt hides inside `error`: pydantic turns one raised while
-    it builds a schema into a `SchemaError` that only names it."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt) or "KeyboardInterrupt" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 _preloading: threading.Event | None = None  # set once a preload() thread is done
 GATE_SECONDS = 2.0  # a preload waits at most this long for its `after` event
 
 
 def _openai() -> ModuleType:
-    """The openai package, imported on first use: it takes seconds to import, and most
-    commands (list, show, log...) never talk to a model. While `preload` imports it in
-    another thread, this waits for that thread on an event (Ctrl-C ends the wait at
-    once) instead of on the import machinery's module locks."""
+    """The openai package, imported on first use: it takes a few hundred milliseconds
+    to import, and most commands (list, show, log...) never talk to a model. While
+    `preload` imports it in another thread, this waits for that thread on an event
+    (Ctrl-C ends the wait at once) instead of on the import machinery's module locks."""
     preloading = _preloading
     if preloading is not None and threading.current_thread() is threading.main_thread():
         while not preloading.wait(0.05):
@@ -82,28 +80,24 @@ def _openai() -> ModuleType:
     return openai
 
 
-def preload(after: threading.Event | None = None, client: str = "builtin") -> None:
-    """Import the model client's HTTP stack now, in a background thread (`chat` starts
-    one while the user types the first prompt, `exec` while it reads the store), so the
-    first request does not wait for it: openai and httpx for `client = "openai"`,
-    `services/wire.py` (socket: a few milliseconds) otherwise. With `after`, the thread
-    first waits for that event (at most `GATE_SECONDS`): `chat` sets it once its prompt
-    shows, so the import never delays it."""
+def preload(after: threading.Event | None = None) -> None:
+    """Import the SDK and its HTTP library now, in a background thread (`chat` starts
+    one while the user types the first prompt, `exec` as soon as it knows it will ask
+    the model, so the import overlaps opening the store); the first request then waits
+    less or not at all. With `after`, the thread first waits for that event (at most
+    `GATE_SECONDS`): `chat` sets it once its prompt shows, so the import never delays
+    it."""
     global _preloading
     done = threading.Event()
-    if client == "openai":
-        _preloading = done
+    _preloading = done
 
     def load() -> None:
         try:
             if after is not None:
                 after.wait(GATE_SECONDS)
-            if client == "openai":
-                import openai  # noqa: F401
+            import openai  # noqa: F401
 
-                from gitsessions.services import deadline  # noqa: F401 - httpx too
-            else:
-                from gitsessions.services import wire  # noqa: F401
+            from gitsessions.services import reply_limits  # noqa: F401 - httpx too
         finally:
             done.set()
 
@@ -199,9 +193,8 @@ def sleep_then_retry(retry: Retry) -> None:
 
 
 class ModelClient:
-    """Sends chat completion requests to the server named by `settings`, through the
-    builtin client (`services/wire.py`, the standard library) or, with `client =
-    "openai"`, the openai SDK; both return the same data and raise the same errors.
+    """Sends chat completion requests to the server named by `settings` through the
+    openai SDK.
 
     A request the server refused with 429 or 5xx before anything streamed is sent again
     up to `retries` times; `wait(Retry)` waits before each (by default it just sleeps;
@@ -219,51 +212,52 @@ class ModelClient:
         self.settings = settings
         self.retries = retries
         self.wait = wait
-        self._openai_client: Any = None  # made at the first request: importing openai is slow
-        self._deadline_hooks: Any = None
-        self._wire: Any = None  # the builtin client, made at the first request
+        self._openai_client: Any = None  # made in a thread of its own, see below
+        self._limits: ReplyLimits | None = None
+        self._making = threading.Lock()  # held while it is made
+        # The SDK's client (its import, TLS context, connection pool) is made while the
+        # caller does other work (exec: the store), so its first request waits less; a
+        # failure there comes again, and is raised, at the request.
+        threading.Thread(target=self._prepare, daemon=True, name="make-client").start()
 
-    @property
-    def _deadline(self) -> Any:
-        self._client  # noqa: B018 - the deadline is made with the client
-        return self._deadline_hooks
+    def _prepare(self) -> None:
+        with suppress(Exception):
+            self._client()
 
-    @property
-    def _client(self) -> Any:
-        if self._openai_client is None:
-            from gitsessions.services.deadline import Deadline  # imports httpx
-
-            self._deadline_hooks = Deadline()
-            settings = self.settings
-            hooks = self._deadline_hooks.hooks
-            hooks["response"].insert(0, _refuse_cross_origin_post)
-            http_client = _openai().DefaultHttpxClient(timeout=settings.timeout, event_hooks=hooks)
-            self._deadline_hooks.install(http_client)
-            self._openai_client = _openai().OpenAI(
-                base_url=settings.base_url,
-                api_key=settings.api_key,
-                timeout=settings.timeout,
-                max_retries=0,  # retried here, where the wait can be shown
-                http_client=http_client,
+    def _client(self) -> tuple[Any, ReplyLimits]:
+        """The SDK's client and its reply limits, made on first use (in a worker). A key
+        that cannot go in a header as it is (a control character: a line it would
+        inject) is refused first, without showing it."""
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in self.settings.api_key):
+            raise self._unreachable(
+                "the API key holds a control character, which cannot go in an "
+                "Authorization header; check OPENAI_API_KEY or api_key in config.toml"
             )
-        return self._openai_client
+        with self._making:
+            if self._openai_client is None or self._limits is None:
+                from gitsessions.services.reply_limits import ReplyLimits
 
-    @property
-    def _builtin(self) -> Any:
-        if self._wire is None:
-            from gitsessions.services.wire import Wire
-
-            settings = self.settings
-            self._wire = Wire(
-                settings.base_url, settings.api_key, settings.proxies, settings.headers
-            )
-        return self._wire
+                sdk = _openai()
+                limits = ReplyLimits()
+                hooks = limits.hooks
+                hooks["response"].insert(0, _refuse_cross_origin_post)
+                http_client = sdk.DefaultHttpxClient(
+                    timeout=self.settings.timeout, event_hooks=hooks
+                )
+                self._openai_client = sdk.OpenAI(
+                    base_url=self.settings.base_url,
+                    api_key=self.settings.api_key,
+                    timeout=self.settings.timeout,
+                    max_retries=0,  # retried here, where the wait can be shown
+                    http_client=http_client,
+                )
+                self._limits = limits
+            return self._openai_client, self._limits
 
     def close(self) -> None:
-        if self._openai_client is not None:
-            self._openai_client.close()
-        if self._wire is not None:
-            self._wire.close()
+        with self._making:  # after a client being made, never before it
+            if self._openai_client is not None:
+                self._openai_client.close()
 
     def __enter__(self) -> ModelClient:
         return self
@@ -333,80 +327,61 @@ class ModelClient:
         if stream:
             request.update(stream=True, stream_options={"include_usage": True})
         assembly = _Assembly(model)
+
+        def work(put: Callable[[Any], None]) -> dict[str, Any] | None:
+            client, limits = self._client()
+            limits.running(running)
+            try:
+                if not stream:
+                    return _as_dict(client.chat.completions.create(**request))
+                chunks = client.chat.completions.create(**request)
+                try:
+                    for chunk in chunks:
+                        put(_as_dict(chunk))
+                finally:
+                    chunks.close()
+                return None
+            finally:
+                limits.running(None)
+
+        running = inflight.Limits(self.settings.timeout)
         try:
-            if self.settings.client == "openai":
-                self._sdk_request(request, stream, assembly, on_text)
-            else:
-                self._wire_request(request, stream, assembly, on_text)
+            answer = self._run(work, running, lambda data: assembly.feed(data, on_text))
+            if answer is not None:
+                assembly.reply = _parse_completion(answer, assembly.model)
         except ModelError as error:
             assembly.attach(error)
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # before the next clause, which may import openai
             raise RequestInterrupted(assembly.partial()) from None
-        except Exception as error:
-            if _interrupted(error):  # Ctrl-C landed inside pydantic's lazy schema building
-                raise RequestInterrupted(assembly.partial()) from None
-            raise
+        except _openai().OpenAIError as error:
+            if assembly.saw_choice and type(error) is _openai().APIConnectionError:
+                raise assembly.attach(self._broken(str(error.__cause__ or error))) from error
+            raise assembly.attach(self._map_error(error, assembly.requested)) from error
         if assembly.reply is not None:
             return assembly.reply
         return assembly.finish(self.settings.base_url)
 
-    def _sdk_request(
+    def _run(
         self,
-        request: dict[str, Any],
-        stream: bool,
-        assembly: _Assembly,
-        on_text: Callable[[str], None] | None,
-    ) -> None:
-        """The request through the openai SDK; its errors mapped to `ModelError`s."""
+        work: Callable[[Callable[[Any], None]], Any],
+        limits: inflight.Limits,
+        on_item: Callable[[Any], None],
+    ) -> Any:
+        """`work` through services/inflight.py; what only this client raises there
+        (the deadline, a refused redirect, a cap, JSON the SDK let through) mapped."""
         try:
-            with self._deadline.running(self.settings.timeout):
-                if not stream:
-                    response = self._client.chat.completions.create(**request)
-                    assembly.reply = _parse_completion(_as_dict(response), assembly.model)
-                    return
-                chunks = self._client.chat.completions.create(**request)
-                try:
-                    for chunk in chunks:
-                        assembly.feed(_as_dict(chunk), on_text)
-                finally:
-                    chunks.close()
-        except _openai().OpenAIError as error:
-            if assembly.saw_choice and type(error) is _openai().APIConnectionError:
-                raise self._broken(str(error.__cause__ or error)) from error
-            raise self._map_error(error, assembly.requested) from error
-        except json.JSONDecodeError as error:  # the openai client lets these through
-            raise self._malformed(error) from error
+            return inflight.run(work, limits=limits, on_item=on_item)
+        except (inflight.DeadlinePassed, inflight.Abandoned):
+            raise self._timeout() from None
         except CrossOriginRedirect as error:  # from the hook: the SDK lets it through
             raise self._redirect_refused(error.source, error.target) from None
-
-    def _wire_request(
-        self,
-        request: dict[str, Any],
-        stream: bool,
-        assembly: _Assembly,
-        on_text: Callable[[str], None] | None,
-    ) -> None:
-        """The request through the builtin client; its errors mapped to `ModelError`s as
-        `_map_error` maps the SDK's, word for word."""
-        from gitsessions.services import wire
-
-        path, seconds = "/chat/completions", self.settings.timeout
-        try:
-            if not stream:
-                answer = self._builtin.post_json(path, request, seconds)
-                assembly.reply = _parse_completion(_as_dict(answer), assembly.model)
-                return
-            with self._builtin.post_stream(path, request, seconds) as events:
-                for event in events:
-                    assembly.feed(_as_dict(event), on_text)
-        except wire.WireConnectionError as error:
-            if assembly.saw_choice:
-                raise self._broken(str(error)) from error
-            raise self._unreachable(str(error)) from error
-        except wire.WireError as error:
-            raise self._map_wire_error(error, assembly.requested) from error
-        except ValueError as error:  # not JSON (or not UTF-8)
+        except inflight.ReplyTooLarge as error:
+            raise BadResponse(
+                f"the model server at {self.settings.base_url} sent {error}; refusing to "
+                "read more (check --base-url, and any proxy on the way)"
+            ) from None
+        except json.JSONDecodeError as error:  # the openai client lets these through
             raise self._malformed(error) from error
 
     def _redirect_refused(self, source: object, target: object) -> RedirectRefused:
@@ -429,50 +404,27 @@ class ModelClient:
 
     def list_models(self) -> list[str]:
         """Model ids the server offers (GET /models)."""
-        if self.settings.client != "openai":
-            return self._wire_models()
+
+        def work(put: Callable[[Any], None]) -> list[Any]:
+            client, limits = self._client()
+            limits.running(running)
+            try:
+                return [getattr(model, "id", None) for model in client.models.list()]
+            finally:
+                limits.running(None)
+
+        running = inflight.Limits(self.settings.timeout)
         try:
-            with self._deadline.running(self.settings.timeout):
-                return sorted(model.id for model in self._client.models.list())
+            ids = self._run(work, running, lambda _: None)
+        except KeyboardInterrupt:  # before the next clause, which may import openai
+            raise
         except _openai().OpenAIError as error:
             raise self._map_error(error, "") from error
-        except json.JSONDecodeError as error:
-            raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
-
-    def _wire_models(self) -> list[str]:
-        from gitsessions.services import wire
-
-        try:
-            answer = self._builtin.get_json("/models", self.settings.timeout)
-        except wire.WireConnectionError as error:
-            raise self._unreachable(str(error)) from error
-        except wire.WireError as error:
-            raise self._map_wire_error(error, "") from error
-        except ValueError as error:
-            raise BadResponse(f"malformed model list from {self.settings.base_url}") from error
-        data = answer.get("data") if isinstance(answer, Mapping) else None
-        if not isinstance(data, list) or not all(
-            isinstance(m, Mapping) and isinstance(m.get("id"), str) for m in data
-        ):
+        except BadResponse:
+            raise BadResponse(f"malformed model list from {self.settings.base_url}") from None
+        if not all(isinstance(i, str) for i in ids):
             raise BadResponse(f"malformed model list from {self.settings.base_url}")
-        return sorted(m["id"] for m in data)
-
-    def _map_wire_error(self, error: Exception, model: str) -> ModelError:
-        from gitsessions.services import wire
-
-        url = self.settings.base_url
-        if isinstance(error, wire.WireTimeout):
-            return self._timeout()
-        if isinstance(error, wire.WireStatusError):
-            after = _retry_after(error.headers)
-            mapped = _status_error(error.status, _message_of(error.body), model, url, after)
-            mapped.status, mapped.retry_after = error.status, after
-            return mapped
-        if isinstance(error, wire.WireRedirectRefused):
-            return self._redirect_refused(error.source, error.target)
-        if isinstance(error, wire.WireStreamError):
-            return ServerError(f"the model server at {url} reported an error: {error}")
-        return BadResponse(f"model request to {url} failed: {error}")
+        return sorted(ids)
 
     def _timeout(self) -> ModelTimeout:
         source = self.settings.sources.get("timeout", "settings")
@@ -491,6 +443,9 @@ class ModelClient:
                 f" the default is Ollama: start it with `ollama serve` and `ollama pull "
                 f"{self.settings.model}`, or point elsewhere with --base-url"
             )
+        key = self.settings.api_key
+        if len(key) >= 8:  # a library's message may quote the header (never short keys)
+            reason = reason.replace(key, "<the API key>")
         return EndpointUnreachable(
             f"cannot reach the model server at {url}: {reason} {where};{hint}"
         )

@@ -1,5 +1,6 @@
-"""Where a redirect may take a request to the model server: one rule for the builtin
-client (wire.py), the openai SDK's (model.py) and the `/models` probe (endpoint.py).
+"""Where a redirect may take a request to the model server: the rule the model client
+(model.py, through an httpx event hook) holds for its chat requests, and the one httpx
+itself holds for the key on the model list (which chat's probe, endpoint.py, reads).
 
 Invariants:
 - An origin is (scheme, host, port), the port its scheme's default when the URL names
@@ -9,8 +10,9 @@ Invariants:
 - The chat-completions POST is never redirected to another origin: a 307 or 308 would
   send it the whole conversation, a 301, 302 or 303 would let it write the answer as a
   GET. `CrossOriginRedirect` names both origins; refusing is the caller's job.
-- The API key follows a GET to another origin only on an upgrade from http to https of
-  the same host on the default ports (as httpx does); otherwise it is dropped.
+- The API key follows a GET (the model list) to another origin only on an upgrade from
+  http to https of the same host on the default ports: httpx's own rule, which the
+  model client leaves as it is (tests/test_model_client.py, tests/test_endpoint.py).
 """
 
 from __future__ import annotations
@@ -61,10 +63,3 @@ def refuse_cross_origin(method: str, source: str, target: str) -> None:
     (absolute URLs) leaves its origin."""
     if method.upper() == "POST" and origin(source) != origin(target):
         raise CrossOriginRedirect(origin(source), origin(target))
-
-
-def key_may_follow(source: str, target: str) -> bool:
-    """Whether the API key may go along on a redirect from `source` to `target`."""
-    was, now = origin(source), origin(target)
-    upgrade = (was.scheme, was.port, now.scheme, now.port) == ("http", 80, "https", 443)
-    return was == now or (upgrade and was.host == now.host)

@@ -1,7 +1,8 @@
-"""The builtin client's HTTP below chat completions (services/wire.py): plain-HTTP
-proxies and `no_proxy`, kept-alive connections, and a kept connection the server closed
-meanwhile. What the replies and errors mean is tests/test_model_client.py's (run
-against both clients)."""
+"""The model client's HTTP below chat completions, as the SDK (httpx) does it, against
+real servers on 127.0.0.1: plain-HTTP, CONNECT and SOCKS5 proxies and `no_proxy`, TLS
+with a certificate trusted through SSL_CERT_FILE, a kept connection the server closed,
+bodies framed every way, redirects, over-long lines of the answer's head. What the
+replies and errors mean is tests/test_model_client.py's."""
 
 import json
 import select
@@ -10,7 +11,7 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,10 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gitsessions.services import http1, wire
 from gitsessions.services.config import resolve_model_settings
 from gitsessions.services.model import EndpointUnreachable, ModelClient, RedirectRefused
-from gitsessions.services.wire import Wire
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 from tests.hostile_servers import raw_answer
 
@@ -42,8 +41,10 @@ class _Proxy(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.seen.append((self.path, self.headers.get("Proxy-Authorization")))
         path = self.path.split("/v1", 1)[1]
-        forwarded = Wire(self.target, "sk-forwarded", {}).post_json(path, json.loads(body), 10)
-        data = json.dumps(forwarded).encode()
+        forward = urllib.request.Request(self.target + path, body, method="POST")
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(forward, timeout=10) as answer:
+            data = answer.read()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -62,7 +63,21 @@ def proxy(fake_openai: FakeOpenAI) -> Iterator[tuple[str, type[_Proxy]]]:  # noq
     server.server_close()
 
 
+ENVIRONMENT: list[pytest.MonkeyPatch] = []  # the test's, set by the fixture below
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    ENVIRONMENT.append(monkeypatch)
+    yield
+    ENVIRONMENT.pop()
+
+
 def client_for(base_url: str, env: dict[str, str]) -> ModelClient:
+    """A client of `base_url` with `env` in the process's environment for the test's
+    rest: the SDK's HTTP library reads the proxy variables from there itself."""
+    for name, value in env.items():
+        ENVIRONMENT[-1].setenv(name, value)
     settings = resolve_model_settings({"base_url": base_url}, {"OPENAI_API_KEY": "k", **env}, {})
     return ModelClient(settings)
 
@@ -92,11 +107,54 @@ def test_no_proxy_bypasses_the_proxy(
     assert handler.seen == []
 
 
-def test_an_unsupported_proxy_scheme_is_named() -> None:
-    env = {"https_proxy": "socks5://127.0.0.1:1080"}
-    client = client_for("https://model.invalid/v1", env)
-    with client, pytest.raises(EndpointUnreachable, match=r'socks5.*set client = "openai"'):
-        client.complete(USER)
+class _Socks5(BaseHTTPRequestHandler):
+    """A SOCKS5 proxy (no authentication, CONNECT only) that relays bytes both ways."""
+
+    targets: ClassVar[list[tuple[str, int]]] = []
+
+    def handle(self) -> None:
+        conn = self.connection
+        _, methods = conn.recv(2)
+        conn.recv(methods)
+        conn.sendall(b"\x05\x00")
+        _version, _command, _, kind = conn.recv(4)
+        name = kind == 3  # else an IPv4 address
+        host = conn.recv(conn.recv(1)[0]).decode() if name else socket.inet_ntoa(conn.recv(4))
+        port = int.from_bytes(conn.recv(2), "big")
+        self.targets.append((host, port))
+        upstream = socket.create_connection(("127.0.0.1", port))
+        conn.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + b"\x00\x00")
+        relay(conn, upstream)
+
+
+def relay(conn: socket.socket, upstream: socket.socket) -> None:
+    sockets = [conn, upstream]
+    while True:
+        readable, _, _ = select.select(sockets, [], [], 5)
+        if not readable:
+            break
+        for sock in readable:
+            data = sock.recv(65536)
+            if not data:
+                upstream.close()
+                return
+            (upstream if sock is conn else conn).sendall(data)
+
+
+def test_requests_go_through_a_socks5_proxy(fake_openai: FakeOpenAI) -> None:  # noqa: F811
+    handler = type("Socks", (_Socks5,), {"targets": []})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        fake_openai.reply(content="via socks")
+        url = f"http://model.invalid:{fake_openai.port}/v1"  # only the proxy reaches it
+        env = {"all_proxy": f"socks5h://127.0.0.1:{proxy.server_address[1]}"}
+        with client_for(url, env) as client:
+            assert client.complete(USER).message["content"] == "via socks"
+        assert handler.targets == [("model.invalid", fake_openai.port)]
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
 
 
 class _ClosesAfterOne(BaseHTTPRequestHandler):
@@ -128,15 +186,7 @@ class _ClosesAfterOne(BaseHTTPRequestHandler):
         self.close_connection = True  # without saying so
 
 
-def test_connections_are_kept_and_a_dropped_one_is_replaced(
-    fake_openai: FakeOpenAI,  # noqa: F811
-) -> None:
-    with client_for(fake_openai.base_url, {}) as client:
-        client.complete(USER)
-        kept = client._wire._connection
-        assert kept is not None and kept.sock is not None
-        client.complete(USER)
-        assert client._wire._connection is kept  # the same connection served both
+def test_a_connection_the_server_dropped_is_replaced() -> None:
     handler = type("Closing", (_ClosesAfterOne,), {"connections": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -165,7 +215,6 @@ def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake
         check=True, capture_output=True,
     )  # fmt: skip
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    monkeypatch.setattr(wire, "_context", None)  # made again, trusting the certificate
     server = FakeOpenAI()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -189,17 +238,7 @@ class _Tunnel(BaseHTTPRequestHandler):
         upstream = socket.create_connection((host, int(port)))
         self.send_response(200, "Connection established")
         self.end_headers()
-        sockets = [self.connection, upstream]
-        while True:
-            readable, _, _ = select.select(sockets, [], [], 5)
-            if not readable:
-                break
-            for sock in readable:
-                data = sock.recv(65536)
-                if not data:
-                    upstream.close()
-                    return
-                (upstream if sock is self.connection else self.connection).sendall(data)
+        relay(self.connection, upstream)
 
 
 def test_https_directly_and_through_a_connect_tunnel(tls_server: FakeOpenAI) -> None:
@@ -227,7 +266,6 @@ def test_an_untrusted_certificate_is_refused(
     tls_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SSL_CERT_FILE")
-    monkeypatch.setattr(wire, "_context", None)
     url = f"https://localhost:{tls_server.port}/v1"
     with client_for(url, {}) as client, pytest.raises(EndpointUnreachable, match="CERTIFICATE"):
         client.complete(USER)
@@ -266,7 +304,6 @@ def test_a_stream_that_lingers_after_done_is_not_waited_for() -> None:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         with client_for(url, {}) as client:
             assert client.complete(USER, stream=True).message["content"] == "hi"
-            assert client._wire._connection is None  # dropped, not kept half-read
     finally:
         server.release.set()  # type: ignore[attr-defined]
         server.shutdown()
@@ -333,8 +370,6 @@ def test_bodies_framed_every_way_are_read_whole(framing: str) -> None:
             for _ in range(2):  # the chunked one keeps its connection for the second
                 reply = client.complete(USER)
                 assert reply.message["content"] == "framed" and reply.usage is not None
-            kept = client._wire._connection is not None
-        assert kept == (framing == "chunked")
     finally:
         server.shutdown()
         server.server_close()
@@ -411,10 +446,14 @@ def test_a_base_url_with_credentials_never_sends_them_as_the_host(
     assert path == "http://model.invalid:9/v1/chat/completions"
 
 
-def overlong_head(where: str, padding: bytes = b"X-Injected: yes") -> bytes:
-    """An answer whose status line or first header line is 64 KiB and one byte, then
-    `padding` (that a line cut at the cap, as it was, read as a header of its own)."""
-    over = http1.MAX_LINE + 1
+MAX_LINE = 64 * 1024
+OVER_HEAD = 200 * 1024  # past what httpcore lets h11 gather of an answer's head (100 KiB)
+
+
+def overlong_head(where: str, size: int, padding: bytes = b"X-Injected: yes") -> bytes:
+    """An answer whose status line or first header line is `size` bytes and one, then
+    `padding` (that a line cut at a cap would read as a header of its own)."""
+    over = size + 1
     status = b"HTTP/1.1 200 OK\r\n"
     line = b"X-Pad: " + b"a" * (over - 7) + padding + b"\r\n"
     if where == "status line":
@@ -424,34 +463,30 @@ def overlong_head(where: str, padding: bytes = b"X-Injected: yes") -> bytes:
     return status + line + framing + b"Connection: close\r\n\r\n" + body
 
 
-@pytest.mark.parametrize("where", ["status line", "header line"])
-def test_a_line_of_the_answer_head_over_64_kib_is_an_error_not_split(where: str) -> None:
-    """The tail of an over-long line is never read as a header a server could inject (the
-    SDK's h11 parses whole lines; this is the builtin client's HTTP)."""
-    with raw_answer(overlong_head(where)) as base:
-        port = int(base.rsplit(":", 1)[1])
-        connection = http1.Connection.open("127.0.0.1", port, [time.monotonic() + 10])
-        with pytest.raises(http1.ProtocolError, match=f"{where} longer than 65536 bytes"):
-            connection.request("POST", "/v1/chat/completions", f"127.0.0.1:{port}", {}, b"{}")
-        connection.close()
-        with client_for(f"{base}/v1", {}) as client, pytest.raises(EndpointUnreachable) as caught:
-            client.complete(USER)
-    message = str(caught.value)
-    assert "\n" not in message and f"{where} longer than 65536 bytes" in message
-
-
-def test_a_head_line_of_64_kib_is_read() -> None:
-    head = overlong_head("header line").replace(b"aX-Injected: yes\r\n", b"\r\n", 1)
-    assert len(head.split(b"\r\n")[1]) == http1.MAX_LINE  # what a line may hold
-    with raw_answer(head) as base, client_for(f"{base}/v1", {}) as client:
+def test_a_header_line_over_64_kib_is_read_whole_not_split() -> None:
+    """Its tail is never read as a header a server could inject (h11 parses whole
+    lines): the answer reads as it was sent."""
+    answer = raw_answer(overlong_head("header line", MAX_LINE))
+    with answer as base, client_for(f"{base}/v1", {}) as client:
         assert client.complete(USER).message["content"] == "framed"
 
 
-def test_a_chunk_size_line_over_64_kib_is_an_error_not_read_as_data() -> None:
-    body = json.dumps(REPLY).encode()
-    chunk = b"%x;ext=" % len(body) + b"x" * http1.MAX_LINE + b"\r\n" + body + b"\r\n0\r\n\r\n"
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
-    refused = pytest.raises(EndpointUnreachable, match="chunk size line longer than 65536")
-    answer = raw_answer(head + b"\r\n" + chunk)
-    with answer as base, client_for(f"{base}/v1", {}) as client, refused:
+@pytest.mark.parametrize("where", ["status line", "header line"])
+def test_a_line_of_the_answer_head_over_its_cap_is_one_error(where: str) -> None:
+    refused = pytest.raises(EndpointUnreachable)
+    answer = raw_answer(overlong_head(where, OVER_HEAD))
+    with answer as base, client_for(f"{base}/v1", {}) as client, refused as caught:
         client.complete(USER)
+    message = str(caught.value)
+    assert "\n" not in message and base in message
+
+
+def test_a_chunk_size_line_over_its_cap_is_an_error_not_read_as_data() -> None:
+    body = json.dumps(REPLY).encode()
+    chunk = b"%x;ext=" % len(body) + b"x" * OVER_HEAD + b"\r\n" + body + b"\r\n0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+    refused = pytest.raises(EndpointUnreachable)
+    answer = raw_answer(head + b"\r\n" + chunk)
+    with answer as base, client_for(f"{base}/v1", {}) as client, refused as caught:
+        client.complete(USER)
+    assert "\n" not in str(caught.value)
