@@ -54,7 +54,7 @@ def cmd_remote_add(
 ) -> None:
     """Add a remote to sync sessions with."""
     stored = sync.add_remote(_state(ctx).store, name, url, Path.cwd())
-    _note(f"added remote {name}: {sync.remotes.mask(stored)}")
+    _note(f"added remote {name}: {sync.remoteconfig.mask(stored)}")
 
 
 @remote_app.command("list")
@@ -108,7 +108,8 @@ def cmd_push(
     json_: JsonFlag = False,
 ) -> None:
     """Push session branches to a remote. Never forced: a session changed on the remote
-    is reported (run pull) and the others still go. Archived sessions go too."""
+    is reported (run pull) and the others still go. Archived sessions go too. Needs
+    git 2.29 or newer."""
     store = _state(ctx).store
     words = list(args or [])
     remote = None
@@ -162,7 +163,7 @@ def cmd_pull(
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one, nor marks one that lives here
-    deleted (it says `kept ID`)."""
+    deleted (it says `kept ID`). Needs git 2.29 or newer."""
     run_pull(_state(ctx), remote, code=code, code_remote=code_remote, json_=json_)
 
 
