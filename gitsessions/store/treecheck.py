@@ -22,6 +22,9 @@ from gitsessions.store.objectread import parse_tree
 
 NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 MODES = frozenset({0o100644, 0o040000})  # what the session layout holds
+# a whole raw tree of such entries (`<mode> <name>\0<20-byte id>`), matched in one go;
+# only a tree that fails it is parsed, to name the entry
+LAYOUT = re.compile(rb"(?:(?:100644|40000) [A-Za-z0-9][A-Za-z0-9._-]{0,254}\x00.{20})*", re.S)
 BATCH = 16384  # trees read in one `cat-file --batch` (a few MB)
 
 
@@ -30,7 +33,10 @@ class Refused(StoreError):
 
 
 def check_entries(tree_id: str, raw: bytes) -> None:
-    """A tree's entries, each a name and mode of the session layout (else `Refused`)."""
+    """A tree's entries, each a name and mode of the session layout (else `Refused`).
+    (`NAME` never starts with `.` nor holds `~`: no `.git` in any case, no `git~1`.)"""
+    if LAYOUT.fullmatch(raw):
+        return
     for entry in parse_tree(raw).items():
         name = entry.path
         shown = name.decode("utf-8", "replace")
