@@ -5,7 +5,10 @@ transcript-like text.
     uv run --with detect-secrets==1.5.0 python bench/secrets.py  # and detect-secrets
 
 Reports, for each, positives caught (the value gone from the text), look-alikes flagged
-(false positives), and seconds to scan 1 MB with and without secrets in it. Writes
+(false positives), and seconds to scan 1 MB with and without secrets in it; for our
+rules also hostile input: every rule's hint repeated and glued to long runs (about 100 KB
+a text), the slowest text in microseconds per character and the whole run in seconds
+(linear rules stay well under a microsecond a character). Prints a table and writes
 bench/results/secrets.json.
 """
 
@@ -20,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from secrets_corpus import NEGATIVES, POSITIVES  # noqa: E402
 
-from gitsessions.values.secrets import redact  # noqa: E402
+from gitsessions.values.secrets import RULES, redact  # noqa: E402
 
 # detect-secrets without its entropy and keyword plugins (they flag most identifiers)
 DS_PLUGINS = [
@@ -32,6 +35,13 @@ DS_PLUGINS = [
     "SlackDetector",
     "BasicAuthDetector",
     "JwtTokenDetector",
+    "StripeDetector",
+    "NpmDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SquareOAuthDetector",
+    "ArtifactoryDetector",
+    "TelegramBotTokenDetector",
 ]
 DS_NOISY = ["Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector"]
 
@@ -114,8 +124,52 @@ def measure(name: str, run: Any) -> dict[str, Any]:
     }
 
 
+def hostile() -> dict[str, Any]:
+    """Each hint glued to runs of token characters, separators and itself."""
+    worst = (0.0, "")
+    started = time.perf_counter()
+    for hint in sorted({h for rule in RULES for h in rule.hints}):
+        for body in ("a", "A1", "-", "."):
+            for text in (
+                (hint + body * 3000 + " ") * 33,
+                (hint + body * 20) * 5000,
+                (hint + body * 20 + ".") * 5000,
+                hint * (100_000 // len(hint)),
+            ):
+                at = time.perf_counter()
+                redact(text)
+                per_char = (time.perf_counter() - at) / len(text) * 1e6
+                worst = max(worst, (per_char, hint))
+    return {
+        "hostile_worst_us_per_char": round(worst[0], 3),
+        "hostile_worst_hint": worst[1],
+        "hostile_total_s": round(time.perf_counter() - started, 2),
+    }
+
+
+COLUMNS = (
+    ("name", "rules"),
+    ("caught", "caught"),
+    ("positives", "of"),
+    ("false_positives", "look-alikes hit"),
+    ("negatives", "of"),
+    ("clean_1mb_s", "clean 1 MB s"),
+    ("with_secrets_1mb_s", "with secrets 1 MB s"),
+    ("hostile_worst_us_per_char", "hostile worst us/char"),
+)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = [[title for _key, title in COLUMNS]]
+    rows += [[str(r.get(key, "-")) for key, _title in COLUMNS] for r in results]
+    widths = [max(len(row[n]) for row in rows) for n in range(len(COLUMNS))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+    )
+
+
 def main() -> None:
-    results = [measure("gitsessions rules", ours)]
+    results = [measure("gitsessions rules", ours) | hostile()]
     try:
         import detect_secrets  # noqa: F401
     except ImportError:
@@ -130,6 +184,7 @@ def main() -> None:
         )
     for result in results:
         print(json.dumps(result))
+    print(table(results))
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "secrets.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -137,6 +137,107 @@ def _bearer() -> list[str]:
     return [jwt, chars(ALNUM, 40), chars(ALNUM + "-._~", 32)]
 
 
+HEX = "0123456789abcdef"
+_URLSAFE = ALNUM + "_-"
+
+
+def _b64url(data: str) -> str:
+    return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+
+def _uuid() -> str:
+    return str(uuid.UUID(int=_rng.getrandbits(128)))
+
+
+def _jwt(signed: bool = True) -> str:
+    header = _b64url('{"alg":"RS256","typ":"JWT"}')
+    payload = _b64url('{"sub":"' + digits(10) + '","iat":' + digits(10) + "}")
+    return f"{header}.{payload}." + (chars(_URLSAFE, 86) if signed else "")
+
+
+def _providers() -> list[tuple[str, str]]:
+    """(rule, fake key) for the rules of values/provider_secrets.py (and GitLab's newer
+    prefixes), each prefix split so that no literal in this file is key-shaped."""
+    bedrock = base64.b64encode(
+        b"bedrock.amazonaws.com/?Action=CallWithBearerToken&X-Amz-Credential="
+        + chars(UPPER + DIGITS, 20).encode()
+        + b"&Version=1"
+    ).decode()
+    sentry = base64.b64encode(
+        (
+            '{"iat":' + digits(10) + ',"url":"https://sentry.io","region_url":"https://us'
+            '.sentry.io","org":"acme"}'
+        ).encode()
+    ).decode()
+    return [
+        ("stripe-access-token", "sk_" + "live_" + chars(ALNUM, 24)),
+        ("stripe-access-token", "sk_" + "live_" + "51" + chars(ALNUM, 97)),
+        ("stripe-access-token", "rk_" + "live_" + chars(ALNUM, 99)),
+        ("stripe-access-token", "sk_" + "test_" + chars(ALNUM, 24)),
+        ("stripe-access-token", "rk_" + "test_" + chars(ALNUM, 106)),  # past gitleaks' 99
+        ("square-access-token", "EAAA" + chars(_URLSAFE, 60)),
+        ("square-access-token", "sq0" + "atp-" + chars(_URLSAFE, 22)),
+        ("shopify-token", "shp" + "at_" + chars(HEX, 32)),
+        ("shopify-token", "shp" + "ss_" + chars(HEX, 32)),
+        ("huggingface-access-token", "hf" + "_" + chars(UPPER + LOWER, 34)),
+        ("huggingface-access-token", "api_" + "org_" + chars(UPPER + LOWER, 34)),
+        ("perplexity-api-key", "pplx" + "-" + chars(ALNUM, 48)),
+        ("aws-bedrock-api-key", "ABSK" + chars(B64, 132)),
+        ("aws-bedrock-api-key", "bedrock-" + "api-key-" + bedrock),
+        ("npm-access-token", "npm" + "_" + chars(ALNUM, 36)),
+        ("npm-access-token", "npm" + "_" + chars(ALNUM, 36)),
+        ("pypi-upload-token", "pypi-" + "AgEIcHlwaS5vcmc" + chars(_URLSAFE, 160)),
+        ("pypi-upload-token", "pypi-" + "AgEIcHlwaS5vcmc" + chars(_URLSAFE, 1200)),
+        ("rubygems-api-token", "rubygems" + "_" + chars(HEX, 48)),
+        ("clojars-api-token", "CLOJARS" + "_" + chars(ALNUM, 60)),
+        ("artifactory-token", "AKCp" + chars(ALNUM, 69)),
+        ("artifactory-token", "cmVmd" + chars(ALNUM, 59)),
+        ("sourcegraph-access-token", "sgp" + "_" + chars(HEX, 16) + "_" + chars(HEX, 40)),
+        ("sourcegraph-access-token", "sgp" + "_local_" + chars(HEX, 40)),
+        ("sourcegraph-access-token", "sgp" + "_" + chars(HEX, 40)),
+        ("digitalocean-token", "dop" + "_v1_" + chars(HEX, 64)),
+        ("digitalocean-token", "doo" + "_v1_" + chars(HEX, 64)),
+        ("alibaba-access-key-id", "LTAI" + chars(ALNUM, 20)),
+        ("azure-ad-client-secret", chars(ALNUM, 3) + digits(1) + "Q~" + chars(ALNUM + "_~.-", 34)),
+        ("flyio-access-token", "fo1" + "_" + chars(_URLSAFE, 43)),
+        ("flyio-access-token", "fm2" + "_" + chars(B64, 300) + "=="),
+        ("heroku-api-key", "HRKU" + "-AA" + chars(_URLSAFE, 58)),
+        ("hashicorp-tf-api-token", chars(ALNUM, 14) + ".atlas" + "v1." + chars(ALNUM, 67)),
+        ("vault-token", "hvs" + "." + chars(_URLSAFE, 95)),
+        ("vault-token", "hvb" + "." + chars(_URLSAFE, 150)),
+        ("doppler-api-token", "dp.pt" + "." + chars(ALNUM, 43)),
+        ("pulumi-api-token", "pul" + "-" + chars(HEX, 40)),
+        ("planetscale-token", "pscale" + "_tkn_" + chars(ALNUM + "_", 43)),
+        ("planetscale-token", "pscale" + "_pw_" + chars(ALNUM + "_", 43)),
+        ("databricks-api-token", "dapi" + chars(HEX, 32)),
+        ("databricks-api-token", "dapi" + chars(HEX, 32) + "-2"),
+        ("grafana-token", "eyJrIjoi" + chars(ALNUM, 80) + "="),
+        ("grafana-token", "glc" + "_" + chars(B64, 120) + "=="),
+        ("grafana-token", "glsa" + "_" + chars(ALNUM, 32) + "_" + chars(HEX, 8)),
+        ("cloudflare-origin-ca-key", "v1.0" + "-" + chars(HEX, 24) + "-" + chars(HEX, 146)),
+        ("openshift-user-token", "sha256" + "~" + chars(_URLSAFE, 43)),
+        (
+            "dynatrace-api-token",
+            "dt0c01" + "." + chars(UPPER + DIGITS, 24) + "." + chars(ALNUM, 64),
+        ),
+        ("1password-service-account-token", "ops" + "_eyJ" + chars(B64, 300)),
+        ("age-secret-key", "AGE-SECRET" + "-KEY-1" + chars("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
+        ("sentry-token", "sntryu" + "_" + chars(HEX, 64)),
+        ("sentry-token", "sntrys" + "_" + sentry + "_" + chars(ALNUM + "+/", 43)),
+        ("prefect-api-token", "pnu" + "_" + chars(ALNUM, 36)),
+        ("sendgrid-api-token", "SG" + "." + chars(_URLSAFE, 22) + "." + chars(_URLSAFE, 43)),
+        ("linear-api-key", "lin_" + "api_" + chars(ALNUM, 40)),
+        ("notion-api-token", "ntn" + "_" + digits(11) + chars(ALNUM, 35)),
+        ("postman-api-token", "PMAK" + "-" + chars(HEX, 24) + "-" + chars(HEX, 34)),
+        ("gitlab-token", "gloas" + "-" + chars(_URLSAFE, 64)),
+        ("gitlab-token", "glffct" + "-" + chars(_URLSAFE, 20)),
+        ("gitlab-token", "GR1348941" + chars(_URLSAFE, 20)),
+        ("gitlab-token", "glpat" + "-" + chars(_URLSAFE, 27) + "." + "01" + chars(HEX, 7)),
+        ("jwt", _jwt()),
+        ("jwt", _jwt(signed=False)),
+    ]
+
+
 def _build() -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     for key in _openai():
@@ -191,6 +292,29 @@ def _build() -> list[tuple[str, str, str]]:
         out.append(("url-password", password, f"DATABASE_URL={scheme}://admin:{password}@{host}"))
     password = "hunter2" + digits(3)
     out.append(("url-password", password, f"git remote add o https://bob:{password}@git.io/r"))
+    for rule, key in _providers():
+        out += [
+            (rule, key, f"export SOME_TOKEN={key}"),
+            (rule, key, f'{{"token": "{key}", "note": "from the settings page"}}'),
+        ]
+    teams = (
+        "https://acme.webhook.office.com/webhookb2/"
+        + _uuid()
+        + "@"
+        + _uuid()
+        + "/IncomingWebhook/"
+        + chars(LOWER + DIGITS, 32)
+        + "/"
+        + _uuid()
+    )
+    out.append(("microsoft-teams-webhook", teams, f"curl -H 'Content-Type: json' {teams}"))
+    bot = digits(10) + ":A" + chars(_URLSAFE, 34)
+    out += [
+        ("telegram-bot-api-token", bot, f"TELEGRAM_BOT_TOKEN={bot}\n"),
+        ("telegram-bot-api-token", bot, f'telegram_token: "{bot}"'),
+    ]
+    jwt = _jwt()
+    out.append(("jwt", jwt, f'{{"id_token": "{jwt}", "expires_in": 3600}}'))
     return out
 
 
@@ -237,6 +361,26 @@ def _negatives() -> list[str]:
         "[REDACTED:openai-api-key] and [REDACTED:url-password] stay as they are",
         "https://user:[REDACTED:url-password]@host/",
         "Authorization: Bearer [REDACTED:bearer-token]",
+        # look-alikes of the provider formats
+        "sk_" + "live_" + "abc123 is too short; the sk_live_ and rk_live_ prefixes are Stripe's",
+        "STRIPE_KEY=sk_" + "test_" + "x" * 24 + " and sk_" + "test_placeholder_value",
+        "from huggingface_hub import hf_hub_download; hf_hub_download(repo_id='gpt2')",
+        "pip install hf_transfer; set HF_TOKEN to your hf_ token; "
+        + "hf_"
+        + "abcdefghijklmnopqrstuvwxyzabcdefgh",
+        "npm_config_cache=~/.npm npm_package_version=1.2.3 process.env.npm_lifecycle_event",
+        "npm_" + "a" * 36 + " and NPM_TOKEN=${NPM_TOKEN}",
+        "pypi-" + "AgEIcHlwaS5vcmc is where every PyPI token starts; see pypi-attestations",
+        "eyJ" + "hbGciOi.eyJ" + "zdWIi.c2ln is JWT-shaped but too short",
+        "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 alone is a header, not a token",
+        "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.payload_not_base64_json.signature_here",
+        "the rapidapi client, the SG.Utils module, Q~ in prose, pul-l, ntn_ and sgp_ prefixes",
+        "version v1.0-beta, sha256~ in a digest list, AGE-SECRET-KEY-1 starts an age key",
+        "EAAA" + "A" * 40 + " is padding, LTAI" + "1234 is too short",
+        "https://acme.webhook.office.com/webhookb2/ is the Teams webhook base",
+        "a short-lived Bedrock key starts bedrock-" + "api-key-YmVkcm9jay5hbWF6b25hd3MuY29t",
+        "TELEGRAM_BOT_TOKEN=$TELEGRAM_BOT_TOKEN and telegram: 12345",
+        f"dapi{hashlib.md5(b'x').hexdigest()[:8]} and glpat-placeholder and GR1348941short",
     ]
 
 

@@ -118,10 +118,15 @@ def test_garbage_in_a_ref_file_is_one_line_and_repairable(home, make_session):
     ref = home / "store.git" / "refs" / "heads" / "sessions" / head.id
     ref.write_text("not a sha\n")
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
-    listed = run_gitsessions("list", env=env)
-    assert listed.returncode == 1
-    assert "Traceback" not in listed.stderr and len(listed.stderr.strip().splitlines()) == 1
-    assert str(ref) in listed.stderr and "gitsessions doctor" in listed.stderr
+    listed = run_gitsessions("list", env=env)  # the others would be listed: exit 0
+    assert listed.returncode == 0 and head.id not in listed.stdout
+    assert "Traceback" not in listed.stderr
+    warning = listed.stderr.strip().splitlines()[0]
+    assert f"refs/heads/sessions/{head.id} is damaged" in warning
+    assert warning.endswith("run `gitsessions doctor`")
+    shown = run_gitsessions("show", head.id, env=env)  # naming it: the one-line error
+    assert shown.returncode == 1 and len(shown.stderr.strip().splitlines()) == 1
+    assert str(ref) in shown.stderr and "gitsessions doctor" in shown.stderr
     repaired = run_gitsessions("doctor", "--repair", env=env)
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert head.id[:8] in run_gitsessions("list", env=env).stdout
@@ -134,8 +139,10 @@ def test_a_bad_packed_refs_line_is_one_line_and_repairable(home, make_session):
     packed = store_path / "packed-refs"
     packed.write_text(packed.read_text() + "zzzz refs/heads/sessions/broken\n")
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
-    listed = run_gitsessions("list", env=env)
-    assert listed.returncode == 1 and "Traceback" not in listed.stderr
-    assert "packed-refs" in listed.stderr and "gitsessions doctor" in listed.stderr
+    listed = run_gitsessions("list", env=env)  # the good line's session is listed
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    assert head.id in listed.stdout
+    assert len(listed.stderr.strip().splitlines()) == 1
+    assert "packed-refs line" in listed.stderr and "gitsessions doctor" in listed.stderr
     assert run_gitsessions("doctor", "--repair", env=env).returncode == 0
     assert head.id[:8] in run_gitsessions("list", env=env).stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services import git_hooks
+from gitsessions.services import git_hooks, worktree_mark
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.store.sessions import Change
 from gitsessions.values.clock import now_iso
@@ -128,6 +128,7 @@ def test_worktree_session_commit_and_show_commit(project, store, tmp_path):
         "base": None,
         "repo": str(project),
     }
+    worktree_mark.remember(store.home, sid, header["worktree"])  # and that this home made it
     system = {"role": "system", "content": "You are a coding agent."}
     prompt = {"role": "user", "content": "make the worktree change"}
     store.create(header, Change(context=[system, prompt], append=[system, prompt]))

@@ -6,7 +6,11 @@ Every import form counts: `import a.b`, `from a.b import c`, `from a import b` (
 a module), relative imports (`from ..cli import app`, `from .. import cli`) resolved
 against the importing module, and `importlib.import_module("a.b")` / `__import__` with a
 literal name. An import of a gitsessions module that does not exist is a violation too,
-and `test_the_checker_catches_planted_violations` proves each rule can fail."""
+and `test_the_checker_catches_planted_violations` proves each rule can fail.
+
+No gitsessions modules import each other in a circle through their module-level imports
+(those run when the module loads: `if TYPE_CHECKING:` blocks count, function bodies do
+not), and the cycle finder is shown a planted circle."""
 
 import ast
 from collections.abc import Iterator
@@ -196,3 +200,95 @@ def test_the_checker_passes_allowed_imports() -> None:
     cli = "import os\nimport typer\nfrom rich.console import Console\nfrom . import app\n"
     assert violations("cli/x.py", cli + "print(os.environ.get('A'))\n") == []
     assert violations("services/model.py", "import openai\nfrom openai import OpenAI\n") == []
+
+
+def module_level_imports(relative: str, source: str) -> set[str]:
+    """The gitsessions modules `source` (the module at `relative`) imports at module
+    level: top-level statements, the blocks under them (`if`, `try`, `with`, a class
+    body), `if TYPE_CHECKING:` too; never a function body."""
+    own = module_name(relative)
+    found: set[str] = set()
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name, _certain in imports(relative, ast.Module(body=[node], type_ignores=[])):
+                    if name.startswith("gitsessions.") and name != own and exists(name):
+                        found.add(name)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                walk(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):  # `try`: its `except` blocks
+                walk(handler.body)
+
+    walk(ast.parse(source).body)
+    return found
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = {
+        module_name(rel): module_level_imports(rel, path.read_text(encoding="utf-8"))
+        for path in modules()
+        for rel in [path.relative_to(PACKAGE).as_posix()]
+    }
+    assert circles(graph) == []
+
+
+def test_the_circle_finder_catches_planted_circles() -> None:
+    chat = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import state\n"
+    graph = {
+        "gitsessions.cli.app": module_level_imports("cli/app.py", "from . import lazy\n"),
+        "gitsessions.cli.lazy": module_level_imports(
+            "cli/lazy.py", "import gitsessions.cli.entry\n"
+        ),
+        "gitsessions.cli.entry": module_level_imports(
+            "cli/entry.py",
+            "try:\n    from gitsessions.cli.app import main\nexcept Exception:\n    pass\n",
+        ),
+        "gitsessions.cli.chat": module_level_imports("cli/chat.py", chat),
+        "gitsessions.cli.state": module_level_imports(
+            "cli/state.py", "class A:\n    from gitsessions.cli.chat import x\n"
+        ),
+        "gitsessions.cli.plain": module_level_imports(
+            "cli/plain.py", "def f():\n    from gitsessions.cli import state\n"
+        ),
+    }
+    assert circles(graph) == [
+        ["gitsessions.cli.app", "gitsessions.cli.entry", "gitsessions.cli.lazy"],
+        ["gitsessions.cli.chat", "gitsessions.cli.state"],
+    ]
+    assert graph["gitsessions.cli.plain"] == set()  # an import inside a function: none

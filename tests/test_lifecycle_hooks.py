@@ -216,3 +216,17 @@ def test_post_turn_push_example_exits_0_until_push_exists(home, tmp_path):
     )
     if has_push.returncode != 0:
         assert "no 'push' command yet; nothing pushed" in done.stderr
+
+
+
+def test_shell_metacharacters_in_a_payload_stay_data(server, tmp_path, home):
+    """A workspace whose name is built to break out of a shell (the one text of the
+    user's in the payload) reaches the hook as JSON on stdin, and runs nothing."""
+    out = recorder(home, "post-turn")
+    workspace = tmp_path / "ws $(touch pwned) `touch pwned`; touch pwned | \" ' \\"
+    workspace.mkdir()
+    done = run_exec(server, workspace)
+    assert done.returncode == 0, done.stderr
+    payload, _env = seen(out)
+    assert payload["workspace"] == str(workspace)
+    assert not [p for p in tmp_path.rglob("pwned")]  # the hook runs in the home, under tmp_path

@@ -12,10 +12,11 @@ from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
+from gitsessions.values.provider_secrets import GITLEAKS_VERSION, JWT, PROVIDERS
 from gitsessions.values.records import new_header
-from gitsessions.values.secrets import RULE_NAMES, redact, redact_value
+from gitsessions.values.secrets import RULE_NAMES, RULES, redact, redact_value
 from tests.conftest import exec_args, run_gitsessions
-from tests.secrets_corpus import NEGATIVES, POSITIVES, _pem, chars
+from tests.secrets_corpus import NEGATIVES, POSITIVES, _jwt, _pem, chars
 
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -101,6 +102,96 @@ def test_megabytes_of_text_without_secrets_come_back_unchanged():
     assert found == {"google-api-key": 1} and new.endswith("[REDACTED:google-api-key]")
 
 
+def _unbounded_repeats(pattern: str) -> list[str]:
+    """The repetitions of `pattern` without an upper bound (`*`, `+`, `{n,}`)."""
+    from re import _constants, _parser  # type: ignore[attr-defined]
+
+    repeats = {_constants.MAX_REPEAT, _constants.MIN_REPEAT}
+    repeats |= {getattr(_constants, "POSSESSIVE_REPEAT", _constants.MAX_REPEAT)}
+    found: list[str] = []
+
+    def walk(items) -> None:  # type: ignore[no-untyped-def]
+        for op, av in items:
+            if op in repeats:
+                if av[1] == _constants.MAXREPEAT:
+                    found.append(str(av[2]))
+                walk(av[2])
+            elif op == _constants.SUBPATTERN:
+                walk(av[-1])
+            elif op == _constants.BRANCH:
+                for branch in av[1]:
+                    walk(branch)
+            elif op in (_constants.ASSERT, _constants.ASSERT_NOT):
+                walk(av[1])
+
+    walk(_parser.parse(pattern))
+    return found
+
+
+def test_provider_rules_follow_gitleaks_bounded_and_hinted():
+    assert GITLEAKS_VERSION.startswith("v8.")
+    assert len(_unbounded_repeats(r"a[0-9]+b{2,}(?:c|d*)x{1,9}")) == 3  # it finds them
+    names = [row.name for row in (*PROVIDERS, JWT)]
+    assert len(names) == len(set(names))
+    for row in (*PROVIDERS, JWT):
+        assert row.gitleaks and all(gid == gid.lower() for gid in row.gitleaks), row.name
+        assert _unbounded_repeats(row.pattern) == [], row.name  # no run without an end
+        assert row.name in RULE_NAMES and row.hints, row.name
+    # a rule runs only when a hint occurs: every fake key of a rule holds one of its hints
+    hints = {rule.name: rule.hints for rule in RULES}
+    for rule, value, _text in POSITIVES:
+        if rule in {row.name for row in PROVIDERS}:
+            assert any(h.lower() in _text.lower() for h in hints[rule]), (rule, value)
+
+
+def test_the_named_formats_and_their_look_alikes():
+    stripe = "sk_" + "live_" + chars(ALNUM, 24)
+    cases = {
+        stripe: "stripe-access-token",
+        "rk_" + "live_" + chars(ALNUM, 24): "stripe-access-token",
+        "sk_" + "test_" + chars(ALNUM, 24): "stripe-access-token",
+        "hf_" + chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 34): (
+            "huggingface-access-token"
+        ),
+        "npm_" + chars(ALNUM, 36): "npm-access-token",
+        "pypi-" + "AgEIcHlwaS5vcmc" + chars(ALNUM + "_-", 120): "pypi-upload-token",
+        _jwt(): "jwt",
+    }
+    for key, rule in cases.items():
+        assert redact(f"key: {key}\n") == (f"key: [REDACTED:{rule}]\n", {rule: 1}), key
+        assert redact(f'"{key}"')[0] == f'"[REDACTED:{rule}]"'  # quoted, in JSON
+        assert redact(f"it is {key}.")[0] == f"it is [REDACTED:{rule}]."  # end of a sentence
+        assert redact("x" + key)[1] == {}  # the end of a longer identifier: not a key
+    assert redact(f"Authorization: Bearer {_jwt()}")[1] == {"bearer-token": 1}
+    for text in (
+        "sk_" + "live_" + chars(ALNUM, 6),  # too few characters
+        "sk_" + "live_" + "x" * 30,  # a placeholder
+        "from huggingface_hub import hf_hub_download",
+        "npm_config_cache npm_package_json",
+        "pypi-" + "AgEIcHlwaS5vcmc" + "x" * 10,
+        "eyJ" + "abc.eyJ" + "def.ghi",
+    ):
+        assert redact(text) == (text, {}), text
+
+
+@pytest.mark.parametrize("body", ["a", "A1", "~", ".", "-", "/"])
+def test_hostile_runs_of_every_hint_end(body):
+    """Every hint repeated and glued to long runs: the rules finish (none backtracks
+    catastrophically: their repetitions are bounded, starts only at a token's edge), and
+    what they leave is stable."""
+    hints = sorted({h for rule in RULES for h in rule.hints})
+    for hint in hints:
+        for text in (
+            (hint + body * 3000 + " ") * 8,
+            hint * 3000,
+            (hint + body * 20) * 500,
+            (hint + body * 20 + ".") * 500,
+        ):
+            once, found = redact(text)
+            assert redact(once) == (once, {}), hint
+            assert sum(found.values()) <= text.count(hint), hint
+
+
 # -- the store's gate ------------------------------------------------------------------
 
 
@@ -179,7 +270,21 @@ def secrets() -> dict[str, str]:
         "aws": chars(ALNUM + "/+", 40),
         "pem": _pem("RSA"),
         "anthropic": "sk-" + "ant-api03-" + chars(ALNUM, 93) + "AA",
+        "stripe": "sk_" + "live_" + chars(ALNUM, 99),
+        "huggingface": "hf_" + chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 34),
+        "npm": "npm_" + chars(ALNUM, 36),
+        "pypi": "pypi-" + "AgEIcHlwaS5vcmc" + chars(ALNUM + "_-", 150),
+        "jwt": _jwt(),
     }
+
+
+NEW_FORMATS = {  # the secrets of the fixture the provider rules catch, and their rules
+    "stripe": "stripe-access-token",
+    "huggingface": "huggingface-access-token",
+    "npm": "npm-access-token",
+    "pypi": "pypi-upload-token",
+    "jwt": "jwt",
+}
 
 
 def _exec_turn_with_secrets(server, tmp_path: Path, secrets: dict[str, str]):
@@ -192,10 +297,11 @@ def _exec_turn_with_secrets(server, tmp_path: Path, secrets: dict[str, str]):
     )
     server.reply(content="The file holds an AWS secret and a private key.")
     server.reply(content="Env file review")  # the list summary
+    others = " ".join(secrets[name] for name in NEW_FORMATS)
     done = run_gitsessions(
         *exec_args(server, ws),
         "--json",
-        f"my token is {secrets['github']}, now read .env",
+        f"my token is {secrets['github']}, now read .env; the others: {others}",
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["session"]
@@ -203,7 +309,8 @@ def _exec_turn_with_secrets(server, tmp_path: Path, secrets: dict[str, str]):
 
 def _values(secrets: dict[str, str]) -> list[str]:
     body_lines = [line for line in secrets["pem"].splitlines() if "-----" not in line]
-    return [secrets["github"], secrets["aws"], secrets["anthropic"], *body_lines]
+    others = [secrets[name] for name in NEW_FORMATS]
+    return [secrets["github"], secrets["aws"], secrets["anthropic"], *others, *body_lines]
 
 
 def test_an_exec_turn_stores_no_secret_and_the_model_sees_none(server, tmp_path, home, secrets):
@@ -235,10 +342,66 @@ def test_an_exec_turn_stores_no_secret_and_the_model_sees_none(server, tmp_path,
     in_transcript = {(f["rule"], f["index"]) for f in redactions if f["where"] == "transcript"}
     assert in_transcript == {
         ("github-token", 1),  # the prompt
+        *((rule, 1) for rule in NEW_FORMATS.values()),
         ("anthropic-api-key", 2),  # the assistant's text
         ("aws-secret-access-key", 3),  # the read_file output
         ("private-key", 3),
     }
+
+
+def test_a_push_refuses_the_provider_formats_a_store_kept(cli, tmp_path, home, secrets):
+    """A session stored with `redact = false` holding the new formats: the push scan
+    (the same rules) refuses it and sends nothing."""
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    sid = new_id()
+    system = {"role": "system", "content": "system"}
+    head = store.create(
+        new_header(sid, now_iso(), title="keys"), Change(context=[system], append=[system])
+    )
+    for name in NEW_FORMATS:
+        user = {"role": "user", "content": f"use {secrets[name]} for the upload"}
+        context = [*store.read(head, "context"), user]
+        head = store.commit(head, Change(context=context, append=[user]), event="turn", subject="t")
+    store.close()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    cli("remote", "add", "origin", str(bare))
+    result = cli("push", "--all", code=1)
+    line = result.stderr.strip().splitlines()[-1]
+    rules = list(NEW_FORMATS.values())
+    assert line.startswith("error: refusing to push: "), line
+    assert all(f"message {n}: {rule}" in line for n, rule in enumerate(rules[:3], 1)), line
+    assert "(and more)" in line
+    assert all(secrets[name] not in result.stderr + result.stdout for name in NEW_FORMATS)
+    sent = subprocess.run(
+        ["git", "--git-dir", str(bare), "for-each-ref"], capture_output=True, text=True
+    )
+    assert sent.stdout == ""  # nothing was sent
+
+
+def test_a_search_index_built_under_older_rules_is_rebuilt(home, monkeypatch, secrets):
+    """A key the rules of an older version missed was indexed as it was; once the rules
+    catch it, the index is rebuilt and the key can no longer be searched for."""
+    from gitsessions.services import search
+
+    key = secrets["huggingface"]
+    store = SessionStore(home, redact=False, background_maintenance=False)
+    sid = new_id()
+    user = {"role": "user", "content": f"log in with {key}"}
+    store.create(new_header(sid, now_iso(), title="hub"), Change(context=[user], append=[user]))
+    store.close()
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        index = search.SearchIndex(store)
+        with monkeypatch.context() as older:  # an older version: its rules missed the key
+            older.setattr(search, "redact", lambda text: (text, {}))
+            older.setattr(search, "rules_id", lambda: 7)
+            assert [hit.session for hit in index.search(key[:24])] == [sid]
+        assert index.search(key[:24]) == []
+        assert [hit.session for hit in index.search("REDACTED:huggingface")] == [sid]
+    finally:
+        store.close()
+    assert key.encode() not in (home / "search.sqlite").read_bytes()
 
 
 def test_redact_false_keeps_the_values(server, tmp_path, home, secrets):

@@ -263,3 +263,130 @@ def test_exec_with_an_unknown_sandbox_mode_is_a_usage_error(tmp_path: Path) -> N
     assert done.stderr.strip().splitlines() == [
         "error: sandbox 'strict' from flag --sandbox must be one of: none, workspace-write"
     ]
+
+
+# -- the project's .git: read-only unless allowed ------------------------------------------
+
+
+def git_in(path: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def a_repository(ws: Path) -> None:
+    git_in(ws, "init", "-q", "-b", "main")
+    (ws / "src").mkdir()
+    (ws / "src" / "app.py").write_text("v1\n")
+    (ws / "README").write_text("readme\n")
+    git_in(ws, "-c", "user.name=T", "-c", "user.email=t@example.com", "add", "-A")
+    git_in(ws, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "one")
+
+
+def git_state(ws: Path) -> dict[str, bytes | list[str]]:
+    dot = ws / ".git"
+    return {
+        "config": (dot / "config").read_bytes(),
+        "hooks": sorted(os.listdir(dot / "hooks")),
+        "entries": sorted(os.listdir(dot)),
+    }
+
+
+@needs_landlock
+@pytest.mark.parametrize("temp", ["beside", "around"])  # the temp dir beside or above .git
+def test_the_projects_git_is_read_only_in_the_sandbox(places: dict[str, Path], temp: str) -> None:
+    ws, outside = places["ws"], places["outside"]
+    a_repository(ws)
+    before = git_state(ws)
+    temp_dir = places["tmp"] if temp == "beside" else ws.parent
+    box = workspace_write(ws, temp_dir=str(temp_dir))
+    assert str(ws / ".git") in box.read_only
+    registry = create_registry(ws, ENV, approve=approve_all, sandbox=box)
+    command = (
+        f'git config core.fsmonitor "touch {outside}/fsmonitor; false" || echo config=refused\n'
+        "echo 'touch x' > .git/hooks/pre-commit || echo hook=refused\n"
+        "echo '[core]' >> .git/config || echo append=refused\n"
+        "mv .git .git-old 2>/dev/null || echo move=refused\n"
+        "rm -rf .git 2>/dev/null; test -d .git/objects && echo remove=refused\n"
+        "echo v2 > src/app.py && mkdir -p src/new && echo n > src/new/n.py && echo src=ok\n"
+        "echo more >> README && echo readme=ok\n"
+    )
+    outcome = call(registry, "run_shell", command=command)
+    lines = outcome.content.splitlines()
+    for expected in ("config=refused", "hook=refused", "append=refused", "move=refused",
+                     "remove=refused", "src=ok", "readme=ok"):  # fmt: skip
+        assert expected in lines, outcome.content
+    assert git_state(ws) == before
+    assert (ws / "src" / "new" / "n.py").read_text() == "n\n"
+    # made outside the sandbox (as the file tools do), a top-level file is writable at once
+    # (top-level creation by the shell itself: tests/test_sandbox_git.py)
+    (ws / "made.txt").write_text("")
+    again = call(registry, "run_shell", command="echo x > made.txt && echo made=ok")
+    assert "made=ok" in again.content.splitlines()
+
+
+@needs_landlock
+def test_sandbox_allow_git_lets_the_shell_write_git(places: dict[str, Path]) -> None:
+    ws = places["ws"]
+    a_repository(ws)
+    box = workspace_write(ws, temp_dir=str(places["tmp"]), allow_git=True)
+    assert box.read_only == ()
+    registry = create_registry(ws, ENV, approve=approve_all, sandbox=box)
+    command = "git config gitsessions.test yes && touch top.txt && echo ok"
+    assert "ok" in call(registry, "run_shell", command=command).content.splitlines()
+    assert git_in(ws, "config", "gitsessions.test").strip() == "yes"
+
+
+def test_a_linked_worktrees_git_dirs_are_protected(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    main.mkdir()
+    a_repository(main)
+    linked = tmp_path / "linked"
+    git_in(main, "worktree", "add", "-q", "-b", "side", str(linked))
+    paths = sandbox_module.git_paths(linked / "src")
+    assert str(linked / ".git") in paths  # the `.git` file itself
+    assert str(main / ".git" / "worktrees" / "linked") in paths
+    assert str(main / ".git") in paths
+    assert sandbox_module.git_paths(tmp_path) == ()
+
+
+@needs_landlock
+def test_exec_a_planted_fsmonitor_never_runs(server, places, home: Path) -> None:
+    """The issue's attack: the sandboxed shell sets core.fsmonitor; the next code snapshot
+    (gitsessions' own, unsandboxed git) would run it. Refused by the sandbox; and even
+    with --sandbox-allow-git, gitsessions' git runs no fsmonitor."""
+    ws, outside = places["ws"], places["outside"]
+    a_repository(ws)
+    marker = outside / "fsmonitor-ran"
+    plant = f'git config core.fsmonitor "touch {marker}; false"; echo v2 > src/app.py'
+    done, content = exec_shell(server, places, plant, "--sandbox", "workspace-write")
+    assert f"{ws / '.git'} read-only" in done.stderr
+    assert "could not lock config file" in content or "Permission denied" in content
+    assert "fsmonitor" not in (ws / ".git" / "config").read_text()
+    assert not marker.exists()
+    server.requests.clear()
+    exec_shell(server, places, plant, "--sandbox", "workspace-write", "--sandbox-allow-git")
+    assert "fsmonitor" in (ws / ".git" / "config").read_text()
+    assert not marker.exists()  # the snapshot after it ran no fsmonitor
+    snapshot = git_in(ws, "for-each-ref", "--format=%(objectname)", "refs/gitsessions/")
+    assert snapshot.strip() and git_in(ws, "show", f"{snapshot.split()[0]}:src/app.py") == "v2\n"
+
+
+def test_the_file_tools_do_not_write_the_projects_git_in_the_sandbox(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    a_repository(ws)
+    before = git_state(ws)
+    box = Sandbox(writable=(str(ws),), read_only=sandbox_module.git_paths(ws))
+    registry = create_registry(ws, ENV, approve=approve_all, sandbox=box)
+    planted = "[core]\n\tfsmonitor = touch ran\n"
+    for path in (".git/config", ".git/hooks/pre-commit", f"{ws}/.git/info/attributes"):
+        outcome = call(registry, "write_file", path=path, content=planted)
+        assert not outcome.ok and "the sandbox keeps read-only" in outcome.content, outcome
+    edited = call(registry, "edit_file", path=".git/HEAD", old="main", new="evil")
+    assert not edited.ok and "read-only" in edited.content
+    assert git_state(ws) == before
+    assert (ws / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert call(registry, "write_file", path="top.txt", content="ok\n").ok
+    free = create_registry(ws, ENV, approve=approve_all, sandbox=Sandbox(writable=(str(ws),)))
+    assert call(free, "write_file", path=".git/description", content="allowed\n").ok

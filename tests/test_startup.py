@@ -1,22 +1,20 @@
-"""Startup stays cheap (issue 10, Speed): a command imports only what it needs, and
-options convert without typer's pydantic adapters. The timings themselves are measured
-by bench/startup.py, never asserted here."""
+"""Startup stays cheap (issue 10, Speed): a command imports only what it needs (options
+convert through typer, whose adapters import pydantic: that is typer's one path, and no
+longer counted as heavy here). The timings themselves are measured by bench/startup.py,
+never asserted here."""
 
 import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pexpect
 import pytest
 
-from gitsessions.cli.fastparams import PlainParam, WordsParam, convert_fast
-from gitsessions.cli.lazy import COMMANDS, load
 from gitsessions.store.sessions import Change
 from tests.conftest import REPO, run_gitsessions
 
-HEAVY = ("openai", "tiktoken", "pydantic", "httpx2", "gitsessions.agent.loop", "rich.markdown")
+HEAVY = ("openai", "tiktoken", "httpx2", "gitsessions.agent.loop", "rich.markdown")
 PROBE = """
 import sys
 sys.argv = ["gitsessions", *sys.argv[1:]]
@@ -52,25 +50,20 @@ def test_info_show_and_log_import_nothing_heavy(make_session):
         assert imported(command, sid) == [], command
 
 
-def test_every_option_converts_without_pydantic():
-    """Each command's options take the fast path (or are flags typer leaves alone)."""
-    commands = [load(name) for name in COMMANDS]
-    commands += [sub for group in commands for sub in getattr(group, "commands", {}).values()]
-    for command in commands:
-        name = command.name
-        convert_fast(command.params)
-        for param in command.params:
-            kind = param.type_descriptor.annotation
-            fast = (PlainParam, WordsParam)
-            assert isinstance(param._runtime_param, fast) or kind is bool, (name, param.name)
-
-
 def test_push_and_pull_import_nothing_heavy(make_session):
-    """Their variadic words convert without pydantic, and the sync client is stock git."""
+    """The sync client is stock git: no SDK, tokenizer or agent."""
     sid = make_session(turns=1).id[:8]
     assert imported("push", sid) == []  # no remote yet: a usage error, after parsing
     assert imported("pull") == []
     assert imported("remote", "list") == []
+
+
+def test_the_git_hook_command_is_built_alone(make_session):
+    """`hook NAME` (run at every commit) is an ordinary command of the app, built from
+    its own module: no rich, no agent, no store for a commit outside a session."""
+    make_session(turns=1)
+    light = ("rich", "gitsessions.agent", "dulwich", "gitsessions.cli.hooks_cmd")
+    assert imported("hook", "commit-msg", "/nonexistent-hook", modules=light) == []
 
 
 def test_a_pull_that_only_fast_forwards_opens_no_writing_store(cli, home, tmp_path):
@@ -95,65 +88,36 @@ def test_a_pull_that_only_fast_forwards_opens_no_writing_store(cli, home, tmp_pa
     assert imported("--home", str(other), "pull", modules=writers) == []  # nothing new
 
 
-ENTRY_PROBE = """
-import sys
-sys.argv = ["gitsessions", *sys.argv[1:]]
-from gitsessions.cli.entry import main
-try:
-    main()
-except SystemExit as done:
-    print("EXIT", done.code, file=sys.stderr)
-print("LOADED", [m for m in ("typer", "rich", "dulwich") if m in sys.modules], file=sys.stderr)
-"""
-
-
-def entry(*args: str) -> tuple[str, list[str], list[str]]:
-    """`gitsessions *args` through the console script's entry: (stdout, stderr lines
-    without the probe's, the probe's lines)."""
-    done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)  # fmt: skip
-    lines = done.stderr.splitlines()
-    probe = [x for x in lines if x.startswith(("EXIT", "LOADED"))]
-    return done.stdout, [x for x in lines if x not in probe], probe
-
-
-def test_a_plain_pull_runs_without_typer_and_says_what_the_typer_app_says(cli, home, tmp_path):
-    """`[--home DIR] pull [REMOTE]` is answered by cli/fastpull.py: no typer, no rich;
-    its output, errors and exit codes are the typer command's."""
-    from gitsessions.cli.fastpull import parse
+def test_a_plain_pull_says_what_it_did_and_fails_in_one_line(cli, home, tmp_path):
+    """`[--home DIR] pull [REMOTE]` through the console script: its records on stdout,
+    its summary and its one-line errors on stderr, with their exit codes."""
     from tests.test_sync import pushed, say
 
     other = tmp_path / "other"
-    out, err, probe = entry("--home", str(other), "pull")
-    assert err == ["error: no remote yet: gitsessions remote add NAME URL"], err
-    assert probe[0] == "EXIT 2" and "typer" not in probe[1]  # the home made: dulwich, yes
+    done = run_gitsessions("--home", str(other), "pull")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: no remote yet: gitsessions remote add NAME URL"]
 
     bare, _url, sid = pushed(cli, home, tmp_path)
     cli("--home", str(other), "remote", "add", "origin", str(bare))
-    out, err, probe = entry("--home", str(other), "pull", "origin")
-    assert out == f"{sid[:8]}\tcreated\t\n" and err[-1] == f"pulled {bare}: 1 created"
-    assert probe[0] == "EXIT 0" and "typer" not in probe[1] and "rich" not in probe[1]
-    out, err, probe = entry("--home", str(other), "pull", "nowhere")
-    assert err == ["error: no remote named 'nowhere' (remotes: origin)"] and probe[0] == "EXIT 2"
+    done = run_gitsessions("--home", str(other), "pull", "origin")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{sid[:8]}\tcreated\t\n"
+    assert done.stderr.splitlines()[-1] == f"pulled {bare}: 1 created"
+    done = run_gitsessions("pull", "nowhere", "--home", str(other))  # --home after it too
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: no remote named 'nowhere' (remotes: origin)"]
 
     say(home, sid, "more")
     cli("push", "--all")
-    typer_run = subprocess.run([sys.executable, "-c", PROBE.format(heavy=("typer",)),
-                                f"--home={other}", "pull", "--json"],
-                               capture_output=True, text=True, cwd=REPO)  # fmt: skip
-    assert '"updated"' in typer_run.stdout  # an option: the typer app, as before
-    out, err, probe = entry(f"--home={other}", "pull")
-    assert out == "" and err[-1] == f"pulled {bare}: 1 unchanged"  # the typer app's words
-
-    assert parse(["pull"]) == (None, None)
-    assert parse(["--home", "h", "pull", "o"]) == (Path("h"), "o")
-    others = [["pull", "--json"], ["pull", "a", "b"], ["pull", "-h"], ["push"], ["--home=", "pull"],
-              ["pull", "--home", "h"], ["--version", "pull"]]  # fmt: skip
-    for other_form in others:
-        assert parse(other_form) is None, other_form
+    done = run_gitsessions(f"--home={other}", "pull", "--json")
+    assert done.returncode == 0 and '"updated"' in done.stdout
+    done = run_gitsessions(f"--home={other}", "pull")
+    assert done.returncode == 0
+    assert done.stdout == "" and done.stderr.splitlines()[-1] == f"pulled {bare}: 1 unchanged"
 
 
-def test_fast_options_still_check_their_values(workspace):
+def test_options_still_check_their_values(workspace):
     done = run_gitsessions("exec", "hi", "--max-steps", "0", "--workspace", str(workspace))
     assert done.returncode == 2
     assert "Invalid value for '--max-steps': Input should be greater than or equal to 1" in (
@@ -173,17 +137,18 @@ def test_exec_of_a_small_turn_never_loads_the_tokenizer(server, workspace):
 
 
 def test_a_plain_exec_turn_into_a_pipe_imports_no_sdk_no_rich_and_no_compaction(server, workspace):
-    """The builtin client (no openai, pydantic, http.client or ssl for http), output into
+    """The builtin client (no openai, http.client or ssl for http), output into
     a pipe without rich, and a turn far under its budget without the compaction engine,
     the tokenizer or sqlite; a plain store written without dulwich's `Repo` (its config
-    parser, hooks, reflogs, worktrees), no sandbox's tempfile and, calling no tool, none of
-    the tools' modules; the reply is the same."""
+    parser, hooks, reflogs, worktrees) and, calling no tool, none of the tools' modules;
+    the reply is the same. (email and tempfile are not counted: typer's option conversion
+    imports them, through pydantic's plugin loader and importlib.metadata.)"""
     from tests.conftest import exec_args
 
-    heavy = ("openai", "pydantic", "httpx2", "http.client", "ssl", "email", "rich.console",
+    heavy = ("openai", "httpx2", "http.client", "ssl", "rich.console",
              "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3",
              "dulwich.repo", "dulwich.config", "dulwich.hooks", "dulwich.reflog",
-             "dulwich.worktree", "tempfile", "gitsessions.services.tools.files",
+             "dulwich.worktree", "gitsessions.services.tools.files",
              "gitsessions.services.tools.listing", "gitsessions.services.tools.shell")  # fmt: skip
     assert run_gitsessions(*exec_args(server, workspace), "first").returncode == 0  # a store
     assert imported(*exec_args(server, workspace), "hi", modules=heavy) == []
@@ -363,8 +328,9 @@ chat_input.PROMPT_SHOWN.set = shown
 from gitsessions.cli.app import main
 main()
 """
+# (not `socket`: typer's option conversion imports it, through pydantic's plugin loader)
 BEFORE_PROMPT = (*HEAVY, "rich.console", "dulwich", "gitsessions.store.sessions",
-                 "gitsessions.cli.agent_setup", "urllib.request", "socket")  # fmt: skip
+                 "gitsessions.cli.agent_setup", "urllib.request")  # fmt: skip
 
 
 def test_a_new_chat_prompts_before_loading_rich_the_store_or_the_agent(server, workspace):
@@ -424,7 +390,7 @@ def test_the_collector_is_off_only_while_a_command_starts(make_session):
     """cli/entry.py turns the cycle collector off for start-up; once the command is built
     the start-up objects are frozen and it runs again (a long chat still collects)."""
     make_session(turns=1)
-    # the typer app, and the two forms entry.py answers without it
+    # a command that builds, the pull and the git hook among them
     for args in (("list",), ("list", "--json"), ("pull", "nosuch"), ("hook", "commit-msg", "x")):
         done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
                               text=True, cwd=REPO, timeout=120)  # fmt: skip

@@ -22,8 +22,7 @@ exit 1
 
 
 def gitsessions(home: Path, path: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI as a process of its own with `PATH` set to `path` (the console script's
-    entry, as a user runs it: a plain `pull` takes its short path there)."""
+    """The CLI as a process of its own, as a user runs it, with `PATH` set to `path`."""
     return subprocess.run(
         [sys.executable, "-m", "gitsessions", "--home", str(home), *args],
         capture_output=True,

@@ -108,11 +108,14 @@ def shell_sandbox(shell: ShellSettings, workspace: Path, notes: Printer = err) -
     Raises SandboxUnavailable (exit 2) when the kernel cannot enforce it."""
     if shell.sandbox != "workspace-write":
         return None
-    sandbox = workspace_write(workspace, network=shell.sandbox_network)
+    sandbox = workspace_write(
+        workspace, network=shell.sandbox_network, allow_git=shell.sandbox_allow_git
+    )
     network = "allowed" if sandbox.network else "blocked"
+    git = f"; {sandbox.read_only[0]} read-only" if sandbox.read_only else ""
     notes.print(
         vtext(
-            f"sandbox: run_shell writes only in {', '.join(sandbox.writable[:2])}; "
+            f"sandbox: run_shell writes only in {', '.join(sandbox.writable[:2])}{git}; "
             f"network {network}",
             style="dim",
         ),
@@ -152,7 +155,7 @@ def build_agent(
         picked = pick_session(store, resume, continue_, workspace)
     if picked is not None and resuming is None:  # its own model, endpoint and budget
         settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
-        workspace, said = place(picked, workspace, workspace_flag)
+        workspace, said = place(picked, workspace, workspace_flag, state.home, state.env)
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)

@@ -20,12 +20,13 @@ a prompt is sent.
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gitsessions.cli import options
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
+from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.opening import Notes, Opening
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
@@ -33,8 +34,6 @@ from gitsessions.cli.state import State
 from gitsessions.services import endpoint
 from gitsessions.services.config import ModelSettings
 from gitsessions.services.config_file import config_path, redact_setting
-from gitsessions.services.shell_settings import ShellSettings
-from gitsessions.services.snapshot_settings import SnapshotSettings
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
@@ -47,23 +46,6 @@ Line = tuple[str, str]  # a line of text and its style
 # accepted before the prompt without counting (tests/test_chat.py checks the bound).
 SURE_BUDGET = 16_000
 CANCELLED = "cancelled; nothing was sent"
-
-
-class ChatOptions(NamedTuple):
-    """What `chat` was asked for, resolved before its prompt (a tuple: a dataclass
-    costs half a millisecond to define, and this module loads before the prompt)."""
-
-    state: State
-    settings: ModelSettings
-    shell: ShellSettings
-    snapshots: SnapshotSettings
-    resume: str | None
-    continue_: bool
-    workspace_flag: Path | None
-    auto_approve: bool
-    all_sessions: bool
-    max_steps: int
-    quiet: bool
 
 
 def cmd_chat(
@@ -79,6 +61,7 @@ def cmd_chat(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    sandbox_allow_git: options.SandboxAllowGit = None,
     no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests a turn.")
@@ -102,7 +85,12 @@ def cmd_chat(
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
     )
-    shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    shell = options.shell_settings(
+        state,
+        sandbox=sandbox,
+        sandbox_network=sandbox_network,
+        sandbox_allow_git=sandbox_allow_git,
+    )
     snapshots = options.snapshot_settings(state, no_snapshots)
     if resume == "" and not continue_:  # `--resume` without an id: pick one
         resume = pick_session(state, options.workspace_dir(workspace))
@@ -135,6 +123,7 @@ def cmd_chat(
             all_sessions=all_sessions,
             sandbox=sandbox,
             sandbox_network=sandbox_network,
+            sandbox_allow_git=sandbox_allow_git,
             no_snapshots=no_snapshots,
             max_steps=max_steps,
             quiet=quiet,

@@ -27,7 +27,7 @@ from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
 
 if TYPE_CHECKING:
-    from gitsessions.cli.chat import ChatOptions
+    from gitsessions.cli.chat_options import ChatOptions
     from gitsessions.cli.resuming import Resuming
 
 

@@ -35,6 +35,7 @@ def cmd_exec(
     all_sessions: options.AllSessions = False,
     sandbox: options.Sandbox = None,
     sandbox_network: options.SandboxNetwork = None,
+    sandbox_allow_git: options.SandboxAllowGit = None,
     no_snapshots: options.NoSnapshots = False,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, help="At most this many model requests.")
@@ -68,7 +69,12 @@ def cmd_exec(
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
     )
-    shell = options.shell_settings(state, sandbox=sandbox, sandbox_network=sandbox_network)
+    shell = options.shell_settings(
+        state,
+        sandbox=sandbox,
+        sandbox_network=sandbox_network,
+        sandbox_allow_git=sandbox_allow_git,
+    )
     warm_up(client=settings.client)  # the client imports while the store is read
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)

@@ -1,5 +1,5 @@
 """How a failure reads: which exceptions the CLI reports as one `error:` line, with which
-exit code (shared by `app.py` and `fastpull.py`); anything else is a bug and goes on."""
+exit code (`app.py` prints them); anything else is a bug and goes on."""
 
 import errno
 import os
@@ -50,9 +50,11 @@ def stdout_gone(error: BaseException) -> bool:
     the reader's end of stdout is closed, which poll reports as an error on our end."""
     if not isinstance(error, BrokenPipeError):
         return False
+    from gitsessions.cli.state import plain_out
+
     try:
         poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        poller.register(plain_out.file.fileno(), select.POLLOUT)
         return any(events & select.POLLERR for _, events in poller.poll(0))
     except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
         return False
@@ -60,9 +62,11 @@ def stdout_gone(error: BaseException) -> bool:
 
 def quiet_stdout() -> None:
     """Point stdout at /dev/null so Python's exit flush does not complain again."""
+    from gitsessions.cli.state import plain_out
+
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, plain_out.file.fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
         pass

@@ -1,8 +1,8 @@
 """`gitsessions hook NAME HOOK_FILE ARGS...`: what the installed git hook shims run.
 
-Kept light, since it runs at every commit of a hooked repository: it imports neither
-typer nor the agent (`cli/entry.py` calls it before the app is loaded), so a commit pays
-one small Python start per hook. The store is opened only for a commit without
+An ordinary command of the typer app, in a module of its own so that the command table
+(`cli/lazy.py`) builds it alone: it runs at every commit of a hooked repository, and
+imports neither the agent nor rich. The store is opened only for a commit without
 `GITSESSIONS_SESSION` made in a linked worktree (`git worktree add`, as `fork
 --worktree` makes): a commit in a main checkout costs two git calls. The consoles are
 loaded only to say something.
@@ -16,9 +16,11 @@ import sqlite3
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from gitsessions.cli.home import resolve_home
+import typer
+
+from gitsessions.cli.state import State
 from gitsessions.services import git_hooks
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import is_session_id
@@ -32,7 +34,7 @@ def run_hook(
     args: Sequence[str],
     env: Mapping[str, str],
     cwd: Path,
-    home: Path | None = None,
+    home: Path,
 ) -> int:
     """Run the user's hook, then add the trailer; the exit code for git."""
     if name not in git_hooks.MANAGED:
@@ -46,7 +48,7 @@ def run_hook(
         session = env.get(SESSION_VARIABLE)
         if not is_session_id(session):
             session = git_hooks.session_for(
-                git_hooks.linked_worktree(cwd, env), None, lambda: _headers(env, home)
+                git_hooks.linked_worktree(cwd, env), None, lambda: _headers(env, home), home, env
             )
         if session is not None:
             git_hooks.add_trailer(Path(args[0]), session, cwd, env)
@@ -59,16 +61,36 @@ def run_hook(
     return 0
 
 
-def _headers(env: Mapping[str, str], home: Path | None) -> list[dict[str, Any]]:
+def _headers(env: Mapping[str, str], home: Path) -> list[dict[str, Any]]:
     """Every session header, or none when the home has no store (never creates one)."""
-    where = resolve_home(home, env)
-    if not (where / "store.git").is_dir():
+    if not (home / "store.git").is_dir():
         return []
     from gitsessions.store.catalog import Catalog
     from gitsessions.store.sessions import SessionStore
 
-    store = SessionStore(where, background_maintenance=False)  # read only
+    store = SessionStore(home, background_maintenance=False)  # read only
     try:
         return Catalog(store).headers()
     finally:
         store.close()
+
+
+def cmd_hook(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="prepare-commit-msg, commit-msg.")],
+    hook_file: Annotated[str, typer.Argument(metavar="HOOK_FILE", help="The shim's path ($0).")],
+    args: Annotated[
+        list[str] | None, typer.Argument(metavar="ARGS...", help="What git passed the hook.")
+    ] = None,
+) -> None:
+    """Run by the installed git hooks: runs your own hook first, then adds the
+    Gitsessions-Session trailer when the commit is a session's."""
+    state: State = ctx.obj
+    raise typer.Exit(run_hook(name, hook_file, args or [], state.env, Path.cwd(), state.home))
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "hook",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": False},
+    )(cmd_hook)

@@ -1,6 +1,6 @@
 """Where the gitsessions home is: `--home`, else `$GITSESSIONS_HOME`, else
-`$XDG_DATA_HOME/gitsessions` (`~/.local/share/gitsessions`). Light on purpose: the git
-hook path (`cli/githook.py`) resolves it without loading the store."""
+`$XDG_DATA_HOME/gitsessions` (`~/.local/share/gitsessions`). Light on purpose: every
+command resolves it (`cli/state.py`) before anything of the store is loaded."""
 
 from collections.abc import Mapping
 from pathlib import Path

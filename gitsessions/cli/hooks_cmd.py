@@ -1,6 +1,5 @@
-"""`gitsessions hooks install|uninstall|list`, `gitsessions hook NAME` (what the installed
-git hook shims run; its logic is `cli/githook.py`, which the console script calls without
-loading this app) and `show --commit`'s lookup."""
+"""`gitsessions hooks install|uninstall|list` and `show --commit`'s lookup (`hook NAME`,
+what the installed git hook shims run, is `cli/githook.py`)."""
 
 import shutil
 from pathlib import Path
@@ -9,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gitsessions.cli.githook import run_hook
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -104,30 +102,12 @@ def cmd_list(
     )
 
 
-def cmd_hook(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(metavar="NAME", help="prepare-commit-msg, commit-msg.")],
-    hook_file: Annotated[str, typer.Argument(metavar="HOOK_FILE", help="The shim's path ($0).")],
-    args: Annotated[
-        list[str] | None, typer.Argument(metavar="ARGS...", help="What git passed the hook.")
-    ] = None,
-) -> None:
-    """Run by the installed git hooks: runs your own hook first, then adds the
-    Gitsessions-Session trailer when the commit is a session's."""
-    state: State = ctx.obj
-    raise typer.Exit(run_hook(name, hook_file, args or [], state.env, Path.cwd(), state.home))
-
-
 def _on_path(state: State) -> bool:
     return shutil.which("gitsessions", path=state.env.get("PATH")) is not None
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(hooks_app, name="hooks")
-    app.command(
-        "hook",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": False},
-    )(cmd_hook)
 
 
 def session_of(state: State, session: str | None, commit: str | None) -> str:

@@ -10,16 +10,17 @@ that each summary is a full sentence). A command registered on the app directly
 
 `--home DIR` is a global option, but it is also accepted after the command
 (`gitsessions list --home DIR`): it is moved in front before click parses anything.
+
+The cycle collector, off from `cli/entry.py` on, runs again once the command is built
+(`started`), with the start-up objects frozen out of its reach.
 """
 
+import gc
 from importlib import import_module
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
-
-from gitsessions.cli.entry import started
-from gitsessions.cli.fastparams import speed_up
 
 # command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,8 +51,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
     "pull": ("sync_cmd", "Pull sessions from a git remote; nothing is ever lost."),
     "hooks": ("hooks_cmd", "Install, uninstall or list the git hooks that name a session."),
-    "hook": ("hooks_cmd", "What the installed git hook shims run; not for typing."),
+    "hook": ("githook", "What the installed git hook shims run; not for typing."),
 }
+
+
+def started() -> None:
+    """Start-up is over: the modules, classes and functions made so far live as long as
+    the process. `cli/entry.py` turns the cycle collector off until now (it would scan
+    them over and over as they pile up: several milliseconds of each command's start);
+    they are moved out of its reach (`gc.freeze`) and it runs again from here on."""
+    gc.freeze()
+    gc.enable()
 
 
 def load(name: str) -> Any:
@@ -127,13 +137,9 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = load(cmd_name)
-        command = self.commands.get(cmd_name)
-        if command is not None:
-            speed_up(command)
-        return command
+        return self.commands.get(cmd_name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        speed_up(self)
         return super().parse_args(ctx, hoist_home(args))
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:

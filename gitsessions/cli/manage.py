@@ -67,10 +67,11 @@ def cmd_list(
     """List sessions, the most recently active first (a turn or a compaction; renaming or
     archiving does not move a session up). Into a pipe: one tab-separated line each."""
     from gitsessions.cli import listing  # the header cache (sqlite): `show` needs neither
+    from gitsessions.cli.damage import warn_damaged
 
-    rows = listing.session_rows(
-        _state(ctx).catalog(), include_archived, Path.cwd() if here_only else None
-    )
+    catalog = _state(ctx).catalog()
+    rows = listing.session_rows(catalog, include_archived, Path.cwd() if here_only else None)
+    warn_damaged(catalog.damaged)  # the others are listed: exit 0, as git for-each-ref
     total = len(rows)
     pipe = piped(plain_out)
     shown = limit if limit is not None else (0 if json_ or pipe else 100)

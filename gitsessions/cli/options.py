@@ -76,7 +76,8 @@ Sandbox = Annotated[
         "--sandbox",
         metavar="MODE",
         help="run_shell sandbox: none, or workspace-write (Linux Landlock: writes only in "
-        "the workspace and the temp dir, no network) [config [shell] sandbox; default none].",
+        "the workspace and the temp dir, the project's .git read-only, no network) "
+        "[config [shell] sandbox; default none].",
     ),
 ]
 SandboxNetwork = Annotated[
@@ -85,6 +86,16 @@ SandboxNetwork = Annotated[
         "--sandbox-network/--no-sandbox-network",
         help="Let a workspace-write sandboxed shell use the network "
         "[config [shell] sandbox_network; default no].",
+    ),
+]
+SandboxAllowGit = Annotated[
+    bool | None,
+    typer.Option(
+        "--sandbox-allow-git/--no-sandbox-allow-git",
+        help="Let a workspace-write sandboxed shell write the project's .git (commit, "
+        "branch, config, hooks); without it .git is read-only (and, on a kernel without "
+        "user namespaces, the workspace's top level takes no new entries from the shell) "
+        "[config [shell] sandbox_allow_git; default no].",
     ),
 ]
 

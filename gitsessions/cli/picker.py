@@ -24,7 +24,9 @@ from rich.control import Control, ControlType
 from rich.text import Text
 
 from gitsessions.cli import listing
+from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line
+from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
@@ -48,8 +50,11 @@ class Choice:
 
 
 def recent(store: SessionStore, workspace: Path, current: str | None = None) -> list[Choice]:
-    """The most recently active sessions of `workspace` (and their forks), unarchived."""
-    rows = listing.session_rows(store, include_archived=False, workspace=workspace)
+    """The most recently active sessions of `workspace` (and their forks), unarchived;
+    each damaged session ref named on stderr."""
+    catalog = Catalog(store)
+    rows = listing.session_rows(catalog, include_archived=False, workspace=workspace)
+    warn_damaged(catalog.damaged)
     return [choice(r, r["id"] == current) for r in rows[:SHOWN]]
 
 

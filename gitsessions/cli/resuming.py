@@ -19,13 +19,13 @@ Invariants:
   agent's build (`agent_setup.build_agent`), so the lines are the same either way.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.cli.plain import one_line
 from gitsessions.services.config import ModelSettings, with_session_settings
-from gitsessions.services.worktree_mark import is_gone, mark_of, workspace_for
+from gitsessions.services.worktree_mark import Checked, check, mark_of, workspace_for
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
@@ -72,7 +72,7 @@ def read_resumed(
     if head is None:  # neither asked for: the caller resumes only when one is
         raise BadUsage("no session to resume")
     settings = with_session_settings(settings, head.header.get("settings"), short(head.id))
-    workspace, notes = place(head, here, workspace_flag)
+    workspace, notes = place(head, here, workspace_flag, state.home, state.env)
     return Read(head, settings, workspace, notes, unanswered(reader, head))
 
 
@@ -109,11 +109,15 @@ def pick(
             )
         return head
     if continue_:
+        from gitsessions.cli.damage import warn_damaged
+
+        listed = catalog()
         here = [
             h
-            for h in catalog().headers()
+            for h in listed.headers()
             if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
         ]
+        warn_damaged(listed.damaged)  # the newest good session is continued
         if not here:
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"
@@ -123,15 +127,19 @@ def pick(
     return None
 
 
-def place(picked: "Head", here: Path, workspace_flag: Path | None) -> tuple[Path, list[Line]]:
+def place(
+    picked: "Head", here: Path, workspace_flag: Path | None, home: Path, env: Mapping[str, str]
+) -> tuple[Path, list[Line]]:
     """Where a resumed session's tools work, and the lines that say so: a worktree fork
-    in its worktree (unless `--workspace` names one), else here; a note when that is not
-    where the session was recorded."""
+    in its worktree (unless `--workspace` names one) when this home made it
+    (`worktree_mark.check`), else here; a note when that is not where the session was
+    recorded."""
     notes: list[Line] = []
     workspace = here
     recorded = (picked.header.get("workspace") or {}).get("path") or ""
     if workspace_flag is None and mark_of(picked.header):
-        workspace, recorded, said = in_worktree(picked, here)
+        checked = check(home, picked.id, picked.header, env)
+        workspace, recorded, said = in_worktree(picked, here, checked)
         notes.append(said)
     if recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
@@ -145,26 +153,34 @@ def place(picked: "Head", here: Path, workspace_flag: Path | None) -> tuple[Path
     return workspace, notes
 
 
-def in_worktree(picked: "Head", here: Path) -> tuple[Path, str, Line]:
+def in_worktree(picked: "Head", here: Path, checked: Checked) -> tuple[Path, str, Line]:
     """Where a worktree fork resumes: in its worktree, from any directory (said in one
-    line); when the worktree is gone, here, with one line naming `worktree restore`.
-    Returns the workspace, what to compare the recorded one with, and the line."""
-    mark = mark_of(picked.header) or {}
-    if not Path(str(mark.get("repo") or "")).is_dir():  # pulled from another machine
+    line); when this home did not make it, its project is not here or the worktree is
+    gone, here, with one line saying why. Returns the workspace, what to compare the
+    recorded one with, and the line."""
+    said_mark = mark_of(picked.header) or {}
+    mark = checked.mark
+    if mark is None:  # pulled, or changed since: never trusted
+        said = (
+            f"note: session {short(picked.id)} names a worktree this home did not make "
+            f"({one_line(str(said_mark.get('path'))[:200])}); the tools work in {here}"
+        )
+        return here, str(here), (said, "yellow")
+    if not Path(mark["repo"]).is_dir():
         said = (
             f"note: the worktree of session {short(picked.id)} belongs to a project "
             f"not on this machine ({one_line(str(mark.get('repo')))}); the tools work "
             f"in {here}"
         )
         return here, str(here), (said, "yellow")
-    if is_gone(mark):
+    if not checked.live:
         said = (
             f"note: the worktree of session {short(picked.id)} is gone "
             f"({one_line(mark['path'])}); the tools work in {here}; "
             f"`gitsessions worktree restore {short(picked.id)}` brings it back"
         )
         return here, str(here), (said, "yellow")
-    place = workspace_for(picked.header) or Path(mark["path"])
+    place = workspace_for(picked.header, mark)
     said = (
         f"working in the worktree of session {short(picked.id)}: {one_line(str(place))} "
         f"(branch {one_line(mark['branch'])})"

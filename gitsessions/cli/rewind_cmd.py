@@ -1,6 +1,7 @@
 """`gitsessions rewind ID --to turn:N [--chat] [--code] [--force]`, and what it prints
 (shared with `\\rewind N` in the chat)."""
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
 from gitsessions.services import points
 from gitsessions.services.rewind import Rewound, rewind
-from gitsessions.services.worktree_mark import is_gone, mark_of, workspace_for
+from gitsessions.services.worktree_mark import check, workspace_for
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -19,16 +20,18 @@ from gitsessions.values.plural import plural
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 
 
-def session_workspace(head: Head, flag: Path | None) -> Path:
-    """Where a session's code is: --workspace, else its worktree, else its recorded
-    workspace when it is still there, else the current directory."""
+def session_workspace(head: Head, flag: Path | None, home: Path, env: Mapping[str, str]) -> Path:
+    """Where a session's code is: --workspace, else its worktree (when this home made
+    it: `worktree_mark.check`), else its recorded workspace when it is still there
+    (not when its worktree mark is refused: the record came with it), else the current
+    directory."""
     if flag is not None:
         return flag.expanduser().absolute()
-    mark = mark_of(head.header)
-    if mark is not None and not is_gone(mark):
-        return workspace_for(head.header) or Path(mark["path"])
+    checked = check(home, head.id, head.header, env)
+    if checked.mark is not None and checked.live:
+        return workspace_for(head.header, checked.mark)
     recorded = (head.header.get("workspace") or {}).get("path")
-    if recorded and Path(recorded).is_dir():
+    if checked.refused is None and recorded and Path(recorded).is_dir():
         return Path(recorded)
     return Path.cwd()
 
@@ -104,7 +107,7 @@ def cmd_rewind(
         state.env,
         session_id,
         turn,
-        workspace=session_workspace(head, workspace),
+        workspace=session_workspace(head, workspace, state.home, state.env),
         chat=chat or both,
         code=None if both else code,
         force=force,

@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -54,6 +55,7 @@ def cmd_search(
         raise BadUsage("the search query is empty; give one or more words")
     index = SearchIndex(state.store)
     hits = index.search(query, include_archived=include_archived, limit=limit)
+    warn_damaged(index.damaged)
     for sid in index.skipped:
         err.print(f"warning: session {short(sid)} cannot be read; run `gitsessions doctor`")
     if json_:

@@ -223,7 +223,9 @@ class Slash:
             return
         self.agent.save()
         session = self.agent.session
-        workspace = self.workspace or session_workspace(session.head, None)
+        workspace = self.workspace or session_workspace(
+            session.head, None, session.store.home, os.environ
+        )
         done = rewind(
             session.store, dict(os.environ), session.id, turn, workspace=workspace, lease_held=True
         )

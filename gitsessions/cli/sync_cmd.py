@@ -12,12 +12,16 @@ from typing import Annotated
 
 import typer
 
-from gitsessions.cli.plain import one_line, write_json, write_records
+from gitsessions.cli import state
+from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import State, plain_out
-from gitsessions.cli.sync_out import note, progress, run_pull, show
 from gitsessions.services import sync
+from gitsessions.services.config_file import config_path, redact_setting
 from gitsessions.values.errors import BadUsage
+from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+
+plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
 
 
 def is_id_prefix(word: str) -> bool:
@@ -38,7 +42,49 @@ def _state(ctx: typer.Context) -> State:
     return ctx.obj  # type: ignore[no-any-return]
 
 
-_note, _progress, _show = note, progress, show
+def _note(line: str, style: str = "") -> None:
+    """One line of data on stderr: plain into a pipe, through the console on a terminal."""
+    if piped(plain_err):
+        sink = Sink(plain_err.file, colour=False)
+        sink.line(line, one_line=True)
+        sink.flush()
+    else:
+        state.err.print(one_line(line), style=style)
+
+
+def _progress(line: str) -> None:
+    _note(line, "dim")
+
+
+def _show(report: sync.Report, json_: bool, verb: str) -> None:
+    if json_:
+        write_json(plain_out, report.as_dict())
+        return
+    quiet = {"up to date", "unchanged"}
+    rows = [
+        [short(o.id), o.result, f"{o.detail} -> forked as {short(o.fork)}" if o.fork else o.detail]
+        for o in report.sessions
+        if o.result not in quiet
+    ]
+    if rows and piped(plain_out):
+        write_records(plain_out, rows)
+    elif rows:
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False)
+        for column in ("id", "result", "detail"):
+            table.add_column(column, no_wrap=column != "detail")
+        for row in rows:
+            table.add_row(*(one_line(cell) for cell in row))
+        state.out.print(table, markup=False, highlight=False)
+    for sid, why in report.kept:
+        _note(f"kept {short(sid)}: {why}")
+    for c in report.code or []:
+        detail = f" ({c.detail})" if c.detail else ""
+        _note(f"code {short(c.id)}: {c.result + detail}")
+    counts = report.counts()
+    summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
+    _note(f"{verb} {report.url}: {summary}")
 
 
 @remote_app.command("add")
@@ -164,7 +210,19 @@ def cmd_pull(
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one, nor marks one that lives here
     deleted (it says `kept ID`). Needs git 2.29 or newer."""
-    run_pull(_state(ctx), remote, code=code, code_remote=code_remote, json_=json_)
+    st = _state(ctx)
+    light = sync.light_store(st.home)  # no dulwich repository unless a fork is written
+    store: sync.Store = st.store if light is None else light
+    try:
+        if light is not None:
+            redact_setting(st.config(), str(config_path(st.home)))  # as `store` checks it
+        report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
+        if code:
+            sync.fetch_snapshots(store, report, code_remote, st.env)
+    finally:
+        if light is not None:
+            light.close()
+    _show(report, json_, "pulled")
 
 
 def register(app: typer.Typer) -> None:

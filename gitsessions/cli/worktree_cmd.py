@@ -54,7 +54,8 @@ def fork_worktree(
 
 @worktree_app.command("list")
 def cmd_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
-    """Sessions with a worktree: session, path, branch, and clean, dirty or missing."""
+    """Sessions with a worktree this home made: session, path, branch, and clean, dirty or
+    missing."""
     state: State = ctx.obj
     rows = worktrees.listing(state.store, state.env)
     if json_:

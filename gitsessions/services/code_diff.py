@@ -6,7 +6,8 @@ Invariants:
 - Only a well-formed object id (40 or 64 hex) from a trailer reaches the `git` command
   line, so a stored value can never be taken as an option.
 - The diffstat is stock `git diff --stat A B` run in the project repository the sessions
-  recorded (`workspace.repo_root`, B's first); nothing in the project is written. A side
+  recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
+  command the project's config names (projectgit.py); nothing in the project is written. A side
   without a snapshot, a missing repository or a failing git is one note, never an error.
 """
 
@@ -15,6 +16,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
+from gitsessions.services.projectgit import DIFF_SAFE, command
 from gitsessions.services.revisions import State
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
@@ -47,13 +49,15 @@ def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -
     if repo is None:
         result["note"] = "no project repository was recorded with these sessions: no code diff"
         return result
+    a, b = str(shas["a"]), str(shas["b"])
+    argv, full = command(repo, env, "diff", *DIFF_SAFE, "--stat", a, b, "--")
     try:
         done = subprocess.run(
-            ["git", "-C", repo, "diff", "--stat", shas["a"], shas["b"], "--"],  # type: ignore[list-item]
+            argv,
             capture_output=True,
             text=True,
             errors="replace",
-            env=dict(env),
+            env=full,
             timeout=TIMEOUT,
             stdin=subprocess.DEVNULL,
         )

@@ -10,6 +10,8 @@ Invariants:
   and is not undone by anything here.
 - A fork made by a pull (the remote's diverged line) gets the remote's snapshots of the
   original session under its own id, so its turns check out the code they ran on.
+- Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and
+  `remote.*.uploadpack`/`receivepack` off (projectgit.py).
 """
 
 import subprocess
@@ -17,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gitsessions.services.projectgit import command
 
 SNAPSHOTS = "refs/gitsessions/snapshots/"
 
@@ -45,11 +49,12 @@ class CodeSession:
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    argv, full = command(repo, env, *args)
     return subprocess.run(
-        ["git", "-C", str(repo), *args],
+        argv,
         capture_output=True,
         text=True,
-        env=dict(env),
+        env=full,
         timeout=600,
         stdin=subprocess.DEVNULL,
         check=False,

@@ -37,7 +37,7 @@ from gitsessions.store import headlog, maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
 from gitsessions.store.refpack import is_sha, packed_lock, read_packed
-from gitsessions.store.refs import SESSION_REF_PREFIX
+from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
 from gitsessions.store.repo import STALE_LOCK_SECONDS
 from gitsessions.store.sessions import SessionStore, ref_name
 
@@ -85,9 +85,9 @@ def doctor(store: SessionStore, repair: bool = False) -> Report:
             report.findings.append(Finding("pack", f"store.git/{pack}", why))
             damaged |= shas
         _check_ref_files(store, report, repair)
-        refs = _session_refs(store, report)
+        refs, damaged_refs = _session_refs(store, report)
         report.sessions = len(refs)
-        _check_commits(store, refs, report, repair)
+        _check_commits(store, refs, report, repair, damaged_refs)
         _check_broken(store, refs, report, damaged)
         _check_locks(store, report, repair)
         _check_leases(store, refs, report, repair)
@@ -140,19 +140,27 @@ def _keep_aside(path: Path) -> None:
     os.replace(path, aside / f"{name}.{int(time.time())}")
 
 
-def _session_refs(store: SessionStore, report: Report) -> dict[str, bytes]:
+def _session_refs(store: SessionStore, report: Report) -> tuple[dict[str, bytes], set[str]]:
+    """The refs that can be read, and the sessions whose ref is damaged (named by
+    `_check_ref_files`): one damaged ref leaves the others checked."""
     try:
-        return store.ids()
+        scanned = store.scan()
     except StoreError as error:  # still unreadable (no --repair): go on without refs
         report.findings.append(Finding("refs", "store.git", str(error)))
-        return {}
+        return {}, set()
+    return scanned.ids, {sid for d in scanned.damaged if (sid := damaged_id(d)) is not None}
 
 
 def _check_commits(
-    store: SessionStore, refs: dict[str, bytes], report: Report, repair: bool
+    store: SessionStore,
+    refs: dict[str, bytes],
+    report: Report,
+    repair: bool,
+    damaged: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     """Find lost and lagging branches from the heads this home gave them (`headlog`),
-    never from a commit's trailer alone."""
+    never from a commit's trailer alone (and say so of a branch that is there but
+    damaged: `--repair` restores it, once its file is moved aside)."""
     git = store.git
     report.commits, by_session = maintenance.session_commits(git)
     deleted = tombstones.deleted(git.path)
@@ -165,7 +173,8 @@ def _check_commits(
         if head is None:
             if sid in deleted:
                 continue
-            finding = Finding("lost", sid, f"no branch; its newest commit is {tip.decode()[:12]}")
+            what = "its branch is damaged" if sid in damaged else "no branch"
+            finding = Finding("lost", sid, f"{what}; its newest commit is {tip.decode()[:12]}")
             if repair:
                 with git.locked(), git.ref_locked(ref_name(sid)):
                     finding.repaired = git.move_ref(ref_name(sid), None, tip)

@@ -13,6 +13,9 @@ Invariants:
 - A commit gets at most one `Gitsessions-Session: <id>` trailer per session (git
   interpret-trailers, `--if-exists addIfDifferent`), and none when its message is still
   empty (so git's own "empty commit message" abort still happens).
+- A commit in a linked worktree names a session only when `worktree_mark.check` trusts
+  its mark: this home made that worktree for that session and git lists it (a pulled
+  header's mark names nothing).
 """
 
 import os
@@ -24,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.projectgit import command
+from gitsessions.services.worktree_mark import check
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import is_session_id
 
@@ -58,11 +63,14 @@ def shim_bytes(name: str) -> bytes:
 def _git(
     cwd: Path, env: Mapping[str, str], *args: str, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    # the project's own core.hooksPath stays: none of these runs a hook, and `hooks_dir`
+    # must name the folder the user's commits run hooks from
+    argv, full = command(cwd, env, *args, own_hooks_path=True)
     return subprocess.run(
-        ["git", "-C", str(cwd), *args],
+        argv,
         capture_output=True,
         text=True,
-        env=dict(env),
+        env=full,
         input=input,
         timeout=GIT_TIMEOUT,
         stdin=None if input is not None else subprocess.DEVNULL,
@@ -268,7 +276,8 @@ def add_trailer(message_file: Path, session_id: str, cwd: Path, env: Mapping[str
 
 
 def worktree_path(header: Mapping[str, Any]) -> str | None:
-    """The path of the git worktree gitsessions made for a session, if its header says."""
+    """The path of the git worktree a session's header names (not to be trusted alone:
+    `session_for` asks `worktree_mark.check` whether this home made it)."""
     worktree = header.get("worktree")
     if not isinstance(worktree, Mapping):
         return None
@@ -280,10 +289,13 @@ def session_for(
     top: Path | None,
     env_session: str | None,
     headers: Callable[[], Iterable[Mapping[str, Any]]],
+    home: Path,
+    env: Mapping[str, str],
 ) -> str | None:
     """The session a commit belongs to: the one whose agent runs the commit
     (`GITSESSIONS_SESSION`), else the session whose worktree is `top` (the most recently
-    active one when several say so, e.g. a chat-only fork of a worktree fork)."""
+    active one when several say so), a worktree `home` made for that session and git
+    lists (`worktree_mark.check`: a pulled mark names nothing)."""
     if env_session and is_session_id(env_session):
         return env_session
     if top is None:
@@ -296,11 +308,21 @@ def session_for(
         and is_session_id(h.get("id"))
         and (path := worktree_path(h)) is not None
         and os.path.realpath(path) == where
+        and _made_here(home, h, env, where)
     ]
     if not matches:
         return None
     newest = max(matches, key=lambda h: str(h.get("active_at") or h.get("updated_at") or ""))
     return str(newest["id"])
+
+
+def _made_here(home: Path, header: Mapping[str, Any], env: Mapping[str, str], where: str) -> bool:
+    checked = check(home, str(header.get("id")), header, env)
+    return (
+        checked.live
+        and checked.mark is not None
+        and (os.path.realpath(checked.mark["path"]) == where)
+    )
 
 
 def sessions_of_commit(repo: Path, rev: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

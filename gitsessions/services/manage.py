@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services import chat_history, points, snapshots, writer
+from gitsessions.services import chat_history, points, snapshots, worktree_mark, writer
 from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.search import SearchIndex
 from gitsessions.services.writer import Edit, Written
@@ -135,8 +135,10 @@ def delete(
     header = deleted[0].header
     root = (header.get("workspace") or {}).get("repo_root")
     forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
-    mark = header.get("worktree")
-    return Deleted(forgot, mark if isinstance(mark, dict) and not mark.get("removed_at") else None)
+    # named only when this home made it; its record goes with the session
+    mark = worktree_mark.check(store.home, deleted[0].id, header, None).mark
+    worktree_mark.forget(store.home, deleted[0].id)
+    return Deleted(forgot, mark if mark is not None and not mark.get("removed_at") else None)
 
 
 def gc(store: SessionStore) -> dict[str, object]:

@@ -14,13 +14,15 @@ index (`holds`). A fork copies nothing in the store, so it adds only its `holds`
 here, and a search matches each segment's text once however many forks hold it. A
 segment is read only when no session held its blob yet, so refreshing after a turn reads
 one segment, not the whole store; text no session holds any more is dropped. Sessions
-whose branch is gone are dropped from it; a cache that cannot be read, or was built for
+whose branch is gone or damaged are dropped from it (a damaged ref named in `damaged`,
+the others still searched); a cache that cannot be read, or was built for
 another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
 With redaction on, text is redacted before it is indexed, so even a session stored before
 redaction existed (or with it off) cannot be searched for a secret's value; an index built
-under the other setting is emptied (rows overwritten, file vacuumed) and rebuilt.
+under the other setting, or under other rules (`mode` holds `rules_id()`, 0 with redaction
+off), is emptied (rows overwritten, file vacuumed) and rebuilt.
 """
 
 import json
@@ -32,12 +34,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitsessions.store.cache import open_cache
-from gitsessions.store.errors import ObjectMissing, StoreCorrupt
+from gitsessions.store.errors import NotACommit, ObjectMissing, StoreCorrupt
+from gitsessions.store.refs import DamagedRef, ref_name
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import check_text
 from gitsessions.values.messages import text_of
 from gitsessions.values.plural import plural
-from gitsessions.values.secrets import redact
+from gitsessions.values.secrets import redact, rules_id
 
 TITLE, SUMMARY = -2, -1
 COMPACTION = -3  # the n-th compaction summary is label COMPACTION - n
@@ -125,13 +128,16 @@ class SearchIndex:
         self.store = store
         self.path = store.home / "search.sqlite"
         self.skipped: list[str] = []  # sessions that could not be read at the last refresh
+        self.damaged: list[DamagedRef] = []  # refs that could not be read at the last refresh
 
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
         return open_cache(self.path, SCHEMA)
 
     def refresh(self) -> None:
         """Bring the index up to date with the refs (reads only what changed)."""
-        refs = self.store.ids()
+        scanned = self.store.scan()
+        self.damaged = list(scanned.damaged)
+        refs = scanned.ids
         with self._db() as db:
             reset = self._match_mode(db)
             known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
@@ -142,15 +148,21 @@ class SearchIndex:
                     try:
                         self._index(db, self.store.head_at(session, commit))
                     except ObjectMissing:
-                        if self.store.exists(session):
-                            self.skipped.append(session)  # damaged: `doctor` names it
+                        if self.store.exists(session):  # damaged: `doctor` names it
+                            self._damaged(session, "its objects are missing")
                         self._drop(db, session)  # deleted while we indexed
+                    except NotACommit:
+                        self._damaged(session, "does not name a commit")
+                        self._drop(db, session)
                     except StoreCorrupt:
                         self.skipped.append(session)  # damaged: the others still search
                         self._drop(db, session)
             db.commit()
             if reset:
                 self._compact_file(db)
+
+    def _damaged(self, session: str, why: str) -> None:
+        self.damaged.append(DamagedRef(ref_name(session).decode(), why))
 
     # -- storage: each segment blob's text once, and which sessions hold it -------------
 
@@ -240,13 +252,15 @@ class SearchIndex:
             db.execute("DELETE FROM blobs WHERE id = ?", (key,))
 
     def _match_mode(self, db: sqlite3.Connection) -> bool:
-        """Empty an index built under the other redaction setting; True when it did."""
+        """Empty an index built under the other redaction setting or other rules; True
+        when it did."""
+        expected = rules_id() if self.store.redact else 0
         row = db.execute("SELECT redact FROM mode").fetchone()
-        if row is not None and bool(row[0]) == self.store.redact:
+        if row is not None and row[0] == expected:
             return False
         for table in TABLES:
             db.execute(f"DELETE FROM {table}")
-        db.execute("INSERT INTO mode VALUES (?)", (int(self.store.redact),))
+        db.execute("INSERT INTO mode VALUES (?)", (expected,))
         return True
 
     def _clean(self, text: str) -> str:

@@ -6,15 +6,21 @@ Invariants:
   and only ever writes objects and the one ref `refs/gitsessions/snapshots/<session id>`.
 - Its tree is the working tree minus ignored files: HEAD plus staged, unstaged and
   untracked-but-not-ignored files (a tracked file stays even when ignored), the same as
-  `git add -A` into that copy. The paths `git status` reports are given to
-  `git update-index --add --remove` (that is `add -A` restricted to what changed), so the
-  tree is walked once. Files over `max_file_bytes` are left out (their index entry, if
-  any, stays) and named.
+  `git add -A` into that copy. Of the paths `git status` reports (so the tree is walked
+  once), files and symbolic links are hashed with `git hash-object -w --no-filters` and
+  put in with `update-index --index-info`: the snapshot holds their bytes as they are,
+  and no clean filter the project's config or attributes name ever runs; gone paths and
+  nested repositories go through `update-index --add --remove`, which hashes no file.
+  Files over `max_file_bytes` are left out (their index entry, if any, stays) and named.
+  The mode is 100755 for a file with its owner's execute bit, else 100644 (with
+  `core.fileMode` false: the index entry's mode, as `update-index` keeps it).
 - Snapshot commits chain: first parent the project's HEAD (as a stash does), second the
   session's previous snapshot, so every one stays reachable from the ref and `git gc`
   keeps them. The ref moves by compare-and-swap (`update-ref NEW OLD`). A turn whose
   tree and HEAD did not change reuses the previous snapshot: no new commit.
-- Only stock `git` is run, in the project; nothing here reads the environment or prints.
+- Only stock `git` is run, in the project, with its command-running config off
+  (projectgit.py: fsmonitor, hooks, filters, signing); nothing here reads the
+  environment or prints.
 """
 
 import os
@@ -24,7 +30,9 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISLNK, S_ISREG
 
+from gitsessions.services.projectgit import command, filters_listed
 from gitsessions.services.snapshot_settings import DEFAULT_MAX_FILE_BYTES
 from gitsessions.services.workspace import NO_REPOSITORY_NOTE, no_repository
 from gitsessions.values.errors import GitsessionsError
@@ -56,11 +64,12 @@ def git(
     extra: Mapping[str, str] | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Stock git in `cwd`; `SnapshotError` naming the command when it fails (`check`)."""
-    full = {**env, **(extra or {})}
+    """Stock git in `cwd`, its command-running config off (projectgit.py);
+    `SnapshotError` naming the command when it fails (`check`)."""
+    argv, full = command(cwd, {**env, **(extra or {})}, *args)
     try:
         done = subprocess.run(
-            ["git", "-C", str(cwd), *args],
+            argv,
             input=input,
             capture_output=True,
             env=full,
@@ -207,21 +216,87 @@ def capture(
         if project.index.exists():
             shutil.copyfile(project.index, index)
         extra = {"GIT_INDEX_FILE": str(index), "GIT_OPTIONAL_LOCKS": "0"}
-        if keep:
-            payload = b"".join(p + b"\0" for p in keep)
-            git(
-                project.root,
-                env,
-                "update-index",
-                "--add",
-                "--remove",
-                "-z",
-                "--stdin",
-                input=payload,
-                extra=extra,
-            )
+        env = filters_listed(project.root, env)  # one listing for the commands below
+        modes = _index_modes(project.root, env, extra)
+        files, others = _hashed(project.root, env, keep, Path(scratch), modes)
+        if others:  # gone (removed from the index) or a nested repository (a gitlink)
+            payload = b"".join(p + b"\0" for p in others)
+            git(project.root, env, "update-index", "--add", "--remove", "-z", "--stdin",
+                input=payload, extra=extra)  # fmt: skip
+        if files:
+            git(project.root, env, "update-index", "-z", "--index-info",
+                input=b"".join(files), extra=extra)  # fmt: skip
         tree = out(git(project.root, env, "write-tree", extra=extra))
     return Captured(tree, scanned.head, tuple(left_out))
+
+
+def _index_modes(
+    root: Path, env: Mapping[str, str], extra: Mapping[str, str]
+) -> dict[bytes, bytes] | None:
+    """None when the execute bit on disk counts (`core.fileMode`, git's default); else
+    each index entry's mode, which a changed file then keeps (as `update-index` does)."""
+    done = git(root, env, "config", "--type=bool", "core.fileMode", check=False)
+    if out(done) != "false":
+        return None
+    listed = git(root, env, "ls-files", "-s", "-z", extra=extra).stdout.split(b"\0")
+    return {e.split(b"\t", 1)[1]: e.split(b" ", 1)[0] for e in listed if b"\t" in e}
+
+
+def _hashed(
+    root: Path,
+    env: Mapping[str, str],
+    paths: Iterable[bytes],
+    scratch: Path,
+    modes: dict[bytes, bytes] | None = None,
+) -> tuple[list[bytes], list[bytes]]:
+    """Blobs of the regular files and symbolic links among `paths`, written with
+    `hash-object -w --no-filters` (their bytes as they are: no clean filter or other
+    conversion runs), as `--index-info -z` records; and the other paths (gone, or a
+    directory: a nested repository), for `update-index --add --remove`. A file's mode
+    is 100755 with its owner's execute bit, else 100644; with `modes` (core.fileMode
+    false) a file in the index keeps its mode there."""
+    entries: list[tuple[bytes, bytes]] = []  # (mode, path)
+    sources: list[bytes] = []  # what hash-object reads for each entry
+    others: list[bytes] = []
+    for path in paths:
+        full = os.path.join(bytes(root), path)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            others.append(path)
+            continue
+        if S_ISLNK(st.st_mode):
+            target = scratch / f"link-{len(sources)}"  # the blob of a link is its target
+            target.write_bytes(os.readlink(full))
+            entries.append((b"120000", path))
+            sources.append(os.fsencode(target))
+        elif S_ISREG(st.st_mode):
+            mode = b"100755" if st.st_mode & 0o100 else b"100644"
+            if modes is not None:
+                mode = modes.get(path, b"100644")
+                mode = mode if mode in (b"100644", b"100755") else b"100644"
+            entries.append((mode, path))
+            sources.append(full)
+        else:
+            others.append(path)
+    if not entries:
+        return [], others
+    listed = b"".join(_c_quoted(source) + b"\n" for source in sources)
+    done = git(root, env, "hash-object", "-w", "--no-filters", "--stdin-paths", input=listed)
+    shas = done.stdout.split()
+    if len(shas) != len(entries):
+        raise SnapshotError(f"git hash-object failed in {root}: {len(shas)} of {len(entries)}")
+    pairs = zip(entries, shas, strict=True)
+    records = [mode + b" " + sha + b"\t" + path + b"\0" for (mode, path), sha in pairs]
+    return records, others
+
+
+def _c_quoted(path: bytes) -> bytes:
+    """A path as one line of `--stdin-paths` (git unquotes a line that starts with `"`)."""
+    if b"\n" not in path and not path.startswith(b'"'):
+        return path
+    escaped = path.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+    return b'"' + escaped + b'"'
 
 
 def _by_size(root: Path, paths: Iterable[bytes], limit: int) -> tuple[list[bytes], list[str]]:

@@ -1,5 +1,5 @@
 """What a session records about its workspace: path, and for a git repository its root,
-branch and HEAD, read with stock git (never written).
+branch and HEAD, read with stock git (never written; projectgit.py's hardened commands).
 
 A directory git surely finds no repository from (`no_repository`: nothing that looks
 like one in it or above it, no GIT_DIR naming one) is answered without
@@ -13,18 +13,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.projectgit import command
 from gitsessions.values.records import empty_workspace
 
 NO_REPOSITORY_NOTE = "note: the workspace is not in a git repository; no code snapshots"
 
 
 def _git(path: Path, env: Mapping[str, str], *args: str) -> str | None:
+    argv, full = command(path, env, *args)
     try:
         done = subprocess.run(
-            ["git", "-C", str(path), *args],
+            argv,
             capture_output=True,
             text=True,
-            env=dict(env),
+            env=full,
             timeout=10,
             stdin=subprocess.DEVNULL,
         )

@@ -9,7 +9,10 @@ Invariants:
   brings only the work, not the session's snapshot chain.
 - The fork's header records `worktree` = `{path, branch, base, repo, removed_at}` (base:
   the snapshot; repo: the project's main working tree). It is a local mark: no fork of
-  the fork, export, import or pull carries it (`values.records.LOCAL_ONLY_FIELDS`).
+  the fork, export or import carries it (`values.records.LOCAL_ONLY_FIELDS`), and this
+  home records that it made it (`worktree_mark.remember`, never pushed or pulled).
+  Every use of a mark (list, remove, restore) goes through `worktree_mark.check`: a
+  mark this home did not make for that session (a pulled one) is refused.
 - Every session commit (the fork, a removal, a restore) goes through the writer. Git is
   changed first and undone when the session commit fails, so neither is left half made.
 - `remove` refuses a worktree with uncommitted or untracked changes unless `force`,
@@ -27,7 +30,7 @@ from gitsessions.services.hooks import NO_HOOKS, Hooks
 from gitsessions.services.manage import fork_title
 from gitsessions.services.snapshots import IDENTITY, Project, SnapshotError, find_project, git, out
 from gitsessions.services.workspace import describe
-from gitsessions.services.worktree_mark import is_gone, mark_of
+from gitsessions.services.worktree_mark import Checked, check, forget, remember
 from gitsessions.services.writer import Edit
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -136,8 +139,6 @@ def fork(
     branch = branch_name(fork_id)
     base_commit = _branch_base(project, env, snap, label)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    git(project.root, env, "worktree", "add", "-q", "-b", branch, str(path), base_commit)
-    workspace_path = path / relative
     mark = {
         "path": str(path),
         "branch": branch,
@@ -145,6 +146,14 @@ def fork(
         "repo": str(repo),
         "removed_at": None,
     }
+    # recorded before the worktree is added: a crash leaves at most a record no session names
+    remember(store.home, fork_id, mark)
+    try:
+        git(project.root, env, "worktree", "add", "-q", "-b", branch, str(path), base_commit)
+    except BaseException:
+        forget(store.home, fork_id)
+        raise
+    workspace_path = path / relative
     updates = {
         "worktree": mark,
         "workspace": describe(workspace_path if workspace_path.is_dir() else path, env),
@@ -170,6 +179,7 @@ def fork(
     except BaseException:
         git(project.root, env, "worktree", "remove", "--force", str(path), check=False)
         git(project.root, env, "branch", "-D", branch, check=False)
+        forget(store.home, fork_id)
         raise
     hooks.run(
         "post-fork",
@@ -182,21 +192,24 @@ def fork(
     return Forked(new, mark)
 
 
-def state_of(mark: Mapping[str, Any], env: Mapping[str, str]) -> str:
-    """`clean`, `dirty` (uncommitted or untracked changes) or `missing`."""
-    if is_gone(mark):
+def state_of(checked: Checked, env: Mapping[str, str]) -> str:
+    """`clean`, `dirty` (uncommitted or untracked changes) or `missing` (also: gone from
+    git's list of worktrees)."""
+    if checked.mark is None or not checked.live:
         return "missing"
-    done = git(Path(mark["path"]), env, "status", "--porcelain", check=False)
+    done = git(Path(checked.mark["path"]), env, "status", "--porcelain", check=False)
     if done.returncode != 0:
         return "missing"
     return "dirty" if done.stdout.strip() else "clean"
 
 
 def listing(store: SessionStore, env: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every session that has a worktree: session, path, branch, state."""
+    """Every session that has a worktree this home made: session, path, branch, state
+    (a mark this home did not make is left out)."""
     rows = []
     for header in Catalog(store).headers():
-        mark = mark_of(header)
+        checked = check(store.home, str(header.get("id")), header, env)
+        mark = checked.mark
         if mark is None:
             continue
         rows.append(
@@ -207,29 +220,35 @@ def listing(store: SessionStore, env: Mapping[str, str]) -> list[dict[str, Any]]
                 "branch": mark["branch"],
                 "base": mark.get("base"),
                 "repo": mark.get("repo"),
-                "state": state_of(mark, env),
+                "state": state_of(checked, env),
             }
         )
     rows.sort(key=lambda r: (r["path"], r["session"]))
     return rows
 
 
-def _marked(store: SessionStore, session_id: str) -> tuple[Head, dict[str, Any]]:
+def _marked(store: SessionStore, env: Mapping[str, str], session_id: str) -> Checked:
+    """The session's worktree mark, refused unless this home made it for the session."""
     head = store.head(session_id)
-    mark = mark_of(head.header)
-    if mark is None:
+    checked = check(store.home, head.id, head.header, env)
+    if checked.refused is not None:
+        raise WorktreeError(
+            f"session {short(session_id)} names a worktree this home did not make "
+            f"({str(head.header['worktree'].get('path'))[:200]}); nothing was changed"
+        )
+    if checked.mark is None:
         raise InvalidInput(
             f"session {short(session_id)} has no worktree (`gitsessions fork ID --worktree` "
             "makes one)"
         )
-    return head, mark
+    return checked
 
 
 def _set_mark(
     store: SessionStore, session_id: str, removed_at: str | None, event: str, subject: str
 ) -> None:
     def edit(head: Head) -> Edit | None:
-        mark = mark_of(head.header)
+        mark = check(store.home, head.id, head.header, None).mark
         if mark is None or mark.get("removed_at") == removed_at:
             return None
         mark["removed_at"] = removed_at
@@ -240,14 +259,16 @@ def _set_mark(
 
 def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: bool) -> str:
     """Remove the session's worktree (its branch stays); returns what happened."""
-    _head, mark = _marked(store, session_id)
+    checked = _marked(store, env, session_id)
+    mark = checked.mark
+    assert mark is not None
     path = Path(mark["path"])
     repo = Path(mark["repo"])
     if mark.get("removed_at") and not path.exists():
         raise InvalidInput(f"the worktree of {short(session_id)} is already removed")
     saved = ""
-    if path.is_dir():
-        state = state_of(mark, env)
+    if checked.live:  # git lists it as a worktree of `repo`: nothing else is removed
+        state = state_of(checked, env)
         if state == "dirty":
             if not force:
                 raise WorktreeError(
@@ -272,7 +293,8 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
 
 def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str:
     """Add the session's worktree again at its branch."""
-    _head, mark = _marked(store, session_id)
+    mark = _marked(store, env, session_id).mark
+    assert mark is not None
     path = Path(mark["path"])
     repo = Path(mark["repo"])
     if path.is_dir() and not mark.get("removed_at"):

@@ -2,8 +2,10 @@
 
 Invariant: the refs are the truth. Each row is keyed by session id and the commit it was
 read from; a row whose commit is not the branch's current head is re-read, a row whose
-branch is gone is dropped. `store.cache` rebuilds a file that cannot be read and keeps
-deleted rows from lingering on disk.
+branch is gone is dropped. A damaged ref never hides the others: it is left out (a ref
+file that holds no commit id) or listed as unreadable (a ref naming a missing object or
+one that is not a commit), and named in `damaged` for the caller to say. `store.cache`
+rebuilds a file that cannot be read and keeps deleted rows from lingering on disk.
 
 Each row also keeps the session's first prompt (`first_prompt`, one line, at most
 `PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
@@ -19,9 +21,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.cache import open_cache
-from gitsessions.store.errors import ObjectMissing, StoreError
+from gitsessions.store.errors import NotACommit, ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
-from gitsessions.store.refs import StoreRefs
+from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
 from gitsessions.values.messages import text_of
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Catalog:
         self.refs = store
         self._open_store = open_store
         self.path = store.home / "index.sqlite"
+        self.damaged: list[DamagedRef] = []  # the damaged refs the last `headers` met
 
     @property
     def store(self) -> "SessionStore":
@@ -73,8 +76,10 @@ class Catalog:
 
     def headers(self) -> list[dict[str, Any]]:
         """Every session's header (with `head` and `first_prompt` added), refreshed from
-        the refs."""
-        refs = {sid: commit.decode() for sid, commit in self.refs.ids().items()}
+        the refs; the refs that could not be read are in `damaged` after."""
+        scanned = self.refs.scan()
+        self.damaged = list(scanned.damaged)
+        refs = {sid: commit.decode() for sid, commit in scanned.ids.items()}
         with open_cache(self.path, [SCHEMA]) as db:
             cached = {
                 row[0]: (row[1], row[2], row[3]) for row in db.execute("SELECT * FROM headers")
@@ -95,6 +100,10 @@ class Catalog:
                         if not self.refs.exists(sid):
                             continue  # deleted while we listed
                         header = broken_header(sid, "its objects are missing")
+                        self._damaged(sid, "its objects are missing")
+                    except NotACommit:
+                        header = broken_header(sid, "its branch does not name a commit")
+                        self._damaged(sid, "does not name a commit")
                     except NewerFormat as error:
                         header = broken_header(
                             sid, str(error), "(newer format: upgrade gitsessions)"
@@ -112,6 +121,9 @@ class Catalog:
                     db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?)", fresh)
                     db.executemany("DELETE FROM headers WHERE id = ?", gone)
             return out
+
+    def _damaged(self, session_id: str, why: str) -> None:
+        self.damaged.append(DamagedRef(ref_name(session_id).decode(), why))
 
     def _first_prompt(self, head: "Head") -> str:
         """The text of the transcript's first user message, on one line ("" if none)."""

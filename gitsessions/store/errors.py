@@ -33,3 +33,7 @@ class StoreCorrupt(StoreError):
 
 class ObjectMissing(StoreError):
     """An object a ref or tree names is gone: purged by a concurrent delete."""
+
+
+class NotACommit(StoreCorrupt):
+    """A ref or a parent names an object that is not a commit (a blob, a tree)."""

@@ -3,14 +3,15 @@
 Invariants:
 - Nothing a ref may need is ever removed. Purges (`gc`, and `purge` after `delete`)
   run under the store's exclusive lock, so no writer has objects in flight; they first
-  read every ref strictly (a bad `packed-refs` line or ref file stops them), and just
-  before removing anything they read the refs again and stop unless they are unchanged.
-  A ref whose history cannot be walked (missing or corrupt objects) makes the purge
-  keep everything: it is reported, and nothing below it is guessed at.
+  read every ref strictly (a bad `packed-refs` line stops them), and just before
+  removing anything they read the refs again and stop unless they are unchanged.
+  A ref whose history cannot be walked (missing or corrupt objects, a ref or parent
+  naming a blob or tree, a loose ref file holding no commit id: `walk_all`) makes the
+  purge keep everything: it is reported, and nothing below it is guessed at.
 - Packing never removes an object that is not in a pack already renamed into place
-  (pack, then index, both fsynced), so it needs no exclusive lock: it holds the shared
-  one, like a writer, and runs in a background process (`background.py`), never inside
-  a turn.
+  (pack, then index, both fsynced; what a walk met where it broke off is packed too),
+  so it needs no exclusive lock: it holds the shared one, like a writer, and runs in a
+  background process (`background.py`), never inside a turn.
 - Packs are deltified the way git does it, not the way dulwich's repack does (it writes
   no deltas) nor dulwich's `deltify_pack_objects` (a window search whose byte-level
   encoder costs ~20 ms a blob here, and unbounded chains): versions of one file are
@@ -35,11 +36,11 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 
 from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
-from gitsessions.store.errors import StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.objectread import parse_commit, parse_tree
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
-from gitsessions.store.refpack import pack_refs, read_loose, read_packed
+from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
 from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id
@@ -63,6 +64,15 @@ def all_refs(git: GitStore) -> dict[bytes, bytes]:
     """Every ref of the store (but HEAD), read strictly: loose first, then packed."""
     packed = read_packed(git.path / "packed-refs")
     return {**packed, **read_loose(git.path)}
+
+
+def walk_all(git: GitStore, refs: dict[bytes, bytes]) -> Walk:
+    """`walk` of every ref, with each loose ref file that holds no commit id counted as
+    broken: what it named is unknown, so a purge must keep everything."""
+    reached = walk(git, refs)
+    for name in unreadable_loose(git.path):
+        reached.broken[name] = "does not hold a commit id"
+    return reached
 
 
 def walk(git: GitStore, refs: dict[bytes, bytes], only: set[bytes] | None = None) -> Walk:
@@ -97,6 +107,8 @@ def _walk_one(git: GitStore, root: bytes, reached: Walk, only: set[bytes] | None
                 commit = parse_commit(raw)
                 commits.append((sha, commit.tree))
                 following.extend(commit.parents)
+            else:  # a ref (or parent) naming a blob or a tree: the session cannot be read
+                raise NotACommit(f"object {sha.decode()} is not a commit")
         frontier = following
     for sha, tree in commits:
         reached.entries.append((sha, Commit.type_num, b""))
@@ -203,7 +215,7 @@ def repack(git: GitStore) -> dict[str, object]:
         store = git.repo.object_store
         dulwich_private.rescan_packs(store)
         refs = all_refs(git)
-        reached = walk(git, refs)
+        reached = walk_all(git, refs)
         loose = list(dulwich_private.loose_objects(store))
         old_packs = list(store.packs)
         stats: dict[str, object] = {
@@ -242,7 +254,7 @@ def purge(git: GitStore, gone: bytes) -> dict[str, object]:
         candidates = walk(git, {b"gone": gone}).seen
         if not candidates:
             return {"purged": 0, "broken": []}
-        others = walk(git, refs)
+        others = walk_all(git, refs)
         if others.broken:  # what they reach is unknown: keep everything
             return {"purged": 0, "broken": sorted(n.decode() for n in others.broken)}
         doomed = candidates - others.seen
@@ -286,7 +298,9 @@ def pack_loose(git: GitStore) -> int:
             return 0
         refs = all_refs(git)
         reached = walk(git, refs, only=loose)
-        leftovers = sorted(loose - reached.seen)  # not (yet) referenced: kept all the same
+        # not (yet) referenced, or met where a walk broke off (a ref naming a blob, an
+        # unreadable object): kept all the same, or nothing is removed
+        leftovers = sorted(loose - {sha for sha, _kind, _path in reached.entries})
         entries = reached.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
         _write_pack(git, entries)
         dulwich_private.rescan_packs(store)
@@ -305,9 +319,10 @@ def consolidate(git: GitStore) -> int:
         loose = list(dulwich_private.loose_objects(store))
         refs = all_refs(git)
         reached = walk(git, refs)
-        extra = {s for s in loose if s not in reached.seen}
+        walked = {sha for sha, _kind, _path in reached.entries}  # not `seen`: see pack_loose
+        extra = {s for s in loose if s not in walked}
         for pack in old_packs:
-            extra.update(s for s in pack if s not in reached.seen)  # hex ids
+            extra.update(s for s in pack if s not in walked)  # hex ids
         entries = reached.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
         new_name = _write_pack(git, entries)
         dulwich_private.rescan_packs(store)

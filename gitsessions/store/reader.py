@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store.errors import SessionNotFound, StoreCorrupt
+from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
     Record,
@@ -34,7 +34,7 @@ from gitsessions.store.objectread import (
     read_blob,
     read_tree,
 )
-from gitsessions.store.refs import StoreRefs, ref_name, resolve_id
+from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
@@ -144,18 +144,39 @@ class SessionReader:
             k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
         }
 
+    def scan(self) -> ScannedRefs:
+        """The sessions whose refs can be read, and each damaged ref named (listings)."""
+        return scan_session_ids(self.git.path)
+
     def exists(self, session_id: str) -> bool:
         return self.git.ref(ref_name(session_id)) is not None
 
     def resolve(self, text: str) -> str:
         """The full id named by an id or unique prefix."""
-        return resolve_id(text, self.ids, self.exists)
+        return resolve_id(text, self.scan, self.exists)
 
     def head(self, session_id: str) -> Head:
-        commit_id = self.git.ref(ref_name(session_id))
+        """The session's head; a ref that names no commit, or a commit whose objects are
+        missing while the ref still names it (not a delete meanwhile), is damage: one
+        `StoreCorrupt` line naming `gitsessions doctor`."""
+        name = ref_name(session_id)
+        commit_id = self.git.ref(name)
         if commit_id is None:
             raise SessionNotFound(f"no session {session_id}")
-        return self.head_at(session_id, commit_id)
+        try:
+            return self.head_at(session_id, commit_id)
+        except NotACommit:
+            raise NotACommit(
+                f"session ref {name.decode()} is damaged ({commit_id.decode()} is not a "
+                "commit); run `gitsessions doctor`"
+            ) from None
+        except ObjectMissing:
+            if self.git.ref(name) != commit_id:
+                raise  # deleted or moved meanwhile
+            raise StoreCorrupt(
+                f"session ref {name.decode()} is damaged (its objects are missing); "
+                "run `gitsessions doctor`"
+            ) from None
 
     def head_at(self, session_id: str, commit_id: bytes) -> Head:
         commit = self.read_commit(commit_id)
@@ -166,10 +187,10 @@ class SessionReader:
         return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
 
     def read_commit(self, commit_id: bytes) -> ReadCommit:
-        """A commit of the store (`StoreCorrupt` if the object is something else)."""
+        """A commit of the store (`NotACommit` if the object is something else)."""
         kind, raw = self.git.raw(commit_id)
         if kind != COMMIT:
-            raise StoreCorrupt(f"{commit_id.decode()} is not a commit")
+            raise NotACommit(f"{commit_id.decode()} is not a commit")
         return parse_commit(raw)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:

@@ -9,6 +9,10 @@ Invariants:
   A ref that moved meanwhile stays loose, with its newer value.
 - Readers look at loose refs first and at `packed-refs` after (see `GitStore`), so a
   reader never sees a value older than one already committed when it started.
+- A damaged `packed-refs` line (`scan_packed`) hides only the ref it names: a lookup
+  of another ref still answers, one of that ref (or any lookup the file cannot answer,
+  when a line names no ref at all) raises `StoreCorrupt`. Whatever writes the file
+  reads it strictly (`read_packed`), so no write ever drops a damaged line.
 (dulwich's `add_packed_refs` deletes the loose files first and writes `packed-refs`
 after: a kill in between drops every loose ref. It is never called here.)
 """
@@ -75,6 +79,38 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
     return refs
 
 
+def check_packed(path: Path) -> None:
+    """`StoreCorrupt` (one line) when a packed-refs file holds a bad line: what a ref
+    move checks first, so a write refuses as a strict read does (dulwich's own parse
+    raises an error of its own)."""
+    _packed(path)
+
+
+def scan_packed(path: Path) -> tuple[dict[bytes, bytes], list[tuple[int, bytes]]]:
+    """`{ref name: sha}` of the good lines of a packed-refs file, and each bad one as
+    `(line number, the ref it names or b"")`; for readers, never for a writer. The dict
+    of a healthy file is the shared parse: never change it."""
+    try:
+        return _packed(path), []
+    except StoreCorrupt:
+        pass
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, []
+    refs: dict[bytes, bytes] = {}
+    bad: list[tuple[int, bytes]] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line or line.startswith(b"#") or line.startswith(b"^"):
+            continue
+        sha, sep, name = line.partition(b" ")
+        if not sep or not is_sha(sha) or not name.startswith(b"refs/"):
+            bad.append((number, name if sep and name.startswith(b"refs/") else b""))
+            continue
+        refs[name] = sha
+    return refs, bad
+
+
 def read_loose(store_path: Path, under: bytes = b"refs/") -> dict[bytes, bytes]:
     """Every loose ref under `under` (a folder of `refs/`) holding a sha (symbolic refs
     and locks skipped)."""
@@ -92,6 +128,25 @@ def read_loose(store_path: Path, under: bytes = b"refs/") -> dict[bytes, bytes]:
             if _SHA.match(value):
                 refs[os.fsencode(file.relative_to(store_path).as_posix())] = value
     return refs
+
+
+def unreadable_loose(store_path: Path, under: bytes = b"refs/") -> list[bytes]:
+    """The loose ref files under `under` that hold neither a sha nor a symbolic ref
+    (`ref: ...`): what they named is unknown (`read_loose` skips them)."""
+    bad: list[bytes] = []
+    for dirpath, _dirs, files in os.walk(store_path / os.fsdecode(under)):
+        for name in files:
+            if name.endswith(".lock"):
+                continue
+            file = Path(dirpath) / name
+            try:
+                with open(file, "rb") as handle:
+                    value = handle.read(4096).strip()
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+            if not _SHA.match(value) and not value.startswith(b"ref: "):
+                bad.append(os.fsencode(file.relative_to(store_path).as_posix()))
+    return sorted(bad)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -170,12 +225,24 @@ def current(store_path: Path, name: bytes) -> bytes | None:
     try:
         value = (store_path / os.fsdecode(name)).read_bytes().strip()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return _packed(store_path / "packed-refs").get(name)
+        return _packed_value(store_path / "packed-refs", name)
     if not _SHA.match(value):
         raise StoreCorrupt(
             f"{store_path / os.fsdecode(name)} does not hold a commit id; run `gitsessions doctor`"
         )
     return value
+
+
+def _packed_value(path: Path, name: bytes) -> bytes | None:
+    """`name`'s value in `packed-refs`: a damaged line elsewhere does not hide it; one
+    that names it, or names no ref at all (it may have been it), raises."""
+    refs, bad = scan_packed(path)
+    if name in refs:
+        return refs[name]
+    for number, named in bad:
+        if named in (name, b""):
+            raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
+    return None
 
 
 def delete_ref(store_path: Path, name: bytes, expected: bytes) -> bool:

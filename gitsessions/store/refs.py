@@ -10,15 +10,21 @@ Invariants:
   opens the full `SessionStore`, which creates, upgrades or refuses as it always did.
 - `SessionStore` answers `ids`, `exists` and `resolve` through the same functions, so
   both give the same answers and the same errors.
+- One damaged ref hides only itself: `scan_session_ids` (what listings read) gives the
+  good refs and names each damaged one (`DamagedRef`) instead of raising; `ids` stays
+  strict (a write or a sync must not act on a partial view). A prefix is resolved
+  among both, so a damaged session is never taken for absent: naming it keeps its
+  one-line error.
 """
 
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT
-from gitsessions.store.refpack import current, is_sha, read_packed
+from gitsessions.store.refpack import current, is_sha, read_packed, scan_packed
 from gitsessions.values.ids import check_prefix, is_session_id
 from gitsessions.values.plural import plural
 
@@ -30,17 +36,26 @@ def ref_name(session_id: str) -> bytes:
     return SESSION_REF_PREFIX + session_id.encode()
 
 
-def session_refs(store_path: Path) -> dict[bytes, bytes]:
-    """`{session id (bytes): head commit}` for every session branch.
+class DamagedRef(NamedTuple):
+    """A session ref that cannot be read: `name` is the ref (`refs/heads/sessions/...`),
+    or `packed-refs line N` for a line that names no ref; `why` says what is wrong."""
 
-    Loose files are read first and `packed-refs` after, as git does: a concurrent
-    `pack_refs` renames the new `packed-refs` into place before it deletes a loose
-    file, so a ref is always found in one of the two with a value no older than the
-    one it had when we started. Several times faster than dulwich's generic walk at
-    10,000 sessions."""
-    prefix = SESSION_REF_PREFIX
+    name: str
+    why: str
+
+
+class ScannedRefs(NamedTuple):
+    """The session refs that could be read (`{session id: head commit}`), and the others."""
+
+    ids: dict[str, bytes]
+    damaged: list[DamagedRef]
+
+
+def _loose_session_refs(store_path: Path) -> tuple[dict[bytes, bytes], list[str]]:
+    """The loose session refs holding a sha, and the names of the files that hold none."""
     loose: dict[bytes, bytes] = {}
-    folder = store_path / os.fsdecode(prefix)
+    bad: list[str] = []
+    folder = store_path / os.fsdecode(SESSION_REF_PREFIX)
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
@@ -53,11 +68,62 @@ def session_refs(store_path: Path) -> dict[bytes, bytes]:
                 sha = file.read(64).strip()
         except (FileNotFoundError, IsADirectoryError):
             continue  # packed and deleted meanwhile, or not a branch of ours
-        if not is_sha(sha):
-            raise StoreCorrupt(
-                f"{folder / name} does not hold a commit id; run `gitsessions doctor`"
-            )
-        loose[os.fsencode(name)] = sha
+        if is_sha(sha):
+            loose[os.fsencode(name)] = sha
+        else:
+            bad.append(name)
+    return loose, sorted(bad)
+
+
+def scan_session_ids(store_path: Path) -> ScannedRefs:
+    """Every session ref that can be read, and each damaged one named, as git's
+    `for-each-ref` warns of a broken ref and lists the rest. A damaged loose file hides
+    the ref entirely (its packed value may be older than what it held)."""
+    prefix = SESSION_REF_PREFIX
+    loose, bad_loose = _loose_session_refs(store_path)
+    damaged = [
+        DamagedRef((prefix + os.fsencode(n)).decode(errors="replace"), "does not hold a commit id")
+        for n in bad_loose
+    ]
+    packed, bad_lines = scan_packed(store_path / "packed-refs")
+    for number, named in bad_lines:
+        if named.startswith(prefix):
+            why = f"its packed-refs line {number} does not hold a commit id"
+            damaged.append(DamagedRef(named.decode(errors="replace"), why))
+        elif not named:
+            damaged.append(DamagedRef(f"packed-refs line {number}", "not a ref line"))
+    hidden = {os.fsencode(n) for n in bad_loose}
+    refs = {
+        name[len(prefix) :]: sha
+        for name, sha in packed.items()
+        if name.startswith(prefix) and name[len(prefix) :] not in hidden
+    }
+    refs.update(loose)
+    ids = {k.decode(): v for k, v in refs.items() if is_session_id(k.decode())}
+    return ScannedRefs(ids, damaged)
+
+
+def damaged_id(damage: DamagedRef) -> str | None:
+    """The session id a damaged ref names, if it names one."""
+    sid = damage.name.removeprefix(SESSION_REF_PREFIX.decode())
+    return sid if sid != damage.name and is_session_id(sid) else None
+
+
+def session_refs(store_path: Path) -> dict[bytes, bytes]:
+    """`{session id (bytes): head commit}` for every session branch.
+
+    Loose files are read first and `packed-refs` after, as git does: a concurrent
+    `pack_refs` renames the new `packed-refs` into place before it deletes a loose
+    file, so a ref is always found in one of the two with a value no older than the
+    one it had when we started. Several times faster than dulwich's generic walk at
+    10,000 sessions."""
+    prefix = SESSION_REF_PREFIX
+    loose, bad = _loose_session_refs(store_path)
+    if bad:
+        raise StoreCorrupt(
+            f"{store_path / os.fsdecode(prefix) / bad[0]} does not hold a commit id; "
+            "run `gitsessions doctor`"
+        )
     refs = {
         name[len(prefix) :]: sha
         for name, sha in read_packed(store_path / "packed-refs").items()
@@ -72,17 +138,24 @@ def session_ids(store_path: Path) -> dict[str, bytes]:
     return {k.decode(): v for k, v in session_refs(store_path).items() if is_session_id(k.decode())}
 
 
-def resolve_id(
-    text: str, ids: Callable[[], dict[str, bytes]], exists: Callable[[str], bool]
-) -> str:
-    """The full id named by an id or unique prefix."""
+def resolve_id(text: str, scan: Callable[[], ScannedRefs], exists: Callable[[str], bool]) -> str:
+    """The full id named by an id or unique prefix (a damaged session's too: reading it
+    then says what is wrong)."""
     prefix = check_prefix(text)
     if len(prefix) == 32:
         if not exists(prefix):
             raise SessionNotFound(f"no session {prefix}")
         return prefix
-    matches = sorted(i for i in ids() if i.startswith(prefix))
+    found = scan()
+    named = {damaged_id(d) for d in found.damaged} - {None}
+    matches = sorted(i for i in {*found.ids, *named} if i is not None and i.startswith(prefix))
     if not matches:
+        unnamed = [d.name for d in found.damaged if not d.name.startswith("refs/")]
+        if unnamed:  # a line naming no ref may have been this session's
+            raise StoreCorrupt(
+                f"no session matches {prefix!r}, and store.git/{unnamed[0]} cannot be read; "
+                "run `gitsessions doctor`"
+            )
         raise SessionNotFound(f"no session matches {prefix!r}")
     if len(matches) > 1:
         shown = ", ".join(m[:12] for m in matches[:5])
@@ -134,6 +207,9 @@ class StoreRefs:
     def ids(self) -> dict[str, bytes]:
         return session_ids(self.path)
 
+    def scan(self) -> ScannedRefs:
+        return scan_session_ids(self.path)
+
     def head_commit(self, session_id: str) -> bytes | None:
         return current(self.path, ref_name(session_id))
 
@@ -141,4 +217,4 @@ class StoreRefs:
         return self.head_commit(session_id) is not None
 
     def resolve(self, text: str) -> str:
-        return resolve_id(text, self.ids, self.exists)
+        return resolve_id(text, self.scan, self.exists)

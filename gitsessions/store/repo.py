@@ -42,7 +42,7 @@ from gitsessions.store.dulwich_private import rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.refpack import current, delete_ref
+from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
 
@@ -309,7 +309,9 @@ class GitStore:
     def move_ref(self, name: bytes, old: bytes | None, new: bytes | None) -> bool:
         """Compare-and-swap `name` from `old` to `new` (None: absent); True when we won.
         A session branch about to move to a commit has it recorded first (`headlog`);
-        the caller holds the branch's flock."""
+        the caller holds the branch's flock. Refused (`StoreCorrupt`) while
+        `packed-refs` holds a damaged line."""
+        check_packed(self.path / "packed-refs")
         if new is not None and name.startswith(SESSION_REF_PREFIX) and self.ref(name) == old:
             headlog.record(self.path, [(name[len(SESSION_REF_PREFIX) :].decode(), new)])
         attempt = 0

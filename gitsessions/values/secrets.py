@@ -12,6 +12,8 @@ Invariants:
   text (a substring search); text without any hint is returned as it is.
 
 Rules are this module's own table, not detect-secrets': see docs/secrets.md for why.
+The providers' formats (Stripe, Hugging Face, npm, PyPI, JWT and more) are the rows of
+`values/provider_secrets.py`, which follow gitleaks' provider rules.
 """
 
 import bisect
@@ -19,6 +21,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
+
+from gitsessions.values.provider_secrets import JWT, PROVIDERS, Provider
 
 MARKER = "[REDACTED:{}]"
 
@@ -48,6 +52,11 @@ def _has_digit_and_letter(token: str) -> bool:
     return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
+def _cased(token: str) -> bool:
+    """Upper and lower case letters: a random key of letters only; not a snake_case name."""
+    return any(c.isupper() for c in token) and any(c.islower() for c in token)
+
+
 def _real_password(password: str) -> bool:
     """Not a placeholder such as `$PASS`, `${DB_PASSWORD}`, `<password>`, `***` or `...`."""
     return not (password[0] in "$<{%*." or set(password) <= set("*x.X"))
@@ -72,10 +81,24 @@ class _Lazy:
 
 _lazy = _Lazy
 
+_CHECKS: dict[str, Callable[[str], bool]] = {
+    "mixed": _mixed,
+    "cased": _cased,
+    "digit-letter": _has_digit_and_letter,
+}
+
+
+def _provider(row: Provider) -> Rule:
+    """A row of `provider_secrets` as a rule."""
+    check = _CHECKS[row.check] if row.check else None
+    return Rule(row.name, _lazy(row.pattern), row.hints, row.group, check, row.lower_hints)
+
+
 _B = r"(?<![A-Za-z0-9_\-])"  # not glued to a longer identifier
 _E = r"(?![A-Za-z0-9_\-])"
 _NUMBERED = r"(?:[ \t]*\d+\t)?"  # the line number read_file puts before each line
 
+_PROVIDER_RULES = tuple(_provider(row) for row in PROVIDERS)
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
@@ -117,8 +140,16 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "gitlab-token",
-        _lazy(_B + r"gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|agent)-[A-Za-z0-9_\-]{20,}" + _E),
-        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glft-", "glimt-", "glagent-"),
+        _lazy(
+            _B
+            + r"(?:gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|agent|oas|ffct)-[A-Za-z0-9_\-]{20,}"
+            + r"(?:\.[0-9a-z]{9})?|GR1348941[A-Za-z0-9_\-]{20,})"  # routable; runner registration
+            + _E
+        ),
+        (
+            *("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glft-", "glimt-"),
+            *("glagent-", "gloas-", "glffct-", "GR1348941"),
+        ),
     ),
     Rule(
         "slack-webhook",
@@ -151,6 +182,7 @@ RULES: tuple[Rule, ...] = (
         _lazy(_B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
         ("AIza",),
     ),
+    *_PROVIDER_RULES,
     Rule(
         "bearer-token",
         _lazy(r"(?i:bearer)\s+([A-Za-z0-9\-._~+/]{16,}=*)(?![A-Za-z0-9\-._~+/=])"),
@@ -166,6 +198,7 @@ RULES: tuple[Rule, ...] = (
         group=1,
         check=_real_password,
     ),
+    _provider(JWT),
 )
 RULE_NAMES = tuple(dict.fromkeys(rule.name for rule in RULES))
 # one C-level search over a string decides whether any rule needs to look at it
@@ -179,6 +212,20 @@ _ANY_HINT = re.compile(
 
 
 _LOWER_HINTS = tuple(sorted({h.lower() for rule in RULES for h in rule.hints}))
+
+
+def rules_id() -> int:
+    """A number (2 or more) that changes when the rules do (a name, hint or pattern): a
+    cache of text redacted under other rules, e.g. before a provider rule was added, is
+    rebuilt (services/search.py)."""
+    import zlib
+
+    parts = [
+        f"{rule.name}\0{rule.hints}\0{rule.group}\0{rule.lower_hints}\0"
+        + (repr(rule.pattern._source) if isinstance(rule.pattern, _Lazy) else rule.pattern.pattern)
+        for rule in RULES
+    ]
+    return 2 + zlib.crc32("\n".join(parts).encode())
 
 
 def may_hold_secret(text: str) -> bool:
@@ -229,12 +276,15 @@ def redact(text: str, rules: tuple[Rule, ...] = RULES) -> tuple[str, dict[str, i
     found: Counter[str] = Counter()
     lowered: str | None = None
     for rule in rules:
+        within = text
         if rule.lower_hints:
             if lowered is None:
                 lowered = text.lower()
-            if not any(h in lowered for h in rule.hints):
-                continue
-        elif not any(h in text for h in rule.hints):
+            within = lowered
+        for hint in rule.hints:  # a loop, not any(): this runs for every rule and string
+            if hint in within:
+                break
+        else:
             continue
         text, count = _apply(rule, text)
         if count:

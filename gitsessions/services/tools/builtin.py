@@ -43,9 +43,11 @@ def create_registry(
 ) -> ToolRegistry:
     """A registry holding read_file, write_file, edit_file, list_files, search_files and
     run_shell, confined to `root`, with `env` as run_shell's whole environment and
-    `sandbox` (when given) confining run_shell's writes and network."""
-    workspace = Workspace(root)
+    `sandbox` (when given) confining run_shell's writes and network, and the file
+    tools' writes to what it leaves writable in the workspace (not its `read_only`)."""
+    workspace = Workspace(root, sandbox.read_only if sandbox is not None else ())
     child_env = dict(env)
+    said: set[str] = set()  # run_shell's notes given once per registry (a session)
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
 
     def do_read(a: dict[str, Any]) -> ToolResult:
@@ -79,7 +81,7 @@ def create_registry(
         timeout = default_timeout if a["timeout"] is None else a["timeout"]
         return run_shell(
             a["command"], cwd=workspace.root, env=child_env, timeout=timeout,
-            output_limit=output_limit, sandbox=sandbox,
+            output_limit=output_limit, sandbox=sandbox, said=said,
         )  # fmt: skip
 
     for definition, handler in (

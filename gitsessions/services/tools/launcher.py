@@ -2,7 +2,8 @@
 
 Run by path, not imported, so it starts without loading gitsessions:
 
-    python -E -P -S launcher.py --status-fd N --parent PID [--ruleset-fd N] -- bash -c CMD
+    python -E -P -S launcher.py --status-fd N --parent PID [--ruleset-fd N]
+        [--read-only PATH... --fallback-ruleset-fd N] -- bash -c CMD
 
 It needs only the standard library (hence -S: no site-packages to load).
 
@@ -16,6 +17,24 @@ timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATH
 the same cleanup at once. With `--ruleset-fd`, a Landlock ruleset that run_shell built
 (sandbox.py) restricts this process before the command starts, so the command and all
 it starts are confined by it; a ruleset that cannot be enforced means nothing runs.
+
+With `--read-only PATH` (the project's git directory), before that ruleset, which then
+grants whole folders that hold PATH, the launcher makes PATH read-only in a mount
+namespace of its own: `unshare(CLONE_NEWNS)` as root (it keeps its uid and
+capabilities), else `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with the current uid and gid
+mapped to themselves (the same numeric ids: files made are the user's; whatever
+capabilities the command has are the new namespace's only), mounts made private
+(nothing propagates out), PATH bind-mounted onto itself and made read-only recursively
+(`mount_setattr`), and so is every other name the mount table gives PATH (its
+filesystem, or a folder above it, mounted twice: the rule on the workspace would reach
+PATH by that name). Landlock then forbids the command to mount, unmount or remount
+anything, so it cannot undo it. When any step fails (no user namespaces:
+`kernel.unprivileged_userns_clone=0`, an AppArmor or seccomp policy,
+`user.max_user_namespaces=0`; a symbolic link to protect) the ruleset of
+`--fallback-ruleset-fd` (one that grants none of PATH by itself) is enforced instead,
+and a line `fallback REASON` goes to the status fd first. Either way PATH stays
+unwritable; only the namespace's failure costs the command its top-level creations.
+
 Last, one line goes to the status fd: `exit N killed K` (N negative for a signal, `none`
 when stopped) or `error MESSAGE` when the command was not started.
 """
@@ -29,6 +48,15 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 SYS_LANDLOCK_RESTRICT_SELF = 446  # the same number on every Linux architecture
+SYS_MOUNT_SETATTR = 442  # likewise (Linux 5.12; Landlock needs 5.13)
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
 EXIT_NOT_STARTED = 126
 EXIT_NOT_FOUND = 127
 
@@ -107,6 +135,94 @@ def kill_all() -> int:
     return len(killed)
 
 
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as file:
+        file.write(text)
+
+
+def _unescape(field: bytes) -> str:
+    r"""A mountinfo path: space, tab, newline and backslash come as \040 \011 \012 \134."""
+    for code in (b"\\040", b"\\011", b"\\012", b"\\134"):
+        field = field.replace(code, bytes([int(code[1:], 8)]))
+    return os.fsdecode(field)
+
+
+def _beneath(path: str, top: str) -> str | None:
+    """`path` relative to `top` ("" for `top` itself), None when it is not beneath."""
+    if path == top or top == "/":
+        return path[len(top) :].lstrip("/")
+    return path[len(top) + 1 :] if path.startswith(top + "/") else None
+
+
+def aliases(paths: list[str]) -> list[str]:
+    """`paths` and every other place this mount table shows them at: a filesystem (or a
+    folder of it) mounted twice reaches a protected path by a second name, which a
+    bind mount on the first does not cover, while the Landlock rule on a folder above
+    it does. A name counts only when it leads to the very same file (device, inode)."""
+    mounts = []  # (device, root in the filesystem, mount point) in mount order
+    with open("/proc/self/mountinfo", "rb") as table:
+        for line in table:
+            fields = line.split()
+            mounts.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+    found = dict.fromkeys(paths)
+    for path in paths:
+        here = None  # the last mount whose point is path or above it: the one it is on
+        for mount in mounts:
+            if _beneath(path, mount[2]) is not None and (
+                here is None or len(mount[2]) >= len(here[2])
+            ):
+                here = mount
+        if here is None:
+            continue
+        inner = os.path.join(here[1], _beneath(path, here[2]) or "")
+        identity = os.stat(path, follow_symlinks=False)
+        for device, root, point in mounts:
+            rest = _beneath(inner.rstrip("/") or "/", root) if device == here[0] else None
+            if rest is None:
+                continue
+            other = os.path.join(point, rest).rstrip("/") or "/"
+            try:
+                seen = os.stat(other, follow_symlinks=False)
+            except OSError:
+                continue  # covered by another mount, or gone
+            if (seen.st_dev, seen.st_ino) == (identity.st_dev, identity.st_ino):
+                found.setdefault(other)
+    return list(found)
+
+
+def read_only(paths: list[str]) -> None:
+    """Make `paths` read-only for this process and all it will start, in a new mount
+    namespace (and, unless root, a new user namespace mapping our uid and gid to
+    themselves); OSError when the kernel refuses a step (the caller falls back)."""
+    for path in paths:
+        if os.path.islink(path):  # a mount would land on its target; the link could go
+            raise OSError(f"{path} is a symbolic link")
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0 or libc.unshare(CLONE_NEWNS) != 0:  # root without CAP_SYS_ADMIN: as a user
+        _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare")
+        _write("/proc/self/setgroups", "deny")  # required before gid_map without CAP_SETGID
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    _check(libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None), "mount")
+    attr = (ctypes.c_uint64 * 4)(MOUNT_ATTR_RDONLY, 0, 0, 0)  # struct mount_attr
+    for path in aliases(paths):
+        raw = os.fsencode(path)
+        flags = ctypes.c_ulong(MS_BIND | MS_REC)
+        _check(libc.mount(raw, raw, None, flags, None), f"bind mount of {path}")
+        result = libc.syscall(
+            ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), raw,
+            ctypes.c_uint(AT_RECURSIVE), attr, ctypes.c_size_t(ctypes.sizeof(attr)),
+        )  # fmt: skip
+        _check(result, f"mount_setattr of {path}")
+
+
 def restrict(ruleset_fd: int) -> None:
     """Enforce on this process (and so on all it starts) the Landlock ruleset run_shell
     built (sandbox.py); no_new_privs first, as the kernel requires without CAP_SYS_ADMIN."""
@@ -147,6 +263,8 @@ class Options:
         self.status_fd = -1
         self.parent = -1
         self.ruleset_fd = -1
+        self.fallback_ruleset_fd = -1
+        self.read_only: list[str] = []
         self.argv: list[str] = []
 
 
@@ -163,11 +281,32 @@ def parse(arguments: list[str]) -> Options:
             options.parent = int(next(rest))
         elif word == "--ruleset-fd":
             options.ruleset_fd = int(next(rest))
+        elif word == "--fallback-ruleset-fd":
+            options.fallback_ruleset_fd = int(next(rest))
+        elif word == "--read-only":
+            options.read_only.append(next(rest))
         else:
             raise ValueError(f"unknown launcher option {word!r}")
     if options.status_fd < 0 or options.parent < 0 or not options.argv:
         raise ValueError("usage: launcher.py --status-fd N --parent PID [...] -- COMMAND...")
+    if options.read_only and (options.ruleset_fd < 0 or options.fallback_ruleset_fd < 0):
+        raise ValueError("--read-only needs --ruleset-fd and --fallback-ruleset-fd")
     return options
+
+
+def confine(options: Options) -> str | None:
+    """Apply the sandbox the options ask for; the reason of a fallback, else None."""
+    ruleset, fallback, reason = options.ruleset_fd, options.fallback_ruleset_fd, None
+    if options.read_only:
+        try:
+            read_only(options.read_only)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            ruleset, fallback = fallback, ruleset
+        os.close(fallback)
+    if ruleset >= 0:
+        restrict(ruleset)
+    return reason
 
 
 def main(arguments: list[str]) -> int:
@@ -182,8 +321,9 @@ def main(arguments: list[str]) -> int:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != options.parent:
             raise Stop(signal.SIGTERM)  # run_shell's process died before the prctl
-        if options.ruleset_fd >= 0:
-            restrict(options.ruleset_fd)
+        fallback = confine(options)
+        if fallback is not None:
+            os.write(options.status_fd, f"fallback {' '.join(fallback.split())}\n".encode())
         child = start(options.argv)
         while True:
             pid, status = os.waitpid(-1, 0)

@@ -8,6 +8,28 @@ here, with landlockpy; the shell launcher (launcher.py) enforces it on itself be
 command starts: reads are allowed everywhere; writes only under the workspace, the temp
 dir and a few harmless devices; no TCP bind or connect unless `network` (UDP and Unix
 sockets stay open).
+
+The project's git directory stays read-only unless the user allows it (`allow_git`):
+a shell that could write `.git/config` or `.git/hooks` could name a command that
+gitsessions' own git or the user's next `git commit` runs outside the sandbox. Its
+paths (`read_only`: the `.git` entry git finds from the workspace, the git directory it
+names, that one's common directory) are kept so two ways, and run_shell hands the
+launcher both rulesets:
+
+- `ruleset_fd(whole=True)` grants every writable root whole; the launcher makes
+  `read_only` read-only with a bind mount in a mount namespace of its own first
+  (launcher.py), so the workspace's top level takes new entries as usual.
+- `ruleset_fd()`, the launcher's fallback when this kernel gives it no (user)
+  namespace: Landlock only ever adds rights, and a right granted on a directory reaches
+  everything beneath it, so a writable root that holds a protected path gets no rule of
+  its own: each entry in it gets one instead, except the protected path, descending into
+  the directories on the way to it. Those rules are listed afresh for every command, so
+  an entry the file tools made since is writable; a command cannot itself create, remove
+  or rename an entry directly in such a root (the workspace's top level, in a
+  repository's top folder), and a symbolic link there gets no rule (it would land on its
+  target).
+
+Either way a writable root that lies in a protected path gets no rule at all.
 """
 
 import os
@@ -32,15 +54,19 @@ class SandboxUnavailable(GitsessionsError):
 
 
 class Sandbox(NamedTuple):
-    """Where a sandboxed shell may write, and whether it may use TCP."""
+    """Where a sandboxed shell may write, whether it may use TCP, and what under
+    `writable` stays read-only (the project's git directory)."""
 
     writable: tuple[str, ...]
     network: bool = False
+    read_only: tuple[str, ...] = ()
 
-    def ruleset_fd(self) -> int:
+    def ruleset_fd(self, *, whole: bool = False) -> int:
         """A new Landlock ruleset fd (the caller closes it) allowing writes only under
-        `writable` and, unless `network`, no TCP bind or connect. Raises OSError when a
-        path is gone or the kernel refuses a rule."""
+        `writable` and, unless `network`, no TCP bind or connect; none in `read_only`
+        unless `whole` (then the writable roots are granted whole, and a mount must keep
+        `read_only` read-only). Raises OSError when a path is gone or the kernel refuses
+        a rule."""
         import landlockpy  # here, not at the top: only a sandboxed shell pays its import
         from landlockpy import AccessFS, AccessNet
 
@@ -55,8 +81,82 @@ class Sandbox(NamedTuple):
             raise OSError(f"this kernel's Landlock cannot block TCP (needs ABI {NETWORK_ABI})")
         with landlockpy.Ruleset(handled_fs=writes, handled_net=blocked) as ruleset:
             for path in self.writable:
-                ruleset.allow_path(path, writes if os.path.isdir(path) else file_writes)
+                for granted, is_dir in _around(path, self.read_only, whole=whole):
+                    ruleset.allow_path(granted, writes if is_dir else file_writes)
             return os.dup(ruleset.fileno())
+
+
+def _around(
+    root: str, read_only: tuple[str, ...], *, whole: bool = False
+) -> list[tuple[str, bool]]:
+    """`(path, is a directory)` rules that grant `root` but none of `read_only`: nothing
+    when it is one or lies in one; `root` itself when it holds none of them (or
+    `whole`); else each entry of it but the protected ones and symbolic links,
+    descending into the directories that lead to one."""
+    inside = [p for p in read_only if _under(p, root)]
+    if any(_under(root, p) for p in read_only):
+        return []
+    if not inside or whole:
+        return [(root, os.path.isdir(root))]
+    rules: list[tuple[str, bool]] = []
+    pending = [root]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.path in inside or entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if is_dir and any(_under(p, entry.path) for p in inside):
+                    pending.append(entry.path)
+                elif is_dir or entry.is_file(follow_symlinks=False):
+                    rules.append((entry.path, is_dir))
+    return rules
+
+
+def _under(path: str, directory: str) -> bool:
+    """Whether `path` is `directory` or beneath it (both resolved)."""
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def git_paths(workspace: str | os.PathLike[str]) -> tuple[str, ...]:
+    """What git finds from `workspace` and the sandbox keeps read-only, resolved: the
+    `.git` entry of the workspace or its nearest parent that has one, the git directory
+    it is or names (`gitdir:` of a worktree's `.git` file) and that one's common
+    directory (`commondir`: a linked worktree's repository). () when there is none."""
+    start = os.path.realpath(workspace)
+    for directory in (start, *_parents(start)):
+        entry = os.path.join(directory, ".git")
+        if os.path.isdir(entry):
+            git_dir = entry
+        elif os.path.isfile(entry):
+            try:
+                with open(entry, encoding="utf-8", errors="surrogateescape") as file:
+                    line = file.readline(4096).strip()
+            except OSError:
+                continue
+            if not line.startswith("gitdir:"):
+                continue
+            git_dir = os.path.join(directory, line[len("gitdir:") :].strip())
+        else:
+            continue
+        found = [entry, os.path.realpath(entry), os.path.realpath(git_dir)]
+        try:
+            with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as file:
+                common = file.readline(4096).strip()
+            if common:
+                found.append(os.path.realpath(os.path.join(git_dir, common)))
+        except (OSError, UnicodeDecodeError):
+            pass
+        return tuple(dict.fromkeys(found))
+    return ()
+
+
+def _parents(path: str) -> list[str]:
+    parents = []
+    while (parent := os.path.dirname(path)) != path:
+        parents.append(parent)
+        path = parent
+    return parents
 
 
 def landlock_abi() -> int:
@@ -70,9 +170,14 @@ def landlock_abi() -> int:
 
 
 def workspace_write(
-    workspace: str | os.PathLike[str], *, network: bool = False, temp_dir: str | None = None
+    workspace: str | os.PathLike[str],
+    *,
+    network: bool = False,
+    temp_dir: str | None = None,
+    allow_git: bool = False,
 ) -> Sandbox:
-    """The `workspace-write` policy for `workspace`, checked against this kernel.
+    """The `workspace-write` policy for `workspace`, checked against this kernel; the
+    project's git directory read-only unless `allow_git`.
 
     `temp_dir` defaults to `tempfile.gettempdir()` (the agent's TMPDIR, which the shell
     inherits). Raises SandboxUnavailable when the kernel cannot enforce it.
@@ -93,4 +198,5 @@ def workspace_write(
 
     roots = [os.path.realpath(workspace), os.path.realpath(temp_dir or tempfile.gettempdir())]
     roots += [device for device in DEVICES if os.path.exists(device)]
-    return Sandbox(writable=tuple(dict.fromkeys(roots)), network=network)
+    read_only = () if allow_git else git_paths(workspace)
+    return Sandbox(writable=tuple(dict.fromkeys(roots)), network=network, read_only=read_only)

@@ -7,9 +7,12 @@ ends (the command exits, times out, or the caller is interrupted) every process 
 command started is killed, including those that left the process group with `setsid`,
 `nohup` or a double fork: the launcher is their subreaper and kills them all before it
 exits. With a `Sandbox`, Landlock confines the command's writes and network before it
-starts. Memory stays bounded: only the head and tail of huge output are kept. The
-result text always starts with the line `exit code: N` or `exit code: timeout after Ns`
-(the compaction ledger parses it).
+starts; the project's git directory (`Sandbox.read_only`) is made read-only by a mount
+namespace, or, where the kernel gives the launcher none, by per-entry Landlock rules,
+which is said once per `said` (the caller's memory: once a session) in a note line.
+Memory stays bounded: only the head and tail of huge output are kept. The result text
+always starts with the line `exit code: N` or `exit code: timeout after Ns` (the
+compaction ledger parses it).
 """
 
 import contextlib
@@ -30,7 +33,8 @@ from gitsessions.services.tools.sandbox import Sandbox
 from gitsessions.services.tools.schemas import DEFAULT_TIMEOUT
 
 LINGER_SECONDS = 1.0
-NOTE_ROOM = 400
+NOTE_ROOM = 600
+FALLBACK_NOTE = "git-fallback"
 STOP_GRACE = 10.0  # seconds the launcher gets to clean up after SIGTERM before SIGKILL
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
@@ -86,44 +90,68 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _wait_report(descriptor: int, timeout: float) -> str | None:
-    """The launcher's status line, read until it exits ("" when it wrote none); None
-    when `timeout` seconds passed first."""
+def _wait_report(descriptor: int, timeout: float, data: bytearray) -> bool:
+    """Read the launcher's status lines into `data` until it exits (True), or until
+    `timeout` seconds passed first (False)."""
     deadline = time.monotonic() + timeout
-    data = bytearray()
     poller = select.poll()  # not select.select: it fails for descriptors above 1023
     poller.register(descriptor, select.POLLIN)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not poller.poll(remaining * 1000):
-            return None
+            return False
         chunk = os.read(descriptor, 4096)
         if not chunk:
-            return data.decode("utf-8", errors="replace").strip()
+            return True
         data += chunk
 
 
-def _launcher(status_fd: int, ruleset_fd: int | None) -> list[str]:
+def _launcher(status_fd: int, sandbox_options: list[str]) -> list[str]:
     """The launcher's command line up to `bash -c`. It needs only the standard library:
     -S (no site-packages) saves start-up time, -E -P keep PYTHON* variables and the
     working directory out of its imports."""
     argv = [sys.executable, "-E", "-P", "-S", str(LAUNCHER)]
-    argv += ["--status-fd", str(status_fd), "--parent", str(os.getpid())]
-    if ruleset_fd is not None:
-        argv += ["--ruleset-fd", str(ruleset_fd)]
+    argv += ["--status-fd", str(status_fd), "--parent", str(os.getpid()), *sandbox_options]
     return [*argv, "--", "bash", "-c"]
 
 
-def _ruleset(sandbox: Sandbox | None) -> int | None:
+def _rulesets(sandbox: Sandbox | None) -> tuple[list[str], list[int]]:
+    """The launcher's sandbox options and the ruleset fds they name (the caller closes
+    them): one ruleset, or with `read_only` paths the whole one and the per-entry one."""
     if sandbox is None:
-        return None
+        return [], []
+    fds: list[int] = []
     try:
-        return sandbox.ruleset_fd()
+        if not sandbox.read_only:
+            fds.append(sandbox.ruleset_fd())
+            return ["--ruleset-fd", str(fds[0])], fds
+        fds.append(sandbox.ruleset_fd(whole=True))
+        fds.append(sandbox.ruleset_fd())
     except OSError as error:
+        for fd in fds:
+            os.close(fd)
         reason = error.strerror or str(error)
         where = f": {error.filename}" if error.filename else ""
         message = f"the command was not run: the sandbox failed: {reason}{where}"
         raise ShellNotStarted(message) from error
+    options = ["--ruleset-fd", str(fds[0]), "--fallback-ruleset-fd", str(fds[1])]
+    for path in sandbox.read_only:
+        options += ["--read-only", path]
+    return options, fds
+
+
+FALLBACK_PREFIX = "[sandbox: .git is kept read-only by per-entry rules here, not by a mount ("
+
+
+def fallback_note(reason: str) -> str:
+    """The note of the first command whose launcher could not mount the git dir
+    read-only (`reason`) and enforced the per-entry rules."""
+    return (
+        f"{FALLBACK_PREFIX}{reason}): in this session commands cannot create, remove or "
+        "rename entries at the workspace's top level, nor write through a symbolic link "
+        "there; write_file can, or run with --sandbox-allow-git (which also lets the "
+        "shell write .git)]"
+    )
 
 
 def exit_line(exit_code: int | None, timeout: float) -> str:
@@ -141,19 +169,22 @@ def run_shell(
     timeout: float = DEFAULT_TIMEOUT,
     output_limit: int,
     sandbox: Sandbox | None = None,
+    said: set[str] | None = None,
 ) -> ToolResult:
     """Run `bash -c command` in `cwd`; stop it and all it started after `timeout` seconds.
 
     A command killed by a signal reports a negative exit code (-9 for SIGKILL).
     A timeout is `ok=False` with `exit_code=None`; any exit code is `ok=True`. Raises
-    ShellNotStarted when the launcher could not apply `sandbox` (nothing ran).
+    ShellNotStarted when the launcher could not apply `sandbox` (nothing ran). A note
+    named in `said` is not repeated; one added is put in it.
     """
-    ruleset_fd = _ruleset(sandbox)
+    said = set() if said is None else said
+    sandbox_options, ruleset_fds = _rulesets(sandbox)
     read_end, write_end = os.pipe()
     status_read, status_write = os.pipe()
     try:
         process = subprocess.Popen(
-            [*_launcher(status_write, ruleset_fd), command],
+            [*_launcher(status_write, sandbox_options), command],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -161,7 +192,7 @@ def run_shell(
             stderr=write_end,
             start_new_session=True,
             close_fds=True,
-            pass_fds=(status_write,) if ruleset_fd is None else (status_write, ruleset_fd),
+            pass_fds=(status_write, *ruleset_fds),
         )
     except BaseException:
         os.close(read_end)
@@ -170,16 +201,18 @@ def run_shell(
     finally:
         os.close(write_end)
         os.close(status_write)
-        if ruleset_fd is not None:
-            os.close(ruleset_fd)
+        for fd in ruleset_fds:
+            os.close(fd)
     capture = _Capture(max(256 * 1024, output_limit * 4))
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
     notes: list[str] = []
+    status = bytearray()
     try:
-        report = _wait_report(status_read, timeout)
-        if report is None:
+        finished = _wait_report(status_read, timeout, status)
+        if not finished:
             _stop(process)
+            _wait_report(status_read, LINGER_SECONDS, status)  # a fallback line, say
             notes.append(
                 f"[timed out after {timeout:g}s; the command and every process it started "
                 "were killed]"
@@ -190,13 +223,18 @@ def run_shell(
         if process.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing behind
             _stop(process)
         os.close(status_read)
-    words = (report or "").split()
+    lines = status.decode("utf-8", errors="replace").strip().splitlines()
+    words = lines[-1].split() if lines else []
     if words[:1] == ["error"]:
         reader.join(LINGER_SECONDS)
-        raise ShellNotStarted(f"the command was not run: {report[len('error') :].strip()}")
+        raise ShellNotStarted(f"the command was not run: {lines[-1][len('error') :].strip()}")
+    for line in lines[:-1]:
+        if line.startswith("fallback ") and FALLBACK_NOTE not in said:
+            said.add(FALLBACK_NOTE)
+            notes.append(fallback_note(line[len("fallback ") :].strip()))
     exit_code: int | None = None
     killed = 0
-    if report is not None:
+    if finished:
         exit_code = process.returncode  # the launcher died without a report: its own code
         if len(words) == 4 and words[0] == "exit" and words[2] == "killed":
             exit_code = None if words[1] == "none" else int(words[1])

@@ -5,7 +5,10 @@ directories and the final component, dangling or not) and folds `..`; the result
 have the workspace root as its common path. So neither an absolute path, a `..` escape
 nor a symlink can reach outside, and an absolute path inside the root is fine. Writes
 also check the parent directory's real path, and callers open the resolved real path
-(never the name the model gave), so what was checked is what gets touched.
+(never the name the model gave), so what was checked is what gets touched. Paths the
+shell sandbox keeps read-only (`read_only`: the project's `.git` under
+`--sandbox workspace-write`) are refused to writes too, so the file tools are no way
+around it.
 """
 
 import os
@@ -21,14 +24,19 @@ class InvalidPath(ToolError):
     """A path is empty, contains NUL bytes or is otherwise unusable."""
 
 
+class ReadOnlyPath(ToolError):
+    """A write to a path the sandbox keeps read-only (the project's git directory)."""
+
+
 class Workspace:
     """The directory the tools work in; resolves and displays paths relative to it."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], read_only: tuple[str, ...] = ()) -> None:
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise InvalidPath(f"workspace root {os.fspath(root)!r} is not a directory")
         self.root: str = real
+        self.read_only = tuple(os.path.realpath(p) for p in read_only)
 
     def contains(self, real_path: str) -> bool:
         """Whether an already-resolved absolute path is the root or below it."""
@@ -67,7 +75,14 @@ class Workspace:
             raise OutsideWorkspace(
                 f"the directory of {path!r} resolves to {parent}, outside the workspace {self.root}"
             )
-        return os.path.join(parent, os.path.basename(real))
+        target = os.path.join(parent, os.path.basename(real))
+        for protected in self.read_only:
+            if target == protected or target.startswith(protected.rstrip(os.sep) + os.sep):
+                raise ReadOnlyPath(
+                    f"path {path!r} is in the project's git directory {protected}, which the "
+                    "sandbox keeps read-only (--sandbox-allow-git lets it be written)"
+                )
+        return target
 
     def display(self, real_path: str) -> str:
         """`real_path` relative to the root with `/` separators ('.' for the root)."""
