@@ -14,13 +14,6 @@ def test_the_private_calls_exist():
         "_update_pack_cache",
     ):
         assert callable(getattr(DiskObjectStore, name, None)), f"dulwich lost {name}"
-    from dulwich.client import SubprocessGitClient
-    from dulwich.protocol import Protocol
-
-    assert callable(getattr(SubprocessGitClient, "_connect", None)), "dulwich lost _connect"
-    proto = Protocol(lambda n: b"", lambda b: None, close=lambda: None)
-    assert proto._close is not None, "dulwich's Protocol no longer keeps _close"
-    proto.close()
 
 
 def test_they_list_rescan_and_remove(store, make_session, home):
@@ -40,12 +33,3 @@ def test_they_list_rescan_and_remove(store, make_session, home):
         not (home / "store.git" / "objects" / "pack" / f"pack-{pack.name().decode()}.pack").exists()
         or new.name() == pack.name()
     )
-
-
-def test_the_gathering_client_still_wraps_a_private_connect():
-    from dulwich.client import SubprocessGitClient
-
-    from gitsessions.store.dulwich_client import GatheringSubprocessClient
-
-    assert callable(getattr(SubprocessGitClient, "_connect", None))
-    assert issubclass(GatheringSubprocessClient, SubprocessGitClient)

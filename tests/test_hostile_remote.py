@@ -8,8 +8,6 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import Cli, fsck, git
 from tests.test_sync import make, refs, results, say, summary
 
@@ -153,12 +151,7 @@ def _hostile_entries(repo: Path) -> list[list[tuple[bytes, bytes, str]]]:
     ]
 
 
-@pytest.mark.parametrize("transport", ["stock git", "dulwich"])
-def test_a_pull_refuses_sessions_whose_objects_fail_the_checks(
-    cli: Cli, home, tmp_path, monkeypatch, transport
-):
-    if transport == "dulwich":
-        monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
+def test_a_pull_refuses_sessions_whose_objects_fail_the_checks(cli: Cli, home, tmp_path):
     writer = tmp_path / "home-a"  # the remote's honest sessions come from here
     good = make(writer, tag="good")
     forged = [make(writer, tag=f"forged {n}") for n in range(4)]
@@ -174,8 +167,7 @@ def test_a_pull_refuses_sessions_whose_objects_fail_the_checks(
     sets = _hostile_entries(origin)
     _forge(origin, later, sets[0])  # a fast-forward whose tree holds `..`
     _forge(origin, split, sets[1])  # a diverged line: a fork would re-commit its tree
-    # only sessions this store has a tip of: a plain local remote's pack-objects is
-    # piped into our index-pack (with dulwich: the quarantine)
+    # only sessions this store has a tip of: git fetch negotiates from those tips
     assert results(summary(cli, home, "pull")) == {later: "refused", split: "refused"}
     fsck(home)
 
@@ -208,6 +200,40 @@ def test_a_pull_refuses_sessions_whose_objects_fail_the_checks(
     got = results(summary(cli, fresh, "pull"))
     assert got == {good: "created", **{sid: "refused" for sid in [*forged, later, split]}}
     fsck(fresh)
+
+
+def test_a_pull_refuses_tree_entries_git_allows_but_the_session_layout_does_not(
+    cli: Cli, home, tmp_path
+):
+    """git's fsck lets a symlink, an executable file or a name with a space pass; the
+    session layout holds none of them (store/treecheck.py), so the session is refused
+    before any ref names it, and the honest one beside it comes."""
+    writer = tmp_path / "home-a"
+    good = make(writer, tag="good")
+    odd = [make(writer, tag=f"odd {n}") for n in range(3)]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    blob = plumb(origin, "hash-object", "-w", "--stdin", input=b"x\n")
+    entries = [
+        [(b"120000", b"link", blob)],
+        [(b"100755", b"run", blob)],
+        [(b"100644", b"a name", blob)],
+    ]
+    for sid, bad in zip(odd, entries, strict=True):
+        _forge(origin, sid, bad)
+    assert plumb(origin, "fsck", "--strict") == ""  # git itself finds nothing wrong
+    cli("remote", "add", "origin", str(origin))
+    report = summary(cli, home, "pull")
+    got = {s["id"]: s for s in report["sessions"]}
+    assert got[good]["result"] == "created"
+    for sid in odd:
+        assert got[sid]["result"] == "refused", got[sid]
+        assert got[sid]["detail"].startswith("the remote's objects fail the checks")
+    here = refs(home / "store.git")
+    assert not [r for r in here if any(sid in r for sid in odd)]  # no branch, no tracking
+    assert SESSIONS + good in here
+    fsck(home)
 
 
 def test_gc_removes_the_quarantine_a_killed_fetch_left(cli: Cli, home):

@@ -66,10 +66,11 @@ def test_the_git_hook_command_is_built_alone(make_session):
     assert imported("hook", "commit-msg", "/nonexistent-hook", modules=light) == []
 
 
-def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
-    """With stock git, a pull reads the store's files (store/lightgit.py, a local
-    remote's refs from its files): no dulwich, no writing store, no maintenance, no
-    writer, no header cache; the sessions it brings are there all the same."""
+def test_a_pull_that_only_fast_forwards_opens_no_writing_store(cli, home, tmp_path):
+    """A pull reads the store's files (store/lightgit.py; of dulwich only the config
+    reader, for the remotes): no dulwich repository, object store or client, no writing
+    store, no maintenance, no writer, no header cache; the sessions it brings are there
+    all the same."""
     from tests.test_sync import contents, pushed, say
 
     bare, _url, sid = pushed(cli, home, tmp_path)
@@ -78,7 +79,8 @@ def test_a_pull_that_only_fast_forwards_imports_no_dulwich(cli, home, tmp_path):
     cli("--home", str(other), "pull")
     say(home, sid, "more")
     cli("push", "--all")
-    writers = ("dulwich", "gitsessions.store.sessions", "gitsessions.store.repo",
+    writers = ("dulwich.repo", "dulwich.object_store", "dulwich.client",
+               "gitsessions.store.sessions", "gitsessions.store.repo",
                "gitsessions.store.maintenance", "gitsessions.services.writer",
                "gitsessions.store.catalog", "gitsessions.store.mainbranch")  # fmt: skip
     assert imported("--home", str(other), "pull", modules=writers) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.services import sync
-from gitsessions.store import maintenance, remotes
+from gitsessions.store import history, maintenance, tracking, transport
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.lease import Lease
 from gitsessions.store.repo import GitStore
@@ -311,7 +311,7 @@ def test_bad_remote_names_and_urls_are_usage_errors(cli, home):
 
 
 def test_urls_are_classified_and_their_credentials_masked():
-    from gitsessions.store.remotes import kind, mask
+    from gitsessions.store.remoteconfig import kind, mask
 
     assert kind("/srv/sessions.git") == "path" and kind("../s.git") == "path"
     assert kind("file:///srv/s.git") == "file" and kind("git://h/s.git") == "git"
@@ -342,19 +342,6 @@ def test_delete_drops_the_remote_tracking_refs_and_doctor_stays_clean(
     cli("--home", str(other), "pull")
     for where in (home, other):
         assert json.loads(cli("--home", str(where), "doctor", "--json").stdout)["healthy"]
-
-
-def test_without_stock_git_dulwich_serves_a_local_path(cli, home, other, bare_remote, monkeypatch):
-    monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
-    sid = make(home)
-    cli("remote", "add", "origin", bare_remote.url)
-    assert results(summary(cli, home, "push", sid)) == {sid: "new"}
-    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
-    assert results(summary(cli, other, "pull")) == {sid: "created"}
-    say(home, sid, "again")
-    assert results(summary(cli, home, "push", sid)) == {sid: "updated"}
-    assert results(summary(cli, other, "pull")) == {sid: "updated"}
-    assert contents(other, sid) == contents(home, sid)
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path]:
@@ -451,25 +438,20 @@ def test_a_secret_in_an_earlier_version_is_refused_too(cli, home, bare_remote, m
     assert refs(bare_remote.bare, "refs/heads/") == {}
 
 
-@pytest.mark.parametrize("stock", [True, False], ids=["stock-git", "dulwich"])
-def test_prune_never_deletes_a_branch_that_moved_on_the_remote(
-    cli, home, bare_remote, monkeypatch, stock
-):
-    if not stock:
-        monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
+def test_prune_never_deletes_a_branch_that_moved_on_the_remote(cli, home, bare_remote, monkeypatch):
     gone = make(home, tag="gone")
     cli("remote", "add", "origin", bare_remote.url)
     cli("push", "--all")
     cli("delete", gone, "--yes")
     main = refs(bare_remote.bare)["refs/heads/main"]
     ref = f"refs/heads/sessions/{gone}"
-    real = remotes.missing
+    real = transport.send
 
     def someone_pushes_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
         git(bare_remote.bare, "update-ref", ref, main)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(remotes, "missing", someone_pushes_meanwhile)
+    monkeypatch.setattr(transport, "send", someone_pushes_meanwhile)
     pruned = summary(cli, home, "push", "--prune", code=1)
     assert pruned["sessions"] == [
         {
@@ -506,7 +488,7 @@ def test_the_hint_search_finds_every_text_the_rules_would_read(home):
             ).stdout.strip()
             for text in texts
         ]
-        found = remotes.hinted(store.git, ids, HINT_BYTES)
+        found = transport.hinted(store.git, ids, HINT_BYTES)
     finally:
         store.close()
     expected = {n for n, text in enumerate(texts) if may_hold_secret(text)}
@@ -564,13 +546,13 @@ def test_an_incremental_pull_brings_only_what_changed(cli, home, other, bare_rem
 
     before = objects()
     assert results(summary(cli, other, "pull"))[ids[0]] == "updated"
-    history = git(home / "store.git", "rev-list", "--objects", f"refs/heads/sessions/{ids[0]}")
+    walked = git(home / "store.git", "rev-list", "--objects", f"refs/heads/sessions/{ids[0]}")
     added = objects() - before
-    assert 0 < added <= 12 < len(history.stdout.splitlines())
+    assert 0 < added <= 12 < len(walked.stdout.splitlines())
 
 
 def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
-    """`update_refs`: each branch moves only from the value it was seen at (a loose file,
+    """`update_refs_if_equal`: each branch moves only from the value it was seen at (a loose file,
     which shadows `packed-refs`, goes once the new value is packed); a create only where
     nothing is; the remote-tracking refs go in the same write."""
     one, two, three = make(home, tag="one"), make(home, tag="two"), make(home, tag="three")
@@ -583,7 +565,7 @@ def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
         assert loose.exists()  # a commit writes its branch loose
         fresh = new_id()
         with git_store.locked():
-            moved = remotes.update_refs(
+            moved = tracking.update_refs_if_equal(
                 git_store,
                 {
                     ref_name(one): (heads[one], older),  # holds what was seen: moves
@@ -591,7 +573,7 @@ def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
                     ref_name(three): (None, heads[one]),  # exists: no create
                     ref_name(fresh): (None, heads[two]),  # absent: created
                 },
-                remotes.Tracking("origin", {ref_name(two): heads[two]}),
+                tracking.Tracking("origin", {ref_name(two): heads[two]}),
             )
     finally:
         store.close()
@@ -616,9 +598,9 @@ def test_relation_walks_only_as_far_as_it_must(home):
         who = ["-c", "user.name=t", "-c", "user.email=t@localhost"]
         other = git(home / "store.git", *who, "commit-tree", tree, "-p", first.decode(), "-m", "x")
         side = other.stdout.strip().encode()
-        assert remotes.relation(store.git, first, head) == "behind"
-        assert remotes.relation(store.git, head, first) == "ahead"
-        assert remotes.relation(store.git, head, side) == "diverged"
+        assert history.relation(store.git, first, head) == "behind"
+        assert history.relation(store.git, head, first) == "ahead"
+        assert history.relation(store.git, head, side) == "diverged"
     finally:
         store.close()
 

@@ -1,21 +1,17 @@
 """Sync over the transports the other sync tests do not start: ssh (`ssh://` and the
 scp-style `user@host:path`, through an `ssh` that runs the remote command on this
 machine) and smart HTTP that asks for credentials (the URL carries them; they never
-show in any output). Each runs through stock git and, with stock git hidden from the
-sync code, through dulwich's own client."""
+show in any output), all through stock git, the one transport."""
 
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gitsessions.cli.app import app
 from tests.conftest import REPO, fsck
 from tests.git_servers import fake_ssh, git_http
 from tests.test_sync import contents, make, results, say, summary
@@ -23,19 +19,8 @@ from tests.test_sync import contents, make, results, say, summary
 PASSWORD = "pw-Zq81xT"
 
 
-def _no_stock_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gitsessions.store.remotes.shutil.which", lambda _name: None)
-
-
-@pytest.fixture(params=["stock git", "dulwich"])
-def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "dulwich":
-        _no_stock_git(monkeypatch)
-    return str(request.param)
-
-
 @pytest.mark.parametrize("style", ["ssh://", "scp"])
-def test_two_homes_sync_over_ssh(cli, home, tmp_path, monkeypatch, client, style):
+def test_two_homes_sync_over_ssh(cli, home, tmp_path, monkeypatch, style):
     bare = tmp_path / "server" / "sessions.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     ssh = fake_ssh(tmp_path / "bin")
@@ -69,37 +54,27 @@ class Done:
     stderr: str
 
 
-def _runner(client: str) -> Callable[..., Done]:
-    """Stock git: the CLI in a process of its own with no controlling terminal, as from
-    cron or a script (git must fail at once where it would ask for a password, never
-    wait). dulwich: in this process, where the sync code cannot see stock git."""
-    runner = CliRunner()
-
-    def run(home: Path, *args: str) -> Done:
-        if client == "dulwich":
-            done = runner.invoke(app, ["--home", str(home), *args], catch_exceptions=False)
-            return Done(done.exit_code, done.stdout, done.stderr)
-        ran = subprocess.run(
-            [sys.executable, "-m", "gitsessions", "--home", str(home), *args],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-            timeout=120,
-            check=False,
-        )
-        return Done(ran.returncode, ran.stdout, ran.stderr)
-
-    return run
+def _run(home: Path, *args: str) -> Done:
+    """The CLI in a process of its own with no controlling terminal, as from cron or a
+    script (git must fail at once where it would ask for a password, never wait)."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    return Done(ran.returncode, ran.stdout, ran.stderr)
 
 
-def test_credentials_in_an_http_url_work_and_never_show(home, tmp_path, client):
+def test_credentials_in_an_http_url_work_and_never_show(home, tmp_path):
     root = tmp_path / "server"
     root.mkdir()
     subprocess.run(["git", "init", "-q", "--bare", str(root / "sessions.git")], check=True)
     sid = make(home, tag="laptop")
-    _run = _runner(client)
     with git_http(root, auth=("alice", PASSWORD)) as base:
         good = base.replace("http://", f"http://alice:{PASSWORD}@") + "/sessions.git"
         bad = base.replace("http://", "http://alice:wrong-pass@") + "/sessions.git"

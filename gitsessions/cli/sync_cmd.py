@@ -100,7 +100,7 @@ def cmd_remote_add(
 ) -> None:
     """Add a remote to sync sessions with."""
     stored = sync.add_remote(_state(ctx).store, name, url, Path.cwd())
-    _note(f"added remote {name}: {sync.remotes.mask(stored)}")
+    _note(f"added remote {name}: {sync.remoteconfig.mask(stored)}")
 
 
 @remote_app.command("list")
@@ -154,7 +154,8 @@ def cmd_push(
     json_: JsonFlag = False,
 ) -> None:
     """Push session branches to a remote. Never forced: a session changed on the remote
-    is reported (run pull) and the others still go. Archived sessions go too."""
+    is reported (run pull) and the others still go. Archived sessions go too. Needs
+    git 2.29 or newer."""
     store = _state(ctx).store
     words = list(args or [])
     remote = None
@@ -208,9 +209,9 @@ def cmd_pull(
     fast-forward, and when both sides changed ours stays and the remote's line becomes a
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one, nor marks one that lives here
-    deleted (it says `kept ID`)."""
+    deleted (it says `kept ID`). Needs git 2.29 or newer."""
     st = _state(ctx)
-    light = sync.light_store(st.home)  # no dulwich unless a fork is written
+    light = sync.light_store(st.home)  # no dulwich repository unless a fork is written
     store: sync.Store = st.store if light is None else light
     try:
         if light is not None:

@@ -116,14 +116,14 @@ def delete(
 ) -> Deleted:
     """Delete the session; with `env` (git's environment), also its snapshot ref in
     the project it worked in."""
-    from gitsessions.store import remotes  # dulwich's client: imported only to delete
+    from gitsessions.store import tracking  # sync's refs: imported only to delete
 
     deleted: list[Head] = []
 
     def run() -> None:
         with Lease(store.home, session_id) as lease:
             deleted.append(store.head(session_id))
-            remotes.forget_session(store.git, session_id)  # its objects go with it
+            tracking.forget_session(store.git, session_id)  # its objects go with it
             store.delete(deleted[0])
             Catalog(store).forget(session_id)
             SearchIndex(store).forget(session_id)

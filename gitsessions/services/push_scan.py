@@ -11,10 +11,10 @@ alone, so a pull never loads the rules.
 import json
 from typing import Any
 
-from gitsessions.store import remotes
+from gitsessions.store import history, transport
 from gitsessions.store.objectread import BLOB, COMMIT
-from gitsessions.store.remotes import SESSIONS
 from gitsessions.store.sessions import SessionStore
+from gitsessions.store.tracking import SESSIONS
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
 from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret, redact, redact_value
@@ -26,9 +26,9 @@ class SecretsInPush(GitsessionsError):
 
 def scan_sent(
     store: SessionStore,
-    entries: list[remotes.Entry],
+    entries: list[transport.Entry],
     plan: dict[bytes, tuple[bytes | None, bytes]],
-    env: remotes.Env = None,
+    env: transport.Env = None,
 ) -> None:
     """Scan every blob and commit message the push would send. Only text holding one
     of the rules' literal hints is parsed and checked; on a finding, `_scan` names the
@@ -52,22 +52,22 @@ def scan_sent(
         )
 
 
-def _hinted(store: SessionStore, ids: list[bytes], env: remotes.Env) -> dict[int, bytes]:
+def _hinted(store: SessionStore, ids: list[bytes], env: transport.Env) -> dict[int, bytes]:
     """`{index: raw content}` of the objects holding a hint of the secret rules: stock
     git and grep search them where they are (only those found are read here), else
     every one is read and searched here."""
-    hits = remotes.hinted(store.git, ids, HINT_BYTES, env)
+    hits = transport.hinted(store.git, ids, HINT_BYTES, env)
     if hits is None:
-        raws = list(remotes.contents(store.git, ids, env))
+        raws = list(transport.contents(store.git, ids, env))
         return {n: raws[n] for n in sorted(hinted(raws))}
     order = sorted(hits)
-    read = remotes.contents(store.git, [ids[n] for n in order], env)
+    read = transport.contents(store.git, [ids[n] for n in order], env)
     return dict(zip(order, read, strict=True))
 
 
 def _rules_in(text: str, path: bytes, type_num: int) -> set[str]:
     """The rules that match in one object's text, read as the store reads it."""
-    if type_num == remotes.COMMIT:
+    if type_num == COMMIT:
         return set(redact(text.split("\n\n", 1)[-1])[1])
     values: list[Any] = []
     try:
@@ -90,7 +90,7 @@ def _scan(store: SessionStore, plan: dict[bytes, tuple[bytes | None, bytes]]) ->
         sid = ref[len(SESSIONS) :].decode()
         head = store.head_at(sid, new)
         start = 0
-        if old is not None and remotes.has(store.git, old):
+        if old is not None and history.has(store.git, old):
             start = store.head_at(sid, old).counts.get("messages", 0)
         for index, record in enumerate(store.records(head, start), start):
             _, rules = redact_value(record.get("message"))

@@ -3,7 +3,7 @@
 Invariants:
 - Nothing is ever lost or forced. A push sends a session only when the remote's branch
   is absent or an ancestor of ours; the remote itself compares each ref with the old
-  value the client saw (the git protocol's compare-and-swap; see `store.remotes`), and
+  value the client saw (the git protocol's compare-and-swap; see `store.transport`), and
   a prune is refused if the branch moved since we looked. A pull only creates branches,
   fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
   line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
@@ -22,10 +22,12 @@ Invariants:
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
   `allow_secrets` (`services.push_scan`).
-- A remote that is down or refuses fails with one line before any branch here moves.
+- A remote that is down or refuses fails with one line before any branch here moves;
+  so does a push or pull without stock git 2.29 or newer (`transport.require_git`),
+  which moves every object (`store.transport`).
 - A pull loads only what it needs: the secret rules, the writer, the catalog and the
-  code-snapshot sync are imported where they are used (a fork, a push, `--code`). With
-  stock git, a pull reads the store without dulwich (`light_store`: `objectread`,
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`). A
+  pull reads the store without dulwich's repository (`light_store`: `objectread`,
   `refpack`, the same locks) and opens the full store only to write a fork.
 """
 
@@ -38,13 +40,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import headlog, remotes, stockgit, tombstones
+from gitsessions.store import headlog, history, remoteconfig, tombstones, tracking, transport
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.refs import ref_name
-from gitsessions.store.remotes import SESSIONS, TOMBSTONES, RemoteError
+from gitsessions.store.tracking import SESSIONS, TOMBSTONES
+from gitsessions.store.transport import RemoteError
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
 from gitsessions.values.plural import plural
@@ -127,27 +130,23 @@ def _quiet(_line: str) -> None:
 
 
 def light_store(home: Path) -> SessionReader | None:
-    """The store as a pull reads it without dulwich (`lightgit.LightGit`: objects read
-    by `objectread`, refs moved by `remotes.update_refs`, the store's own locks), when
-    it is there, of this build's format, and stock git does the transfers; else None
-    (the caller opens the full store, which creates, upgrades or refuses it)."""
+    """The store as a pull reads it without dulwich's repository (`lightgit.LightGit`:
+    objects read by `objectread`, refs moved by `tracking.update_refs_if_equal`, the
+    store's own locks), when it is there and of this build's format; else None (the
+    caller opens the full store, which creates, upgrades or refuses it)."""
     from gitsessions.store.lightgit import LightGit
     from gitsessions.store.refs import StoreRefs
 
     if StoreRefs.open(home) is None:
         return None
-    path = home / "store.git"
-    stockgit.remember_version(path)
-    if not remotes.stock():
-        return None
-    return SessionReader(home, LightGit(path))
+    return SessionReader(home, LightGit(home / "store.git"))
 
 
 def pick_remote(store: Store, name: str | None) -> str:
     """The named remote, else the only one, else `origin`."""
-    known = remotes.remotes(store.git)
+    known = remoteconfig.remotes(store.git)
     if name is not None:
-        remotes.url_of(store.git, name)
+        remoteconfig.url_of(store.git, name)
         return name
     if len(known) == 1:
         return next(iter(known))
@@ -172,8 +171,8 @@ def _merge_tombstones(
     deleted here either, so a push never sends it on."""
     remote_dead: set[str] = set()
     tip = refs.get(TOMBSTONES)
-    if tip is not None and remotes.has(store.git, tip):
-        remote_dead = remotes.tombstone_ids(store.git, tip)
+    if tip is not None and history.has(store.git, tip):
+        remote_dead = history.tombstone_ids(store.git, tip)
     live = store.ids()
     local = tombstones.deleted(store.git.path) - live.keys()
     new = remote_dead - local - live.keys()
@@ -197,11 +196,11 @@ def _kept_why(store: Store, name: str, refs: dict[bytes, bytes], sid: str, mine:
     our head or a descendant of it)."""
     git = store.git
     ref = ref_name(sid)
-    seen = [refs.get(ref), git.ref(remotes.tracking_prefix(name) + ref[len(b"refs/heads/") :])]
+    seen = [refs.get(ref), git.ref(tracking.tracking_prefix(name) + ref[len(b"refs/heads/") :])]
     if any(
         sha is not None
-        and remotes.has(git, sha)
-        and (sha == mine or remotes.is_ancestor(git, mine, sha))
+        and history.has(git, sha)
+        and (sha == mine or history.is_ancestor(git, mine, sha))
         for sha in seen
     ):
         return f"deleted on {name}; it stays here (gitsessions delete {short(sid)} deletes it)"
@@ -213,7 +212,7 @@ def _fetch_tombstones(
     name: str,
     url: str,
     progress: Progress,
-    env: remotes.Env,
+    env: transport.Env,
     *,
     track: bool = True,
 ) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
@@ -221,7 +220,7 @@ def _fetch_tombstones(
     writes that ref itself: not `track`), and merged into ours (`_merge_tombstones`).
     The caller holds the store's shared lock."""
     refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
-    refs = remotes.fetch(
+    refs = transport.fetch(
         store.git,
         url,
         lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [],
@@ -230,8 +229,8 @@ def _fetch_tombstones(
         env=env,
         refused=refused,
     )
-    if TOMBSTONES in refs and track and remotes.has(store.git, refs[TOMBSTONES]):
-        remotes.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
+    if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
+        tracking.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
     dead, remote_dead, kept = _merge_tombstones(store, name, refs)
     return refs, dead, remote_dead, kept
 
@@ -247,18 +246,19 @@ def push(
     prune: bool = False,
     allow_secrets: bool = False,
     progress: Progress = _quiet,
-    env: remotes.Env = None,
+    env: transport.Env = None,
 ) -> Report:
     """Push session branches (`ids`, or all when None); see the module's invariants.
     `env`: the environment stock git runs in (None: this process's)."""
     git = store.git
+    transport.require_git(git)
     name = pick_remote(store, remote)
-    url = remotes.url_of(git, name)
+    url = remoteconfig.url_of(git, name)
     local = store.ids()
     chosen = sorted(local) if ids is None else sorted({store.resolve(i) for i in ids})
-    report = Report(name, remotes.mask(url))
+    report = Report(name, remoteconfig.mask(url))
     with git.locked():
-        progress(f"reading {remotes.mask(url)}")
+        progress(f"reading {remoteconfig.mask(url)}")
         refs, dead, remote_dead, report.kept = _fetch_tombstones(store, name, url, progress, env)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
@@ -278,7 +278,7 @@ def push(
             report.remaining_deleted = len(stale)
         if dead - remote_dead:
             tip = refs.get(TOMBSTONES)
-            commit = remotes.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
+            commit = history.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
             plan[TOMBSTONES] = (tip, commit)
         from gitsessions.store.mainbranch import MAIN_REF
 
@@ -286,19 +286,16 @@ def push(
         if main is not None and MAIN_REF not in refs:
             plan[MAIN_REF] = (None, main)
         if plan:
-            planned = remotes.Planned(
-                {new for _old, new in plan.values() if new != ZERO},
-                {sha for sha in refs.values() if sha != ZERO},
-                [],
-            )
-            planned.entries = remotes.missing(git, planned.wants, planned.haves, env)
             if sessions_plan and not allow_secrets:
                 from gitsessions.services.push_scan import scan_sent
 
+                wants = {new for _old, new in plan.values() if new != ZERO}
+                haves = {sha for sha in refs.values() if sha != ZERO}
+                entries = transport.missing(git, wants, haves, env)
                 progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
-                scan_sent(store, planned.entries, sessions_plan, env)
+                scan_sent(store, entries, sessions_plan, env)
             progress(f"sending {plural(len(sessions_plan), 'session')}")
-            status = remotes.send(git, url, plan, progress, planned, env)
+            status = transport.send(git, url, plan, progress, env)
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
@@ -312,7 +309,7 @@ def _push_decision(
         return Outcome(sid, "new"), None
     if theirs == mine:
         return Outcome(sid, "up to date"), theirs
-    related = remotes.relation(git, mine, theirs) if remotes.has(git, theirs) else "diverged"
+    related = history.relation(git, mine, theirs) if history.has(git, theirs) else "diverged"
     if related == "ahead":
         return Outcome(sid, "updated"), theirs
     if related == "behind":
@@ -339,7 +336,7 @@ def _record_sent(
     if moved:
         from gitsessions.store.mainbranch import MAIN_REF
 
-        remotes.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
+        tracking.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
 
 
 # -- pull --------------------------------------------------------------------------------
@@ -350,7 +347,7 @@ def pull(
     remote: str | None,
     *,
     progress: Progress = _quiet,
-    env: remotes.Env = None,
+    env: transport.Env = None,
     writable: Callable[[], SessionStore] | None = None,
 ) -> Report:
     """Fetch the remote's session branches and bring each here; see the invariants.
@@ -361,12 +358,13 @@ def pull(
     commit; the branches that move (created, fast-forwarded) and the remote-tracking
     refs go in one `packed-refs` write per 256 branches, each a compare-and-swap."""
     git = store.git
+    transport.require_git(git)
     name = pick_remote(store, remote)
-    url = remotes.url_of(git, name)
-    report = Report(name, remotes.mask(url))
+    url = remoteconfig.url_of(git, name)
+    report = Report(name, remoteconfig.mask(url))
     full = writable or (lambda: store)  # type: ignore[assignment,return-value]
     with git.locked():
-        progress(f"reading {remotes.mask(url)}")
+        progress(f"reading {remoteconfig.mask(url)}")
         listed, dead, _, report.kept = _fetch_tombstones(
             store, name, url, progress, env, track=False
         )
@@ -385,8 +383,8 @@ def pull(
             return wants
 
         refused: dict[bytes, str] = {}  # commits whose objects failed the checks: why
-        refs = remotes.fetch(
-            git, url, wanted, progress, thin=bool(local), name=name, env=env, listed=listed,
+        refs = transport.fetch(
+            git, url, wanted, progress, name=name, env=env, listed=listed,
             track=False, refused=refused,
         )  # fmt: skip
         remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
@@ -394,7 +392,7 @@ def pull(
         tracked: dict[bytes, bytes | None] = {
             ref_name(s): sha for s, sha in theirs.items() if sha not in refused
         }
-        if TOMBSTONES in refs and remotes.has(git, refs[TOMBSTONES]):
+        if TOMBSTONES in refs and history.has(git, refs[TOMBSTONES]):
             tracked[TOMBSTONES] = refs[TOMBSTONES]
         report.tombstones = len(dead)
         progress(f"merging {plural(len(theirs), 'session')}")
@@ -421,7 +419,7 @@ def pull(
             if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)
         new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
-        outcomes |= _move(store, new, behind, remotes.Tracking(name, tracked, replace=True))
+        outcomes |= _move(store, new, behind, tracking.Tracking(name, tracked, replace=True))
     if wants and getattr(store, "background_maintenance", True):
         _maintain(store)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
@@ -432,12 +430,12 @@ def _move(
     store: Store,
     new: dict[str, bytes],
     behind: dict[str, tuple[bytes, bytes]],
-    tracking: remotes.Tracking,
+    tracked: tracking.Tracking,
     batch: int = 256,
 ) -> dict[str, Outcome]:
     """Create the sessions `new` here and fast-forward those `behind`, each branch by
     compare-and-swap, `batch` branches a `packed-refs` write (the first also writes
-    `tracking`). A fast-forward holds the session's lease: one a running agent holds
+    `tracked`). A fast-forward holds the session's lease: one a running agent holds
     is left for the next pull."""
     git = store.git
     outcomes: dict[str, Outcome] = {}
@@ -456,7 +454,7 @@ def _move(
                     outcomes[sid] = Outcome(sid, "busy", why)
                     continue
                 moves[ref_name(sid)] = behind[sid]
-            moved = remotes.update_refs(git, moves, tracking if start == 0 else None)
+            moved = tracking.update_refs_if_equal(git, moves, tracked if start == 0 else None)
         for ref in moves:
             sid = ref[len(SESSIONS) :].decode()
             if ref in moved:
@@ -501,7 +499,7 @@ def _bring(
     git = store.git
     try:
         remote_head = _checked(store, sid, theirs)
-        relation = remotes.relation(git, mine, theirs)
+        relation = history.relation(git, mine, theirs)
         if relation == "behind":
             return None
         if relation == "ahead":
@@ -517,7 +515,7 @@ def _bring(
             writing = full()
             if _forked_before(writing, sid, theirs):
                 return Outcome(sid, "unchanged", "its diverged line was forked before")
-            base = remotes.merge_base(git, mine, theirs)
+            base = history.merge_base(git, mine, theirs)
             fork = writer.fork(
                 writing,
                 remote_head,
@@ -540,7 +538,7 @@ def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
     from gitsessions.store.catalog import Catalog
 
     for header in Catalog(store).headers():
-        if header.get("parent_id") == sid and remotes.is_ancestor(
+        if header.get("parent_id") == sid and history.is_ancestor(
             store.git, theirs, str(header["head"]).encode()
         ):
             return True
@@ -548,12 +546,12 @@ def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
 
 
 def _check_arriving(
-    store: Store, arriving: dict[str, bytes], env: remotes.Env
+    store: Store, arriving: dict[str, bytes], env: transport.Env
 ) -> dict[str, str | None]:
     """`{id: None when the remote's head of a session new here is a readable header of
     that id, else why not}`, as `_checked` decides, all headers read in one go."""
     order = sorted(arriving)
-    raws = remotes.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    raws = transport.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
     out: dict[str, str | None] = {}
     for sid, raw in zip(order, raws, strict=True):
         try:
@@ -627,9 +625,9 @@ def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
     """Configure a remote; returns its URL as stored (a local path made absolute)."""
     from gitsessions.services import writer
 
-    url = remotes.normalize(url, cwd)
+    url = remoteconfig.normalize(url, cwd)
     writer.audited(
-        store, "remote add", None, lambda: remotes.add(store.git, name, url), remote=name
+        store, "remote add", None, lambda: remoteconfig.add(store.git, name, url), remote=name
     )
     return url
 
@@ -637,8 +635,8 @@ def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
 def list_remotes(store: SessionStore) -> list[dict[str, str]]:
     """Each remote with its URL masked and its kind."""
     return [
-        {"name": name, "url": remotes.mask(url), "kind": remotes.kind(url)}
-        for name, url in sorted(remotes.remotes(store.git).items())
+        {"name": name, "url": remoteconfig.mask(url), "kind": remoteconfig.kind(url)}
+        for name, url in sorted(remoteconfig.remotes(store.git).items())
     ]
 
 
@@ -647,5 +645,5 @@ def remove_remote(store: SessionStore, name: str) -> int:
     from gitsessions.services import writer
 
     return writer.audited(
-        store, "remote remove", None, lambda: remotes.remove(store.git, name), remote=name
+        store, "remote remove", None, lambda: remoteconfig.remove(store.git, name), remote=name
     )

@@ -4,10 +4,10 @@ turn) some 5 ms.
 
 Invariant: only a store whose config has the shape `GitStore` writes (the sections,
 keys and values in `EXPECTED`, plus `[remote "..."]` sections, which only the sync code
-reads, through dulwich's `Repo`) is opened here, with the settings dulwich's `Repo`
-derives from that config: the defaults, and `sharedRepository = 0600` as dulwich parses
-it. Anything else (another key or value, quoting, includes, a worktree's `commondir`)
-gives None, and the caller opens dulwich's `Repo` as before.
+reads, through dulwich's `ConfigFile`: `remoteconfig`) is opened here, with the settings
+dulwich's `Repo` derives from that config: the defaults, and `sharedRepository = 0600` as
+dulwich parses it. Anything else (another key or value, quoting, includes, a
+worktree's `commondir`) gives None, and the caller opens dulwich's `Repo` as before.
 """
 
 from pathlib import Path

@@ -1,9 +1,7 @@
 """The few private dulwich calls the store needs, in one place.
 
 dulwich has no public way to drop a pack from a store, list loose objects, or make a
-store rescan its pack directory. (Its subprocess client writes a pack to the pipe record
-by record: `dulwich_client.GatheringSubprocessClient` wraps the private `_connect`, in a
-module of its own so that only sync imports dulwich's client.)
+store rescan its pack directory.
 `tests/test_dulwich_private.py` fails loudly when an upgrade renames or removes any of
 them.
 """

@@ -4,7 +4,7 @@ Invariants:
 - A line `<session id> <commit id>` is appended (one write, fsynced) before a session
   branch moves to that commit, under the branch's flock and only while the branch holds
   the value the move expects: a commit written here (`GitStore.move_ref`) or the
-  remote's head a pull accepted (`remotes.update_refs`). A kill between the two leaves
+  remote's head a pull accepted (`tracking.update_refs_if_equal`). A kill between the two leaves
   a line whose move never happened: `doctor` finds that branch behind it.
 - It is the only record `doctor --repair` restores or fast-forwards a branch from. A
   commit that came any other way (in a fetched pack, under a remote-tracking ref, in

@@ -1,5 +1,5 @@
 """The store as a pull sees it when nothing forks: objects read by `objectread` (no
-dulwich), refs moved by `remotes.update_refs` (`refpack`), under the same locks as
+dulwich), refs moved by `tracking.update_refs_if_equal` (`refpack`), under the same locks as
 `repo.GitStore` (`storelock`). A pull that must write a commit (a fork) opens the full
 store for it."""
 

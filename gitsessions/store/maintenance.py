@@ -369,8 +369,9 @@ def run_maintenance(git: GitStore) -> dict[str, int]:
 
 
 def _remove_temporary_packs(git: GitStore) -> None:
-    """Half-written packs of a killed pack run or fetch, and a killed dulwich fetch's
-    quarantine (we hold the exclusive lock: none is live)."""
+    """Half-written packs of a killed pack run or fetch, and the quarantine a killed
+    fetch of an older gitsessions (through dulwich) left (we hold the exclusive lock:
+    none is live)."""
     for leftover in (git.path / "objects").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()

@@ -3,7 +3,7 @@
 Invariants:
 - Objects are always written before any ref names them, and refs only move by
   compare-and-swap (`set_if_equals` / `add_if_new` / `remove_if_equals` here; a pull's
-  batch, `remotes.update_refs`, in `packed-refs` under the same locks). A crash at any
+  batch, `tracking.update_refs_if_equal`, in `packed-refs` under the same locks). A crash at any
   point leaves every ref pointing at a complete commit.
 - Writers hold a shared `flock` on `gitsessions.lock` while they write objects and move a
   ref; purging unreachable objects holds it exclusively, so it never deletes an object a

@@ -1,6 +1,6 @@
-"""Stock git does a sync's heavy work when it is installed: listing a remote's refs,
-fetching and pushing packs, and walking what a push would send. dulwich does the same in
-Python, several times slower on the store's delta chains (`remotes` falls back to it).
+"""Stock git, the one transport of sync: listing a remote's refs, fetching and pushing
+packs, and walking what a push would send or a pull brought. Push and pull need git
+2.29 or newer (`MIN_VERSION`); without it they stop with one line (`transport`).
 
 Invariants:
 - Every command names the store with `--git-dir` and runs with settings that keep git
@@ -9,10 +9,9 @@ Invariants:
   A fetch keeps the pack that came, however small (`fetch.unpackLimit=1`): writing a
   small fetch's objects loose, each fsynced, took twice as long as the whole pack and
   its index; background maintenance merges the packs as it merges those of commits.
-- Every object a fetch brings passes git's own checks first (`fetch.fsckObjects`, and
-  `index-pack --strict` for `fetch_local`): a tree entry `..`, `.git` or `a/b`, a
-  malformed commit, is refused (`ObjectsRefused`) before the pack joins the store, so
-  `git fsck --strict` of the store stays clean.
+- Every object a fetch brings passes git's own checks first (`fetch.fsckObjects`): a
+  tree entry `..`, `.git` or `a/b`, a malformed commit, is refused (`ObjectsRefused`)
+  before the pack joins the store, so `git fsck --strict` of the store stays clean.
 - The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
   ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
 - Nothing here moves a session branch. A fetch writes no ref at all: it asks for
@@ -23,6 +22,8 @@ Invariants:
   (`--force-with-lease=REF:OLD`), so it happens only if the remote's ref still holds
   what the caller saw. (A lease on every ref costs git a quadratic check: 0.7 s for a
   thousand.)
+- A git's version is known per binary (its path, size and modification time): another
+  git on PATH, or an upgrade, is asked again.
 - A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
 """
 
@@ -74,7 +75,6 @@ SETTINGS = (
     "protocol.version=2",
     "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
-KEEP = "gitsessions pull"  # index-pack's .keep note while a fetched pack goes in
 REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
 Relay = Callable[[bytes], None]
 
@@ -105,58 +105,66 @@ def _refused(error: GitFailed) -> GitFailed:
     return ObjectsRefused(f"the remote's objects fail git's checks ({why})", error.out)
 
 
-def available() -> bool:
-    """Whether stock git (new enough) is on PATH."""
-    return shutil.which("git") is not None and version() >= MIN_VERSION
+def binary() -> str | None:
+    """The git on PATH as `realpath size mtime` (what its version is known by), None
+    when there is none."""
+    found = shutil.which("git")
+    if found is None:
+        return None
+    try:
+        stat = os.stat(found)
+    except OSError:
+        return None
+    return f"{os.path.realpath(found)} {stat.st_size} {stat.st_mtime_ns}"
 
 
-_VERSION: list[tuple[int, int]] = []  # stock git's, once known
+_VERSIONS: dict[str, tuple[int, int]] = {}  # binary() -> its version, once known
 
 
 def version() -> tuple[int, int]:
-    """Stock git's version, (0, 0) when it cannot say (asked once a process, unless
-    `remember_version` found it noted)."""
-    if not _VERSION:
-        _VERSION.append(_ask_version())
-    return _VERSION[0]
+    """The version of the git on PATH, (0, 0) when there is none or it cannot say
+    (asked once a process for each binary, unless `remember_version` found it noted)."""
+    key = binary()
+    if key is None:
+        return (0, 0)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = _parse(version_text())
+    return _VERSIONS[key]
 
 
-def _ask_version() -> tuple[int, int]:
+def version_text() -> str:
+    """What `git --version` says its version is (`2.39.5`), "" when it cannot say."""
     try:
         done = subprocess.run(
-            ["git", "version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
+            ["git", "--version"], capture_output=True, check=False, stdin=subprocess.DEVNULL
         )
     except OSError:
-        return (0, 0)
-    found = re.search(rb"(\d+)\.(\d+)", done.stdout)
+        return ""
+    found = re.search(rb"\d+(?:\.\d+)+", done.stdout) if done.returncode == 0 else None
+    return found[0].decode() if found else ""
+
+
+def _parse(text: str) -> tuple[int, int]:
+    found = re.match(r"(\d+)\.(\d+)", text)
     return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
 def remember_version(store: Path) -> None:
     """Learn stock git's version from the store's note of it (`gitsessions/git-version`)
-    when the note is of the git on PATH now (its path, size and modification time: an
-    upgrade or another git asks again), else ask git and note it: a sync then starts
-    no `git version` of its own. The note is a cache: unreadable or stale, it is
-    written again."""
-    if _VERSION:
+    when the note is of the git on PATH now (`binary()`), else ask git and note it: a
+    sync then starts no `git --version` of its own. The note is a cache: unreadable or
+    stale, it is written again."""
+    key = binary()
+    if key is None or key in _VERSIONS:
         return
-    found = shutil.which("git")
-    if found is None:
-        return
-    try:
-        stat = os.stat(found)
-    except OSError:
-        return
-    key = f"{os.path.realpath(found)} {stat.st_size} {stat.st_mtime_ns}"
     note = store / "gitsessions" / "git-version"
     with contextlib.suppress(OSError, ValueError):
         lines = note.read_text("utf-8").splitlines()
         if len(lines) == 2 and lines[0] == key:
             major, minor = lines[1].split(".")
-            _VERSION.append((int(major), int(minor)))
+            _VERSIONS[key] = (int(major), int(minor))
             return
-    known = _ask_version()
-    _VERSION.append(known)
+    known = _VERSIONS[key] = _parse(version_text())
     with contextlib.suppress(OSError):
         note.parent.mkdir(mode=0o700, exist_ok=True)
         spare = note.with_name(f"git-version.{os.getpid()}")
@@ -286,62 +294,6 @@ def fetch(
         raise _refused(error) from None
 
 
-def fetch_local(
-    store: Path,
-    remote: Path,
-    wants: list[bytes],
-    haves: Iterable[bytes],
-    env: Mapping[str, str] | None,
-    relay: Relay | None = None,
-) -> None:
-    """`fetch` from a repository on this machine in two processes instead of six:
-    the remote's `pack-objects` (the very pack its `upload-pack` would make: `wants`
-    and all they need that `haves` do not reach, thin) piped into this store's
-    `index-pack --fix-thin --strict` (git's object checks, as `fetch.fsckObjects`).
-    `haves` must be commits both hold (this store, whole, holds all they reach, which
-    is also what `git fetch`'s connectivity check would find). Like `fetch`, no ref is
-    written; the pack's `.keep` goes once it is in."""
-    revs = b"".join(sha + b"\n" for sha in wants)
-    revs += b"".join(b"^" + sha + b"\n" for sha in sorted(set(haves)))
-    packing = ["pack-objects", "--revs", "--thin", "--stdout", "--delta-base-offset"]
-    pack = subprocess.Popen(
-        _command(remote, [*packing, "--progress" if relay is not None else "-q"]),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(env),
-    )
-    assert pack.stdout is not None and pack.stderr is not None
-    index: subprocess.Popen[bytes] | None = None
-    try:
-        index = subprocess.Popen(
-            _command(store, ["index-pack", "--stdin", "--fix-thin", "--strict", f"--keep={KEEP}"]),
-            stdin=pack.stdout,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(env),
-        )
-        pack.stdout.close()
-        errors, helpers = _attend(pack, revs, relay)
-        out, index_errors = index.communicate()
-        pack.wait()
-        for helper in helpers:
-            helper.join()
-    except BaseException:  # Ctrl-C, or a git that cannot start: neither is left running
-        for process in (pack, index):
-            if process is not None:
-                process.kill()
-                process.wait()
-        raise
-    for line in out.splitlines():  # a pack that came goes on as any other, even if
-        kind, _tab, name = line.partition(b"\t")  # the remote's side then failed
-        if kind in (b"keep", b"pack") and re.fullmatch(rb"[0-9a-f]{40}", name):
-            with contextlib.suppress(FileNotFoundError):
-                (store / "objects" / "pack" / f"pack-{name.decode()}.keep").unlink()
-    if pack.returncode != 0 or index.returncode != 0:
-        raise _refused(GitFailed(message(bytes(errors) + index_errors)))
-
-
 def push(
     store: Path,
     url: str,
@@ -424,6 +376,22 @@ def objects(
 
 
 TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+
+
+def trees(store: Path, wants: Iterable[bytes], env: Mapping[str, str] | None) -> list[bytes]:
+    """The ids of every tree `wants` reach that no ref of the store reaches (what a
+    fetch just brought): git's own walk (`rev-list --objects ... --not --all`)."""
+    revs = b"".join(sha + b"\n" for sha in wants)
+    if not revs:
+        return []
+    walk = ["rev-list", "--objects", "--stdin", "--not", "--all"]
+    if version() >= BLOBS_ONLY:  # commits and trees: a tree's line has a path (or " ")
+        listed = run(store, [*walk, "--filter=object:type=tree"], env, revs)
+        return [line[:40] for line in listed.splitlines() if len(line) > 40]
+    listed = run(store, walk, env, revs)
+    check = "--batch-check=%(objectname) %(objecttype)"
+    typed = run(store, ["cat-file", check], env, listed)
+    return [line[:40] for line in typed.splitlines() if line[41:] == b"tree"]
 
 
 def contents(

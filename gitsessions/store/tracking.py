@@ -1,0 +1,222 @@
+"""The refs a sync writes in the store: remote-tracking refs, the session branches a
+pull creates or fast-forwards, and the `sending` refs a push names its commits by.
+
+Invariants:
+- A session branch moves only through `update_refs_if_equal`: compare-and-swap from the value the
+  caller saw (None: absent), under the branch's flock, each new head recorded in
+  `headlog` first (fsynced), so `doctor` can restore it. A ref that no longer holds
+  the value seen is left as it is and reported as not moved; nothing is overwritten.
+- Remote-tracking refs (`refs/remotes/<remote>/...`) and the branches a pull moves are
+  written in one `packed-refs` write per 256 branches (`refpack`: through
+  `packed-refs.lock`, fsynced, renamed): a pull of 1,000 sessions makes a few fsyncs,
+  not 1,000. A loose file holding the old value is removed only after that write (until
+  then it shadows the new value: a kill in between leaves the old one).
+- Objects come first: the caller has fetched (and checked) every object a ref it moves
+  here names, and holds the store's shared lock, so a purge never sees them unnamed.
+- A push's `refs/gitsessions/sending/<pid>/...` live only while that push runs; those
+  of a process that is gone are dropped by the next push, and `forget_session` drops a
+  deleted session's along with its remote-tracking refs, so a purge reaches its objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitsessions.store import headlog
+from gitsessions.store.refpack import packed_lock, read_loose, read_packed
+
+if TYPE_CHECKING:
+    from gitsessions.store.lightgit import LightGit
+    from gitsessions.store.repo import GitStore
+
+    Git = GitStore | LightGit  # what a pull reads through; a push, a fork: GitStore
+
+SESSIONS = b"refs/heads/sessions/"
+TOMBSTONES = b"refs/gitsessions/tombstones"
+SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
+
+
+def tracking_prefix(name: str) -> bytes:
+    return b"refs/remotes/" + name.encode() + b"/"
+
+
+def tracking_name(name: str, remote_ref: bytes) -> bytes:
+    if remote_ref.startswith(b"refs/heads/sessions/"):
+        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
+
+
+class Tracking:
+    """Remote-tracking refs of remote `name` to set: `{remote ref: sha, or None to remove
+    it}`; with `replace`, every other one of this remote goes too. (Plain classes here:
+    `dataclasses` costs a pull's start-up 5 ms.)"""
+
+    def __init__(self, name: str, refs: dict[bytes, bytes | None], replace: bool = False) -> None:
+        self.name = name
+        self.refs = refs
+        self.replace = replace
+
+    def apply(self, packed: dict[bytes, bytes], loose: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        """`packed` as it is to be written: this remote's `loose` refs (stock git writes
+        them) folded in unless replaced, then `refs` set."""
+        prefix = tracking_prefix(self.name)
+        if self.replace:
+            new = {n: s for n, s in packed.items() if not n.startswith(prefix)}
+        else:
+            new = {**packed, **loose}
+        for ref, sha in self.refs.items():
+            if sha is None:
+                new.pop(tracking_name(self.name, ref), None)
+            else:
+                new[tracking_name(self.name, ref)] = sha
+        return new
+
+
+def set_tracking(
+    git: Git, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
+) -> int:
+    """Set the remote-tracking refs of `name` for `refs` (remote ref names; None removes
+    one), in one `packed-refs` write; with `replace`, every other one of this remote
+    goes too. Returns how many were removed."""
+    prefix = tracking_prefix(name)
+    before = {**read_packed(git.path / "packed-refs"), **read_loose(git.path, prefix)}
+    update_refs_if_equal(git, {}, Tracking(name, refs, replace))
+    after = read_packed(git.path / "packed-refs")
+    return len([n for n in before if n.startswith(prefix) and n not in after])
+
+
+def update_refs_if_equal(
+    git: Git,
+    moves: dict[bytes, tuple[bytes | None, bytes]],
+    tracking: Tracking | None = None,
+    batch: int = 256,
+) -> set[bytes]:
+    """Move each ref of `moves` from its old value (None: absent, loose or packed) to
+    its new one, each while holding its branch's flock and only if it still holds the
+    old value: compare-and-swap, in one fsynced `packed-refs` write per `batch` refs
+    (not one fsync per ref). A loose file holding the old value goes after the write
+    (until then it shadows the new one: a kill in between leaves the old value). The
+    first write also sets `tracking`. Returns the names moved. The caller holds
+    `git.locked()`."""
+    moved: set[bytes] = set()
+    names = sorted(moves)
+    for start in range(0, max(len(names), 1), batch):
+        chunk = names[start : start + batch]
+        track = tracking if start == 0 else None
+        with contextlib.ExitStack() as stack:
+            for ref in chunk:
+                stack.enter_context(git.ref_locked(ref))
+            loose: dict[bytes, bytes] = {}
+            with packed_lock(git.path) as commit:
+                packed = read_packed(git.path / "packed-refs")
+                won = [ref for ref in chunk if _holds(git.path, ref, packed, moves[ref][0])]
+                new = packed
+                if track is not None:
+                    loose = read_loose(git.path, tracking_prefix(track.name))
+                    new = track.apply(packed, loose)
+                new = {**new, **{ref: moves[ref][1] for ref in won}}
+                headlog.record(git.path, _session_heads(won, moves))
+                if new != packed:
+                    commit(new)
+            for ref in won:
+                with contextlib.suppress(FileNotFoundError):
+                    (git.path / os.fsdecode(ref)).unlink()
+            _drop_loose(git, loose)
+        moved.update(won)
+    return moved
+
+
+def _session_heads(
+    won: list[bytes], moves: dict[bytes, tuple[bytes | None, bytes]]
+) -> list[tuple[str, bytes]]:
+    """The session branches of `won` with the commit each is about to hold."""
+    out: list[tuple[str, bytes]] = []
+    for ref in won:
+        if ref.startswith(SESSIONS) and moves[ref][1] != moves[ref][0]:
+            out.append((ref[len(SESSIONS) :].decode(), moves[ref][1]))
+    return out
+
+
+def _holds(store_path: Path, ref: bytes, packed: dict[bytes, bytes], value: bytes | None) -> bool:
+    """Whether `ref` holds `value` (None: absent), its loose file read first."""
+    try:
+        found = (store_path / os.fsdecode(ref)).read_bytes().strip()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return packed.get(ref) == value
+    return found == value
+
+
+def _drop_loose(git: Git, loose: dict[bytes, bytes]) -> None:
+    """Remove loose refs now in `packed-refs` (each only if it still holds the value
+    that went there: another process's fetch may have written it again)."""
+    for name, sha in loose.items():
+        file = git.path / os.fsdecode(name)
+        with contextlib.suppress(FileNotFoundError):
+            if file.read_bytes().strip() == sha:
+                file.unlink()
+
+
+def forget_session(git: Git, session_id: str) -> None:
+    """Drop every remote-tracking ref of a session deleted here (and any a push is
+    sending it by), so a purge reaches its objects."""
+    suffix = b"/sessions/" + session_id.encode()
+    for name in read_loose(git.path):  # stock git writes them loose
+        if name.startswith((b"refs/remotes/", SENDING)) and name.endswith(suffix):
+            with contextlib.suppress(FileNotFoundError):
+                (git.path / os.fsdecode(name)).unlink()
+    with packed_lock(git.path) as commit:
+        packed = read_packed(git.path / "packed-refs")
+        kept = {
+            n: s
+            for n, s in packed.items()
+            if not (n.startswith((b"refs/remotes/", SENDING)) and n.endswith(suffix))
+        }
+        if kept != packed:
+            commit(kept)
+
+
+@contextlib.contextmanager
+def sending(git: Git, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
+    """Name the commits a push sends by refs of this process's own
+    `refs/gitsessions/sending/<pid>/sessions/<id>` (one `packed-refs` write each way),
+    so stock git pushes them with one glob refspec: a thousand explicit ones cost it a
+    second and a half of matching. Those of a process that is gone are dropped too."""
+    space = SENDING + str(os.getpid()).encode() + b"/"
+
+    def rewrite(add: dict[bytes, bytes]) -> None:
+        for name in read_loose(git.path):
+            if _ours_or_stale(name, space):
+                with contextlib.suppress(FileNotFoundError):
+                    (git.path / os.fsdecode(name)).unlink()
+        with packed_lock(git.path) as commit:
+            packed = read_packed(git.path / "packed-refs")
+            kept = {n: s for n, s in packed.items() if not _ours_or_stale(n, space)}
+            if {**kept, **add} != packed:
+                commit({**kept, **add})
+
+    rewrite({space + ref[len(b"refs/heads/") :]: sha for ref, sha in sessions.items()})
+    try:
+        yield space
+    finally:
+        rewrite({})
+
+
+def _ours_or_stale(name: bytes, space: bytes) -> bool:
+    if not name.startswith(SENDING):
+        return False
+    if name.startswith(space):
+        return True
+    pid = name[len(SENDING) :].split(b"/", 1)[0]
+    if not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False

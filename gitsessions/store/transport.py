@@ -1,0 +1,247 @@
+"""Objects moved to and from a remote, by stock git (`stockgit`): its refs listed
+(`ls-remote`), commits fetched by id, branches pushed, and the walks around them (what
+a push sends, what files a pull brought).
+
+Invariants:
+- Stock git 2.29 or newer does every transfer; without it a push or pull stops before
+  anything happens, in one line (`require_git`: `GitRequired`).
+- Fetched objects are only written while the caller holds the store's shared lock, and
+  a pull that completes names them by a ref (a session branch or a remote-tracking ref)
+  before it releases it, so a purge never removes them in between. (A pull that fails
+  midway may leave them unnamed: a later purge removes them, and the next pull fetches
+  what it needs again.)
+- Nothing fetched is named by a ref unchecked: git's object checks run as it fetches
+  (`stockgit.ObjectsRefused`), then the session layout's (`treecheck`) on the trees
+  that came. When a fetch of several commits is refused, each is fetched alone: the
+  caller's `refused` learns which ones (and why), the others come, and no
+  remote-tracking ref names a refused one.
+- The remote's refs move only through compare-and-swap and are never forced: git
+  refuses what is not a create or a fast-forward of the value it saw when it
+  connected, the remote applies an update only if its ref still holds that value, and
+  a prune is leased on the value the caller saw. Every update the caller asks for is a
+  create, a fast-forward or a prune it checked.
+- Every failure of the transport is one `RemoteError` line with the URL's secrets
+  masked (`remoteconfig.mask`, `remoteconfig.clean`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from gitsessions.store import history, stockgit, treecheck
+from gitsessions.store.errors import StoreError
+from gitsessions.store.refpack import current as ref_value
+from gitsessions.store.remoteconfig import clean, mask
+from gitsessions.store.tracking import SESSIONS, sending, set_tracking, tracking_name
+
+if TYPE_CHECKING:
+    from gitsessions.store.repo import GitStore
+    from gitsessions.store.tracking import Git
+
+ZERO_SHA = b"0" * 40
+Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
+PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
+Progress = Callable[[str], None]
+Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
+
+
+class RemoteError(StoreError):
+    """A remote could not be reached, or refused what was asked; nothing changed here."""
+
+
+class GitRequired(StoreError):
+    """Stock git is missing or older than push and pull need; nothing was done."""
+
+
+def require_git(store: GitStore | Git | None = None) -> None:
+    """Stop with one line unless stock git, new enough, is on PATH (its version noted
+    in the store, when given: `stockgit.remember_version`)."""
+    if shutil.which("git") is None:
+        raise GitRequired("push and pull need git on PATH")
+    if store is not None:
+        stockgit.remember_version(store.path)
+    if stockgit.version() < stockgit.MIN_VERSION:
+        found = stockgit.version_text() or "a git that does not say its version"
+        wanted = ".".join(str(n) for n in stockgit.MIN_VERSION)
+        raise GitRequired(f"push and pull need git {wanted} or newer (found {found})")
+
+
+@contextlib.contextmanager
+def _talking(url: str, what: str) -> Iterator[None]:
+    """Any failure of the transport becomes one `RemoteError` line with the URL masked."""
+    shown = mask(url)
+    try:
+        yield
+    except stockgit.GitFailed as error:
+        reason = str(error)
+        if "does not appear to be a git repository" in reason:
+            reason = "not a git repository (create one with `git init --bare`)"
+        raise RemoteError(f"cannot {what} {shown}: {clean(reason, url)}") from None
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise RemoteError(f"cannot {what} {shown}: {clean(reason, url)}") from None
+
+
+def _report(progress: Progress | None, url: str, every: float = 1.0) -> stockgit.Relay | None:
+    """git's progress as lines for `progress`, at most one a second (it reports every
+    object: 140,000 lines for a 1,000-session pull), but each `done`; the secrets of
+    `url` masked wherever they appear."""
+    if progress is None:
+        return None
+    last = [0.0]
+
+    def relay(data: bytes) -> None:
+        for line in data.decode("utf-8", "replace").replace("\r", "\n").split("\n"):
+            line = line.strip()
+            now = time.monotonic()
+            if line and (now - last[0] >= every or line.endswith(("done.", "done"))):
+                last[0] = now
+                progress(clean(line, url))
+
+    return relay
+
+
+def fetch(
+    git: Git,
+    url: str,
+    wants: Callable[[dict[bytes, bytes]], list[bytes]],
+    progress: Progress | None = None,
+    *,
+    name: str,
+    env: Env = None,
+    listed: dict[bytes, bytes] | None = None,
+    track: bool = True,
+    refused: dict[bytes, str] | None = None,
+) -> dict[bytes, bytes]:
+    """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
+    returns the remote's refs as listed (or `listed`, the caller's listing just
+    before). The commits the store lacks are fetched by their ids (git writes no ref:
+    a thousand loose ones cost it a second, and matching a thousand names more), and
+    the remote-tracking refs of `name` set for what came, unless not `track` (the
+    caller's own write names them). A wanted commit whose objects fail the checks is
+    left out and put in `refused` (`{commit: why}`); without `refused`, that fails the
+    fetch (`RemoteError`). A ref that moved on the remote since the listing is fetched
+    as listed (protocol v2 serves any id it has; a v0-only server refuses it, and the
+    pull fails with one line: run it again). The caller holds `git.locked()`."""
+    stockgit.remember_version(git.path)
+    with _talking(url, "fetch from"):
+        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
+        wanted = {sha for sha in wants(refs) if not history.has(git, sha)}
+        chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
+        if not chosen:
+            return refs
+        tips = _tips(git, name, chosen)
+        relay = _report(progress, url)
+        bad: dict[bytes, str] = {}
+        try:
+            stockgit.fetch(git.path, url, sorted(wanted), env, relay, tips)
+        except stockgit.ObjectsRefused:
+            if refused is None:
+                raise
+            for sha in sorted(wanted):  # each alone: which ones are bad
+                try:
+                    stockgit.fetch(git.path, url, [sha], env, relay, tips)
+                except stockgit.ObjectsRefused as alone:
+                    bad[sha] = str(alone)
+        git.rescan()
+        came = sorted(sha for sha in wanted if sha not in bad and history.has(git, sha))
+        bad |= treecheck.refused(git.path, came, env)
+    if bad and refused is None:
+        raise RemoteError(f"cannot fetch from {mask(url)}: {next(iter(bad.values()))}")
+    lacking = sorted(sha for sha in wanted if sha not in bad and not history.has(git, sha))
+    if lacking:
+        raise RemoteError(
+            f"cannot fetch from {mask(url)}: commit {lacking[0].decode()[:12]} did not come"
+        )
+    if refused is not None:
+        refused |= bad
+    if track:
+        set_tracking(git, name, {ref: refs[ref] for ref in chosen if refs[ref] not in bad})
+    return refs
+
+
+def _tips(git: Git, name: str, chosen: list[bytes]) -> list[bytes]:
+    """The commits offered as common ground for `chosen`: what this store has of each
+    (its branch, its remote-tracking ref); none when one is new here (it may share
+    history with any: git's negotiation offers everything)."""
+    tips: list[bytes] = []
+    for ref in chosen:
+        here = [ref_value(git.path, r) for r in (ref, tracking_name(name, ref))]
+        if not any(here):
+            return []
+        tips += [sha for sha in here if sha is not None]
+    return tips
+
+
+def send(
+    git: GitStore,
+    url: str,
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+    progress: Progress | None = None,
+    env: Env = None,
+) -> dict[bytes, str | None]:
+    """Push `{ref: (the remote's value when looked at, or None; new)}` (ZERO_SHA
+    deletes): each update is a compare-and-swap on the old value (the remote refuses a
+    ref that moved since). Returns `{ref: None when it moved, else why not}`."""
+    status: dict[bytes, str | None] = {}
+    refs = sorted(plan)
+    with _talking(url, "push to"):
+        for start in range(0, len(refs), PUSH_BATCH):
+            batch = {ref: plan[ref] for ref in refs[start : start + PUSH_BATCH]}
+            sessions = {r: new for r, (_o, new) in batch.items() if _sent_by_glob(r, new)}
+            with sending(git, sessions) as space:
+                status |= stockgit.push(
+                    git.path, url, batch, env, _report(progress, url), space, set(sessions)
+                )
+    return status
+
+
+def _sent_by_glob(ref: bytes, new: bytes) -> bool:
+    return ref.startswith(SESSIONS) and new != ZERO_SHA
+
+
+def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None) -> list[Entry]:
+    """The objects `wants` need that the remote lacks, knowing it has `haves` (those the
+    store has too): git's own walk (`rev-list --objects`)."""
+    known = sorted(sha for sha in haves if history.has(git, sha))
+    try:
+        return stockgit.objects(git.path, sorted(wants), known, env)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot list what a push sends: {error}") from None
+
+
+def contents(git: Git, ids: list[bytes], env: Env = None) -> Iterator[bytes]:
+    """The raw content of each object, in order (`cat-file --batch`)."""
+    try:
+        for sha, raw in zip(ids, stockgit.contents(git.path, ids, env), strict=True):
+            if raw is None:
+                raise StoreError(f"object {sha.decode()[:12]} is missing from the store")
+            yield raw
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read what a push sends: {error}") from None
+
+
+def hinted(
+    git: Git, ids: list[bytes], needles: tuple[bytes, ...], env: Env = None
+) -> set[int] | None:
+    """The indexes of the objects in `ids` that hold one of `needles` in any ASCII case,
+    searched by stock git and grep without reading the objects here; None when there
+    is no grep (the caller reads and searches them itself)."""
+    try:
+        return stockgit.hinted(git.path, ids, needles, env)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read what a push sends: {error}") from None
+
+
+def files_at(git: Git, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
+    """The content of `path` in the tree of each `(commit, path)`, None where there is
+    none, read by stock git in one go."""
+    names = [commit + b":" + path.encode() for commit, path in wanted]
+    try:
+        return list(stockgit.contents(git.path, names, env))
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read fetched sessions: {error}") from None
