@@ -12,7 +12,6 @@ from gitsessions.cli import state
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import State, plain_out
 from gitsessions.services import sync
-from gitsessions.services.config_file import config_path, redact_setting
 from gitsessions.values.ids import short
 
 plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
@@ -37,17 +36,10 @@ def run_pull(
     json_: bool = False,
 ) -> None:  # fmt: skip
     """`pull`: see `cmd_pull` in sync_cmd.py."""
-    light = sync.light_store(st.home)  # no dulwich unless a fork is written
-    store: sync.Store = st.store if light is None else light
-    try:
-        if light is not None:
-            redact_setting(st.config(), str(config_path(st.home)))  # as `store` checks it
-        report = sync.pull(store, remote, progress=progress, env=st.env, writable=lambda: st.store)
-        if code:
-            sync.fetch_snapshots(store, report, code_remote, st.env)
-    finally:
-        if light is not None:
-            light.close()
+    store = st.store
+    report = sync.pull(store, remote, progress=progress, env=st.env, writable=lambda: st.store)
+    if code:
+        sync.fetch_snapshots(store, report, code_remote, st.env)
     show(report, json_, "pulled")
 
 

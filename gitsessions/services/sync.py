@@ -24,9 +24,7 @@ Invariants:
   `allow_secrets` (`services.push_scan`).
 - A remote that is down or refuses fails with one line before any branch here moves.
 - A pull loads only what it needs: the secret rules, the writer, the catalog and the
-  code-snapshot sync are imported where they are used (a fork, a push, `--code`). With
-  stock git, a pull reads the store without dulwich (`light_store`: `objectread`,
-  `refpack`, the same locks) and opens the full store only to write a fork.
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`).
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.store import headlog, remotes, stockgit, tombstones
+from gitsessions.store import headlog, remotes, tombstones
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -53,7 +51,7 @@ if TYPE_CHECKING:
     from gitsessions.services.code_sync import CodeOutcome
     from gitsessions.store.sessions import SessionStore
 
-    Store = SessionStore | SessionReader  # a pull's: see `light_store`
+    Store = SessionStore | SessionReader
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -124,23 +122,6 @@ class Report:
 
 def _quiet(_line: str) -> None:
     pass
-
-
-def light_store(home: Path) -> SessionReader | None:
-    """The store as a pull reads it without dulwich (`lightgit.LightGit`: objects read
-    by `objectread`, refs moved by `remotes.update_refs`, the store's own locks), when
-    it is there, of this build's format, and stock git does the transfers; else None
-    (the caller opens the full store, which creates, upgrades or refuses it)."""
-    from gitsessions.store.lightgit import LightGit
-    from gitsessions.store.refs import StoreRefs
-
-    if StoreRefs.open(home) is None:
-        return None
-    path = home / "store.git"
-    stockgit.remember_version(path)
-    if not remotes.stock():
-        return None
-    return SessionReader(home, LightGit(path))
 
 
 def pick_remote(store: Store, name: str | None) -> str:

@@ -1,17 +1,24 @@
 """The few private dulwich calls the store needs, in one place.
 
-dulwich has no public way to drop a pack from a store, list loose objects, or make a
-store rescan its pack directory. (Its subprocess client writes a pack to the pipe record
-by record: `dulwich_client.GatheringSubprocessClient` wraps the private `_connect`, in a
-module of its own so that only sync imports dulwich's client.)
+dulwich has no public way to drop a pack from a store, list loose objects, make a
+store rescan its pack directory, list the packs it has open without listing the
+directory again, or reach a pack's mapped bytes (what `packrecords.check_chain` reads
+a record's header from before dulwich inflates it). (Its subprocess client writes a
+pack to the pipe record by record: `dulwich_client.GatheringSubprocessClient` wraps
+the private `_connect`, in a module of its own so that only sync imports dulwich's
+client.)
 `tests/test_dulwich_private.py` fails loudly when an upgrade renames or removes any of
 them.
 """
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from dulwich.object_store import DiskObjectStore
 from dulwich.pack import Pack
+
+if TYPE_CHECKING:
+    import mmap
 
 
 def remove_pack(store: DiskObjectStore, pack: Pack) -> None:
@@ -28,3 +35,13 @@ def rescan_packs(store: DiskObjectStore) -> None:
     """Forget cached packs and read the pack directory again."""
     store._clear_cached_packs()
     store._update_pack_cache()
+
+
+def cached_packs(store: DiskObjectStore) -> list[Pack]:
+    """The packs the store has listed (and may have opened), without listing again."""
+    return list(store._iter_cached_packs())
+
+
+def pack_contents(pack: Pack) -> "mmap.mmap | bytes":
+    """The pack's data as dulwich has it mapped (opened now if it was not yet)."""
+    return pack.data._buffer()

@@ -37,9 +37,9 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
-from gitsessions.store.objectread import parse_commit, parse_tree
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
+from gitsessions.store.rawobjects import parse_commit, parse_tree
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
 from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.errors import StoreError
-from gitsessions.store.objectread import parse_tree
+from gitsessions.store.rawobjects import parse_tree
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile

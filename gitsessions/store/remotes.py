@@ -46,11 +46,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from gitsessions.store import headlog, localremote, stockgit
-from gitsessions.store.errors import ObjectMissing, StoreError
-from gitsessions.store.objectread import (
+from gitsessions.store.errors import StoreError
+from gitsessions.store.rawobjects import (
     COMMIT,
     TREE,
-    ObjectReader,
     parse_commit,
     parse_tree,
     read_blob,
@@ -63,10 +62,9 @@ from gitsessions.values.errors import BadUsage
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
-    from gitsessions.store.lightgit import LightGit
     from gitsessions.store.repo import GitStore
 
-    Git = GitStore | LightGit  # what a pull reads through; a push, a fork: GitStore
+    Git = GitStore  # what a pull, a push, a fork read through
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
@@ -598,9 +596,11 @@ def _fetched_locally(
     where = localremote.plain_directory(url, env)
     if where is None or not tips:
         return False
-    reader = ObjectReader(where)
+    from dulwich.object_store import DiskObjectStore
+
+    reader = DiskObjectStore(str(where / "objects"))
     try:
-        common = [sha for sha in sorted(set(tips)) if _holds_object(reader, sha)]
+        common = [sha for sha in sorted(set(tips)) if sha in reader]
         if not common:
             return False
         stockgit.fetch_local(git.path, where, wanted, common, env, _report(progress, url=url))
@@ -610,14 +610,6 @@ def _fetched_locally(
         return False
     finally:
         reader.close()
-    return True
-
-
-def _holds_object(reader: ObjectReader, sha: bytes) -> bool:
-    try:
-        reader.raw(sha)
-    except ObjectMissing:
-        return False
     return True
 
 
