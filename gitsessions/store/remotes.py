@@ -62,6 +62,8 @@ from gitsessions.values.errors import BadUsage
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
+
     from gitsessions.store.repo import GitStore
 
     Git = GitStore  # what a pull, a push, a fork read through
@@ -600,7 +602,7 @@ def _fetched_locally(
 
     reader = DiskObjectStore(str(where / "objects"))
     try:
-        common = [sha for sha in sorted(set(tips)) if sha in reader]
+        common = [sha for sha in sorted(set(tips)) if _holds_object(reader, sha)]
         if not common:
             return False
         stockgit.fetch_local(git.path, where, wanted, common, env, _report(progress, url=url))
@@ -610,6 +612,17 @@ def _fetched_locally(
         return False
     finally:
         reader.close()
+    return True
+
+
+def _holds_object(objects: DiskObjectStore, sha: bytes) -> bool:
+    """Whether the remote's objects hold `sha` readably (damaged: left to `git fetch`)."""
+    from gitsessions.store.repo import UNREADABLE
+
+    try:
+        objects.get_raw(sha)
+    except (KeyError, *UNREADABLE):
+        return False
     return True
 
 

@@ -285,15 +285,15 @@ class GitStore:
         store = self.objects
         try:
             try:
-                self._check_packed(sha)
+                self.check_packed(sha)
                 return fetch(store)
             except KeyError:
                 rescan_packs(store)  # packs may have been rewritten by a purge
             try:
-                self._check_packed(sha)
+                self.check_packed(sha)
                 return fetch(store)
             except KeyError:
-                if self._check_packed(sha):  # indexed, yet dulwich cannot resolve it
+                if self.check_packed(sha):  # indexed, yet dulwich cannot resolve it
                     raise StoreCorrupt(
                         f"object {sha.decode()[:12]} in {self.path} cannot be read (a delta "
                         "base is missing); run `gitsessions doctor`"
@@ -308,7 +308,7 @@ class GitStore:
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
 
-    def _check_packed(self, sha: bytes) -> bool:
+    def check_packed(self, sha: bytes) -> bool:
         """Refuse (`packrecords.DamagedObject`) a packed object whose delta chain dulwich
         must not be asked to resolve; True when a pack holds `sha`. A pack listed since
         (dulwich lists the directory again when its packs miss) is looked at too."""
