@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.store.errors import StoreError
-from gitsessions.store.packrecords import MAX_OBJECT_BYTES
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.packrecords import MAX_CHAIN, MAX_OBJECT_BYTES
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -238,4 +238,25 @@ def test_a_healthy_pack_resolves_through_the_check(tmp_path):
                          (bytes.fromhex(sha), OFS_DELTA, 0, delta, None, None)])  # fmt: skip
     store.git.rescan()
     assert store.git.raw(sha.encode()) == (BLOB, header)
+    store.close()
+
+
+def test_a_chain_longer_than_the_bound_is_refused_and_one_within_it_reads(tmp_path):
+    """1,001 offset deltas on one blob: refused by the chain's length, from the headers;
+    the 1,000th of them reads (the bound is the one docs/reliability.md names)."""
+    home, _sid, _sha = damaged_store(tmp_path, "offset delta on itself")
+    objects = home / "store.git" / "objects" / "pack"
+    for file in objects.iterdir():
+        file.unlink()
+    content = b"the same forty bytes, again and again.\n"
+    delta = _varint(len(content)) * 2 + bytes([len(content)]) + content
+    ids = [hashlib.sha1(b"%d" % n).digest() for n in range(MAX_CHAIN + 2)]
+    records: list[Record] = [(ids[0], BLOB, None, content, None, None)]
+    records += [(ids[n], OFS_DELTA, n - 1, delta, None, None) for n in range(1, len(ids))]
+    write_pack(objects, records)
+    store = SessionStore(home, background_maintenance=False)
+    store.git.rescan()
+    assert store.git.raw(ids[MAX_CHAIN].hex().encode()) == (BLOB, content)
+    with pytest.raises(StoreCorrupt, match=r"longer than 1000.*gitsessions doctor"):
+        store.git.raw(ids[MAX_CHAIN + 1].hex().encode())
     store.close()

@@ -14,9 +14,9 @@ their notes print (sandbox, snapshots, a server out of reach or without the mode
 then it runs. A resumed chat (`--resume`, `--continue`, the picker, `\\sessions`)
 shows its prompt first the same way: its banner names the session's own settings and
 its workspace, and an unanswered prompt is said before the user types, all read
-(read-only, through dulwich) without the agent (cli/resuming.py); its lease is taken before the prompt,
-so a session another process holds is refused before it. No session is stored until
-a prompt is sent.
+(read-only, through dulwich) without the agent (cli/resuming.py); its lease is taken
+before the prompt, so a session another process holds is refused before it. No
+session is stored until a prompt is sent.
 """
 
 from pathlib import Path

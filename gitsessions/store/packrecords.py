@@ -10,7 +10,9 @@ long a chain is. So `check_chain` walks a packed object's delta chain, headers o
 (a delta's first bytes inflated for its two sizes), first.
 
 Invariants:
-- Nothing is inflated past `HEAD_BYTES` of a delta here; nothing is written.
+- Nothing is inflated past `HEAD_BYTES` of a delta here; nothing is written. Each
+  record of a pack is checked once per opened store (`Checked`): a chain is walked
+  down to the first record already checked.
 - An object that passes has: every record of its chain declaring at most
   `MAX_OBJECT_BYTES`, every delta declaring a result of at most `MAX_OBJECT_BYTES`,
   at most `MAX_CHAIN` deltas, the chain's records together declaring at most
@@ -113,22 +115,36 @@ def delta_sizes(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int]:
     raise ValueError("a delta whose sizes cannot be read")
 
 
-def check_chain(pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes) -> None:
+Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
+
+
+def check_chain(
+    pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes, checked: Checked
+) -> None:
     """Refuse (`DamagedObject`) the object `sha` at `offset` of `pack` (whose mapped
-    contents are `buf`) unless its chain is within the bounds of the invariant."""
-    seen: set[int] = set()
-    total = 0
+    contents are `buf`) unless its chain is within the bounds of the invariant.
+    `checked` holds what earlier checks of this pack found (and is added to): a chain
+    is walked only down to a record already checked."""
+    path: list[tuple[int, int, bool]] = []  # (offset, declared size, a delta)
+    on_path: set[int] = set()
+    deltas = total = 0
     try:
         while True:
-            if offset in seen or offset < 12:
+            known = checked.get(offset)
+            if known is not None:
+                deltas, total = known
+                break
+            if offset in on_path:
                 raise DamagedObject(sha, "its delta chain runs in a circle")
-            seen.add(offset)
+            if offset < 12:  # the pack's header
+                raise DamagedObject(sha, "its delta base lies outside the pack")
+            on_path.add(offset)
             kind, size, at, base = record_header(buf, offset)
-            total += size
-            if size > MAX_OBJECT_BYTES or total > MAX_OBJECT_BYTES:
+            if size > MAX_OBJECT_BYTES:
                 raise DamagedObject(sha, f"a pack record declares {size} bytes")
             if kind in WHOLE:
-                return
+                path.append((offset, size, False))
+                break
             if kind == OFS_DELTA:
                 assert isinstance(base, int)
                 following = offset - base
@@ -145,8 +161,16 @@ def check_chain(pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes)
             _source, result = delta_sizes(buf, at)
             if result > MAX_OBJECT_BYTES:
                 raise DamagedObject(sha, f"a delta declares a result of {result} bytes")
-            if len(seen) > MAX_CHAIN:
+            if len(path) >= MAX_CHAIN:
                 raise DamagedObject(sha, f"its delta chain is longer than {MAX_CHAIN}")
+            path.append((offset, size, True))
             offset = following
     except (ValueError, zlib.error) as error:
         raise DamagedObject(sha, str(error)) from None
+    for at, size, delta in reversed(path):  # from the base up to the object asked for
+        deltas, total = deltas + delta, total + size
+        if deltas > MAX_CHAIN:
+            raise DamagedObject(sha, f"its delta chain is longer than {MAX_CHAIN}")
+        if total > MAX_OBJECT_BYTES:
+            raise DamagedObject(sha, f"its delta chain declares {total} bytes")
+        checked[at] = (deltas, total)

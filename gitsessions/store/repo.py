@@ -35,7 +35,7 @@ from dulwich.errors import (
 )
 from dulwich.file import FileLocked
 from dulwich.objects import ShaFile
-from dulwich.pack import PackFileDisappeared, UnresolvedDeltas
+from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
@@ -43,7 +43,7 @@ from gitsessions.store.dulwich_private import cached_packs, pack_contents, resca
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.packrecords import MAX_OBJECT_BYTES, check_chain
+from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
@@ -97,6 +97,8 @@ class GitStore:
         self.objects.fsync_object_files = True
         self._has_main = False
         self._stored_format: int | None = None
+        # {id(pack): (the pack, what `packrecords.check_chain` found of it)}
+        self._checked: dict[int, tuple[Pack, Checked]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -329,7 +331,10 @@ class GitStore:
                     contents = pack_contents(pack)
                 except PackFileDisappeared:
                     continue
-                check_chain(pack, contents, offset, sha)
+                kept = self._checked.get(id(pack))
+                if kept is None or kept[0] is not pack:
+                    kept = self._checked[id(pack)] = (pack, {})
+                check_chain(pack, contents, offset, sha, kept[1])
                 return True
             if attempt or store.contains_loose(sha):
                 return False
