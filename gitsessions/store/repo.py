@@ -323,14 +323,11 @@ class GitStore:
             for pack in cached_packs(store):
                 try:
                     offset = pack.index.object_offset(binsha)
+                    contents = pack_contents(pack)
                 except KeyError:
                     continue
-                except PackFileDisappeared:
-                    continue  # dulwich drops it and lists the directory again
-                try:
-                    contents = pack_contents(pack)
-                except PackFileDisappeared:
-                    continue
+                except (PackFileDisappeared, OSError, *UNREADABLE):
+                    continue  # gone (dulwich lists the directory again) or damaged: its read says
                 kept = self._checked.get(id(pack))
                 if kept is None or kept[0] is not pack:
                     kept = self._checked[id(pack)] = (pack, {})
