@@ -41,7 +41,7 @@ from gitsessions.store.errors import StoreError
 from gitsessions.store.packrecords import DamagedObject
 from gitsessions.store.refpack import is_sha, packed_lock, read_packed
 from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
-from gitsessions.store.repo import STALE_LOCK_SECONDS
+from gitsessions.store.repo import STALE_LOCK_SECONDS, UNREADABLE
 from gitsessions.store.sessions import SessionStore, ref_name
 
 
@@ -251,6 +251,9 @@ def session_problem(
             except DamagedObject as error:
                 where = path.decode(errors="replace").lstrip("/")
                 return f"object {sha.decode()[:12]} ({where}) is damaged: {error.why}"
+            except UNREADABLE as error:  # its pack does not open (`damaged_packs` names it)
+                error.__traceback__ = None
+                return f"object {sha.decode()[:12]} cannot be read ({error})"
     return None
 
 

@@ -305,6 +305,9 @@ class GitStore:
                     "session deleted meanwhile?)"
                 ) from None
         except UNREADABLE as error:
+            # dulwich's frames hold views of the pack's mapping: dropped with the
+            # traceback, or the mapping cannot be closed (BufferError at `close`)
+            error.__traceback__ = None
             raise StoreCorrupt(
                 f"object {sha.decode()[:12]} in {self.path} cannot be read "
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
@@ -326,8 +329,8 @@ class GitStore:
                     contents = pack_contents(pack)
                 except KeyError:
                     continue
-                except (PackFileDisappeared, OSError, *UNREADABLE):
-                    continue  # gone (dulwich lists the directory again) or damaged: its read says
+                except PackFileDisappeared:
+                    continue  # dulwich drops it and lists the directory again
                 kept = self._checked.get(id(pack))
                 if kept is None or kept[0] is not pack:
                     kept = self._checked[id(pack)] = (pack, {})
