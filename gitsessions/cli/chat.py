@@ -14,9 +14,9 @@ their notes print (sandbox, snapshots, a server out of reach or without the mode
 then it runs. A resumed chat (`--resume`, `--continue`, the picker, `\\sessions`)
 shows its prompt first the same way: its banner names the session's own settings and
 its workspace, and an unanswered prompt is said before the user types, all read
-without dulwich or the agent (cli/resuming.py); its lease is taken before the prompt,
-so a session another process holds is refused before it. No session is stored until
-a prompt is sent.
+(read-only, through dulwich) without the agent (cli/resuming.py); its lease is taken
+before the prompt, so a session another process holds is refused before it. No
+session is stored until a prompt is sent.
 """
 
 from pathlib import Path
@@ -150,7 +150,7 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
 
 def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     """A resumed chat, the same way: the session found and read before its prompt,
-    without dulwich or the agent (cli/resuming.py: its own settings, its workspace,
+    without the agent (cli/resuming.py: its own settings, its workspace,
     an unanswered prompt), leased; the agent built while the user types."""
     from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
     from gitsessions.values.ids import short

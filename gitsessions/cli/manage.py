@@ -208,8 +208,8 @@ def _info_source(
     state: State, session: str
 ) -> tuple[str, bytes, dict[str, Any], dict[str, Any], Callable[[str], bool]]:
     """`(id, head commit, header, usage, exists)` of a session: from the header cache
-    when it holds this head in format 2, else read from the store (its files alone, as
-    `show` reads them, when the store is plainly of this format): no dulwich either way."""
+    when it holds this head in format 2 (no dulwich), else read from the store through
+    dulwich, as `show` reads it."""
     from gitsessions.store.refs import StoreRefs
 
     refs = state.refs

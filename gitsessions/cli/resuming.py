@@ -1,5 +1,5 @@
-"""A resumed chat before its prompt: the session found and read, without the store's git
-library (dulwich), the agent or rich.
+"""A resumed chat before its prompt: the session found and read (through dulwich, as
+every read of the store), without the agent or rich.
 
 `chat --resume`, `--continue`, the picker and `\\sessions` show their prompt first, as a
 new chat does (cli/chat.py), and build the agent while the user types. What the banner
@@ -9,7 +9,7 @@ endpoint and budget; a worktree fork's worktree), and the end of its working con
 (an unanswered prompt).
 
 Invariants:
-- Sessions are read through `State.reader`: the dulwich-free `SessionReader` when the
+- Sessions are read through `State.reader`: a read-only `SessionReader` when the
   store is there and of this build's format, else the full store (which creates,
   upgrades or refuses it, as before).
 - The lease is taken here, before the prompt (a session another process holds is
@@ -66,7 +66,7 @@ def read_resumed(
     workspace_flag: Path | None,
 ) -> Read:  # fmt: skip
     """The session to resume, its settings, its workspace and the notes that say where,
-    and whether its last prompt is unanswered; read without dulwich when the store allows."""
+    and whether its last prompt is unanswered."""
     reader = state.reader
     head = pick(reader, resume, continue_, here, lambda: catalog_of(state))
     if head is None:  # neither asked for: the caller resumes only when one is
@@ -77,7 +77,7 @@ def read_resumed(
 
 
 def catalog_of(state: "State") -> "Catalog":
-    """The header cache (`--continue` picks from it), a stale row read without dulwich."""
+    """The header cache (`--continue` picks from it), a stale row read by the reader."""
     from gitsessions.store.catalog import Catalog
 
     # a stale row needs `head_at` and `transcript`, which the reader has

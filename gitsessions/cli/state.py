@@ -112,9 +112,10 @@ class State:
 
     @property
     def reader(self) -> "SessionReader | SessionStore":
-        """What reads sessions (`show`, `log`): their files alone (no dulwich) when the
-        store is there and of this build's format, else the store itself (which
-        creates, upgrades or refuses it). The config is checked as `store` checks it."""
+        """What reads sessions (`show`, `log`): a read-only `SessionReader` (dulwich's
+        object store, nothing that writes or maintains) when the store is there and of
+        this build's format, else the store itself (which creates, upgrades or refuses
+        it). The config is checked as `store` checks it."""
         if self._store is not None:
             return self._store
         if self._reader is None:

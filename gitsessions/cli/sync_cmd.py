@@ -16,7 +16,6 @@ from gitsessions.cli import state
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import State, plain_out
 from gitsessions.services import sync
-from gitsessions.services.config_file import config_path, redact_setting
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -211,17 +210,10 @@ def cmd_pull(
     deletes, is never re-created; a pull never deletes one, nor marks one that lives here
     deleted (it says `kept ID`). Needs git 2.29 or newer."""
     st = _state(ctx)
-    light = sync.light_store(st.home)  # no dulwich repository unless a fork is written
-    store: sync.Store = st.store if light is None else light
-    try:
-        if light is not None:
-            redact_setting(st.config(), str(config_path(st.home)))  # as `store` checks it
-        report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
-        if code:
-            sync.fetch_snapshots(store, report, code_remote, st.env)
-    finally:
-        if light is not None:
-            light.close()
+    store = st.store
+    report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
+    if code:
+        sync.fetch_snapshots(store, report, code_remote, st.env)
     _show(report, json_, "pulled")
 
 

@@ -12,7 +12,9 @@ reads, the tree's session id the branch's). Checks:
 - lost: a session with a recorded head but no branch (and that was not deleted:
   `store.tombstones`); behind: a branch whose newest recorded head descends from it
   (a commit whose ref update never happened);
-- broken: a session whose history has a missing or unreadable object; pack: a pack
+- broken: a session whose history has a missing or unreadable object (a commit or
+  tree that does not read, a blob whose pack record `packrecords.check_chain`
+  refuses: a delta cycle, a size over the bound), named with its path; pack: a pack
   whose length or checksum is wrong (nothing repairs it: restore it from a backup or
   a synced copy; the sessions that need it are named as broken);
 - locks: lock files left by killed processes; leases of processes that are gone;
@@ -36,9 +38,10 @@ from gitsessions.services.sync import _checked
 from gitsessions.store import headlog, maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
+from gitsessions.store.packrecords import DamagedObject
 from gitsessions.store.refpack import is_sha, packed_lock, read_packed
 from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
-from gitsessions.store.repo import STALE_LOCK_SECONDS
+from gitsessions.store.repo import STALE_LOCK_SECONDS, UNREADABLE
 from gitsessions.store.sessions import SessionStore, ref_name
 
 
@@ -237,11 +240,20 @@ def session_problem(
     walk = maintenance.walk(git, {b"head": head})
     if walk.broken:
         return next(iter(walk.broken.values()))
-    for sha, type_num, _path in walk.entries:
+    for sha, type_num, path in walk.entries:
         if type_num == 3 and sha not in git.repo.object_store:
             return f"object {sha.decode()[:12]} is missing"
         if sha in damaged and not git.has_loose(sha):
             return f"object {sha.decode()[:12]} is in a damaged pack"
+        if type_num == 3:
+            try:  # the blobs' pack records, headers only (the walk read the rest)
+                git.check_packed(sha)
+            except DamagedObject as error:
+                where = path.decode(errors="replace").lstrip("/")
+                return f"object {sha.decode()[:12]} ({where}) is damaged: {error.why}"
+            except UNREADABLE as error:  # its pack does not open (`damaged_packs` names it)
+                error.__traceback__ = None
+                return f"object {sha.decode()[:12]} cannot be read ({error})"
     return None
 
 

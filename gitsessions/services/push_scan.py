@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from gitsessions.store import history, transport
-from gitsessions.store.objectread import BLOB, COMMIT
+from gitsessions.store.rawobjects import BLOB, COMMIT
 from gitsessions.store.sessions import SessionStore
 from gitsessions.store.tracking import SESSIONS
 from gitsessions.values.errors import GitsessionsError

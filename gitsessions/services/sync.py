@@ -26,9 +26,7 @@ Invariants:
   so does a push or pull without stock git 2.29 or newer (`transport.require_git`),
   which moves every object (`store.transport`).
 - A pull loads only what it needs: the secret rules, the writer, the catalog and the
-  code-snapshot sync are imported where they are used (a fork, a push, `--code`). A
-  pull reads the store without dulwich's repository (`light_store`: `objectread`,
-  `refpack`, the same locks) and opens the full store only to write a fork.
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`).
 """
 
 from __future__ import annotations
@@ -56,7 +54,7 @@ if TYPE_CHECKING:
     from gitsessions.services.code_sync import CodeOutcome
     from gitsessions.store.sessions import SessionStore
 
-    Store = SessionStore | SessionReader  # a pull's: see `light_store`
+    Store = SessionStore | SessionReader
 
 ZERO = b"0" * 40
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
@@ -127,19 +125,6 @@ class Report:
 
 def _quiet(_line: str) -> None:
     pass
-
-
-def light_store(home: Path) -> SessionReader | None:
-    """The store as a pull reads it without dulwich's repository (`lightgit.LightGit`:
-    objects read by `objectread`, refs moved by `tracking.update_refs_if_equal`, the
-    store's own locks), when it is there and of this build's format; else None (the
-    caller opens the full store, which creates, upgrades or refuses it)."""
-    from gitsessions.store.lightgit import LightGit
-    from gitsessions.store.refs import StoreRefs
-
-    if StoreRefs.open(home) is None:
-        return None
-    return SessionReader(home, LightGit(home / "store.git"))
 
 
 def pick_remote(store: Store, name: str | None) -> str:

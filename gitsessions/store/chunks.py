@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from gitsessions.store.errors import StoreCorrupt
-from gitsessions.store.objectread import ReadTree
+from gitsessions.store.rawobjects import ReadTree
 
 if TYPE_CHECKING:  # trees are built (dulwich) only when writing: a reader never imports it
     from dulwich.objects import Tree

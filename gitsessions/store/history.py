@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitsessions.store.objectread import COMMIT, TREE, parse_commit, parse_tree, read_blob
+from gitsessions.store.rawobjects import COMMIT, TREE, parse_commit, parse_tree, read_blob
 
 if TYPE_CHECKING:
     from gitsessions.store.repo import GitStore

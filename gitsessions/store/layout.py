@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store import chunks
 from gitsessions.store.errors import StoreCorrupt
-from gitsessions.store.objectread import read_blob, read_tree
+from gitsessions.store.rawobjects import read_blob, read_tree
 from gitsessions.values.canonical import dumps_line
 
 if TYPE_CHECKING:
-    from gitsessions.store.objectread import RawSource
+    from gitsessions.store.rawobjects import RawSource
 
 FILE_MODE = chunks.FILE_MODE
 DIR_MODE = chunks.DIR_MODE

@@ -37,9 +37,10 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpack
 from gitsessions.store import dulwich_private, piles
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
-from gitsessions.store.objectread import parse_commit, parse_tree
+from gitsessions.store.packrecords import record_header
 from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
+from gitsessions.store.rawobjects import parse_commit, parse_tree
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
 from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
@@ -429,20 +430,40 @@ def damaged_packs(git: GitStore) -> list[tuple[str, str, set[bytes]]]:
 
 
 def _pack_kinds(pack: Pack) -> dict[bytes, int]:
-    """Object type of every record of a pack, from the record headers alone."""
+    """Object type of every record of a pack, from the record headers alone (nothing
+    inflated: a damaged record costs nothing here); -1 where a chain leads nowhere."""
     at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
-    kinds: dict[bytes, int] = {}
-    ref_deltas: list[tuple[bytes, bytes]] = []
-    for record in pack.data.iter_unpacked():
-        sha = at[record.offset]
-        if record.pack_type_num == OFS_DELTA:
-            kinds[sha] = kinds.get(at.get(record.offset - record.delta_base, b""), -1)
-        elif record.pack_type_num == REF_DELTA:
-            ref_deltas.append((sha, record.delta_base))
+    contents = dulwich_private.pack_contents(pack)
+    headers: dict[bytes, tuple[int, bytes | None]] = {}  # sha -> (type, its base's sha)
+    for offset, sha in at.items():
+        kind, _size, _payload, base = record_header(contents, offset)
+        if kind == OFS_DELTA:
+            assert isinstance(base, int)
+            headers[sha] = (kind, at.get(offset - base, b""))
+        elif kind == REF_DELTA:
+            assert isinstance(base, bytes)
+            headers[sha] = (kind, base)
         else:
-            kinds[sha] = record.pack_type_num
-    for sha, base in ref_deltas:
-        kinds[sha] = kinds.get(base, -1)
+            headers[sha] = (kind, None)
+    kinds: dict[bytes, int] = {}
+    for start in headers:
+        chain: dict[bytes, None] = {}  # in order, and looked up: a cycle stops the walk
+        sha = start
+        while True:
+            if sha in kinds:
+                kind = kinds[sha]
+                break
+            entry = headers.get(sha)
+            if entry is None or sha in chain:  # a base outside this pack, or a cycle
+                kind = -1
+                break
+            chain[sha] = None
+            kind, base = entry
+            if base is None:  # a whole object: the chain's type
+                break
+            sha = base
+        for link in chain:
+            kinds[link] = kind
     return kinds
 
 

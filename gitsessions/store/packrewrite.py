@@ -20,32 +20,9 @@ from pathlib import Path
 
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, pack_object_header, write_pack_index
 
+from gitsessions.store.packrecords import record_header
+
 Resolve = Callable[[bytes], tuple[int, bytes]]  # binary sha -> (type, raw content)
-
-
-def _record_header(buf: mmap.mmap, at: int) -> tuple[int, int, int, int | bytes | None]:
-    """(type, size, payload offset, delta base: relative offset or sha) of a record."""
-    byte = buf[at]
-    kind, size, shift = (byte >> 4) & 7, byte & 15, 4
-    at += 1
-    while byte & 0x80:
-        byte = buf[at]
-        size |= (byte & 0x7F) << shift
-        shift += 7
-        at += 1
-    base: int | bytes | None = None
-    if kind == OFS_DELTA:
-        byte = buf[at]
-        base = byte & 0x7F
-        at += 1
-        while byte & 0x80:
-            byte = buf[at]
-            base = ((base + 1) << 7) | (byte & 0x7F)
-            at += 1
-    elif kind == REF_DELTA:
-        base = bytes(buf[at : at + 20])
-        at += 20
-    return kind, size, at, base
 
 
 def rewrite_without(pack: Pack, pack_dir: Path, doomed: set[bytes], resolve: Resolve) -> int:
@@ -76,7 +53,7 @@ def rewrite_without(pack: Pack, pack_dir: Path, doomed: set[bytes], resolve: Res
 
         emit(b"PACK" + struct.pack(">II", 2, len(keep)))
         for sha, offset, _crc in keep:
-            kind, size, payload_at, base = _record_header(buf, offset)
+            kind, size, payload_at, base = record_header(buf, offset)
             payload = buf[payload_at : next_at[offset]]
             if kind == OFS_DELTA:
                 assert isinstance(base, int)

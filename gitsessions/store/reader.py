@@ -3,10 +3,9 @@
 with too.
 
 Invariants:
-- Nothing here writes. Objects are read raw through `git` (an `ObjectSource`: the
-  dulwich-free `objectread.ObjectReader` for a reading command, `repo.GitStore` for a
-  writer) and parsed by `objectread`, so both read the same way and a reading command
-  never imports dulwich.
+- Nothing here writes. Objects are read raw through `git` (an `ObjectSource`:
+  `repo.GitStore`, dulwich's object store with the store's checks) and parsed by
+  `rawobjects`, so a reading command and a writer read the same way.
 - `SessionReader.open` answers only for a store that is there and of this build's
   format (as `refs.StoreRefs.open`); for anything else the caller opens the full
   `SessionStore`, which creates, upgrades or refuses the store as it always did.
@@ -26,9 +25,8 @@ from gitsessions.store.layout import (
     read_transcript,
     transcript_chunks,
 )
-from gitsessions.store.objectread import (
+from gitsessions.store.rawobjects import (
     COMMIT,
-    ObjectReader,
     ReadCommit,
     parse_commit,
     read_blob,
@@ -54,7 +52,7 @@ if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
     from gitsessions.store.context_refs import Candidate
 
     class ObjectSource(Protocol):
-        """What a reader reads through: raw objects and refs (`GitStore`, `ObjectReader`)."""
+        """What a reader reads through: raw objects and refs (`GitStore`)."""
 
         path: Path
 
@@ -131,7 +129,9 @@ class SessionReader:
         """A reader of a store that is there and of this build's format, else None."""
         if StoreRefs.open(home) is None:
             return None
-        return cls(home, ObjectReader(home / "store.git"))
+        from gitsessions.store.repo import GitStore  # dulwich: imported when a store is read
+
+        return cls(home, GitStore(home / "store.git"))
 
     def close(self) -> None:
         self.git.close()

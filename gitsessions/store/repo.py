@@ -35,13 +35,15 @@ from dulwich.errors import (
 )
 from dulwich.file import FileLocked
 from dulwich.objects import ShaFile
+from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
-from gitsessions.store.dulwich_private import rescan_packs
-from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt
+from gitsessions.store.dulwich_private import cached_packs, pack_contents, rescan_packs
+from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
+from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
@@ -56,6 +58,7 @@ UNREADABLE = (
     struct.error,
     AssertionError,
     IndexError,
+    UnresolvedDeltas,  # a reference delta based on itself, or a cycle of them
 )
 if TYPE_CHECKING:
     from dulwich.repo import Repo as DulwichRepo
@@ -94,6 +97,8 @@ class GitStore:
         self.objects.fsync_object_files = True
         self._has_main = False
         self._stored_format: int | None = None
+        # {id(pack): (the pack, what `packrecords.check_chain` found of it)}
+        self._checked: dict[int, tuple[Pack, Checked]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -236,6 +241,11 @@ class GitStore:
         """Write objects loose; a concurrent writer of the same object counts as success."""
         store = self.objects
         for obj in objects:
+            if obj.raw_length() > MAX_OBJECT_BYTES:  # what `packrecords` would not read back
+                raise StoreError(
+                    f"a {obj.type_name.decode()} of {obj.raw_length()} bytes is more than the "
+                    f"store keeps ({MAX_OBJECT_BYTES >> 20} MiB); nothing was written"
+                )
             attempt = 0
             while True:
                 try:
@@ -277,21 +287,59 @@ class GitStore:
         store = self.objects
         try:
             try:
+                self.check_packed(sha)
                 return fetch(store)
             except KeyError:
                 rescan_packs(store)  # packs may have been rewritten by a purge
             try:
+                self.check_packed(sha)
                 return fetch(store)
             except KeyError:
+                if self.check_packed(sha):  # indexed, yet dulwich cannot resolve it
+                    raise StoreCorrupt(
+                        f"object {sha.decode()[:12]} in {self.path} cannot be read (a delta "
+                        "base is missing); run `gitsessions doctor`"
+                    ) from None
                 raise ObjectMissing(
                     f"object {sha.decode()[:12]} is gone from the store (was the "
                     "session deleted meanwhile?)"
                 ) from None
         except UNREADABLE as error:
+            # dulwich's frames hold views of the pack's mapping: dropped with the
+            # traceback, or the mapping cannot be closed (BufferError at `close`)
+            error.__traceback__ = None
             raise StoreCorrupt(
                 f"object {sha.decode()[:12]} in {self.path} cannot be read "
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
+
+    def check_packed(self, sha: bytes) -> bool:
+        """Refuse (`packrecords.DamagedObject`) a packed object whose delta chain dulwich
+        must not be asked to resolve; True when a pack holds `sha`. A pack listed since
+        (dulwich lists the directory again when its packs miss) is looked at too."""
+        try:
+            binsha = bytes.fromhex(sha.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            return False  # dulwich says what is wrong with the name
+        store = self.objects
+        for attempt in range(2):
+            for pack in cached_packs(store):
+                try:
+                    offset = pack.index.object_offset(binsha)
+                    contents = pack_contents(pack)
+                except KeyError:
+                    continue
+                except PackFileDisappeared:
+                    continue  # dulwich drops it and lists the directory again
+                kept = self._checked.get(id(pack))
+                if kept is None or kept[0] is not pack:
+                    kept = self._checked[id(pack)] = (pack, {})
+                check_chain(pack, contents, offset, sha, kept[1])
+                return True
+            if attempt or store.contains_loose(sha):
+                return False
+            store.packs  # noqa: B018 -- the property lists the pack directory again
+        return False
 
     def has_loose(self, sha: bytes) -> bool:
         return bool(self.objects.contains_loose(sha))

@@ -1,7 +1,7 @@
 """The store's locks, without dulwich: the store-wide `flock` on `gitsessions.lock`
 (shared for writers, exclusive for purges) and each branch's own `flock`
-(`locks/<branch>`). `repo.GitStore` and a pull's `lightgit.LightGit` take the very
-same locks (see `repo`'s invariants)."""
+(`locks/<branch>`), which `repo.GitStore` takes (see `repo`'s invariants), and the
+private file mode its files are made with (`remotes` too)."""
 
 import contextlib
 import fcntl

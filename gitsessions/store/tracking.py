@@ -30,10 +30,9 @@ from gitsessions.store import headlog
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 
 if TYPE_CHECKING:
-    from gitsessions.store.lightgit import LightGit
     from gitsessions.store.repo import GitStore
 
-    Git = GitStore | LightGit  # what a pull reads through; a push, a fork: GitStore
+    Git = GitStore  # what a pull, a push, a fork read through
 
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gitsessions.store import stockgit
 from gitsessions.store.errors import StoreError
-from gitsessions.store.objectread import parse_tree
+from gitsessions.store.rawobjects import parse_tree
 
 NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 MODES = frozenset({0o100644, 0o040000})  # what the session layout holds

@@ -18,7 +18,7 @@ from gitsessions.store.layout import (
     Record,
     encode_lines,
 )
-from gitsessions.store.objectread import ReadTree, read_tree
+from gitsessions.store.rawobjects import ReadTree, read_tree
 from gitsessions.store.repo import GitStore
 
 

@@ -1,5 +1,6 @@
-"""The dulwich-free reader (store/objectread.py, store/reader.py) reads what stock git
-reads, and keeps reading while real processes write and repack the store."""
+"""The store's one reader (store/reader.py over dulwich's object store, store/repo.py)
+reads what stock git reads, and keeps reading while real processes write and repack the
+store."""
 
 import os
 import shutil
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.store import maintenance, objectread
+from gitsessions.store import maintenance
 from gitsessions.store.errors import ObjectMissing, StoreCorrupt
-from gitsessions.store.objectread import ObjectReader, apply_delta, apply_delta_py
 from gitsessions.store.reader import SessionReader
-from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.store.repo import GitStore
+from gitsessions.store.sessions import SessionStore
 from tests.conftest import REPO, git
 
 TYPES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
@@ -39,16 +40,9 @@ def _grow(store: SessionStore, make_session, sessions: int = 3, turns: int = 6) 
     return [make_session(turns=turns, tag="x" * n).id for n in range(sessions)]
 
 
-@pytest.mark.parametrize("deltas", ["compiled", "python"])
-def test_every_object_reads_as_stock_git_reads_it(store, home, make_session, monkeypatch, deltas):
+def test_every_object_reads_as_stock_git_reads_it(store, home, make_session):
     """Loose objects, a deltified pack (chains of offset deltas), a pack indexed in
-    git's version 1 format, and reference deltas (`pack-objects` without offsets); the
-    deltas applied by dulwich's compiled code and by the Python fallback."""
-    if deltas == "python":
-        monkeypatch.setattr(objectread, "apply_delta", apply_delta_py)
-    else:  # from the first delta on (the first 16 KiB of them are Python's otherwise)
-        monkeypatch.setattr(objectread, "_python_left", [0])
-        assert objectread._compiled() is not None  # the extension is built here
+    git's version 1 format, and reference deltas (`pack-objects` without offsets)."""
     _grow(store, make_session)
     maintenance.repack(store.git)
     _grow(store, make_session, sessions=1)  # and some loose objects beside the pack
@@ -56,8 +50,9 @@ def test_every_object_reads_as_stock_git_reads_it(store, home, make_session, mon
     verify = git(path, "verify-pack", "-v", *map(str, (path / "objects" / "pack").glob("*.idx")))
     assert "chain length = 2" in verify.stdout  # deltas on deltas are read here
     expected = _stock_objects(path)
-    reader = ObjectReader(path)
+    reader = GitStore(path)
     assert {sha: reader.raw(sha) for sha in expected} == expected
+    reader.close()
     # the same pack with a version-1 index, and all of it as reference deltas
     for args in (["--index-version=1"], []):
         copy = home / f"copy{len(args)}.git"
@@ -79,72 +74,29 @@ def test_every_object_reads_as_stock_git_reads_it(store, home, make_session, mon
             assert not list((copy / "objects").glob("??/*"))  # every object in the pack
             verify = git(copy, "verify-pack", "-v", *map(str, packs.glob("*.idx"))).stdout
             assert "chain length = 1" in verify
-        assert {sha: ObjectReader(copy).raw(sha) for sha in expected} == expected
+        copied = GitStore(copy)
+        assert {sha: copied.raw(sha) for sha in expected} == expected
+        copied.close()
 
 
-def test_refs_and_sessions_read_as_the_store_reads_them(store, home, make_session):
-    ids = _grow(store, make_session)
-    maintenance.repack(store.git)  # packs the refs too
-    store.commit(store.head(ids[0]), Change(plan=["one"]), event="plan", subject="plan")
-    reader = SessionReader.open(home)
-    assert reader is not None
-    shown = git(home / "store.git", "show-ref").stdout.split("\n")
-    refs = dict(reversed(line.split(" ")) for line in shown if "/sessions/" in line)
-    assert {f"refs/heads/sessions/{k}": v.decode() for k, v in reader.ids().items()} == refs
-    for sid in ids:
-        head, mine = store.head(sid), reader.head(sid)
-        assert mine == head
-        assert reader.records(mine) == store.records(head)
-        assert reader.read(mine, "context") == store.read(head, "context")
-        assert reader.read(mine, "plan") == store.read(head, "plan")
-        assert [c.message for _i, c in reader.history(mine)] == [
-            git(home / "store.git", "log", "--format=%B", "-1", sha.decode()).stdout.rstrip("\n")
-            .encode() + b"\n" for sha in git(home / "store.git", "rev-list", "--first-parent",
-                                             head.commit.decode()).stdout.encode().split()
-        ]  # fmt: skip
-
-
-@pytest.mark.parametrize("version", [1, 2])
-def test_each_stored_format_reads_as_the_store_reads_it(home, version):
-    """The committed fixtures of format 1 and 2 (flat transcript segments, a context by
-    value, usage in a file; chunks, a context by reference), read by both."""
-    from tests.test_store_formats import unpack
-
-    path = unpack(version, home)
-    reader = SessionReader(home, ObjectReader(path))  # `open` wants a format-2 config
-    store = SessionStore(home)
-    assert reader.ids() == store.ids() and len(reader.ids()) == 3
-    for sid in reader.ids():
-        head = reader.head(sid)
-        assert head == store.head(sid) and head.version == version
-        assert reader.records(head) == store.records(head)
-        for what in ("context", "compactions", "plan", "pins", "usage"):
-            assert reader.read(head, what) == store.read(head, what), what
-        assert [c for c, _ in reader.history(head)] == [c for c, _ in store.history(head)]
-
-
-def test_missing_and_damaged_objects_say_so(store, home, make_session, monkeypatch):
+def test_missing_and_damaged_objects_say_so(store, home, make_session):
     head = make_session(turns=1)
-    reader = ObjectReader(home / "store.git")
+    reader = GitStore(home / "store.git")
     with pytest.raises(ObjectMissing):
         reader.raw(b"0" * 40)
     with pytest.raises(StoreCorrupt):
         reader.raw(b"not an id")
+    reader.close()
     damaged = home / "damaged.git"  # a copy: the store itself stays valid (fsck)
     shutil.copytree(home / "store.git", damaged)
     sha = head.tree.decode()
     loose = damaged / "objects" / sha[:2] / sha[2:]
     loose.chmod(0o600)
     loose.write_bytes(b"not zlib at all")
+    copied = GitStore(damaged)
     with pytest.raises(StoreCorrupt, match="cannot be read"):
-        ObjectReader(damaged).raw(head.tree)
-    monkeypatch.setattr(objectread, "_python_left", [0])  # `apply_delta` compiled
-    for apply in (apply_delta, apply_delta_py):
-        with pytest.raises(ValueError):
-            apply(b"abc", b"\x04\x01a")  # a base of the wrong size
-        with pytest.raises(ValueError):
-            apply(b"abc", b"\x03\x05\x90\x05")  # a result of the wrong size
-        assert apply(b"abcdef", b"\x06\x05\x91\x01\x03\x02xy") == b"bcdxy"
+        copied.raw(head.tree)
+    copied.close()
 
 
 def test_a_reader_whose_packs_were_replaced_lists_them_again(store, home, make_session):

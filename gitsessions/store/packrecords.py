@@ -1,0 +1,176 @@
+"""Pack records read from their headers alone: the store's one parser of a record
+header (type, declared size, delta base), and the check every packed object passes
+before dulwich inflates it.
+
+dulwich reads every object of the store. Its pack reader already refuses an offset
+delta based on itself and a reference-delta cycle inside one pack, and inflates a
+record no further than the size its header declares; what it does not bound is that
+declared size, nor the result size a delta declares (it allocates it at once), nor how
+long a chain is. So `check_chain` walks a packed object's delta chain, headers only
+(a delta's first bytes inflated for its two sizes), first.
+
+Invariants:
+- Nothing is inflated past `HEAD_BYTES` of a delta here; nothing is written. Each
+  record of a pack is checked once per opened store (`Checked`): a chain is walked
+  down to the first record already checked.
+- An object that passes has: every record of its chain declaring at most
+  `MAX_OBJECT_BYTES`, every delta declaring a result of at most `MAX_OBJECT_BYTES`,
+  at most `MAX_CHAIN` deltas, the chain's records together declaring at most
+  `MAX_OBJECT_BYTES`, no record visited twice, every reference delta's base in the
+  same pack (dulwich resolves none elsewhere). So dulwich's read of it holds at most
+  a few times `MAX_OBJECT_BYTES` and ends.
+- Anything else raises `DamagedObject` (a `StoreCorrupt`: one line naming
+  `gitsessions doctor`); so does a header that runs past the pack's end.
+- The store writes no object over `MAX_OBJECT_BYTES` (`repo.GitStore.add_objects`
+  refuses it), so the bound never hides what this build wrote.
+"""
+
+import zlib
+from typing import TYPE_CHECKING
+
+from gitsessions.store.errors import StoreCorrupt
+
+if TYPE_CHECKING:
+    import mmap
+
+    from dulwich.pack import Pack
+
+OFS_DELTA, REF_DELTA = 6, 7
+WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
+MAX_OBJECT_BYTES = 64 << 20  # the largest object (or delta chain) the store reads
+MAX_CHAIN = 1000  # deltas in one chain (git's pack.depth is 50; ours is 100)
+HEAD_BYTES = 20  # a delta's two sizes fit in this many inflated bytes
+_VARINT_BYTES = 10  # a size or offset longer than this is damage, not a number
+
+
+class DamagedObject(StoreCorrupt):
+    """A packed object that dulwich must not be asked to read."""
+
+    def __init__(self, sha: bytes, why: str) -> None:
+        self.sha, self.why = sha, why
+        super().__init__(
+            f"object {sha.decode()[:12]} cannot be read ({why}); run `gitsessions doctor`"
+        )
+
+
+def record_header(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int, int, int | bytes | None]:
+    """`(type, declared size, payload offset, delta base)` of the record at `at`; the
+    base is the distance back to it (an offset delta), its binary id (a reference delta)
+    or None. `ValueError` for a header that is cut short or absurdly long."""
+    try:
+        byte = buf[at]
+        kind, size, shift = (byte >> 4) & 7, byte & 15, 4
+        at += 1
+        while byte & 0x80:
+            if shift > 4 + 7 * _VARINT_BYTES:
+                raise ValueError("a record header that never ends")
+            byte = buf[at]
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            at += 1
+        base: int | bytes | None = None
+        if kind == OFS_DELTA:
+            byte = buf[at]
+            base = byte & 0x7F
+            at += 1
+            for _ in range(_VARINT_BYTES):
+                if not byte & 0x80:
+                    break
+                byte = buf[at]
+                base = ((base + 1) << 7) | (byte & 0x7F)
+                at += 1
+            else:
+                raise ValueError("a delta offset that never ends")
+        elif kind == REF_DELTA:
+            base = bytes(buf[at : at + 20])
+            if len(base) != 20:
+                raise IndexError
+            at += 20
+    except IndexError:
+        raise ValueError("a record header cut short by the end of the pack") from None
+    return kind, size, at, base
+
+
+def delta_sizes(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int]:
+    """`(base size, result size)` a delta whose zlib data starts at `at` declares."""
+    inflate = zlib.decompressobj()
+    head = b""
+    fed = at
+    while len(head) < HEAD_BYTES and not inflate.eof and fed < at + 4096:
+        piece = buf[fed : fed + 256]
+        if not piece:
+            break
+        fed += len(piece)
+        head += inflate.decompress(inflate.unconsumed_tail + piece, HEAD_BYTES - len(head))
+    sizes: list[int] = []
+    value = shift = 0
+    for byte in head:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            sizes.append(value)
+            if len(sizes) == 2:
+                return sizes[0], sizes[1]
+            value = shift = 0
+    raise ValueError("a delta whose sizes cannot be read")
+
+
+Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
+
+
+def check_chain(
+    pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes, checked: Checked
+) -> None:
+    """Refuse (`DamagedObject`) the object `sha` at `offset` of `pack` (whose mapped
+    contents are `buf`) unless its chain is within the bounds of the invariant.
+    `checked` holds what earlier checks of this pack found (and is added to): a chain
+    is walked only down to a record already checked."""
+    path: list[tuple[int, int, bool]] = []  # (offset, declared size, a delta)
+    on_path: set[int] = set()
+    deltas = total = 0
+    try:
+        while True:
+            known = checked.get(offset)
+            if known is not None:
+                deltas, total = known
+                break
+            if offset in on_path:
+                raise DamagedObject(sha, "its delta chain runs in a circle")
+            if offset < 12:  # the pack's header
+                raise DamagedObject(sha, "its delta base lies outside the pack")
+            on_path.add(offset)
+            kind, size, at, base = record_header(buf, offset)
+            if size > MAX_OBJECT_BYTES:
+                raise DamagedObject(sha, f"a pack record declares {size} bytes")
+            if kind in WHOLE:
+                path.append((offset, size, False))
+                break
+            if kind == OFS_DELTA:
+                assert isinstance(base, int)
+                following = offset - base
+            elif kind == REF_DELTA:
+                assert isinstance(base, bytes)
+                try:
+                    following = pack.index.object_offset(base)
+                except KeyError:
+                    raise DamagedObject(
+                        sha, f"its delta base {base.hex()[:12]} is not in its pack"
+                    ) from None
+            else:
+                raise DamagedObject(sha, f"a pack record of unknown type {kind}")
+            _source, result = delta_sizes(buf, at)
+            if result > MAX_OBJECT_BYTES:
+                raise DamagedObject(sha, f"a delta declares a result of {result} bytes")
+            if len(path) >= MAX_CHAIN:
+                raise DamagedObject(sha, f"its delta chain is longer than {MAX_CHAIN}")
+            path.append((offset, size, True))
+            offset = following
+    except (ValueError, zlib.error) as error:
+        raise DamagedObject(sha, str(error)) from None
+    for at, size, delta in reversed(path):  # from the base up to the object asked for
+        deltas, total = deltas + delta, total + size
+        if deltas > MAX_CHAIN:
+            raise DamagedObject(sha, f"its delta chain is longer than {MAX_CHAIN}")
+        if total > MAX_OBJECT_BYTES:
+            raise DamagedObject(sha, f"its delta chain declares {total} bytes")
+        checked[at] = (deltas, total)

@@ -1,0 +1,262 @@
+"""A damaged pack never hangs or blows up (store/packrecords.py): packs written by hand
+(header, records with their type/size varints, offset and reference deltas, zlib data,
+a version-2 index) into a real store, so that a session's `session.json` resolves to
+the crafted object. `show`, `log`, `info`, `list` and `doctor` run as processes under
+a 1 GiB address-space limit and peak under 200 MB, with no traceback: the first three
+say one `error:` line naming the object and `gitsessions doctor` and exit non-zero;
+`list` marks the session's row unreadable (naming `gitsessions doctor`) and lists the
+rest, as for any damaged session; `doctor` names the object, its file and the session."""
+
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.packrecords import MAX_CHAIN, MAX_OBJECT_BYTES
+from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
+from tests.conftest import REPO
+
+OFS_DELTA, REF_DELTA, BLOB = 6, 7, 3
+LIMIT = 1 << 30  # address space of each command: Python runs, a blow-up fails fast
+PEAK = 200 << 20
+
+RUN = """
+import resource, subprocess, sys
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, preexec_fn=limit)
+sys.stdout.write(done.stdout)
+sys.stderr.write(done.stderr)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+sys.stderr.write(f"PEAK {{peak}}\\n")
+sys.exit(done.returncode)
+"""
+
+
+def _size_header(kind: int, size: int) -> bytes:
+    byte = (kind << 4) | (size & 15)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _ofs(back: int) -> bytes:
+    out = bytearray([back & 0x7F])
+    back >>= 7
+    while back:
+        back -= 1
+        out.insert(0, 0x80 | (back & 0x7F))
+        back >>= 7
+    return bytes(out)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n >> 7 else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+# (binary id, type, base: None, the index of an earlier record (OFS), or a binary id
+# (REF), payload, declared size or None, zlib data or None)
+Record = tuple[bytes, int, "int | bytes | None", bytes, "int | None", "bytes | None"]
+
+
+def write_pack(pack_dir: Path, records: list[Record]) -> None:
+    """A pack of `records` and its version-2 index, written by hand (git's index-pack
+    refuses most of these)."""
+    data = bytearray(b"PACK" + struct.pack(">II", 2, len(records)))
+    entries, offsets = [], []
+    for sha, kind, base, payload, declared, compressed in records:
+        at = len(data)
+        offsets.append(at)
+        record = bytearray(_size_header(kind, len(payload) if declared is None else declared))
+        if kind == OFS_DELTA:
+            assert isinstance(base, int) or base is None
+            record += _ofs(0 if base is None else at - offsets[base])
+        elif kind == REF_DELTA:
+            assert isinstance(base, bytes)
+            record += base
+        record += zlib.compress(payload) if compressed is None else compressed
+        entries.append((sha, at, zlib.crc32(bytes(record))))
+        data += record
+    checksum = hashlib.sha1(data).digest()
+    data += checksum
+    entries.sort()
+    idx = bytearray(b"\377tOc" + struct.pack(">I", 2))
+    total = 0
+    for first in range(256):
+        total += sum(1 for sha, _at, _crc in entries if sha[0] == first)
+        idx += struct.pack(">I", total)
+    idx += b"".join(sha for sha, _at, _crc in entries)
+    idx += b"".join(struct.pack(">I", crc) for _sha, _at, crc in entries)
+    idx += b"".join(struct.pack(">I", at) for _sha, at, _crc in entries)
+    idx += checksum
+    idx += hashlib.sha1(idx).digest()
+    name = pack_dir / f"pack-{checksum.hex()}"
+    name.with_suffix(".pack").write_bytes(bytes(data))
+    name.with_suffix(".idx").write_bytes(bytes(idx))
+
+
+def _bomb() -> bytes:
+    """zlib data of 256 MiB of zeros (about 250 KB)."""
+    squeeze = zlib.compressobj(9)
+    chunk = bytes(1 << 20)
+    return b"".join(squeeze.compress(chunk) for _ in range(256)) + squeeze.flush()
+
+
+def crafted(case: str, target: bytes) -> list[list[Record]]:
+    """The packs of one case; `target` (binary) is the object the session reads."""
+    other = hashlib.sha1(b"another object").digest()
+    base = b'{"a": "base"}\n' * 8
+    if case == "ref-delta cycle":
+        return [[(target, REF_DELTA, other, b"\0\0", None, None),
+                 (other, REF_DELTA, target, b"\0\0", None, None)]]  # fmt: skip
+    if case == "ref-delta cycle across packs":
+        return [[(target, REF_DELTA, other, b"\0\0", None, None)],
+                [(other, REF_DELTA, target, b"\0\0", None, None)]]  # fmt: skip
+    if case == "offset delta on itself":
+        return [[(target, OFS_DELTA, None, b"\0\0", None, None)]]
+    if case == "delta claiming 4 GiB":
+        delta = _varint(len(base)) + _varint(4 << 30) + b"\x05hello"
+        return [[(other, BLOB, None, base, None, None), (target, OFS_DELTA, 0, delta, None, None)]]
+    if case == "zlib bomb":
+        return [[(target, BLOB, None, b"", 256 << 20, _bomb())]]
+    raise AssertionError(case)
+
+
+CASES = [
+    "ref-delta cycle",
+    "ref-delta cycle across packs",
+    "offset delta on itself",
+    "delta claiming 4 GiB",
+    "zlib bomb",
+]
+
+
+def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
+    """A real store with one session whose `session.json` is the crafted object:
+    `(home, session id, that object's hex id)`."""
+    home = tmp_path / "damaged"  # not the test's own home: fsck would fail at its end
+    store = SessionStore(home, background_maintenance=False)
+    sid = new_id()
+    system = {"role": "system", "content": "You are a helpful coding agent."}
+    head = store.create(new_header(sid, now_iso(), title="t"), Change(context=[system],
+                        append=[system]))  # fmt: skip
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    head = store.commit(head, Change(context=[system, *msgs], append=msgs), event="turn",
+                        subject="turn 1: q")  # fmt: skip
+    target = store.git.raw(head.tree)[1]
+    at = target.index(b"session.json\0") + len(b"session.json\0")
+    sha = target[at : at + 20]
+    store.close()
+    objects = home / "store.git" / "objects"
+    loose = objects / sha.hex()[:2] / sha.hex()[2:]
+    assert loose.exists() and not list((objects / "pack").glob("*.pack"))
+    loose.unlink()
+    for records in crafted(case, sha):
+        write_pack(objects / "pack", records)
+    return home, sid, sha.hex()
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str, int]:
+    """`gitsessions *args` under the address-space limit: (exit code, stdout, stderr
+    without the peak line, peak RSS in bytes)."""
+    env = {**os.environ, "GITSESSIONS_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN.format(limit=LIMIT), sys.executable, "-m", "gitsessions",
+         *args],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    lines = done.stderr.splitlines()
+    peak = int(lines[-1].removeprefix("PEAK "))
+    return done.returncode, done.stdout, "\n".join(lines[:-1]), peak
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_damaged_pack_gives_one_line_and_doctor_names_it(tmp_path, case):
+    home, sid, sha = damaged_store(tmp_path, case)
+    for args in (("show", sid[:8]), ("log", sid[:8]), ("info", sid[:8])):
+        code, out, err, peak = run(home, *args)
+        assert "Traceback" not in err and "Error" not in err.replace("error:", ""), (args, err)
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "gitsessions doctor" in errors[0], (args, err)
+        assert sha[:12] in errors[0], (args, err)
+        assert code != 0, (args, out, err)
+        assert peak < PEAK, (args, peak)
+    # `list` lists the others, this one's row marked (as any damaged session's)
+    code, out, err, peak = run(home, "list")
+    assert code == 0 and "Traceback" not in err and peak < PEAK, err
+    assert out.startswith(sid) and "(unreadable: run gitsessions doctor)" in out, out
+    code, out, err, peak = run(home, "list", "--json")
+    assert sha[:12] in out and "gitsessions doctor" in out and peak < PEAK, out
+    code, out, err, peak = run(home, "doctor")
+    assert code != 0 and "Traceback" not in err, err
+    assert peak < PEAK, peak
+    broken = [line for line in out.splitlines() if sha[:12] in line]
+    assert broken and sid[:8] in broken[0], out
+    assert "session.json" in broken[0], out
+
+
+def test_the_store_writes_no_object_it_would_not_read_back(store):
+    from dulwich.objects import Blob
+
+    blob = Blob.from_string(b"x" * (MAX_OBJECT_BYTES + 1))
+    with pytest.raises(StoreError, match="64 MiB"):
+        store.git.add_objects([blob])
+    assert not store.git.has(blob.id)
+
+
+def test_a_healthy_pack_resolves_through_the_check(tmp_path):
+    """The crafted writer makes readable packs too: a blob and an offset delta on it
+    (so a test above fails for the damage, not for the writer)."""
+    home, _sid, sha = damaged_store(tmp_path, "offset delta on itself")
+    objects = home / "store.git" / "objects" / "pack"
+    for file in objects.iterdir():
+        file.unlink()
+    store = SessionStore(home, background_maintenance=False)
+    header = b'{"format": 2}'  # any content: only `raw` is asked here
+    base = b"0123456789" * 4
+    delta = _varint(len(base)) + _varint(len(header)) + bytes([len(header)]) + header
+    write_pack(objects, [(hashlib.sha1(b"b").digest(), BLOB, None, base, None, None),
+                         (bytes.fromhex(sha), OFS_DELTA, 0, delta, None, None)])  # fmt: skip
+    store.git.rescan()
+    assert store.git.raw(sha.encode()) == (BLOB, header)
+    store.close()
+
+
+def test_a_chain_longer_than_the_bound_is_refused_and_one_within_it_reads(tmp_path):
+    """1,001 offset deltas on one blob: refused by the chain's length, from the headers;
+    the 1,000th of them reads (the bound is the one docs/reliability.md names)."""
+    home, _sid, _sha = damaged_store(tmp_path, "offset delta on itself")
+    objects = home / "store.git" / "objects" / "pack"
+    for file in objects.iterdir():
+        file.unlink()
+    content = b"the same forty bytes, again and again.\n"
+    delta = _varint(len(content)) * 2 + bytes([len(content)]) + content
+    ids = [hashlib.sha1(b"%d" % n).digest() for n in range(MAX_CHAIN + 2)]
+    records: list[Record] = [(ids[0], BLOB, None, content, None, None)]
+    records += [(ids[n], OFS_DELTA, n - 1, delta, None, None) for n in range(1, len(ids))]
+    write_pack(objects, records)
+    store = SessionStore(home, background_maintenance=False)
+    store.git.rescan()
+    assert store.git.raw(ids[MAX_CHAIN].hex().encode()) == (BLOB, content)
+    with pytest.raises(StoreCorrupt, match=r"longer than 1000.*gitsessions doctor"):
+        store.git.raw(ids[MAX_CHAIN + 1].hex().encode())
+    store.close()
