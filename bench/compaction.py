@@ -28,10 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.compaction import Summarize, compact
-from gitsessions.services.compaction_policy import CompactionError, Policy
-from gitsessions.services.continuation import SummaryRequest, SummaryResult, is_note, note_data
-from gitsessions.services.ledger import LEDGER_HEADING
+from gitsessions.services.compaction.compaction import Summarize, compact
+from gitsessions.services.compaction.compaction_policy import CompactionError, Policy
+from gitsessions.services.compaction.continuation import (
+    SummaryRequest,
+    SummaryResult,
+    is_note,
+    note_data,
+)
+from gitsessions.services.compaction.ledger import LEDGER_HEADING
 from gitsessions.values.messages import text_of
 
 ROOT = Path(__file__).parent
@@ -63,8 +68,8 @@ def local_summarizer(request: SummaryRequest) -> SummaryResult:
 
 def model_summarizer(base_url: str, model: str, api_key: str) -> tuple[Summarize, Any]:
     """A summarizer backed by the real model client (imported only when asked for)."""
-    from gitsessions.services.config import ModelSettings
-    from gitsessions.services.model import ModelClient
+    from gitsessions.services.model.model import ModelClient
+    from gitsessions.services.settings.config import ModelSettings
 
     settings = ModelSettings(model=model, base_url=base_url, api_key=api_key, summary_model=model)
     client = ModelClient(settings)

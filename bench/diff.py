@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from gitsessions.services import manage, session_diff, writer  # noqa: E402
-from gitsessions.services.revisions import resolve  # noqa: E402
-from gitsessions.services.writer import Edit  # noqa: E402
+from gitsessions.services.sessions import manage, session_diff, writer  # noqa: E402
+from gitsessions.services.sessions.revisions import resolve  # noqa: E402
+from gitsessions.services.sessions.writer import Edit  # noqa: E402
 from gitsessions.store.sessions import Change, Head, SessionStore, touch  # noqa: E402
 from gitsessions.values.ids import new_id  # noqa: E402
 from gitsessions.values.records import new_header  # noqa: E402

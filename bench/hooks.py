@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gitsessions.services.hooks import Hooks  # noqa: E402
+from gitsessions.services.hooks.hooks import Hooks  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.clock import now_iso  # noqa: E402
 from gitsessions.values.ids import new_id  # noqa: E402

@@ -34,8 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gitsessions.services.continuation import is_note, note_data  # noqa: E402
-from gitsessions.services.ledger import LEDGER_HEADING  # noqa: E402
+from gitsessions.services.compaction.continuation import is_note, note_data  # noqa: E402
+from gitsessions.services.compaction.ledger import LEDGER_HEADING  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.clock import now_iso  # noqa: E402
@@ -316,8 +316,8 @@ COMPACT_ONCE = """
 import json, sys, time
 from pathlib import Path
 from bench.compaction import local_summarizer
-from gitsessions.services.compaction import Policy
-from gitsessions.services.compactor import compact_session
+from gitsessions.services.compaction.compaction import Policy
+from gitsessions.services.compaction.compactor import compact_session
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.tokens import default_counter

@@ -38,12 +38,12 @@ sys.path.insert(0, str(ROOT))
 
 from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
 from gitsessions.agent.session import AgentSession  # noqa: E402
-from gitsessions.services import snapshots, worktrees  # noqa: E402
-from gitsessions.services.compaction_policy import Policy  # noqa: E402
-from gitsessions.services.config import resolve_model_settings  # noqa: E402
-from gitsessions.services.model import ModelClient  # noqa: E402
+from gitsessions.services.code import snapshots, worktrees  # noqa: E402
+from gitsessions.services.code.workspace import head_of  # noqa: E402
+from gitsessions.services.compaction.compaction_policy import Policy  # noqa: E402
+from gitsessions.services.model.model import ModelClient  # noqa: E402
+from gitsessions.services.settings.config import resolve_model_settings  # noqa: E402
 from gitsessions.services.tools import approve_all, create_registry  # noqa: E402
-from gitsessions.services.workspace import head_of  # noqa: E402
 from gitsessions.store.sessions import SessionStore  # noqa: E402
 from gitsessions.values.ids import new_id  # noqa: E402
 from gitsessions.values.tokens import TokenCounter  # noqa: E402

@@ -534,7 +534,7 @@ def section_commit(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: S
 
 
 def section_fork(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: Save) -> None:
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
     from gitsessions.values.clock import now_iso
 
     n = cfg["fork_n"]
@@ -578,7 +578,7 @@ def section_fork(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: Sav
         service.append(time.perf_counter() - t)
     res["service_fork"] = summary_ms(service)
     res["note"] = (
-        "store_fork: SessionStore.fork(head, ...); service_fork: services.manage.fork "
+        "store_fork: SessionStore.fork(head, ...); service_fork: services.sessions.manage.fork "
         "(re-reads the head, writes the audit line); bytes: sum of file sizes under objects/"
     )
     store.close()
@@ -720,7 +720,7 @@ def section_size(cfg: dict[str, Any], work: Path, res: dict[str, Any], save: Sav
     messages = [m for turn in turns for m in turn]
     res["turns"] = len(turns)
     res["raw_transcript_bytes"] = line_bytes(messages)
-    res["note"] = "autopack on, as in real use; then services.manage.gc"
+    res["note"] = "autopack on, as in real use; then services.sessions.manage.gc"
     save()
     home = work / "size"
     store = SessionStore(home)

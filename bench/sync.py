@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.store import Messages, make_header, turn_change  # noqa: E402
-from gitsessions.services import sync  # noqa: E402
+from gitsessions.services.sync import sync  # noqa: E402
 from gitsessions.store import maintenance  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.records import empty_usage  # noqa: E402

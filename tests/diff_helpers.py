@@ -1,10 +1,10 @@
 """Sessions for the diff and revision tests, written through the public write path
-(`services.writer`), turns numbered in their trailers as the agent numbers them."""
+(`services.sessions.writer`), turns numbered in their trailers as the agent numbers them."""
 
 from typing import Any
 
-from gitsessions.services import writer
-from gitsessions.services.writer import Edit
+from gitsessions.services.sessions import writer
+from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id

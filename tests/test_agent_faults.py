@@ -9,9 +9,9 @@ import pytest
 
 from gitsessions.agent.loop import Agent, AgentConfig, ReplyNotSaved
 from gitsessions.agent.session import AgentSession
-from gitsessions.services.compaction_policy import Policy
-from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import IncompleteReply, ModelClient
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.model.model import IncompleteReply, ModelClient
+from gitsessions.services.settings.config import resolve_model_settings
 from gitsessions.services.tools import approve_all, create_registry
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.messages import pairing_errors

@@ -168,7 +168,7 @@ def test_chat_opens_with_no_endpoint_and_says_so(workspace, home):
     assert "ollama" not in said.lower()  # not the default endpoint: no Ollama advice
     leave(child)
 
-    from gitsessions.services import endpoint
+    from gitsessions.services.model import endpoint
 
     hint = endpoint.OLLAMA_HINT.format(url="U", model="gemma4", config="C")
     assert "`ollama serve`" in hint and "`ollama pull gemma4`" in hint and "--base-url" in hint

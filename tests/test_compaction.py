@@ -9,21 +9,21 @@ from typing import Any
 
 import pytest
 
-from gitsessions.services.compaction import (
+from gitsessions.services.compaction.compaction import (
     STUB_PREFIX,
     CompactionResult,
     compact,
     is_stub,
     transcript_indices,
 )
-from gitsessions.services.compaction_policy import (
+from gitsessions.services.compaction.compaction_policy import (
     CompactionRejected,
     InvalidPolicy,
     Policy,
     SummarizerFailed,
     should_compact,
 )
-from gitsessions.services.continuation import (
+from gitsessions.services.compaction.continuation import (
     CLOSE_TAG,
     OPEN_TAG,
     SummaryRequest,
@@ -655,7 +655,7 @@ def test_record_holds_what_compactions_json_needs() -> None:
 
 
 def test_reused_tool_call_ids_map_to_the_latest_results():
-    from gitsessions.services.compaction import transcript_indices
+    from gitsessions.services.compaction.compaction import transcript_indices
 
     def turn(n: int) -> list[dict]:
         return [
@@ -684,7 +684,7 @@ def test_reused_tool_call_ids_map_to_the_latest_results():
 def test_only_the_last_note_before_the_kept_turn_is_nothing_to_compact() -> None:
     """After a compaction, compacting again has nothing new to summarize: the model is
     not asked (it used to get a request with no messages) and nothing changes."""
-    from gitsessions.services.continuation import make_note
+    from gitsessions.services.compaction.continuation import make_note
 
     messages = [
         {"role": "system", "content": "sys"},

@@ -5,10 +5,10 @@ read at all (proved by removing one from the store), and it ends at the target."
 import json
 from pathlib import Path
 
-from gitsessions.services.compaction_policy import Policy
-from gitsessions.services.compactor import compact_session
-from gitsessions.services.continuation import SummaryRequest, SummaryResult
-from gitsessions.services.ledger import build_ledger
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.compaction.compactor import compact_session
+from gitsessions.services.compaction.continuation import SummaryRequest, SummaryResult
+from gitsessions.services.compaction.ledger import build_ledger
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id

@@ -5,9 +5,18 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services.config import DEFAULT_BASE_URL, DEFAULT_MODEL, resolve_model_settings
-from gitsessions.services.config_file import ConfigError, config_path, load_config, unknown_keys
-from gitsessions.services.pricing import estimate_cost
+from gitsessions.services.model.pricing import estimate_cost
+from gitsessions.services.settings.config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL,
+    resolve_model_settings,
+)
+from gitsessions.services.settings.config_file import (
+    ConfigError,
+    config_path,
+    load_config,
+    unknown_keys,
+)
 
 
 def test_defaults_target_a_local_ollama() -> None:

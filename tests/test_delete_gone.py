@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitsessions.services import chat_history
-from gitsessions.services.audit import audit
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.sessions import chat_history
 from tests.conftest import exec_args
 from tests.test_chat import leave, say, spawn
 

@@ -1,8 +1,8 @@
-"""chat's quick look at the model server (services/endpoint.py) against real servers on
+"""chat's quick look at the model server (services/model/endpoint.py) against real servers on
 127.0.0.1: a redirect to another origin never carries the API key there."""
 
-from gitsessions.services.config import ModelSettings, resolve_model_settings
-from gitsessions.services.endpoint import probe
+from gitsessions.services.model.endpoint import probe
+from gitsessions.services.settings.config import ModelSettings, resolve_model_settings
 from tests.hostile_servers import recorder, redirector
 
 

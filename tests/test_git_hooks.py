@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services import git_hooks, worktree_mark
+from gitsessions.services.code import git_hooks, worktree_mark
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.store.sessions import Change
 from gitsessions.values.clock import now_iso

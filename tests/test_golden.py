@@ -5,7 +5,7 @@ expectation. docs/format.md shows the same bytes (`tests/test_format_doc.py`).""
 import json
 import re
 
-from gitsessions.services.exchange import import_session, parse_export
+from gitsessions.services.sessions.exchange import import_session, parse_export
 from tests.conftest import REPO, git
 
 FORMAT_DOC = (REPO / "docs" / "format.md").read_text(encoding="utf-8")

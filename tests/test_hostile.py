@@ -7,9 +7,9 @@ import pytest
 
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.session import AgentSession
-from gitsessions.services.compaction_policy import Policy
-from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import ModelClient
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.model.model import ModelClient
+from gitsessions.services.settings.config import resolve_model_settings
 from gitsessions.services.tools import approve_all, create_registry
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease

@@ -9,7 +9,7 @@ as the child of a fresh Python process that reports its children's peak RSS
 test process itself would report the test process's own peak: Linux keeps the peak of
 the memory a process had before its exec). The same streams are also read through
 `ModelClient.complete(stream=True)`, measured the same way: exec asks without
-streaming, chat streams. The caps themselves are services/reply_limits.py's.
+streaming, chat streams. The caps themselves are services/model/reply_limits.py's.
 """
 
 import json
@@ -50,8 +50,8 @@ print(json.dumps({"code": done.returncode, "stderr": done.stderr, "peak": peak})
 STREAMED = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import ModelClient, ModelError
+from gitsessions.services.settings.config import resolve_model_settings
+from gitsessions.services.model.model import ModelClient, ModelError
 settings = resolve_model_settings({"base_url": sys.argv[2], "timeout": 8}, {}, {})
 try:
     with ModelClient(settings) as client:

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from gitsessions.services.ledger import (
+from gitsessions.services.compaction.ledger import (
     LEDGER_HEADING,
     MAX_COMMANDS,
     build_ledger,
@@ -200,7 +200,7 @@ def test_a_ledger_fed_in_pieces_through_its_state_is_the_ledger_read_whole(seed)
     import json
     import random
 
-    from gitsessions.services.ledger import LedgerBuilder
+    from gitsessions.services.compaction.ledger import LedgerBuilder
 
     rng = random.Random(seed)
     messages = transcript() * 3

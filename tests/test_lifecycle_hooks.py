@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services import manage
-from gitsessions.services.hooks import EVENTS, Hooks
+from gitsessions.services.hooks.hooks import EVENTS, Hooks
+from gitsessions.services.sessions import manage
 from tests.conftest import exec_args, git, run_gitsessions
 
 
@@ -201,7 +201,7 @@ def test_hooks_list_shows_the_lifecycle_hooks(cli, home, tmp_path):
 
 
 def test_post_turn_push_example_exits_0_until_push_exists(home, tmp_path):
-    from gitsessions.services.git_hooks import shipped
+    from gitsessions.services.code.git_hooks import shipped
 
     env = dict(os.environ, GITSESSIONS_SESSION="0" * 32, GITSESSIONS_PUSH_REMOTE="nowhere")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"

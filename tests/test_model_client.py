@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from gitsessions.services.config import resolve_model_settings
-from gitsessions.services.model import (
+from gitsessions.services.model.model import (
     AuthenticationFailed,
     BadResponse,
     Completion,
@@ -28,6 +27,7 @@ from gitsessions.services.model import (
     ServerError,
     Usage,
 )
+from gitsessions.services.settings.config import resolve_model_settings
 from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 from tests.hostile_servers import recorder, redirector

@@ -1,4 +1,4 @@
-"""`services.workspace.no_repository`: a turn in a plain directory starts no git process,
+"""`services.code.workspace.no_repository`: a turn in a plain directory starts no git process,
 and the shortcut never says "no repository" where git finds one (checked against stock
 git in each layout: plain, inside a work tree, a bare repository, a linked worktree, a
 symbolic link into a repository, GIT_DIR)."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services.snapshots import find_project
-from gitsessions.services.workspace import describe, head_of, no_repository
+from gitsessions.services.code.snapshots import find_project
+from gitsessions.services.code.workspace import describe, head_of, no_repository
 
 
 def git(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -1,11 +1,11 @@
-"""The redirect rule the model client holds for its chat requests (services/origins.py),
+"""The redirect rule the model client holds for its chat requests (services/model/origins.py),
 on URLs alone: what counts as another origin and how one is shown. Where the key may go
 on the model list's redirects is httpx's rule (tests/test_model_client.py,
 tests/test_endpoint.py)."""
 
 import pytest
 
-from gitsessions.services.origins import (
+from gitsessions.services.model.origins import (
     CrossOriginRedirect,
     origin,
     refuse_cross_origin,

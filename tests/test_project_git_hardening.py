@@ -9,8 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitsessions.services import code_sync, snapshots
-from gitsessions.services.projectgit import command
+from gitsessions.services.code import code_sync, snapshots
+from gitsessions.services.code.projectgit import command
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import fsck_project, gitsessions, make_project, pgit, tree_files
 

@@ -382,7 +382,7 @@ def test_a_push_refuses_the_provider_formats_a_store_kept(cli, tmp_path, home, s
 def test_a_search_index_built_under_older_rules_is_rebuilt(home, monkeypatch, secrets):
     """A key the rules of an older version missed was indexed as it was; once the rules
     catch it, the index is rebuilt and the key can no longer be searched for."""
-    from gitsessions.services import search
+    from gitsessions.services.sessions import search
 
     key = secrets["huggingface"]
     store = SessionStore(home, redact=False, background_maintenance=False)
@@ -469,7 +469,7 @@ def test_chat_prompt_pin_title_and_input_history_are_redacted(server, tmp_path, 
 
 
 def test_the_setting_defaults_to_on():
-    from gitsessions.services.config_file import ConfigError, redact_setting
+    from gitsessions.services.settings.config_file import ConfigError, redact_setting
 
     assert redact_setting({}) is True
     assert redact_setting({"redact": False}) is False

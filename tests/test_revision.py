@@ -3,8 +3,8 @@ one line with exit code 2."""
 
 import pytest
 
-from gitsessions.services import manage
-from gitsessions.services.revisions import resolve
+from gitsessions.services.sessions import manage
+from gitsessions.services.sessions.revisions import resolve
 from gitsessions.store.sessions import Change, touch
 from gitsessions.values.revision import BadRevision, Revision, parse_revision
 from tests.diff_helpers import commit, new_session, turn

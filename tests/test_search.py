@@ -2,9 +2,9 @@
 
 import sqlite3
 
-from gitsessions.services import manage
-from gitsessions.services.manage import fork
-from gitsessions.services.search import SearchIndex
+from gitsessions.services.sessions import manage
+from gitsessions.services.sessions.manage import fork
+from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.store.sessions import Change, Head
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id

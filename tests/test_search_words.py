@@ -5,7 +5,7 @@ empty query is bad usage; hits show the words highlighted, safely."""
 import json
 
 from gitsessions.cli.search import MARK, highlighted
-from gitsessions.services.search import SearchIndex, snippet
+from gitsessions.services.sessions.search import SearchIndex, snippet
 from gitsessions.store.sessions import Change, touch
 from tests.conftest import run_gitsessions
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pexpect
 
-from gitsessions.services import manage
-from gitsessions.services.revisions import resolve
+from gitsessions.services.sessions import manage
+from gitsessions.services.sessions.revisions import resolve
 from gitsessions.store.sessions import Change, touch
 from gitsessions.values.records import empty_workspace
 from tests.conftest import REPO, exec_args, run_gitsessions

@@ -4,7 +4,7 @@ import json
 import os
 from pathlib import Path
 
-from gitsessions.services import snapshots
+from gitsessions.services.code import snapshots
 from gitsessions.values.ids import new_id
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import (

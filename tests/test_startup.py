@@ -77,7 +77,7 @@ def test_a_pull_that_only_fast_forwards_imports_no_writer(cli, home, tmp_path):
     cli("--home", str(other), "pull")
     say(home, sid, "more")
     cli("push", "--all")
-    writers = ("gitsessions.services.writer", "gitsessions.store.catalog")
+    writers = ("gitsessions.services.sessions.writer", "gitsessions.store.catalog")
     assert imported("--home", str(other), "pull", modules=writers) == []
     assert contents(other, sid) == contents(home, sid)
     assert imported("--home", str(other), "pull", modules=writers) == []  # nothing new
@@ -139,7 +139,8 @@ def test_a_plain_exec_turn_into_a_pipe_imports_no_rich_and_no_compaction(server,
     the tools' modules; the reply is the same."""
     from tests.conftest import exec_args
 
-    heavy = ("rich.console", "rich.text", "tiktoken", "gitsessions.services.compaction", "sqlite3",
+    heavy = ("rich.console", "rich.text", "tiktoken", "gitsessions.services.compaction.compaction",
+             "sqlite3",
              "dulwich.repo", "dulwich.config", "dulwich.hooks", "dulwich.reflog",
              "dulwich.worktree", "gitsessions.services.tools.files",
              "gitsessions.services.tools.listing", "gitsessions.services.tools.shell")  # fmt: skip
@@ -175,7 +176,7 @@ LIGHT = (
     "rich.table",
     "gitsessions.store.sessions",
     "gitsessions.agent",
-    "gitsessions.services.config",
+    "gitsessions.services.settings.config",
 )
 
 
@@ -252,7 +253,7 @@ def test_show_and_log_into_a_pipe_import_no_rich_and_nothing_that_writes(make_se
     git hooks (only `show --commit`)."""
     sid = make_session(turns=1).id[:8]
     writers = ("rich.console", "rich.table", "gitsessions.store.maintenance",
-               "gitsessions.store.redaction", "gitsessions.services.audit",
+               "gitsessions.store.redaction", "gitsessions.services.hooks.audit",
                "gitsessions.cli.hooks_cmd", "dulwich.repo", "gitsessions.store.sessions",
                "sqlite3", "gitsessions.store.catalog")  # fmt: skip
     for args in [("show", sid), ("show", sid, "--json"), ("show", sid, "--context"),
@@ -263,7 +264,7 @@ def test_show_and_log_into_a_pipe_import_no_rich_and_nothing_that_writes(make_se
 GATED = """
 import sys, threading
 from gitsessions.cli.agent_setup import warm_up
-from gitsessions.services import model
+from gitsessions.services.model import model
 shown = threading.Event()
 warm_up(chat=True, after=shown)
 print("BEFORE", [m for m in ("openai", "tiktoken", "rich.markdown") if m in sys.modules])
@@ -282,7 +283,7 @@ def test_chat_warm_up_waits_for_the_prompt():
 
 
 def test_the_config_files_known_keys_follow_the_settings():
-    from gitsessions.services import config, config_file
+    from gitsessions.services.settings import config, config_file
 
     tables = ("redact", "prices", "shell", "snapshots", "hooks")
     known = config_file.KNOWN_KEYS

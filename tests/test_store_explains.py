@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from gitsessions.agent.subjects import describe_call, step_subject, turn_subject
-from gitsessions.services import sessionlog
-from gitsessions.services.doctor import doctor
-from gitsessions.services.manage import delete, gc
+from gitsessions.services.sessions import sessionlog
+from gitsessions.services.sessions.doctor import doctor
+from gitsessions.services.sessions.manage import delete, gc
 from gitsessions.store.mainbranch import MAIN_REF
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso

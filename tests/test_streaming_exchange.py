@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 
-from gitsessions.services import exchange
+from gitsessions.services.sessions import exchange
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values import jsonstream
 from gitsessions.values.canonical import dumps

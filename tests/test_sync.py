@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services import sync
+from gitsessions.services.sync import sync
 from gitsessions.store import history, maintenance, tracking, transport
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.lease import Lease

@@ -1,4 +1,4 @@
-"""The one write path (`services.writer`): no commit for a change that changes nothing,
+"""The one write path (`services.sessions.writer`): no commit for a change that changes nothing,
 a retry on a fresh head when another writer won, one audit line per operation, and no
 other module that commits on its own."""
 
@@ -6,8 +6,8 @@ import ast
 import json
 from pathlib import Path
 
-from gitsessions.services import manage, writer
-from gitsessions.services.writer import Edit
+from gitsessions.services.sessions import manage, writer
+from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.sessions import Change, touch
 from tests.conftest import REPO, git
 
@@ -68,7 +68,7 @@ def test_pin_unpin_are_audited_once_each(store, home, make_session):
 
 def test_nothing_else_commits_on_its_own():
     """Only the store and the writer call the store's commit and create."""
-    allowed = {"services/writer.py"}
+    allowed = {"services/sessions/writer.py"}
     package = REPO / "gitsessions"
     offenders = []
     for path in package.rglob("*.py"):

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.subjects import first_line, step_subject, turn_subject
-from gitsessions.services.audit import audit
-from gitsessions.services.compaction_policy import (
+from gitsessions.services.compaction.compaction_policy import (
     CompactionError,
     ContextStillTooLarge,
     Policy,
     should_compact,
 )
-from gitsessions.services.hooks import NO_HOOKS, Hooks
-from gitsessions.services.model import (
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
+from gitsessions.services.model.model import (
     Completion,
     ModelClient,
     ModelError,
@@ -50,8 +50,8 @@ from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
-    from gitsessions.services.compaction import CompactionResult
-    from gitsessions.services.compactor import Cost
+    from gitsessions.services.compaction.compaction import CompactionResult
+    from gitsessions.services.compaction.compactor import Cost
 
 CANCELLED = "error: cancelled by the user before this tool finished"
 SUMMARY_PROMPT = (
@@ -217,7 +217,7 @@ class Agent:
         """Drop the last turn (its prompt and everything after it) from the working
         context, recorded as one `undo` commit; the transcript keeps it. None when the
         context holds no prompt to drop (a continuation note is not one)."""
-        from gitsessions.services.continuation import is_note
+        from gitsessions.services.compaction.continuation import is_note
 
         self.save()
         context = self.session.context
@@ -416,7 +416,7 @@ class Agent:
     def _compact(
         self, trigger: str, focus: str | None, clear_only: bool
     ) -> "CompactionResult | None":
-        from gitsessions.services.compactor import compact_session, make_summarizer
+        from gitsessions.services.compaction.compactor import compact_session, make_summarizer
 
         tools = self.tools
         spent: list[tuple[str, int, int]] = []

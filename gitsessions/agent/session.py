@@ -21,8 +21,8 @@ Invariants:
 from collections.abc import Mapping
 from typing import Any
 
-from gitsessions.services import writer
-from gitsessions.services.writer import Edit
+from gitsessions.services.sessions import writer
+from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.canonical import scrub

@@ -115,7 +115,7 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
         return ToolResult(header + "\n\n" + "\n\n".join(picked) + "\n\n" + tail)
 
     def search_sessions(args: dict[str, Any]) -> ToolResult:
-        from gitsessions.services.search import SearchIndex  # sqlite: when the model asks
+        from gitsessions.services.sessions.search import SearchIndex  # sqlite: when the model asks
 
         hits = SearchIndex(store).search(
             args["query"],

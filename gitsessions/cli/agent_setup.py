@@ -17,16 +17,20 @@ from gitsessions.cli.options import workspace_dir
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import Resuming, pick, place
 from gitsessions.cli.state import State, err
-from gitsessions.services.compaction_policy import Policy
-from gitsessions.services.config import ModelSettings, session_settings, with_session_settings
-from gitsessions.services.model import ModelClient, preload
-from gitsessions.services.pricing import estimate_cost
-from gitsessions.services.shell_settings import ShellSettings
-from gitsessions.services.snapshot_settings import SnapshotSettings
+from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.model.model import ModelClient, preload
+from gitsessions.services.model.pricing import estimate_cost
+from gitsessions.services.settings.config import (
+    ModelSettings,
+    session_settings,
+    with_session_settings,
+)
+from gitsessions.services.settings.shell_settings import ShellSettings
+from gitsessions.services.settings.snapshot_settings import SnapshotSettings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
-from gitsessions.services.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.errors import BadUsage
@@ -245,7 +249,7 @@ def code_snapshots(
     if no_repository(workspace, env):  # said without loading the snapshot machinery
         err.print(vtext(NO_REPOSITORY_NOTE, style="yellow"), highlight=False)
         return None
-    from gitsessions.services.snapshots import Snapshotter
+    from gitsessions.services.code.snapshots import Snapshotter
 
     snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
 

@@ -31,9 +31,9 @@ from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.opening import Notes, Opening
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
 from gitsessions.cli.state import State
-from gitsessions.services import endpoint
-from gitsessions.services.config import ModelSettings
-from gitsessions.services.config_file import config_path, redact_setting
+from gitsessions.services.model import endpoint
+from gitsessions.services.settings.config import ModelSettings
+from gitsessions.services.settings.config_file import config_path, redact_setting
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun

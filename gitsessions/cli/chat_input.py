@@ -13,7 +13,7 @@ import os
 import threading
 from pathlib import Path
 
-from gitsessions.services import chat_history
+from gitsessions.services.sessions import chat_history
 
 PROMPT = "> "
 CONTINUATION = ". "
@@ -48,7 +48,7 @@ _hook_installed = threading.Event()
 
 class History:
     """Readline input history, kept in `<home>/chat_history` with each line tagged by its
-    session (`services.chat_history`), so deleting a session drops what was typed in it;
+    session (`services.sessions.chat_history`), so deleting a session drops what was typed in it;
     with `redact`, secrets typed at the prompt are redacted before the file is written."""
 
     def __init__(self, home: Path, redact: bool = True) -> None:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from gitsessions.cli.plain import one_line
 from gitsessions.cli.progress import ProgressEvents, retry_line
-from gitsessions.services.model import Retry
+from gitsessions.services.model.model import Retry
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.visible import visible
 

@@ -12,11 +12,11 @@ from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import spinning
-from gitsessions.services import manage
-from gitsessions.services.compaction_policy import Policy
-from gitsessions.services.compactor import compact_session, make_summarizer
-from gitsessions.services.config import with_session_settings
-from gitsessions.services.model import ModelClient
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.compaction.compactor import compact_session, make_summarizer
+from gitsessions.services.model.model import ModelClient
+from gitsessions.services.sessions import manage
+from gitsessions.services.settings.config import with_session_settings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.lease import Lease
 from gitsessions.values.ids import short

@@ -15,8 +15,9 @@ from rich.text import Text
 from gitsessions.cli.plain import one_line
 from gitsessions.cli.render import ROLE_STYLES, print_json
 from gitsessions.cli.state import State, out
-from gitsessions.services import code_diff, session_diff
-from gitsessions.services.revisions import resolve
+from gitsessions.services.code import code_diff
+from gitsessions.services.sessions import session_diff
+from gitsessions.services.sessions.revisions import resolve
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 

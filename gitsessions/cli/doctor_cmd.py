@@ -6,8 +6,8 @@ import typer
 
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.audit import audit
-from gitsessions.services.doctor import doctor
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.sessions.doctor import doctor
 from gitsessions.values.plural import plural
 
 

@@ -14,8 +14,8 @@ import typer
 
 from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.audit import audit
-from gitsessions.services.exchange import export_bytes, import_export, load_export
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.sessions.exchange import export_bytes, import_export, load_export
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
 

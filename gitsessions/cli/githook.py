@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli.state import State
-from gitsessions.services import git_hooks
+from gitsessions.services.code import git_hooks
 from gitsessions.values.errors import BadUsage, GitsessionsError
 from gitsessions.values.ids import is_session_id
 

@@ -11,7 +11,8 @@ from rich.table import Table
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services import git_hooks, hooks
+from gitsessions.services.code import git_hooks
+from gitsessions.services.hooks import hooks
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 

@@ -49,7 +49,7 @@ def session_rows(
         rows = [r for r in rows if not r["archived"]]
     if workspace is not None:  # the project's sessions, from any of its folders
         from gitsessions.agent.scope import workspace_sessions  # `--here` only
-        from gitsessions.services.workspace import repo_root
+        from gitsessions.services.code.workspace import repo_root
 
         reached = workspace_sessions(headers, workspace, repo_root(workspace, os.environ))
         rows = [r for r in rows if r["id"] in reached]

@@ -293,7 +293,7 @@ def cmd_log(
     a terminal; piped, one tab-separated line per record."""
     state = _state(ctx)
     head = _head(ctx, session)
-    from gitsessions.services import sessionlog
+    from gitsessions.services.sessions import sessionlog
 
     entries = sessionlog.commits(state.reader, head)
     if not steps:
@@ -338,7 +338,7 @@ def cmd_rename(
     title: Annotated[str, typer.Argument(help="The new title (one line).")],
 ) -> None:
     """Set the session's title (yours; the model-written list summary is separate)."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
 
     store = _state(ctx).store
     written = manage.rename(store, store.resolve(session), title)
@@ -373,7 +373,7 @@ def cmd_fork(
 ) -> None:
     """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
     copied, nothing switched."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
 
     if worktree:
         from gitsessions.cli.worktree_cmd import fork_worktree
@@ -398,7 +398,7 @@ def cmd_fork(
 
 def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
     """Hide a session from `list` (and from search); it stays readable by id."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
 
     store = _state(ctx).store
     written = manage.set_archived(store, store.resolve(session), True)
@@ -408,7 +408,7 @@ def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
 
 def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
     """Bring an archived session back."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
 
     store = _state(ctx).store
     written = manage.set_archived(store, store.resolve(session), False)
@@ -422,7 +422,7 @@ def cmd_delete(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
 ) -> None:
     """Delete a session for good: its branch and every object only it used are purged."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
     from gitsessions.store.catalog import Catalog
 
     store = _state(ctx).store
@@ -454,7 +454,7 @@ def cmd_delete(
 
 def cmd_gc(ctx: typer.Context) -> None:
     """Pack objects (deltified) and purge what no session reaches."""
-    from gitsessions.services import manage
+    from gitsessions.services.sessions import manage
 
     stats = manage.gc(_state(ctx).store)
     broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]

@@ -6,10 +6,13 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli.state import State
-from gitsessions.services.config import ModelSettings, resolve_model_settings
-from gitsessions.services.config_file import config_path
-from gitsessions.services.shell_settings import ShellSettings, resolve_shell_settings
-from gitsessions.services.snapshot_settings import SnapshotSettings, resolve_snapshot_settings
+from gitsessions.services.settings.config import ModelSettings, resolve_model_settings
+from gitsessions.services.settings.config_file import config_path
+from gitsessions.services.settings.shell_settings import ShellSettings, resolve_shell_settings
+from gitsessions.services.settings.snapshot_settings import (
+    SnapshotSettings,
+    resolve_snapshot_settings,
+)
 from gitsessions.values.errors import InvalidInput
 
 AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"

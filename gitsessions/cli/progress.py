@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.loop import Events
 from gitsessions.cli.plain import Styled, one_line, vtext
-from gitsessions.services.model import Retry
+from gitsessions.services.model.model import Retry
 from gitsessions.services.tools import ToolOutcome
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
-    from gitsessions.services.compaction import CompactionResult
+    from gitsessions.services.compaction.compaction import CompactionResult
 
 
 def describe_call(call: dict[str, Any], width: int = 100) -> str:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.cli.plain import one_line
-from gitsessions.services.config import ModelSettings, with_session_settings
-from gitsessions.services.worktree_mark import Checked, check, mark_of, workspace_for
+from gitsessions.services.code.worktree_mark import Checked, check, mark_of, workspace_for
+from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short

@@ -10,9 +10,9 @@ from rich.console import Console
 
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
-from gitsessions.services import points
-from gitsessions.services.rewind import Rewound, rewind
-from gitsessions.services.worktree_mark import check, workspace_for
+from gitsessions.services.code.rewind import Rewound, rewind
+from gitsessions.services.code.worktree_mark import check, workspace_for
+from gitsessions.services.sessions import points
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural

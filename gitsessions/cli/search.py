@@ -10,7 +10,7 @@ from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.search import Marks, SearchIndex, query_words
+from gitsessions.services.sessions.search import Marks, SearchIndex, query_words
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 

@@ -13,10 +13,11 @@ from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.search import highlighted
-from gitsessions.services import manage, points, session_diff, worktrees
-from gitsessions.services.revisions import resolve
-from gitsessions.services.rewind import rewind
-from gitsessions.services.search import SearchIndex
+from gitsessions.services.code import worktrees
+from gitsessions.services.code.rewind import rewind
+from gitsessions.services.sessions import manage, points, session_diff
+from gitsessions.services.sessions.revisions import resolve
+from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.ids import check_title, short
 from gitsessions.values.plural import plural
 

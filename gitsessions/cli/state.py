@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
 from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits
-from gitsessions.services.config_file import (
+from gitsessions.services.settings.config_file import (
     ConfigError,
     config_path,
     load_config,
@@ -24,7 +24,7 @@ from gitsessions.services.config_file import (
 
 if TYPE_CHECKING:  # the store (dulwich) is imported when a command first uses it
     from gitsessions.cli.terminal import VisibleConsole
-    from gitsessions.services.hooks import Hooks
+    from gitsessions.services.hooks.hooks import Hooks
     from gitsessions.store.catalog import Catalog
     from gitsessions.store.reader import SessionReader
     from gitsessions.store.redaction import Finding
@@ -143,7 +143,7 @@ class State:
             home = self.home
 
             def on_redacted(session: str, findings: "list[Finding]") -> None:
-                from gitsessions.services.audit import audit
+                from gitsessions.services.hooks.audit import audit
 
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
@@ -160,7 +160,7 @@ class State:
     def hooks(self) -> "Hooks":
         """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
         from gitsessions.cli.plain import vtext
-        from gitsessions.services.hooks import Hooks, hook_timeout
+        from gitsessions.services.hooks.hooks import Hooks, hook_timeout
 
         path = config_path(self.home)
         return Hooks(

@@ -1,7 +1,7 @@
 """`remote add|list|remove`, `push` and `pull`: sessions synced through git remotes.
 
 Data (the result table, `--json`) goes to stdout; progress and notes to stderr. A URL is
-only ever shown masked (`services.sync` hands out nothing else). Into a pipe both are
+only ever shown masked (`services.sync.sync` hands out nothing else). Into a pipe both are
 written plain (the table as one tab-separated record per session, as `list` writes
 it), so a scripted or scheduled sync never loads rich; on a terminal they go through
 the consoles.
@@ -15,7 +15,7 @@ import typer
 from gitsessions.cli import state
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import State, plain_out
-from gitsessions.services import sync
+from gitsessions.services.sync import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural

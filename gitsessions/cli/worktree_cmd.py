@@ -10,7 +10,7 @@ from rich.table import Table
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services import worktrees
+from gitsessions.services.code import worktrees
 from gitsessions.values.ids import short
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]

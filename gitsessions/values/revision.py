@@ -6,7 +6,7 @@ Forms, each optionally followed by `~N` (N commits back along the first-parent h
 - `ID@turn:N`: the last commit of turn N (N >= 1) in the session's history;
 - `ID@<commit>`: a commit of the session's history, named by 4 to 40 hex characters.
 Anything else is `BadRevision`: one line, exit code 2. Finding the commit is
-`services/revisions.py`'s job.
+`services/sessions/revisions.py`'s job.
 """
 
 import re

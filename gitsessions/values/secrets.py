@@ -217,7 +217,7 @@ _LOWER_HINTS = tuple(sorted({h.lower() for rule in RULES for h in rule.hints}))
 def rules_id() -> int:
     """A number (2 or more) that changes when the rules do (a name, hint or pattern): a
     cache of text redacted under other rules, e.g. before a provider rule was added, is
-    rebuilt (services/search.py)."""
+    rebuilt (services/sessions/search.py)."""
     import zlib
 
     parts = [

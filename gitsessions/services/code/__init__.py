@@ -1,0 +1,1 @@
+"""Code: the user's project (snapshots, worktrees, rewind, code diff and sync)."""

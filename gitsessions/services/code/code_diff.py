@@ -1,0 +1,80 @@
+"""`diff --code`: the project's diffstat between the code snapshots of two session states.
+
+Invariants:
+- A state's snapshot is the `Code-Snapshot:` trailer of the newest commit at or before it
+  that has one (a turn records it; a rename or pin after it does not change the code).
+- Only a well-formed object id (40 or 64 hex) from a trailer reaches the `git` command
+  line, so a stored value can never be taken as an option.
+- The diffstat is stock `git diff --stat A B` run in the project repository the sessions
+  recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
+  command the project's config names (projectgit.py); nothing in the project is written. A side
+  without a snapshot, a missing repository or a failing git is one note, never an error.
+"""
+
+import re
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+from gitsessions.services.code.projectgit import DIFF_SAFE, command
+from gitsessions.services.sessions.revisions import State
+from gitsessions.store.sessions import Head, SessionStore
+from gitsessions.store.trailers import parse_trailers
+
+TRAILER = "Code-Snapshot"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+TIMEOUT = 60
+
+
+def snapshot(store: SessionStore, head: Head) -> str | None:
+    """The code snapshot recorded at or before `head`, or None."""
+    for _commit_id, commit in store.history(head):
+        value = parse_trailers(commit.message)[1].get(TRAILER, "").strip().lower()
+        if value:
+            return value if _OBJECT_ID.fullmatch(value) else None
+    return None
+
+
+def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -> dict[str, Any]:
+    """`{"a", "b", "repo", "stat", "note"}`: the two snapshots, where they were compared,
+    `git diff --stat`'s lines, and why there is no stat when there is none."""
+    shas = {"a": snapshot(store, a.head), "b": snapshot(store, b.head)}
+    repo = _repo(b.head) or _repo(a.head)
+    result: dict[str, Any] = {**shas, "repo": repo, "stat": [], "note": None}
+    missing = [side.upper() for side, sha in shas.items() if sha is None]
+    if missing:
+        which = "neither side has a" if len(missing) == 2 else f"side {missing[0]} has no"
+        result["note"] = f"{which} code snapshot: no code diff"
+        return result
+    if repo is None:
+        result["note"] = "no project repository was recorded with these sessions: no code diff"
+        return result
+    a, b = str(shas["a"]), str(shas["b"])
+    argv, full = command(repo, env, "diff", *DIFF_SAFE, "--stat", a, b, "--")
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=full,
+            timeout=TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        result["note"] = f"git diff could not run in {repo}: {error}"
+        return result
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["failed"])[0]
+        result["note"] = f"git diff failed in {repo}: {reason}"
+        return result
+    result["stat"] = done.stdout.rstrip("\n").splitlines()
+    if not result["stat"]:
+        result["note"] = "the two snapshots hold the same code"
+    return result
+
+
+def _repo(head: Head) -> str | None:
+    workspace = head.header.get("workspace") or {}
+    root = workspace.get("repo_root") if isinstance(workspace, dict) else None
+    return root if isinstance(root, str) and root else None

@@ -1,0 +1,162 @@
+"""Code travels with the chat: each session's `refs/gitsessions/snapshots/<id>` in its
+project repository, pushed to and fetched from a remote of that project with stock git.
+
+Invariants:
+- Never forced: refspecs carry no `+`, so a snapshot ref that moved differently on the
+  other side is refused by git and reported, never overwritten.
+- The project repository is the one the session's header names (`workspace.repo_root`,
+  else `workspace.path`); one that does not exist here, or is not a repository, is
+  reported per session and nothing else happens. The sessions' own sync is done before
+  and is not undone by anything here.
+- A fork made by a pull (the remote's diverged line) gets the remote's snapshots of the
+  original session under its own id, so its turns check out the code they ran on.
+- Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and
+  `remote.*.uploadpack`/`receivepack` off (projectgit.py).
+"""
+
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.code.projectgit import command
+
+SNAPSHOTS = "refs/gitsessions/snapshots/"
+
+
+@dataclass(frozen=True)
+class CodeOutcome:
+    id: str
+    result: str  # pushed, fetched, up to date, no snapshot, no repository, refused
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"id": self.id, "result": self.result}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True)
+class CodeSession:
+    """A session whose snapshots move: its id, the id they are stored under on the
+    remote (the original's, for a pull's fork), and its header's workspace."""
+
+    id: str
+    source: str
+    workspace: Mapping[str, Any]
+
+
+def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    argv, full = command(repo, env, *args)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _repo(workspace: Mapping[str, Any]) -> Path | None:
+    where = workspace.get("repo_root") or workspace.get("path")
+    if not where or not Path(str(where)).is_dir():
+        return None
+    return Path(str(where))
+
+
+def _refs(repo: Path, env: Mapping[str, str]) -> dict[str, str]:
+    done = _git(repo, env, "for-each-ref", "--format=%(refname) %(objectname)", SNAPSHOTS)
+    pairs = [line.split(" ", 1) for line in done.stdout.splitlines() if " " in line]
+    return {name: sha for name, sha in pairs}
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.lower().startswith(("fatal", "error"))]
+    return ((errors or lines or ["git failed"])[-1])[:200]
+
+
+def _by_repo(
+    sessions: Iterable[CodeSession],
+) -> tuple[dict[Path, list[CodeSession]], list[CodeOutcome]]:
+    grouped: dict[Path, list[CodeSession]] = {}
+    missing: list[CodeOutcome] = []
+    for session in sessions:
+        repo = _repo(session.workspace)
+        if repo is None:
+            where = str(session.workspace.get("path") or "none recorded")
+            missing.append(CodeOutcome(session.id, "no repository", f"workspace {where}"))
+        else:
+            grouped.setdefault(repo, []).append(session)
+    return grouped, missing
+
+
+def push_code(
+    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str]
+) -> list[CodeOutcome]:
+    """Push each session's snapshot ref to `remote` of its project (never forced)."""
+    grouped, outcomes = _by_repo(sessions)
+    for repo, group in sorted(grouped.items()):
+        present = _refs(repo, env)
+        sending = [s for s in group if SNAPSHOTS + s.id in present]
+        outcomes += [CodeOutcome(s.id, "no snapshot") for s in group if s not in sending]
+        if not sending:
+            continue
+        specs = [f"{SNAPSHOTS}{s.id}:{SNAPSHOTS}{s.id}" for s in sending]
+        done = _git(repo, env, "push", "--porcelain", remote, *specs)
+        status = _porcelain(done.stdout)
+        for s in sending:
+            flag, summary = status.get(SNAPSHOTS + s.id, ("!", _one_line(done.stderr)))
+            if flag == "=":
+                outcomes.append(CodeOutcome(s.id, "up to date"))
+            elif flag in (" ", "*"):
+                outcomes.append(CodeOutcome(s.id, "pushed", f"to {remote}"))
+            else:
+                outcomes.append(CodeOutcome(s.id, "refused", summary))
+    return outcomes
+
+
+def _porcelain(stdout: str) -> dict[str, tuple[str, str]]:
+    """`{local ref: (flag, summary)}` from `git push --porcelain`."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1:
+            out[parts[1].split(":", 1)[0]] = (parts[0], parts[2])
+    return out
+
+
+def fetch_code(
+    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str]
+) -> list[CodeOutcome]:
+    """Fetch each session's snapshot ref (the original's, for a pull's fork) from
+    `remote` of its project (never forced)."""
+    grouped, outcomes = _by_repo(sessions)
+    for repo, group in sorted(grouped.items()):
+        listed = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
+        if listed.returncode != 0:
+            why = _one_line(listed.stderr)
+            outcomes += [CodeOutcome(s.id, "refused", why) for s in group]
+            continue
+        there = {line.split("\t")[1] for line in listed.stdout.splitlines() if "\t" in line}
+        fetching = [s for s in group if SNAPSHOTS + s.source in there]
+        outcomes += [CodeOutcome(s.id, "no snapshot") for s in group if s not in fetching]
+        if not fetching:
+            continue
+        before = _refs(repo, env)
+        specs = [f"{SNAPSHOTS}{s.source}:{SNAPSHOTS}{s.id}" for s in fetching]
+        done = _git(repo, env, "fetch", "--no-tags", "--no-write-fetch-head", remote, *specs)
+        after = _refs(repo, env)
+        for s in fetching:
+            ref = SNAPSHOTS + s.id
+            if done.returncode != 0 and after.get(ref) == before.get(ref):
+                outcomes.append(CodeOutcome(s.id, "refused", _one_line(done.stderr)))
+            elif after.get(ref) == before.get(ref):
+                outcomes.append(CodeOutcome(s.id, "up to date"))
+            else:
+                outcomes.append(CodeOutcome(s.id, "fetched", f"from {remote}"))
+    return outcomes

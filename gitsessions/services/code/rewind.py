@@ -1,0 +1,219 @@
+"""Rewind a session to turn N: its chat, its code, or both; never destructive.
+
+Invariants:
+- The chat rewinds by one new commit (through the writer) whose working context and
+  plan are those turn N left; the transcript keeps every message and gets one record of
+  the rewind. Turn numbers go on from the newest turn (the rewind commit has no `Turn`).
+- The code rewinds to turn N's snapshot only when everything in the workspace is held by
+  some snapshot of the session; otherwise nothing changes, unless `force`, which first
+  records the workspace as a new snapshot. Files are written with stock git from a
+  temporary index (`read-tree`, `checkout-index`); HEAD, the index and the stash are
+  untouched; files the snapshot lacks are removed (a snapshot holds them).
+- All of it happens under the session's lease: no agent can run a turn meanwhile.
+"""
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.code import snapshots
+from gitsessions.services.code.snapshots import Project, find_project, git
+from gitsessions.services.sessions import points, writer
+from gitsessions.services.sessions.writer import Edit
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import short
+
+MARK = "[rewind]"
+
+
+class RewindRefused(InvalidInput):
+    """The workspace holds changes no snapshot has: rewinding its code would lose them."""
+
+
+@dataclass
+class Rewound:
+    turn: int
+    head: Head
+    chat: bool
+    code: bool
+    context_before: int = 0
+    context_after: int = 0
+    files: dict[str, list[str]] = field(default_factory=dict)  # restored, added, removed
+    saved: str | None = None  # the snapshot --force took first
+    snapshot: str | None = None  # the code now in the workspace
+    notes: list[str] = field(default_factory=list)
+
+
+def rewind(
+    store: SessionStore,
+    env: Mapping[str, str],
+    session_id: str,
+    turn: int,
+    *,
+    workspace: Path,
+    chat: bool = True,
+    code: bool | None = None,
+    force: bool = False,
+    lease_held: bool = False,
+) -> Rewound:
+    """Rewind `session_id` to turn `turn`. `code=None` (the default of both): rewind the
+    code when there is a snapshot to rewind to, else say so in a note."""
+    if lease_held:
+        return _rewind(store, env, session_id, turn, workspace, chat, code, force)
+    with Lease(store.home, session_id):
+        return _rewind(store, env, session_id, turn, workspace, chat, code, force)
+
+
+def _rewind(
+    store: SessionStore,
+    env: Mapping[str, str],
+    session_id: str,
+    turn: int,
+    workspace: Path,
+    chat: bool,
+    code: bool | None,
+    force: bool,
+) -> Rewound:
+    head = store.head(session_id)
+    target = points.turn_commit(store, head, turn)
+    result = Rewound(turn, head, chat, False)
+    snap = points.snapshot_at(store, head, target)
+    project = find_project(workspace, env)
+    if code is not False:
+        reason = None
+        if project is None:
+            reason = f"{workspace} is not in a git repository"
+        elif snap is None:
+            reason = f"turn {turn} has no code snapshot"
+        if reason is not None:
+            if code:
+                raise InvalidInput(f"cannot rewind the code: {reason}; nothing was changed")
+            result.notes.append(f"note: the code stays as it is: {reason}")
+        else:
+            assert project is not None and snap is not None
+            _rewind_code(store, env, head, project, snap, force, result)
+    target_head = store.head_at(session_id, target)
+    context = store.read(target_head, "context") if chat else None
+    plan = store.read(target_head, "plan") if chat else None
+    result.context_before = head.counts.get("context_messages", 0)
+    result.context_after = len(context) if context is not None else result.context_before
+    what = " and ".join(w for w, on in (("chat", chat), ("code", result.code)) if on)
+    if not what:
+        raise InvalidInput("nothing to rewind: give --chat, --code or both")
+    note = (
+        f"{MARK} the {what} went back to turn {turn}"
+        + (f" (code snapshot {result.snapshot[:12]})" if result.snapshot else "")
+        + "; every later message stays in this transcript"
+    )
+
+    def edit(current: Head) -> Edit:
+        return Edit(
+            Change(
+                header=touch(current.header),
+                context=context,
+                plan=plan,
+                append=[{"role": "system", "content": note}],
+            ),
+            "rewind",
+            f"rewind: to turn {turn} ({what})",
+            {"Rewind-To": turn, "Code-Snapshot": result.snapshot},
+        )
+
+    result.head = writer.update(
+        store, session_id, edit, operation="rewind", lease_held=True, turn=turn
+    ).head
+    return result
+
+
+def _rewind_code(
+    store: SessionStore,
+    env: Mapping[str, str],
+    head: Head,
+    project: Project,
+    snap: str,
+    force: bool,
+    result: Rewound,
+) -> None:
+    target_tree = snapshots.tree_of(project, env, snap)
+    captured = snapshots.capture(project, env)
+    known = snapshots.trees_of(project, env, points.all_snapshots(store, head))
+    if captured.tree not in known:
+        newest = snapshots.newest(project, env, head.id)
+        against = newest.tree if newest else _empty_tree(project, env)
+        changed = [p for _s, p in _diff(project, env, against, captured.tree)]
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        shown = ", ".join(changed[:5]) + more
+        if not force:
+            raise RewindRefused(
+                f"the workspace has changes no snapshot of {short(head.id)} holds "
+                f"({shown or 'files'}); nothing was changed. --force snapshots them first"
+            )
+        saved = snapshots.record(
+            project,
+            env,
+            head.id,
+            captured,
+            f"gitsessions snapshot: session {short(head.id)} before rewind",
+            newest,
+        )
+        result.saved = saved.commit
+    changes = _diff(project, env, captured.tree, target_tree)
+    _apply(project, env, target_tree, changes)
+    result.files = {
+        "restored": [p for s, p in changes if s in ("M", "T")],
+        "added": [p for s, p in changes if s == "A"],
+        "removed": [p for s, p in changes if s == "D"],
+    }
+    result.code = True
+    result.snapshot = snap
+
+
+def _empty_tree(project: Project, env: Mapping[str, str]) -> str:
+    done = git(project.root, env, "hash-object", "-t", "tree", "--stdin", input=b"")
+    return snapshots.out(done)
+
+
+def _diff(project: Project, env: Mapping[str, str], a: str, b: str) -> list[tuple[str, str]]:
+    """`(status, path)` of what differs from tree `a` to tree `b` (A, M, T, D)."""
+    done = git(project.root, env, "diff-tree", "-r", "-z", "--no-renames", "--name-status", a, b)
+    parts = done.stdout.split(b"\0")
+    pairs: list[tuple[str, str]] = []
+    for status, path in zip(parts[0::2], parts[1::2], strict=False):
+        if status:
+            pairs.append((status.decode()[:1], os.fsdecode(path)))
+    return pairs
+
+
+def _apply(
+    project: Project, env: Mapping[str, str], tree: str, changes: list[tuple[str, str]]
+) -> None:
+    """Make the workspace's files those of `tree` for `changes` (from `_diff`)."""
+    root = project.root
+    for status, path in changes:
+        if status == "D":
+            target = root / path
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            _prune_dirs(root, target.parent)
+    wanted = [os.fsencode(p) for s, p in changes if s != "D"]
+    if not wanted:
+        return
+    with tempfile.TemporaryDirectory(prefix="gitsessions-rewind-") as scratch:
+        extra: dict[str, Any] = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        git(root, env, "read-tree", tree, extra=extra)
+        payload = b"".join(p + b"\0" for p in wanted)
+        git(root, env, "checkout-index", "-f", "-z", "--stdin", input=payload, extra=extra)
+
+
+def _prune_dirs(root: Path, directory: Path) -> None:
+    while directory != root and directory.is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent

@@ -1,0 +1,163 @@
+"""A worktree fork's mark in its header, and the one check every use of it goes through.
+
+A mark is a fact of the home that made the worktree. The header carries it, but a
+header can come from anywhere (a pull brings other homes' commits as they are), so a
+mark is used only through `check`, which trusts it when, and only when:
+
+- this home made a worktree for that session (the id its branch names, which its
+  header repeats): `store.git/gitsessions/worktrees/<id>`, written by `remember` when
+  `fork --worktree` adds the worktree, names the same path, repository and branch (that
+  directory is never pushed, pulled, exported or imported);
+- and, for the worktree to be worked in (`Checked.live`), the session's header does not
+  say it was removed and `git worktree list` of that repository lists that path.
+
+Anything else is refused (`Checked.refused`) and the caller works in the current
+directory, saying so in one line. The record is read at most `MAX_RECORD` bytes, and
+git is given `GIT_TIMEOUT` seconds.
+
+Read before a resumed chat's prompt, so this module imports nothing but the standard
+library and projectgit.py, which builds its git command with the project's
+command-running config off (`services/code/worktrees.py`, which makes and removes
+worktrees, loads the store).
+"""
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gitsessions.services.code.projectgit import command
+
+RECORD_FORMAT = "gitsessions.worktree-made/1"
+MAX_RECORD = 64 * 1024
+GIT_TIMEOUT = 10.0
+_SESSION_ID = re.compile(r"[0-9a-f]{32}")
+# what would make `git -C REPO` look at another repository than REPO
+_LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+             "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+             "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM")  # fmt: skip
+_KEYS = ("path", "repo", "branch")
+
+
+class Checked(NamedTuple):
+    """A header's worktree mark as `check` found it.
+
+    `mark` is None when the header has none or it is refused; else the mark, its path,
+    repository and branch as this home recorded them. `refused` says why a mark is not
+    trusted (None: it is, or there is none). `live`: the worktree is there, registered
+    with git, and not marked removed: the tools may work in it."""
+
+    mark: dict[str, Any] | None
+    refused: str | None
+    live: bool
+
+
+NO_MARK = Checked(None, None, False)
+
+
+def mark_of(header: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The header's worktree mark as the header says it, or None. Not to be trusted:
+    `check` says whether it may be used."""
+    mark = header.get("worktree")
+    return dict(mark) if isinstance(mark, dict) and mark.get("path") else None
+
+
+def _record_path(home: Path, session_id: str) -> Path:
+    return home / "store.git" / "gitsessions" / "worktrees" / session_id
+
+
+def remember(home: Path, session_id: str, mark: Mapping[str, Any]) -> None:
+    """Record that this home made the worktree of `mark` for `session_id` (written to a
+    temporary file, fsynced, renamed into place)."""
+    assert _SESSION_ID.fullmatch(session_id)
+    path = _record_path(home, session_id)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    record = {"format": RECORD_FORMAT, "session": session_id, **{k: str(mark[k]) for k in _KEYS}}
+    temporary = path.with_name(f".{session_id}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(record, sort_keys=True).encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+
+
+def forget(home: Path, session_id: str) -> None:
+    """Drop the record of the session's worktree (its fork was not made)."""
+    if _SESSION_ID.fullmatch(session_id):
+        _record_path(home, session_id).unlink(missing_ok=True)
+
+
+def _recorded(home: Path, session_id: str) -> dict[str, str] | None:
+    """What this home recorded for the session's worktree, or None."""
+    if not _SESSION_ID.fullmatch(session_id):
+        return None
+    try:
+        with open(_record_path(home, session_id), "rb") as file:
+            raw = file.read(MAX_RECORD + 1)
+        record = json.loads(raw) if len(raw) <= MAX_RECORD else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        return None
+    if record.get("session") != session_id:
+        return None
+    if not all(isinstance(record.get(k), str) and record[k] for k in _KEYS):
+        return None
+    return {k: record[k] for k in _KEYS}
+
+
+def listed_by_git(repo: Path, path: Path, env: Mapping[str, str]) -> bool:
+    """Whether `git worktree list` of the repository at `repo` lists `path` as one of
+    its linked worktrees (and `repo` as one of its working trees)."""
+    clean = {k: v for k, v in env.items() if k not in _LOCATING}
+    argv, full = command(repo, clean, "worktree", "list", "--porcelain")
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, env=full, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0:
+        return False
+    listed = [
+        os.path.realpath(os.fsdecode(line[len(b"worktree ") :]))
+        for line in done.stdout.splitlines()
+        if line.startswith(b"worktree ")
+    ]
+    # the first one listed is the main working tree; the worktree is a linked one
+    return os.path.realpath(repo) in listed and os.path.realpath(path) in listed[1:]
+
+
+def check(
+    home: Path, session_id: str, header: Mapping[str, Any], env: Mapping[str, str] | None
+) -> Checked:
+    """The worktree mark of the header of session `session_id` (the id its branch names:
+    a header may claim another), if this home made it for that session; `live` (asked
+    of git only when `env` is given) when it may be worked in now."""
+    said = mark_of(header)
+    if said is None:
+        return NO_MARK
+    recorded = _recorded(home, session_id) if header.get("id") == session_id else None
+    if recorded is None or any(str(said.get(k)) != recorded[k] for k in _KEYS):
+        return Checked(None, "this home did not make", False)
+    mark = {**said, **recorded}
+    if env is None or mark.get("removed_at") or not Path(recorded["path"]).is_dir():
+        return Checked(mark, None, False)
+    return Checked(mark, None, listed_by_git(Path(recorded["repo"]), Path(recorded["path"]), env))
+
+
+def workspace_for(header: Mapping[str, Any], mark: Mapping[str, Any]) -> Path:
+    """Where a worktree fork's tools work: its recorded workspace when it is inside the
+    worktree of `mark` (a mark `check` trusted), else the worktree's root."""
+    root = Path(os.path.realpath(mark["path"]))
+    recorded = (header.get("workspace") or {}).get("path")
+    if isinstance(recorded, str) and recorded:
+        inside = Path(os.path.realpath(recorded))
+        if inside.is_relative_to(root) and inside.is_dir():
+            return Path(recorded)
+    return Path(mark["path"])

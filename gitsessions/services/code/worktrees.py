@@ -1,0 +1,323 @@
+"""Worktree forks: a chat fork together with a git worktree of its parent's project.
+
+Invariants:
+- The worktree is a stock `git worktree` of the project, on a new branch
+  `gitsessions/<short id>`, under `<home>/worktrees/<repo name>-<short id>`, checked out
+  at the fork point's code snapshot (uncommitted work included). The branch starts at a
+  commit whose parent is the project's HEAD of that snapshot and whose tree is the
+  snapshot's (or at that HEAD itself when nothing was uncommitted), so merging it back
+  brings only the work, not the session's snapshot chain.
+- The fork's header records `worktree` = `{path, branch, base, repo, removed_at}` (base:
+  the snapshot; repo: the project's main working tree). It is a local mark: no fork of
+  the fork, export or import carries it (`values.records.LOCAL_ONLY_FIELDS`), and this
+  home records that it made it (`worktree_mark.remember`, never pushed or pulled).
+  Every use of a mark (list, remove, restore) goes through `worktree_mark.check`: a
+  mark this home did not make for that session (a pulled one) is refused.
+- Every session commit (the fork, a removal, a restore) goes through the writer. Git is
+  changed first and undone when the session commit fails, so neither is left half made.
+- `remove` refuses a worktree with uncommitted or untracked changes unless `force`,
+  which snapshots them into the session's snapshot ref first: nothing is lost.
+"""
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.code import snapshots
+from gitsessions.services.code.snapshots import (
+    IDENTITY,
+    Project,
+    SnapshotError,
+    find_project,
+    git,
+    out,
+)
+from gitsessions.services.code.workspace import describe
+from gitsessions.services.code.worktree_mark import Checked, check, forget, remember
+from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
+from gitsessions.services.sessions import points, writer
+from gitsessions.services.sessions.manage import fork_title
+from gitsessions.services.sessions.writer import Edit
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import GitsessionsError, InvalidInput
+from gitsessions.values.ids import check_title, new_id, short
+
+BRANCH_PREFIX = "gitsessions/"
+WORKTREES_DIR = "worktrees"
+
+
+class WorktreeError(GitsessionsError):
+    """A worktree cannot be made, removed or restored as asked."""
+
+
+@dataclass(frozen=True)
+class Forked:
+    head: Head
+    worktree: dict[str, Any]
+
+
+def branch_name(session_id: str) -> str:
+    return BRANCH_PREFIX + short(session_id)
+
+
+def _main_root(project: Project, env: Mapping[str, str]) -> Path:
+    """The main working tree of the repository `project` belongs to."""
+    common = out(git(project.root, env, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    common_path = Path(common)
+    return common_path.parent if common_path.name == ".git" else project.root
+
+
+def _project_of(header: Mapping[str, Any], env: Mapping[str, str]) -> tuple[Project, Path]:
+    """The parent's project (its worktree when it is a worktree fork) and the workspace's
+    place in it (a subdirectory, or `.`)."""
+    workspace = header.get("workspace") or {}
+    where = workspace.get("repo_root") or workspace.get("path")
+    project = find_project(Path(where), env) if where and Path(where).is_dir() else None
+    if project is None:
+        raise WorktreeError(
+            f"session's workspace {where or '(none)'} is not a git repository here; "
+            "there is no code to fork"
+        )
+    relative = Path(".")
+    if workspace.get("path") and workspace.get("repo_root"):
+        with contextlib.suppress(ValueError):
+            relative = Path(workspace["path"]).relative_to(workspace["repo_root"])
+    return project, relative
+
+
+def _branch_base(project: Project, env: Mapping[str, str], snap: str, label: str) -> str:
+    """The commit the fork's branch starts at: the snapshot's HEAD when its tree is that
+    HEAD's, else a commit of the snapshot's tree on that HEAD."""
+    tree = snapshots.tree_of(project, env, snap)
+    parents = out(git(project.root, env, "rev-parse", snap + "^@")).split()
+    head = parents[0] if parents and parents[0] != snap else None
+    if head is not None:
+        head_tree = out(git(project.root, env, "rev-parse", head + "^{tree}"))
+        # a snapshot's first parent is the HEAD it was taken on; the second, older snapshots
+        is_snapshot_parent = len(parents) == 1 and _is_snapshot(project, env, head)
+        if head_tree == tree and not is_snapshot_parent:
+            return head
+        if is_snapshot_parent:
+            head = None
+    args = ["commit-tree", tree] + (["-p", head] if head else [])
+    message = f"gitsessions: uncommitted work of {label}\n\nCode-Snapshot: {snap}\n"
+    return out(git(project.root, env, *args, input=message.encode(), extra=IDENTITY))
+
+
+def _is_snapshot(project: Project, env: Mapping[str, str], commit: str) -> bool:
+    message = out(git(project.root, env, "log", "-1", "--format=%s", commit))
+    return message.startswith("gitsessions snapshot:")
+
+
+def fork(
+    store: SessionStore,
+    env: Mapping[str, str],
+    session_id: str,
+    *,
+    at: str | None = None,
+    title: str | None = None,
+    hooks: Hooks = NO_HOOKS,
+) -> Forked:
+    """Fork `session_id` at `at` (None: its head; `turn:N`; a commit) with a worktree."""
+    if title is not None:
+        title = check_title(title)
+    head = store.head(session_id)
+    point = points.resolve(store, head, at)
+    source = store.head_at(session_id, point) if point != head.commit else head
+    project, relative = _project_of(source.header, env)
+    snap = points.snapshot_at(store, head, point)
+    if snap is None:
+        if at is not None:
+            raise WorktreeError(
+                f"{at} of session {short(session_id)} has no code snapshot (snapshots were "
+                "off, or its workspace was not a git repository)"
+            )
+        taken = snapshots.take(
+            project, env, session_id, f"gitsessions snapshot: session {short(session_id)} fork"
+        )
+        snap = taken.commit
+    fork_id = new_id()
+    label = f"session {short(session_id)}" + (f" at {at}" if at else "")
+    repo = _main_root(project, env)
+    path = store.home / WORKTREES_DIR / f"{repo.name}-{short(fork_id)}"
+    branch = branch_name(fork_id)
+    base_commit = _branch_base(project, env, snap, label)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mark = {
+        "path": str(path),
+        "branch": branch,
+        "base": snap,
+        "repo": str(repo),
+        "removed_at": None,
+    }
+    # recorded before the worktree is added: a crash leaves at most a record no session names
+    remember(store.home, fork_id, mark)
+    try:
+        git(project.root, env, "worktree", "add", "-q", "-b", branch, str(path), base_commit)
+    except BaseException:
+        forget(store.home, fork_id)
+        raise
+    workspace_path = path / relative
+    updates = {
+        "worktree": mark,
+        "workspace": describe(workspace_path if workspace_path.is_dir() else path, env),
+    }
+    try:
+        new = writer.audited(
+            store,
+            "fork",
+            session_id,
+            lambda: store.fork(
+                source,
+                fork_id,
+                title=title
+                if title is not None
+                else fork_title(source.header.get("title") or source.header.get("summary") or ""),
+                created_at=now_iso(),
+                header_updates=updates,
+                trailers={"Code-Snapshot": snap, "Worktree-Branch": branch},
+            ),
+            fork=fork_id,
+            worktree=True,
+        )
+    except BaseException:
+        git(project.root, env, "worktree", "remove", "--force", str(path), check=False)
+        git(project.root, env, "branch", "-D", branch, check=False)
+        forget(store.home, fork_id)
+        raise
+    hooks.run(
+        "post-fork",
+        new.id,
+        new.commit.decode(),
+        parent_id=session_id,
+        fork_point=new.header.get("fork_point"),
+        worktree=mark,
+    )
+    return Forked(new, mark)
+
+
+def state_of(checked: Checked, env: Mapping[str, str]) -> str:
+    """`clean`, `dirty` (uncommitted or untracked changes) or `missing` (also: gone from
+    git's list of worktrees)."""
+    if checked.mark is None or not checked.live:
+        return "missing"
+    done = git(Path(checked.mark["path"]), env, "status", "--porcelain", check=False)
+    if done.returncode != 0:
+        return "missing"
+    return "dirty" if done.stdout.strip() else "clean"
+
+
+def listing(store: SessionStore, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every session that has a worktree this home made: session, path, branch, state
+    (a mark this home did not make is left out)."""
+    rows = []
+    for header in Catalog(store).headers():
+        checked = check(store.home, str(header.get("id")), header, env)
+        mark = checked.mark
+        if mark is None:
+            continue
+        rows.append(
+            {
+                "session": header["id"],
+                "title": header.get("title") or "",
+                "path": mark["path"],
+                "branch": mark["branch"],
+                "base": mark.get("base"),
+                "repo": mark.get("repo"),
+                "state": state_of(checked, env),
+            }
+        )
+    rows.sort(key=lambda r: (r["path"], r["session"]))
+    return rows
+
+
+def _marked(store: SessionStore, env: Mapping[str, str], session_id: str) -> Checked:
+    """The session's worktree mark, refused unless this home made it for the session."""
+    head = store.head(session_id)
+    checked = check(store.home, head.id, head.header, env)
+    if checked.refused is not None:
+        raise WorktreeError(
+            f"session {short(session_id)} names a worktree this home did not make "
+            f"({str(head.header['worktree'].get('path'))[:200]}); nothing was changed"
+        )
+    if checked.mark is None:
+        raise InvalidInput(
+            f"session {short(session_id)} has no worktree (`gitsessions fork ID --worktree` "
+            "makes one)"
+        )
+    return checked
+
+
+def _set_mark(
+    store: SessionStore, session_id: str, removed_at: str | None, event: str, subject: str
+) -> None:
+    def edit(head: Head) -> Edit | None:
+        mark = check(store.home, head.id, head.header, None).mark
+        if mark is None or mark.get("removed_at") == removed_at:
+            return None
+        mark["removed_at"] = removed_at
+        return Edit(Change(header=touch(head.header, worktree=mark)), event, subject)
+
+    writer.update(store, session_id, edit, operation=event)
+
+
+def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: bool) -> str:
+    """Remove the session's worktree (its branch stays); returns what happened."""
+    checked = _marked(store, env, session_id)
+    mark = checked.mark
+    assert mark is not None
+    path = Path(mark["path"])
+    repo = Path(mark["repo"])
+    if mark.get("removed_at") and not path.exists():
+        raise InvalidInput(f"the worktree of {short(session_id)} is already removed")
+    saved = ""
+    if checked.live:  # git lists it as a worktree of `repo`: nothing else is removed
+        state = state_of(checked, env)
+        if state == "dirty":
+            if not force:
+                raise WorktreeError(
+                    f"worktree {path} has uncommitted or untracked changes; commit them, "
+                    "or --force (which snapshots them first)"
+                )
+            project = find_project(path, env)
+            if project is not None:
+                snap = snapshots.take(
+                    project,
+                    env,
+                    session_id,
+                    f"gitsessions snapshot: session {short(session_id)} before worktree remove",
+                )
+                saved = f"; its changes are kept in snapshot {snap.commit[:12]}"
+        git(repo, env, "worktree", "remove", "--force", str(path))
+    else:
+        git(repo, env, "worktree", "prune")
+    _set_mark(store, session_id, now_iso(), "worktree-remove", f"worktree: removed {path.name}")
+    return f"removed worktree {path} (branch {mark['branch']} kept){saved}"
+
+
+def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str:
+    """Add the session's worktree again at its branch."""
+    mark = _marked(store, env, session_id).mark
+    assert mark is not None
+    path = Path(mark["path"])
+    repo = Path(mark["repo"])
+    if path.is_dir() and not mark.get("removed_at"):
+        raise InvalidInput(f"the worktree of {short(session_id)} is there: {path}")
+    if not repo.is_dir():
+        raise WorktreeError(f"the project {repo} is gone; nothing to restore the worktree from")
+    git(repo, env, "worktree", "prune")
+    exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{mark['branch']}",
+                 check=False).returncode == 0  # fmt: skip
+    try:
+        if exists:
+            git(repo, env, "worktree", "add", "-q", str(path), mark["branch"])
+        else:
+            git(repo, env, "worktree", "add", "-q", "-b", mark["branch"], str(path), mark["base"])
+    except SnapshotError as error:
+        raise WorktreeError(f"cannot restore the worktree: {error}") from None
+    _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
+    return f"restored worktree {path} on branch {mark['branch']}"

@@ -1,0 +1,1 @@
+"""Compaction: the engine, its policy, the summary request, the ledger."""

@@ -1,0 +1,1 @@
+"""Hooks: lifecycle hooks and the audit log."""

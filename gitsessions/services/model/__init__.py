@@ -1,0 +1,1 @@
+"""Model: the model client, the endpoint probe, pricing."""

@@ -1,0 +1,108 @@
+"""A quick look at the model server before the first request: is it there, which models
+does it list. `chat` asks while the user types its first prompt (a background thread),
+through the model client itself (GET /models, the SDK imported in that thread).
+
+Invariant: `probe` and `refused_here` never raise for what the server does; they return
+what they learned. The API key is sent as the real requests send it and never appears
+in a message; a redirect to another origin does not carry it (httpx's rule: an
+upgrade to https of the same host aside). A server that does not answer within
+`PROBE_SECONDS`, or has no list, leaves nothing learned. `refused_here`
+sends nothing: it only opens a TCP connection to a server on this machine
+(`localhost`, 127.x, ::1), which a closed port refuses at once, so `chat` can say
+"cannot reach" before its prompt at the cost of a connect.
+"""
+
+from dataclasses import replace
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from gitsessions.services.settings.config import DEFAULT_BASE_URL, ModelSettings
+
+PROBE_SECONDS = 5.0
+
+
+class Probe(NamedTuple):
+    unreachable: str | None = None  # why the server could not be reached, one line
+    models: tuple[str, ...] | None = None  # what GET /models listed (None: no list)
+
+
+def probe(settings: ModelSettings) -> Probe:
+    """GET {base_url}/models within a few seconds."""
+    from gitsessions.services.model.model import EndpointUnreachable, ModelClient, ModelError
+
+    quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))
+    try:
+        with ModelClient(quick) as client:
+            return Probe(models=tuple(client.list_models()))
+    except EndpointUnreachable as error:
+        return Probe(unreachable=str(error))
+    except ModelError:  # some servers have no /models, or a slow one: the request tells
+        return Probe()
+
+
+def _unreachable(settings: ModelSettings, reason: object) -> str:
+    where = f"(base URL from {settings.sources.get('base_url', 'settings')})"
+    return (
+        f"cannot reach the model server at {settings.base_url}: {reason} "
+        f"{where}; check --base-url or GITSESSIONS_BASE_URL"
+    )
+
+
+CONNECT_SECONDS = 0.5  # a port on this machine answers at once: refused or accepted
+
+
+def _here(host: str) -> list[tuple[str, str]]:
+    """The addresses of `host` when it is this machine: (family, address) pairs."""
+    if host == "localhost":
+        return [("AF_INET", "127.0.0.1"), ("AF_INET6", "::1")]
+    if host == "::1":
+        return [("AF_INET6", "::1")]
+    if host.startswith("127.") and all(p.isdigit() for p in host.split(".")):
+        return [("AF_INET", host)]
+    return []
+
+
+def refused_here(settings: ModelSettings) -> str | None:
+    """Why the server cannot be reached, when it is one on this machine whose port
+    refuses a connection (nothing listens: Ollama not started); None when a connection
+    opens, when none is answered at once, or when the host is elsewhere (`probe`
+    tells, later). `localhost` is tried as 127.0.0.1 and ::1, without a name lookup."""
+    try:
+        parts = urlsplit(settings.base_url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a malformed URL: the first request says so
+        return None
+    # `_socket`, the socket module's C half: the module itself and a name lookup (its
+    # IDNA codec) cost more than the connect, and this runs before chat's prompt.
+    import _socket
+
+    refused: OSError | None = None
+    for family, address in _here(host or ""):
+        try:
+            sock = _socket.socket(getattr(_socket, family), _socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this machine
+            continue
+        try:
+            sock.settimeout(CONNECT_SECONDS)
+            sock.connect((address, port))
+        except ConnectionRefusedError as error:
+            refused = refused or error
+            continue
+        except OSError:  # a timeout, an address not available: not known to be refused
+            continue
+        finally:
+            sock.close()
+        return None  # something listens
+    return None if refused is None else _unreachable(settings, refused)
+
+
+def is_default_endpoint(settings: ModelSettings) -> bool:
+    """Whether the settings point at the built-in default, Ollama on this machine."""
+    return settings.base_url == DEFAULT_BASE_URL
+
+
+OLLAMA_HINT = (
+    "gitsessions talks to Ollama at {url} by default: start it with `ollama serve`, then "
+    "`ollama pull {model}`; or point elsewhere with --base-url and --model (or "
+    "GITSESSIONS_BASE_URL and GITSESSIONS_MODEL, or base_url and model in {config})"
+)

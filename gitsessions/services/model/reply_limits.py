@@ -1,0 +1,97 @@
+"""What a model server's answer may cost us: its bytes, an event stream's lines, its time.
+
+Invariants, for every answer the model client's HTTP client reads (redirects and error
+answers included), through a public httpx event hook that wraps the answer's byte stream
+before httpx or the SDK read any of it:
+- at most `MAX_REPLY_BYTES` of body are read (as sent, before any content decoding);
+  one more raises `ReplyTooLarge`, whatever Content-Length or chunk sizes said;
+- in an uncompressed `text/event-stream`, at most `MAX_EVENT_BYTES` arrive between two
+  blank lines (one endless line, or `data:` lines with no blank line, which the SDK's
+  decoder would gather without end); one more raises `ReplyTooLarge`;
+- each read first checks the request's `inflight.Limits`: once its deadline passed or
+  the waiting thread gave up on it, the next read raises `inflight.Abandoned`, so a
+  worker thread left behind ends at the server's next byte. The waiting thread
+  enforces the deadline itself (services/model/inflight.py); this only ends the worker.
+These exceptions (defined in inflight.py, which the waiting thread imports without
+httpx) are not httpx errors: httpx and the SDK let them through as they are.
+
+Imported only by the model client once it talks to a server: the HTTP library comes
+with `openai` (`httpx2` in recent releases, `httpx` before) and is as slow to import.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from gitsessions.services.model.inflight import Limits, ReplyTooLarge
+
+try:
+    import httpx2
+except ImportError:  # openai releases before the httpx2 fork
+    import httpx as httpx2  # type: ignore[no-redef]
+
+MAX_REPLY_BYTES = 32 * 1024 * 1024  # one answer's body
+MAX_EVENT_BYTES = 1024 * 1024  # one event (its lines) of a streamed answer
+BLANK_LINES = (b"\n\n", b"\r\r", b"\r\n\r\n")
+
+
+class ReplyLimits:
+    """The event hook of one HTTP client: `hooks` for its `event_hooks`. The thread that
+    sends a request says which `Limits` hold for it (`running`); a thread without any
+    (none here) reads under the caps alone."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def running(self, limits: Limits | None) -> None:
+        self._local.limits = limits
+
+    @property
+    def hooks(self) -> dict[str, list[Any]]:
+        return {"response": [self._on_response]}
+
+    def _on_response(self, response: httpx2.Response) -> None:
+        limits: Limits | None = getattr(self._local, "limits", None)
+        if limits is not None:
+            limits.responses.append(response)
+            limits.check()
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        encoded = response.headers.get("content-encoding", "identity").strip().lower()
+        events = kind == "text/event-stream" and encoded in ("", "identity")
+        response.stream = _CappedStream(response.stream, limits, events)
+
+
+class _CappedStream(httpx2.SyncByteStream):
+    """An answer's bytes, cut by the caps and the request's `Limits`."""
+
+    def __init__(self, inner: Any, limits: Limits | None, events: bool) -> None:
+        self._inner = inner
+        self._limits = limits
+        self._events = events
+
+    def __iter__(self) -> Iterator[bytes]:
+        total = 0
+        pending = 0  # bytes since the last blank line
+        tail = b""
+        for chunk in self._inner:
+            if self._limits is not None:
+                self._limits.check()
+            total += len(chunk)
+            if total > MAX_REPLY_BYTES:
+                raise ReplyTooLarge(f"an answer over {MAX_REPLY_BYTES // 2**20} MiB")
+            if self._events:
+                seen = tail + chunk
+                ends = [(seen.rfind(blank), len(blank)) for blank in BLANK_LINES]
+                at, size = max(ends)
+                pending = pending + len(chunk) if at < 0 else len(seen) - at - size
+                if pending > MAX_EVENT_BYTES:
+                    raise ReplyTooLarge(
+                        f"a stream line or event over {MAX_EVENT_BYTES // 2**20} MiB"
+                    )
+                tail = seen[-3:]
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()

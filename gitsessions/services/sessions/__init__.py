@@ -1,0 +1,1 @@
+"""Sessions: the one writer and the operations on stored sessions."""

@@ -1,0 +1,342 @@
+"""`gitsessions doctor`: find what `git fsck` does not, and repair what can be repaired.
+
+fsck checks objects; it cannot know that a branch was lost (that only leaves dangling
+commits) or is behind a commit of its own session. Every head this home gave a session
+branch (a commit written here, or the remote's head a pull accepted into that branch)
+is recorded before the branch moves (`store.headlog`), so that record says where each
+branch should be. A commit's `Session:` trailer alone never does: anything fetched may
+carry any trailer. A recorded head is used only if it still names its session in its
+trailer and passes the checks a pull makes (`sync._checked`: a format this build
+reads, the tree's session id the branch's). Checks:
+- refs: `packed-refs` lines and loose ref files that do not hold a commit id;
+- lost: a session with a recorded head but no branch (and that was not deleted:
+  `store.tombstones`); behind: a branch whose newest recorded head descends from it
+  (a commit whose ref update never happened);
+- broken: a session whose history has a missing or unreadable object (a commit or
+  tree that does not read, a blob whose pack record `packrecords.check_chain`
+  refuses: a delta cycle, a size over the bound), named with its path; pack: a pack
+  whose length or checksum is wrong (nothing repairs it: restore it from a backup or
+  a synced copy; the sessions that need it are named as broken);
+- locks: lock files left by killed processes; leases of processes that are gone;
+- caches: rows of `index.sqlite` / `search.sqlite` that name a session that is gone.
+Repair only ever adds or fast-forwards a branch (compare-and-swap), removes stale lock
+and lease files, moves unreadable ref files aside (`store.git/gitsessions/corrupt/`),
+and deletes caches (they are rebuilt). It never deletes a commit or rewrites history.
+"""
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.sync.sync import _checked
+from gitsessions.store import headlog, maintenance, tombstones
+from gitsessions.store.background import maintenance_quiet
+from gitsessions.store.errors import StoreError
+from gitsessions.store.packrecords import DamagedObject
+from gitsessions.store.refpack import is_sha, packed_lock, read_packed
+from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
+from gitsessions.store.repo import STALE_LOCK_SECONDS, UNREADABLE
+from gitsessions.store.sessions import SessionStore, ref_name
+
+
+@dataclass
+class Finding:
+    kind: str  # refs, lost, behind, broken, lock, lease, cache
+    subject: str  # a session id or a file, relative to the home
+    detail: str
+    repaired: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "detail": self.detail,
+            "repaired": self.repaired,
+        }
+
+
+@dataclass
+class Report:
+    sessions: int = 0
+    commits: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.repaired for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "commits": self.commits,
+            "healthy": self.healthy,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def doctor(store: SessionStore, repair: bool = False) -> Report:
+    report = Report()
+    with maintenance_quiet(store.git.path):
+        damaged: set[bytes] = set()
+        for pack, why, shas in maintenance.damaged_packs(store.git):
+            report.findings.append(Finding("pack", f"store.git/{pack}", why))
+            damaged |= shas
+        _check_ref_files(store, report, repair)
+        refs, damaged_refs = _session_refs(store, report)
+        report.sessions = len(refs)
+        _check_commits(store, refs, report, repair, damaged_refs)
+        _check_broken(store, refs, report, damaged)
+        _check_locks(store, report, repair)
+        _check_leases(store, refs, report, repair)
+        _check_caches(store, refs, report, repair)
+    return report
+
+
+def _relative(store: SessionStore, path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.relative_to(store.home))
+    return str(path)
+
+
+def _check_ref_files(store: SessionStore, report: Report, repair: bool) -> None:
+    git_path = store.git.path
+    packed_path = git_path / "packed-refs"
+    try:
+        read_packed(packed_path)
+    except StoreError as error:
+        finding = Finding("refs", _relative(store, packed_path), str(error))
+        if repair:  # keep the good lines; the bad ones are saved beside it
+            with packed_lock(git_path) as commit:
+                good = read_packed(packed_path, strict=False)
+                _keep_aside(packed_path)
+                commit(good)
+            finding.repaired = True
+        report.findings.append(finding)
+    folder = git_path / os.fsdecode(SESSION_REF_PREFIX)
+    for file in sorted(folder.glob("*")) if folder.exists() else []:
+        if file.name.endswith(".lock") or not file.is_file():
+            continue
+        value = file.read_bytes().strip()
+        if not is_sha(value):
+            finding = Finding(
+                "refs", _relative(store, file), "does not hold a commit id (moved aside)"
+            )
+            if repair:
+                _keep_aside(file)
+                finding.repaired = True
+            report.findings.append(finding)
+
+
+def _keep_aside(path: Path) -> None:
+    """Move a damaged file to `store.git/gitsessions/corrupt/` (outside `refs/`, where
+    git would trip on it), keeping its content for whoever wants to look."""
+    git_path = next(p for p in path.parents if p.name == "store.git")
+    aside = git_path / "gitsessions" / "corrupt"
+    aside.mkdir(mode=0o700, parents=True, exist_ok=True)
+    name = path.relative_to(git_path).as_posix().replace("/", "%")
+    os.replace(path, aside / f"{name}.{int(time.time())}")
+
+
+def _session_refs(store: SessionStore, report: Report) -> tuple[dict[str, bytes], set[str]]:
+    """The refs that can be read, and the sessions whose ref is damaged (named by
+    `_check_ref_files`): one damaged ref leaves the others checked."""
+    try:
+        scanned = store.scan()
+    except StoreError as error:  # still unreadable (no --repair): go on without refs
+        report.findings.append(Finding("refs", "store.git", str(error)))
+        return {}, set()
+    return scanned.ids, {sid for d in scanned.damaged if (sid := damaged_id(d)) is not None}
+
+
+def _check_commits(
+    store: SessionStore,
+    refs: dict[str, bytes],
+    report: Report,
+    repair: bool,
+    damaged: frozenset[str] | set[str] = frozenset(),
+) -> None:
+    """Find lost and lagging branches from the heads this home gave them (`headlog`),
+    never from a commit's trailer alone (and say so of a branch that is there but
+    damaged: `--repair` restores it, once its file is moved aside)."""
+    git = store.git
+    report.commits, by_session = maintenance.session_commits(git)
+    deleted = tombstones.deleted(git.path)
+    for sid, recorded in sorted(headlog.heads(git.path).items()):
+        commits = by_session.get(sid, {})
+        tip = _newest_recorded(store, sid, recorded, commits)
+        if tip is None:
+            continue
+        head = refs.get(sid)
+        if head is None:
+            if sid in deleted:
+                continue
+            what = "its branch is damaged" if sid in damaged else "no branch"
+            finding = Finding("lost", sid, f"{what}; its newest commit is {tip.decode()[:12]}")
+            if repair:
+                with git.locked(), git.ref_locked(ref_name(sid)):
+                    finding.repaired = git.move_ref(ref_name(sid), None, tip)
+            report.findings.append(finding)
+        elif head != tip and head in commits and _descends(commits, tip, head):
+            finding = Finding(
+                "behind", sid, f"branch at {head.decode()[:12]}, newer commit {tip.decode()[:12]}"
+            )
+            if repair:
+                with git.locked(), git.ref_locked(ref_name(sid)):
+                    finding.repaired = git.move_ref(ref_name(sid), head, tip)
+            report.findings.append(finding)
+
+
+def _newest_recorded(
+    store: SessionStore,
+    sid: str,
+    recorded: list[bytes],
+    commits: dict[bytes, tuple[list[bytes], int]],
+) -> bytes | None:
+    """The newest head recorded for `sid` that is still here, names `sid` in its
+    trailer and passes the checks a pull makes (`sync._checked`: a format this build
+    reads, the tree's session id `sid`); None when there is none."""
+    for sha in reversed(recorded):
+        if sha not in commits:
+            continue
+        try:
+            _checked(store, sid, sha)
+        except StoreError:
+            continue
+        return sha
+    return None
+
+
+def _descends(commits: dict[bytes, tuple[list[bytes], int]], tip: bytes, head: bytes) -> bool:
+    sha: bytes | None = tip
+    while sha is not None and sha in commits:
+        if sha == head:
+            return True
+        parents = commits[sha][0]
+        sha = parents[0] if parents else None
+    return False
+
+
+def _check_broken(
+    store: SessionStore, refs: dict[str, bytes], report: Report, damaged: set[bytes]
+) -> None:
+    for sid, head in sorted(refs.items()):
+        problem = session_problem(store, head, damaged)
+        if problem:
+            report.findings.append(Finding("broken", sid, problem))
+
+
+def session_problem(
+    store: SessionStore, head: bytes, damaged: frozenset[bytes] | set[bytes] = frozenset()
+) -> str | None:
+    """Why a session's history cannot be read whole, or None when it can. `damaged`:
+    the objects of packs whose checksum is wrong (their index still names them)."""
+    git = store.git
+    walk = maintenance.walk(git, {b"head": head})
+    if walk.broken:
+        return next(iter(walk.broken.values()))
+    for sha, type_num, path in walk.entries:
+        if type_num == 3 and sha not in git.repo.object_store:
+            return f"object {sha.decode()[:12]} is missing"
+        if sha in damaged and not git.has_loose(sha):
+            return f"object {sha.decode()[:12]} is in a damaged pack"
+        if type_num == 3:
+            try:  # the blobs' pack records, headers only (the walk read the rest)
+                git.check_packed(sha)
+            except DamagedObject as error:
+                where = path.decode(errors="replace").lstrip("/")
+                return f"object {sha.decode()[:12]} ({where}) is damaged: {error.why}"
+            except UNREADABLE as error:  # its pack does not open (`damaged_packs` names it)
+                error.__traceback__ = None
+                return f"object {sha.decode()[:12]} cannot be read ({error})"
+    return None
+
+
+def _check_locks(store: SessionStore, report: Report, repair: bool) -> None:
+    cutoff = time.time() - STALE_LOCK_SECONDS
+    for lock in _lock_files(store.git.path):
+        try:
+            if lock.stat().st_mtime >= cutoff:
+                continue
+        except FileNotFoundError:
+            continue
+        finding = Finding("lock", _relative(store, lock), "left by a process that is gone")
+        if repair:
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            finding.repaired = True
+        report.findings.append(finding)
+
+
+def _lock_files(git_path: Path) -> Iterator[Path]:
+    for top in ("refs", "objects"):
+        for dirpath, _dirs, files in os.walk(git_path / top):
+            for name in files:
+                if name.endswith(".lock"):
+                    yield Path(dirpath) / name
+    for name in ("packed-refs.lock", "config.lock", "HEAD.lock"):
+        if (git_path / name).exists():
+            yield git_path / name
+
+
+def _check_leases(
+    store: SessionStore, refs: dict[str, bytes], report: Report, repair: bool
+) -> None:
+    folder = store.home / "leases"
+    for file in sorted(folder.glob("*.lock")) if folder.exists() else []:
+        sid = file.stem
+        fd = os.open(file, os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live process holds it
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            if not pid and sid in refs:
+                continue  # released properly; the file is reused
+            detail = f"held by pid {pid}, which is gone" if pid else "its session is gone"
+            finding = Finding("lease", sid, detail)
+            if repair:
+                file.unlink()
+                finding.repaired = True
+            report.findings.append(finding)
+        finally:
+            os.close(fd)
+
+
+def _check_caches(
+    store: SessionStore, refs: dict[str, bytes], report: Report, repair: bool
+) -> None:
+    """Rows of deleted sessions must not linger (a head behind is normal: the next read
+    refreshes it); an unreadable cache is reported. Repair deletes the file."""
+    queries = {
+        "index.sqlite": "SELECT id FROM headers",
+        "search.sqlite": "SELECT session FROM meta",
+    }
+    for name, query in queries.items():
+        path = store.home / name
+        if not path.exists():
+            continue
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                ids = {row[0] for row in db.execute(query)}
+            finally:
+                db.close()
+        except sqlite3.Error as error:
+            problem = f"cannot be read ({error})"
+        else:
+            stale = len(ids - set(refs))
+            if not stale:
+                continue
+            problem = f"{stale} rows of sessions that no longer exist"
+        finding = Finding("cache", name, problem)
+        if repair:
+            path.unlink(missing_ok=True)
+            finding.repaired = True
+        report.findings.append(finding)

@@ -1,0 +1,186 @@
+"""Session management operations: rename, archive, pin, unpin, fork, delete, gc.
+
+Each is an edit function handed to `services.sessions.writer` (the one write path: lease,
+compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
+From the chat, the agent's process already holds the lease (`lease_held=True`). A delete
+leaves nothing of the session behind outside the store either: cache rows, chat history
+lines, lease file, and its code snapshots' ref in the project (a worktree fork's worktree
+is the user's code: it is kept, and named).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.code import snapshots, worktree_mark
+from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
+from gitsessions.services.sessions import chat_history, points, writer
+from gitsessions.services.sessions.search import SearchIndex
+from gitsessions.services.sessions.writer import Edit, Written
+from gitsessions.store import background, maintenance
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import MAX_TITLE, check_title, new_id
+from gitsessions.values.plural import plural
+from gitsessions.values.secrets import redact
+
+FORK_MARK = " (fork)"
+
+
+def rename(store: SessionStore, session_id: str, title: str, lease_held: bool = False) -> Written:
+    title = check_title(title)
+
+    def edit(head: Head) -> Edit | None:
+        if head.header.get("title") == title:
+            return None
+        return Edit(Change(header=touch(head.header, title=title)), "rename", f"rename: {title}")
+
+    return writer.update(store, session_id, edit, operation="rename", lease_held=lease_held)
+
+
+def set_archived(store: SessionStore, session_id: str, archived: bool) -> Written:
+    event = "archive" if archived else "unarchive"
+
+    def edit(head: Head) -> Edit | None:
+        if bool(head.header.get("archived")) == archived:
+            return None
+        return Edit(Change(header=touch(head.header, archived=archived)), event, event)
+
+    return writer.update(store, session_id, edit, operation=event)
+
+
+def fork(
+    store: SessionStore,
+    session_id: str,
+    title: str | None = None,
+    hooks: Hooks = NO_HOOKS,
+    at: str | None = None,
+) -> Head:
+    """A fork titled `title`, else "<parent title> (fork)", at the session's head or at
+    `at` (`turn:N` or a commit of its history); its usage starts at zero."""
+    if title is not None:
+        title = check_title(title)
+    fork_id = new_id()
+
+    def run() -> Head:
+        source = store.head(session_id)
+        commit = points.resolve(store, source, at)
+        if commit != source.commit:  # an earlier state: of this session, or its parent's
+            state = store.head_at(session_id, commit)
+            owner = str(state.header.get("id") or session_id)
+            source = state if owner == session_id else store.head_at(owner, commit)
+        named = title
+        if named is None:
+            parent = source.header.get("title") or source.header.get("summary") or ""
+            named = fork_title(parent)
+        return store.fork(source, fork_id, title=named, created_at=now_iso())
+
+    head = writer.audited(store, "fork", session_id, run, fork=fork_id)
+    hooks.run(
+        "post-fork",
+        head.id,
+        head.commit.decode(),
+        parent_id=head.header.get("parent_id"),
+        fork_point=head.header.get("fork_point"),
+        worktree=head.header.get("worktree"),
+    )
+    return head
+
+
+def fork_title(parent: str) -> str:
+    """`<parent title> (fork)`, within a title's length; empty for an untitled parent."""
+    parent = " ".join(parent.split())  # a stored title is data: one line, whatever it holds
+    if not parent:
+        return ""
+    return f"{parent[: MAX_TITLE - len(FORK_MARK)]}{FORK_MARK}"
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What went with a deleted session outside the store: whether its code snapshots'
+    ref in the project was deleted, and its worktree mark (the worktree is the user's
+    code: it is kept)."""
+
+    snapshots: bool
+    worktree: dict[str, Any] | None
+
+
+def delete(
+    store: SessionStore,
+    session_id: str,
+    hooks: Hooks = NO_HOOKS,
+    env: Mapping[str, str] | None = None,
+) -> Deleted:
+    """Delete the session; with `env` (git's environment), also its snapshot ref in
+    the project it worked in."""
+    from gitsessions.store import tracking  # sync's refs: imported only to delete
+
+    deleted: list[Head] = []
+
+    def run() -> None:
+        with Lease(store.home, session_id) as lease:
+            deleted.append(store.head(session_id))
+            tracking.forget_session(store.git, session_id)  # its objects go with it
+            store.delete(deleted[0])
+            Catalog(store).forget(session_id)
+            SearchIndex(store).forget(session_id)
+            chat_history.forget(store.home, session_id)
+            lease.discard()
+
+    writer.audited(store, "delete", session_id, run)
+    hooks.run("post-delete", session_id, deleted[0].commit.decode())
+    header = deleted[0].header
+    root = (header.get("workspace") or {}).get("repo_root")
+    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
+    # named only when this home made it; its record goes with the session
+    mark = worktree_mark.check(store.home, deleted[0].id, header, None).mark
+    worktree_mark.forget(store.home, deleted[0].id)
+    return Deleted(forgot, mark if mark is not None and not mark.get("removed_at") else None)
+
+
+def gc(store: SessionStore) -> dict[str, object]:
+    def run() -> dict[str, object]:
+        with background.maintenance_quiet(store.git.path):
+            return maintenance.repack(store.git)
+
+    return writer.audited(store, "gc", None, run)
+
+
+def pin(
+    store: SessionStore, session_id: str, text: str, lease_held: bool = False
+) -> tuple[Written, list[str]]:
+    """Add a note that survives every compaction verbatim; returns all pins."""
+    text = text.strip()
+    if not text:
+        raise InvalidInput("a pin needs some text")
+    pins: list[str] = []
+
+    def edit(head: Head) -> Edit:
+        pins[:] = [*store.read(head, "pins"), text]
+        return Edit(
+            Change(header=touch(head.header), pins=list(pins)),
+            "pin",
+            f"pin: {redact(text)[0][:60]}",
+        )
+
+    written = writer.update(store, session_id, edit, operation="pin", lease_held=lease_held)
+    return written, pins
+
+
+def unpin(store: SessionStore, session_id: str, number: int) -> str:
+    """Remove pin `number` (1-based, as `pins` lists them); returns its text."""
+    removed: list[str] = []
+
+    def edit(head: Head) -> Edit:
+        pins = list(store.read(head, "pins"))
+        if not 1 <= number <= len(pins):
+            raise InvalidInput(f"no pin {number}: the session has {plural(len(pins), 'pin')}")
+        removed[:] = [pins.pop(number - 1)]
+        return Edit(Change(header=touch(head.header), pins=pins), "unpin", f"unpin: {number}")
+
+    writer.update(store, session_id, edit, operation="unpin")
+    return removed[0]

@@ -1,0 +1,1 @@
+"""Settings: config.toml, flags and environment, per-session settings."""

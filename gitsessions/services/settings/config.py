@@ -1,0 +1,258 @@
+"""Model settings resolution: pure functions of (flags, environment, config.toml).
+
+Invariant: each setting takes the first value found in this order — CLI flag, environment
+variable, `config.toml`, built-in default — and `ModelSettings.sources` names where each
+came from ("flag --model", "env GITSESSIONS_BASE_URL", "config.toml", "default"), so error
+messages can say what to change. Nothing here reads `os.environ` itself: the caller
+passes the environment in. The API key's value never appears in a source or an error.
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
+from gitsessions.services.settings.config_file import KNOWN_KEYS as KNOWN_KEYS  # beside _LOOKUP
+
+DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
+DEFAULT_MODEL = "gemma4"
+DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai client wants one
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_CONTEXT_TOKENS = 24_000
+DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
+DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
+
+# setting -> (CLI flag or None, environment variables in priority order)
+_LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "model": ("--model", ("GITSESSIONS_MODEL",)),
+    "base_url": ("--base-url", ("GITSESSIONS_BASE_URL", "OPENAI_BASE_URL")),
+    "api_key": (None, ("OPENAI_API_KEY",)),  # never a flag: it would show in `ps`
+    "summary_model": ("--summary-model", ("GITSESSIONS_SUMMARY_MODEL",)),
+    "timeout": ("--timeout", ("GITSESSIONS_TIMEOUT",)),
+    "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
+    "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
+    "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
+}
+
+
+# what a session records in its header (`settings`) and a resume reuses
+SESSION_KEYS = ("model", "base_url", "max_context_tokens")
+
+
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
+class ModelSettings:
+    """Everything needed to talk to a model server, and where each value came from."""
+
+    model: str
+    base_url: str
+    api_key: str
+    summary_model: str
+    timeout: float = DEFAULT_TIMEOUT
+    max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
+    ledger_share: float = DEFAULT_LEDGER_SHARE
+    compact_target: float = DEFAULT_COMPACT_TARGET
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def config_table(
+    config: Mapping[str, Any], name: str, keys: tuple[str, ...], source: str = CONFIG_FILE
+) -> tuple[Mapping[str, Any], str]:
+    """The table `[name]` of config.toml (empty when absent) and how errors name it
+    (`config.toml [name]`); `ConfigError` when it is not a table or holds a key not in
+    `keys`."""
+    table = config.get(name, {})
+    where = f"{source} [{name}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [{name}] must be a table")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(keys)}")
+    return table, where
+
+
+def session_settings(settings: ModelSettings) -> dict[str, Any]:
+    """What a session records in its header's `settings`."""
+    return {name: getattr(settings, name) for name in SESSION_KEYS}
+
+
+def with_session_settings(
+    settings: ModelSettings, recorded: Any, session_label: str
+) -> ModelSettings:
+    """The settings a resumed session runs with: those it recorded, except where a flag
+    or the environment gives one (config.toml and the defaults do not override them)."""
+    if not isinstance(recorded, Mapping):
+        return settings
+    sources = dict(settings.sources)
+    changes: dict[str, Any] = {}
+    where = f"session {session_label}"
+    for name in SESSION_KEYS:
+        value = recorded.get(name)
+        if value is None or sources.get(name, "").startswith(("flag", "env")):
+            continue
+        if name == "model":
+            _require_text(name, value, where)
+            value = value.strip()
+        elif name == "base_url":
+            value = _check_url(value, where)
+        else:
+            value = _check_max_tokens(value, where)
+        changes[name], sources[name] = value, where
+    if "model" in changes and sources.get("summary_model", "").startswith("same as model"):
+        changes["summary_model"] = changes["model"]
+        sources["summary_model"] = f"same as model ({where})"
+    return replace(settings, **changes, sources=sources) if changes else settings
+
+
+def resolve_model_settings(
+    flags: Mapping[str, Any],
+    env: Mapping[str, str],
+    config: Mapping[str, Any],
+    *,
+    config_source: str = CONFIG_FILE,
+) -> ModelSettings:
+    """Resolve model settings by precedence flag > env > config > default; validate them.
+
+    `flags` holds CLI option values by setting name (None means not given; `api_key` is
+    ignored there). `config_source` is how sources name the config file.
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, (flag, env_names) in _LOOKUP.items():
+        found = _lookup(name, flag, env_names, flags, env, config, config_source)
+        if found is not None:
+            values[name], sources[name] = found
+
+    defaults = {
+        "model": DEFAULT_MODEL,
+        "base_url": DEFAULT_BASE_URL,
+        "api_key": DEFAULT_API_KEY,
+        "timeout": DEFAULT_TIMEOUT,
+        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
+        "ledger_share": DEFAULT_LEDGER_SHARE,
+        "compact_target": DEFAULT_COMPACT_TARGET,
+    }
+    for name, default in defaults.items():
+        if name not in values:
+            values[name], sources[name] = default, "default"
+    if "summary_model" not in values:
+        values["summary_model"] = values["model"]
+        sources["summary_model"] = f"same as model ({sources['model']})"
+
+    for name in ("model", "summary_model", "api_key"):
+        _require_text(name, values[name], sources[name])
+    return ModelSettings(
+        model=values["model"].strip(),
+        base_url=_check_url(values["base_url"], sources["base_url"]),
+        api_key=values["api_key"],
+        summary_model=values["summary_model"].strip(),
+        timeout=_check_timeout(values["timeout"], sources["timeout"]),
+        max_context_tokens=_check_max_tokens(
+            values["max_context_tokens"], sources["max_context_tokens"]
+        ),
+        ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
+        compact_target=_check_target(values["compact_target"], sources["compact_target"]),
+        prices=_check_prices(config.get("prices", {}), config_source),
+        sources=sources,
+    )
+
+
+def _lookup(
+    name: str,
+    flag: str | None,
+    env_names: tuple[str, ...],
+    flags: Mapping[str, Any],
+    env: Mapping[str, str],
+    config: Mapping[str, Any],
+    config_source: str,
+) -> tuple[Any, str] | None:
+    if flag is not None and flags.get(name) is not None:
+        return flags[name], f"flag {flag}"
+    for env_name in env_names:
+        if env.get(env_name, "").strip():
+            return env[env_name].strip(), f"env {env_name}"
+    if config.get(name) is not None:
+        return config[name], config_source
+    return None
+
+
+def _require_text(name: str, value: Any, source: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} from {source} must be a non-empty string")
+
+
+def _check_url(value: Any, source: str) -> str:
+    text = value.strip() if isinstance(value, str) else value
+    parts = urlsplit(text) if isinstance(text, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base_url {value!r} from {source} is not an http(s) URL;"
+            f" expected something like {DEFAULT_BASE_URL}"
+        )
+    return text.rstrip("/")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _check_timeout(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"timeout {value!r} from {source} must be a positive number of seconds")
+    return number
+
+
+def _check_max_tokens(value: Any, source: str) -> int:
+    number = _number(value)
+    if number is None or not number.is_integer() or number <= 0:
+        raise ConfigError(f"max_context_tokens {value!r} from {source} must be a positive integer")
+    return int(number)
+
+
+def _check_share(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not 0 < number <= 1:
+        raise ConfigError(f"ledger_share {value!r} from {source} must be a fraction in (0, 1]")
+    return number
+
+
+def _check_target(value: Any, source: str) -> float:
+    number = _number(value)
+    if number is None or not 0 < number <= 0.8:
+        raise ConfigError(
+            f"compact_target {value!r} from {source} must be a fraction in (0, 0.8] "
+            "(compaction starts at 0.8 of max_context_tokens)"
+        )
+    return number
+
+
+def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [prices] must be a table of per-model tables")
+    prices: dict[str, dict[str, float]] = {}
+    for model, entry in table.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f'{source}: [prices."{model}"] must be a table')
+        price: dict[str, float] = {}
+        for key in ("prompt", "completion"):
+            number = _number(entry.get(key)) if not isinstance(entry.get(key), str) else None
+            if number is None or not math.isfinite(number) or number < 0:
+                raise ConfigError(
+                    f'{source}: [prices."{model}"] {key} must be a number (USD per 1M tokens, >= 0)'
+                )
+            price[key] = number
+        prices[model] = price
+    return prices

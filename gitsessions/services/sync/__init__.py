@@ -1,0 +1,1 @@
+"""Sync: sessions pushed to and pulled from git remotes."""

@@ -1,0 +1,634 @@
+"""Sync: sessions pushed to and pulled from git remotes.
+
+Invariants:
+- Nothing is ever lost or forced. A push sends a session only when the remote's branch
+  is absent or an ancestor of ours; the remote itself compares each ref with the old
+  value the client saw (the git protocol's compare-and-swap; see `store.transport`), and
+  a prune is refused if the branch moved since we looked. A pull only creates branches,
+  fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
+  line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
+  merge base), committed through `services.sessions.writer`.
+- A session whose lease is held (a running agent) is not moved; it is reported and
+  left for the next pull.
+- Deletes travel only on purpose. Deleted ids (`store.tombstones`) sync as a set union
+  through the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
+  fast-forward of the remote's): a pull never creates a session deleted on either
+  side, and only `push --prune` deletes remote branches (compare-and-swap on their old
+  value). A session that still exists here is never removed by a pull, and its id never
+  goes into the local deleted file (so `doctor --repair` still restores it and no push
+  sends it on as deleted): a remote's tombstone for it is reported (`Report.kept`),
+  saying whether it has history here the remote never had.
+- Nothing leaves unscanned: push checks every file version and commit message it
+  sends (only what the remote lacks) with the store's secret rules and refuses, naming
+  session, message index and rule (or the file, for an older version), unless
+  `allow_secrets` (`services.sync.push_scan`).
+- A remote that is down or refuses fails with one line before any branch here moves;
+  so does a push or pull without stock git 2.29 or newer (`transport.require_git`),
+  which moves every object (`store.transport`).
+- A pull loads only what it needs: the secret rules, the writer, the catalog and the
+  code-snapshot sync are imported where they are used (a fork, a push, `--code`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.store import headlog, history, remoteconfig, tombstones, tracking, transport
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.formats import check_header
+from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.reader import Head, SessionReader
+from gitsessions.store.refs import ref_name
+from gitsessions.store.tracking import SESSIONS, TOMBSTONES
+from gitsessions.store.transport import RemoteError
+from gitsessions.values.errors import BadUsage
+from gitsessions.values.ids import MAX_TITLE, is_session_id, new_id, short
+from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.services.code.code_sync import CodeOutcome
+    from gitsessions.store.sessions import SessionStore
+
+    Store = SessionStore | SessionReader
+
+ZERO = b"0" * 40
+NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
+Progress = Callable[[str], None]
+
+
+class Outcome:
+    """What a sync did to one session (a plain class: `dataclasses` costs a pull's
+    start-up 5 ms)."""
+
+    __slots__ = ("detail", "fork", "id", "result")
+
+    def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
+        self.id = id
+        # push: new, updated, up to date, diverged, behind, pruned, refused;
+        # pull: created, updated, unchanged, forked, busy, deleted here, refused
+        self.result = result
+        self.detail = detail
+        self.fork = fork
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.id!r}, {self.result!r}, {self.detail!r}, {self.fork!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "result": self.result}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.fork:
+            out["fork"] = self.fork
+        return out
+
+
+class Report:
+    """What a sync did (a plain class, as `Outcome`)."""
+
+    def __init__(self, remote: str, url: str) -> None:
+        self.remote = remote
+        self.url = url  # masked
+        self.sessions: list[Outcome] = []
+        self.remaining_deleted = 0  # push: remote copies of sessions deleted here
+        self.tombstones = 0  # deleted ids known after the sync
+        self.kept: list[tuple[str, str]] = []  # (id, why): live here, deleted on the remote
+        self.code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for outcome in self.sessions:
+            out[outcome.result] = out.get(outcome.result, 0) + 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "url": self.url,
+            "summary": self.counts(),
+            "remaining_deleted": self.remaining_deleted,
+            "tombstones": self.tombstones,
+            "kept": [{"id": sid, "detail": why} for sid, why in self.kept],
+            "sessions": [o.as_dict() for o in self.sessions],
+            **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
+        }
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def pick_remote(store: Store, name: str | None) -> str:
+    """The named remote, else the only one, else `origin`."""
+    known = remoteconfig.remotes(store.git)
+    if name is not None:
+        remoteconfig.url_of(store.git, name)
+        return name
+    if len(known) == 1:
+        return next(iter(known))
+    if "origin" in known:
+        return "origin"
+    if not known:
+        raise BadUsage("no remote yet: gitsessions remote add NAME URL")
+    raise BadUsage(f"several remotes ({', '.join(sorted(known))}): name one")
+
+
+# -- tombstones --------------------------------------------------------------------------
+
+
+def _merge_tombstones(
+    store: Store, name: str, refs: dict[bytes, bytes]
+) -> tuple[set[str], set[str], list[tuple[str, str]]]:
+    """Fold the remote's deleted ids into ours, except those of sessions live here and
+    those whose branch is lost here (this home recorded heads for them, `headlog`:
+    `doctor --repair` restores them): (every deleted id, the remote's, `(id, why)` for
+    each live or lost one the remote lists).
+    A live id already in the local file (written before this rule) is not counted as
+    deleted here either, so a push never sends it on."""
+    remote_dead: set[str] = set()
+    tip = refs.get(TOMBSTONES)
+    if tip is not None and history.has(store.git, tip):
+        remote_dead = history.tombstone_ids(store.git, tip)
+    live = store.ids()
+    local = tombstones.deleted(store.git.path) - live.keys()
+    new = remote_dead - local - live.keys()
+    lost = new & headlog.heads(store.git.path).keys() if new else set()
+    for sid in sorted(new - lost):
+        tombstones.record(store.git.path, sid)
+    kept = [
+        (sid, _kept_why(store, name, refs, sid, live[sid]))
+        for sid in sorted(remote_dead & live.keys())
+    ] + [
+        (sid, f"deleted on {name}, but its branch here is lost, not deleted "
+         "(`gitsessions doctor --repair` restores it)")
+        for sid in sorted(lost)
+    ]  # fmt: skip
+    return local | (remote_dead - lost), remote_dead, kept
+
+
+def _kept_why(store: Store, name: str, refs: dict[bytes, bytes], sid: str, mine: bytes) -> str:
+    """Why a session the remote lists as deleted stays here: whether the remote ever
+    had all of its history here (its branch there, as listed now or last fetched, is
+    our head or a descendant of it)."""
+    git = store.git
+    ref = ref_name(sid)
+    seen = [refs.get(ref), git.ref(tracking.tracking_prefix(name) + ref[len(b"refs/heads/") :])]
+    if any(
+        sha is not None
+        and history.has(git, sha)
+        and (sha == mine or history.is_ancestor(git, mine, sha))
+        for sha in seen
+    ):
+        return f"deleted on {name}; it stays here (gitsessions delete {short(sid)} deletes it)"
+    return f"deleted on {name}, but it has history here the remote never had"
+
+
+def _fetch_tombstones(
+    store: Store,
+    name: str,
+    url: str,
+    progress: Progress,
+    env: transport.Env,
+    *,
+    track: bool = True,
+) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
+    """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
+    writes that ref itself: not `track`), and merged into ours (`_merge_tombstones`).
+    The caller holds the store's shared lock."""
+    refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
+    refs = transport.fetch(
+        store.git,
+        url,
+        lambda r: [r[TOMBSTONES]] if TOMBSTONES in r else [],
+        progress,
+        name=name,
+        env=env,
+        refused=refused,
+    )
+    if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
+        tracking.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
+    dead, remote_dead, kept = _merge_tombstones(store, name, refs)
+    return refs, dead, remote_dead, kept
+
+
+# -- push --------------------------------------------------------------------------------
+
+
+def push(
+    store: SessionStore,
+    remote: str | None,
+    ids: list[str] | None,
+    *,
+    prune: bool = False,
+    allow_secrets: bool = False,
+    progress: Progress = _quiet,
+    env: transport.Env = None,
+) -> Report:
+    """Push session branches (`ids`, or all when None); see the module's invariants.
+    `env`: the environment stock git runs in (None: this process's)."""
+    git = store.git
+    transport.require_git(git)
+    name = pick_remote(store, remote)
+    url = remoteconfig.url_of(git, name)
+    local = store.ids()
+    chosen = sorted(local) if ids is None else sorted({store.resolve(i) for i in ids})
+    report = Report(name, remoteconfig.mask(url))
+    with git.locked():
+        progress(f"reading {remoteconfig.mask(url)}")
+        refs, dead, remote_dead, report.kept = _fetch_tombstones(store, name, url, progress, env)
+        report.tombstones = len(dead)
+        plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
+        outcomes: dict[str, Outcome] = {}
+        for sid in chosen:
+            outcome, old = _push_decision(store, sid, local[sid], refs.get(ref_name(sid)))
+            outcomes[sid] = outcome
+            if outcome.result in ("new", "updated"):
+                plan[ref_name(sid)] = (old, local[sid])
+        sessions_plan = dict(plan)
+        stale = sorted(sid for sid in dead if sid not in local and ref_name(sid) in refs)
+        if prune:
+            for sid in stale:
+                plan[ref_name(sid)] = (refs[ref_name(sid)], ZERO)
+                outcomes[sid] = Outcome(sid, "pruned")
+        else:
+            report.remaining_deleted = len(stale)
+        if dead - remote_dead:
+            tip = refs.get(TOMBSTONES)
+            commit = history.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
+            plan[TOMBSTONES] = (tip, commit)
+        from gitsessions.store.mainbranch import MAIN_REF
+
+        main = git.ref(MAIN_REF)
+        if main is not None and MAIN_REF not in refs:
+            plan[MAIN_REF] = (None, main)
+        if plan:
+            if sessions_plan and not allow_secrets:
+                from gitsessions.services.sync.push_scan import scan_sent
+
+                wants = {new for _old, new in plan.values() if new != ZERO}
+                haves = {sha for sha in refs.values() if sha != ZERO}
+                entries = transport.missing(git, wants, haves, env)
+                progress(f"scanning {plural(len(sessions_plan), 'session')} for secrets")
+                scan_sent(store, entries, sessions_plan, env)
+            progress(f"sending {plural(len(sessions_plan), 'session')}")
+            status = transport.send(git, url, plan, progress, env)
+            _record_sent(store, name, plan, status, outcomes)
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
+    return report
+
+
+def _push_decision(
+    store: SessionStore, sid: str, mine: bytes, theirs: bytes | None
+) -> tuple[Outcome, bytes | None]:
+    git = store.git
+    if theirs is None:
+        return Outcome(sid, "new"), None
+    if theirs == mine:
+        return Outcome(sid, "up to date"), theirs
+    related = history.relation(git, mine, theirs) if history.has(git, theirs) else "diverged"
+    if related == "ahead":
+        return Outcome(sid, "updated"), theirs
+    if related == "behind":
+        return Outcome(sid, "behind", "run gitsessions pull"), theirs
+    return Outcome(sid, "diverged", "run gitsessions pull"), theirs
+
+
+def _record_sent(
+    store: SessionStore,
+    name: str,
+    plan: dict[bytes, tuple[bytes | None, bytes]],
+    status: dict[bytes, str | None],
+    outcomes: dict[str, Outcome],
+) -> None:
+    """Remote-tracking refs follow what the remote accepted; refusals are reported."""
+    moved: dict[bytes, bytes | None] = {}
+    for ref, (_old, new) in plan.items():
+        why = status.get(ref, "not sent")
+        sid = ref[len(SESSIONS) :].decode() if ref.startswith(SESSIONS) else None
+        if why is None:
+            moved[ref] = None if new == ZERO else new
+        elif sid is not None and sid in outcomes:
+            outcomes[sid] = Outcome(sid, "refused", why)
+    if moved:
+        from gitsessions.store.mainbranch import MAIN_REF
+
+        tracking.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
+
+
+# -- pull --------------------------------------------------------------------------------
+
+
+def pull(
+    store: Store,
+    remote: str | None,
+    *,
+    progress: Progress = _quiet,
+    env: transport.Env = None,
+    writable: Callable[[], SessionStore] | None = None,
+) -> Report:
+    """Fetch the remote's session branches and bring each here; see the invariants.
+    `env`: the environment stock git runs in (None: this process's). `writable`: the
+    full store, opened when a fork is to be written (default: `store` itself).
+
+    Nothing is read for a session whose branch here already holds the remote's
+    commit; the branches that move (created, fast-forwarded) and the remote-tracking
+    refs go in one `packed-refs` write per 256 branches, each a compare-and-swap."""
+    git = store.git
+    transport.require_git(git)
+    name = pick_remote(store, remote)
+    url = remoteconfig.url_of(git, name)
+    report = Report(name, remoteconfig.mask(url))
+    full = writable or (lambda: store)  # type: ignore[assignment,return-value]
+    with git.locked():
+        progress(f"reading {remoteconfig.mask(url)}")
+        listed, dead, _, report.kept = _fetch_tombstones(
+            store, name, url, progress, env, track=False
+        )
+        local = store.ids()
+        wants: list[bytes] = []
+
+        seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
+
+        def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
+            seen[:] = [(refs, _sessions(refs))]
+            wants[:] = [
+                sha
+                for sid, sha in seen[0][1].items()
+                if local.get(sid) != sha and (sid in local or sid not in dead)
+            ]
+            return wants
+
+        refused: dict[bytes, str] = {}  # commits whose objects failed the checks: why
+        refs = transport.fetch(
+            git, url, wanted, progress, name=name, env=env, listed=listed,
+            track=False, refused=refused,
+        )  # fmt: skip
+        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
+        theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
+        tracked: dict[bytes, bytes | None] = {
+            ref_name(s): sha for s, sha in theirs.items() if sha not in refused
+        }
+        if TOMBSTONES in refs and history.has(git, refs[TOMBSTONES]):
+            tracked[TOMBSTONES] = refs[TOMBSTONES]
+        report.tombstones = len(dead)
+        progress(f"merging {plural(len(theirs), 'session')}")
+        outcomes: dict[str, Outcome] = {}
+        arriving: dict[str, bytes] = {}
+        behind: dict[str, tuple[bytes, bytes]] = {}  # id -> (ours, theirs): fast-forwards
+        for sid, sha in sorted(remote_sessions.items()):
+            mine = local.get(sid)
+            if sid not in theirs:
+                outcomes[sid] = Outcome(sid, "deleted here", "not created")
+            elif sha in refused:
+                outcomes[sid] = Outcome(sid, "refused", refused[sha])
+            elif mine == sha:
+                outcomes[sid] = Outcome(sid, "unchanged")
+            elif mine is None:
+                arriving[sid] = sha
+            else:
+                outcome = _bring(store, full, name, sid, mine, sha)
+                if outcome is None:
+                    behind[sid] = (mine, sha)
+                else:
+                    outcomes[sid] = outcome
+        for sid, why in _check_arriving(store, arriving, env).items():
+            if why is not None:
+                outcomes[sid] = Outcome(sid, "refused", why)
+        new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
+        outcomes |= _move(store, new, behind, tracking.Tracking(name, tracked, replace=True))
+    if wants and getattr(store, "background_maintenance", True):
+        _maintain(store)
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
+    return report
+
+
+def _move(
+    store: Store,
+    new: dict[str, bytes],
+    behind: dict[str, tuple[bytes, bytes]],
+    tracked: tracking.Tracking,
+    batch: int = 256,
+) -> dict[str, Outcome]:
+    """Create the sessions `new` here and fast-forward those `behind`, each branch by
+    compare-and-swap, `batch` branches a `packed-refs` write (the first also writes
+    `tracked`). A fast-forward holds the session's lease: one a running agent holds
+    is left for the next pull."""
+    git = store.git
+    outcomes: dict[str, Outcome] = {}
+    order = sorted({*new, *behind})
+    for start in range(0, max(len(order), 1), batch):
+        with contextlib.ExitStack() as leases:
+            moves: dict[bytes, tuple[bytes | None, bytes]] = {}
+            for sid in order[start : start + batch]:
+                if sid in new:
+                    moves[ref_name(sid)] = (None, new[sid])
+                    continue
+                try:
+                    leases.enter_context(Lease(store.home, sid))
+                except SessionInUse:
+                    why = "in use by a running agent; left for the next pull"
+                    outcomes[sid] = Outcome(sid, "busy", why)
+                    continue
+                moves[ref_name(sid)] = behind[sid]
+            moved = tracking.update_refs_if_equal(git, moves, tracked if start == 0 else None)
+        for ref in moves:
+            sid = ref[len(SESSIONS) :].decode()
+            if ref in moved:
+                outcomes[sid] = Outcome(sid, "created" if sid in new else "updated")
+            elif sid in new:
+                outcomes[sid] = Outcome(sid, "busy", "created here meanwhile; pull again")
+            else:
+                outcomes[sid] = Outcome(sid, "busy", "changed here meanwhile; pull again")
+    return outcomes
+
+
+def _maintain(store: Store) -> None:
+    """What a pull fetched piles up like a writer's commits (packs, here): background
+    maintenance merges them past the same thresholds."""
+    from gitsessions.store import background, piles
+
+    if piles.needs_maintenance(store.git.path):
+        background.schedule(store.git.path)
+
+
+def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for ref, sha in refs.items():
+        if ref.startswith(SESSIONS):
+            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
+            if is_session_id(sid):
+                out[sid] = sha
+    return out
+
+
+def _bring(
+    store: Store,
+    full: Callable[[], SessionStore],
+    name: str,
+    sid: str,
+    mine: bytes,
+    theirs: bytes,
+) -> Outcome | None:
+    """A session both sides have, at different commits: None when ours is behind the
+    remote's (the caller fast-forwards it), else what happened to it (a fork is
+    written through `full()`, the full store)."""
+    git = store.git
+    try:
+        remote_head = _checked(store, sid, theirs)
+        relation = history.relation(git, mine, theirs)
+        if relation == "behind":
+            return None
+        if relation == "ahead":
+            return Outcome(sid, "unchanged")
+        try:
+            lease = Lease(store.home, sid)
+        except SessionInUse:
+            return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
+        with lease:
+            from gitsessions.services.sessions import writer
+            from gitsessions.values.clock import now_iso
+
+            writing = full()
+            if _forked_before(writing, sid, theirs):
+                return Outcome(sid, "unchanged", "its diverged line was forked before")
+            base = history.merge_base(git, mine, theirs)
+            fork = writer.fork(
+                writing,
+                remote_head,
+                new_id(),
+                title=_fork_title(remote_head, name),
+                created_at=now_iso(),
+                fork_point=base,
+                operation="pull",
+            )
+            return Outcome(sid, "forked", "diverged", fork=fork.id)
+    except RemoteError:
+        raise
+    except StoreError as error:
+        return Outcome(sid, "refused", str(error))
+
+
+def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
+    """Whether a fork of `sid` here already holds the remote's line (an earlier pull
+    forked it): then there is nothing new to bring."""
+    from gitsessions.store.catalog import Catalog
+
+    for header in Catalog(store).headers():
+        if header.get("parent_id") == sid and history.is_ancestor(
+            store.git, theirs, str(header["head"]).encode()
+        ):
+            return True
+    return False
+
+
+def _check_arriving(
+    store: Store, arriving: dict[str, bytes], env: transport.Env
+) -> dict[str, str | None]:
+    """`{id: None when the remote's head of a session new here is a readable header of
+    that id, else why not}`, as `_checked` decides, all headers read in one go."""
+    order = sorted(arriving)
+    raws = transport.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    out: dict[str, str | None] = {}
+    for sid, raw in zip(order, raws, strict=True):
+        try:
+            if raw is None:
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            try:
+                header = json.loads(raw)
+            except ValueError as error:
+                raise StoreCorrupt(f"session.json of {short(sid)}: {error}") from None
+            if not isinstance(header, dict):
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            check_header(header, sid)
+            if header.get("id") != sid:
+                raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+            out[sid] = None
+        except StoreError as error:
+            out[sid] = str(error)
+    return out
+
+
+def _checked(store: Store, sid: str, sha: bytes) -> Head:
+    """The remote's head of `sid`, read and checked: a readable header of this id."""
+    head = store.head_at(sid, sha)
+    if head.header.get("id") != sid:
+        raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+    return head
+
+
+def _fork_title(head: Head, remote: str) -> str:
+    title = str(head.header.get("title") or short(head.id))
+    mark = f" (from {remote})"
+    return title[: MAX_TITLE - len(mark)] + mark
+
+
+# -- code snapshots ----------------------------------------------------------------------
+
+
+def push_snapshots(
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+) -> None:
+    """After a push: each session it covered sends its code snapshots too."""
+    from gitsessions.services.code.code_sync import CodeSession, push_code
+
+    sessions = [
+        CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {})
+        for o in report.sessions
+        if o.result in ("new", "updated", "up to date")
+    ]
+    report.code = push_code(sessions, code_remote, env)
+
+
+def fetch_snapshots(store: Store, report: Report, code_remote: str, env: Mapping[str, str]) -> None:
+    """After a pull: each session it brought fetches its code snapshots (a fork of the
+    remote's line gets the original's, under its own id)."""
+    from gitsessions.services.code.code_sync import CodeSession, fetch_code
+
+    sessions: list[CodeSession] = []
+    for o in report.sessions:
+        if o.result in ("created", "updated"):
+            sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
+        elif o.result == "forked" and o.fork:
+            workspace = store.head(o.fork).header.get("workspace") or {}
+            sessions.append(CodeSession(o.fork, o.id, workspace))
+    report.code = fetch_code(sessions, code_remote, env)
+
+
+# -- remotes -----------------------------------------------------------------------------
+
+
+def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
+    """Configure a remote; returns its URL as stored (a local path made absolute)."""
+    from gitsessions.services.sessions import writer
+
+    url = remoteconfig.normalize(url, cwd)
+    writer.audited(
+        store, "remote add", None, lambda: remoteconfig.add(store.git, name, url), remote=name
+    )
+    return url
+
+
+def list_remotes(store: SessionStore) -> list[dict[str, str]]:
+    """Each remote with its URL masked and its kind."""
+    return [
+        {"name": name, "url": remoteconfig.mask(url), "kind": remoteconfig.kind(url)}
+        for name, url in sorted(remoteconfig.remotes(store.git).items())
+    ]
+
+
+def remove_remote(store: SessionStore, name: str) -> int:
+    """Forget a remote and its remote-tracking refs (nothing on the remote changes)."""
+    from gitsessions.services.sessions import writer
+
+    return writer.audited(
+        store, "remote remove", None, lambda: remoteconfig.remove(store.git, name), remote=name
+    )
