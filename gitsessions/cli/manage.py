@@ -422,7 +422,7 @@ def cmd_delete(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
 ) -> None:
     """Delete a session for good: its branch and every object only it used are purged."""
-    from gitsessions.services.sessions import manage
+    from gitsessions.services.code.delete import delete
     from gitsessions.store.catalog import Catalog
 
     store = _state(ctx).store
@@ -440,7 +440,7 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    done = manage.delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
+    done = delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
     consoles.err.print(
         f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
     )

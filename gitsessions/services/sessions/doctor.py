@@ -6,7 +6,7 @@ branch (a commit written here, or the remote's head a pull accepted into that br
 is recorded before the branch moves (`store.headlog`), so that record says where each
 branch should be. A commit's `Session:` trailer alone never does: anything fetched may
 carry any trailer. A recorded head is used only if it still names its session in its
-trailer and passes the checks a pull makes (`sync._checked`: a format this build
+trailer and passes the checks a pull makes (`revisions.checked_head`: a format this build
 reads, the tree's session id the branch's). Checks:
 - refs: `packed-refs` lines and loose ref files that do not hold a commit id;
 - lost: a session with a recorded head but no branch (and that was not deleted:
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.sync.sync import _checked
+from gitsessions.services.sessions.revisions import checked_head
 from gitsessions.store import headlog, maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
@@ -199,13 +199,13 @@ def _newest_recorded(
     commits: dict[bytes, tuple[list[bytes], int]],
 ) -> bytes | None:
     """The newest head recorded for `sid` that is still here, names `sid` in its
-    trailer and passes the checks a pull makes (`sync._checked`: a format this build
+    trailer and passes the checks a pull makes (`revisions.checked_head`: a format this build
     reads, the tree's session id `sid`); None when there is none."""
     for sha in reversed(recorded):
         if sha not in commits:
             continue
         try:
-            _checked(store, sid, sha)
+            checked_head(store, sid, sha)
         except StoreError:
             continue
         return sha

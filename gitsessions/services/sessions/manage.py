@@ -4,16 +4,9 @@ Each is an edit function handed to `services.sessions.writer` (the one write pat
 compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
 From the chat, the agent's process already holds the lease (`lease_held=True`). A delete
 leaves nothing of the session behind outside the store either: cache rows, chat history
-lines, lease file, and its code snapshots' ref in the project (a worktree fork's worktree
-is the user's code: it is kept, and named).
+lines, lease file; `code/delete.py` adds what it left in the project.
 """
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-from gitsessions.services.code import snapshots, worktree_mark
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import chat_history, points, writer
 from gitsessions.services.sessions.search import SearchIndex
@@ -99,24 +92,10 @@ def fork_title(parent: str) -> str:
     return f"{parent[: MAX_TITLE - len(FORK_MARK)]}{FORK_MARK}"
 
 
-@dataclass(frozen=True)
-class Deleted:
-    """What went with a deleted session outside the store: whether its code snapshots'
-    ref in the project was deleted, and its worktree mark (the worktree is the user's
-    code: it is kept)."""
-
-    snapshots: bool
-    worktree: dict[str, Any] | None
-
-
-def delete(
-    store: SessionStore,
-    session_id: str,
-    hooks: Hooks = NO_HOOKS,
-    env: Mapping[str, str] | None = None,
-) -> Deleted:
-    """Delete the session; with `env` (git's environment), also its snapshot ref in
-    the project it worked in."""
+def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Head:
+    """Delete the session from the store, with its cache rows, chat history lines and
+    lease file; the head it had. What it left in the project goes with it through
+    `code/delete.py` (the command's delete)."""
     from gitsessions.store import tracking  # sync's refs: imported only to delete
 
     deleted: list[Head] = []
@@ -133,13 +112,7 @@ def delete(
 
     writer.audited(store, "delete", session_id, run)
     hooks.run("post-delete", session_id, deleted[0].commit.decode())
-    header = deleted[0].header
-    root = (header.get("workspace") or {}).get("repo_root")
-    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
-    # named only when this home made it; its record goes with the session
-    mark = worktree_mark.check(store.home, deleted[0].id, header, None).mark
-    worktree_mark.forget(store.home, deleted[0].id)
-    return Deleted(forgot, mark if mark is not None and not mark.get("removed_at") else None)
+    return deleted[0]
 
 
 def gc(store: SessionStore) -> dict[str, object]:

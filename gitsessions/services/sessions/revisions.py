@@ -10,16 +10,25 @@ Invariants:
   then steps N commits back along first parents.
 - The state comes back as a `Head` of the session whose commit it is (its `Session:`
   trailer): a state before a fork is the parent's state at that commit.
+- `checked_head` is the check a pull and `doctor --repair` make of a head they did not
+  write: a readable header of that very session (no dulwich imported: a pull's light
+  store reads it).
 """
 
-from dataclasses import dataclass
-from typing import Any
+from __future__ import annotations
 
-from gitsessions.store.sessions import Head, SessionStore
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.store.errors import StoreError
+from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id, short
 from gitsessions.values.plural import plural
 from gitsessions.values.revision import BadRevision, Revision, parse_revision, shown
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,15 @@ class State:
     revision: str
     session: str
     head: Head
+
+
+def checked_head(store: SessionReader, sid: str, sha: bytes) -> Head:
+    """The head of `sid` at `sha` (a remote's, or one recorded in headlog), read and
+    checked: a readable header of this id."""
+    head = store.head_at(sid, sha)
+    if head.header.get("id") != sid:
+        raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+    return head
 
 
 def resolve(store: SessionStore, text: str) -> State:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitsessions.services.sessions.revisions import checked_head
 from gitsessions.store import headlog, history, remoteconfig, tombstones, tracking, transport
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
@@ -483,7 +484,7 @@ def _bring(
     written through `full()`, the full store)."""
     git = store.git
     try:
-        remote_head = _checked(store, sid, theirs)
+        remote_head = checked_head(store, sid, theirs)
         relation = history.relation(git, mine, theirs)
         if relation == "behind":
             return None
@@ -534,7 +535,7 @@ def _check_arriving(
     store: Store, arriving: dict[str, bytes], env: transport.Env
 ) -> dict[str, str | None]:
     """`{id: None when the remote's head of a session new here is a readable header of
-    that id, else why not}`, as `_checked` decides, all headers read in one go."""
+    that id, else why not}`, as `checked_head` decides, all headers read in one go."""
     order = sorted(arriving)
     raws = transport.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
     out: dict[str, str | None] = {}
@@ -555,14 +556,6 @@ def _check_arriving(
         except StoreError as error:
             out[sid] = str(error)
     return out
-
-
-def _checked(store: Store, sid: str, sha: bytes) -> Head:
-    """The remote's head of `sid`, read and checked: a readable header of this id."""
-    head = store.head_at(sid, sha)
-    if head.header.get("id") != sid:
-        raise StoreError(f"the remote's branch of {short(sid)} holds another session")
-    return head
 
 
 def _fork_title(head: Head, remote: str) -> str:

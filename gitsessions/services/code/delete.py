@@ -1,0 +1,46 @@
+"""A session's delete, with what it left in the user's project.
+
+Invariant: the store's side goes first (`sessions/manage.delete`: the branch, cache
+rows, chat history lines, lease file, one audit line, the post-delete hook); then, with
+git's environment, the session's code snapshots' ref in the project it worked in, and
+this home's record of its worktree mark. A worktree fork's worktree is the user's code:
+it is kept, and named.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.code import snapshots, worktree_mark
+from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
+from gitsessions.services.sessions import manage
+from gitsessions.store.sessions import SessionStore
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What went with a deleted session outside the store: whether its code snapshots'
+    ref in the project was deleted, and its worktree mark (the worktree is the user's
+    code: it is kept)."""
+
+    snapshots: bool
+    worktree: dict[str, Any] | None
+
+
+def delete(
+    store: SessionStore,
+    session_id: str,
+    hooks: Hooks = NO_HOOKS,
+    env: Mapping[str, str] | None = None,
+) -> Deleted:
+    """Delete the session; with `env` (git's environment), also its snapshot ref in
+    the project it worked in."""
+    head = manage.delete(store, session_id, hooks)
+    header = head.header
+    root = (header.get("workspace") or {}).get("repo_root")
+    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
+    # named only when this home made it; its record goes with the session
+    mark = worktree_mark.check(store.home, head.id, header, None).mark
+    worktree_mark.forget(store.home, head.id)
+    return Deleted(forgot, mark if mark is not None and not mark.get("removed_at") else None)
