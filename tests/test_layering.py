@@ -8,6 +8,12 @@ against the importing module, and `importlib.import_module("a.b")` / `__import__
 literal name. An import of a gitsessions module that does not exist is a violation too,
 and `test_the_checker_catches_planted_violations` proves each rule can fail.
 
+Inside `services/`, the packages stand on floors (`SERVICE_FLOORS`, bottom first): a
+module imports only its own package and packages on lower floors (any import, in a
+function body too), so the arrows of docs/architecture.md's package map run down only.
+Every module of `services/` is in a package on a floor, and a package's `__init__.py`
+imports nothing (`tools/` aside: its `__init__` is its public face).
+
 No gitsessions modules import each other in a circle through their module-level imports
 (those run when the module loads: `if TYPE_CHECKING:` blocks count, function bodies do
 not), and the cycle finder is shown a planted circle."""
@@ -20,6 +26,15 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitsessions"
 LAYERS = ["values", "store", "services", "agent", "cli"]
+# services/ packages, bottom floor first: a package imports only its own and lower floors
+SERVICE_FLOORS: list[set[str]] = [
+    {"settings", "tools"},
+    {"hooks", "model"},
+    {"sessions"},
+    {"code", "compaction"},
+    {"sync"},
+]
+INIT_WITH_IMPORTS = {"tools"}  # a package whose __init__ is its public API
 # third-party module -> where it may be imported (path prefixes inside gitsessions/)
 CONFINED = {
     "typer": ("cli/",),
@@ -39,6 +54,18 @@ def modules() -> list[Path]:
 def layer_of(relative: str) -> int | None:
     top = relative.split("/")[0]
     return LAYERS.index(top) if top in LAYERS else None
+
+
+def floor_of(relative: str) -> tuple[str, int] | None:
+    """`services/code/rewind.py` (or `services/code/`) -> ("code", 3); None outside a
+    services package (`services/x.py`: test_every_service_module_is_on_a_floor)."""
+    parts = relative.split("/")
+    if len(parts) < 3 or parts[0] != "services":
+        return None
+    for n, floor in enumerate(SERVICE_FLOORS):
+        if parts[1] in floor:
+            return parts[1], n
+    return parts[1], -1  # on no floor: below nothing
 
 
 def module_name(relative: str) -> str:
@@ -102,6 +129,13 @@ def violations(relative: str, source: str) -> list[str]:
             target = layer_of(parts[1])
             if own is not None and target is not None and target > own:
                 found.append(f"{relative} imports {name} (a higher layer)")
+            package = floor_of(relative)
+            imported = floor_of("/".join([*parts[1:3], ""])) if parts[1] == "services" else None
+            if package and imported and imported[0] != package[0] and imported[1] >= package[1]:
+                found.append(
+                    f"{relative} imports {name}: services/{imported[0]}/ is not below"
+                    f" services/{package[0]}/"
+                )
         if parts[0] in CONFINED and certain and not relative.startswith(CONFINED[parts[0]]):
             found.append(f"{relative} imports {name}; only {CONFINED[parts[0]]} may")
     if not relative.startswith(ENV_READERS):
@@ -178,6 +212,14 @@ PLANTED = [
     ("store/x.py", "from os import environ\n"),
     ("store/x.py", "from os import getenv as g\n"),
     ("agent/x.py", "print('hello')\n"),
+    # services/ packages: only lower floors
+    ("services/sessions/x.py", "from gitsessions.services.sync import sync\n"),
+    ("services/sessions/x.py", "def f():\n    from gitsessions.services.code import rewind\n"),
+    ("services/settings/x.py", "from ..hooks.audit import audit\n"),
+    ("services/model/x.py", "from gitsessions.services import hooks\n"),
+    ("services/code/x.py", "import gitsessions.services.compaction.compactor\n"),
+    ("services/sync/x.py", "from gitsessions.services.nowhere import x\n"),
+    ("services/elsewhere/x.py", "from gitsessions.services.settings import config\n"),
 ]
 
 
@@ -200,6 +242,27 @@ def test_the_checker_passes_allowed_imports() -> None:
     cli = "import os\nimport typer\nfrom rich.console import Console\nfrom . import app\n"
     assert violations("cli/x.py", cli + "print(os.environ.get('A'))\n") == []
     assert violations("services/model/model.py", "import openai\nfrom openai import OpenAI\n") == []
+    downward = (
+        "from gitsessions.services.code import code_sync\nfrom ..sessions.writer import fork\n"
+        "from . import push_scan\nfrom gitsessions.services.settings.config import x\n"
+        "def f():\n    from gitsessions.services.hooks import hooks\n"
+    )
+    assert violations("services/sync/x.py", downward) == []
+
+
+def test_every_service_module_is_on_a_floor() -> None:
+    """No module directly in services/ but its `__init__.py`, every package on a floor
+    (and every floor's package there), and a package's `__init__.py` imports nothing."""
+    services = PACKAGE / "services"
+    assert sorted(p.name for p in services.glob("*.py")) == ["__init__.py"]
+    packages = {p.parent.name for p in services.glob("*/__init__.py")}
+    assert packages == set().union(*SERVICE_FLOORS)
+    for package in packages - INIT_WITH_IMPORTS:
+        tree = ast.parse((services / package / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"services/{package}/__init__.py says what it owns"
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], (
+            f"services/{package}/__init__.py imports: every import of the package pays for it"
+        )
 
 
 def module_level_imports(relative: str, source: str) -> set[str]:
