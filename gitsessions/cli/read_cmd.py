@@ -1,11 +1,11 @@
-"""Session management commands: list, info, show, log, rename, fork, archive, delete, gc.
+"""Reading commands: list, info, show, log.
 
 Every stored string (title, summary, workspace, commit subject) is shown through
 `one_line` or a `Sink` (cli/terminal.py), so it reaches the terminal visible-safe.
 
-Reading commands import little (tests/test_startup.py): the consoles (rich) only to
-draw for a terminal, the store (dulwich) only when the header cache cannot answer, the
-writing services only in the commands that write.
+They import little (tests/test_startup.py): the consoles (rich) only to draw for a
+terminal, the store (dulwich) only when the header cache cannot answer, no writing
+service.
 """
 
 from collections.abc import Callable
@@ -332,152 +332,8 @@ def _detail(entry: dict[str, Any]) -> str:
     return plural(entry["steps"], "step") + (f": {tools}" if tools else "")
 
 
-def cmd_rename(
-    ctx: typer.Context,
-    session: IdArg,
-    title: Annotated[str, typer.Argument(help="The new title (one line).")],
-) -> None:
-    """Set the session's title (yours; the model-written list summary is separate)."""
-    from gitsessions.services.sessions import manage
-
-    store = _state(ctx).store
-    written = manage.rename(store, store.resolve(session), title)
-    head = written.head
-    if not written.committed:
-        consoles.err.print(f"{short(head.id)} is already titled {one_line(head.header['title'])}")
-        return
-    consoles.err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
-
-
-def cmd_fork(
-    ctx: typer.Context,
-    session: IdArg,
-    title: Annotated[str | None, typer.Option(help="Title of the fork.")] = None,
-    json_: JsonFlag = False,
-    worktree: Annotated[
-        bool,
-        typer.Option(
-            "--worktree",
-            help="Also make a git worktree of the project on branch gitsessions/<short id>, "
-            "at the fork point's code snapshot.",
-        ),
-    ] = False,
-    at: Annotated[
-        str | None,
-        typer.Option(
-            "--at",
-            metavar="REV",
-            help="Fork at turn:N or a commit of the session instead of its head.",
-        ),
-    ] = None,
-) -> None:
-    """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
-    copied, nothing switched."""
-    from gitsessions.services.sessions import manage
-
-    if worktree:
-        from gitsessions.cli.worktree_cmd import fork_worktree
-
-        fork_worktree(_state(ctx), session, at, title, json_)
-        return
-    store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks, at=at)
-    if json_:
-        print_json(
-            plain_out,
-            {
-                "id": head.id,
-                "parent_id": head.header["parent_id"],
-                "fork_point": head.header["fork_point"],
-                "branch": head.branch,
-            },
-        )
-    else:
-        consoles.out.print(head.id)
-
-
-def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
-    """Hide a session from `list` (and from search); it stays readable by id."""
-    from gitsessions.services.sessions import manage
-
-    store = _state(ctx).store
-    written = manage.set_archived(store, store.resolve(session), True)
-    state = "archived" if written.committed else "already archived"
-    consoles.err.print(f"{short(written.head.id)}: {state}")
-
-
-def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
-    """Bring an archived session back."""
-    from gitsessions.services.sessions import manage
-
-    store = _state(ctx).store
-    written = manage.set_archived(store, store.resolve(session), False)
-    state = "unarchived" if written.committed else "not archived"
-    consoles.err.print(f"{short(written.head.id)}: {state}")
-
-
-def cmd_delete(
-    ctx: typer.Context,
-    session: IdArg,
-    yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
-) -> None:
-    """Delete a session for good: its branch and every object only it used are purged."""
-    from gitsessions.services.code.delete import delete
-    from gitsessions.store.catalog import Catalog
-
-    store = _state(ctx).store
-    session_id = store.resolve(session)
-    forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
-    if forks:
-        consoles.err.print(
-            f"warning: {short(session_id)} has {plural(forks, 'fork')}; "
-            f"{'it keeps' if forks == 1 else 'they keep'} working and will show "
-            "`parent deleted`"
-        )
-    if not yes:
-        consoles.err.print(
-            f"refusing to delete {short(session_id)} without --yes "
-            "(this cannot be undone; `gitsessions export` keeps a copy)"
-        )
-        raise typer.Exit(2)
-    done = delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
-    consoles.err.print(
-        f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
-    )
-    if done.worktree is not None:
-        path = one_line(str(done.worktree.get("path")))
-        consoles.err.print(
-            f"its worktree {path} (branch {one_line(str(done.worktree.get('branch')))}) is "
-            f"kept: it is your code; `git worktree remove {path}` removes it"
-        )
-
-
-def cmd_gc(ctx: typer.Context) -> None:
-    """Pack objects (deltified) and purge what no session reaches."""
-    from gitsessions.services.sessions import manage
-
-    stats = manage.gc(_state(ctx).store)
-    broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
-    if broken:
-        consoles.err.print(
-            f"nothing was packed or purged: {plural(len(broken), 'session')} cannot be read "
-            f"whole ({', '.join(short(b) for b in broken[:5])}); run `gitsessions doctor`"
-        )
-        return
-    consoles.err.print(
-        f"packed {plural(stats['objects'], 'object')} "
-        f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
-    )
-
-
 def register(app: typer.Typer) -> None:
     app.command("list")(cmd_list)
     app.command("info")(cmd_info)
     app.command("show")(cmd_show)
     app.command("log")(cmd_log)
-    app.command("rename")(cmd_rename)
-    app.command("fork")(cmd_fork)
-    app.command("archive")(cmd_archive)
-    app.command("unarchive")(cmd_unarchive)
-    app.command("delete")(cmd_delete)
-    app.command("gc")(cmd_gc)

@@ -1,0 +1,102 @@
+"""Commands that change one session: rename, archive, unarchive, delete.
+
+Each is one operation of services/sessions/manage.py (through the writer: one commit or
+none, one audit line); a delete also takes what the session left in the project
+(services/code/delete.py). Stored strings are shown through `one_line`.
+"""
+
+from typing import Annotated
+
+import typer
+
+from gitsessions.cli import state as consoles
+from gitsessions.cli.plain import one_line
+from gitsessions.cli.state import State
+from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
+
+
+def _state(ctx: typer.Context) -> State:
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+def cmd_rename(
+    ctx: typer.Context,
+    session: IdArg,
+    title: Annotated[str, typer.Argument(help="The new title (one line).")],
+) -> None:
+    """Set the session's title (yours; the model-written list summary is separate)."""
+    from gitsessions.services.sessions import manage
+
+    store = _state(ctx).store
+    written = manage.rename(store, store.resolve(session), title)
+    head = written.head
+    if not written.committed:
+        consoles.err.print(f"{short(head.id)} is already titled {one_line(head.header['title'])}")
+        return
+    consoles.err.print(f"renamed {short(head.id)}: {one_line(head.header['title'])}", markup=False)
+
+
+def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
+    """Hide a session from `list` (and from search); it stays readable by id."""
+    from gitsessions.services.sessions import manage
+
+    store = _state(ctx).store
+    written = manage.set_archived(store, store.resolve(session), True)
+    state = "archived" if written.committed else "already archived"
+    consoles.err.print(f"{short(written.head.id)}: {state}")
+
+
+def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
+    """Bring an archived session back."""
+    from gitsessions.services.sessions import manage
+
+    store = _state(ctx).store
+    written = manage.set_archived(store, store.resolve(session), False)
+    state = "unarchived" if written.committed else "not archived"
+    consoles.err.print(f"{short(written.head.id)}: {state}")
+
+
+def cmd_delete(
+    ctx: typer.Context,
+    session: IdArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
+) -> None:
+    """Delete a session for good: its branch and every object only it used are purged."""
+    from gitsessions.services.code.delete import delete
+    from gitsessions.store.catalog import Catalog
+
+    store = _state(ctx).store
+    session_id = store.resolve(session)
+    forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
+    if forks:
+        consoles.err.print(
+            f"warning: {short(session_id)} has {plural(forks, 'fork')}; "
+            f"{'it keeps' if forks == 1 else 'they keep'} working and will show "
+            "`parent deleted`"
+        )
+    if not yes:
+        consoles.err.print(
+            f"refusing to delete {short(session_id)} without --yes "
+            "(this cannot be undone; `gitsessions export` keeps a copy)"
+        )
+        raise typer.Exit(2)
+    done = delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
+    consoles.err.print(
+        f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
+    )
+    if done.worktree is not None:
+        path = one_line(str(done.worktree.get("path")))
+        consoles.err.print(
+            f"its worktree {path} (branch {one_line(str(done.worktree.get('branch')))}) is "
+            f"kept: it is your code; `git worktree remove {path}` removes it"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rename")(cmd_rename)
+    app.command("archive")(cmd_archive)
+    app.command("unarchive")(cmd_unarchive)
+    app.command("delete")(cmd_delete)
