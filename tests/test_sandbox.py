@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.services.settings.config import resolve_shell_settings
 from gitsessions.services.settings.config_file import ConfigError
-from gitsessions.services.settings.shell_settings import resolve_shell_settings
 from gitsessions.services.tools import ToolRegistry, approve_all, create_registry
 from gitsessions.services.tools import sandbox as sandbox_module
 from gitsessions.services.tools.sandbox import (

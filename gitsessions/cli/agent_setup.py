@@ -23,11 +23,11 @@ from gitsessions.services.model.model import ModelClient, preload
 from gitsessions.services.model.pricing import estimate_cost
 from gitsessions.services.settings.config import (
     ModelSettings,
+    ShellSettings,
+    SnapshotSettings,
     session_settings,
     with_session_settings,
 )
-from gitsessions.services.settings.shell_settings import ShellSettings
-from gitsessions.services.settings.snapshot_settings import SnapshotSettings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment

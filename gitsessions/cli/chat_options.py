@@ -6,9 +6,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gitsessions.cli.state import State
-from gitsessions.services.settings.config import ModelSettings
-from gitsessions.services.settings.shell_settings import ShellSettings
-from gitsessions.services.settings.snapshot_settings import SnapshotSettings
+from gitsessions.services.settings.config import ModelSettings, ShellSettings, SnapshotSettings
 
 
 class ChatOptions(NamedTuple):

@@ -6,13 +6,15 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli.state import State
-from gitsessions.services.settings.config import ModelSettings, resolve_model_settings
-from gitsessions.services.settings.config_file import config_path
-from gitsessions.services.settings.shell_settings import ShellSettings, resolve_shell_settings
-from gitsessions.services.settings.snapshot_settings import (
+from gitsessions.services.settings.config import (
+    ModelSettings,
+    ShellSettings,
     SnapshotSettings,
+    resolve_model_settings,
+    resolve_shell_settings,
     resolve_snapshot_settings,
 )
+from gitsessions.services.settings.config_file import config_path
 from gitsessions.values.errors import InvalidInput
 
 AUTO_APPROVE_BANNER = "auto-approve is on: write_file, edit_file and run_shell run without asking"

@@ -34,7 +34,7 @@ from stat import S_ISLNK, S_ISREG
 
 from gitsessions.services.code.projectgit import command, filters_listed
 from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, no_repository
-from gitsessions.services.settings.snapshot_settings import DEFAULT_MAX_FILE_BYTES
+from gitsessions.services.settings.config import DEFAULT_MAX_FILE_BYTES
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"

@@ -1,7 +1,8 @@
 """Settings: config.toml read and its unknown keys (`config_file.py`: all every command
-needs), settings precedence (`config.py`: flag, environment, config.toml, default; a
-resumed session's recorded settings under flags and environment), the [shell] and
-[snapshots] tables (`shell_settings.py`, `snapshot_settings.py`).
+needs, kept apart so that `list` imports no more of the settings), and what each
+setting resolves to (`config.py`: the model's settings by flag, environment,
+config.toml, default, a resumed session's recorded ones under flags and environment;
+the [shell] and [snapshots] tables).
 
 Owns: what a setting resolves to. Must never read the environment itself (cli/ hands
 it over) nor write config.toml.

@@ -1,16 +1,27 @@
-"""Model settings resolution: pure functions of (flags, environment, config.toml).
+"""Settings resolution: pure functions of (flags, environment, config.toml), for the
+model, the `[shell]` table and the `[snapshots]` table (config_file.py reads the file).
 
-Invariant: each setting takes the first value found in this order — CLI flag, environment
-variable, `config.toml`, built-in default — and `ModelSettings.sources` names where each
-came from ("flag --model", "env GITSESSIONS_BASE_URL", "config.toml", "default"), so error
-messages can say what to change. Nothing here reads `os.environ` itself: the caller
-passes the environment in. The API key's value never appears in a source or an error.
+Invariants:
+- Model settings: each takes the first value found in this order — CLI flag,
+  environment variable, `config.toml`, built-in default — and `ModelSettings.sources`
+  names where each came from ("flag --model", "env GITSESSIONS_BASE_URL", "config.toml",
+  "default"), so error messages can say what to change. Nothing here reads `os.environ`
+  itself: the caller passes the environment in. The API key's value never appears in a
+  source or an error.
+- Shell settings (`env_keep`, `sandbox`, `sandbox_network`, `sandbox_allow_git`): the
+  CLI flag when given, else `[shell]`, else the default (no environment variables: what
+  the shell may reach is not something an inherited variable should change). A key in
+  `[shell]` this module does not know is an error, not ignored: a misspelt
+  `sandbox_network` must not silently weaken the sandbox. `sources` names where each
+  value came from, like `ModelSettings.sources`.
+- Snapshot settings: the `--no-snapshots` flag wins, then `[snapshots]`, then the
+  defaults (on, 10 MiB). An unknown key in the table is an error, not ignored.
 """
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
@@ -256,3 +267,95 @@ def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
             price[key] = number
         prices[model] = price
     return prices
+
+
+# -- [shell] ----------------------------------------------------------------------------
+
+SHELL_TABLE = "shell"
+SHELL_KEYS = ("env_keep", "sandbox", "sandbox_network", "sandbox_allow_git")
+DEFAULT_SANDBOX = "none"
+# The run_shell sandbox modes (services/tools/sandbox.py builds workspace-write); kept here
+# so resolving the settings imports none of the tools (`chat` resolves them before its prompt).
+SANDBOX_MODES = ("none", "workspace-write")
+
+
+# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
+@dataclass(frozen=True, eq=False, repr=False)
+class ShellSettings:
+    """What run_shell may see and reach: kept variables, sandbox mode, network, and
+    whether the sandbox lets it write the project's git directory."""
+
+    env_keep: tuple[str, ...] = ()
+    sandbox: str = DEFAULT_SANDBOX
+    sandbox_network: bool = False
+    sandbox_allow_git: bool = False
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def resolve_shell_settings(
+    flags: Mapping[str, Any], config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
+) -> ShellSettings:
+    """Resolve `sandbox`, `sandbox_network` and `sandbox_allow_git` (flags: None means
+    not given) and `env_keep` (config only) by precedence flag > config > default;
+    validate them."""
+    table, where = config_table(config, SHELL_TABLE, SHELL_KEYS, config_source)
+    sources: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for name, flag, default in (
+        ("sandbox", "--sandbox", DEFAULT_SANDBOX),
+        ("sandbox_network", "--sandbox-network", False),
+        ("sandbox_allow_git", "--sandbox-allow-git", False),
+        ("env_keep", None, []),
+    ):
+        if flag is not None and flags.get(name) is not None:
+            values[name], sources[name] = flags[name], f"flag {flag}"
+        elif table.get(name) is not None:
+            values[name], sources[name] = table[name], where
+        else:
+            values[name], sources[name] = default, "default"
+    if values["sandbox"] not in SANDBOX_MODES:
+        raise ConfigError(
+            f"sandbox {values['sandbox']!r} from {sources['sandbox']} must be one of: "
+            + ", ".join(SANDBOX_MODES)
+        )
+    for name in ("sandbox_network", "sandbox_allow_git"):
+        if not isinstance(values[name], bool):
+            raise ConfigError(f"{name} from {sources[name]} must be true or false")
+    keep = values["env_keep"]
+    if not isinstance(keep, list) or not all(isinstance(p, str) and p for p in keep):
+        raise ConfigError(
+            f"env_keep from {sources['env_keep']} must be a list of variable names or globs, "
+            'e.g. ["GH_TOKEN", "AWS_*"]'
+        )
+    return ShellSettings(
+        env_keep=tuple(keep),
+        sandbox=values["sandbox"],
+        sandbox_network=values["sandbox_network"],
+        sandbox_allow_git=values["sandbox_allow_git"],
+        sources=sources,
+    )
+
+
+# -- [snapshots] ------------------------------------------------------------------------
+
+SNAPSHOT_TABLE = "snapshots"
+SNAPSHOT_KEYS = ("enabled", "max_file_bytes")
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
+
+
+class SnapshotSettings(NamedTuple):
+    enabled: bool = True
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+def resolve_snapshot_settings(
+    no_snapshots: bool, config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
+) -> SnapshotSettings:
+    table, where = config_table(config, SNAPSHOT_TABLE, SNAPSHOT_KEYS, config_source)
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}: enabled must be true or false")
+    limit = table.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"{where}: max_file_bytes must be a whole number of bytes >= 0")
+    return SnapshotSettings(enabled=enabled and not no_snapshots, max_file_bytes=limit)
