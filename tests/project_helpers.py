@@ -2,12 +2,13 @@
 files, a staged change, an unstaged change, an untracked file and an ignored build
 directory, and the facts about them that must never change behind the user's back."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, exec_args, run_gitsessions
 
 IDENTITY = ["-c", "user.name=Tester", "-c", "user.email=tester@example.com"]
 
@@ -126,3 +127,23 @@ def trailers(home: Path, session: str, key: str) -> list[str]:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return done.stdout.splitlines()
+
+
+def tool(name: str, **arguments):  # type: ignore[no-untyped-def]
+    return {"name": name, "arguments": arguments}
+
+
+def write_turn(  # type: ignore[no-untyped-def]
+    server, root: Path, path: str, content: str, session: str | None = None,
+    snapshot: bool = False,
+) -> str:
+    """One exec turn that writes `path` in `root` (with a code snapshot, if `snapshot`);
+    the session id."""
+    server.reply(content=None, tool_calls=[tool("write_file", path=path, content=content)])
+    server.reply(content=f"wrote {path}")
+    args = [*exec_args(server, root), f"write {path}", "--auto-approve", "--json"]
+    done = run_gitsessions(*args, *(["--resume", session] if session else []))
+    assert done.returncode == 0, done.stderr
+    if snapshot:
+        assert "no code snapshot" not in done.stderr, done.stderr
+    return json.loads(done.stdout)["session"]

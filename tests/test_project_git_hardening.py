@@ -11,8 +11,14 @@ from pathlib import Path
 
 from gitsessions.services.code import code_sync, snapshots
 from gitsessions.services.code.projectgit import command
-from tests.conftest import exec_args, run_gitsessions
-from tests.project_helpers import fsck_project, gitsessions, make_project, pgit, tree_files
+from tests.project_helpers import (
+    fsck_project,
+    gitsessions,
+    make_project,
+    pgit,
+    tree_files,
+    write_turn,
+)
 
 HOOKS = (
     "post-checkout", "post-index-change", "reference-transaction", "pre-push",
@@ -56,20 +62,6 @@ def ran(markers: Path) -> list[str]:
     return sorted(os.listdir(markers)) if markers.exists() else []
 
 
-def tool(name: str, **arguments):
-    return {"name": name, "arguments": arguments}
-
-
-def write_turn(server, root: Path, path: str, content: str, session: str | None = None) -> str:
-    server.reply(content=None, tool_calls=[tool("write_file", path=path, content=content)])
-    server.reply(content=f"wrote {path}")
-    args = [*exec_args(server, root), f"write {path}", "--auto-approve", "--json"]
-    done = run_gitsessions(*args, *(["--resume", session] if session else []))
-    assert done.returncode == 0, done.stderr
-    assert "no code snapshot" not in done.stderr, done.stderr
-    return json.loads(done.stdout)["session"]
-
-
 def snapshot_of(root: Path, session: str) -> str:
     return pgit(root, "rev-parse", f"refs/gitsessions/snapshots/{session}").strip()
 
@@ -79,7 +71,7 @@ def test_a_code_snapshot_runs_nothing_the_project_planted(server, tmp_path, home
     markers = tmp_path / "markers"
     plant(root, markers)
     (root / "link").symlink_to("notes.txt")
-    sid = write_turn(server, root, "hello.txt", "lower case bytes\n")
+    sid = write_turn(server, root, "hello.txt", "lower case bytes\n", snapshot=True)
     assert ran(markers) == []
     files = tree_files(root, snapshot_of(root, sid))
     assert files["hello.txt"] == b"lower case bytes\n"  # raw: no clean filter upper-cased it
@@ -93,8 +85,8 @@ def test_a_code_snapshot_runs_nothing_the_project_planted(server, tmp_path, home
 
 def test_rewind_runs_no_smudge_filter_or_hook(server, tmp_path, home):
     root = make_project(tmp_path / "project")
-    sid = write_turn(server, root, "one.txt", "first line\nsecond line\n")
-    write_turn(server, root, "one.txt", "edited\n", sid)
+    sid = write_turn(server, root, "one.txt", "first line\nsecond line\n", snapshot=True)
+    write_turn(server, root, "one.txt", "edited\n", sid, snapshot=True)
     markers = tmp_path / "markers"
     plant(root, markers)
     done = gitsessions("rewind", sid[:8], "--to", "turn:1", "--code", cwd=tmp_path)
@@ -105,8 +97,8 @@ def test_rewind_runs_no_smudge_filter_or_hook(server, tmp_path, home):
 
 def test_diff_code_runs_no_external_diff_or_textconv(server, tmp_path, home):
     root = make_project(tmp_path / "project")
-    sid = write_turn(server, root, "one.txt", "one\n")
-    write_turn(server, root, "one.txt", "one\ntwo\n", sid)
+    sid = write_turn(server, root, "one.txt", "one\n", snapshot=True)
+    write_turn(server, root, "one.txt", "one\ntwo\n", sid, snapshot=True)
     markers = tmp_path / "markers"
     plant(root, markers)
     done = gitsessions("diff", f"{sid[:8]}@turn:1", f"{sid[:8]}@turn:2", "--code", "--json",
@@ -119,7 +111,7 @@ def test_diff_code_runs_no_external_diff_or_textconv(server, tmp_path, home):
 
 def test_fork_worktree_runs_no_checkout_hook_or_smudge_filter(server, tmp_path, home):
     root = make_project(tmp_path / "project")
-    sid = write_turn(server, root, "one.txt", "first line\nsecond line\n")
+    sid = write_turn(server, root, "one.txt", "first line\nsecond line\n", snapshot=True)
     markers = tmp_path / "markers"
     plant(root, markers)
     done = gitsessions("fork", sid, "--worktree", "--json", cwd=tmp_path)

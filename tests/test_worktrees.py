@@ -12,23 +12,11 @@ from tests.project_helpers import (
     gitsessions,
     make_project,
     pgit,
+    tool,
     user_state,
     working_files,
+    write_turn,
 )
-
-
-def tool(name: str, **arguments):
-    return {"name": name, "arguments": arguments}
-
-
-def write_turn(server, root: Path, path: str, content: str, session: str | None = None) -> str:
-    """One exec turn that writes `path` in `root`; the session id."""
-    server.reply(content=None, tool_calls=[tool("write_file", path=path, content=content)])
-    server.reply(content=f"wrote {path}")
-    args = [*exec_args(server, root), f"write {path}", "--auto-approve", "--json"]
-    done = run_gitsessions(*args, *(["--resume", session] if session else []))
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["session"]
 
 
 def header(home: Path, session: str) -> dict:
