@@ -7,6 +7,7 @@ import typer
 
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import RETRIES, cost_function
+from gitsessions.cli.args import IdArg
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
@@ -21,8 +22,6 @@ from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.lease import Lease
 from gitsessions.values.ids import short
 from gitsessions.values.tokens import default_counter
-
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 
 
 def cmd_compact(

@@ -10,16 +10,10 @@ from typing import Annotated
 import typer
 
 from gitsessions.cli import state as consoles
+from gitsessions.cli.args import IdArg, state_of
 from gitsessions.cli.plain import one_line
-from gitsessions.cli.state import State
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
-
-
-def _state(ctx: typer.Context) -> State:
-    return ctx.obj  # type: ignore[no-any-return]
 
 
 def cmd_rename(
@@ -30,7 +24,7 @@ def cmd_rename(
     """Set the session's title (yours; the model-written list summary is separate)."""
     from gitsessions.services.sessions import manage
 
-    store = _state(ctx).store
+    store = state_of(ctx).store
     written = manage.rename(store, store.resolve(session), title)
     head = written.head
     if not written.committed:
@@ -43,7 +37,7 @@ def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
     """Hide a session from `list` (and from search); it stays readable by id."""
     from gitsessions.services.sessions import manage
 
-    store = _state(ctx).store
+    store = state_of(ctx).store
     written = manage.set_archived(store, store.resolve(session), True)
     state = "archived" if written.committed else "already archived"
     consoles.err.print(f"{short(written.head.id)}: {state}")
@@ -53,7 +47,7 @@ def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
     """Bring an archived session back."""
     from gitsessions.services.sessions import manage
 
-    store = _state(ctx).store
+    store = state_of(ctx).store
     written = manage.set_archived(store, store.resolve(session), False)
     state = "unarchived" if written.committed else "not archived"
     consoles.err.print(f"{short(written.head.id)}: {state}")
@@ -68,7 +62,7 @@ def cmd_delete(
     from gitsessions.services.code.delete import delete
     from gitsessions.store.catalog import Catalog
 
-    store = _state(ctx).store
+    store = state_of(ctx).store
     session_id = store.resolve(session)
     forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
     if forks:
@@ -83,7 +77,7 @@ def cmd_delete(
             "(this cannot be undone; `gitsessions export` keeps a copy)"
         )
         raise typer.Exit(2)
-    done = delete(store, session_id, hooks=_state(ctx).hooks, env=_state(ctx).env)
+    done = delete(store, session_id, hooks=state_of(ctx).hooks, env=state_of(ctx).env)
     consoles.err.print(
         f"deleted {session_id}" + (" and its code snapshots" if done.snapshots else "")
     )

@@ -6,15 +6,9 @@ from typing import Annotated
 import typer
 
 from gitsessions.cli import state as consoles
+from gitsessions.cli.args import IdArg, JsonFlag, state_of
 from gitsessions.cli.render import print_json
-from gitsessions.cli.state import State, plain_out
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
-
-
-def _state(ctx: typer.Context) -> State:
-    return ctx.obj  # type: ignore[no-any-return]
+from gitsessions.cli.state import plain_out
 
 
 def cmd_fork(
@@ -46,10 +40,10 @@ def cmd_fork(
     if worktree:
         from gitsessions.cli.worktree_cmd import fork_worktree
 
-        fork_worktree(_state(ctx), session, at, title, json_)
+        fork_worktree(state_of(ctx), session, at, title, json_)
         return
-    store = _state(ctx).store
-    head = manage.fork(store, store.resolve(session), title, hooks=_state(ctx).hooks, at=at)
+    store = state_of(ctx).store
+    head = manage.fork(store, store.resolve(session), title, hooks=state_of(ctx).hooks, at=at)
     if json_:
         print_json(
             plain_out,

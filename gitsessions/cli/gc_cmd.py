@@ -3,20 +3,16 @@
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.state import State
+from gitsessions.cli.args import state_of
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-
-def _state(ctx: typer.Context) -> State:
-    return ctx.obj  # type: ignore[no-any-return]
 
 
 def cmd_gc(ctx: typer.Context) -> None:
     """Pack objects (deltified) and purge what no session reaches."""
     from gitsessions.services.sessions import manage
 
-    stats = manage.gc(_state(ctx).store)
+    stats = manage.gc(state_of(ctx).store)
     broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
     if broken:
         consoles.err.print(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gitsessions.cli import state as consoles
+from gitsessions.cli.args import IdArg, JsonFlag, state_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
@@ -27,16 +28,9 @@ from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS
 if TYPE_CHECKING:
     from gitsessions.store.reader import Head
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
-
-
-def _state(ctx: typer.Context) -> State:
-    return ctx.obj  # type: ignore[no-any-return]
-
 
 def _head(ctx: typer.Context, session: str) -> "Head":
-    reader = _state(ctx).reader
+    reader = state_of(ctx).reader
     return reader.head(reader.resolve(session))
 
 
@@ -69,7 +63,7 @@ def cmd_list(
     from gitsessions.cli import listing  # the header cache (sqlite): `show` needs neither
     from gitsessions.cli.damage import warn_damaged
 
-    catalog = _state(ctx).catalog()
+    catalog = state_of(ctx).catalog()
     rows = listing.session_rows(catalog, include_archived, Path.cwd() if here_only else None)
     warn_damaged(catalog.damaged)  # the others are listed: exit 0, as git for-each-ref
     total = len(rows)
@@ -134,7 +128,7 @@ def _list_record(r: dict[str, Any]) -> list[object]:
 
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
     """Show one session: ids, counts, usage, settings, workspace, branch and head."""
-    session_id, commit, h, usage, exists = _info_source(_state(ctx), session)
+    session_id, commit, h, usage, exists = _info_source(state_of(ctx), session)
     counts = h.get("counts") or {}
     info = {
         "id": session_id,
@@ -261,7 +255,7 @@ def cmd_show(
 ) -> None:
     """Print the full transcript (or the working context) of a session, through $PAGER
     on a terminal."""
-    state = _state(ctx)
+    state = state_of(ctx)
     if session is None or commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
@@ -291,7 +285,7 @@ def cmd_log(
     """The session's history, newest first: one line per turn (its prompt, steps and the
     tools it used) and per other event; a fork shows its parent's history too. Paged on
     a terminal; piped, one tab-separated line per record."""
-    state = _state(ctx)
+    state = state_of(ctx)
     head = _head(ctx, session)
     from gitsessions.services.sessions import sessionlog
 

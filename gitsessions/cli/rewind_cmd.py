@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from gitsessions.cli.args import IdArg
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
 from gitsessions.services.code.rewind import Rewound, rewind
@@ -16,8 +17,6 @@ from gitsessions.services.sessions import points
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 
 
 def session_workspace(head: Head, flag: Path | None, home: Path, env: Mapping[str, str]) -> Path:

@@ -13,8 +13,9 @@ from typing import Annotated
 import typer
 
 from gitsessions.cli import state
+from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
-from gitsessions.cli.state import State, plain_out
+from gitsessions.cli.state import plain_out
 from gitsessions.services.sync import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
@@ -27,7 +28,6 @@ def is_id_prefix(word: str) -> bool:
     return len(word) >= 4 and all(c in "0123456789abcdef" for c in word.lower())
 
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 CodeRemote = Annotated[
     str, typer.Option("--code-remote", help="The project's remote for --code snapshots.")
 ]
@@ -35,10 +35,6 @@ remote_app = typer.Typer(
     no_args_is_help=True,
     help="Remotes the sessions sync with (kept in store.git/config, so stock git sees them).",
 )
-
-
-def _state(ctx: typer.Context) -> State:
-    return ctx.obj  # type: ignore[no-any-return]
 
 
 def _note(line: str, style: str = "") -> None:
@@ -98,14 +94,14 @@ def cmd_remote_add(
     ],
 ) -> None:
     """Add a remote to sync sessions with."""
-    stored = sync.add_remote(_state(ctx).store, name, url, Path.cwd())
+    stored = sync.add_remote(state_of(ctx).store, name, url, Path.cwd())
     _note(f"added remote {name}: {sync.remoteconfig.mask(stored)}")
 
 
 @remote_app.command("list")
 def cmd_remote_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
     """List the remotes (credentials in a URL are masked)."""
-    rows = sync.list_remotes(_state(ctx).store)
+    rows = sync.list_remotes(state_of(ctx).store)
     if json_:
         write_json(plain_out, rows)
         return
@@ -119,7 +115,7 @@ def cmd_remote_remove(
     ctx: typer.Context, name: Annotated[str, typer.Argument(help="The remote's name.")]
 ) -> None:
     """Forget a remote (nothing on the remote changes)."""
-    sync.remove_remote(_state(ctx).store, name)
+    sync.remove_remote(state_of(ctx).store, name)
     _note(f"removed remote {name}")
 
 
@@ -155,7 +151,7 @@ def cmd_push(
     """Push session branches to a remote. Never forced: a session changed on the remote
     is reported (run pull) and the others still go. Archived sessions go too. Needs
     git 2.29 or newer."""
-    store = _state(ctx).store
+    store = state_of(ctx).store
     words = list(args or [])
     remote = None
     if words and words[0] in {r["name"] for r in sync.list_remotes(store)}:
@@ -174,10 +170,10 @@ def cmd_push(
         prune=prune,
         allow_secrets=allow_secrets,
         progress=_progress,
-        env=_state(ctx).env,
+        env=state_of(ctx).env,
     )
     if code:
-        sync.push_snapshots(store, report, code_remote, _state(ctx).env)
+        sync.push_snapshots(store, report, code_remote, state_of(ctx).env)
     _show(report, json_, "pushed")
     if report.remaining_deleted:
         _note(
@@ -209,7 +205,7 @@ def cmd_pull(
     fork (nothing is lost). A session deleted here, or on a machine that pushed its
     deletes, is never re-created; a pull never deletes one, nor marks one that lives here
     deleted (it says `kept ID`). Needs git 2.29 or newer."""
-    st = _state(ctx)
+    st = state_of(ctx)
     store = st.store
     report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
     if code:

@@ -7,14 +7,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gitsessions.cli.args import IdArg, JsonFlag
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.code import worktrees
 from gitsessions.values.ids import short
-
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 worktree_app = typer.Typer(
     no_args_is_help=True,
