@@ -199,3 +199,21 @@ def test_a_damaged_record_costs_only_its_damaged_lines(tmp_path):
     headlog.record(store_path, [(sid, b"b" * 40), (other, b"c" * 40)])
     assert headlog.heads(store_path) == {sid: [b"a" * 40, b"b" * 40], other: [b"c" * 40]}
     assert headlog.heads(store_path, keep=1)[sid] == [b"b" * 40]
+
+
+def test_gc_keeps_of_the_record_what_repair_can_still_use(cli, home):
+    kept, gone, older = make(home, turns=5, tag="kept"), make(home, tag="gone"), make(home)
+    store_path = home / "store.git"
+    log = store_path / "gitsessions" / "heads"
+    lines = log.read_text().splitlines()
+    assert len([line for line in lines if line.startswith(kept)]) == 6  # create + 5 turns
+    cli("delete", gone, "--yes")
+    log.write_text("".join(f"{line}\n" for line in lines if not line.startswith(older)))
+    cli("gc")  # `older` stands for a session of a store older than the record
+    heads = headlog.heads(store_path)
+    assert heads == {kept: [_head(home, kept).encode()], older: [_head(home, older).encode()]}
+    head = _head(home, kept)
+    git(store_path, "update-ref", "-d", f"refs/heads/sessions/{kept}")
+    repaired = _repair(cli, home)
+    assert ("lost", kept) in {(f["kind"], f["subject"]) for f in repaired["findings"]}
+    assert _head(home, kept) == head

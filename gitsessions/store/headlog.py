@@ -10,14 +10,16 @@ Invariants:
   commit that came any other way (in a fetched pack, under a remote-tracking ref, in
   another session's history, with any `Session:` trailer) is never in it for that
   session, so nothing from outside can name where a branch goes.
-- Lines are only appended, in the order the moves happened; it holds ids only (no text
-  of any session). A line that is not a session id and a commit id is skipped.
+- Lines are only appended, in the order the moves happened, except by `compact` (gc,
+  under the store's exclusive lock, so no line is appended meanwhile), which keeps what
+  doctor can still use; it holds ids only (no text of any session). A line that is not
+  a session id and a commit id is skipped.
 """
 
 import os
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from pathlib import Path
 
 from gitsessions.values.ids import is_session_id
@@ -68,3 +70,39 @@ def heads(store_path: Path, keep: int = KEEP) -> dict[str, list[bytes]]:
                     out[sid] = deque(maxlen=keep)
                 out[sid].append(match.group(2))
     return {sid: list(shas) for sid, shas in out.items()}
+
+
+def compact(store_path: Path, branches: Mapping[str, bytes], deleted: Set[str]) -> None:
+    """Rewrite the record with what `doctor` can still use (gc, under the store's
+    exclusive lock): for a session with a branch, its head and whatever was recorded
+    after that head (a move that may not have happened); for one with no branch that
+    was not deleted (lost), its last heads; nothing for a deleted one. A branch whose
+    head was never recorded (a store older than the record) gets it now. Written whole
+    and fsynced beside the record, then renamed over it: a kill leaves one or the other."""
+    recorded = heads(store_path)
+    lines: list[tuple[str, bytes]] = []
+    for sid in sorted(recorded.keys() | branches.keys()):
+        shas = recorded.get(sid, [])
+        head = branches.get(sid)
+        if head is None:
+            kept = [] if sid in deleted else shas
+        elif head in shas:
+            kept = shas[len(shas) - 1 - shas[::-1].index(head) :]
+        else:
+            kept = [head, *shas]
+        lines.extend((sid, sha) for sha in kept)
+    path = _path(store_path)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    new = path.with_name(path.name + ".new")
+    fd = os.open(new, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"".join(sid.encode() + b" " + sha + b"\n" for sid, sha in lines))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(new, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

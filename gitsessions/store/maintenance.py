@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
 
-from gitsessions.store import dulwich_private, piles
+from gitsessions.store import dulwich_private, headlog, piles, tombstones
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrecords import record_header
@@ -42,6 +42,7 @@ from gitsessions.store.packrewrite import rewrite_without
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
 from gitsessions.store.rawobjects import parse_commit, parse_tree
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
+from gitsessions.store.refs import SESSION_REF_PREFIX
 from gitsessions.store.repo import UNREADABLE, GitStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id
@@ -239,6 +240,12 @@ def repack(git: GitStore) -> dict[str, object]:
         dulwich_private.rescan_packs(store)
         pack_refs(git)
         _remove_empty_fanout(git)  # the exclusive lock: no writer is about to use one
+        branches = {
+            ref[len(SESSION_REF_PREFIX) :].decode(): sha
+            for ref, sha in refs.items()
+            if ref.startswith(SESSION_REF_PREFIX)
+        }
+        headlog.compact(git.path, branches, tombstones.deleted(git.path))
         stats.update(objects=len(entries), purged=True)
         return stats
 
