@@ -201,6 +201,41 @@ def test_a_connection_the_server_dropped_is_replaced() -> None:
         server.server_close()
 
 
+class _DropsFirst(_ClosesAfterOne):
+    """Closes the first `drops` requests' connections unanswered (a kept connection the
+    server timed out just as the request went out), then answers."""
+
+    drops = 1
+    seen: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:
+        self.seen.append(1)
+        if len(self.seen) <= self.drops:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.close_connection = True
+            return
+        super().do_POST()
+
+
+@pytest.mark.parametrize("drops", [1, 2])
+def test_a_request_the_server_dropped_unanswered_is_sent_once_more(drops: int) -> None:
+    handler = type("Drops", (_DropsFirst,), {"connections": [], "seen": [], "drops": drops})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with client_for(url, {}) as client:
+            if drops == 1:
+                assert client.complete(USER).message["content"] == "hi"
+            else:  # once more only: the second drop is the error
+                with pytest.raises(EndpointUnreachable, match="cannot reach the model server"):
+                    client.complete(USER)
+        assert len(handler.seen) == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     """The fake server behind TLS, with a certificate for `localhost` made by stock

@@ -124,7 +124,11 @@ class ModelError(GitsessionsError):
 
 
 class EndpointUnreachable(ModelError):
-    """No connection to the model server (refused, DNS, unreachable, dropped)."""
+    """No connection to the model server (refused, DNS, unreachable, dropped).
+    `dropped`: the server closed the connection before it answered at all (a kept
+    connection it had timed out as the request went out, most often): sent once more."""
+
+    dropped: bool = False
 
 
 class AuthenticationFailed(ModelError):
@@ -277,8 +281,10 @@ class ModelClient:
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         """Request one reply. With `stream`, `on_text` gets each content delta as it comes.
-        A 429 or 5xx is retried (see the class)."""
+        A 429 or 5xx is retried (see the class); a request the server dropped before
+        answering at all (`EndpointUnreachable.dropped`) is sent once more, at once."""
         attempt = 0
+        resent = False
         while True:
             try:
                 return self._complete(
@@ -290,6 +296,10 @@ class ModelClient:
                     stream=stream,
                     on_text=on_text,
                 )
+            except EndpointUnreachable as error:
+                if not error.dropped or error.partial is not None or resent:
+                    raise
+                resent = True  # at once, on a new connection: nothing of it was answered
             except (RateLimited, ServerError) as error:
                 seconds = self._retry_in(error, attempt)
                 if seconds is None:
@@ -455,7 +465,10 @@ class ModelClient:
         if isinstance(error, _openai().APITimeoutError):
             return self._timeout()
         if isinstance(error, _openai().APIConnectionError):
-            return self._unreachable(str(error.__cause__ or error))
+            unreachable = self._unreachable(str(error.__cause__ or error))
+            # httpx's RemoteProtocolError: the server closed the connection unanswered
+            unreachable.dropped = type(error.__cause__).__name__ == "RemoteProtocolError"
+            return unreachable
         if isinstance(error, _openai().APIResponseValidationError):
             return BadResponse(f"the model server at {url} sent a malformed response")
         if isinstance(error, _openai().APIStatusError):
