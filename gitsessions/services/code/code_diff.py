@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from gitsessions.services.code.projectgit import DIFF_SAFE, command
+from gitsessions.services.code.projectgit import DIFF_SAFE, run
 from gitsessions.services.sessions.revisions import State
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
@@ -50,17 +50,9 @@ def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -
         result["note"] = "no project repository was recorded with these sessions: no code diff"
         return result
     a, b = str(shas["a"]), str(shas["b"])
-    argv, full = command(repo, env, "diff", *DIFF_SAFE, "--stat", a, b, "--")
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=full,
-            timeout=TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run(repo, env, "diff", *DIFF_SAFE, "--stat", a, b, "--", timeout=TIMEOUT,
+                   errors="replace")  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         result["note"] = f"git diff could not run in {repo}: {error}"
         return result

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code.projectgit import command
+from gitsessions.services.code.projectgit import run
 
 SNAPSHOTS = "refs/gitsessions/snapshots/"
 
@@ -49,16 +49,7 @@ class CodeSession:
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    argv, full = command(repo, env, *args)
-    return subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run(repo, env, *args, timeout=600)
 
 
 def _repo(workspace: Mapping[str, Any]) -> Path | None:

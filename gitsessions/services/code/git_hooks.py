@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code.projectgit import command
+from gitsessions.services.code.projectgit import run
 from gitsessions.services.code.worktree_mark import check
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import is_session_id
@@ -65,16 +65,7 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     # the project's own core.hooksPath stays: none of these runs a hook, and `hooks_dir`
     # must name the folder the user's commits run hooks from
-    argv, full = command(cwd, env, *args, own_hooks_path=True)
-    return subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        env=full,
-        input=input,
-        timeout=GIT_TIMEOUT,
-        stdin=None if input is not None else subprocess.DEVNULL,
-    )
+    return run(cwd, env, *args, timeout=GIT_TIMEOUT, input=input, own_hooks_path=True)
 
 
 def toplevel(path: Path, env: Mapping[str, str]) -> Path | None:

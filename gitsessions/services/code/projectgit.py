@@ -4,7 +4,8 @@ The project's `.git` is not gitsessions' to trust: an agent's shell (or anything
 may have written `.git/config`, `.git/hooks/*`, `.git/info/attributes` or a
 `.gitattributes`. Every git command gitsessions itself runs on a project (workspace
 facts, snapshots, rewind, `diff --code`, worktrees, code push/pull, the git hooks'
-lookups) is built by `command`, so none of them runs a command that config names.
+lookups) is built by `command` (and run by `run`), so none of them runs a command that
+config names.
 
 Invariants:
 - The overrides go in as command-line config (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
@@ -34,6 +35,7 @@ import os
 import subprocess
 from collections.abc import Mapping
 from os import PathLike
+from typing import Any
 
 HOOKS_OFF = "/dev/null"  # core.hooksPath: every hook is /dev/null/<name>, which never exists
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
@@ -79,6 +81,31 @@ def command(
     if args and args[0] in TRANSPORT:
         args = (args[0], TRANSPORT[args[0]], *args[1:])
     return ["git", "-C", str(cwd), *args], with_config(env, pairs)
+
+
+def run(
+    cwd: str | PathLike[str],
+    env: Mapping[str, str],
+    *args: str,
+    timeout: float,
+    input: str | bytes | None = None,
+    text: bool = True,
+    own_hooks_path: bool = False,
+    **options: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """`git -C cwd ARGS` as `command` builds it, its output captured; its stdin is
+    `input`, else nothing (never ours). `options` go to `subprocess.run`."""
+    argv, full = command(cwd, env, *args, own_hooks_path=own_hooks_path)
+    return subprocess.run(
+        argv,
+        input=input,
+        capture_output=True,
+        text=text,
+        env=full,
+        timeout=timeout,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        **options,
+    )
 
 
 def filters_listed(cwd: str | PathLike[str], env: Mapping[str, str]) -> dict[str, str]:

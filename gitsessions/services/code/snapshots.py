@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 
-from gitsessions.services.code.projectgit import command, filters_listed
+from gitsessions.services.code.projectgit import filters_listed, run
 from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, no_repository
 from gitsessions.services.settings.config import DEFAULT_MAX_FILE_BYTES
 from gitsessions.values.errors import GitsessionsError
@@ -66,18 +66,10 @@ def git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Stock git in `cwd`, its command-running config off (projectgit.py);
     `SnapshotError` naming the command when it fails (`check`)."""
-    argv, full = command(cwd, {**env, **(extra or {})}, *args)
     try:
-        done = subprocess.run(
-            argv,
-            input=input,
-            capture_output=True,
-            env=full,
-            timeout=TIMEOUT,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            # a Ctrl-C at the terminal is the agent's to handle, not a snapshot's to die of
-            start_new_session=True,
-        )
+        # a Ctrl-C at the terminal is the agent's to handle, not a snapshot's to die of
+        done = run(cwd, {**env, **(extra or {})}, *args, timeout=TIMEOUT, input=input,
+                   text=False, start_new_session=True)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SnapshotError(f"git {args[0]} failed in {cwd}: {error}") from None
     if check and done.returncode != 0:

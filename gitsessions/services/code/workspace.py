@@ -13,23 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code.projectgit import command
+from gitsessions.services.code.projectgit import run
 from gitsessions.values.records import empty_workspace
 
 NO_REPOSITORY_NOTE = "note: the workspace is not in a git repository; no code snapshots"
 
 
 def _git(path: Path, env: Mapping[str, str], *args: str) -> str | None:
-    argv, full = command(path, env, *args)
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            env=full,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run(path, env, *args, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

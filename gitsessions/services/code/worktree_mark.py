@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitsessions.services.code.projectgit import command
+from gitsessions.services.code.projectgit import run
 
 RECORD_FORMAT = "gitsessions.worktree-made/1"
 MAX_RECORD = 64 * 1024
@@ -115,11 +115,9 @@ def listed_by_git(repo: Path, path: Path, env: Mapping[str, str]) -> bool:
     """Whether `git worktree list` of the repository at `repo` lists `path` as one of
     its linked worktrees (and `repo` as one of its working trees)."""
     clean = {k: v for k, v in env.items() if k not in _LOCATING}
-    argv, full = command(repo, clean, "worktree", "list", "--porcelain")
     try:
-        done = subprocess.run(
-            argv, capture_output=True, env=full, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = run(repo, clean, "worktree", "list", "--porcelain", timeout=GIT_TIMEOUT,
+                   text=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return False
     if done.returncode != 0:
