@@ -25,7 +25,7 @@ TRAILER_FORMAT = "--format=%(trailers:key=Gitsessions-Session,valueonly)"
 
 
 def hook_env(**extra: str) -> dict[str, str]:
-    """The test's environment with this gitsessions first on PATH (the shims find it)."""
+    """The test's environment with this gitsessions first on PATH."""
     assert (BIN / "gitsessions").exists(), "run the tests with `uv run pytest`"
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.update(extra)
@@ -248,7 +248,26 @@ def test_not_a_repository_is_one_line(tmp_path):
     assert done.stderr.strip() == f"error: {plain} is not inside a git repository"
 
 
-def test_without_gitsessions_on_path_only_the_users_hook_runs(project, tmp_path):
+def test_the_hooks_find_gitsessions_without_path(project):
+    """The shim runs the Python `hooks install` ran from: a PATH without gitsessions (an
+    IDE's, a GUI's) still gets the trailer."""
+    bare_path = "/usr/local/bin:/usr/bin:/bin"
+    if shutil.which("gitsessions", path=bare_path):
+        pytest.skip("a gitsessions is installed system-wide")
+    install(project)
+    sid = new_id()
+    commit(project, "from an IDE", dict(hook_env(GITSESSIONS_SESSION=sid), PATH=bare_path))
+    assert trailers(project) == [sid]
+    listed = json.loads(
+        run_gitsessions("hooks", "list", "--workspace", str(project), "--json").stdout
+    )
+    assert {h["state"] for h in listed["git"]} == {"installed"}
+
+
+def test_a_gone_gitsessions_warns_and_runs_only_the_users_hook(project, tmp_path):
+    """The Python the hooks were installed from is gone (its venv removed) and none is on
+    PATH: the user's own hook still runs, the commit is made, and git's output says why
+    it has no trailer."""
     bare_path = "/usr/local/bin:/usr/bin:/bin"
     if shutil.which("gitsessions", path=bare_path):
         pytest.skip("a gitsessions is installed system-wide")
@@ -257,9 +276,41 @@ def test_without_gitsessions_on_path_only_the_users_hook_runs(project, tmp_path)
     own.write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     own.chmod(0o755)
     install(project)
+    for name in git_hooks.MANAGED:
+        shim = project / ".git" / "hooks" / name
+        text = shim.read_text().replace(f"python='{sys.executable}'", "python='/gone/python'")
+        assert "/gone/python" in text
+        shim.write_text(text)
     env = dict(hook_env(GITSESSIONS_SESSION=new_id()), PATH=bare_path)
-    commit(project, "no gitsessions here", env)
+    done = commit(project, "no gitsessions here", env)
     assert marker.exists() and trailers(project) == []
+    assert "gitsessions: not found (neither /gone/python nor on PATH)" in done.stderr
+    listed = json.loads(
+        run_gitsessions("hooks", "list", "--workspace", str(project), "--json").stdout
+    )
+    assert {h["state"] for h in listed["git"]} == {"outdated"}
+    install(project)  # installing again repairs them
+    commit(project, "found again", dict(env, PATH=bare_path))
+    assert len(trailers(project)) == 1
+
+
+def test_install_refuses_a_python_that_does_not_run_gitsessions(project, tmp_path):
+    hooks = project / ".git" / "hooks"
+    before = snapshot(hooks)
+    package = Path(git_hooks.__file__).parents[2]
+    for python, why in (
+        (tmp_path / "none", "is not an executable Python"),
+        (Path(shutil.which("false") or "/bin/false"), "-I -m gitsessions failed"),
+    ):
+        with pytest.raises(git_hooks.HookInstallError) as raised:
+            git_hooks.install(project, hook_env(), git_hooks.Launcher(python, package))
+        assert str(raised.value).startswith(
+            "cannot install the git hooks: they would not find gitsessions ("
+        )
+        assert why in str(raised.value)
+    with pytest.raises(git_hooks.HookInstallError, match="is not a gitsessions package"):
+        git_hooks.install(project, hook_env(), git_hooks.Launcher(Path(sys.executable), tmp_path))
+    assert snapshot(hooks) == before  # nothing changed
 
 
 def test_run_shell_gets_the_session_id_and_nothing_else_of_ours():
@@ -295,7 +346,7 @@ def test_has_content_ignores_comments_and_the_scissors():
 
 def test_the_wheel_ships_the_hooks(tmp_path):
     """An installed wheel has the shims and the example, executable, and the shims are
-    what `hooks install` writes."""
+    the templates `hooks install` fills in."""
     import stat
     import zipfile
 

@@ -1,13 +1,14 @@
 """`gitsessions hooks install|uninstall|list` and `show --commit`'s lookup (`hook NAME`,
 what the installed git hook shims run, is `cli/githook.py`)."""
 
-import shutil
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
+import gitsessions
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -34,26 +35,29 @@ def _workspace(flag: Path | None) -> Path:
     return (flag or Path.cwd()).expanduser().absolute()
 
 
+def launcher() -> git_hooks.Launcher:
+    """This process's Python and gitsessions package: what the installed hooks run (the
+    venv's own `python`, never the file it links to, so its packages come along)."""
+    return git_hooks.Launcher(
+        Path(sys.executable).absolute(), Path(gitsessions.__file__).parent.absolute()
+    )
+
+
 @hooks_app.command("install")
 def cmd_install(ctx: typer.Context, workspace: Workspace = None) -> None:
     """Install the prepare-commit-msg and commit-msg hooks in a repository. A hook you
-    already have is kept and still runs first; `hooks uninstall` puts it back."""
+    already have is kept and still runs first; `hooks uninstall` puts it back. The hooks
+    run this gitsessions (its Python is written into them), not whatever is on PATH."""
     state: State = ctx.obj
-    for hook, what in git_hooks.install(_workspace(workspace), state.env):
+    for hook, what in git_hooks.install(_workspace(workspace), state.env, launcher()):
         err.print(vtext(f"{hook.path}: {what}"), highlight=False)
-    if not _on_path(state):
-        err.print(
-            "note: `gitsessions` is not on PATH, so the hooks only run your own hooks until "
-            "it is (e.g. `uv tool install`)",
-            style="yellow",
-        )
 
 
 @hooks_app.command("uninstall")
 def cmd_uninstall(ctx: typer.Context, workspace: Workspace = None) -> None:
     """Remove the gitsessions git hooks from a repository and restore your own."""
     state: State = ctx.obj
-    for hook, what in git_hooks.uninstall(_workspace(workspace), state.env):
+    for hook, what in git_hooks.uninstall(_workspace(workspace), state.env, launcher()):
         err.print(vtext(f"{hook.path}: {what}"), highlight=False)
 
 
@@ -66,7 +70,7 @@ def cmd_list(
     """Show the git hooks of a repository and the lifecycle hooks of this home."""
     state: State = ctx.obj
     try:
-        git = [h.as_dict() for h in git_hooks.states(_workspace(workspace), state.env)]
+        git = [h.as_dict() for h in git_hooks.states(_workspace(workspace), state.env, launcher())]
         repo_note = None
     except git_hooks.NotARepository as error:
         git, repo_note = [], str(error)
@@ -101,10 +105,6 @@ def cmd_list(
         ),
         highlight=False,
     )
-
-
-def _on_path(state: State) -> bool:
-    return shutil.which("gitsessions", path=state.env.get("PATH")) is not None
 
 
 def register(app: typer.Typer) -> None:

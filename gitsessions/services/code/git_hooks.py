@@ -8,8 +8,12 @@ Invariants:
   already taken makes install refuse, changing nothing.
 - The hooks folder is the one git runs (`git rev-parse --git-path hooks`), so
   `core.hooksPath` is respected, and a linked worktree shares its repository's hooks.
-- The installed shim is the shipped file, byte for byte (`gitsessions/hooks_data/`, the
-  one source of truth): a shim is recognised by its content, never by its name alone.
+- The installed shim is the shipped file (`gitsessions/hooks_data/`, the one source of
+  truth) with two lines filled in: the Python that `hooks install` ran from and its
+  gitsessions package (a `Launcher`), which install first runs (`--version`) and refuses
+  when it does not answer. So the hook finds gitsessions without PATH; a shim is
+  recognised by its content, never by its name alone, and one of another launcher (or an
+  older shim) reads as "outdated".
 - A commit gets at most one `Gitsessions-Session: <id>` trailer per session (git
   interpret-trailers, `--if-exists addIfDifferent`), and none when its message is still
   empty (so git's own "empty commit message" abort still happens).
@@ -56,8 +60,50 @@ def shipped_dir() -> Path:
     return shipped("")
 
 
-def shim_bytes(name: str) -> bytes:
-    return shipped(name).read_bytes()
+@dataclass(frozen=True)
+class Launcher:
+    """What an installed shim runs: `python -I -m gitsessions`, with the folder of the
+    gitsessions package that Python imports (the shim checks it is still there)."""
+
+    python: Path
+    package: Path
+
+    def check(self, timeout: float = GIT_TIMEOUT) -> None:
+        """Refuse (HookInstallError) unless this launcher runs gitsessions."""
+        why = None
+        if not self.python.is_absolute() or not os.access(self.python, os.X_OK):
+            why = f"{self.python} is not an executable Python"
+        elif not (self.package / "__main__.py").is_file():
+            why = f"{self.package} is not a gitsessions package"
+        else:
+            try:
+                done = subprocess.run(
+                    [str(self.python), "-I", "-m", "gitsessions", "--version"],
+                    capture_output=True,
+                    stdin=subprocess.DEVNULL,
+                    timeout=timeout,
+                    cwd=self.package.parent,
+                )
+                if done.returncode != 0:
+                    tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+                    why = f"{self.python} -I -m gitsessions failed: {' '.join(tail)}"
+            except (OSError, subprocess.TimeoutExpired) as error:
+                why = f"{self.python} -I -m gitsessions does not run: {error}"
+        if why:
+            raise HookInstallError(
+                f"cannot install the git hooks: they would not find gitsessions ({why})"
+            )
+
+
+def shim_bytes(name: str, launcher: Launcher) -> bytes:
+    """The shim for `name` as installed for `launcher`."""
+    text = shipped(name).read_text(encoding="utf-8")
+    for key, value in (("python", launcher.python), ("package", launcher.package)):
+        blank = f"\n{key}=''\n"
+        assert blank in text, f"{name}: the shipped shim lost its {key} line"
+        quoted = "'" + str(value).replace("'", "'\"'\"'") + "'"  # as shlex.quote, always
+        text = text.replace(blank, f"\n{key}={quoted}\n", 1)
+    return text.encode("utf-8")
 
 
 def _git(
@@ -128,14 +174,16 @@ class GitHook:
         }
 
 
-def states(workspace: Path, env: Mapping[str, str]) -> list[GitHook]:
-    """The state of each managed hook in the repository of `workspace`."""
+def states(workspace: Path, env: Mapping[str, str], launcher: Launcher) -> list[GitHook]:
+    """The state of each managed hook in the repository of `workspace`: "installed" when
+    it is the shim `launcher` would write."""
     directory = hooks_dir(workspace, env)
     found: list[GitHook] = []
     for name in MANAGED:
         path, chained = directory / name, directory / (name + CHAINED_SUFFIX)
         if _is_shim(path, name):
-            state = "installed" if path.read_bytes() == shim_bytes(name) else "outdated"
+            current = path.read_bytes() == shim_bytes(name, launcher)
+            state = "installed" if current else "outdated"
         elif _exists(path):
             state = "other"
         else:
@@ -144,21 +192,25 @@ def states(workspace: Path, env: Mapping[str, str]) -> list[GitHook]:
     return found
 
 
-def install(workspace: Path, env: Mapping[str, str]) -> list[tuple[GitHook, str]]:
-    """Install every managed shim; returns each hook with what was done."""
-    hooks = states(workspace, env)
+def install(
+    workspace: Path, env: Mapping[str, str], launcher: Launcher
+) -> list[tuple[GitHook, str]]:
+    """Install every managed shim, run by `launcher` (checked first: install refuses a
+    launcher that does not run gitsessions); returns each hook with what was done."""
+    hooks = states(workspace, env, launcher)
     for hook in hooks:  # check everything before changing anything
         if hook.state == "other" and hook.chained is not None:
             raise HookInstallError(
                 f"cannot install {hook.name}: both {hook.path} and {hook.chained} exist; "
                 f"move one of them away first"
             )
+    launcher.check()
     done: list[tuple[GitHook, str]] = []
     for hook in hooks:
         if hook.state == "installed":
             done.append((hook, "already installed"))
             continue
-        _place_shim(hook)
+        _place_shim(hook, shim_bytes(hook.name, launcher))
         if hook.state == "other":
             chained = hook.path.with_name(hook.name + CHAINED_SUFFIX)
             done.append((hook, f"installed; your hook now runs from {chained.name}"))
@@ -167,12 +219,12 @@ def install(workspace: Path, env: Mapping[str, str]) -> list[tuple[GitHook, str]
     return done
 
 
-def _place_shim(hook: GitHook) -> None:
+def _place_shim(hook: GitHook, shim: bytes) -> None:
     """Write the shim in place of `hook.path`, moving a user's hook aside first; on any
     failure the user's hook is back where it was."""
     hook.path.parent.mkdir(parents=True, exist_ok=True)
     temporary = hook.path.with_name(f".{hook.name}.gitsessions-tmp")
-    temporary.write_bytes(shim_bytes(hook.name))
+    temporary.write_bytes(shim)
     temporary.chmod(0o755)
     moved: Path | None = None
     try:
@@ -188,10 +240,12 @@ def _place_shim(hook: GitHook) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def uninstall(workspace: Path, env: Mapping[str, str]) -> list[tuple[GitHook, str]]:
-    """Remove every shim of ours and put the user's own hooks back."""
+def uninstall(
+    workspace: Path, env: Mapping[str, str], launcher: Launcher
+) -> list[tuple[GitHook, str]]:
+    """Remove every shim of ours (any launcher's) and put the user's own hooks back."""
     done: list[tuple[GitHook, str]] = []
-    for hook in states(workspace, env):
+    for hook in states(workspace, env, launcher):
         ours = hook.state in ("installed", "outdated")
         if hook.state == "other":
             kept = f" (and {hook.chained.name} beside it)" if hook.chained else ""
