@@ -1,0 +1,82 @@
+"""The README's install for other projects, run for real: `uv tool install` of this
+checkout (offline, from uv's cache of the test environment) into a folder of the test,
+then the installed `gitsessions` used from a directory outside the checkout: `--version`,
+one `exec` against the fake model server, and git hooks that name the session of a commit
+made with a PATH that has no gitsessions on it."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.fake_openai import FakeOpenAI
+
+REAL_ENV = dict(os.environ)  # before the fixtures move HOME: uv's cache and Pythons are there
+README_INSTALL = "uv tool install ."
+
+
+def uv() -> str:
+    found = REAL_ENV.get("UV") or shutil.which("uv", path=REAL_ENV.get("PATH"))
+    if not found:
+        pytest.fail("uv not found: run the tests with `uv run pytest`, as the README says")
+    return found
+
+
+def test_the_readme_install_works_outside_the_checkout(tmp_path: Path):
+    assert README_INSTALL in (REPO / "README.md").read_text(), "the README's command changed"
+    tools, bin_dir = tmp_path / "uv-tools", tmp_path / "uv-bin"
+    done = subprocess.run(
+        [uv(), "tool", "install", "--offline", "."],
+        cwd=REPO,
+        env=dict(REAL_ENV, UV_TOOL_DIR=str(tools), UV_TOOL_BIN_DIR=str(bin_dir)),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    installed = bin_dir / "gitsessions"
+    assert installed.is_file()
+
+    project = tmp_path / "elsewhere"
+    project.mkdir()
+    env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")  # no venv, no checkout
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(installed), *args], cwd=project, env=env, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, timeout=120,
+        )  # fmt: skip
+
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("gitsessions "), version
+
+    git = ["git", "-C", str(project)]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True, env=env)
+    with FakeOpenAI(strict=True) as server:
+        server.reply(content="Four.")
+        server.reply(content="Arithmetic")  # the list summary
+        done = run("exec", "what is 2+2", "--base-url", server.base_url, "--model", "m", "--json")
+        assert done.returncode == 0, done.stderr
+        session = json.loads(done.stdout)["session"]
+        assert json.loads(done.stdout)["reply"] == "Four."
+
+    hooks = run("hooks", "install")
+    assert hooks.returncode == 0, hooks.stderr
+    (project / "f.txt").write_text("x\n")
+    commit_env = dict(env, GITSESSIONS_SESSION=session, GIT_AUTHOR_NAME="D",
+                      GIT_AUTHOR_EMAIL="d@example.com", GIT_COMMITTER_NAME="D",
+                      GIT_COMMITTER_EMAIL="d@example.com")  # fmt: skip
+    subprocess.run([*git, "add", "f.txt"], check=True, env=commit_env)
+    subprocess.run([*git, "commit", "-qm", "agent work"], check=True, env=commit_env)
+    trailer = subprocess.run(
+        [*git, "log", "-1", "--format=%(trailers:key=Gitsessions-Session,valueonly)"],
+        check=True, env=env, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    assert trailer == session
+    shown = run("show", "--commit", "HEAD")
+    assert shown.returncode == 0 and "what is 2+2" in shown.stdout, shown.stderr
