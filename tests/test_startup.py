@@ -135,13 +135,14 @@ def test_a_plain_exec_turn_into_a_pipe_imports_no_rich_and_no_compaction(server,
     """Output into a pipe without rich (the model client is the openai SDK, imported in
     a thread while the store is read), and a turn far under its budget without the
     compaction engine, the tokenizer or sqlite; a plain store written without dulwich's
-    `Repo` (its config parser, hooks, reflogs, worktrees) and, calling no tool, none of
-    the tools' modules; the reply is the same."""
+    `Repo` (its hooks, reflogs, worktrees; its config parser, under 1 ms, is the one
+    reader of the store's config) and, calling no tool, none of the tools' modules; the
+    reply is the same."""
     from tests.conftest import exec_args
 
     heavy = ("rich.console", "rich.text", "tiktoken", "gitsessions.services.compaction.compaction",
              "sqlite3",
-             "dulwich.repo", "dulwich.config", "dulwich.hooks", "dulwich.reflog",
+             "dulwich.repo", "dulwich.hooks", "dulwich.reflog",
              "dulwich.worktree", "gitsessions.services.tools.files",
              "gitsessions.services.tools.listing", "gitsessions.services.tools.shell")  # fmt: skip
     assert run_gitsessions(*exec_args(server, workspace), "first").returncode == 0  # a store

@@ -1,18 +1,20 @@
 """Opening `store.git`'s objects and refs with dulwich but without its `Repo`, whose
-import, config parser and worktree machinery cost every writing command (each `exec`
-turn) some 5 ms.
+worktree machinery costs every writing command (each `exec` turn) some 5 ms.
 
-Invariant: only a store whose config has the shape `GitStore` writes (the sections,
-keys and values in `EXPECTED`, plus `[remote "..."]` sections, which only the sync code
-reads, through dulwich's `ConfigFile`: `remoteconfig`) is opened here, with the settings
-dulwich's `Repo` derives from that config: the defaults, and `sharedRepository = 0600` as
-dulwich parses it. Anything else (another key or value, quoting, includes, a
-worktree's `commondir`) gives None, and the caller opens dulwich's `Repo` as before.
+Invariant: only a store whose config has the shape `GitStore` writes (the sections, keys
+and values in `EXPECTED`, as dulwich's `ConfigFile` reads them, plus `[remote "..."]`
+sections, which only the sync code reads: `remoteconfig`) is opened here, with the
+settings dulwich's `Repo` derives from that config: the defaults, and
+`sharedRepository = 0600` as dulwich parses it. Anything else (another key or value, an
+include, a worktree's `commondir`) gives None, and the caller opens dulwich's `Repo` as
+before.
 """
 
+from io import BytesIO
 from pathlib import Path
 from typing import NamedTuple
 
+from dulwich.config import ConfigFile
 from dulwich.file import SharedPerm
 from dulwich.object_store import DEFAULT_MAX_TREE_DEPTH, DiskObjectStore
 from dulwich.refs import DiskRefsContainer
@@ -30,7 +32,6 @@ EXPECTED: dict[bytes, dict[bytes, tuple[bytes, ...]]] = {
     b"gc": {b"auto": (b"0",)},
     b"gitsessions": {b"formatversion": ()},  # any number: `formats.check_store` judges it
 }
-PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 OWNER_ONLY = SharedPerm(tweak=0o600, replace=True)  # dulwich's parse of "0600"
 
 
@@ -41,41 +42,27 @@ class Opened(NamedTuple):
 
 
 def plain_settings(config: bytes) -> dict[tuple[bytes, bytes], bytes] | None:
-    """`{(section, key): value}` of a config in the shape `EXPECTED` allows (the lines
-    of remotes skipped), else None."""
+    """`{(section, key): value}` of a config, read by dulwich's `ConfigFile`, when it is in
+    the shape `EXPECTED` allows (sections of remotes skipped), else None."""
+    try:
+        parsed = ConfigFile.from_file(BytesIO(config))
+    except ValueError:  # dulwich refuses what git would refuse too
+        return None
     settings: dict[tuple[bytes, bytes], bytes] = {}
-    section: bytes | None = b""  # None: inside a remote
-    for raw in config.splitlines():
-        line = raw.strip()
-        if not line or line.startswith((b"#", b";")):
-            continue
-        if line.startswith(b"["):
-            name = line.lower()
-            if name.startswith(b'[remote "') and name.endswith(b'"]'):
-                section = None
-                if not set(name[9:-2]).isdisjoint(b'"\\'):
-                    return None
-                continue
-            section = name[1:-1]
-            if not name.endswith(b"]") or section not in EXPECTED:
+    for section in parsed.sections():
+        name = section[0].lower()
+        if name == b"remote" and len(section) == 2:
+            continue  # read by the sync code (`remoteconfig`)
+        if len(section) != 1 or name not in EXPECTED:
+            return None
+        for key, value in parsed.items(section):
+            key = key.lower()
+            allowed = EXPECTED[name].get(key)
+            if allowed is None or (name, key) in settings:
                 return None
-            continue
-        key, sep, value = (part.strip() for part in line.partition(b"="))
-        if not sep or not key or not set(key) <= PLAIN:
-            return None
-        if section is None:  # a remote's: read by the sync code (through dulwich)
-            if not set(value).isdisjoint(b'"\\;#'):
+            if allowed and value.lower() not in allowed:
                 return None
-            continue
-        if section not in EXPECTED or not set(value) <= PLAIN:
-            return None  # no quoting, escapes or comments in what we read
-        key = key.lower()
-        allowed = EXPECTED[section].get(key)
-        if allowed is None or (section, key) in settings:
-            return None
-        if allowed and value.lower() not in allowed:
-            return None
-        settings[section, key] = value
+            settings[name, key] = value
     return settings
 
 
