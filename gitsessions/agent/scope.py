@@ -1,14 +1,19 @@
 """Which sessions the session tools (`read_session`, `search_sessions`) may reach.
 
 Invariant: unless the user asked for every session (`--all-sessions`), a model reaches
-only the current session, the sessions recorded in the current workspace (paths compared
-resolved) and the forks of those, down any depth of `parent_id`. A session of another
-project, archived or not, is out of reach whatever id or query the model sends.
+only the current session, the sessions of the current project (recorded in its
+repository by identity, `project_id`, wherever it was cloned; else in the current
+workspace, paths compared resolved) and the forks of those, down any depth of
+`parent_id`. A session of another project, archived or not, is out of reach whatever id
+or query the model sends.
 """
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gitsessions.services.code.project_id import recorded as recorded_identity
+from gitsessions.services.code.project_id import same_project
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
@@ -24,10 +29,14 @@ def _resolved(path: Any) -> str | None:
 
 
 def workspace_sessions(
-    headers: Iterable[Mapping[str, Any]], workspace: Path, project: Path | None = None
+    headers: Iterable[Mapping[str, Any]],
+    workspace: Path,
+    project: Path | None = None,
+    identity: Mapping[str, list[str]] | None = None,
 ) -> set[str]:
     """Ids of the sessions recorded in `workspace` (with `project`, a repository root:
-    anywhere in that repository), and of every fork descending from one."""
+    anywhere in that repository; with `identity`, that repository's: anywhere in a clone
+    of it), and of every fork descending from one."""
     here = str(workspace.resolve())
     root = str(project.resolve()) if project is not None else None
     parent: dict[str, str | None] = {}
@@ -36,8 +45,10 @@ def workspace_sessions(
         sid = str(header.get("id"))
         parent[sid] = header.get("parent_id")
         recorded = header.get("workspace") or {}
-        if _resolved(recorded.get("path")) == here or (
-            root is not None and _resolved(recorded.get("repo_root")) == root
+        if (
+            _resolved(recorded.get("path")) == here
+            or (root is not None and _resolved(recorded.get("repo_root")) == root)
+            or same_project(identity, recorded_identity(header))
         ):
             inside.add(sid)
     reached = set(inside)
@@ -52,15 +63,59 @@ def workspace_sessions(
     return reached
 
 
+def continued_here(
+    headers: Iterable[Mapping[str, Any]], workspace: Path, env: Mapping[str, str]
+) -> list[Mapping[str, Any]]:
+    """What `--continue` picks from: the sessions recorded in `workspace`; when there are
+    none, those of the same project (by identity) recorded in the same folder of their
+    clone (`sub/dir` of a clone at another path, or on another machine)."""
+    listed = list(headers)
+    here = [h for h in listed if (h.get("workspace") or {}).get("path") == str(workspace)]
+    if here:
+        return here
+    from gitsessions.services.code.workspace import project_of
+
+    root, identity = project_of(workspace, env)
+    if root is None or identity is None:
+        return []
+    inside = _relative(str(workspace), str(root))
+    return [
+        h
+        for h in listed
+        if same_project(identity, recorded_identity(h))
+        and _relative(
+            (h.get("workspace") or {}).get("path"), (h.get("workspace") or {}).get("repo_root")
+        )
+        == inside
+    ]
+
+
+def _relative(path: Any, root: Any) -> str | None:
+    if not isinstance(path, str) or not isinstance(root, str):
+        return None
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
 class Scope(NamedTuple):
-    """`workspace` None means every session (the user passed `--all-sessions`)."""
+    """`workspace` None means every session (the user passed `--all-sessions`); with
+    `env`, the workspace's repository and its identity widen it (read when a session
+    tool runs, never before)."""
 
     workspace: Path | None
+    env: Mapping[str, str] | None = None
 
     def sessions(self, store: "SessionStore", current: str) -> set[str] | None:
         """The ids within reach now (None: all of them); always includes `current`."""
         if self.workspace is None:
             return None
+        from gitsessions.services.code.workspace import project_of
         from gitsessions.store.catalog import Catalog  # sqlite: when a session tool runs
 
-        return workspace_sessions(Catalog(store).headers(), self.workspace) | {current}
+        root, identity = (
+            project_of(self.workspace, self.env) if self.env is not None else (None, None)
+        )
+        headers = Catalog(store).headers()
+        return workspace_sessions(headers, self.workspace, root, identity) | {current}

@@ -201,7 +201,7 @@ def build_agent(
             sandbox=sandbox,
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
-        register_session_tools(registry, session, Scope(None if all_sessions else workspace))
+        register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
         config = AgentConfig(
             model=settings.model,
             summary_model=settings.summary_model,

@@ -49,9 +49,9 @@ def session_rows(
         rows = [r for r in rows if not r["archived"]]
     if workspace is not None:  # the project's sessions, from any of its folders
         from gitsessions.agent.scope import workspace_sessions  # `--here` only
-        from gitsessions.services.code.workspace import repo_root
+        from gitsessions.services.code.workspace import project_of
 
-        reached = workspace_sessions(headers, workspace, repo_root(workspace, os.environ))
+        reached = workspace_sessions(headers, workspace, *project_of(workspace, os.environ))
         rows = [r for r in rows if r["id"] in reached]
     rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
     return rows

@@ -19,6 +19,7 @@ Invariants:
   agent's build (`agent_setup.build_agent`), so the lines are the same either way.
 """
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -109,14 +110,12 @@ def pick(
             )
         return head
     if continue_:
+        from gitsessions.agent.scope import continued_here
         from gitsessions.cli.damage import warn_damaged
 
         listed = catalog()
-        here = [
-            h
-            for h in listed.headers()
-            if not h.get("archived") and (h.get("workspace") or {}).get("path") == str(workspace)
-        ]
+        unarchived = (h for h in listed.headers() if not h.get("archived"))
+        here = continued_here(unarchived, workspace, os.environ)
         warn_damaged(listed.damaged)  # the newest good session is continued
         if not here:
             raise SessionNotFound(

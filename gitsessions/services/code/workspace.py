@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.code.project_id import identity
 from gitsessions.services.code.projectgit import run
 from gitsessions.values.records import empty_workspace
 
@@ -51,7 +52,8 @@ def no_repository(path: Path, env: Mapping[str, str]) -> bool:
 
 
 def describe(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    """The workspace record for `path` (git fields None outside a repository)."""
+    """The workspace record for `path` (git fields None outside a repository; `project`:
+    the repository's identity, `project_id.identity`)."""
     record = empty_workspace(str(path))
     if no_repository(path, env):
         return record
@@ -61,6 +63,7 @@ def describe(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
     record["repo_root"] = root
     record["branch"] = _git(path, env, "symbolic-ref", "--short", "-q", "HEAD")
     record["head"] = _git(path, env, "rev-parse", "-q", "--verify", "HEAD")
+    record["project"] = identity(Path(root), env)
     return record
 
 
@@ -77,3 +80,11 @@ def head_of(path: Path, env: Mapping[str, str]) -> str | None:
     if no_repository(path, env):
         return None
     return _git(path, env, "rev-parse", "-q", "--verify", "HEAD")
+
+
+def project_of(
+    path: Path, env: Mapping[str, str]
+) -> tuple[Path | None, dict[str, list[str]] | None]:
+    """The repository root holding `path` and its identity (both None outside one)."""
+    root = repo_root(path, env)
+    return root, identity(root, env) if root is not None else None

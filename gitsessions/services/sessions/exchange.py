@@ -379,10 +379,26 @@ def _validate_workspace(workspace: Any) -> None:
     if not isinstance(workspace, dict):
         raise InvalidExport("'workspace' must be an object or null")
     for key, value in workspace.items():
+        if key == "project":
+            _validate_project(value)
+            continue
         if key not in WORKSPACE_KEYS:
             raise InvalidExport(f"unknown field 'workspace.{key}'")
         if value is not None and not isinstance(value, str):
             raise InvalidExport(f"'workspace.{key}' must be a string or null")
+
+
+def _validate_project(project: Any) -> None:
+    """`workspace.project`: null, or `{"roots": [...], "remotes": [...]}` of strings."""
+    if project is None:
+        return
+    if not isinstance(project, dict) or set(project) != {"roots", "remotes"}:
+        raise InvalidExport("'workspace.project' must be null or an object of roots and remotes")
+    for key, items in project.items():
+        if not isinstance(items, list) or len(items) > 16:
+            raise InvalidExport(f"'workspace.project.{key}' must be a list of at most 16")
+        if not all(isinstance(item, str) and len(item) <= 4096 for item in items):
+            raise InvalidExport(f"'workspace.project.{key}' must hold strings")
 
 
 def import_session(

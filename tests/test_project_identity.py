@@ -1,0 +1,160 @@
+"""Sessions follow the project to any clone (issue 21, item 1): a session made in a clone
+at one path, pushed from one home and pulled into another, is a session of the same
+project in a clone at another path there: `list --here`, `--continue` and the picker's
+rows find it by the repository's identity (root commits, then remotes' URLs), never by a
+path guessed alike. Real repositories, real homes, a real bare remote."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gitsessions.services.code.project_id import normalize_url, same_project
+from tests.fake_openai import FakeOpenAI
+
+GIT_ID = {"GIT_AUTHOR_NAME": "D", "GIT_AUTHOR_EMAIL": "d@example.com",
+          "GIT_COMMITTER_NAME": "D", "GIT_COMMITTER_EMAIL": "d@example.com"}  # fmt: skip
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env=dict(os.environ, **GIT_ID)
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def gs(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gitsessions", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, GITSESSIONS_HOME=str(home)),
+    )  # fmt: skip
+
+
+def exec_turn(server: FakeOpenAI, home: Path, cwd: Path, prompt: str, *flags: str) -> str:
+    server.reply(content=f"answer to {prompt}")
+    server.reply(content=f"summary of {prompt}")
+    done = gs(home, cwd, "exec", prompt, "--base-url", server.base_url, "--model", "m",
+              "--json", *flags)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["session"]
+
+
+def project_with_history(tmp_path: Path, name: str) -> Path:
+    """A bare repository with one commit: what the clones are made from."""
+    work = tmp_path / f"{name}-seed"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work)
+    (work / "README").write_text(name)
+    (work / "sub").mkdir()
+    (work / "sub" / "f.py").write_text("x = 1\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
+    bare = tmp_path / f"{name}.git"
+    git("clone", "-q", "--bare", str(work), str(bare))
+    return bare
+
+
+def here_ids(home: Path, cwd: Path) -> set[str]:
+    done = gs(home, cwd, "list", "--here", "--json")
+    assert done.returncode == 0, done.stderr
+    return {row["id"] for row in json.loads(done.stdout)}
+
+
+def test_a_pulled_session_is_of_this_project_in_a_clone_at_another_path(tmp_path):
+    origin = project_with_history(tmp_path, "proj")
+    other = project_with_history(tmp_path, "other")
+    clone_a = tmp_path / "machineA" / "projA"
+    clone_b = tmp_path / "machineB" / "src" / "projB"
+    git("clone", "-q", str(origin), str(clone_a))
+    git("clone", "-q", str(origin), str(clone_b))
+    elsewhere = tmp_path / "machineA" / "other"
+    git("clone", "-q", str(other), str(elsewhere))
+    home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
+    sessions = tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+
+    with FakeOpenAI(strict=True) as server:
+        at_root = exec_turn(server, home_a, clone_a, "made on A")
+        in_sub = exec_turn(server, home_a, clone_a / "sub", "in sub on A")
+        unrelated = exec_turn(server, home_a, elsewhere, "another project")
+        for home in (home_a, home_b):
+            assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+        assert gs(home_a, tmp_path, "push", "--all").returncode == 0
+        pulled = gs(home_b, tmp_path, "pull")
+        assert pulled.returncode == 0, pulled.stderr
+
+        # the identity is recorded, and is the same in both clones
+        shown = json.loads(gs(home_b, tmp_path, "info", at_root, "--json").stdout)
+        roots = git("rev-list", "--max-parents=0", "HEAD", cwd=clone_b).split()
+        assert shown["workspace"]["project"]["roots"] == roots
+        assert shown["workspace"]["project"]["remotes"] == [str(origin)[:-4]]
+
+        assert here_ids(home_b, clone_b) == {at_root, in_sub}
+        assert here_ids(home_b, clone_b / "sub") == {at_root, in_sub}
+        assert here_ids(home_b, tmp_path) == set()  # not a repository: no project
+        assert unrelated not in here_ids(home_b, clone_b)
+
+        # --continue: the session recorded in the same folder of the other clone
+        assert exec_turn(server, home_b, clone_b, "go on", "--continue") == at_root
+        assert exec_turn(server, home_b, clone_b / "sub", "go on", "--continue") == in_sub
+        sent = [json.dumps(r["messages"]) for r in server.requests]
+        assert any("in sub on A" in r and "go on" in r for r in sent)  # pulled, then sent
+
+
+def test_a_fresh_repository_without_commits_is_matched_by_path_only(tmp_path):
+    home = tmp_path / "home"
+    one, two = tmp_path / "one", tmp_path / "two"
+    for path in (one, two):
+        git("init", "-q", str(path))
+    with FakeOpenAI(strict=True) as server:
+        first = exec_turn(server, home, one, "in one")
+        exec_turn(server, home, two, "in two")
+    assert here_ids(home, one) == {first}  # two empty repositories are not one project
+
+
+def test_urls_normalise_to_one_spelling_and_roots_decide():
+    spellings = ["git@github.com:o/r.git", "https://github.com/o/r", "ssh://git@GitHub.com:22/o/r.git",
+                 "https://user@github.com/o/r/"]  # fmt: skip
+    assert {normalize_url(u) for u in spellings} == {"github.com/o/r"}
+    assert normalize_url("/srv/git/r.git") == "/srv/git/r"
+    a = {"roots": ["a" * 40], "remotes": ["github.com/o/r"]}
+    fork = {"roots": ["a" * 40], "remotes": ["github.com/me/r"]}
+    template = {"roots": ["b" * 40], "remotes": ["github.com/o/r"]}
+    empty = {"roots": [], "remotes": ["github.com/o/r"]}
+    assert same_project(a, fork)  # one history, another remote
+    assert not same_project(a, template)  # the roots decide when both have them
+    assert same_project(a, empty)  # no commit yet: the remote decides
+    assert not same_project(a, None) and not same_project(None, None)
+
+
+def test_an_exported_identity_travels_and_a_malformed_one_is_refused(tmp_path):
+    origin = project_with_history(tmp_path, "proj")
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(origin), str(clone))
+    home, other = tmp_path / "home", tmp_path / "other-home"
+    with FakeOpenAI(strict=True) as server:
+        sid = exec_turn(server, home, clone, "exported")
+    exported = gs(home, tmp_path, "export", sid)
+    assert exported.returncode == 0, exported.stderr
+    doc = exported.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "import", "-"], input=doc, capture_output=True,
+        text=True, env=dict(os.environ, GITSESSIONS_HOME=str(other)), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert here_ids(other, clone) == {sid}
+    parsed = json.loads(doc)
+    holder = parsed.get("header", parsed)
+    assert holder["workspace"]["project"]["remotes"] == [str(origin)[:-4]]
+    for bad in ("x", {"roots": "a", "remotes": []}, {"roots": []}):
+        holder["workspace"]["project"] = bad
+        done = subprocess.run(
+            [sys.executable, "-m", "gitsessions", "import", "-", "--new-id"],
+            input=json.dumps(parsed), capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, GITSESSIONS_HOME=str(other)),
+        )  # fmt: skip
+        assert done.returncode == 1 and "workspace.project" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
