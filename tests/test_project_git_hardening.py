@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gitsessions.services.code import code_sync, snapshots
 from gitsessions.services.code.projectgit import command
+from gitsessions.services.code.workspace import describe
 from tests.project_helpers import (
     fsck_project,
     gitsessions,
@@ -136,7 +137,7 @@ def test_code_push_and_fetch_run_no_hook_or_remote_program(tmp_path):
     for side in ("receive", "upload"):
         program = f"touch {markers}/{side}pack; git-{side}-pack"
         pgit(root, "config", f"remote.origin.{side}pack", program)
-    session = code_sync.CodeSession(sid, sid, {"path": str(root), "repo_root": str(root)})
+    session = code_sync.CodeSession(sid, sid, describe(root, env))
     pushed = code_sync.push_code([session], "origin", env)
     assert [o.result for o in pushed] == ["pushed"], pushed
     assert ran(markers) == []

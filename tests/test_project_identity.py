@@ -158,3 +158,49 @@ def test_an_exported_identity_travels_and_a_malformed_one_is_refused(tmp_path):
         )  # fmt: skip
         assert done.returncode == 1 and "workspace.project" in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_code_follows_into_the_clone_you_pull_in_and_never_into_a_named_folder(tmp_path):
+    origin = project_with_history(tmp_path, "proj")
+    clone_a, clone_b = tmp_path / "A" / "proj", tmp_path / "B" / "elsewhere" / "proj"
+    for clone in (clone_a, clone_b):
+        git("clone", "-q", str(origin), str(clone))
+    home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
+    sessions = tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+    with FakeOpenAI(strict=True) as server:
+        sid = exec_turn(server, home_a, clone_a, "with code")
+    ref = f"refs/gitsessions/snapshots/{sid}"
+    snapshot = git("rev-parse", ref, cwd=clone_a).strip()
+    for home in (home_a, home_b):
+        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    pushed = gs(home_a, clone_a, "push", "--all", "--code", "--json")
+    assert pushed.returncode == 0, pushed.stderr
+    pulled = gs(home_b, clone_b, "pull", "--code", "--json")
+    assert pulled.returncode == 0, pulled.stderr
+    assert json.loads(pulled.stdout)["code"] == [
+        {"id": sid, "result": "fetched", "detail": "from origin"}
+    ]
+    assert git("rev-parse", ref, cwd=clone_b).strip() == snapshot  # here, not in clone A
+    diffed = gs(home_b, clone_b, "diff", sid, f"{sid}~1", "--code", "--json")
+    assert diffed.returncode == 0, diffed.stderr
+    assert json.loads(diffed.stdout)["code"]["repo"] == str(clone_b)
+
+    # a header that names another repository, without that repository's identity, never
+    # gets a ref written there, wherever the pull runs
+    from gitsessions.services.code import code_sync
+
+    victim = tmp_path / "victim"
+    git("clone", "-q", str(project_with_history(tmp_path, "victim")), str(victim))
+    git("remote", "set-url", "origin", str(origin), cwd=victim)  # it even has the snapshot
+    forged = [
+        {"path": str(victim), "repo_root": str(victim)},
+        {"path": str(victim), "repo_root": str(victim),
+         "project": {"roots": ["f" * 40], "remotes": []}},
+    ]  # fmt: skip
+    for workspace in forged:
+        session = code_sync.CodeSession(sid, sid, workspace)
+        done = code_sync.fetch_code([session], "origin", dict(os.environ))
+        assert [o.result for o in done] == ["no repository"]
+    listed = git("for-each-ref", "refs/gitsessions/", cwd=victim)
+    assert listed == ""

@@ -3,6 +3,7 @@
 here. Stock git checks every remote afterwards (`clone --mirror`, `fsck --strict`)."""
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.services.code.workspace import describe
 from gitsessions.services.sync import sync
 from gitsessions.store import history, maintenance, tracking, transport
 from gitsessions.store.background import wait_for_maintenance
@@ -375,7 +377,7 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     proj, origin = _project(tmp_path)
     store = SessionStore(home, background_maintenance=False)
     sid = new_id()
-    workspace = {"path": str(proj), "repo_root": str(proj), "branch": None, "head": None}
+    workspace = describe(proj, os.environ)  # with the project's identity, as chat records it
     head = store.create(new_header(sid, now_iso(), title="code", workspace=workspace), Change())
     _turn(store, head, "write v2", "done")
     store.close()

@@ -6,6 +6,7 @@ visible-safe. Colour comes from rich: on a terminal only, plain when piped.
 """
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -52,7 +53,7 @@ def compare(state: State, a: str, b: str, *, code: bool) -> dict[str, Any]:
     sides = resolve(store, a), resolve(store, b)
     data = session_diff.diff(store, *sides)
     if code:
-        data["code"] = code_diff.code_diff(store, *sides, state.env)
+        data["code"] = code_diff.code_diff(store, *sides, state.env, Path.cwd())
     return data
 
 

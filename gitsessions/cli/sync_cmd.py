@@ -173,7 +173,7 @@ def cmd_push(
         env=state_of(ctx).env,
     )
     if code:
-        sync.push_snapshots(store, report, code_remote, state_of(ctx).env)
+        sync.push_snapshots(store, report, code_remote, state_of(ctx).env, Path.cwd())
     _show(report, json_, "pushed")
     if report.remaining_deleted:
         _note(
@@ -209,7 +209,7 @@ def cmd_pull(
     store = st.store
     report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
     if code:
-        sync.fetch_snapshots(store, report, code_remote, st.env)
+        sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
     _show(report, json_, "pulled")
 
 

@@ -5,8 +5,10 @@ Invariants:
   that has one (a turn records it; a rename or pin after it does not change the code).
 - Only a well-formed object id (40 or 64 hex) from a trailer reaches the `git` command
   line, so a stored value can never be taken as an option.
-- The diffstat is stock `git diff --stat A B` run in the project repository the sessions
-  recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
+- The diffstat is stock `git diff --stat A B` run in the repository of the current
+  directory when it is the sessions' project (`project_id`: a clone at another path, or
+  on another machine, with the snapshots pulled by `pull --code`), else in the one the
+  sessions recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
   command the project's config names (projectgit.py); nothing in the project is written. A side
   without a snapshot, a missing repository or a failing git is one note, never an error.
 """
@@ -14,9 +16,12 @@ Invariants:
 import re
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from gitsessions.services.code.project_id import recorded, same_project
 from gitsessions.services.code.projectgit import DIFF_SAFE, run
+from gitsessions.services.code.workspace import project_of
 from gitsessions.services.sessions.revisions import State
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
@@ -35,11 +40,13 @@ def snapshot(store: SessionStore, head: Head) -> str | None:
     return None
 
 
-def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -> dict[str, Any]:
+def code_diff(
+    store: SessionStore, a: State, b: State, env: Mapping[str, str], here: Path | None = None
+) -> dict[str, Any]:
     """`{"a", "b", "repo", "stat", "note"}`: the two snapshots, where they were compared,
     `git diff --stat`'s lines, and why there is no stat when there is none."""
     shas = {"a": snapshot(store, a.head), "b": snapshot(store, b.head)}
-    repo = _repo(b.head) or _repo(a.head)
+    repo = _here_if_same(here, (b.head, a.head), env) or _repo(b.head) or _repo(a.head)
     result: dict[str, Any] = {**shas, "repo": repo, "stat": [], "note": None}
     missing = [side.upper() for side, sha in shas.items() if sha is None]
     if missing:
@@ -64,6 +71,16 @@ def code_diff(store: SessionStore, a: State, b: State, env: Mapping[str, str]) -
     if not result["stat"]:
         result["note"] = "the two snapshots hold the same code"
     return result
+
+
+def _here_if_same(here: Path | None, heads: tuple[Head, ...], env: Mapping[str, str]) -> str | None:
+    """The repository of `here` when it is the project of one of `heads`, else None."""
+    if here is None:
+        return None
+    root, identity = project_of(here, env)
+    if root is None or not any(same_project(identity, recorded(h.header)) for h in heads):
+        return None
+    return str(root)
 
 
 def _repo(head: Head) -> str | None:

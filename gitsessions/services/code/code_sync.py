@@ -4,9 +4,14 @@ project repository, pushed to and fetched from a remote of that project with sto
 Invariants:
 - Never forced: refspecs carry no `+`, so a snapshot ref that moved differently on the
   other side is refused by git and reported, never overwritten.
-- The project repository is the one the session's header names (`workspace.repo_root`,
-  else `workspace.path`); one that does not exist here, or is not a repository, is
-  reported per session and nothing else happens. The sessions' own sync is done before
+- The project repository is the current directory's when it is the session's project
+  (`project_id`: a clone at another path, or on another machine; or the very repository
+  the header names), else the one the
+  session's header names (`workspace.repo_root`, else `workspace.path`). A fetch writes
+  only into a repository that is the session's project by identity: a header (pulled,
+  so anyone's) naming another folder, or none with no identity, writes nothing there.
+  One that does not exist here, or is not a repository, is reported per session and
+  nothing else happens. The sessions' own sync is done before
   and is not undone by anything here.
 - A fork made by a pull (the remote's diverged line) gets the remote's snapshots of the
   original session under its own id, so its turns check out the code they ran on.
@@ -20,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.code.project_id import identity, recorded, same_project
 from gitsessions.services.code.projectgit import run
+
+Here = tuple[Path | None, Mapping[str, list[str]] | None]  # workspace.project_of(cwd)
 
 SNAPSHOTS = "refs/gitsessions/snapshots/"
 
@@ -52,9 +60,20 @@ def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.Completed
     return run(repo, env, *args, timeout=600)
 
 
-def _repo(workspace: Mapping[str, Any]) -> Path | None:
+def _repo(
+    workspace: Mapping[str, Any], here: Here, env: Mapping[str, str], writing: bool
+) -> Path | None:
+    """The repository a session's snapshots move from or (`writing`) into."""
+    known = recorded({"workspace": workspace})
+    root, here_identity = here
+    if root is not None and (
+        same_project(here_identity, known) or str(root) == workspace.get("repo_root")
+    ):
+        return root
     where = workspace.get("repo_root") or workspace.get("path")
     if not where or not Path(str(where)).is_dir():
+        return None
+    if writing and not (known and same_project(identity(Path(str(where)), env), known)):
         return None
     return Path(str(where))
 
@@ -72,25 +91,26 @@ def _one_line(text: str) -> str:
 
 
 def _by_repo(
-    sessions: Iterable[CodeSession],
+    sessions: Iterable[CodeSession], here: Here, env: Mapping[str, str], writing: bool
 ) -> tuple[dict[Path, list[CodeSession]], list[CodeOutcome]]:
     grouped: dict[Path, list[CodeSession]] = {}
     missing: list[CodeOutcome] = []
     for session in sessions:
-        repo = _repo(session.workspace)
+        repo = _repo(session.workspace, here, env, writing)
         if repo is None:
             where = str(session.workspace.get("path") or "none recorded")
-            missing.append(CodeOutcome(session.id, "no repository", f"workspace {where}"))
+            hint = "; run it in a clone of the session's project" if writing else ""
+            missing.append(CodeOutcome(session.id, "no repository", f"workspace {where}{hint}"))
         else:
             grouped.setdefault(repo, []).append(session)
     return grouped, missing
 
 
 def push_code(
-    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str]
+    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str], here: Here = (None, None)
 ) -> list[CodeOutcome]:
     """Push each session's snapshot ref to `remote` of its project (never forced)."""
-    grouped, outcomes = _by_repo(sessions)
+    grouped, outcomes = _by_repo(sessions, here, env, writing=False)
     for repo, group in sorted(grouped.items()):
         present = _refs(repo, env)
         sending = [s for s in group if SNAPSHOTS + s.id in present]
@@ -122,11 +142,11 @@ def _porcelain(stdout: str) -> dict[str, tuple[str, str]]:
 
 
 def fetch_code(
-    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str]
+    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str], here: Here = (None, None)
 ) -> list[CodeOutcome]:
     """Fetch each session's snapshot ref (the original's, for a pull's fork) from
     `remote` of its project (never forced)."""
-    grouped, outcomes = _by_repo(sessions)
+    grouped, outcomes = _by_repo(sessions, here, env, writing=True)
     for repo, group in sorted(grouped.items()):
         listed = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
         if listed.returncode != 0:

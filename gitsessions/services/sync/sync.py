@@ -568,7 +568,7 @@ def _fork_title(head: Head, remote: str) -> str:
 
 
 def push_snapshots(
-    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str]
+    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str], here: Path
 ) -> None:
     """After a push: each session it covered sends its code snapshots too."""
     from gitsessions.services.code.code_sync import CodeSession, push_code
@@ -578,10 +578,14 @@ def push_snapshots(
         for o in report.sessions
         if o.result in ("new", "updated", "up to date")
     ]
-    report.code = push_code(sessions, code_remote, env)
+    from gitsessions.services.code.workspace import project_of
+
+    report.code = push_code(sessions, code_remote, env, project_of(here, env))
 
 
-def fetch_snapshots(store: Store, report: Report, code_remote: str, env: Mapping[str, str]) -> None:
+def fetch_snapshots(
+    store: Store, report: Report, code_remote: str, env: Mapping[str, str], here: Path
+) -> None:
     """After a pull: each session it brought fetches its code snapshots (a fork of the
     remote's line gets the original's, under its own id)."""
     from gitsessions.services.code.code_sync import CodeSession, fetch_code
@@ -593,7 +597,9 @@ def fetch_snapshots(store: Store, report: Report, code_remote: str, env: Mapping
         elif o.result == "forked" and o.fork:
             workspace = store.head(o.fork).header.get("workspace") or {}
             sessions.append(CodeSession(o.fork, o.id, workspace))
-    report.code = fetch_code(sessions, code_remote, env)
+    from gitsessions.services.code.workspace import project_of
+
+    report.code = fetch_code(sessions, code_remote, env, project_of(here, env))
 
 
 # -- remotes -----------------------------------------------------------------------------
