@@ -204,3 +204,77 @@ def test_code_follows_into_the_clone_you_pull_in_and_never_into_a_named_folder(t
         assert [o.result for o in done] == ["no repository"]
     listed = git("for-each-ref", "refs/gitsessions/", cwd=victim)
     assert listed == ""
+
+
+def objects_of(home: Path) -> set[str]:
+    listed = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)",
+                 cwd=home / "store.git")  # fmt: skip
+    return set(listed.split())
+
+
+def test_push_and_pull_here_move_one_project_and_sync_says_what_moved(tmp_path):
+    proj, other = project_with_history(tmp_path, "proj"), project_with_history(tmp_path, "other")
+    clone_a, clone_b = tmp_path / "A" / "proj", tmp_path / "B" / "proj"
+    other_a = tmp_path / "A" / "other"
+    for source, clone in ((proj, clone_a), (proj, clone_b), (other, other_a)):
+        git("clone", "-q", str(source), str(clone))
+    home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
+    sessions = tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+    for home in (home_a, home_b):
+        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    with FakeOpenAI(strict=True) as server:
+        mine = exec_turn(server, home_a, clone_a, "this project")
+        fork = json.loads(gs(home_a, tmp_path, "fork", mine, "--json").stdout)["id"]
+        theirs = exec_turn(server, home_a, other_a, "the other project")
+    # push --here from the project: its sessions and their forks, nothing else
+    pushed = gs(home_a, clone_a, "push", "--here", "--json")
+    assert pushed.returncode == 0, pushed.stderr
+    assert {o["id"] for o in json.loads(pushed.stdout)["sessions"]} == {mine, fork}
+    assert gs(home_a, other_a, "push", "--here").returncode == 0
+    index = git("for-each-ref", "--format=%(refname)", "refs/gitsessions/projects/",
+                cwd=sessions).split()  # fmt: skip
+    root = git("rev-list", "--max-parents=0", "HEAD", cwd=clone_a).strip()
+    assert f"refs/gitsessions/projects/{root}/{mine}" in index
+    assert f"refs/gitsessions/projects/{root}/{fork}" in index  # under its parent's keys
+
+    # pull --here in the other machine's clone brings this project's sessions only
+    pulled = gs(home_b, clone_b, "pull", "--here", "--json")
+    assert pulled.returncode == 0, pulled.stderr
+    got = {o["id"]: o["result"] for o in json.loads(pulled.stdout)["sessions"]}
+    assert got == {mine: "created", fork: "created"}
+    theirs_head = git("rev-parse", f"refs/heads/sessions/{theirs}", cwd=home_a / "store.git")
+    assert theirs_head.strip() not in objects_of(home_b)  # not even its objects came
+    assert here_ids(home_b, clone_b) == {mine, fork}
+
+    # sync: pull, then push, one line; a second sync moves nothing
+    with FakeOpenAI(strict=True) as server:
+        exec_turn(server, home_b, clone_b, "more on B", "--resume", mine)
+    synced = gs(home_b, clone_b, "sync", "--here")
+    assert synced.returncode == 0, synced.stderr
+    assert synced.stderr.strip().splitlines()[-1] == (
+        f"synced {sessions}: pulled nothing; pushed 1 updated"
+    )
+    again = gs(home_a, clone_a, "sync")
+    assert again.returncode == 0, again.stderr
+    assert "pulled 1 updated" in again.stderr
+    assert gs(home_b, tmp_path, "pull", "--here").returncode == 2  # not in a repository
+
+
+def test_push_prune_removes_a_deleted_sessions_index_refs(tmp_path):
+    proj = project_with_history(tmp_path, "proj")
+    clone = tmp_path / "proj"
+    git("clone", "-q", str(proj), str(clone))
+    home, sessions = tmp_path / "home", tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+    assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    with FakeOpenAI(strict=True) as server:
+        sid = exec_turn(server, home, clone, "short lived")
+    assert gs(home, clone, "push", "--here").returncode == 0
+    index = lambda: git("for-each-ref", "refs/gitsessions/projects/", cwd=sessions)  # noqa: E731
+    assert sid in index()
+    assert gs(home, tmp_path, "delete", sid, "--yes").returncode == 0
+    done = gs(home, tmp_path, "push", "--prune", "--json")
+    assert done.returncode == 0, done.stderr
+    assert index() == ""
+    assert git("for-each-ref", "refs/heads/sessions/", cwd=sessions) == ""

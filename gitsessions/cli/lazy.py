@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
     "pull": ("sync_cmd", "Pull sessions from a git remote; nothing is ever lost."),
+    "sync": ("sync_cmd", "Pull, then push: one line says what moved; safe from cron."),
     "hooks": ("hooks_cmd", "Install, uninstall or list the git hooks that name a session."),
     "hook": ("githook", "What the installed git hook shims run; not for typing."),
 }

@@ -1,4 +1,4 @@
-"""`remote add|list|remove`, `push` and `pull`: sessions synced through git remotes.
+"""`remote add|list|remove`, `push`, `pull` and `sync`: sessions synced through git remotes.
 
 Data (the result table, `--json`) goes to stdout; progress and notes to stderr. A URL is
 only ever shown masked (`services.sync.sync` hands out nothing else). Into a pipe both are
@@ -7,8 +7,9 @@ it), so a scripted or scheduled sync never loads rich; on a terminal they go thr
 the consoles.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +21,9 @@ from gitsessions.services.sync import sync
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
 
@@ -80,6 +84,37 @@ def _show(report: sync.Report, json_: bool, verb: str) -> None:
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
     _note(f"{verb} {report.url}: {summary}")
+
+
+Here = Annotated[
+    bool,
+    typer.Option(
+        "--here",
+        help="Only this project's sessions (as `list --here` finds them; on a pull, "
+        "asked of the remote by its project index alone).",
+    ),
+]
+
+
+def _here_ids(store: "SessionStore") -> list[str]:
+    """The sessions of the project of the current directory (and their forks)."""
+    from gitsessions.cli.listing import session_rows
+
+    ids = [row["id"] for row in session_rows(store, include_archived=True, workspace=Path.cwd())]
+    if not ids:
+        raise BadUsage(f"no session of this project here ({one_line(str(Path.cwd()))})")
+    return ids
+
+
+def _here_keys(env: Mapping[str, str]) -> list[bytes]:
+    """The project index keys of the current directory's repository."""
+    from gitsessions.services.code.workspace import project_of
+    from gitsessions.store.projectrefs import keys
+
+    found = keys(project_of(Path.cwd(), env)[1])
+    if not found:
+        raise BadUsage("--here needs a git repository with a commit or a remote")
+    return found
 
 
 @remote_app.command("add")
@@ -146,6 +181,7 @@ def cmd_push(
         ),
     ] = False,
     code_remote: CodeRemote = "origin",
+    here: Here = False,
     json_: JsonFlag = False,
 ) -> None:
     """Push session branches to a remote. Never forced: a session changed on the remote
@@ -158,11 +194,11 @@ def cmd_push(
         remote = words.pop(0)
     elif words and not is_id_prefix(words[0]):
         sync.pick_remote(store, words[0])  # names the remotes there are
-    if words and all_:
-        raise BadUsage("name sessions or use --all, not both")
-    if not words and not all_ and not prune:
-        raise BadUsage("say which sessions to push: ID ... or --all")
-    ids = None if all_ else words
+    if sum((bool(words), all_, here)) > 1:
+        raise BadUsage("name sessions, or use --all or --here: one of them")
+    if not words and not all_ and not prune and not here:
+        raise BadUsage("say which sessions to push: ID ..., --here or --all")
+    ids = _here_ids(store) if here else None if all_ else words
     report = sync.push(
         store,
         remote,
@@ -198,6 +234,7 @@ def cmd_pull(
         ),
     ] = False,
     code_remote: CodeRemote = "origin",
+    here: Here = False,
     json_: JsonFlag = False,
 ) -> None:
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
@@ -207,13 +244,50 @@ def cmd_pull(
     deleted (it says `kept ID`). Needs git 2.29 or newer."""
     st = state_of(ctx)
     store = st.store
-    report = sync.pull(store, remote, progress=_progress, env=st.env, writable=lambda: st.store)
+    keys = _here_keys(st.env) if here else None
+    report = sync.pull(
+        store, remote, progress=_progress, env=st.env, writable=lambda: st.store, keys=keys
+    )
     if code:
         sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
     _show(report, json_, "pulled")
+
+
+def cmd_sync(
+    ctx: typer.Context,
+    remote: Annotated[
+        str | None, typer.Argument(help="The remote (default: the only one, else origin).")
+    ] = None,
+    here: Here = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Pull, then push every session (or this project's, --here): one line says what
+    moved. Asks nothing and never forces, so it is safe from cron or the post-turn hook;
+    exit 1 when a session could not go (changed on the remote meanwhile: sync again)."""
+    st = state_of(ctx)
+    store = st.store
+    keys = _here_keys(st.env) if here else None
+    pulled = sync.pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys)
+    ids = _here_ids(store) if here else None
+    pushed = sync.push(store, pulled.remote, ids, env=st.env)
+    if json_:
+        write_json(plain_out, {"pull": pulled.as_dict(), "push": pushed.as_dict()})
+    else:
+        for sid, why in pulled.kept:
+            _note(f"kept {short(sid)}: {why}")
+        quiet = {"up to date", "unchanged"}
+
+        def moved(report: sync.Report) -> str:
+            counts = {w: n for w, n in report.counts().items() if w not in quiet}
+            return ", ".join(f"{n} {w}" for w, n in sorted(counts.items())) or "nothing"
+
+        _note(f"synced {pulled.url}: pulled {moved(pulled)}; pushed {moved(pushed)}")
+    if any(o.result in sync.NOT_SENT for o in pushed.sessions):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(remote_app, name="remote")
     app.command("push")(cmd_push)
     app.command("pull")(cmd_pull)
+    app.command("sync")(cmd_sync)

@@ -294,6 +294,24 @@ def fetch(
         raise _refused(error) from None
 
 
+def fetch_refspecs(
+    store: Path,
+    url: str,
+    specs: list[str],
+    env: Mapping[str, str] | None,
+    relay: Relay | None = None,
+) -> None:
+    """Fetch by refspecs (`src:dst`, globs allowed): the remote sends only the refs under
+    their prefixes (protocol v2), and git writes them at `dst`, as checked as `fetch`."""
+    args = ["-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head"]
+    args += ["--no-auto-gc", "--no-auto-maintenance", "--no-recurse-submodules"]
+    args += ["--progress" if relay is not None else "--quiet", "--", url, *specs]
+    try:
+        run(store, args, env, relay=relay)
+    except GitFailed as error:
+        raise _refused(error) from None
+
+
 def push(
     store: Path,
     url: str,
@@ -306,8 +324,9 @@ def push(
     """Push `{ref: (old the remote held when looked at, new)}` (a new of forty zeros
     deletes, under a lease on that old value; every other update is a create or a
     fast-forward, which git refuses unless it still is one). The refs in `staged`
-    (`refs/heads/<x>`) are sent from `<space><x>`, which the caller made hold their new
-    values, by one glob refspec. Returns `{ref: None when it moved, else why not}`."""
+    (`refs/heads/<x>`, `refs/gitsessions/projects/<x>`) are sent from `<space><x>`,
+    `<space>projects/<x>`, which the caller made hold their new values, by one glob
+    refspec each. Returns `{ref: None when it moved, else why not}`."""
     args = ["push", "--porcelain", "--no-verify", "--no-follow-tags"]
     args.append("--progress" if relay is not None else "--no-progress")
     specs: list[str] = []
@@ -319,8 +338,10 @@ def push(
         if ref in staged:
             continue
         specs.append(f":{name}" if new == b"0" * 40 else f"{new.decode()}:{name}")
-    if staged:
+    if any(ref.startswith(b"refs/heads/sessions/") for ref in staged):
         specs.append(f"{space.decode()}sessions/*:refs/heads/sessions/*")
+    if any(ref.startswith(b"refs/gitsessions/projects/") for ref in staged):
+        specs.append(f"{space.decode()}projects/*:refs/gitsessions/projects/*")
     try:
         out = run(store, [*args, "--", url, *specs], env, relay=relay)
     except GitFailed as failed:  # some refs refused: the others may have moved

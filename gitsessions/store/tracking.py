@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitsessions.store import headlog
+from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
-SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>: what a push sends
+SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>, /projects/..: a push's
 
 
 def tracking_prefix(name: str) -> bytes:
@@ -197,11 +198,20 @@ def sending(git: Git, sessions: dict[bytes, bytes]) -> Iterator[bytes]:
             if {**kept, **add} != packed:
                 commit({**kept, **add})
 
-    rewrite({space + ref[len(b"refs/heads/") :]: sha for ref, sha in sessions.items()})
+    rewrite({staged_name(space, ref): sha for ref, sha in sessions.items()})
     try:
         yield space
     finally:
         rewrite({})
+
+
+def staged_name(space: bytes, ref: bytes) -> bytes:
+    """Where a push stages `ref` (a session branch, or a project index ref) in `space`:
+    `<space>sessions/<id>`, `<space>projects/<key>/<id>`."""
+    if ref.startswith(b"refs/heads/"):
+        return space + ref[len(b"refs/heads/") :]
+    assert ref.startswith(PROJECTS), ref
+    return space + b"projects/" + ref[len(PROJECTS) :]
 
 
 def _ours_or_stale(name: bytes, space: bytes) -> bool:

@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING
 
 from gitsessions.store import history, stockgit, treecheck
 from gitsessions.store.errors import StoreError
+from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refpack import current as ref_value
+from gitsessions.store.refpack import read_loose, read_packed
 from gitsessions.store.remoteconfig import clean, mask
-from gitsessions.store.tracking import SESSIONS, sending, set_tracking, tracking_name
+from gitsessions.store.tracking import SESSIONS, TOMBSTONES, sending, set_tracking, tracking_name
 
 if TYPE_CHECKING:
     from gitsessions.store.repo import GitStore
@@ -164,6 +166,41 @@ def fetch(
     return refs
 
 
+def fetch_indexed(
+    git: Git, url: str, keys: list[bytes], progress: Progress | None = None, env: Env = None
+) -> dict[bytes, bytes]:
+    """One project's sessions and the tombstones, asked of the remote by its project
+    index (`projectrefs`) alone: `{session branch or TOMBSTONES: commit}`, as a listing
+    for `fetch` (`listed`), their objects already here and checked (a refusal fails the
+    whole fetch: one `RemoteError`). git writes what came under this process's
+    `sending` space, dropped before this returns. The caller holds `git.locked()`."""
+    from gitsessions.store.projectrefs import session_of
+
+    stockgit.remember_version(git.path)
+    listed: dict[bytes, bytes] = {}
+    with _talking(url, "fetch from"), sending(git, {}) as space:
+        specs = [f"+{PROJECTS.decode()}{key.decode()}/*:{space.decode()}index/{key.decode()}/*"
+                 for key in keys]  # fmt: skip
+        specs.append(f"+{TOMBSTONES.decode()}*:{space.decode()}tombstones*")
+        stockgit.fetch_refspecs(git.path, url, specs, env, _report(progress, url))
+        came = {
+            **read_packed(git.path / "packed-refs", strict=False),
+            **read_loose(git.path, space),
+        }
+        for ref, sha in sorted(came.items()):
+            if ref == space + b"tombstones":
+                listed[TOMBSTONES] = sha
+            elif ref.startswith(space + b"index/"):
+                sid = session_of(PROJECTS + ref[len(space) + len(b"index/") :])
+                if sid is not None:
+                    listed.setdefault(SESSIONS + sid.encode(), sha)
+        git.rescan()
+        bad = treecheck.refused(git.path, sorted(set(listed.values())), env)
+    if bad:
+        raise RemoteError(f"cannot fetch from {mask(url)}: {next(iter(bad.values()))}")
+    return listed
+
+
 def _tips(git: Git, name: str, chosen: list[bytes]) -> list[bytes]:
     """The commits offered as common ground for `chosen`: what this store has of each
     (its branch, its remote-tracking ref); none when one is new here (it may share
@@ -201,7 +238,7 @@ def send(
 
 
 def _sent_by_glob(ref: bytes, new: bytes) -> bool:
-    return ref.startswith(SESSIONS) and new != ZERO_SHA
+    return ref.startswith((SESSIONS, PROJECTS)) and new != ZERO_SHA
 
 
 def missing(git: GitStore, wants: set[bytes], haves: set[bytes], env: Env = None) -> list[Entry]:

@@ -39,7 +39,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.sessions.revisions import checked_head
-from gitsessions.store import headlog, history, remoteconfig, tombstones, tracking, transport
+from gitsessions.store import (
+    headlog,
+    history,
+    projectrefs,
+    remoteconfig,
+    tombstones,
+    tracking,
+    transport,
+)
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -201,10 +209,11 @@ def _fetch_tombstones(
     env: transport.Env,
     *,
     track: bool = True,
+    listed: dict[bytes, bytes] | None = None,
 ) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
-    """The remote's refs, with its tombstone commit fetched, tracked (unless the caller
-    writes that ref itself: not `track`), and merged into ours (`_merge_tombstones`).
-    The caller holds the store's shared lock."""
+    """The remote's refs (or `listed`, what the caller asked of it), with its tombstone
+    commit fetched, tracked (unless the caller writes that ref itself: not `track`), and
+    merged into ours (`_merge_tombstones`). The caller holds the store's shared lock."""
     refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
     refs = transport.fetch(
         store.git,
@@ -213,6 +222,7 @@ def _fetch_tombstones(
         progress,
         name=name,
         env=env,
+        listed=listed,
         refused=refused,
     )
     if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
@@ -255,11 +265,18 @@ def push(
             if outcome.result in ("new", "updated"):
                 plan[ref_name(sid)] = (old, local[sid])
         sessions_plan = dict(plan)
+        for ref, sha in _index(store, outcomes, local).items():
+            if refs.get(ref) != sha:
+                plan[ref] = (refs.get(ref), sha)
         stale = sorted(sid for sid in dead if sid not in local and ref_name(sid) in refs)
         if prune:
             for sid in stale:
                 plan[ref_name(sid)] = (refs[ref_name(sid)], ZERO)
                 outcomes[sid] = Outcome(sid, "pruned")
+            gone = set(stale)
+            for ref, sha in refs.items():
+                if projectrefs.session_of(ref) in gone:
+                    plan[ref] = (sha, ZERO)
         else:
             report.remaining_deleted = len(stale)
         if dead - remote_dead:
@@ -285,6 +302,32 @@ def push(
             _record_sent(store, name, plan, status, outcomes)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
     return report
+
+
+def _index(
+    store: SessionStore, outcomes: dict[str, Outcome], local: dict[str, bytes]
+) -> dict[bytes, bytes]:
+    """The project index refs (`projectrefs`) the remote should hold for the sessions
+    this push sends or finds up to date: each under its project's keys (a fork with
+    none recorded, under its nearest ancestor's)."""
+    from gitsessions.services.code.project_id import recorded
+    from gitsessions.store.catalog import Catalog
+
+    sending = [sid for sid, o in outcomes.items() if o.result in ("new", "updated", "up to date")]
+    if not sending:
+        return {}
+    headers = {str(h.get("id")): h for h in Catalog(store).headers()}
+    wanted: dict[bytes, bytes] = {}
+    for sid in sending:
+        node, seen = headers.get(sid), set()
+        identity = None
+        while node is not None and identity is None and node.get("id") not in seen:
+            seen.add(node.get("id"))
+            identity = recorded(node)
+            node = headers.get(str(node.get("parent_id"))) if node.get("parent_id") else None
+        for ref in projectrefs.refs_of(sid, identity):
+            wanted[ref] = local[sid]
+    return wanted
 
 
 def _push_decision(
@@ -322,7 +365,12 @@ def _record_sent(
     if moved:
         from gitsessions.store.mainbranch import MAIN_REF
 
-        tracking.set_tracking(store.git, name, {r: s for r, s in moved.items() if r != MAIN_REF})
+        tracked = {
+            r: s
+            for r, s in moved.items()
+            if r != MAIN_REF and not r.startswith(projectrefs.PROJECTS)
+        }
+        tracking.set_tracking(store.git, name, tracked)
 
 
 # -- pull --------------------------------------------------------------------------------
@@ -335,10 +383,13 @@ def pull(
     progress: Progress = _quiet,
     env: transport.Env = None,
     writable: Callable[[], SessionStore] | None = None,
+    keys: list[bytes] | None = None,
 ) -> Report:
     """Fetch the remote's session branches and bring each here; see the invariants.
     `env`: the environment stock git runs in (None: this process's). `writable`: the
-    full store, opened when a fork is to be written (default: `store` itself).
+    full store, opened when a fork is to be written (default: `store` itself). `keys`:
+    only the sessions the remote's project index lists under them (`pull --here`: one
+    project's, asked of the remote by their prefixes alone; `projectrefs`).
 
     Nothing is read for a session whose branch here already holds the remote's
     commit; the branches that move (created, fast-forwarded) and the remote-tracking
@@ -351,8 +402,9 @@ def pull(
     full = writable or (lambda: store)  # type: ignore[assignment,return-value]
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
+        indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
         listed, dead, _, report.kept = _fetch_tombstones(
-            store, name, url, progress, env, track=False
+            store, name, url, progress, env, track=False, listed=indexed
         )
         local = store.ids()
         wants: list[bytes] = []
@@ -405,7 +457,8 @@ def pull(
             if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)
         new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
-        outcomes |= _move(store, new, behind, tracking.Tracking(name, tracked, replace=True))
+        replace = keys is None  # one project's pull leaves the others' tracking refs alone
+        outcomes |= _move(store, new, behind, tracking.Tracking(name, tracked, replace=replace))
     if wants and getattr(store, "background_maintenance", True):
         _maintain(store)
     report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
