@@ -94,17 +94,19 @@ def test_tool_turn_with_approvals(server, ws):
     child = spawn(server.base_url, ws)
     child.sendline("make some files")
     child.expect_exact("[y/N/a] ")
-    assert "content: 1 line, 2 bytes" in plain(child.before)
+    assert "creates yes.txt: 1 line, 2 bytes" in plain(child.before)
     child.sendline("y")
     child.expect_exact("[y/N/a] ")
     child.sendline("")  # the default is no
     child.expect_exact("[y/N/a] ")
     asked = plain(child.before)
-    assert "$ touch one.txt" in asked and "a: always for commands starting with `touch`" in asked
+    assert "$ touch one.txt" in asked
+    assert "a: always allow `touch ...` commands in this session" in asked
     child.sendline("a")
-    child.expect_exact("[y/N/a] ")
+    child.expect_exact("[y/N] ")  # a second command: no "always" offered
     asked = plain(child.before)
     assert "$ touch three.txt; seq 1 12" in asked and "$ touch two.txt" not in asked
+    assert 'no "always" here: it chains commands (`;`)' in asked
     child.sendline("y")
     child.expect(PROMPT)
     out = plain(child.before)
@@ -116,6 +118,39 @@ def test_tool_turn_with_approvals(server, ws):
     denied = [m for m in server.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "denied by the user" in denied["content"]
     assert server.requests[0]["stream"] is True
+
+
+def test_an_approval_shows_a_replaced_file_as_a_diff_and_always_as_the_subcommand(server, ws):
+    (ws / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    new = (ws / "app.py").read_text().replace("line 20\n", "twenty\n")
+
+    def call(name: str, **arguments: str) -> None:
+        server.reply(content=None, tool_calls=[{"name": name, "arguments": arguments}])
+
+    call("write_file", path="app.py", content=new)
+    call("run_shell", command="git log --oneline | head")
+    call("run_shell", command="git log -3")  # the same scope: runs unasked
+    call("run_shell", command="git log; touch chained.txt")
+    server.reply(content="done")
+    child = spawn(server.base_url, ws)
+    child.sendline("change it")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "replaces app.py: 30 lines, 231 bytes now, 30 lines, 230 bytes after" in asked
+    assert "20 - line 20" in asked and "20 + twenty" in asked and "17   line 17" in asked
+    assert "line 1\r" not in asked  # only the change and its context
+    child.sendline("y")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "a: always allow `git log ...` commands in this session" in asked
+    child.sendline("a")
+    child.expect_exact("[y/N] ")
+    asked = plain(child.before)
+    assert "$ git log; touch chained.txt" in asked and "$ git log -3" not in asked
+    child.sendline("n")
+    child.expect(PROMPT)
+    leave(child)
+    assert (ws / "app.py").read_text() == new and not (ws / "chained.txt").exists()
 
 
 def test_slash_commands(server, ws, home):

@@ -8,6 +8,7 @@ they come back as `ToolOutcome(ok=False)` with content starting `error: `.
 
 from gitsessions.services.tools.builtin import create_registry
 from gitsessions.services.tools.errors import ToolError
+from gitsessions.services.tools.preview import FileChange
 from gitsessions.services.tools.registry import (
     Approver,
     ToolOutcome,
@@ -23,6 +24,7 @@ __all__ = [
     "MUTATING_TOOLS",
     "SESSION_TOOLS",
     "Approver",
+    "FileChange",
     "ToolError",
     "ToolOutcome",
     "ToolRegistry",

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT
+from gitsessions.services.tools.preview import FileChange, file_change
 from gitsessions.services.tools.registry import Approver, ToolRegistry, deny_all
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import (
@@ -84,6 +85,9 @@ def create_registry(
             output_limit=output_limit, sandbox=sandbox, said=said,
         )  # fmt: skip
 
+    def preview(name: str, a: Mapping[str, Any]) -> FileChange | None:
+        return file_change(workspace, name, a)
+
     for definition, handler in (
         (READ_FILE, do_read),
         (WRITE_FILE, do_write),
@@ -93,5 +97,11 @@ def create_registry(
         (RUN_SHELL, do_shell),
     ):
         name = definition["function"]["name"]
-        registry.register(name, definition, handler, needs_approval=name in MUTATING_TOOLS)
+        registry.register(
+            name,
+            definition,
+            handler,
+            needs_approval=name in MUTATING_TOOLS,
+            preview=preview if name in ("write_file", "edit_file") else None,
+        )
     return registry

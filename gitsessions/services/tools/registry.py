@@ -24,12 +24,14 @@ from gitsessions.services.tools.arguments import (
     parse_arguments,
 )
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT, truncate
+from gitsessions.services.tools.preview import FileChange
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import ToolDefinition
 from gitsessions.values.canonical import dumps_line
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 
 Handler = Callable[[dict[str, Any]], ToolResult | str]
+Preview = Callable[[str, Mapping[str, Any]], FileChange | None]
 Approver = Callable[[str, Mapping[str, Any]], bool]
 MIN_REGISTRY_OUTPUT_LIMIT = 1_000
 
@@ -70,12 +72,14 @@ class ToolOutcome(NamedTuple):
 
 
 class ToolSpec(NamedTuple):
-    """A registered tool: its definition for the model, its handler, its approval need."""
+    """A registered tool: its definition for the model, its handler, its approval need,
+    and what it would change (read before it is approved)."""
 
     name: str
     definition: ToolDefinition
     handler: Handler
     needs_approval: bool
+    preview: Preview | None = None
 
 
 def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
@@ -118,8 +122,10 @@ class ToolRegistry:
         handler: Handler,
         *,
         needs_approval: bool = False,
+        preview: Preview | None = None,
     ) -> None:
-        """Add a tool; `schema` is its OpenAI function-tool definition, named `name`."""
+        """Add a tool; `schema` is its OpenAI function-tool definition, named `name`;
+        `preview(name, arguments)` says what a call would change to a file."""
         function = schema.get("function")
         if schema.get("type") != "function" or not isinstance(function, Mapping):
             raise ValueError(f"tool {name!r}: schema must be an OpenAI function tool")
@@ -129,7 +135,7 @@ class ToolRegistry:
             raise ValueError(f"tool {name!r}: schema has no parameters object")
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
-        self._tools[name] = ToolSpec(name, copy.deepcopy(schema), handler, needs_approval)
+        self._tools[name] = ToolSpec(name, copy.deepcopy(schema), handler, needs_approval, preview)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -144,6 +150,17 @@ class ToolRegistry:
         """Whether `name` is registered as needing approval (unknown names: False)."""
         spec = self._tools.get(name)
         return spec is not None and spec.needs_approval
+
+    def preview(self, name: str, arguments: Mapping[str, Any]) -> FileChange | None:
+        """What a call of `name` with these (checked) arguments would change to its file
+        now, for an approval to show; None when the tool has no preview or it cannot tell."""
+        spec = self._tools.get(name)
+        if spec is None or spec.preview is None:
+            return None
+        try:
+            return spec.preview(name, arguments)
+        except (OSError, ValueError):  # a path the OS cannot take: the tool will say so
+            return None
 
     def dispatch(self, call: Mapping[str, Any]) -> ToolOutcome:
         """Run one OpenAI tool call dict; every model mistake becomes an error outcome."""
