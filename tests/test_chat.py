@@ -153,6 +153,42 @@ def test_an_approval_shows_a_replaced_file_as_a_diff_and_always_as_the_subcomman
     assert (ws / "app.py").read_text() == new and not (ws / "chained.txt").exists()
 
 
+def test_a_running_command_shows_a_spinner_with_its_name_time_and_last_output_line(server, ws):
+    command = "echo first; echo started-42; until [ -e go ]; do sleep 0.1; done; echo over"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    server.reply(content="done")
+    child = spawn(server.base_url, ws)
+    child.sendline("wait for it")
+    child.expect_exact("[y/N] ")
+    child.sendline("y")
+    # while the command waits for `go`: the spinner names it, counts, shows its last line
+    child.expect(r"run_shell: echo first; echo started-42; until[^\r\n]* · \d+ s")
+    child.expect(rf"\|(?: |{ANSI.pattern})*started-42")
+    assert not (ws / "go").exists()
+    (ws / "go").touch()
+    child.expect(PROMPT)
+    out = plain(child.before)
+    assert "| over" in out and "done" in out
+    leave(child)
+
+
+def test_a_running_command_adds_nothing_into_a_pipe(server, ws):
+    command = "echo started-42"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    server.reply(content="done")
+    result = run_gitsessions(
+        "chat", "--base-url", server.base_url, "--model", "fake-model", "--workspace", str(ws),
+        "--auto-approve", input="go\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "| started-42" in result.stderr  # the output's tail, once it finished
+    assert " s\n" not in result.stderr and "\x1b" not in result.stderr  # no spinner line
+
+
 def test_slash_commands(server, ws, home):
     child = spawn(server.base_url, ws)
     assert "\\compact" in say(child, "\\help")

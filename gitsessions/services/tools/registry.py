@@ -31,9 +31,15 @@ from gitsessions.values.canonical import dumps_line
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 
 Handler = Callable[[dict[str, Any]], ToolResult | str]
+Output = Callable[[str], None]  # the last line of a running tool's output, as it comes
+StreamingHandler = Callable[[dict[str, Any], Output], ToolResult | str]
 Preview = Callable[[str, Mapping[str, Any]], FileChange | None]
 Approver = Callable[[str, Mapping[str, Any]], bool]
 MIN_REGISTRY_OUTPUT_LIMIT = 1_000
+
+
+def _ignore(line: str) -> None:
+    """An `Output` nobody watches."""
 
 
 def deny_all(name: str, arguments: Mapping[str, Any]) -> bool:
@@ -77,9 +83,10 @@ class ToolSpec(NamedTuple):
 
     name: str
     definition: ToolDefinition
-    handler: Handler
+    handler: Handler | StreamingHandler
     needs_approval: bool
     preview: Preview | None = None
+    streams: bool = False  # the handler takes an `Output` too
 
 
 def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
@@ -119,13 +126,15 @@ class ToolRegistry:
         self,
         name: str,
         schema: ToolDefinition,
-        handler: Handler,
+        handler: Handler | StreamingHandler,
         *,
         needs_approval: bool = False,
         preview: Preview | None = None,
+        streams: bool = False,
     ) -> None:
         """Add a tool; `schema` is its OpenAI function-tool definition, named `name`;
-        `preview(name, arguments)` says what a call would change to a file."""
+        `preview(name, arguments)` says what a call would change to a file; a handler
+        that `streams` is called with an `Output` too, to tell its last line as it runs."""
         function = schema.get("function")
         if schema.get("type") != "function" or not isinstance(function, Mapping):
             raise ValueError(f"tool {name!r}: schema must be an OpenAI function tool")
@@ -135,7 +144,8 @@ class ToolRegistry:
             raise ValueError(f"tool {name!r}: schema has no parameters object")
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
-        self._tools[name] = ToolSpec(name, copy.deepcopy(schema), handler, needs_approval, preview)
+        definition = copy.deepcopy(schema)
+        self._tools[name] = ToolSpec(name, definition, handler, needs_approval, preview, streams)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -162,8 +172,17 @@ class ToolRegistry:
         except (OSError, ValueError):  # a path the OS cannot take: the tool will say so
             return None
 
-    def dispatch(self, call: Mapping[str, Any]) -> ToolOutcome:
-        """Run one OpenAI tool call dict; every model mistake becomes an error outcome."""
+    def dispatch(
+        self,
+        call: Mapping[str, Any],
+        *,
+        running: Callable[[], None] | None = None,
+        output: Output | None = None,
+    ) -> ToolOutcome:
+        """Run one OpenAI tool call dict; every model mistake becomes an error outcome.
+        `running()` is called once the handler is about to run (after any approval),
+        `output(line)` with a streaming tool's last output line as it changes (from
+        another thread)."""
         call_id = call.get("id")
         call_id = call_id if isinstance(call_id, str) else ""
         function = call.get("function")
@@ -207,9 +226,14 @@ class ToolRegistry:
                 arguments_digest=arguments_digest(raw, parsed),
                 denied=True,
             )
+        if running is not None:
+            running()
         started = time.monotonic()
         try:
-            result = spec.handler(arguments)
+            if spec.streams:
+                result = spec.handler(arguments, output or _ignore)  # type: ignore[call-arg]
+            else:
+                result = spec.handler(arguments)  # type: ignore[call-arg]
         except GitsessionsError as error:
             return failed(str(error), duration=time.monotonic() - started)
         except OSError as error:
