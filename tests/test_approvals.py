@@ -170,3 +170,10 @@ def test_an_edit_that_would_fail_says_so_before_it_is_approved(tmp_path: Path) -
     )))  # fmt: skip
     assert "the edit would fail: old text found 2 times in 'c.py'" in shown
     assert "  -a" in shown and "  +b" in shown  # the edit itself, still shown
+
+
+def test_an_argument_left_out_is_not_shown_as_null() -> None:
+    shown = render(describe_approval("run_shell", {"command": "ls", "timeout": None}))
+    assert shown.splitlines() == ["allow run_shell?", "  $ ls"]
+    shown = render(describe_approval("run_shell", {"command": "ls", "timeout": 30}))
+    assert shown.splitlines()[-1] == "  timeout: 30"

@@ -73,9 +73,11 @@ def test_mutating_tools_denied_without_auto_approve(server, tmp_path):
     assert done.returncode == 3, done.stderr  # the work was stopped by the denial
     assert not (ws / "x.txt").exists()
     denied = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
-    assert "denied" in denied["content"]
-    assert done.stdout.strip() == "I could not write the file."
     note = "not run: exec needs --auto-approve to write files or run commands"
+    assert denied["content"].startswith(f"error: {note}. This write_file call was not run")
+    assert "no one was asked" in denied["content"] and "by the user" not in denied["content"]
+    assert done.stdout.strip() == "I could not write the file."
+    assert f"   error: {note}." in done.stderr and "by the user" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == note
     server.reply(content=None, tool_calls=[tool("run_shell", command="touch y.txt")])
     server.reply(content="Denied again.")

@@ -85,7 +85,8 @@ def describe_approval(
                 text.append(f"\n  {one_line(change.note)}", style="yellow")
             _diff(text, one_line(path), old, new)
     for key, value in rest.items():
-        _argument(text, key, value)
+        if value is not None:  # an optional argument left out (`timeout`: the default)
+            _argument(text, key, value)
     return text
 
 

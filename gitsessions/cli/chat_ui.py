@@ -16,7 +16,7 @@ from rich.status import Status
 from rich.text import Text
 
 from gitsessions.cli.plain import one_line
-from gitsessions.cli.progress import ProgressEvents, describe_call, retry_line
+from gitsessions.cli.progress import ProgressEvents, cut, describe_call, retry_line
 from gitsessions.services.model.model import Retry
 from gitsessions.services.tools import ToolOutcome
 from gitsessions.values.messages import Message, text_of
@@ -46,11 +46,6 @@ class Running:
             text.append("\n| ", style="dim")
             text.append(cut(one_line(self.line.expandtabs()), width - 2), style="dim")
         yield text
-
-
-def cut(text: str, width: int) -> str:
-    """`text` in at most `width` characters, cut with an ellipsis."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 class ChatEvents(ProgressEvents):

@@ -11,10 +11,10 @@ from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.preview import FileChange
 from gitsessions.services.tools.registry import (
     Approver,
+    NotAsked,
     ToolOutcome,
     ToolRegistry,
     approve_all,
-    deny_all,
 )
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import BUILTIN_TOOLS, MUTATING_TOOLS, SESSION_TOOLS
@@ -25,11 +25,11 @@ __all__ = [
     "SESSION_TOOLS",
     "Approver",
     "FileChange",
+    "NotAsked",
     "ToolError",
     "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
     "approve_all",
     "create_registry",
-    "deny_all",
 ]

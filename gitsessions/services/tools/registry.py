@@ -7,8 +7,10 @@ correct. Only bugs propagate (exceptions other than `GitsessionsError`, `OSError
 the `ValueError`/`OverflowError`/`RecursionError` that impossible arguments raise). A
 tool registered with `needs_approval` runs only after `approve(name, arguments)` returned
 True; otherwise it does not run and the content says the user denied it (`error: denied
-by the user: ...`; every failure starts `error:`, which is what the ledger keys on, so a
-denied write is never listed as a changed file). Every content is bounded by the output
+by the user: ...`), or, when the approver asked no one and answered `NotAsked(reason)`,
+why it did not run (`error: not run: exec needs --auto-approve ...`); every failure
+starts `error:`, which is what the ledger keys on, so a denied write is never listed as
+a changed file. Every content is bounded by the output
 limit.
 """
 
@@ -34,7 +36,6 @@ Handler = Callable[[dict[str, Any]], ToolResult | str]
 Output = Callable[[str], None]  # the last line of a running tool's output, as it comes
 StreamingHandler = Callable[[dict[str, Any], Output], ToolResult | str]
 Preview = Callable[[str, Mapping[str, Any]], FileChange | None]
-Approver = Callable[[str, Mapping[str, Any]], bool]
 MIN_REGISTRY_OUTPUT_LIMIT = 1_000
 
 
@@ -42,9 +43,19 @@ def _ignore(line: str) -> None:
     """An `Output` nobody watches."""
 
 
-def deny_all(name: str, arguments: Mapping[str, Any]) -> bool:
-    """The default approver: no mutating tool runs (what `exec` does without --auto-approve)."""
-    return False
+class NotAsked(NamedTuple):
+    """An approver's answer when no one was asked: the call does not run, for `reason`
+    (what the model is told instead of "denied by the user")."""
+
+    reason: str
+
+
+Approver = Callable[[str, Mapping[str, Any]], bool | NotAsked]
+
+
+def deny_all(name: str, arguments: Mapping[str, Any]) -> NotAsked:
+    """The default approver: no mutating tool runs, and no one is asked."""
+    return NotAsked("it needs approval, and no one is here to give it")
 
 
 def approve_all(name: str, arguments: Mapping[str, Any]) -> bool:
@@ -108,6 +119,20 @@ def describe_os_error(error: OSError) -> str:
     if error.strerror and error.filename:
         return f"{error.strerror}: {error.filename}"
     return error.strerror or str(error) or type(error).__name__
+
+
+def refusal(name: str, answer: "NotAsked | bool") -> str:
+    """What the model reads for a call that did not run: denied by the user, or not run
+    for the reason an approver that asked no one gave."""
+    if isinstance(answer, NotAsked):
+        return (
+            f"error: not run: {answer.reason}. This {name} call was not run and no one was "
+            "asked; do not retry it. Say what you would have run, or take another approach."
+        )
+    return (
+        f"error: denied by the user: this {name} call was not approved, so it was not run. "
+        "Do not retry it unchanged; ask the user or take another approach."
+    )
 
 
 class ToolRegistry:
@@ -212,15 +237,12 @@ class ToolRegistry:
             arguments = check_arguments(name, parsed, spec.definition["function"]["parameters"])
         except InvalidArguments as error:
             return failed(str(error))
-        if spec.needs_approval and not self.approve(name, arguments):
+        answer = self.approve(name, arguments) if spec.needs_approval else True
+        if isinstance(answer, NotAsked) or not answer:
             return ToolOutcome(
                 call_id=call_id,
                 tool=name,
-                content=(
-                    f"error: denied by the user: this {name} call was not approved, so it "
-                    "was not run. Do not retry it unchanged; ask the user or take another "
-                    "approach."
-                ),
+                content=refusal(name, answer),
                 ok=False,
                 duration=0.0,
                 arguments_digest=arguments_digest(raw, parsed),
