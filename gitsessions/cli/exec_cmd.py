@@ -9,7 +9,7 @@ from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
 from gitsessions.cli.options import AUTO_APPROVE_BANNER
-from gitsessions.cli.plain import vtext
+from gitsessions.cli.plain import piped, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -93,7 +93,7 @@ def cmd_exec(
         continue_=continue_,
         workspace_flag=workspace,
         approve=approve_all if auto_approve else deny,
-        events=ProgressEvents(err),
+        events=progress_events(),
         max_steps=max_steps,
         stream=False,
         all_sessions=all_sessions,
@@ -133,6 +133,16 @@ def cmd_exec(
         if stopped:
             err.print(vtext(stopped), highlight=False)
             raise typer.Exit(EXIT_STOPPED)
+
+
+def progress_events() -> ProgressEvents:
+    """The progress lines on stderr; on a terminal also a running tool's spinner (into a
+    pipe nothing more, and rich is not imported)."""
+    if piped(err):
+        return ProgressEvents(err)
+    from gitsessions.cli.running import RunningEvents
+
+    return RunningEvents(err)
 
 
 def register(app: typer.Typer) -> None:

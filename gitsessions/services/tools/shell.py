@@ -249,6 +249,9 @@ def run_shell(
             )
         else:
             process.wait()
+    except BaseException:  # interrupted: nothing more of it is shown
+        capture.listener = None
+        raise
     finally:
         if process.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing behind
             _stop(process)
@@ -257,6 +260,7 @@ def run_shell(
     words = lines[-1].split() if lines else []
     if words[:1] == ["error"]:
         reader.join(LINGER_SECONDS)
+        capture.listener = None
         raise ShellNotStarted(f"the command was not run: {lines[-1][len('error') :].strip()}")
     for line in lines[:-1]:
         if line.startswith("fallback ") and FALLBACK_NOTE not in said:
@@ -275,6 +279,7 @@ def run_shell(
             "running when the command exited, and killed]"
         )
     reader.join(LINGER_SECONDS)
+    capture.listener = None  # a process still holding the pipe is not this call's to show
     if reader.is_alive():
         notes.append("[output may be incomplete: a process outside the command holds it]")
     body = truncate(capture.text(), max(500, output_limit - NOTE_ROOM), already_cut=capture.dropped)
