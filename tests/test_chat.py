@@ -174,6 +174,22 @@ def test_a_running_command_shows_a_spinner_with_its_name_time_and_last_output_li
     leave(child)
 
 
+def test_ctrl_c_during_a_running_command_takes_its_spinner_away(server, ws):
+    command = "echo started-42; until [ -e go ]; do sleep 0.1; done"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    child = spawn(server.base_url, ws, "--auto-approve")
+    child.sendline("wait for it")
+    child.expect(rf"\|(?: |{ANSI.pattern})*started-42")
+    child.sendintr()
+    child.expect_exact("cancelled")
+    child.expect(PROMPT)
+    shown = say(child, "\\help")  # a spinner left running would redraw over it
+    assert "\\exit" in shown and "started-42" not in shown and "until [" not in shown
+    leave(child)
+
+
 def test_a_running_command_adds_nothing_into_a_pipe(server, ws):
     command = "echo started-42"
     server.reply(

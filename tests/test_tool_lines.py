@@ -61,16 +61,29 @@ def test_a_result_shows_tabs_as_spaces(tmp_path: Path) -> None:
     assert printed(events) == ["   1  def add(a, b):"]
 
 
-def test_a_long_refusal_is_cut_at_a_word_with_an_ellipsis(tmp_path: Path) -> None:
-    registry = create_registry(tmp_path, ENV, approve=lambda name, arguments: False)
+def test_a_long_result_line_is_cut_at_a_word_with_an_ellipsis(tmp_path: Path) -> None:
+    registry = create_registry(tmp_path, ENV)
     events = progress()
-    events.tool_finished(registry.dispatch(call("run_shell", command="touch x")))
+    path = "a/" + " ".join(["word"] * 40)
+    outcome = registry.dispatch(call("read_file", path=path))
+    events.tool_finished(outcome)
     (line,) = printed(events)
-    full = registry.dispatch(call("run_shell", command="touch x")).content.splitlines()[0]
-    assert line.startswith("   error: denied by the user: this run_shell call was not approved")
-    assert line.endswith("\u2026") and len(line) <= 3 + 120
+    full = outcome.content.splitlines()[0]
+    assert line.startswith("   error: 'a/word word") and line.endswith("\u2026")
+    assert len(line) <= 3 + 120
     stem = line[3:-1]
     assert full.startswith(stem) and full[len(stem)] == " "  # cut between two words
+
+
+def test_a_denial_shows_what_happened_not_the_advice_to_the_model(tmp_path: Path) -> None:
+    registry = create_registry(tmp_path, ENV, approve=lambda name, arguments: False)
+    events = progress()
+    outcome = registry.dispatch(call("run_shell", command="touch x"))
+    events.tool_finished(outcome)
+    assert "Do not retry" in outcome.content
+    assert printed(events) == [
+        "   error: denied by the user: this run_shell call was not approved, so it was not run."
+    ]
 
 
 def test_a_refusal_no_one_was_asked_about_says_why(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def always_offer(name: str, arguments: Mapping[str, Any]) -> Scope | NoScope | s
 def offer_words(offer: Scope | NoScope | str) -> str:
     """The `a:` choice in words, or why there is none."""
     if isinstance(offer, NoScope):
-        return f'no "always" here: {offer.reason}'
+        return f'no "always" here: {one_line(offer.reason)}'
     if isinstance(offer, Scope) and offer.exact:
         return "a: always allow exactly this command in this session"
     if isinstance(offer, Scope):

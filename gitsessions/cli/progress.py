@@ -88,10 +88,13 @@ class ProgressEvents(Events):
         self.console.print(Styled("-> " + describe_call(call), style="cyan"), highlight=False)
 
     def tool_finished(self, outcome: ToolOutcome) -> None:
-        """The result's first line; for a shell run that ran, also its output's tail, and
-        how much more the model saw above it (and what was cut from what it saw)."""
+        """The result's first line (a denial's first sentence); for a shell run that ran,
+        also its output's tail, and how much more the model saw above it (and what was
+        cut from what it saw)."""
         lines = outcome.content.splitlines()
         first = lines[0].expandtabs().strip() if lines else ""
+        if outcome.denied:  # what happened; the rest of it is advice to the model
+            first = first.split(". ", 1)[0].rstrip(".") + "."
         style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
         self.console.print(Styled(f"   {cut(one_line(first), 120)}", style=style), highlight=False)
         if outcome.tool == "run_shell" and not outcome.denied and first.startswith("exit code"):
