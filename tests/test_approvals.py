@@ -177,3 +177,23 @@ def test_an_argument_left_out_is_not_shown_as_null() -> None:
     assert shown.splitlines() == ["allow run_shell?", "  $ ls"]
     shown = render(describe_approval("run_shell", {"command": "ls", "timeout": 30}))
     assert shown.splitlines()[-1] == "  timeout: 30"
+
+
+def test_a_replacement_that_changes_only_line_endings_says_so(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\nb")
+    registry = create_registry(tmp_path, {})
+    arguments = {"path": "a.txt", "content": "a\r\nb\r\n"}
+    change = registry.preview("write_file", arguments)
+    shown = render(describe_approval("write_file", arguments, change=change))
+    assert shown.splitlines()[-1] == "    (only line endings change)"
+
+
+def test_a_diff_of_hostile_text_is_escaped(tmp_path: Path) -> None:
+    wipe = "\x1b[2K\x1b[1G"
+    (tmp_path / "a.txt").write_text(f"ok\nbad {wipe}\n")
+    registry = create_registry(tmp_path, {})
+    arguments = {"path": "a.txt", "content": f"ok\nworse \u202e{wipe}\n"}
+    change = registry.preview("write_file", arguments)
+    shown = render(describe_approval("write_file", arguments, change=change))
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert "    2 - bad \\x1b[2K\\x1b[1G" in shown and "    2 + worse \\u202e\\x1b[2K" in shown

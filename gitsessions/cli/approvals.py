@@ -132,6 +132,9 @@ def _numbered_diff(text: Text, before: str, after: str, whole: bool) -> None:
     the file (the old number for a kept or removed line, the new one for an added one);
     `...` between parts of the file far apart."""
     old, new = before.splitlines(), after.splitlines()
+    if old == new:
+        text.append("\n    (only line endings change)", style="dim")
+        return
     width = len(str(max(len(old), len(new), 1)))
     rows: list[tuple[str, str, str]] = []  # (number, sign, line)
     groups = difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(CONTEXT)
