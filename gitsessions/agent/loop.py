@@ -20,6 +20,7 @@ Invariants:
   got, and the step stays pending, so the next checkpoint commits it.
 """
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -555,7 +556,7 @@ class Agent:
             self.events.tool_started(call)
             outcome = self.registry.dispatch(
                 call,
-                running=lambda call=call: self.events.tool_running(call),  # type: ignore[misc]
+                running=functools.partial(self.events.tool_running, call),
                 output=self.events.tool_output,
             )
             outcomes.append(outcome)

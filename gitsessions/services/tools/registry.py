@@ -10,8 +10,7 @@ True; otherwise it does not run and the content says the user denied it (`error:
 by the user: ...`), or, when the approver asked no one and answered `NotAsked(reason)`,
 why it did not run (`error: not run: exec needs --auto-approve ...`); every failure
 starts `error:`, which is what the ledger keys on, so a denied write is never listed as
-a changed file. Every content is bounded by the output
-limit.
+a changed file. Every content is bounded by the output limit.
 """
 
 import copy
@@ -121,7 +120,7 @@ def describe_os_error(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
-def refusal(name: str, answer: "NotAsked | bool") -> str:
+def refusal(name: str, answer: NotAsked | bool) -> str:
     """What the model reads for a call that did not run: denied by the user, or not run
     for the reason an approver that asked no one gave."""
     if isinstance(answer, NotAsked):
