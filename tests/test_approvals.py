@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from gitsessions.cli.approvals import describe_approval, offer_words
+from gitsessions.cli.approvals import always_offer, describe_approval, offer_words
 from gitsessions.cli.shell_scope import NoScope, Scope, scope_of
 from gitsessions.services.tools import create_registry
 
@@ -197,3 +197,8 @@ def test_a_diff_of_hostile_text_is_escaped(tmp_path: Path) -> None:
     shown = render(describe_approval("write_file", arguments, change=change))
     assert "\x1b" not in shown and "\u202e" not in shown
     assert "    2 - bad \\x1b[2K\\x1b[1G" in shown and "    2 + worse \\u202e\\x1b[2K" in shown
+
+
+def test_always_for_run_shell_is_never_the_whole_tool() -> None:
+    assert always_offer("run_shell", {"command": None}) == NoScope("it has no command")
+    assert always_offer("write_file", {"path": "a", "content": ""}) == "write_file"

@@ -190,8 +190,8 @@ def always_offer(name: str, arguments: Mapping[str, Any]) -> Scope | NoScope | s
     """What "always" would allow for this call: a run_shell scope (or why none), else
     the tool's name."""
     command = arguments.get("command")
-    if name == "run_shell" and isinstance(command, str):
-        return scope_of(command)
+    if name == "run_shell":  # never the whole tool: every command would run unasked
+        return scope_of(command) if isinstance(command, str) else NoScope("it has no command")
     return name
 
 
