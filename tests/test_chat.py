@@ -94,17 +94,19 @@ def test_tool_turn_with_approvals(server, ws):
     child = spawn(server.base_url, ws)
     child.sendline("make some files")
     child.expect_exact("[y/N/a] ")
-    assert "content: 1 line, 2 bytes" in plain(child.before)
+    assert "creates yes.txt: 1 line, 2 bytes" in plain(child.before)
     child.sendline("y")
     child.expect_exact("[y/N/a] ")
     child.sendline("")  # the default is no
     child.expect_exact("[y/N/a] ")
     asked = plain(child.before)
-    assert "$ touch one.txt" in asked and "a: always for commands starting with `touch`" in asked
+    assert "$ touch one.txt" in asked
+    assert "a: always allow `touch ...` commands in this session" in asked
     child.sendline("a")
-    child.expect_exact("[y/N/a] ")
+    child.expect_exact("[y/N] ")  # a second command: no "always" offered
     asked = plain(child.before)
     assert "$ touch three.txt; seq 1 12" in asked and "$ touch two.txt" not in asked
+    assert 'no "always" here: it chains commands (`;`)' in asked
     child.sendline("y")
     child.expect(PROMPT)
     out = plain(child.before)
@@ -116,6 +118,91 @@ def test_tool_turn_with_approvals(server, ws):
     denied = [m for m in server.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "denied by the user" in denied["content"]
     assert server.requests[0]["stream"] is True
+
+
+def test_an_approval_shows_a_replaced_file_as_a_diff_and_always_as_the_subcommand(server, ws):
+    (ws / "app.py").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    new = (ws / "app.py").read_text().replace("line 20\n", "twenty\n")
+
+    def call(name: str, **arguments: str) -> None:
+        server.reply(content=None, tool_calls=[{"name": name, "arguments": arguments}])
+
+    call("write_file", path="app.py", content=new)
+    call("run_shell", command="git log --oneline | head")
+    call("run_shell", command="git log -3")  # the same scope: runs unasked
+    call("run_shell", command="git log; touch chained.txt")
+    server.reply(content="done")
+    child = spawn(server.base_url, ws)
+    child.sendline("change it")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "replaces app.py: 30 lines, 231 bytes now, 30 lines, 230 bytes after" in asked
+    assert "20 - line 20" in asked and "20 + twenty" in asked and "17   line 17" in asked
+    assert "line 1\r" not in asked  # only the change and its context
+    child.sendline("y")
+    child.expect_exact("[y/N/a] ")
+    asked = plain(child.before)
+    assert "a: always allow `git log ...` commands in this session" in asked
+    child.sendline("a")
+    child.expect_exact("[y/N] ")
+    asked = plain(child.before)
+    assert "$ git log; touch chained.txt" in asked and "$ git log -3" not in asked
+    child.sendline("n")
+    child.expect(PROMPT)
+    leave(child)
+    assert (ws / "app.py").read_text() == new and not (ws / "chained.txt").exists()
+
+
+def test_a_running_command_shows_a_spinner_with_its_name_time_and_last_output_line(server, ws):
+    command = "echo first; echo started-42; until [ -e go ]; do sleep 0.1; done; echo over"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    server.reply(content="done")
+    child = spawn(server.base_url, ws)
+    child.sendline("wait for it")
+    child.expect_exact("[y/N] ")
+    child.sendline("y")
+    # while the command waits for `go`: the spinner names it, counts, shows its last line
+    child.expect(r"run_shell: echo first; echo started-42; until[^\r\n]* · \d+ s")
+    child.expect(rf"\|(?: |{ANSI.pattern})*started-42")
+    assert not (ws / "go").exists()
+    (ws / "go").touch()
+    child.expect(PROMPT)
+    out = plain(child.before)
+    assert "| over" in out and "done" in out
+    leave(child)
+
+
+def test_ctrl_c_during_a_running_command_takes_its_spinner_away(server, ws):
+    command = "echo started-42; until [ -e go ]; do sleep 0.1; done"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    child = spawn(server.base_url, ws, "--auto-approve")
+    child.sendline("wait for it")
+    child.expect(rf"\|(?: |{ANSI.pattern})*started-42")
+    child.sendintr()
+    child.expect_exact("cancelled")
+    child.expect(PROMPT)
+    shown = say(child, "\\help")  # a spinner left running would redraw over it
+    assert "\\exit" in shown and "started-42" not in shown and "until [" not in shown
+    leave(child)
+
+
+def test_a_running_command_adds_nothing_into_a_pipe(server, ws):
+    command = "echo started-42"
+    server.reply(
+        content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
+    )
+    server.reply(content="done")
+    result = run_gitsessions(
+        "chat", "--base-url", server.base_url, "--model", "fake-model", "--workspace", str(ws),
+        "--auto-approve", input="go\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "| started-42" in result.stderr  # the output's tail, once it finished
+    assert " s\n" not in result.stderr and "\x1b" not in result.stderr  # no spinner line
 
 
 def test_slash_commands(server, ws, home):

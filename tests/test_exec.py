@@ -73,9 +73,11 @@ def test_mutating_tools_denied_without_auto_approve(server, tmp_path):
     assert done.returncode == 3, done.stderr  # the work was stopped by the denial
     assert not (ws / "x.txt").exists()
     denied = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
-    assert "denied" in denied["content"]
-    assert done.stdout.strip() == "I could not write the file."
     note = "not run: exec needs --auto-approve to write files or run commands"
+    assert denied["content"].startswith(f"error: {note}. This write_file call was not run")
+    assert "no one was asked" in denied["content"] and "by the user" not in denied["content"]
+    assert done.stdout.strip() == "I could not write the file."
+    assert f"   error: {note}." in done.stderr and "by the user" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == note
     server.reply(content=None, tool_calls=[tool("run_shell", command="touch y.txt")])
     server.reply(content="Denied again.")
@@ -388,3 +390,40 @@ def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path,
     sessions = json.loads(run_gitsessions("list", "--json").stdout)
     shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
     assert json.loads(shown)[-1] == {"role": "user", "content": "the secret plan"}
+
+
+def test_exec_on_a_terminal_shows_a_running_command_with_its_last_line(server, tmp_path):
+    import pexpect
+
+    ws = tmp_path / "p"
+    ws.mkdir()
+    command = "echo started-42; until [ -e go ]; do sleep 0.1; done"
+    server.reply(content=None, tool_calls=[tool("run_shell", command=command)])
+    server.reply(content="finished")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "gitsessions", *exec_args(server, ws), "--auto-approve", "go"],
+        env=dict(os.environ, TERM="xterm", COLUMNS="120", LINES="40"),
+        encoding="utf-8",
+        timeout=30,
+        cwd=str(REPO),
+        dimensions=(40, 120),
+    )
+    child.expect(r"run_shell: echo started-42; until[^\r\n]* · \d+ s")
+    child.expect(r"\|(?: |\x1b\[[0-9;?]*[A-Za-z])*started-42")
+    (ws / "go").touch()
+    child.expect("finished")
+    child.expect(pexpect.EOF)
+    child.wait()
+    assert child.exitstatus == 0
+
+
+def test_exec_into_a_pipe_adds_no_spinner(server, tmp_path):
+    ws = tmp_path / "p"
+    ws.mkdir()
+    server.reply(content=None, tool_calls=[tool("run_shell", command="echo started-42")])
+    server.reply(content="finished")
+    done = exec_(server, ws, "go", "--auto-approve")
+    assert done.returncode == 0, done.stderr
+    assert "   | started-42" in done.stderr and " · " not in done.stderr
+    assert "\x1b" not in done.stderr

@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gitsessions.cli import state
-from gitsessions.cli.chat_ui import ChatEvents, describe_approval, markdown
+from gitsessions.cli.approvals import describe_approval
+from gitsessions.cli.chat_ui import ChatEvents, markdown
 from gitsessions.cli.plain import PlainConsole, Styled, vtext, write_json
 from gitsessions.cli.terminal import VisibleConsole
 from gitsessions.store.sessions import Change
@@ -535,7 +536,7 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
     script_hostile_model(server)
     child, log = spawn_chat(server, ws)
     child.sendline("list the files")
-    child.expect_exact("[y/N/a] ")
+    child.expect_exact("[y/N] ")
     approval = child.before
     child.sendline("n")
     child.expect(PROMPT)

@@ -58,6 +58,8 @@ def test_denied_shell_and_edit_do_not_run(workspace: Path) -> None:
     shell = call(registry, "run_shell", command="touch marker")
     edit = call(registry, "edit_file", path="a.txt", old="old", new="new")
     assert shell.denied and edit.denied
+    assert shell.content.startswith("error: not run: it needs approval, and no one is here")
+    assert "by the user" not in shell.content
     assert shell.exit_code is None
     assert not (workspace / "marker").exists()
     assert (workspace / "a.txt").read_text() == "old\n"

@@ -5,6 +5,8 @@ when the command exits. No timing assertions: a process is checked gone through 
 file and by scanning /proc for a marker in its argv."""
 
 import contextlib
+import itertools
+import json
 import os
 import re
 import signal
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.services.tools import ToolRegistry, approve_all, create_registry
+from gitsessions.services.tools.shell import _Capture
 from tests.tool_helpers import ENV, call
 
 
@@ -241,3 +244,40 @@ def test_timeout_must_be_in_range(tools: ToolRegistry) -> None:
     zero = call(tools, "run_shell", command="true", timeout=0)
     assert not too_long.ok and "at most 600" in too_long.content
     assert not zero.ok and "at least 1" in zero.content
+
+
+def test_a_running_command_tells_its_last_output_line_as_it_comes(tools: ToolRegistry) -> None:
+    seen: list[str] = []
+    started: list[bool] = []
+    command = "echo one; printf '10%%\\r50%%\\r'; printf '\\n  \\n'; echo done"
+    outcome = tools.dispatch(
+        {
+            "id": "c1",
+            "function": {"name": "run_shell", "arguments": json.dumps({"command": command})},
+        },
+        running=lambda: started.append(not seen),
+        output=seen.append,
+    )
+    assert outcome.ok and started == [True]  # told it runs before any output
+    assert seen and seen[-1] == "done" and set(seen) <= {"one", "10%", "50%", "done"}
+    assert all(a != b for a, b in itertools.pairwise(seen))  # only changes
+
+
+def test_the_last_line_told_is_the_newest_non_blank_one_whatever_the_chunks() -> None:
+    seen: list[str] = []
+    capture = _Capture(1000, seen.append)
+    for chunk in (b"one\ntw", b"o\n", b"\n  \n", b"10%\r", b"50%\r", b"\xc3", b"\xa9t\xc3\xa9"):
+        capture.add(chunk)
+    assert seen == ["tw", "two", "10%", "50%", "\u00e9t\u00e9"]  # the newest line, as it grows
+    assert capture.text() == "one\ntwo\n\n  \n10%\r50%\r\u00e9t\u00e9"
+
+
+def test_a_tool_that_does_not_stream_is_told_running_only(tools: ToolRegistry) -> None:
+    seen: list[str] = []
+    started: list[bool] = []
+    outcome = tools.dispatch(
+        {"id": "c1", "function": {"name": "list_files", "arguments": "{}"}},
+        running=lambda: started.append(True),
+        output=seen.append,
+    )
+    assert outcome.ok and started == [True] and seen == []

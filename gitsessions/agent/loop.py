@@ -20,6 +20,7 @@ Invariants:
   got, and the step stays pending, so the next checkpoint commits it.
 """
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -82,6 +83,12 @@ class Events:
     def text(self, delta: str) -> None: ...
     def reply(self, message: Message) -> None: ...
     def tool_started(self, call: dict[str, Any]) -> None: ...
+    def tool_running(self, call: dict[str, Any]) -> None:
+        """The call is approved and runs now (until `tool_finished`)."""
+
+    def tool_output(self, line: str) -> None:
+        """A running tool's last output line, as it changes (from another thread)."""
+
     def tool_finished(self, outcome: ToolOutcome) -> None: ...
     def compacted(self, result: "CompactionResult") -> None: ...
     def notice(self, text: str) -> None: ...
@@ -547,7 +554,11 @@ class Agent:
         outcomes: list[ToolOutcome] = []
         for call in calls:
             self.events.tool_started(call)
-            outcome = self.registry.dispatch(call)
+            outcome = self.registry.dispatch(
+                call,
+                running=functools.partial(self.events.tool_running, call),
+                output=self.events.tool_output,
+            )
             outcomes.append(outcome)
             self.session.add(outcome.message())
             self._audit(outcome)

@@ -14,8 +14,9 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.approvals import ChatApprover
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
-from gitsessions.cli.chat_ui import ChatApprover, ChatEvents
+from gitsessions.cli.chat_ui import ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import RETRY, RETRY_HINT
@@ -51,6 +52,7 @@ def open_chat(
     `notes`. Then the model client, the tokenizer and the markdown renderer are
     imported in threads of their own, once the prompt shows."""
     events = ChatEvents(replies, err)
+    approver = ChatApprover(err, auto=options.auto_approve)
     stack = ExitStack()
     with stack:
         built = stack.enter_context(
@@ -61,7 +63,7 @@ def open_chat(
                 resume=options.resume,
                 continue_=options.continue_,
                 workspace_flag=options.workspace_flag,
-                approve=ChatApprover(err, auto=options.auto_approve),
+                approve=approver,
                 events=events,
                 max_steps=options.max_steps,
                 stream=True,
@@ -71,6 +73,7 @@ def open_chat(
                 resuming=resuming,
             )
         )
+        approver.preview = built.agent.registry.preview  # reads the files as the tools will
         with main_thread_signals():  # they import while the user types at the prompt
             warm_up(chat=True, after=PROMPT_SHOWN)
         run = ChatRun(

@@ -9,16 +9,17 @@ from gitsessions.agent.loop import ReplyNotSaved
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
 from gitsessions.cli.options import AUTO_APPROVE_BANNER
-from gitsessions.cli.plain import vtext
+from gitsessions.cli.plain import piped, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.tools import approve_all, deny_all
+from gitsessions.services.tools import NotAsked, approve_all
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_text
 
 EXIT_STOPPED = 3
-NOT_RUN = "not run: exec needs --auto-approve to write files or run commands"
+WHY_NOT_RUN = "exec needs --auto-approve to write files or run commands"
+NOT_RUN = f"not run: {WHY_NOT_RUN}"
 
 
 def cmd_exec(
@@ -44,11 +45,11 @@ def cmd_exec(
 ) -> None:
     """Run one turn (tool calls included) and print the final reply.
 
-    write_file, edit_file and run_shell are denied (the model is told) unless
-    --auto-approve. Exit codes: 0 done, 1 error (the session is saved up to the last
-    complete step; a reply that could not be saved is still printed, and --json then
-    carries "error"), 3 the turn stopped early (--max-steps, repeated tool failures) or
-    a tool call was denied for want of --auto-approve.
+    write_file, edit_file and run_shell do not run unless --auto-approve (the model is
+    told "not run: exec needs --auto-approve"). Exit codes: 0 done, 1 error (the session
+    is saved up to the last complete step; a reply that could not be saved is still
+    printed, and --json then carries "error"), 3 the turn stopped early (--max-steps,
+    repeated tool failures) or a tool call was not run for want of --auto-approve.
     """
     state: State = ctx.obj
     warm_up()  # the SDK imports while the prompt, the settings and the store are read
@@ -80,9 +81,9 @@ def cmd_exec(
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied: list[str] = []
 
-    def deny(name: str, arguments: Any) -> bool:
+    def deny(name: str, arguments: Any) -> NotAsked:
         denied.append(name)
-        return deny_all(name, arguments)
+        return NotAsked(WHY_NOT_RUN)
 
     with build_agent(
         state,
@@ -92,7 +93,7 @@ def cmd_exec(
         continue_=continue_,
         workspace_flag=workspace,
         approve=approve_all if auto_approve else deny,
-        events=ProgressEvents(err),
+        events=progress_events(),
         max_steps=max_steps,
         stream=False,
         all_sessions=all_sessions,
@@ -132,6 +133,16 @@ def cmd_exec(
         if stopped:
             err.print(vtext(stopped), highlight=False)
             raise typer.Exit(EXIT_STOPPED)
+
+
+def progress_events() -> ProgressEvents:
+    """The progress lines on stderr; on a terminal also a running tool's spinner (into a
+    pipe nothing more, and rich is not imported)."""
+    if piped(err):
+        return ProgressEvents(err)
+    from gitsessions.cli.running import RunningEvents
+
+    return RunningEvents(err)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,28 +15,64 @@ from gitsessions.agent.loop import Events
 from gitsessions.cli.plain import Styled, one_line, vtext
 from gitsessions.services.model.model import Retry
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.services.tools.output import CUT_NOTE, cut_in
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
     from gitsessions.services.compaction.compaction import CompactionResult
 
 
+MAIN_ARGUMENTS = ("command", "pattern", "query", "path", "session")
+WHOLE_ARGUMENTS = ("content", "old", "new", "items")  # said by their size, not shown
+DEFAULT_PATHS = {"list_files": ".", "search_files": "."}
+
+
 def describe_call(call: dict[str, Any], width: int = 100) -> str:
+    """A tool call as a person reads it: its name, the argument that says what it does
+    (`read_file: app.py`, `run_shell: pytest -q`; `list_files: .` for the default
+    path), then the others given, in words (`offset 40`, `in src`); null arguments left
+    out, tabs and runs of whitespace one space, cut at a word with an ellipsis."""
     function = call.get("function") or {}
+    name = str(function.get("name") or "?")
     raw = function.get("arguments") or ""
     try:
-        args = json.loads(raw)
-        shown = (
-            args.get("command")
-            or args.get("path")
-            or args.get("pattern")
-            or args.get("query")
-            or raw
-        )
-    except (ValueError, AttributeError):
-        shown = raw
-    text = one_line(f"{function.get('name')}: {' '.join(str(shown).split())}")
-    return text if len(text) <= width else text[: width - 3] + "..."
+        arguments = json.loads(raw) if raw else {}
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        return cut(one_line(f"{name}: {' '.join(str(raw).split())}"), width)
+    given = {k: v for k, v in arguments.items() if v is not None and v != ""}
+    main = next((k for k in MAIN_ARGUMENTS if isinstance(given.get(k), str)), None)
+    words = [str(given.pop(main))] if main else []
+    if main == "pattern" and isinstance(given.get("path"), str):
+        words.append(f"in {given.pop('path')}")
+    elif not words and name in DEFAULT_PATHS:
+        words.append(DEFAULT_PATHS[name])
+    extras = []
+    for key, value in given.items():
+        if key == "content" and isinstance(value, str):
+            extras.append(plural(value.count("\n") + (not value.endswith("\n")), "line"))
+        elif key == "items" and isinstance(value, list):
+            extras.append(plural(len(value), "item"))
+        elif key not in WHOLE_ARGUMENTS:
+            extras.append(
+                f"{key} {value if isinstance(value, str | int | float) else json.dumps(value)}"
+            )
+    text = " ".join(" ".join(words).split())
+    if extras:
+        text = f"{text} ({', '.join(extras)})" if text else ", ".join(extras)
+    return cut(one_line(f"{name}: {text}" if text else name), width)
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters: cut at a word, with an ellipsis."""
+    if len(text) <= width:
+        return text
+    head = text[: max(1, width - 1)]
+    at = head.rfind(" ")
+    if at > width // 2:
+        head = head[:at]
+    return head.rstrip() + "\u2026"
 
 
 SHELL_TAIL = 5  # lines of a shell run's output shown after it
@@ -52,24 +88,25 @@ class ProgressEvents(Events):
         self.console.print(Styled("-> " + describe_call(call), style="cyan"), highlight=False)
 
     def tool_finished(self, outcome: ToolOutcome) -> None:
-        """The result's first line; for a shell run that ran, also its output's tail."""
+        """The result's first line (a denial's first sentence); for a shell run that ran,
+        also its output's tail, and how much more the model saw above it (and what was
+        cut from what it saw)."""
         lines = outcome.content.splitlines()
-        first = lines[0] if lines else ""
+        first = lines[0].expandtabs().strip() if lines else ""
+        if outcome.denied:  # what happened; the rest of it is advice to the model
+            first = first.split(". ", 1)[0].rstrip(".") + "."
         style = "yellow" if outcome.denied else "red" if not outcome.ok else "dim"
-        self.console.print(Styled(f"   {one_line(first)[:120]}", style=style), highlight=False)
+        self.console.print(Styled(f"   {cut(one_line(first), 120)}", style=style), highlight=False)
         if outcome.tool == "run_shell" and not outcome.denied and first.startswith("exit code"):
-            tail = lines[1:][-SHELL_TAIL:]
-            if len(lines) - 1 > SHELL_TAIL:
-                self.console.print(
-                    Styled(
-                        f"   | ... ({plural(len(lines) - 1 - SHELL_TAIL, 'line')} above)",
-                        style="dim",
-                    )
-                )
-            for line in tail:
-                self.console.print(
-                    Styled(f"   | {one_line(line)[:200]}", style="dim"), highlight=False
-                )
+            output = lines[1:]
+            above = [line for line in output[:-SHELL_TAIL] if not CUT_NOTE.match(line)]
+            cut_chars = cut_in(outcome.content)
+            if above or cut_chars:
+                said = above_note(len(above), cut_chars)
+                self.console.print(Styled(f"   | ... ({said})", style="dim"), highlight=False)
+            for line in output[-SHELL_TAIL:]:
+                shown = cut(one_line(line.expandtabs()), 200)
+                self.console.print(Styled(f"   | {shown}", style="dim"), highlight=False)
 
     def busy(self, reason: str | None) -> None:
         if reason is not None and "compacting" in reason:  # a title is not worth a line
@@ -96,6 +133,15 @@ class ProgressEvents(Events):
     def retrying(self, retry: Retry) -> None:
         self.console.print(vtext(retry_line(retry, retry.seconds), style="yellow"), highlight=False)
         time.sleep(retry.seconds)
+
+
+def above_note(lines: int, cut: int) -> str:
+    """What a shell run's tail leaves out: the lines the model saw above it, and the
+    characters cut from the output's middle, which it did not see."""
+    if not cut:
+        return f"{plural(lines, 'line')} above"
+    unseen = f"{cut:,} characters cut from the middle: the model did not see them"
+    return f"{plural(lines, 'line')} above, and {unseen}" if lines else unseen
 
 
 def retry_line(retry: Retry, left: float) -> str:

@@ -44,11 +44,15 @@ class VisibleConsole(Console):
 
 
 @contextlib.contextmanager
-def spinning(console: Console, text: str) -> Iterator[Status]:
-    """A spinner saying `text` while the block runs. Unlike `with console.status(...)`,
-    a Ctrl-C that lands while the spinner starts still stops it: `with` calls no
-    `__exit__` when `__enter__` is interrupted, and rich's refresh thread, already
-    running, would go on drawing the spinner over everything that follows."""
+def spinning(console: Console, text: str) -> Iterator[Status | None]:
+    """A spinner saying `text` while the block runs, on a terminal (into a pipe nothing:
+    None). Unlike `with console.status(...)`, a Ctrl-C that lands while the spinner
+    starts still stops it: `with` calls no `__exit__` when `__enter__` is interrupted,
+    and rich's refresh thread, already running, would go on drawing the spinner over
+    everything that follows."""
+    if not console.is_terminal:
+        yield None
+        return
     status = Status(text, console=console, spinner="dots")
     try:
         status.start()

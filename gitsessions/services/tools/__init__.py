@@ -8,12 +8,13 @@ they come back as `ToolOutcome(ok=False)` with content starting `error: `.
 
 from gitsessions.services.tools.builtin import create_registry
 from gitsessions.services.tools.errors import ToolError
+from gitsessions.services.tools.preview import FileChange
 from gitsessions.services.tools.registry import (
     Approver,
+    NotAsked,
     ToolOutcome,
     ToolRegistry,
     approve_all,
-    deny_all,
 )
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import BUILTIN_TOOLS, MUTATING_TOOLS, SESSION_TOOLS
@@ -23,11 +24,12 @@ __all__ = [
     "MUTATING_TOOLS",
     "SESSION_TOOLS",
     "Approver",
+    "FileChange",
+    "NotAsked",
     "ToolError",
     "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
     "approve_all",
     "create_registry",
-    "deny_all",
 ]

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT
-from gitsessions.services.tools.registry import Approver, ToolRegistry, deny_all
+from gitsessions.services.tools.preview import FileChange, file_change
+from gitsessions.services.tools.registry import Approver, Output, ToolRegistry, deny_all
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import (
     DEFAULT_TIMEOUT,
@@ -75,14 +76,17 @@ def create_registry(
 
         return search_files(workspace, a["pattern"], a["path"])
 
-    def do_shell(a: dict[str, Any]) -> ToolResult:
+    def do_shell(a: dict[str, Any], output: Output) -> ToolResult:
         from gitsessions.services.tools.shell import run_shell
 
         timeout = default_timeout if a["timeout"] is None else a["timeout"]
         return run_shell(
             a["command"], cwd=workspace.root, env=child_env, timeout=timeout,
-            output_limit=output_limit, sandbox=sandbox, said=said,
+            output_limit=output_limit, sandbox=sandbox, said=said, on_output=output,
         )  # fmt: skip
+
+    def preview(name: str, a: Mapping[str, Any]) -> FileChange | None:
+        return file_change(workspace, name, a)
 
     for definition, handler in (
         (READ_FILE, do_read),
@@ -93,5 +97,12 @@ def create_registry(
         (RUN_SHELL, do_shell),
     ):
         name = definition["function"]["name"]
-        registry.register(name, definition, handler, needs_approval=name in MUTATING_TOOLS)
+        registry.register(
+            name,
+            definition,
+            handler,
+            needs_approval=name in MUTATING_TOOLS,
+            preview=preview if name in ("write_file", "edit_file") else None,
+            streams=handler is do_shell,
+        )
     return registry

@@ -147,6 +147,28 @@ def _positions(text: str, needle: str) -> list[int]:
     return found
 
 
+def locate_edit(text: str, old: str, new: str, name: str) -> tuple[int, str, str]:
+    """Where `old` occurs once in `text` (the file `name`), and `old` and `new` as they
+    apply there (with CRLF line ends when the file has them and `old` matches only so);
+    EditFailed when it occurs never or more than once."""
+    positions = _positions(text, old)
+    if not positions and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        positions = _positions(text, old)
+    if not positions:
+        hint = "read_file it and copy the text exactly, indentation and whitespace included"
+        if old.strip() and old.strip() in text:
+            hint = "it occurs with different leading/trailing whitespace; copy it exactly"
+        raise EditFailed(f"old text not found in {name!r}; {hint}")
+    if len(positions) > 1:
+        lines = ", ".join(str(text.count("\n", 0, at) + 1) for at in positions[:10])
+        raise EditFailed(
+            f"old text found {plural(len(positions), 'time')} in {name!r} (lines {lines}); "
+            "include more surrounding lines to make it unique"
+        )
+    return positions[0], old, new
+
+
 def edit_file(workspace: Workspace, path: str, old: str, new: str) -> ToolResult:
     """Replace the one occurrence of `old` with `new`; refuse when it is absent or repeated."""
     real = workspace.resolve_for_write(path)
@@ -167,22 +189,7 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str) -> ToolResult
             f"{name!r} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, "
             "use run_shell instead"
         ) from None
-    positions = _positions(text, old)
-    if not positions and "\r\n" in text and "\n" in old and "\r\n" not in old:
-        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        positions = _positions(text, old)
-    if not positions:
-        hint = "read_file it and copy the text exactly, indentation and whitespace included"
-        if old.strip() and old.strip() in text:
-            hint = "it occurs with different leading/trailing whitespace; copy it exactly"
-        raise EditFailed(f"old text not found in {name!r}; {hint}")
-    if len(positions) > 1:
-        lines = ", ".join(str(text.count("\n", 0, at) + 1) for at in positions[:10])
-        raise EditFailed(
-            f"old text found {plural(len(positions), 'time')} in {name!r} (lines {lines}); "
-            "include more surrounding lines to make it unique"
-        )
-    at = positions[0]
+    at, old, new = locate_edit(text, old, new, name)
     _write(real, (text[:at] + new + text[at + len(old) :]).encode("utf-8"))
     line = text.count("\n", 0, at) + 1
     removed, added = old.count("\n") + 1, new.count("\n") + 1

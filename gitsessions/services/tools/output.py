@@ -5,6 +5,8 @@ end says how it finished) and says exactly how many characters were cut in betwe
 with a hint on how to ask for less. Text within the limit is returned unchanged.
 """
 
+import re
+
 DEFAULT_OUTPUT_LIMIT = 16_000
 MIN_OUTPUT_LIMIT = 500
 CUT_HINT = "use read_file with offset/limit or narrow the command"
@@ -13,6 +15,16 @@ CUT_HINT = "use read_file with offset/limit or narrow the command"
 def cut_note(count: int) -> str:
     """The marker that replaces `count` cut characters."""
     return f"\n[... {count:,} characters cut; {CUT_HINT} ...]\n"
+
+
+CUT_NOTE = re.compile(r"^\[\.\.\. ([0-9,]+) characters cut; .* \.\.\.\]$", re.MULTILINE)
+
+
+def cut_in(text: str) -> int:
+    """How many characters `truncate` cut from the middle of `text` (0: none), read from
+    its note."""
+    found = CUT_NOTE.search(text)
+    return int(found.group(1).replace(",", "")) if found else 0
 
 
 def truncate(text: str, limit: int = DEFAULT_OUTPUT_LIMIT, *, already_cut: int = 0) -> str:

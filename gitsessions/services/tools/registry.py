@@ -7,9 +7,10 @@ correct. Only bugs propagate (exceptions other than `GitsessionsError`, `OSError
 the `ValueError`/`OverflowError`/`RecursionError` that impossible arguments raise). A
 tool registered with `needs_approval` runs only after `approve(name, arguments)` returned
 True; otherwise it does not run and the content says the user denied it (`error: denied
-by the user: ...`; every failure starts `error:`, which is what the ledger keys on, so a
-denied write is never listed as a changed file). Every content is bounded by the output
-limit.
+by the user: ...`), or, when the approver asked no one and answered `NotAsked(reason)`,
+why it did not run (`error: not run: exec needs --auto-approve ...`); every failure
+starts `error:`, which is what the ledger keys on, so a denied write is never listed as
+a changed file. Every content is bounded by the output limit.
 """
 
 import copy
@@ -24,19 +25,36 @@ from gitsessions.services.tools.arguments import (
     parse_arguments,
 )
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT, truncate
+from gitsessions.services.tools.preview import FileChange
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import ToolDefinition
 from gitsessions.values.canonical import dumps_line
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 
 Handler = Callable[[dict[str, Any]], ToolResult | str]
-Approver = Callable[[str, Mapping[str, Any]], bool]
+Output = Callable[[str], None]  # the last line of a running tool's output, as it comes
+StreamingHandler = Callable[[dict[str, Any], Output], ToolResult | str]
+Preview = Callable[[str, Mapping[str, Any]], FileChange | None]
 MIN_REGISTRY_OUTPUT_LIMIT = 1_000
 
 
-def deny_all(name: str, arguments: Mapping[str, Any]) -> bool:
-    """The default approver: no mutating tool runs (what `exec` does without --auto-approve)."""
-    return False
+def _ignore(line: str) -> None:
+    """An `Output` nobody watches."""
+
+
+class NotAsked(NamedTuple):
+    """An approver's answer when no one was asked: the call does not run, for `reason`
+    (what the model is told instead of "denied by the user")."""
+
+    reason: str
+
+
+Approver = Callable[[str, Mapping[str, Any]], bool | NotAsked]
+
+
+def deny_all(name: str, arguments: Mapping[str, Any]) -> NotAsked:
+    """The default approver: no mutating tool runs, and no one is asked."""
+    return NotAsked("it needs approval, and no one is here to give it")
 
 
 def approve_all(name: str, arguments: Mapping[str, Any]) -> bool:
@@ -70,12 +88,15 @@ class ToolOutcome(NamedTuple):
 
 
 class ToolSpec(NamedTuple):
-    """A registered tool: its definition for the model, its handler, its approval need."""
+    """A registered tool: its definition for the model, its handler, its approval need,
+    and what it would change (read before it is approved)."""
 
     name: str
     definition: ToolDefinition
-    handler: Handler
+    handler: Handler | StreamingHandler
     needs_approval: bool
+    preview: Preview | None = None
+    streams: bool = False  # the handler takes an `Output` too
 
 
 def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
@@ -99,6 +120,20 @@ def describe_os_error(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
+def refusal(name: str, answer: NotAsked | bool) -> str:
+    """What the model reads for a call that did not run: denied by the user, or not run
+    for the reason an approver that asked no one gave."""
+    if isinstance(answer, NotAsked):
+        return (
+            f"error: not run: {answer.reason}. This {name} call was not run and no one was "
+            "asked; do not retry it. Say what you would have run, or take another approach."
+        )
+    return (
+        f"error: denied by the user: this {name} call was not approved, so it was not run. "
+        "Do not retry it unchanged; ask the user or take another approach."
+    )
+
+
 class ToolRegistry:
     """Tools by name, and the dispatcher that runs a model's tool call."""
 
@@ -115,11 +150,15 @@ class ToolRegistry:
         self,
         name: str,
         schema: ToolDefinition,
-        handler: Handler,
+        handler: Handler | StreamingHandler,
         *,
         needs_approval: bool = False,
+        preview: Preview | None = None,
+        streams: bool = False,
     ) -> None:
-        """Add a tool; `schema` is its OpenAI function-tool definition, named `name`."""
+        """Add a tool; `schema` is its OpenAI function-tool definition, named `name`;
+        `preview(name, arguments)` says what a call would change to a file; a handler
+        that `streams` is called with an `Output` too, to tell its last line as it runs."""
         function = schema.get("function")
         if schema.get("type") != "function" or not isinstance(function, Mapping):
             raise ValueError(f"tool {name!r}: schema must be an OpenAI function tool")
@@ -129,7 +168,8 @@ class ToolRegistry:
             raise ValueError(f"tool {name!r}: schema has no parameters object")
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
-        self._tools[name] = ToolSpec(name, copy.deepcopy(schema), handler, needs_approval)
+        definition = copy.deepcopy(schema)
+        self._tools[name] = ToolSpec(name, definition, handler, needs_approval, preview, streams)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -145,8 +185,28 @@ class ToolRegistry:
         spec = self._tools.get(name)
         return spec is not None and spec.needs_approval
 
-    def dispatch(self, call: Mapping[str, Any]) -> ToolOutcome:
-        """Run one OpenAI tool call dict; every model mistake becomes an error outcome."""
+    def preview(self, name: str, arguments: Mapping[str, Any]) -> FileChange | None:
+        """What a call of `name` with these (checked) arguments would change to its file
+        now, for an approval to show; None when the tool has no preview or it cannot tell."""
+        spec = self._tools.get(name)
+        if spec is None or spec.preview is None:
+            return None
+        try:
+            return spec.preview(name, arguments)
+        except (OSError, ValueError):  # a path the OS cannot take: the tool will say so
+            return None
+
+    def dispatch(
+        self,
+        call: Mapping[str, Any],
+        *,
+        running: Callable[[], None] | None = None,
+        output: Output | None = None,
+    ) -> ToolOutcome:
+        """Run one OpenAI tool call dict; every model mistake becomes an error outcome.
+        `running()` is called once the handler is about to run (after any approval),
+        `output(line)` with a streaming tool's last output line as it changes (from
+        another thread)."""
         call_id = call.get("id")
         call_id = call_id if isinstance(call_id, str) else ""
         function = call.get("function")
@@ -176,23 +236,25 @@ class ToolRegistry:
             arguments = check_arguments(name, parsed, spec.definition["function"]["parameters"])
         except InvalidArguments as error:
             return failed(str(error))
-        if spec.needs_approval and not self.approve(name, arguments):
+        answer = self.approve(name, arguments) if spec.needs_approval else True
+        if isinstance(answer, NotAsked) or not answer:
             return ToolOutcome(
                 call_id=call_id,
                 tool=name,
-                content=(
-                    f"error: denied by the user: this {name} call was not approved, so it "
-                    "was not run. Do not retry it unchanged; ask the user or take another "
-                    "approach."
-                ),
+                content=refusal(name, answer),
                 ok=False,
                 duration=0.0,
                 arguments_digest=arguments_digest(raw, parsed),
                 denied=True,
             )
+        if running is not None:
+            running()
         started = time.monotonic()
         try:
-            result = spec.handler(arguments)
+            if spec.streams:
+                result = spec.handler(arguments, output or _ignore)  # type: ignore[call-arg]
+            else:
+                result = spec.handler(arguments)  # type: ignore[call-arg]
         except GitsessionsError as error:
             return failed(str(error), duration=time.monotonic() - started)
         except OSError as error:

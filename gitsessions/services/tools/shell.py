@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gitsessions.services.tools.errors import ToolError
@@ -35,6 +35,7 @@ from gitsessions.services.tools.schemas import DEFAULT_TIMEOUT
 LINGER_SECONDS = 1.0
 NOTE_ROOM = 600
 FALLBACK_NOTE = "git-fallback"
+LAST_LINE_BYTES = 1024  # of the line a running command shows
 STOP_GRACE = 10.0  # seconds the launcher gets to clean up after SIGTERM before SIGKILL
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
@@ -44,15 +45,23 @@ class ShellNotStarted(ToolError):
 
 
 class _Capture:
-    """The first and last `keep` bytes read from a pipe, and how many were dropped."""
+    """The first and last `keep` bytes read from a pipe, and how many were dropped; the
+    last line seen is told to `listener` as the output comes (a `\r` ends a line too:
+    a progress bar's newest state)."""
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, listener: Callable[[str], None] | None = None) -> None:
         self.keep = keep
         self.head = bytearray()
         self.tail = bytearray()
         self.dropped = 0
+        self.listener = listener
+        self.line = bytearray()  # the line being written (its last LAST_LINE_BYTES)
+        self.last = b""  # the last line ended that was not blank
+        self.told = ""
 
     def add(self, chunk: bytes) -> None:
+        if self.listener is not None:
+            self._tell(chunk)
         room = self.keep - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -62,6 +71,25 @@ class _Capture:
             excess = len(self.tail) - self.keep
             self.dropped += excess
             del self.tail[:excess]
+
+    def _tell(self, chunk: bytes) -> None:
+        *ended, rest = chunk.replace(b"\r", b"\n").split(b"\n")
+        for part in ended:
+            whole = self.line + part
+            if whole.strip():
+                self.last = bytes(whole[-LAST_LINE_BYTES:])
+            self.line = bytearray()
+        self.line += rest
+        del self.line[:-LAST_LINE_BYTES]
+        current = self.line if self.line.strip() else self.last
+        # a character cut at either end (the chunk's, or the kept bytes') shows whole later
+        text = bytes(current).decode("utf-8", errors="replace").strip().strip("\ufffd")
+        if text and text != self.told and self.listener is not None:
+            self.told = text
+            try:
+                self.listener(text)
+            except Exception:  # a display's failure must never stop the pipe's draining
+                self.listener = None
 
     def drain(self, descriptor: int) -> None:
         try:
@@ -170,13 +198,15 @@ def run_shell(
     output_limit: int,
     sandbox: Sandbox | None = None,
     said: set[str] | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> ToolResult:
     """Run `bash -c command` in `cwd`; stop it and all it started after `timeout` seconds.
 
     A command killed by a signal reports a negative exit code (-9 for SIGKILL).
     A timeout is `ok=False` with `exit_code=None`; any exit code is `ok=True`. Raises
     ShellNotStarted when the launcher could not apply `sandbox` (nothing ran). A note
-    named in `said` is not repeated; one added is put in it.
+    named in `said` is not repeated; one added is put in it. `on_output(line)` is told
+    the output's last non-blank line each time it changes, from the reading thread.
     """
     said = set() if said is None else said
     sandbox_options, ruleset_fds = _rulesets(sandbox)
@@ -203,7 +233,7 @@ def run_shell(
         os.close(status_write)
         for fd in ruleset_fds:
             os.close(fd)
-    capture = _Capture(max(256 * 1024, output_limit * 4))
+    capture = _Capture(max(256 * 1024, output_limit * 4), on_output)
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
     notes: list[str] = []
@@ -219,6 +249,9 @@ def run_shell(
             )
         else:
             process.wait()
+    except BaseException:  # interrupted: nothing more of it is shown
+        capture.listener = None
+        raise
     finally:
         if process.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing behind
             _stop(process)
@@ -227,6 +260,7 @@ def run_shell(
     words = lines[-1].split() if lines else []
     if words[:1] == ["error"]:
         reader.join(LINGER_SECONDS)
+        capture.listener = None
         raise ShellNotStarted(f"the command was not run: {lines[-1][len('error') :].strip()}")
     for line in lines[:-1]:
         if line.startswith("fallback ") and FALLBACK_NOTE not in said:
@@ -245,6 +279,7 @@ def run_shell(
             "running when the command exited, and killed]"
         )
     reader.join(LINGER_SECONDS)
+    capture.listener = None  # a process still holding the pipe is not this call's to show
     if reader.is_alive():
         notes.append("[output may be incomplete: a process outside the command holds it]")
     body = truncate(capture.text(), max(500, output_limit - NOTE_ROOM), already_cut=capture.dropped)
