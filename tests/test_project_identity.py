@@ -98,6 +98,12 @@ def test_a_pulled_session_is_of_this_project_in_a_clone_at_another_path(tmp_path
         assert unrelated not in here_ids(home_b, clone_b)
 
         # --continue: the session recorded in the same folder of the other clone
+        server.reply(content="went on")
+        done = gs(home_b, clone_b, "exec", "go on", "--continue", "--base-url",
+                  server.base_url, "--model", "m")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert (f"note: this session was recorded in another clone of this project in "
+                f"{clone_a}; the tools now work in {clone_b}") in done.stderr  # fmt: skip
         assert exec_turn(server, home_b, clone_b, "go on", "--continue") == at_root
         assert exec_turn(server, home_b, clone_b / "sub", "go on", "--continue") == in_sub
         sent = [json.dumps(r["messages"]) for r in server.requests]
@@ -278,3 +284,42 @@ def test_push_prune_removes_a_deleted_sessions_index_refs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert index() == ""
     assert git("for-each-ref", "refs/heads/sessions/", cwd=sessions) == ""
+
+
+def test_a_worktree_fork_from_another_machine_is_made_here_by_restore(tmp_path):
+    proj = project_with_history(tmp_path, "proj")
+    clone_a, clone_b = tmp_path / "A" / "proj", tmp_path / "B" / "proj"
+    for clone in (clone_a, clone_b):
+        git("clone", "-q", str(proj), str(clone))
+    home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
+    sessions = tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+    for home in (home_a, home_b):
+        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    (clone_a / "work.txt").write_text("uncommitted on A\n")
+    with FakeOpenAI(strict=True) as server:
+        parent = exec_turn(server, home_a, clone_a, "start")
+    forked = gs(home_a, clone_a, "fork", parent, "--worktree", "--json")
+    assert forked.returncode == 0, forked.stderr
+    fork, there = json.loads(forked.stdout)["id"], json.loads(forked.stdout)["worktree"]["path"]
+    assert gs(home_a, clone_a, "push", "--all", "--code").returncode == 0
+    pulled = gs(home_b, clone_b, "pull", "--code")
+    assert pulled.returncode == 0, pulled.stderr
+
+    refused = gs(home_b, tmp_path, "worktree", "restore", fork)  # not in a clone of it
+    assert refused.returncode == 1 and "in a clone of its project" in refused.stderr
+    made = gs(home_b, clone_b, "worktree", "restore", fork)
+    assert made.returncode == 0, made.stderr
+    path = home_b / "worktrees" / f"proj-{fork[:8]}"
+    assert f"made worktree {path}" in made.stderr
+    assert (path / "work.txt").read_text() == "uncommitted on A\n"  # the fork point's code
+    listed = json.loads(gs(home_b, tmp_path, "worktree", "list", "--json").stdout)
+    assert [(r["session"], r["path"], r["state"]) for r in listed] == [(fork, str(path), "clean")]
+    assert (Path(there) / "work.txt").read_text() == "uncommitted on A\n"  # A's, untouched
+    assert git("worktree", "list", cwd=clone_a).count("\n") == 2  # A's clone: as it was
+    with FakeOpenAI(strict=True) as server:  # the fork resumes in its new worktree
+        server.reply(content="here")
+        done = gs(home_b, tmp_path, "exec", "where?", "--resume", fork, "--base-url",
+                  server.base_url, "--model", "m", "--json")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert str(path) in json.dumps(server.requests[-1]["messages"][0])

@@ -142,10 +142,16 @@ def place(
         notes.append(said)
     if recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
+        from gitsessions.services.code.project_id import recorded as identity_of
+        from gitsessions.services.code.project_id import same_project
+        from gitsessions.services.code.workspace import project_of
+
+        clone = same_project(project_of(workspace, env)[1], identity_of(picked.header))
+        where = " in another clone of this project" if clone else ""
         notes.append(
             (
-                f"note: this session was recorded in {one_line(recorded or 'no workspace')}; "
-                f"the tools now work in {workspace}",
+                f"note: this session was recorded{where} in "
+                f"{one_line(recorded or 'no workspace')}; the tools now work in {workspace}",
                 "yellow",
             )
         )

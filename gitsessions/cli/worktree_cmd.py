@@ -2,6 +2,7 @@
 
 Every path, branch and title is printed through `one_line` (visible-safe)."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -98,11 +99,13 @@ def cmd_remove(
 
 @worktree_app.command("restore")
 def cmd_restore(ctx: typer.Context, session: IdArg) -> None:
-    """Add a removed (or deleted) worktree again, at its branch."""
+    """Add a removed (or deleted) worktree again, at its branch. A worktree fork pulled
+    from another machine gets its worktree made here, under this home, from the clone of
+    its project you run this in (its code snapshot comes with `pull --code`)."""
     state: State = ctx.obj
     store = state.store
     err.print(
-        one_line(worktrees.restore(store, state.env, store.resolve(session))),
+        one_line(worktrees.restore(store, state.env, store.resolve(session), Path.cwd())),
         markup=False,
         highlight=False,
     )

@@ -299,8 +299,14 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
     return f"removed worktree {path} (branch {mark['branch']} kept){saved}"
 
 
-def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str:
-    """Add the session's worktree again at its branch."""
+def restore(
+    store: SessionStore, env: Mapping[str, str], session_id: str, here: Path | None = None
+) -> str:
+    """Add the session's worktree again at its branch; for a worktree fork made on
+    another machine (a mark this home did not make), make it here (`adopt`)."""
+    head = store.head(session_id)
+    if here is not None and check(store.home, head.id, head.header, None).refused:
+        return adopt(store, env, head, here)
     mark = _marked(store, env, session_id).mark
     assert mark is not None
     path = Path(mark["path"])
@@ -321,3 +327,70 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
         raise WorktreeError(f"cannot restore the worktree: {error}") from None
     _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
     return f"restored worktree {path} on branch {mark['branch']}"
+
+
+def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -> str:
+    """A worktree fork pulled from another machine, made here: a worktree of the clone
+    at `here` (the session's project by identity), under this home, on the fork's branch
+    (`gitsessions/<short id>`, made at the fork's code snapshot when this clone lacks
+    it, which `pull --code` brings). Nothing of the pulled mark is used but its snapshot
+    id, checked to be a commit here; the path it names is never touched."""
+    from gitsessions.services.code.project_id import recorded, same_project
+    from gitsessions.services.code.workspace import project_of
+
+    said = head.header.get("worktree") or {}
+    root, identity = project_of(here, env)
+    if root is None or not same_project(identity, recorded(head.header)):
+        raise WorktreeError(
+            f"session {short(head.id)}'s worktree was made on another machine; run "
+            "`gitsessions worktree restore` in a clone of its project to make it here"
+        )
+    project = find_project(root, env)
+    base = str(said.get("base") or "")
+    known = (
+        project is not None and len(base) in (40, 64) and all(c in "0123456789abcdef" for c in base)
+    )
+    if not known or git(root, env, "cat-file", "-e", f"{base}^{{commit}}", check=False).returncode:
+        raise WorktreeError(
+            f"the code of session {short(head.id)}'s worktree is not in this clone; "
+            "`gitsessions pull --code` brings it"
+        )
+    assert project is not None
+    repo = _main_root(project, env)
+    path = store.home / WORKTREES_DIR / f"{repo.name}-{short(head.id)}"
+    if path.exists():
+        raise WorktreeError(f"{path} is there already; nothing was changed")
+    branch = branch_name(head.id)
+    exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{branch}",
+                 check=False).returncode == 0  # fmt: skip
+    mark = {
+        "path": str(path),
+        "branch": branch,
+        "base": base,
+        "repo": str(repo),
+        "removed_at": None,
+    }
+    remember(store.home, head.id, mark)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if exists:
+            git(repo, env, "worktree", "add", "-q", str(path), branch)
+        else:
+            start = _branch_base(project, env, base, f"session {short(head.id)}")
+            git(repo, env, "worktree", "add", "-q", "-b", branch, str(path), start)
+    except BaseException:
+        forget(store.home, head.id)
+        raise
+
+    def edit(current: Head) -> Edit | None:
+        header = touch(current.header, worktree=mark, workspace=describe(path, env))
+        return Edit(Change(header=header), "worktree-restore", f"worktree: made here {path.name}")
+
+    try:
+        writer.update(store, head.id, edit, operation="worktree-restore")
+    except BaseException:
+        git(repo, env, "worktree", "remove", "--force", str(path), check=False)
+        forget(store.home, head.id)
+        raise
+    made = "on its branch" if exists else f"at its code snapshot {base[:12]}"
+    return f"made worktree {path} on branch {branch} ({made}); it was made on another machine"
