@@ -168,3 +168,89 @@ def fake_ssh(bin_dir: Path) -> Path:
     ssh.write_text(FAKE_SSH)
     ssh.chmod(0o755)
     return ssh
+
+
+GITOLITE_SHELL = Path("/usr/share/gitolite3/gitolite-shell")
+
+
+class Gitolite:
+    """A gitolite host behind a real sshd on 127.0.0.1: `url(repo)`, and for each user
+    the `GIT_SSH_COMMAND` that logs in with their key."""
+
+    def __init__(self, root: Path, port: int) -> None:
+        self.root = root
+        self.port = port
+
+    def url(self, repo: str) -> str:
+        return f"ssh://{_login_user()}@127.0.0.1:{self.port}/{repo}"
+
+    def ssh(self, user: str) -> str:
+        return (
+            f"ssh -i {self.root / user} -o IdentitiesOnly=yes -o BatchMode=yes "
+            f"-o UserKnownHostsFile={self.root / 'known_hosts'} -o StrictHostKeyChecking=no "
+            f"-o LogLevel=ERROR -p {self.port}"
+        )
+
+
+def _login_user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def gitolite_missing() -> str | None:
+    """Why a gitolite host cannot run here (None when it can): sshd, gitolite3, root."""
+    if not Path("/usr/sbin/sshd").exists() or not GITOLITE_SHELL.exists():
+        return "needs openssh-server and gitolite3 (.ci/run installs them)"
+    if os.getuid() != 0:
+        return "sshd on 127.0.0.1 runs as root here (CI does)"
+    return None
+
+
+@contextmanager
+def gitolite(root: Path, conf: str, users: tuple[str, ...]) -> Iterator[Gitolite]:
+    """gitolite (its home under `root`) with `conf` as its gitolite.conf and a key for
+    each of `users`, served by sshd on a free port of 127.0.0.1; gitolite's forced
+    commands decide every access, as on a real host."""
+    root.mkdir(parents=True, exist_ok=True)
+    home = root / "gitolite-home"
+    home.mkdir()
+    for name in ("host", "admin", *users):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
+                        "-f", str(root / name)], check=True)  # fmt: skip
+    env = dict(os.environ, HOME=str(home))
+
+    def run(*args: str) -> None:
+        subprocess.run(args, env=env, check=True, capture_output=True)
+
+    run("gitolite", "setup", "-pk", str(root / "admin.pub"))
+    keydir = home / ".gitolite" / "keydir"
+    for name in users:
+        (keydir / f"{name}.pub").write_bytes((root / f"{name}.pub").read_bytes())
+    (home / ".gitolite" / "conf" / "gitolite.conf").write_text(
+        "repo gitolite-admin\n    RW+ = admin\n" + conf
+    )
+    run("gitolite", "compile")
+    run("gitolite", "trigger", "POST_COMPILE")
+    keys = (home / ".ssh" / "authorized_keys").read_text()
+    (root / "authorized_keys").write_text(
+        keys.replace(f'command="{GITOLITE_SHELL}', f'command="env HOME={home} {GITOLITE_SHELL}')
+    )
+    port = free_port()
+    (root / "sshd_config").write_text(
+        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {root / 'host'}\n"
+        f"AuthorizedKeysFile {root / 'authorized_keys'}\nPidFile {root / 'sshd.pid'}\n"
+        "StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+    process = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", str(root / "sshd_config")],
+        stdout=subprocess.DEVNULL, stderr=open(root / "sshd.log", "wb"),  # noqa: SIM115
+    )  # fmt: skip
+    try:
+        _wait_listening(port, process)
+        yield Gitolite(root, port)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
+from gitsessions.values.records import made_by
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
@@ -33,6 +34,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "updated_at": header.get("updated_at"),
         "active_at": header.get("active_at") or header.get("updated_at"),
         "workspace": (header.get("workspace") or {}).get("path"),
+        "made_by": made_by(header),
         **({"broken": header["broken"]} if "broken" in header else {}),
     }
 

@@ -23,7 +23,7 @@ from gitsessions.cli.state import State, plain_out
 from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS
+from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
 
 if TYPE_CHECKING:
     from gitsessions.store.reader import Head
@@ -126,6 +126,9 @@ def _list_record(r: dict[str, Any]) -> list[object]:
     ]
 
 
+PLACE = ("path", "repo_root", "branch", "head")  # the workspace line; `made by` says the rest
+
+
 def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
     """Show one session: ids, counts, usage, settings, workspace, branch and head."""
     session_id, commit, h, usage, exists = _info_source(state_of(ctx), session)
@@ -178,7 +181,8 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ),
         ("model", info["model"] or "-"),
         ("settings", _settings_line(info["settings"])),
-        ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),
+        ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
+        ("made by", made_by(h) or "-"),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
         ("updated", info["updated_at"]),

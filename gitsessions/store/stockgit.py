@@ -193,7 +193,9 @@ def message(stderr: bytes) -> str:
     picked = [
         re.sub(r"^(fatal|error): ", "", line)
         for line in lines
-        if line and not line.startswith(("hint:", "warning:", "remote: ", "Please make sure"))
+        if line
+        and not line.startswith(("hint:", "warning:", "remote: ", "Please make sure"))
+        and line != "and the repository exists."  # the tail of git's "Please make sure"
     ]
     picked = [line for line in picked if not re.search(r"\d+% \(|done\.$", line)]
     return "; ".join(dict.fromkeys(picked)) or "git failed"

@@ -107,3 +107,14 @@ def new_header(
         "workspace": dict(workspace) if workspace else empty_workspace(),
         "model": model,
     }
+
+
+def made_by(header: Mapping[str, Any]) -> str | None:
+    """`user@host` of who made a session, when its header says (`workspace.user`, `.host`)."""
+    workspace = header.get("workspace")
+    if not isinstance(workspace, Mapping):
+        return None
+    user, host = workspace.get("user"), workspace.get("host")
+    if not isinstance(user, str) or not isinstance(host, str) or not user or not host:
+        return None
+    return f"{user}@{host}"

@@ -8,6 +8,7 @@ times, that there is none.
 """
 
 import os
+import socket
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,8 +54,11 @@ def no_repository(path: Path, env: Mapping[str, str]) -> bool:
 
 def describe(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
     """The workspace record for `path` (git fields None outside a repository; `project`:
-    the repository's identity, `project_id.identity`)."""
+    the repository's identity, `project_id.identity`; `user` and `host`: who made the
+    session, on which machine)."""
     record = empty_workspace(str(path))
+    record["user"] = env.get("USER") or env.get("LOGNAME") or None  # who, on which machine:
+    record["host"] = socket.gethostname() or None  # shown with a pulled session (`info`)
     if no_repository(path, env):
         return record
     root = _git(path, env, "rev-parse", "--show-toplevel")

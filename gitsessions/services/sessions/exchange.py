@@ -75,7 +75,7 @@ HEADER_FIELDS = (
     "workspace",
     "model",
 )  # the header as the document holds it
-WORKSPACE_KEYS = tuple(empty_workspace())
+WORKSPACE_KEYS = (*empty_workspace(), "user", "host")
 _SHA = re.compile(r"[0-9a-f]{40}")
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
