@@ -161,7 +161,8 @@ def build_agent(
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)
-    check_budget(settings.max_context_tokens, system_prompt(str(workspace)))
+    prompt, in_force = project_prompt(workspace, state.home, env, notes)
+    check_budget(settings.max_context_tokens, prompt)
     sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
     lease = None
     session: AgentSession | None = None
@@ -172,7 +173,7 @@ def build_agent(
             # a draft: stored with its first prompt, so a chat opened and left makes none
             session = AgentSession.draft(
                 store,
-                system_prompt(str(workspace)),
+                prompt,
                 describe(workspace, env),
                 settings.model,
                 session_settings(settings),
@@ -182,7 +183,7 @@ def build_agent(
             session = AgentSession(store, store.head(picked.id))  # re-read under the lease
             if session.head.header.get("settings") != session_settings(settings):
                 session.note_header(settings=session_settings(settings))
-            if session.use_system_prompt(system_prompt(str(workspace))):
+            if session.use_system_prompt(prompt):
                 notes.print(
                     vtext(
                         "note: the system prompt stored with this session is not sent; "
@@ -191,6 +192,8 @@ def build_agent(
                     ),
                     highlight=False,
                 )
+        if picked is None or picked.header.get("instructions") != in_force:
+            session.note_header(instructions=in_force)
         snapshot = code_snapshots(
             snapshots or SnapshotSettings(), workspace, env, session.id, notes
         )
@@ -268,6 +271,28 @@ def code_snapshots(
         return commit
 
     return take
+
+
+def project_prompt(
+    workspace: Path, home: Path, env: Mapping[str, str], notes: Printer
+) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt for `workspace` with its project instructions (AGENTS.md, read
+    again at every start and resume), and the record of which files are in force."""
+    from gitsessions.services.code import instructions
+    from gitsessions.services.code.workspace import repo_root
+
+    found, skipped = instructions.find(workspace, repo_root(workspace, env), home)
+    for line in skipped:
+        notes.print(vtext(line, style="yellow"), highlight=False)
+    for item in found:
+        if item.cut:
+            notes.print(
+                vtext(f"note: {item.path} is {item.size:,} bytes; the model gets its first "
+                      f"{len(item.text.encode()):,}", style="yellow"),
+                highlight=False,
+            )  # fmt: skip
+    section = instructions.prompt_section(found)
+    return system_prompt(str(workspace), section), [item.as_record() for item in found]
 
 
 def check_budget(max_context_tokens: int, prompt: str) -> None:

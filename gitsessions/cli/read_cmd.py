@@ -18,7 +18,12 @@ from gitsessions.cli import state as consoles
 from gitsessions.cli.args import IdArg, JsonFlag, state_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
-from gitsessions.cli.render import print_json, stream_json_list, stream_messages
+from gitsessions.cli.render import (
+    instructions_line,
+    print_json,
+    stream_json_list,
+    stream_messages,
+)
 from gitsessions.cli.state import State, plain_out
 from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
@@ -148,6 +153,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         "model": h.get("model"),
         "settings": h.get("settings"),
         "workspace": h.get("workspace"),
+        "instructions": h.get("instructions") or [],
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
         "active_at": h.get("active_at"),
@@ -183,6 +189,7 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("settings", _settings_line(info["settings"])),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
         ("made by", made_by(h) or "-"),
+        ("instructions", instructions_line(info["instructions"])),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
         ("updated", info["updated_at"]),

@@ -54,3 +54,17 @@ def stream_json_list(sink: Sink, values: Iterable[Any]) -> None:
         sink.json(("[\n" if first else ",\n") + element)
         first = False
     sink.json("[]\n" if first else "\n]\n")
+
+
+def instructions_line(records: Any) -> str:
+    """The project instruction files a session runs with (`header.instructions`), as
+    `info` and `\\info` show them: each path with its size in tokens, `cut` when cut."""
+    if not isinstance(records, list) or not records:
+        return "none (no AGENTS.md or CLAUDE.md here)"
+    parts = []
+    for record in records:
+        if not isinstance(record, Mapping):
+            continue
+        cut = ", cut" if record.get("cut") else ""
+        parts.append(f"{record.get('path')} (about {int(record.get('tokens') or 0):,} tokens{cut})")
+    return "; ".join(parts) or "none"

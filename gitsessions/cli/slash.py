@@ -12,6 +12,7 @@ from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
+from gitsessions.cli.render import instructions_line
 from gitsessions.cli.search import highlighted
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.rewind import rewind
@@ -185,6 +186,10 @@ class Slash:
                 f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
             ),
             ("counting", self.agent.counter.method),
+            (
+                "instructions",
+                instructions_line({**session.header, **session.header_updates}.get("instructions")),
+            ),
         ]
         table = Table(box=None, show_header=False, pad_edge=False)
         for key, value in rows:

@@ -1,0 +1,122 @@
+"""Project instructions: the `AGENTS.md` files (or `CLAUDE.md` where a folder has no
+`AGENTS.md`) that Codex, opencode and Claude Code users keep in their projects, and one
+of the user's own, read for the system prompt.
+
+Invariants:
+- Read: `<home>/AGENTS.md` (the user's, for every project) first, then one file per
+  folder from the repository root (the workspace itself outside a repository) down to
+  the workspace, so the nearest comes last and wins where they differ, as in Codex.
+- A file is read only when it resolves inside the folder tree it was found in (the
+  repository, or the home): a symlink out of the project is skipped with a note. At
+  most `MAX_FILE` bytes of each and `MAX_TOTAL` in all go to the model; a longer file is
+  cut at a line and the prompt says so (never silently), as does `info`.
+- Read again every time a session starts or resumes; the system prompt holding them is
+  never summarised by a compaction, so they are in force for the whole session.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+NAMES = ("AGENTS.md", "CLAUDE.md")  # the first a folder has is its file
+MAX_FILE = 32 * 1024
+MAX_TOTAL = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Instruction:
+    path: Path
+    text: str  # what the model is given (cut when `cut`)
+    size: int  # the file's bytes
+    cut: bool
+
+    def as_record(self) -> dict[str, Any]:
+        """What the session header records (`info` shows it): path, size, tokens, cut."""
+        return {
+            "path": str(self.path),
+            "bytes": self.size,
+            "tokens": approximate_tokens(self.text),
+            "cut": self.cut,
+        }
+
+
+def approximate_tokens(text: str) -> int:
+    """About how many tokens `text` is (four bytes a token: no tokenizer is loaded)."""
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+def _inside(path: Path, top: Path) -> bool:
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(top))
+    except (OSError, ValueError):
+        return False
+
+
+def _read(path: Path, top: Path, budget: int) -> tuple[Instruction | None, str | None]:
+    """The instruction at `path` (None when there is none), or a note why it was skipped."""
+    if not (path.is_file() or path.is_symlink()):
+        return None, None
+    if not _inside(path, top):
+        return None, f"note: {path} points outside {top}; not read as instructions"
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            raw = file.read(min(MAX_FILE, budget) + 1)
+    except OSError as error:
+        return None, f"note: {path} cannot be read ({error.strerror}); not used"
+    keep = min(MAX_FILE, budget)
+    cut = len(raw) > keep or size > len(raw)
+    if cut:
+        raw = raw[:keep]
+        raw = raw[: raw.rfind(b"\n") + 1] or raw
+    return Instruction(path, raw.decode("utf-8", "replace"), size, cut), None
+
+
+def find(workspace: Path, root: Path | None, home: Path) -> tuple[list[Instruction], list[str]]:
+    """The instructions in force in `workspace` (`root`: its repository, None outside
+    one), the user's first; and the notes of files skipped."""
+    found: list[Instruction] = []
+    notes: list[str] = []
+    budget = MAX_TOTAL
+    workspace = Path(os.path.realpath(workspace))
+    root = Path(os.path.realpath(root)) if root is not None else None
+    top = root if root is not None and workspace.is_relative_to(root) else workspace
+    folders = [top, *reversed([p for p in workspace.parents if p.is_relative_to(top) and p != top])]
+    if workspace != top:
+        folders.append(workspace)
+    places = [(home, home), *((folder, top) for folder in folders)]
+    for folder, within in places:
+        for name in NAMES:
+            if budget <= 0:
+                break
+            instruction, note = _read(folder / name, within, budget)
+            if note:
+                notes.append(note)
+            if instruction is not None:
+                found.append(instruction)
+                budget -= len(instruction.text.encode("utf-8"))
+                break
+            if note:
+                break
+    return found, notes
+
+
+def prompt_section(instructions: list[Instruction]) -> str:
+    """The system prompt's part that gives them, with their paths; empty without any."""
+    if not instructions:
+        return ""
+    parts = [
+        "\nProject instructions, from these files (the user's first, then the project's "
+        "from its root down: the nearest folder's last, and it wins where they differ):"
+    ]
+    for item in instructions:
+        cut = (
+            f" (cut: only its first {len(item.text.encode()):,} of {item.size:,} bytes)"
+            if item.cut
+            else ""
+        )
+        parts.append(
+            f'<instructions path="{item.path}"{cut}>\n{item.text.rstrip()}\n</instructions>'
+        )
+    return "\n".join(parts) + "\n"
