@@ -53,6 +53,7 @@ from gitsessions.values.tokens import TokenCounter
 if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
     from gitsessions.services.compaction.compaction import CompactionResult
     from gitsessions.services.compaction.compactor import Cost
+    from gitsessions.services.tools.mcp_hub import McpHub
 
 CANCELLED = "error: cancelled by the user before this tool finished"
 SUMMARY_PROMPT = (
@@ -144,8 +145,10 @@ class Agent:
         workspace_head: Callable[[], str | None] = lambda: None,
         code_snapshot: Callable[[str], str | None] | None = None,
         hooks: Hooks = NO_HOOKS,
+        mcp: "McpHub | None" = None,
     ) -> None:
         self.session = session
+        self.mcp = mcp  # the MCP servers whose tools `registry` offers (`\mcp` lists them)
         self.client = client
         self.registry = registry
         self.counter = counter

@@ -39,6 +39,7 @@ from gitsessions.values.records import USAGE_TOTAL_KEYS
 from gitsessions.values.tokens import default_counter
 
 if TYPE_CHECKING:
+    from gitsessions.services.tools.mcp_hub import McpHub
     from gitsessions.store.catalog import Catalog
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
@@ -166,6 +167,7 @@ def build_agent(
     sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
     lease = None
     session: AgentSession | None = None
+    hub: McpHub | None = None
     try:
         if picked is not None:
             lease = resuming.lease if resuming is not None else Lease(store.home, picked.id)
@@ -205,6 +207,9 @@ def build_agent(
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
         register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
+        hub = mcp_tools(state, env, registry, notes)
+        if hub is not None:
+            check_budget(settings.max_context_tokens, prompt, registry.definitions())
         config = AgentConfig(
             model=settings.model,
             summary_model=settings.summary_model,
@@ -228,9 +233,12 @@ def build_agent(
                 workspace_head=lambda: head_of(workspace, env),
                 code_snapshot=snapshot,
                 hooks=state.hooks,
+                mcp=hub,
             )
             yield Built(agent, settings, workspace, picked is not None)
     finally:
+        if hub is not None:
+            hub.close()
         if lease is not None and session is not None and session.is_draft:
             lease.discard()  # never stored: leave no lease file behind
         elif lease is not None:
@@ -295,10 +303,39 @@ def project_prompt(
     return system_prompt(str(workspace), section), [item.as_record() for item in found]
 
 
-def check_budget(max_context_tokens: int, prompt: str) -> None:
+def mcp_tools(
+    state: State, env: Mapping[str, str], registry: Any, notes: Printer
+) -> "McpHub | None":
+    """The `[mcp_servers]` of config.toml started, and their tools registered (each
+    needing approval, its arguments checked by its server); None without any."""
+    from gitsessions.services.settings.config_file import config_path
+    from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
+
+    servers = resolve_mcp_servers(state.config(), config_source=str(config_path(state.home)))
+    if not servers:
+        return None
+    from gitsessions.services.tools.mcp_hub import McpHub, definition
+
+    hub = McpHub(servers, env, state.home / "mcp")
+    hub.start(lambda line: notes.print(vtext(line, style="yellow"), highlight=False))
+    for offered, (_server, tool) in hub.tools.items():
+        registry.register(
+            offered,
+            definition(offered, tool),
+            lambda arguments, offered=offered: hub.call(offered, arguments),
+            needs_approval=True,
+            checks=False,
+        )
+    return hub
+
+
+def check_budget(
+    max_context_tokens: int, prompt: str, tools: list[dict[str, Any]] | None = None
+) -> None:
     """Refuse a budget the agent can never work in, before a session is created: the
-    system prompt and tool schemas, a continuation note and one turn must fit."""
-    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+    system prompt and tool schemas (with `tools`: these, MCP servers' included), a
+    continuation note and one turn must fit."""
+    tools = tools if tools is not None else [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
 
     def least(fixed: int) -> int:
         return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500

@@ -36,6 +36,7 @@ HELP = [
     ("\\sessions", "pick a recent session of this project and switch to it"),
     ("\\search QUERY", "search all sessions"),
     ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
+    ("\\mcp", "the MCP servers of config.toml and the tools each offers"),
     ("\\help", "this list"),
     ("\\exit", "leave (Ctrl-D works too)"),
 ]
@@ -77,6 +78,7 @@ class Slash:
             "sessions": self.sessions,
             "search": self.search,
             "diff": self.diff,
+            "mcp": self.mcp,
             "help": self.help,
             "exit": self.exit,
             "quit": self.exit,
@@ -195,6 +197,25 @@ class Slash:
         for key, value in rows:
             table.add_row(Text(key, style="bold"), Text(one_line(value)))
         self.err.print(table)
+
+    def mcp(self, _: str) -> None:
+        hub = self.agent.mcp
+        if hub is None:
+            self.err.print(
+                "no MCP servers: add [mcp_servers.NAME] to config.toml (README: MCP tools)",
+                markup=False,
+                highlight=False,
+            )
+            return
+        for name in hub.servers:
+            tools = sorted(o for o, (server, _tool) in hub.tools.items() if server == name)
+            why = hub.failed.get(name)
+            state = f"not running: {why}" if why else plural(len(tools), "tool")
+            self.err.print(one_line(f"{name}: {state}"), markup=False, highlight=False)
+            for offered in tools:
+                description = getattr(hub.tools[offered][1], "description", None) or ""
+                line = f"  {offered}  {description.splitlines()[0] if description else ''}"
+                self.err.print(one_line(line), markup=False, highlight=False)
 
     def fork(self, rest: str) -> None:
         if not self._stored("fork"):

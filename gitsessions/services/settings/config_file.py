@@ -29,6 +29,7 @@ KNOWN_KEYS = (
     "shell",
     "snapshots",
     "hooks",
+    "mcp_servers",
 )
 
 

@@ -97,6 +97,7 @@ class ToolSpec(NamedTuple):
     needs_approval: bool
     preview: Preview | None = None
     streams: bool = False  # the handler takes an `Output` too
+    checks: bool = True  # arguments checked against the schema here (an MCP server checks its own)
 
 
 def arguments_digest(raw: Any, parsed: Mapping[str, Any] | None) -> str:
@@ -155,6 +156,7 @@ class ToolRegistry:
         needs_approval: bool = False,
         preview: Preview | None = None,
         streams: bool = False,
+        checks: bool = True,
     ) -> None:
         """Add a tool; `schema` is its OpenAI function-tool definition, named `name`;
         `preview(name, arguments)` says what a call would change to a file; a handler
@@ -169,7 +171,9 @@ class ToolRegistry:
         if name in self._tools:
             raise ValueError(f"tool {name!r} is already registered")
         definition = copy.deepcopy(schema)
-        self._tools[name] = ToolSpec(name, definition, handler, needs_approval, preview, streams)
+        self._tools[name] = ToolSpec(
+            name, definition, handler, needs_approval, preview, streams, checks
+        )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -233,7 +237,8 @@ class ToolRegistry:
             return failed(f"unknown tool {name!r}; available: {available}")
         try:
             parsed = parse_arguments(raw)
-            arguments = check_arguments(name, parsed, spec.definition["function"]["parameters"])
+            schema = spec.definition["function"]["parameters"]
+            arguments = check_arguments(name, parsed, schema) if spec.checks else parsed
         except InvalidArguments as error:
             return failed(str(error))
         answer = self.approve(name, arguments) if spec.needs_approval else True
