@@ -181,10 +181,11 @@ def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
         "slow question",
         "next question",
     ]
-    # the unanswered prompt and the next one are sent as one user message (strict server)
+    # the next prompt is sent alone; the cancelled one is closed by a note (strict server)
     sent = server.requests[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user"]
-    assert sent[1]["content"] == "slow question\n\nnext question"
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "slow question" and sent[3]["content"] == "next question"
+    assert "interrupted" in sent[2]["content"] and "no reply had arrived" in sent[2]["content"]
     assert server.rejected == []
 
 
@@ -320,11 +321,63 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
     cut = [m for m in transcript if m.get("incomplete")]
     assert len(cut) == 1 and cut[0]["interrupted"] is True
     assert cut[0]["content"].startswith("First part of the answer.")
-    assert [m["role"] for m in transcript[1:]] == ["user", "assistant", "user", "assistant"]
-    # the partial reply is not sent again: the model sees both prompts as one message
+    roles = [m["role"] for m in transcript[1:]]
+    assert roles == ["user", "assistant", "assistant", "user", "assistant"]
+    # the new prompt is sent alone, after a note saying the last request was interrupted
     sent = server.requests[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user"]
-    assert sent[1]["content"] == "a long answer please\n\nshorter then"
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "a long answer please" and sent[3]["content"] == "shorter then"
+    assert "interrupted by the user (Ctrl-C)" in sent[2]["content"]
+    assert "First part of the answer." in sent[2]["content"]
+
+
+def test_a_prompt_after_a_cancelled_one_is_sent_alone_and_undone_alone(server, ws):
+    """Defect 1 of issue 20: Ctrl-C during a long streamed reply, then a new prompt: the
+    server gets the new prompt alone, the old one closed by an interruption note with
+    the partial reply (cut); one \\undo takes the new turn away; \\retry alone resends."""
+    held = threading.Event()  # the server stops after the first piece (4,000 characters)
+    server.reply(content="BIG " * 3_000, hold=held)
+    child = spawn(server.base_url, ws)
+    try:
+        child.sendline("BIG 300000")
+        child.expect_exact("BIG BIG")
+        child.sendintr()
+        child.expect_exact("cancelled; the session is saved")
+        child.expect(PROMPT)
+    finally:
+        held.set()
+    server.reply(content="4")
+    say(child, "what is 2+2")
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert [sent[1]["content"], sent[3]["content"]] == ["BIG 300000", "what is 2+2"]
+    note = sent[2]["content"]
+    assert note.startswith("[gitsessions: the request for the message above was interrupted")
+    assert "BIG BIG" in note and len(note) < 3_000  # the partial reply, cut
+    assert "undone: turn 2" in say(child, "\\undo")
+    server.reply(content="6")
+    say(child, "what is 3+3")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:2] + sent[3:]] == ["BIG 300000", "what is 3+3"]
+    assert sent[2]["content"] == note  # the note stays with the prompt it closes
+    leave(child)
+    assert server.rejected == []
+
+
+def test_a_prompt_after_continuing_an_unanswered_session_is_sent_alone(server, ws):
+    child = spawn("http://127.0.0.1:9/v1", ws)
+    say(child, "first try")  # the server is down: saved, unanswered
+    leave(child)
+    server.reply(content="fresh answer")
+    child = spawn(server.base_url, ws, "--continue")
+    assert "no reply yet" in plain(child.before)
+    assert "fresh answer" in say(child, "something else")
+    leave(child)
+    sent = server.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert [sent[1]["content"], sent[3]["content"]] == ["first try", "something else"]
+    assert "no reply had arrived" in sent[2]["content"]
+    assert server.rejected == []
 
 
 @pytest.mark.parametrize("run", range(30))

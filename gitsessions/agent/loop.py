@@ -157,8 +157,11 @@ class Agent:
     # -- turns ---------------------------------------------------------------------------
 
     def run_turn(self, prompt: str) -> TurnResult:
-        """One user turn, run until the model answers without tool calls."""
+        """One user turn, run until the model answers without tool calls. A prompt left
+        unanswered before it (a request cancelled or failed) is first closed by an
+        interruption note (`agent/interrupted.py`): the new prompt is sent alone."""
         session = self.session
+        self._close_unanswered()
         session.turn += 1
         session.add({"role": "user", "content": prompt})
         try:
@@ -176,6 +179,21 @@ class Agent:
         assert self.session.unanswered_prompt() is not None
         first = last_step(self.session) + 1
         return self._after_turn(lambda: self._steps(first=first))
+
+    def _close_unanswered(self) -> None:
+        """Answer an unanswered prompt in the context with an interruption note saying
+        what partial reply had arrived. Tool calls left without a result are answered
+        first (`save`)."""
+        from gitsessions.agent.interrupted import interruption_note
+        from gitsessions.services.compaction.continuation import is_note
+
+        session = self.session
+        if session.unanswered_prompt() is None or is_note(session.context[-1]):
+            return
+        last = session.last_record()
+        partial = last if last and last.get("incomplete") else None
+        self.save()
+        session.add(interruption_note(partial))
 
     def _after_turn(self, steps: Callable[[], TurnResult]) -> TurnResult:
         """Run the turn's steps, then the post-turn hook on what was committed (also when

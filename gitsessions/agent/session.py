@@ -216,6 +216,16 @@ class AgentSession:
                 return text_of(message)
         return None
 
+    def last_record(self) -> Message | None:
+        """The newest transcript record's message (pending, else stored); None for none."""
+        if self.pending:
+            return self.pending[-1]
+        if self._head is None:
+            return None
+        count = self._head.counts.get("messages", 0)
+        tail = self.store.transcript(self._head, count - 1, count) if count else []
+        return tail[-1] if tail else None
+
     def open_calls(self) -> list[str]:
         """Ids of the last assistant message's tool calls that have no result yet."""
         answered: set[str] = set()
