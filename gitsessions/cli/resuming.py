@@ -122,9 +122,18 @@ def pick(
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"
             )
-        newest = max(here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"]))
+        newest = max(here, key=preference)
         return reader.head(newest["id"])
     return None
+
+
+def preference(header: dict[str, Any]) -> tuple[bool, str, str]:
+    """How `--continue` ranks a workspace's sessions: one a model ever answered before a
+    failed start (`never_answered`), then the most recently active."""
+    from gitsessions.values.records import never_answered
+
+    active = header.get("active_at") or header.get("updated_at") or ""
+    return (not never_answered(header), active, header["id"])
 
 
 def place(
