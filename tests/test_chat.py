@@ -1,12 +1,15 @@
 """`gitsessions chat` driven through a real pseudo-terminal (pexpect)."""
 
+import contextlib
 import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -686,3 +689,69 @@ def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
     for done in (small, bad):
         assert "> " not in done.stdout and "new session" not in done.stderr
     assert sessions() == []
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """`path` and everything under it unwritable, even by root (immutable with chattr,
+    else without write permission); skipped where neither makes it so."""
+    chattr = subprocess.run(["chattr", "-R", "+i", str(path)], capture_output=True)
+    if chattr.returncode != 0:
+        subprocess.run(["chmod", "-R", "a-w", str(path)], check=True)
+    try:
+        probe = path / "probe"
+        try:
+            probe.write_text("x")
+        except OSError:
+            pass
+        else:
+            probe.unlink()
+            pytest.skip("cannot make a folder read-only here")
+        yield
+    finally:
+        if chattr.returncode == 0:
+            subprocess.run(["chattr", "-R", "-i", str(path)], check=True)
+        else:
+            subprocess.run(["chmod", "-R", "u+w", str(path)], check=True)
+
+
+def test_a_read_only_home_is_refused_before_the_prompt(server, ws, home):
+    """Defect 8 of issue 20: the home's writability (where the lease goes) is checked
+    before the prompt, new or resumed: nothing is typed in vain."""
+    server.reply(content="stored")
+    child = spawn(server.base_url, ws)
+    say(child, "a first session")
+    leave(child)
+    args = ["--base-url", server.base_url, "--workspace", str(ws)]
+    with read_only(home):
+        done = run_gitsessions("chat", *args, input="typed in vain\n")
+        assert done.returncode == 1, done.stderr
+        assert "error: cannot write in" in done.stderr and "leases" in done.stderr
+        assert "gitsessions ·" not in done.stderr  # no banner: no prompt was shown
+        # resumed: the header cache or the lease check says it, before the prompt too
+        done = run_gitsessions("chat", *args, "--continue", input="typed in vain\n")
+        assert done.returncode == 1 and "error:" in done.stderr, done.stderr
+        assert "gitsessions ·" not in done.stderr
+    assert [r["messages"][-1]["content"] for r in server.requests if r.get("tools")] == [
+        "a first session"
+    ]
+
+
+def test_a_prompt_the_home_cannot_store_is_kept_in_the_input_history(server, ws, home):
+    """The home turns read-only once the chat is open: the prompt is not sent, the chat
+    says it is in the input history, and the Up arrow sends it once the home is back."""
+    child = spawn(server.base_url, ws)
+    say(child, "\\help")  # the chat is built: its lease is held
+    with read_only(home):
+        out = say(child, "my precious prompt")
+    assert "error: the prompt could not be saved, so it was not sent" in out
+    assert "your prompt is kept in the input history" in out
+    assert server.requests == []
+    server.reply(content="got it")
+    child.send("\x1b[A\r")  # the Up arrow, then Enter
+    child.expect(PROMPT)
+    assert "got it" in plain(child.before)
+    leave(child)
+    sent = [r["messages"] for r in server.requests if r.get("tools")]
+    assert [[m["role"] for m in s] for s in sent] == [["system", "user"]]
+    assert sent[0][-1]["content"] == "my precious prompt"

@@ -110,6 +110,21 @@ class NothingToRetry(GitsessionsError):
     """`retry` with no prompt in the context."""
 
 
+class PromptNotSaved(GitsessionsError):
+    """The commit of a turn's prompt failed (a read-only or full home, a lost race):
+    nothing was sent and the session is as it was; the CLI says where the prompt still
+    is (chat: its input history)."""
+
+    def __init__(self, cause: Exception) -> None:
+        if isinstance(cause, OSError):
+            where = f": {cause.filename}" if cause.filename else ""
+            reason = f"{cause.strerror or type(cause).__name__}{where}"
+        else:
+            reason = str(cause)
+        super().__init__(f"the prompt could not be saved, so it was not sent: {reason}")
+        self.exit_code = getattr(cause, "exit_code", 1)
+
+
 class ReplyNotSaved(GitsessionsError):
     """The model replied but committing the step failed. `result` is the turn as far as it
     got (its reply included) so the CLI can still show it; the step stays pending in the
@@ -161,15 +176,16 @@ class Agent:
         unanswered before it (a request cancelled or failed) is first closed by an
         interruption note (`agent/interrupted.py`): the new prompt is sent alone."""
         session = self.session
-        self._close_unanswered()
+        closed = self._close_unanswered()
         session.turn += 1
         session.add({"role": "user", "content": prompt})
         try:
             trailers = self._trailers(0, snapshot=False)
             session.checkpoint(turn_subject(session.turn, prompt), trailers=trailers)
-        except GitsessionsError:
+        except (OSError, GitsessionsError) as error:
             session.turn -= 1
-            raise
+            session.withdraw(2 if closed else 1)  # never stored: the session is as it was
+            raise PromptNotSaved(error) from error
         self._start_snapshot()  # the code the prompt found, taken while the model thinks
         return self._after_turn(self._steps)
 
@@ -180,20 +196,21 @@ class Agent:
         first = last_step(self.session) + 1
         return self._after_turn(lambda: self._steps(first=first))
 
-    def _close_unanswered(self) -> None:
+    def _close_unanswered(self) -> bool:
         """Answer an unanswered prompt in the context with an interruption note saying
-        what partial reply had arrived. Tool calls left without a result are answered
-        first (`save`)."""
+        what partial reply had arrived (whether one was added). Tool calls left without
+        a result are answered first (`save`)."""
         from gitsessions.agent.interrupted import interruption_note
         from gitsessions.services.compaction.continuation import is_note
 
         session = self.session
         if session.unanswered_prompt() is None or is_note(session.context[-1]):
-            return
+            return False
         last = session.last_record()
         partial = last if last and last.get("incomplete") else None
         self.save()
         session.add(interruption_note(partial))
+        return True
 
     def _after_turn(self, steps: Callable[[], TurnResult]) -> TurnResult:
         """Run the turn's steps, then the post-turn hook on what was committed (also when

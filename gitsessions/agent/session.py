@@ -184,6 +184,16 @@ class AgentSession:
         but that the model must not be sent, such as a reply cut off mid-stream."""
         self._queue(scrub(message), meta)
 
+    def withdraw(self, count: int) -> None:
+        """Take back the last `count` messages added and not committed yet (a prompt
+        whose commit failed: it was never stored, nor sent)."""
+        assert 0 < count <= len(self.pending)
+        del self.context[-count:]
+        del self.pending[-count:]
+        del self.pending_meta[-count:]
+        if self._head is None and not self.pending:  # a draft again, with nothing to store
+            self._dirty = False
+
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items
         self._dirty = True

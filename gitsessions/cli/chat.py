@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gitsessions.cli import options
-from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
+from gitsessions.cli.chat_input import PROMPT_SHOWN, History, is_command, read_prompt
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.opening import Notes, Opening
@@ -34,6 +34,8 @@ from gitsessions.cli.state import State
 from gitsessions.services.model import endpoint
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.services.settings.config_file import config_path, redact_setting
+from gitsessions.store.lease import check_writable
+from gitsessions.values.errors import GitsessionsError
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
@@ -139,6 +141,7 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
+    check_writable(chat.state.home)  # a read-only or full home: before anything is typed
     refused = endpoint.refused_here(settings)
     lines = banner("new session", settings, workspace, chat.auto_approve)
     lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
@@ -169,6 +172,7 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         workspace_write(workspace, network=chat.shell.sandbox_network)
     resuming = Resuming(found.head.id, settings, workspace, lease_of(chat.state, found.head.id))
     try:
+        check_writable(chat.state.home)  # the lease may open a file that exists: not proof
         refused = endpoint.refused_here(settings)
         named = f"session {short(found.head.id)} (resumed)"
         lines = banner(named, settings, workspace, chat.auto_approve)
@@ -216,6 +220,11 @@ def opened(
                 break
             except KeyboardInterrupt:
                 write_plain([("", ""), (CANCELLED, "yellow")], plain)
+            except (OSError, GitsessionsError):  # the chat cannot start: keep the prompt
+                if not is_command(line):
+                    kept = f"your prompt was not sent, here it is: {line}"
+                    write_plain([(kept, "yellow")], plain)
+                raise
         from gitsessions.cli.chat_session import converse
 
         try:

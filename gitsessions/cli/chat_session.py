@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.agent.loop import Agent, PromptNotSaved, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
 from gitsessions.cli.chat_ui import ChatApprover, ChatEvents
@@ -29,6 +29,8 @@ from gitsessions.values.ids import short
 if TYPE_CHECKING:
     from gitsessions.cli.chat_options import ChatOptions
     from gitsessions.cli.resuming import Resuming
+
+KEPT = "your prompt is kept in the input history: the Up arrow brings it back"
 
 
 @dataclass
@@ -145,7 +147,13 @@ def repl(
                     err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
                 continue
             else:
-                result = agent.run_turn(line)
+                try:
+                    result = agent.run_turn(line)
+                except PromptNotSaved as error:
+                    events.reset()
+                    err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+                    err.print(Text(KEPT, style="yellow"), highlight=False)
+                    continue
             report(result)
             if status:
                 err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
