@@ -755,3 +755,27 @@ def test_a_prompt_the_home_cannot_store_is_kept_in_the_input_history(server, ws,
     sent = [r["messages"] for r in server.requests if r.get("tools")]
     assert [[m["role"] for m in s] for s in sent] == [["system", "user"]]
     assert sent[0][-1]["content"] == "my precious prompt"
+
+
+def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
+    """Defect 11 of issue 20: `--continue` and `--resume` say where the session was."""
+    server.reply(content="first reply")
+    server.reply(content="Parser fixes")  # the title written after the first reply
+    child = spawn(server.base_url, ws)
+    say(child, "fix the parser")
+    long_reply = "\n".join(f"line {n} " + "x" * 150 for n in range(1, 8))
+    server.reply(content=long_reply)
+    child.sendline("and explain\\")  # a line ending in a backslash goes on
+    say(child, "what you did")
+    leave(child)
+    sid = sessions()[0]["id"]
+    for how in (["--continue"], ["--resume", sid[:8]]):
+        child = spawn(server.base_url, ws, *how)
+        shown = plain(child.before)
+        leave(child)
+        assert "title: Parser fixes" in shown
+        assert "you: and explain" in shown and "what you did" in shown
+        assert "model: line 1 xxx" in shown and "line 3 xxx" in shown
+        assert "line 4" not in shown and "… 4 more lines" in shown
+        assert "x" * 99 not in shown and "x" * 90 + "…" in shown  # each line cut
+        assert "first reply" not in shown  # only the last exchange

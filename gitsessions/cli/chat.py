@@ -177,6 +177,7 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         named = f"session {short(found.head.id)} (resumed)"
         lines = banner(named, settings, workspace, chat.auto_approve)
         lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
+        lines += found.recap
         if found.unanswered:
             lines.append((RETRY_HINT, "yellow"))
         write_plain(lines, plain)
