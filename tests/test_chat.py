@@ -243,6 +243,7 @@ def test_a_resumed_chat_holds_its_session_from_its_prompt(server, ws):
 
 def test_resume_after_kill(server, ws):
     server.reply(content="first answer")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     child = spawn(server.base_url, ws)
     say(child, "remember the number 42")
     server.delay(30)
@@ -408,6 +409,7 @@ def test_the_first_ctrl_c_cancels_a_held_streamed_reply(server, ws, run):
 def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):
     child = spawn(server.base_url, ws)
     server.reply(content="answer one")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     say(child, "first question")
     server.reply(content="answer two")
     say(child, "second question")
@@ -437,6 +439,7 @@ def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, 
 def test_retry_sends_the_last_prompt_again_without_the_answer_it_replaces(server, ws):
     child = spawn(server.base_url, ws)
     server.reply(content="a poor answer")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     say(child, "explain git")
     server.reply(content="a better answer")
     assert "a better answer" in say(child, "\\retry")
@@ -471,7 +474,7 @@ def test_compaction_and_titles_show_a_spinner_with_the_reason_and_one_result_lin
     server.responder = responder
     child = spawn(server.base_url, ws, "--max-context-tokens", "4000")
     first = say(child, "read big.txt")
-    assert "writing the session title" in first
+    assert "writing the session title" not in first  # asked in the background
     second = say(child, "read it again")
     assert re.search(r"context at \d\d% of 4,000 tokens: compacting", second)
     results = re.findall(r"compacted [\d,]+ -> [\d,]+ tokens \(auto\)", second)
@@ -489,6 +492,7 @@ def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
         '[prices."fake-model"]\nprompt = 1000.0\ncompletion = 2000.0\n'
     )
     server.reply(content="one", usage=(100, 10))  # $0.10 + $0.02
+    server.reply(content="A title")  # the list summary, asked in the background after it
     child = spawn(server.base_url, ws)
     out = say(child, "first")
     status = re.search(
@@ -779,3 +783,36 @@ def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
         assert "line 4" not in shown and "… 4 more lines" in shown
         assert "x" * 99 not in shown and "x" * 90 + "…" in shown  # each line cut
         assert "first reply" not in shown  # only the last exchange
+
+
+def test_the_title_is_asked_in_the_background_and_never_holds_the_prompt(server, ws):
+    """Defect 4 of issue 20: the title request after the first reply runs while the
+    prompt is back; a Ctrl-C at the prompt meanwhile is no cancelled request; the next
+    prompt goes once the title is in (in order: one model request at a time)."""
+    arrived, held = threading.Event(), threading.Event()
+
+    def respond(request: dict) -> str:
+        if request.get("tools"):
+            return "second answer"
+        arrived.set()  # the title request: held until the test lets it go
+        held.wait(60)
+        return "Background title"
+
+    server.reply(content="first answer")
+    server.responder = respond
+    child = spawn(server.base_url, ws)
+    try:
+        assert "first answer" in say(child, "hello")  # the prompt is back, title held
+        assert arrived.wait(30)
+        child.sendintr()
+        child.expect(PROMPT)
+        assert "cancelled" not in plain(child.before)
+    finally:
+        held.set()
+    assert "second answer" in say(child, "next")
+    leave(child)
+    assert sessions()[0]["summary"] == "Background title"
+    kinds = ["turn" if r.get("tools") else "title" for r in server.requests]
+    assert kinds == ["turn", "title", "turn"]
+    log = json.loads(run_gitsessions("log", sessions()[0]["id"], "--steps", "--json").stdout)
+    assert 'turn 1: summary "Background title"' in [e["subject"] for e in log]

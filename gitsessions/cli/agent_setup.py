@@ -143,6 +143,7 @@ def build_agent(
     snapshots: SnapshotSettings | None = None,
     notes: Printer = err,
     resuming: Resuming | None = None,
+    title_in_background: bool = False,
 ) -> Iterator[Built]:
     """The agent, its session leased. Its notes (the workspace, the sandbox, snapshots)
     go to `notes`: `chat` builds it while the user types and prints them later. A
@@ -212,6 +213,7 @@ def build_agent(
             ),
             max_steps=max_steps,
             stream=stream,
+            title_in_background=title_in_background,
         )
         with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(

@@ -71,6 +71,7 @@ def open_chat(
                 snapshots=options.snapshots,
                 notes=notes,
                 resuming=resuming,
+                title_in_background=True,  # the prompt comes back at once
             )
         )
         with main_thread_signals():  # they import while the user types at the prompt
@@ -128,6 +129,7 @@ def repl(
         if pending is not None:
             line, pending = pending, None
         else:
+            agent.settle_title(wait=False)  # the title asked after the last reply, if done
             try:
                 line = read_prompt()
             except EOFError:
