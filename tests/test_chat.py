@@ -496,13 +496,19 @@ def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
     child = spawn(server.base_url, ws)
     out = say(child, "first")
     status = re.search(
-        r"context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn \$([\d.]+) · session \$([\d.]+)", out
+        r"turn 1 · context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn cost \$([\d.]+) · "
+        r"session \$([\d.]+)",
+        out,
     )
     assert status, out
     assert status.group(3) != "0.0000" and float(status.group(4)) >= float(status.group(3))
     server.reply(content="two", usage=(100, 10))
-    second = re.search(r"session \$([\d.]+)", say(child, "second"))
+    shown = say(child, "second")
+    second = re.search(r"session \$([\d.]+)", shown)
     assert second and float(second.group(1)) > float(status.group(4))
+    assert "turn 2 · context" in shown  # the N of \rewind N, without `gitsessions log`
+    assert "undone: turn 2" in say(child, "\\undo")
+    assert "turn 3 · context" in say(child, "third")  # numbers go on after an undo
     leave(child)
     child = spawn(server.base_url, ws, "--quiet")
     assert "tokens (" not in say(child, "third")
@@ -778,6 +784,7 @@ def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
         shown = plain(child.before)
         leave(child)
         assert "title: Parser fixes" in shown
+        assert "last exchange (turn 2):" in shown  # the N of \\rewind N
         assert "you: and explain" in shown and "what you did" in shown
         assert "model: line 1 xxx" in shown and "line 3 xxx" in shown
         assert "line 4" not in shown and "… 4 more lines" in shown

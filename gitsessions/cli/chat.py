@@ -70,7 +70,9 @@ def cmd_chat(
     ] = 50,
     quiet: Annotated[
         bool,
-        typer.Option("--quiet", help="No status line (context used, turn and session cost)."),
+        typer.Option(
+            "--quiet", help="No status line (turn number, context used, turn and session cost)."
+        ),
     ] = False,
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.

@@ -175,13 +175,15 @@ def repl(
 
 
 def status_line(agent: Agent, spent_before: float) -> str:
-    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
+    """`turn 3 · context 5,210 / 24,000 tokens (21%) · turn cost $0.0012 · session
+    $0.0345`: the turn's number is the N of `\\rewind N`."""
     tokens = agent.estimate()
     budget = agent.config.policy.max_context_tokens
     session = agent.session.usage.get("cost_usd", 0.0)
     return (
+        f"turn {agent.session.turn} · "
         f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
-        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
+        f"turn cost ${session - spent_before:.4f} · session ${session:.4f}"
     )
 
 

@@ -75,7 +75,8 @@ def read_resumed(
     settings = with_session_settings(settings, head.header.get("settings"), short(head.id))
     workspace, notes = place(head, here, workspace_flag, state.home, state.env)
     context: list[dict[str, Any]] = reader.read(head, "context")
-    return Read(head, settings, workspace, notes, unanswered(context), recap(head, context))
+    said = recap(head, context, last_turn(reader, head))
+    return Read(head, settings, workspace, notes, unanswered(context), said)
 
 
 def catalog_of(state: "State") -> "Catalog":
@@ -211,9 +212,22 @@ RECAP_LINES = 3  # of the last prompt, and of the reply to it
 RECAP_WIDTH = 100
 
 
-def recap(head: "Head", context: list[dict[str, Any]]) -> list[Line]:
+def last_turn(reader: "SessionReader", head: "Head") -> int | None:
+    """The number of the session's last turn (the N of `\\rewind N`): the `Turn`
+    trailer of its newest commit that has one (as `AgentSession` counts)."""
+    from gitsessions.store.trailers import parse_trailers
+
+    for _commit_id, commit in reader.history(head):
+        turn = parse_trailers(commit.message)[1].get("Turn", "")
+        if turn.isdigit():
+            return int(turn)
+    return None
+
+
+def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) -> list[Line]:
     """Where a resumed session was: its title (else summary), then its last exchange in
-    the working context (the last prompt and the reply's text), a few lines each, cut."""
+    the working context (the last prompt and the reply's text), a few lines each, cut;
+    `turn`, the last turn's number, is said with it."""
     from gitsessions.values.messages import text_of
 
     header = head.header
@@ -228,7 +242,7 @@ def recap(head: "Head", context: list[dict[str, Any]]) -> list[Line]:
     if not prompts:
         return lines
     at = prompts[-1]
-    lines.append(("last exchange:", "dim"))
+    lines.append((f"last exchange (turn {turn}):" if turn else "last exchange:", "dim"))
     lines += _quoted("you", text_of(context[at]))
     replies = [m for m in context[at + 1 :] if m.get("role") == "assistant" and text_of(m).strip()]
     if replies:
