@@ -823,3 +823,36 @@ def test_the_title_is_asked_in_the_background_and_never_holds_the_prompt(server,
     assert kinds == ["turn", "title", "turn"]
     log = json.loads(run_gitsessions("log", sessions()[0]["id"], "--steps", "--json").stdout)
     assert 'turn 1: summary "Background title"' in [e["subject"] for e in log]
+
+
+def test_a_prompt_of_several_lines_comes_back_from_the_history_whole(server, ws):
+    """Defect 10 of issue 20: the Up arrow brought back only the last line."""
+    child = spawn(server.base_url, ws)
+    child.sendline("first line\\")
+    child.sendline("middle line\\")
+    say(child, "last line")
+    child.send("\x1b[A\r")  # the Up arrow, then Enter
+    child.expect(PROMPT)
+    leave(child)
+    prompts = [r["messages"][-1]["content"] for r in server.requests if r.get("tools")]
+    assert prompts == ["first line\nmiddle line\nlast line"] * 2
+
+
+def test_the_unlisted_model_and_no_price_notes_are_said_once_per_model(server, ws, home):
+    """Defect 10 of issue 20: not at every chat start and session switch. Remembered in
+    the home (notes_said.json): a model not seen yet is said once more."""
+    server.models = ["other-model"]
+    child = spawn(server.base_url, ws)
+    first = say(child, "hello")
+    leave(child)
+    assert "does not list model 'fake-model'" in first and "no price known" in first
+    for more in ([], ["--continue"]):
+        child = spawn(server.base_url, ws, *more)
+        again = plain(child.before) + say(child, "again")
+        leave(child)
+        assert "does not list model" not in again and "no price known" not in again
+    child = spawn(server.base_url, ws, "--model", "third-model")
+    third = say(child, "hi")
+    leave(child)
+    assert "does not list model 'third-model'" in third and "no price known" in third
+    assert json.loads((home / "notes_said.json").read_text())["format"] == 1

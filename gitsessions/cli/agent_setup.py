@@ -86,13 +86,22 @@ def pick_session(
     return pick(store, resume, continue_, workspace, catalog)
 
 
-def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
+def cost_function(
+    settings: ModelSettings, home: Path | None = None
+) -> Callable[[str, int, int], float]:
+    """Costs by the settings' prices; a model without one is said once (per process,
+    and with `home` once in that home: cli/once.py)."""
     unknown: set[str] = set()
 
     def cost(model: str, prompt: int, completion: int) -> float:
         value, known = estimate_cost(model, prompt, completion, settings.prices)
         if not known and model not in unknown:
             unknown.add(model)
+            if home is not None:
+                from gitsessions.cli.once import first_time
+
+                if not first_time(home, "no price", model):
+                    return value
             err.print(
                 f"note: no price known for model {one_line(model)}; tokens are recorded, cost "
                 'counts as 0 (set [prices."MODEL"] in config.toml)',
@@ -222,7 +231,7 @@ def build_agent(
                 registry,
                 default_counter(),
                 config,
-                cost_function(settings),
+                cost_function(settings, state.home),
                 events,
                 workspace_head=lambda: head_of(workspace, env),
                 code_snapshot=snapshot,

@@ -234,7 +234,10 @@ def opened(
             write_rich(building.notes)
             if found is not None:  # the Ollama hint, unless the first run gave it already
                 hint = found.unreachable is not None and not first_run
-                write_rich(endpoint_lines(settings, found.unreachable, found.models, hint=hint))
+                said = endpoint_lines(
+                    settings, found.unreachable, found.models, hint=hint, home=chat.state.home
+                )
+                write_rich(said)
         except BaseException:
             run.stack.close()
             raise
@@ -309,9 +312,11 @@ def endpoint_lines(
     unreachable: str | None,
     models: tuple[str, ...] | None,
     hint: bool,
+    home: Path | None = None,
 ) -> list[Line]:
-    """What to say about the endpoint: out of reach, lacking the model, and (`hint`, on
-    a first run or when it is out of reach) how to start Ollama when it is the default."""
+    """What to say about the endpoint: out of reach, lacking the model (once per
+    endpoint and model in `home`: cli/once.py), and (`hint`, on a first run or when it
+    is out of reach) how to start Ollama when it is the default."""
     lines: list[Line] = []
     if unreachable:
         lines.append(
@@ -327,7 +332,7 @@ def endpoint_lines(
             url=settings.base_url, model=settings.model, config=config
         )
         lines.append((hinted, "dim"))
-    if models and settings.model not in models:
+    if models and settings.model not in models and _first(home, settings):
         lines.append(
             (
                 f"warning: the server does not list model {settings.model!r} (it has: "
@@ -336,6 +341,15 @@ def endpoint_lines(
             )
         )
     return lines
+
+
+def _first(home: Path | None, settings: ModelSettings) -> bool:
+    """Whether the model missing from the server's list was not said yet in `home`."""
+    if home is None:
+        return True
+    from gitsessions.cli.once import first_time
+
+    return first_time(home, "unlisted model", f"{settings.base_url} {settings.model}")
 
 
 def stderr_sink(state: State) -> Sink:

@@ -27,14 +27,35 @@ def is_command(line: str) -> bool:
 
 
 def read_prompt() -> str:
-    """One prompt; a line ending in a backslash continues on the next line."""
+    """One prompt; a line ending in a backslash continues on the next line. A prompt of
+    several lines is one entry of the input history, whole (readline kept each line)."""
     if not _hooked():
         PROMPT_SHOWN.set()
-    lines = [input(PROMPT)]
-    while lines[-1].endswith("\\") and not is_command(lines[0]):
-        lines[-1] = lines[-1][:-1]
-        lines.append(input(CONTINUATION))
-    return "\n".join(lines)
+    typed = [input(PROMPT)]
+    while typed[-1].endswith("\\") and not is_command(typed[0]):
+        typed.append(input(CONTINUATION))
+    prompt = "\n".join(line[:-1] if n < len(typed) - 1 else line for n, line in enumerate(typed))
+    if len(typed) > 1:
+        _one_entry(typed, prompt)
+    return prompt
+
+
+def _one_entry(typed: list[str], prompt: str) -> None:
+    """Replace the history's entries of the lines `typed` (each as readline added it:
+    a non-empty line, its backslash kept) with one entry, `prompt`, which the Up arrow
+    brings back whole."""
+    import sys
+
+    readline = sys.modules.get("readline")  # imported by `History`; none: no history
+    if readline is None:
+        return
+    for line in reversed(typed):
+        length = readline.get_current_history_length()
+        if not line or length == 0:
+            continue
+        if readline.get_history_item(length) == line:  # 1-based, as readline counts
+            readline.remove_history_item(length - 1)  # 0-based
+    readline.add_history(prompt)
 
 
 def _hooked() -> bool:
