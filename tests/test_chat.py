@@ -594,6 +594,21 @@ def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
     assert run_gitsessions("exec", "--resume", "--", "x").returncode == 2
 
 
+def test_the_picker_offers_a_failed_start_last_and_marked(server, ws):
+    """Defect 7 of issue 20: the picker's default (its first line) is a session a model
+    answered, never a newer failed start."""
+    from tests.test_exec import next_second
+
+    answered = json.loads(run_gitsessions(*exec_args(server, ws), "real", "--json").stdout)
+    next_second()  # the failed start is the most recently active
+    down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws), "hello?"]
+    failed = json.loads(run_gitsessions(*down, "--json").stdout)["session"]
+    args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
+    listed = run_gitsessions(*args, input="").stderr
+    assert f" 1. {answered['session'][:8]}" in listed
+    assert f" 2. {failed[:8]}" in listed and '"hello?" (no reply)' in listed
+
+
 def test_the_prompt_shows_before_the_server_is_asked_anything(server, ws):
     """Issue 10 (speed): a new chat's prompt waits for nothing slow. The server holds its
     model list (GET /models) until the test has seen the prompt: the prompt shows all

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 Line = tuple[str, str]  # a line of text and its style
 RETRY = "\\retry sends it again"
-RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY} (a new prompt is sent on its own)"
 
 
 class Resuming(NamedTuple):
