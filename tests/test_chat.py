@@ -871,3 +871,35 @@ def test_the_unlisted_model_and_no_price_notes_are_said_once_per_model(server, w
     leave(child)
     assert "does not list model 'third-model'" in third and "no price known" in third
     assert json.loads((home / "notes_said.json").read_text())["format"] == 1
+
+
+def test_ctrl_c_while_a_prompt_waits_for_the_title_skips_the_title_only(server, ws):
+    """The next prompt waits for a title still being written (a spinner says so); a
+    Ctrl-C skips the title, quietly, and the prompt is sent."""
+    arrived, held = threading.Event(), threading.Event()
+
+    def respond(request: dict) -> str:
+        if request.get("tools"):
+            return "second answer"
+        arrived.set()
+        held.wait(60)
+        return "Too late a title"
+
+    server.reply(content="first answer")
+    server.responder = respond
+    child = spawn(server.base_url, ws)
+    try:
+        say(child, "hello")
+        assert arrived.wait(30)
+        child.sendline("next")
+        child.expect_exact("writing the session title (Ctrl-C skips it)")
+        child.sendintr()
+        child.expect(PROMPT)
+        out = plain(child.before)
+    finally:
+        held.set()
+    assert "second answer" in out and "cancelled" not in out
+    leave(child)
+    assert sessions()[0]["summary"] == ""  # skipped: the late answer is not taken up
+    user = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert user == ["hello", "next"]
