@@ -903,3 +903,28 @@ def test_ctrl_c_while_a_prompt_waits_for_the_title_skips_the_title_only(server, 
     assert sessions()[0]["summary"] == ""  # skipped: the late answer is not taken up
     user = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert user == ["hello", "next"]
+
+
+def test_a_full_home_is_refused_before_the_prompt(server, ws, home):
+    """Defect 8 of issue 20, a full disk: the home is a small tmpfs filled up (in a user
+    and mount namespace of its own; skipped where the kernel does not allow one)."""
+    home.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here")
+    script = (
+        'mount -t tmpfs -o size=64k gitsessions-test "$GITSESSIONS_HOME" && '
+        'dd if=/dev/zero of="$GITSESSIONS_HOME/filler" bs=1k count=128 2>/dev/null; '
+        'exec "$0" -m gitsessions chat "$@"'
+    )
+    args = ["--base-url", server.base_url, "--workspace", str(ws)]
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script, sys.executable, *args],
+        input="typed in vain\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "error: cannot write in" in done.stderr and "No space left on device" in done.stderr
+    assert "gitsessions ·" not in done.stderr and server.requests == []
