@@ -928,3 +928,15 @@ def test_a_full_home_is_refused_before_the_prompt(server, ws, home):
     assert done.returncode == 1, done.stderr
     assert "error: cannot write in" in done.stderr and "No space left on device" in done.stderr
     assert "gitsessions ·" not in done.stderr and server.requests == []
+
+
+def test_leaving_when_the_history_cannot_be_kept_says_so(server, ws, home):
+    child = spawn(server.base_url, ws)
+    say(child, "hello")
+    say(child, "\\info")  # the title is in: nothing is left to commit
+    with read_only(home):
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.wait()
+    assert "what you typed is not kept for the next chat" in plain(child.before)
+    assert child.exitstatus == 0

@@ -8,7 +8,6 @@ readline or a terminal, as the prompt is about to show): what runs in the backgr
 waits for it, so it never competes with the prompt for the interpreter.
 """
 
-import contextlib
 import os
 import threading
 from pathlib import Path
@@ -88,10 +87,11 @@ class History:
             readline.add_history(line)
         self.start = readline.get_current_history_length()
 
-    def save(self, session: str) -> None:
-        """Store the lines typed since the chat began, tagged with `session`."""
+    def save(self, session: str) -> str | None:
+        """Store the lines typed since the chat began, tagged with `session`; why they
+        could not be (a read-only or full home), else None."""
         if self.readline is None:
-            return
+            return None
         from gitsessions.values.secrets import redact
 
         rl = self.readline
@@ -101,6 +101,9 @@ class History:
         ]
         if self.redact:
             typed = [redact(line)[0] if line else line for line in typed]
-        with contextlib.suppress(OSError):
-            chat_history.append(self.home, session, [line for line in typed if line])
         self.start = rl.get_current_history_length()
+        try:
+            chat_history.append(self.home, session, [line for line in typed if line])
+        except OSError as error:
+            return error.strerror or type(error).__name__
+        return None

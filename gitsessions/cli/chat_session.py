@@ -98,12 +98,19 @@ def finish(run: ChatRun, history: History) -> None:
     """Save what is pending, say where the session is (or that none was made), let go
     of the session."""
     try:
-        run.agent.save()
         session = run.agent.session
+        # what was typed first: a session that cannot save its last step keeps it
+        failed = None if session.is_draft else history.save(session.id)
+        run.agent.save()
+        if failed is not None:
+            err.print(
+                Text(f"note: what you typed is not kept for the next chat: {failed}"),
+                style="yellow",
+                highlight=False,
+            )
         if session.is_draft:  # no prompt was sent: nothing to keep
             err.print(Text("no session was saved (no prompt was sent)", style="dim"))
         else:
-            history.save(session.id)
             err.print(
                 Text(
                     f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
