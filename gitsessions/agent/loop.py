@@ -17,7 +17,12 @@ Invariants:
   with (`Code-Snapshot`): the prompt's snapshot is taken in a thread while the model
   answers, and waited for before any tool runs or the next commit is made.
 - A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
-  got, and the step stays pending, so the next checkpoint commits it.
+  got, and the step stays pending, so the next checkpoint commits it. A prompt whose
+  commit fails is taken back (`PromptNotSaved`): nothing was sent, nothing is pending.
+- A new prompt is never glued to one left unanswered: an interruption note (an
+  assistant message, agent/interrupted.py) closes the old one first.
+- At most one model request at a time: the list summary asked in the background
+  (agent/titling.py) is taken up before the next request is sent.
 """
 
 import threading
