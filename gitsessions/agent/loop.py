@@ -561,7 +561,8 @@ class Agent:
 
     def _refresh_summary(self) -> None:
         """After the first turn and every `summary_every` turns: ask for the list summary
-        in the background (`agent/titling.py`); `settle_title` takes it up."""
+        in a thread (`agent/titling.py`; exec waits for it at once, chat goes on);
+        `settle_title` takes it up."""
         turn = self.session.turn
         if turn != 1 and turn % self.config.summary_every:
             return
@@ -569,9 +570,10 @@ class Agent:
 
         request = title_request(self.session.context)
         client, model = self.client, self.config.summary_model
+        retry = not self.config.title_in_background  # no countdown over the prompt
         self._title = TitleJob(
             lambda: client.complete(
-                request, model=model, temperature=0.0, max_tokens=40, retry=False
+                request, model=model, temperature=0.0, max_tokens=40, retry=retry
             )
         )
 

@@ -11,7 +11,8 @@ Invariants:
   completion or the error; the main thread counts its usage and records the summary.
 - It blocks SIGINT, as does every thread it starts (a thread inherits its creator's
   mask), so a Ctrl-C always reaches the main thread, never this request.
-- It prints nothing: no spinner, no retry countdown (the request is not retried), an
+- It prints nothing: no spinner, and in chat no retry countdown (the request is not
+  retried there; exec, which waits for it at once, retries it as any request); an
   error is kept for the main thread to say.
 """
 

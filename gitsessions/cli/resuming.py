@@ -235,9 +235,7 @@ def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) 
     lines: list[Line] = [(f"title: {one_line(name)}", "bold")] if name else []
     compacted = bool(head.counts.get("compactions"))  # else no note: none is imported
     prompts = [
-        i
-        for i, m in enumerate(context)
-        if m.get("role") == "user" and not (compacted and _note(m))
+        i for i, m in enumerate(context) if m.get("role") == "user" and not (compacted and _note(m))
     ]
     if not prompts:
         return lines
