@@ -1,12 +1,15 @@
 """`gitsessions chat` driven through a real pseudo-terminal (pexpect)."""
 
+import contextlib
 import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -268,10 +271,11 @@ def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
         "slow question",
         "next question",
     ]
-    # the unanswered prompt and the next one are sent as one user message (strict server)
+    # the next prompt is sent alone; the cancelled one is closed by a note (strict server)
     sent = server.requests[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user"]
-    assert sent[1]["content"] == "slow question\n\nnext question"
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "slow question" and sent[3]["content"] == "next question"
+    assert "interrupted" in sent[2]["content"] and "no reply had arrived" in sent[2]["content"]
     assert server.rejected == []
 
 
@@ -326,6 +330,7 @@ def test_a_resumed_chat_holds_its_session_from_its_prompt(server, ws):
 
 def test_resume_after_kill(server, ws):
     server.reply(content="first answer")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     child = spawn(server.base_url, ws)
     say(child, "remember the number 42")
     server.delay(30)
@@ -407,11 +412,63 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
     cut = [m for m in transcript if m.get("incomplete")]
     assert len(cut) == 1 and cut[0]["interrupted"] is True
     assert cut[0]["content"].startswith("First part of the answer.")
-    assert [m["role"] for m in transcript[1:]] == ["user", "assistant", "user", "assistant"]
-    # the partial reply is not sent again: the model sees both prompts as one message
+    roles = [m["role"] for m in transcript[1:]]
+    assert roles == ["user", "assistant", "assistant", "user", "assistant"]
+    # the new prompt is sent alone, after a note saying the last request was interrupted
     sent = server.requests[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user"]
-    assert sent[1]["content"] == "a long answer please\n\nshorter then"
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "a long answer please" and sent[3]["content"] == "shorter then"
+    assert "interrupted by the user (Ctrl-C)" in sent[2]["content"]
+    assert "First part of the answer." in sent[2]["content"]
+
+
+def test_a_prompt_after_a_cancelled_one_is_sent_alone_and_undone_alone(server, ws):
+    """Defect 1 of issue 20: Ctrl-C during a long streamed reply, then a new prompt: the
+    server gets the new prompt alone, the old one closed by an interruption note with
+    the partial reply (cut); one \\undo takes the new turn away; \\retry alone resends."""
+    held = threading.Event()  # the server stops after the first piece (4,000 characters)
+    server.reply(content="BIG " * 3_000, hold=held)
+    child = spawn(server.base_url, ws)
+    try:
+        child.sendline("BIG 300000")
+        child.expect_exact("BIG BIG")
+        child.sendintr()
+        child.expect_exact("cancelled; the session is saved")
+        child.expect(PROMPT)
+    finally:
+        held.set()
+    server.reply(content="4")
+    say(child, "what is 2+2")
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert [sent[1]["content"], sent[3]["content"]] == ["BIG 300000", "what is 2+2"]
+    note = sent[2]["content"]
+    assert note.startswith("[gitsessions: the request for the message above was interrupted")
+    assert "BIG BIG" in note and len(note) < 3_000  # the partial reply, cut
+    assert "undone: turn 2" in say(child, "\\undo")
+    server.reply(content="6")
+    say(child, "what is 3+3")
+    sent = server.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:2] + sent[3:]] == ["BIG 300000", "what is 3+3"]
+    assert sent[2]["content"] == note  # the note stays with the prompt it closes
+    leave(child)
+    assert server.rejected == []
+
+
+def test_a_prompt_after_continuing_an_unanswered_session_is_sent_alone(server, ws):
+    child = spawn("http://127.0.0.1:9/v1", ws)
+    say(child, "first try")  # the server is down: saved, unanswered
+    leave(child)
+    server.reply(content="fresh answer")
+    child = spawn(server.base_url, ws, "--continue")
+    assert "no reply yet" in plain(child.before)
+    assert "fresh answer" in say(child, "something else")
+    leave(child)
+    sent = server.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert [sent[1]["content"], sent[3]["content"]] == ["first try", "something else"]
+    assert "no reply had arrived" in sent[2]["content"]
+    assert server.rejected == []
 
 
 @pytest.mark.parametrize("run", range(30))
@@ -439,6 +496,7 @@ def test_the_first_ctrl_c_cancels_a_held_streamed_reply(server, ws, run):
 def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):
     child = spawn(server.base_url, ws)
     server.reply(content="answer one")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     say(child, "first question")
     server.reply(content="answer two")
     say(child, "second question")
@@ -468,6 +526,7 @@ def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, 
 def test_retry_sends_the_last_prompt_again_without_the_answer_it_replaces(server, ws):
     child = spawn(server.base_url, ws)
     server.reply(content="a poor answer")
+    server.reply(content="A title")  # the list summary, asked in the background after it
     say(child, "explain git")
     server.reply(content="a better answer")
     assert "a better answer" in say(child, "\\retry")
@@ -502,7 +561,7 @@ def test_compaction_and_titles_show_a_spinner_with_the_reason_and_one_result_lin
     server.responder = responder
     child = spawn(server.base_url, ws, "--max-context-tokens", "4000")
     first = say(child, "read big.txt")
-    assert "writing the session title" in first
+    assert "writing the session title" not in first  # asked in the background
     second = say(child, "read it again")
     assert re.search(r"context at \d\d% of 4,000 tokens: compacting", second)
     results = re.findall(r"compacted [\d,]+ -> [\d,]+ tokens \(auto\)", second)
@@ -520,16 +579,23 @@ def test_a_status_line_after_each_turn_unless_quiet(server, ws, home):
         '[prices."fake-model"]\nprompt = 1000.0\ncompletion = 2000.0\n'
     )
     server.reply(content="one", usage=(100, 10))  # $0.10 + $0.02
+    server.reply(content="A title")  # the list summary, asked in the background after it
     child = spawn(server.base_url, ws)
     out = say(child, "first")
     status = re.search(
-        r"context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn \$([\d.]+) · session \$([\d.]+)", out
+        r"turn 1 · context ([\d,]+) / 24,000 tokens \((\d+)%\) · turn cost \$([\d.]+) · "
+        r"session \$([\d.]+)",
+        out,
     )
     assert status, out
     assert status.group(3) != "0.0000" and float(status.group(4)) >= float(status.group(3))
     server.reply(content="two", usage=(100, 10))
-    second = re.search(r"session \$([\d.]+)", say(child, "second"))
+    shown = say(child, "second")
+    second = re.search(r"session \$([\d.]+)", shown)
     assert second and float(second.group(1)) > float(status.group(4))
+    assert "turn 2 · context" in shown  # the N of \rewind N, without `gitsessions log`
+    assert "undone: turn 2" in say(child, "\\undo")
+    assert "turn 3 · context" in say(child, "third")  # numbers go on after an undo
     leave(child)
     child = spawn(server.base_url, ws, "--quiet")
     assert "tokens (" not in say(child, "third")
@@ -613,6 +679,21 @@ def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
     assert f" 1. {sid[:8]}" in done.stderr
     assert "error: stdin is not a terminal, so no session can be picked" in done.stderr
     assert run_gitsessions("exec", "--resume", "--", "x").returncode == 2
+
+
+def test_the_picker_offers_a_failed_start_last_and_marked(server, ws):
+    """Defect 7 of issue 20: the picker's default (its first line) is a session a model
+    answered, never a newer failed start."""
+    from tests.test_exec import next_second
+
+    answered = json.loads(run_gitsessions(*exec_args(server, ws), "real", "--json").stdout)
+    next_second()  # the failed start is the most recently active
+    down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws), "hello?"]
+    failed = json.loads(run_gitsessions(*down, "--json").stdout)["session"]
+    args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
+    listed = run_gitsessions(*args, input="").stderr
+    assert f" 1. {answered['session'][:8]}" in listed
+    assert f" 2. {failed[:8]}" in listed and '"hello?" (no reply)' in listed
 
 
 def test_the_prompt_shows_before_the_server_is_asked_anything(server, ws):
@@ -720,3 +801,229 @@ def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
     for done in (small, bad):
         assert "> " not in done.stdout and "new session" not in done.stderr
     assert sessions() == []
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """`path` and everything under it unwritable, even by root (immutable with chattr,
+    else without write permission); skipped where neither makes it so."""
+    chattr = subprocess.run(["chattr", "-R", "+i", str(path)], capture_output=True)
+    if chattr.returncode != 0:
+        subprocess.run(["chmod", "-R", "a-w", str(path)], check=True)
+    try:
+        probe = path / "probe"
+        try:
+            probe.write_text("x")
+        except OSError:
+            pass
+        else:
+            probe.unlink()
+            pytest.skip("cannot make a folder read-only here")
+        yield
+    finally:
+        if chattr.returncode == 0:
+            subprocess.run(["chattr", "-R", "-i", str(path)], check=True)
+        else:
+            subprocess.run(["chmod", "-R", "u+w", str(path)], check=True)
+
+
+def test_a_read_only_home_is_refused_before_the_prompt(server, ws, home):
+    """Defect 8 of issue 20: the home's writability (where the lease goes) is checked
+    before the prompt, new or resumed: nothing is typed in vain."""
+    server.reply(content="stored")
+    child = spawn(server.base_url, ws)
+    say(child, "a first session")
+    leave(child)
+    args = ["--base-url", server.base_url, "--workspace", str(ws)]
+    with read_only(home):
+        done = run_gitsessions("chat", *args, input="typed in vain\n")
+        assert done.returncode == 1, done.stderr
+        assert "error: cannot write in" in done.stderr and "leases" in done.stderr
+        assert "gitsessions ·" not in done.stderr  # no banner: no prompt was shown
+        # resumed: the header cache or the lease check says it, before the prompt too
+        done = run_gitsessions("chat", *args, "--continue", input="typed in vain\n")
+        assert done.returncode == 1 and "error:" in done.stderr, done.stderr
+        assert "gitsessions ·" not in done.stderr
+    assert [r["messages"][-1]["content"] for r in server.requests if r.get("tools")] == [
+        "a first session"
+    ]
+
+
+def test_a_prompt_the_home_cannot_store_is_kept_in_the_input_history(server, ws, home):
+    """The home turns read-only once the chat is open: the prompt is not sent, the chat
+    says it is in the input history, and the Up arrow sends it once the home is back."""
+    child = spawn(server.base_url, ws)
+    say(child, "\\help")  # the chat is built: its lease is held
+    with read_only(home):
+        out = say(child, "my precious prompt")
+    assert "error: the prompt could not be saved, so it was not sent" in out
+    assert "your prompt is kept in the input history" in out
+    assert server.requests == []
+    server.reply(content="got it")
+    child.send("\x1b[A\r")  # the Up arrow, then Enter
+    child.expect(PROMPT)
+    assert "got it" in plain(child.before)
+    leave(child)
+    sent = [r["messages"] for r in server.requests if r.get("tools")]
+    assert [[m["role"] for m in s] for s in sent] == [["system", "user"]]
+    assert sent[0][-1]["content"] == "my precious prompt"
+
+
+def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
+    """Defect 11 of issue 20: `--continue` and `--resume` say where the session was."""
+    server.reply(content="first reply")
+    server.reply(content="Parser fixes")  # the title written after the first reply
+    child = spawn(server.base_url, ws)
+    say(child, "fix the parser")
+    long_reply = "\n".join(f"line {n} " + "x" * 150 for n in range(1, 8))
+    server.reply(content=long_reply)
+    child.sendline("and explain\\")  # a line ending in a backslash goes on
+    say(child, "what you did")
+    leave(child)
+    sid = sessions()[0]["id"]
+    for how in (["--continue"], ["--resume", sid[:8]]):
+        child = spawn(server.base_url, ws, *how)
+        shown = plain(child.before)
+        leave(child)
+        assert "title: Parser fixes" in shown
+        assert "last exchange (turn 2):" in shown  # the N of \\rewind N
+        assert "you: and explain" in shown and "what you did" in shown
+        assert "model: line 1 xxx" in shown and "line 3 xxx" in shown
+        assert "line 4" not in shown and "… 4 more lines" in shown
+        assert "x" * 99 not in shown and "x" * 90 + "…" in shown  # each line cut
+        assert "first reply" not in shown  # only the last exchange
+
+
+def test_the_title_is_asked_in_the_background_and_never_holds_the_prompt(server, ws):
+    """Defect 4 of issue 20: the title request after the first reply runs while the
+    prompt is back; a Ctrl-C at the prompt meanwhile is no cancelled request; the next
+    prompt goes once the title is in (in order: one model request at a time)."""
+    arrived, held = threading.Event(), threading.Event()
+
+    def respond(request: dict) -> str:
+        if request.get("tools"):
+            return "second answer"
+        arrived.set()  # the title request: held until the test lets it go
+        held.wait(60)
+        return "Background title"
+
+    server.reply(content="first answer")
+    server.responder = respond
+    child = spawn(server.base_url, ws)
+    try:
+        assert "first answer" in say(child, "hello")  # the prompt is back, title held
+        assert arrived.wait(30)
+        child.sendintr()
+        child.expect(PROMPT)
+        assert "cancelled" not in plain(child.before)
+    finally:
+        held.set()
+    assert "second answer" in say(child, "next")
+    leave(child)
+    assert sessions()[0]["summary"] == "Background title"
+    kinds = ["turn" if r.get("tools") else "title" for r in server.requests]
+    assert kinds == ["turn", "title", "turn"]
+    log = json.loads(run_gitsessions("log", sessions()[0]["id"], "--steps", "--json").stdout)
+    assert 'turn 1: summary "Background title"' in [e["subject"] for e in log]
+
+
+def test_a_prompt_of_several_lines_comes_back_from_the_history_whole(server, ws):
+    """Defect 10 of issue 20: the Up arrow brought back only the last line."""
+    child = spawn(server.base_url, ws)
+    child.sendline("first line\\")
+    child.sendline("middle line\\")
+    say(child, "last line")
+    child.send("\x1b[A\r")  # the Up arrow, then Enter
+    child.expect(PROMPT)
+    leave(child)
+    prompts = [r["messages"][-1]["content"] for r in server.requests if r.get("tools")]
+    assert prompts == ["first line\nmiddle line\nlast line"] * 2
+
+
+def test_the_unlisted_model_and_no_price_notes_are_said_once_per_model(server, ws, home):
+    """Defect 10 of issue 20: not at every chat start and session switch. Remembered in
+    the home (notes_said.json): a model not seen yet is said once more."""
+    server.models = ["other-model"]
+    child = spawn(server.base_url, ws)
+    first = say(child, "hello")
+    leave(child)
+    assert "does not list model 'fake-model'" in first and "no price known" in first
+    for more in ([], ["--continue"]):
+        child = spawn(server.base_url, ws, *more)
+        again = plain(child.before) + say(child, "again")
+        leave(child)
+        assert "does not list model" not in again and "no price known" not in again
+    child = spawn(server.base_url, ws, "--model", "third-model")
+    third = say(child, "hi")
+    leave(child)
+    assert "does not list model 'third-model'" in third and "no price known" in third
+    assert json.loads((home / "notes_said.json").read_text())["format"] == 1
+
+
+def test_ctrl_c_while_a_prompt_waits_for_the_title_skips_the_title_only(server, ws):
+    """The next prompt waits for a title still being written (a spinner says so); a
+    Ctrl-C skips the title, quietly, and the prompt is sent."""
+    arrived, held = threading.Event(), threading.Event()
+
+    def respond(request: dict) -> str:
+        if request.get("tools"):
+            return "second answer"
+        arrived.set()
+        held.wait(60)
+        return "Too late a title"
+
+    server.reply(content="first answer")
+    server.responder = respond
+    child = spawn(server.base_url, ws)
+    try:
+        say(child, "hello")
+        assert arrived.wait(30)
+        child.sendline("next")
+        child.expect_exact("writing the session title (Ctrl-C skips it)")
+        child.sendintr()
+        child.expect(PROMPT)
+        out = plain(child.before)
+    finally:
+        held.set()
+    assert "second answer" in out and "cancelled" not in out
+    leave(child)
+    assert sessions()[0]["summary"] == ""  # skipped: the late answer is not taken up
+    user = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert user == ["hello", "next"]
+
+
+def test_a_full_home_is_refused_before_the_prompt(server, ws, home):
+    """Defect 8 of issue 20, a full disk: the home is a small tmpfs filled up (in a user
+    and mount namespace of its own; skipped where the kernel does not allow one)."""
+    home.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here")
+    script = (
+        'mount -t tmpfs -o size=64k gitsessions-test "$GITSESSIONS_HOME" && '
+        'dd if=/dev/zero of="$GITSESSIONS_HOME/filler" bs=1k count=128 2>/dev/null; '
+        'exec "$0" -m gitsessions chat "$@"'
+    )
+    args = ["--base-url", server.base_url, "--workspace", str(ws)]
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script, sys.executable, *args],
+        input="typed in vain\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "error: cannot write in" in done.stderr and "No space left on device" in done.stderr
+    assert "gitsessions ·" not in done.stderr and server.requests == []
+
+
+def test_leaving_when_the_history_cannot_be_kept_says_so(server, ws, home):
+    child = spawn(server.base_url, ws)
+    say(child, "hello")
+    say(child, "\\info")  # the title is in: nothing is left to commit
+    with read_only(home):
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.wait()
+    assert "what you typed is not kept for the next chat" in plain(child.before)
+    assert child.exitstatus == 0

@@ -427,3 +427,38 @@ def test_exec_into_a_pipe_adds_no_spinner(server, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "   | started-42" in done.stderr and " · " not in done.stderr
     assert "\x1b" not in done.stderr
+
+
+def test_failed_starts_are_marked_and_never_continued_over_real_work(server, tmp_path):
+    """Defect 7 of issue 20: each `exec` against a down server leaves a session; `list`
+    marks it "(no reply)" and `--continue` goes on with the session a model answered."""
+    ws = tmp_path / "p"
+    ws.mkdir()
+    real = json.loads(exec_(server, ws, "real work", "--json").stdout)["session"]
+    next_second()  # the failed starts are active after it (times are stored in seconds)
+    down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws)]
+    for prompt in ("hello?", "hi"):
+        assert run_gitsessions(*down, prompt).returncode == 1
+    listed = json.loads(run_gitsessions("list", "--json").stdout)
+    assert len(listed) == 3 and listed[-1]["id"] == real  # the most recent first
+    assert {r["id"]: r["no_reply"] for r in listed} == {
+        r["id"]: r["id"] != real for r in listed
+    }
+    labels = {line.split("\t")[0]: line.split("\t")[-1] for line in
+              run_gitsessions("list").stdout.splitlines()}  # fmt: skip
+    assert labels[real] == "ok"  # the title the fake server wrote
+    assert sorted(v for k, v in labels.items() if k != real) == [
+        '"hello?" (no reply)',
+        '"hi" (no reply)',
+    ]
+    more = exec_(server, ws, "more work", "--continue", "--json")
+    assert json.loads(more.stdout)["session"] == real
+
+
+def next_second() -> None:
+    """Wait until the clock's second changes."""
+    import time
+
+    start = int(time.time())
+    while int(time.time()) == start:
+        time.sleep(0.02)

@@ -64,15 +64,17 @@ def test_a_failed_first_request_leaves_one_session_with_its_prompt_for_continue(
     rows = listed()
     assert [r["id"] for r in rows] == [sid]
     assert rows[0]["first_prompt"] == "the very first prompt" and rows[0]["title"] == ""
-    # `list` names it by its prompt, having no title or summary
-    assert lines(gs("list", cwd=ws))[0][-1] == '"the very first prompt"'
+    # `list` names it by its prompt, having no title or summary, marked: no model answered
+    assert lines(gs("list", cwd=ws))[0][-1] == '"the very first prompt" (no reply)'
     server.reply(content="answered now")
     server.fail(400, "no summaries")
     done = run_gitsessions(*exec_args(server, ws), "again please", "--continue", "--json")
     assert json.loads(done.stdout)["session"] == sid
     assert [r["id"] for r in listed()] == [sid]
-    sent = server.requests[0]["messages"]  # the kept prompt, then the new one
-    assert sent[-1]["content"] == "the very first prompt\n\nagain please"
+    sent = server.requests[0]["messages"]  # the kept prompt closed by a note, the new one
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert [sent[1]["content"], sent[3]["content"]] == ["the very first prompt", "again please"]
+    assert lines(gs("list", cwd=ws))[0][-1] == '"the very first prompt"'  # answered now
 
 
 def test_list_falls_back_to_the_summary_then_the_first_prompt(server, ws):

@@ -184,6 +184,16 @@ class AgentSession:
         but that the model must not be sent, such as a reply cut off mid-stream."""
         self._queue(scrub(message), meta)
 
+    def withdraw(self, count: int) -> None:
+        """Take back the last `count` messages added and not committed yet (a prompt
+        whose commit failed: it was never stored, nor sent)."""
+        assert 0 < count <= len(self.pending)
+        del self.context[-count:]
+        del self.pending[-count:]
+        del self.pending_meta[-count:]
+        if self._head is None and not self.pending:  # a draft again, with nothing to store
+            self._dirty = False
+
     def set_plan(self, items: list[Any]) -> None:
         self.plan = items
         self._dirty = True
@@ -215,6 +225,16 @@ class AgentSession:
             if message.get("role") == "user":
                 return text_of(message)
         return None
+
+    def last_record(self) -> Message | None:
+        """The newest transcript record's message (pending, else stored); None for none."""
+        if self.pending:
+            return self.pending[-1]
+        if self._head is None:
+            return None
+        count = self._head.counts.get("messages", 0)
+        tail = self.store.transcript(self._head, count - 1, count) if count else []
+        return tail[-1] if tail else None
 
     def open_calls(self) -> list[str]:
         """Ids of the last assistant message's tool calls that have no result yet."""

@@ -87,13 +87,22 @@ def pick_session(
     return pick(store, resume, continue_, workspace, catalog)
 
 
-def cost_function(settings: ModelSettings) -> Callable[[str, int, int], float]:
+def cost_function(
+    settings: ModelSettings, home: Path | None = None
+) -> Callable[[str, int, int], float]:
+    """Costs by the settings' prices; a model without one is said once (per process,
+    and with `home` once in that home: cli/once.py)."""
     unknown: set[str] = set()
 
     def cost(model: str, prompt: int, completion: int) -> float:
         value, known = estimate_cost(model, prompt, completion, settings.prices)
         if not known and model not in unknown:
             unknown.add(model)
+            if home is not None:
+                from gitsessions.cli.once import first_time
+
+                if not first_time(home, "no price", model):
+                    return value
             err.print(
                 f"note: no price known for model {one_line(model)}; tokens are recorded, cost "
                 'counts as 0 (set [prices."MODEL"] in config.toml)',
@@ -144,6 +153,7 @@ def build_agent(
     snapshots: SnapshotSettings | None = None,
     notes: Printer = err,
     resuming: Resuming | None = None,
+    title_in_background: bool = False,
 ) -> Iterator[Built]:
     """The agent, its session leased. Its notes (the workspace, the sandbox, snapshots)
     go to `notes`: `chat` builds it while the user types and prints them later. A
@@ -220,6 +230,7 @@ def build_agent(
             ),
             max_steps=max_steps,
             stream=stream,
+            title_in_background=title_in_background,
         )
         with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(
@@ -228,7 +239,7 @@ def build_agent(
                 registry,
                 default_counter(),
                 config,
-                cost_function(settings),
+                cost_function(settings, state.home),
                 events,
                 workspace_head=lambda: head_of(workspace, env),
                 code_snapshot=snapshot,

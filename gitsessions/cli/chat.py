@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gitsessions.cli import options
-from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
+from gitsessions.cli.chat_input import PROMPT_SHOWN, History, is_command, read_prompt
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.opening import Notes, Opening
@@ -34,6 +34,8 @@ from gitsessions.cli.state import State
 from gitsessions.services.model import endpoint
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.services.settings.config_file import config_path, redact_setting
+from gitsessions.store.lease import check_writable
+from gitsessions.values.errors import GitsessionsError
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
@@ -68,7 +70,9 @@ def cmd_chat(
     ] = 50,
     quiet: Annotated[
         bool,
-        typer.Option("--quiet", help="No status line (context used, turn and session cost)."),
+        typer.Option(
+            "--quiet", help="No status line (turn number, context used, turn and session cost)."
+        ),
     ] = False,
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
@@ -139,6 +143,7 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
+    check_writable(chat.state.home)  # a read-only or full home: before anything is typed
     refused = endpoint.refused_here(settings)
     lines = banner("new session", settings, workspace, chat.auto_approve)
     lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
@@ -169,10 +174,12 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
         workspace_write(workspace, network=chat.shell.sandbox_network)
     resuming = Resuming(found.head.id, settings, workspace, lease_of(chat.state, found.head.id))
     try:
+        check_writable(chat.state.home)  # the lease may open a file that exists: not proof
         refused = endpoint.refused_here(settings)
         named = f"session {short(found.head.id)} (resumed)"
         lines = banner(named, settings, workspace, chat.auto_approve)
         lines += endpoint_lines(settings, refused, None, hint=first_run or refused is not None)
+        lines += found.recap
         if found.unanswered:
             lines.append((RETRY_HINT, "yellow"))
         write_plain(lines, plain)
@@ -216,13 +223,21 @@ def opened(
                 break
             except KeyboardInterrupt:
                 write_plain([("", ""), (CANCELLED, "yellow")], plain)
+            except (OSError, GitsessionsError):  # the chat cannot start: keep the prompt
+                if not is_command(line):
+                    kept = f"your prompt was not sent, here it is: {line}"
+                    write_plain([(kept, "yellow")], plain)
+                raise
         from gitsessions.cli.chat_session import converse
 
         try:
             write_rich(building.notes)
             if found is not None:  # the Ollama hint, unless the first run gave it already
                 hint = found.unreachable is not None and not first_run
-                write_rich(endpoint_lines(settings, found.unreachable, found.models, hint=hint))
+                said = endpoint_lines(
+                    settings, found.unreachable, found.models, hint=hint, home=chat.state.home
+                )
+                write_rich(said)
         except BaseException:
             run.stack.close()
             raise
@@ -297,9 +312,11 @@ def endpoint_lines(
     unreachable: str | None,
     models: tuple[str, ...] | None,
     hint: bool,
+    home: Path | None = None,
 ) -> list[Line]:
-    """What to say about the endpoint: out of reach, lacking the model, and (`hint`, on
-    a first run or when it is out of reach) how to start Ollama when it is the default."""
+    """What to say about the endpoint: out of reach, lacking the model (once per
+    endpoint and model in `home`: cli/once.py), and (`hint`, on a first run or when it
+    is out of reach) how to start Ollama when it is the default."""
     lines: list[Line] = []
     if unreachable:
         lines.append(
@@ -315,7 +332,7 @@ def endpoint_lines(
             url=settings.base_url, model=settings.model, config=config
         )
         lines.append((hinted, "dim"))
-    if models and settings.model not in models:
+    if models and settings.model not in models and _first(home, settings):
         lines.append(
             (
                 f"warning: the server does not list model {settings.model!r} (it has: "
@@ -324,6 +341,15 @@ def endpoint_lines(
             )
         )
     return lines
+
+
+def _first(home: Path | None, settings: ModelSettings) -> bool:
+    """Whether the model missing from the server's list was not said yet in `home`."""
+    if home is None:
+        return True
+    from gitsessions.cli.once import first_time
+
+    return first_time(home, "unlisted model", f"{settings.base_url} {settings.model}")
 
 
 def stderr_sink(state: State) -> Sink:

@@ -8,7 +8,6 @@ readline or a terminal, as the prompt is about to show): what runs in the backgr
 waits for it, so it never competes with the prompt for the interpreter.
 """
 
-import contextlib
 import os
 import threading
 from pathlib import Path
@@ -27,14 +26,35 @@ def is_command(line: str) -> bool:
 
 
 def read_prompt() -> str:
-    """One prompt; a line ending in a backslash continues on the next line."""
+    """One prompt; a line ending in a backslash continues on the next line. A prompt of
+    several lines is one entry of the input history, whole (readline kept each line)."""
     if not _hooked():
         PROMPT_SHOWN.set()
-    lines = [input(PROMPT)]
-    while lines[-1].endswith("\\") and not is_command(lines[0]):
-        lines[-1] = lines[-1][:-1]
-        lines.append(input(CONTINUATION))
-    return "\n".join(lines)
+    typed = [input(PROMPT)]
+    while typed[-1].endswith("\\") and not is_command(typed[0]):
+        typed.append(input(CONTINUATION))
+    prompt = "\n".join(line[:-1] if n < len(typed) - 1 else line for n, line in enumerate(typed))
+    if len(typed) > 1:
+        _one_entry(typed, prompt)
+    return prompt
+
+
+def _one_entry(typed: list[str], prompt: str) -> None:
+    """Replace the history's entries of the lines `typed` (each as readline added it:
+    a non-empty line, its backslash kept) with one entry, `prompt`, which the Up arrow
+    brings back whole."""
+    import sys
+
+    readline = sys.modules.get("readline")  # imported by `History`; none: no history
+    if readline is None:
+        return
+    for line in reversed(typed):
+        length = readline.get_current_history_length()
+        if not line or length == 0:
+            continue
+        if readline.get_history_item(length) == line:  # 1-based, as readline counts
+            readline.remove_history_item(length - 1)  # 0-based
+    readline.add_history(prompt)
 
 
 def _hooked() -> bool:
@@ -67,10 +87,11 @@ class History:
             readline.add_history(line)
         self.start = readline.get_current_history_length()
 
-    def save(self, session: str) -> None:
-        """Store the lines typed since the chat began, tagged with `session`."""
+    def save(self, session: str) -> str | None:
+        """Store the lines typed since the chat began, tagged with `session`; why they
+        could not be (a read-only or full home), else None."""
         if self.readline is None:
-            return
+            return None
         from gitsessions.values.secrets import redact
 
         rl = self.readline
@@ -80,6 +101,9 @@ class History:
         ]
         if self.redact:
             typed = [redact(line)[0] if line else line for line in typed]
-        with contextlib.suppress(OSError):
-            chat_history.append(self.home, session, [line for line in typed if line])
         self.start = rl.get_current_history_length()
+        try:
+            chat_history.append(self.home, session, [line for line in typed if line])
+        except OSError as error:
+            return error.strerror or type(error).__name__
+        return None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.agent.loop import Agent, PromptNotSaved, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.approvals import ChatApprover
 from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
@@ -30,6 +30,8 @@ from gitsessions.values.ids import short
 if TYPE_CHECKING:
     from gitsessions.cli.chat_options import ChatOptions
     from gitsessions.cli.resuming import Resuming
+
+KEPT = "your prompt is kept in the input history: the Up arrow brings it back"
 
 
 @dataclass
@@ -71,6 +73,7 @@ def open_chat(
                 snapshots=options.snapshots,
                 notes=notes,
                 resuming=resuming,
+                title_in_background=True,  # the prompt comes back at once
             )
         )
         approver.preview = built.agent.registry.preview  # reads the files as the tools will
@@ -98,12 +101,19 @@ def finish(run: ChatRun, history: History) -> None:
     """Save what is pending, say where the session is (or that none was made), let go
     of the session."""
     try:
-        run.agent.save()
         session = run.agent.session
+        # what was typed first: a session that cannot save its last step keeps it
+        failed = None if session.is_draft else history.save(session.id)
+        run.agent.save()
+        if failed is not None:
+            err.print(
+                Text(f"note: what you typed is not kept for the next chat: {failed}"),
+                style="yellow",
+                highlight=False,
+            )
         if session.is_draft:  # no prompt was sent: nothing to keep
             err.print(Text("no session was saved (no prompt was sent)", style="dim"))
         else:
-            history.save(session.id)
             err.print(
                 Text(
                     f"session {session.id} saved · gitsessions chat --resume {short(session.id)}",
@@ -129,6 +139,7 @@ def repl(
         if pending is not None:
             line, pending = pending, None
         else:
+            agent.settle_title(wait=False)  # the title asked after the last reply, if done
             try:
                 line = read_prompt()
             except EOFError:
@@ -148,7 +159,13 @@ def repl(
                     err.print(Text(RETRY_HINT, style="yellow"), highlight=False)
                 continue
             else:
-                result = agent.run_turn(line)
+                try:
+                    result = agent.run_turn(line)
+                except PromptNotSaved as error:
+                    events.reset()
+                    err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+                    err.print(Text(KEPT, style="yellow"), highlight=False)
+                    continue
             report(result)
             if status:
                 err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
@@ -168,13 +185,15 @@ def repl(
 
 
 def status_line(agent: Agent, spent_before: float) -> str:
-    """`context 5,210 / 24,000 tokens (21%) · turn $0.0012 · session $0.0345`"""
+    """`turn 3 · context 5,210 / 24,000 tokens (21%) · turn cost $0.0012 · session
+    $0.0345`: the turn's number is the N of `\\rewind N`."""
     tokens = agent.estimate()
     budget = agent.config.policy.max_context_tokens
     session = agent.session.usage.get("cost_usd", 0.0)
     return (
+        f"turn {agent.session.turn} · "
         f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
-        f"turn ${session - spent_before:.4f} · session ${session:.4f}"
+        f"turn cost ${session - spent_before:.4f} · session ${session:.4f}"
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
-from gitsessions.values.records import made_by
+from gitsessions.values.records import made_by, never_answered
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
@@ -28,6 +28,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "first_prompt": header.get("first_prompt", ""),
         "parent_id": header.get("parent_id"),
         "archived": bool(header.get("archived")),
+        "no_reply": never_answered(header),
         "messages": counts.get("messages", 0),
         "compactions": counts.get("compactions", 0),
         "created_at": header.get("created_at"),
@@ -67,6 +68,14 @@ def label(row: Mapping[str, Any]) -> str:
         return str(row["summary"])
     prompt = row.get("first_prompt") or ""
     return f'"{prompt}"' if prompt else "(no prompt yet)"
+
+
+def marks(row: Mapping[str, Any]) -> str:
+    """What a listing appends to a session's label: ` (no reply)` when no request of it
+    ever reached a model (a failed start), ` (archived)`."""
+    return (" (no reply)" if row.get("no_reply") else "") + (
+        " (archived)" if row.get("archived") else ""
+    )
 
 
 def origin(row: Mapping[str, Any]) -> str:

@@ -55,12 +55,13 @@ def recent(store: SessionStore, workspace: Path, current: str | None = None) -> 
     catalog = Catalog(store)
     rows = listing.session_rows(catalog, include_archived=False, workspace=workspace)
     warn_damaged(catalog.damaged)
+    rows.sort(key=lambda r: bool(r["no_reply"]))  # a failed start is never the default
     return [choice(r, r["id"] == current) for r in rows[:SHOWN]]
 
 
 def choice(row: dict[str, Any], current: bool = False) -> Choice:
     active = (row.get("active_at") or "")[:16].replace("T", " ")
-    parts = [short(row["id"]), active, listing.label(row), listing.origin(row)]
+    parts = [short(row["id"]), active, listing.label(row) + listing.marks(row), listing.origin(row)]
     line = "  ".join(one_line(p) for p in parts if p)
     return Choice(row["id"], line + ("  (this session)" if current else ""))
 

@@ -100,7 +100,7 @@ def cmd_list(
             table.add_column(column, no_wrap=True)
     for depth, r in ordered:
         title = r["title"] or ("" if r["summary"] else listing.label(r))
-        title += " (archived)" if r["archived"] else ""
+        title += listing.marks(r)
         table.add_row(
             ("  " * (depth - 1) + "└ " if depth else "") + short(r["id"]),
             one_line(title),
@@ -127,7 +127,7 @@ def _list_record(r: dict[str, Any]) -> list[object]:
         r["compactions"],
         r["parent_id"] or "-",
         r["workspace"] or "-",
-        listing.label(r) + (" (archived)" if r["archived"] else ""),
+        listing.label(r) + listing.marks(r),
     ]
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 Line = tuple[str, str]  # a line of text and its style
 RETRY = "\\retry sends it again"
-RETRY_HINT = f"the last prompt has no reply yet: {RETRY}"
+RETRY_HINT = f"the last prompt has no reply yet: {RETRY} (a new prompt is sent on its own)"
 
 
 class Resuming(NamedTuple):
@@ -60,6 +60,7 @@ class Read(NamedTuple):
     workspace: Path
     notes: list[Line]
     unanswered: bool
+    recap: list[Line]  # its title and last exchange, said before the prompt
 
 
 def read_resumed(
@@ -74,7 +75,9 @@ def read_resumed(
         raise BadUsage("no session to resume")
     settings = with_session_settings(settings, head.header.get("settings"), short(head.id))
     workspace, notes = place(head, here, workspace_flag, state.home, state.env)
-    return Read(head, settings, workspace, notes, unanswered(reader, head))
+    context: list[dict[str, Any]] = reader.read(head, "context")
+    said = recap(head, context, last_turn(reader, head))
+    return Read(head, settings, workspace, notes, unanswered(context), said)
 
 
 def catalog_of(state: "State") -> "Catalog":
@@ -121,9 +124,18 @@ def pick(
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"
             )
-        newest = max(here, key=lambda h: (h.get("active_at") or h.get("updated_at") or "", h["id"]))
+        newest = max(here, key=preference)
         return reader.head(newest["id"])
     return None
+
+
+def preference(header: dict[str, Any]) -> tuple[bool, str, str]:
+    """How `--continue` ranks a workspace's sessions: one a model ever answered before a
+    failed start (`never_answered`), then the most recently active."""
+    from gitsessions.values.records import never_answered
+
+    active = header.get("active_at") or header.get("updated_at") or ""
+    return (not never_answered(header), active, header["id"])
 
 
 def place(
@@ -193,10 +205,69 @@ def in_worktree(picked: "Head", here: Path, checked: Checked) -> tuple[Path, str
     return place, str(place), (said, "dim")
 
 
-def unanswered(reader: "SessionReader", head: "Head") -> bool:
+def unanswered(context: list[dict[str, Any]]) -> bool:
     """Whether the working context ends with a prompt the model left unfinished (as
     `AgentSession.unanswered_prompt`): a user message, or tool results after one."""
-    context: list[dict[str, Any]] = reader.read(head, "context")
     if len(context) < 2 or context[-1].get("role") not in ("user", "tool"):
         return False
     return any(message.get("role") == "user" for message in context)
+
+
+RECAP_LINES = 3  # of the last prompt, and of the reply to it
+RECAP_WIDTH = 100
+
+
+def last_turn(reader: "SessionReader", head: "Head") -> int | None:
+    """The number of the session's last turn (the N of `\\rewind N`): the `Turn`
+    trailer of its newest commit that has one (as `AgentSession` counts)."""
+    from gitsessions.store.trailers import parse_trailers
+
+    for _commit_id, commit in reader.history(head):
+        turn = parse_trailers(commit.message)[1].get("Turn", "")
+        if turn.isdigit():
+            return int(turn)
+    return None
+
+
+def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) -> list[Line]:
+    """Where a resumed session was: its title (else summary), then its last exchange in
+    the working context (the last prompt and the reply's text), a few lines each, cut;
+    `turn`, the last turn's number, is said with it."""
+    from gitsessions.values.messages import text_of
+
+    header = head.header
+    name = header.get("title") or header.get("summary") or ""
+    lines: list[Line] = [(f"title: {one_line(name)}", "bold")] if name else []
+    compacted = bool(head.counts.get("compactions"))  # else no note: none is imported
+    prompts = [
+        i for i, m in enumerate(context) if m.get("role") == "user" and not (compacted and _note(m))
+    ]
+    if not prompts:
+        return lines
+    at = prompts[-1]
+    lines.append((f"last exchange (turn {turn}):" if turn else "last exchange:", "dim"))
+    lines += _quoted("you", text_of(context[at]))
+    replies = [m for m in context[at + 1 :] if m.get("role") == "assistant" and text_of(m).strip()]
+    if replies:
+        lines += _quoted("model", text_of(replies[-1]))
+    return lines
+
+
+def _note(message: dict[str, Any]) -> bool:
+    """A continuation note (compaction's summary), not a prompt the user typed."""
+    from gitsessions.services.compaction.continuation import is_note
+
+    return is_note(message)
+
+
+def _quoted(who: str, text: str) -> list[Line]:
+    """`text`'s first `RECAP_LINES` non-empty lines, each cut to `RECAP_WIDTH`."""
+    rows = [line.rstrip() for line in text.splitlines() if line.strip()]
+    lines: list[Line] = []
+    for n, row in enumerate(rows[:RECAP_LINES]):
+        cut = row if len(row) <= RECAP_WIDTH else row[: RECAP_WIDTH - 1] + "…"
+        lines.append((f"  {who + ':' if n == 0 else ' ' * (len(who) + 1)} {cut}", "dim"))
+    if len(rows) > RECAP_LINES:
+        more = len(rows) - RECAP_LINES
+        lines.append((f"  {' ' * (len(who) + 1)} … {more:,} more line{'s' * (more != 1)}", "dim"))
+    return lines

@@ -49,12 +49,48 @@ class Lease:
     def discard(self) -> None:
         """For a session just deleted: remove the lease file while still holding it (so
         no one else is working on it), then release."""
-        if self.fd >= 0:
-            self.path.unlink(missing_ok=True)
-        self.release()
+        try:
+            if self.fd >= 0:
+                self.path.unlink(missing_ok=True)
+        except OSError:  # a home gone read-only: the file stays, the lease is let go
+            pass
+        finally:
+            self.release()
 
     def __enter__(self) -> "Lease":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class HomeNotWritable(StoreError):
+    """The home cannot be written (read-only, full, no permission): no session can be
+    leased or saved, so `chat` says so before its prompt."""
+
+
+def check_writable(home: Path) -> None:
+    """Write, sync and remove a small file where a chat first writes (the lease folder)
+    and in the store, so a read-only or full home is refused before a prompt is typed
+    (a lease on its own may still open a file that exists: not proof enough)."""
+    folders = [home / "leases"] + ([home / "store.git"] if (home / "store.git").is_dir() else [])
+    for folder in folders:
+        probe = folder / f".write-check-{os.getpid()}"
+        try:
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, b"x" * 512)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise HomeNotWritable(
+                f"cannot write in {folder} ({reason}): no prompt could be saved; free "
+                "space or fix its permissions (or set GITSESSIONS_HOME), then start again"
+            ) from None
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()

@@ -122,9 +122,10 @@ def text_of(message: Mapping[str, Any]) -> str:
 def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     """`messages` as a request strict chat templates accept: each run of consecutive user
     messages merged into one (their texts joined by a blank line), so user and assistant
-    take turns (tool results aside). A continuation note followed by the kept prompt, or
-    a prompt sent again after an unanswered one, becomes one user message; what is stored
-    is not changed. Other messages are passed on as they are (copied)."""
+    take turns (tool results aside). A continuation note followed by the kept prompt
+    becomes one user message (a prompt after an unanswered one never meets it: the
+    agent closes the unanswered one first, `agent/interrupted.py`); what is stored is
+    not changed. Other messages are passed on as they are (copied)."""
     merged: list[Message] = []
     for message in messages:
         if merged and message.get("role") == "user" and merged[-1].get("role") == "user":

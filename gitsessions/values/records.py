@@ -82,6 +82,17 @@ def usage_since(now: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, An
     return {**minus(now, then), "by_model": by_model}
 
 
+def never_answered(header: Mapping[str, Any]) -> bool:
+    """Whether no request of a session ever reached a model: a start that failed (the
+    server down, the request cancelled before any reply). A fork (its usage starts at
+    zero) and a header without usage (format 1: unknown) are never counted as one."""
+    usage = header.get("usage")
+    if header.get("parent_id") or not isinstance(usage, Mapping):
+        return False
+    requests = usage.get("requests", 0)
+    return isinstance(requests, int) and requests == 0
+
+
 def new_header(
     session_id: str,
     created_at: str,

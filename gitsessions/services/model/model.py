@@ -279,10 +279,13 @@ class ModelClient:
         max_tokens: int | None = None,
         stream: bool = False,
         on_text: Callable[[str], None] | None = None,
+        retry: bool = True,
     ) -> Completion:
         """Request one reply. With `stream`, `on_text` gets each content delta as it comes.
-        A 429 or 5xx is retried (see the class); a request the server dropped before
-        answering at all (`EndpointUnreachable.dropped`) is sent once more, at once."""
+        A 429 or 5xx is retried (see the class) unless `retry` is False (a request made
+        in the background, which must not wait on the screen); a request the server
+        dropped before answering at all (`EndpointUnreachable.dropped`) is sent once
+        more, at once."""
         attempt = 0
         resent = False
         while True:
@@ -301,7 +304,7 @@ class ModelClient:
                     raise
                 resent = True  # at once, on a new connection: nothing of it was answered
             except (RateLimited, ServerError) as error:
-                seconds = self._retry_in(error, attempt)
+                seconds = self._retry_in(error, attempt) if retry else None
                 if seconds is None:
                     raise
                 attempt += 1
