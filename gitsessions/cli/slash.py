@@ -12,7 +12,7 @@ from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
-from gitsessions.cli.search import highlighted
+from gitsessions.cli.search import held_by, highlighted
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.rewind import rewind
 from gitsessions.services.sessions import manage, points, session_diff
@@ -283,7 +283,7 @@ class Slash:
             self._say("no matches")
         for h in hits:
             where = h.role if h.index is None else f"message {h.index}"
-            line = Text(f"{short(h.session)} {one_line(where)}: ")
+            line = Text(f"{held_by(h.holders)} {one_line(where)}: ")
             self.err.print(line + highlighted(h.snippet, h.marks), highlight=False)
 
     def diff(self, other: str) -> None:
