@@ -633,3 +633,24 @@ def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
     for done in (small, bad):
         assert "> " not in done.stdout and "new session" not in done.stderr
     assert sessions() == []
+
+
+def test_the_picker_says_how_many_more_sessions_it_left_out(server, ws, store):
+    from gitsessions.cli.picker import SHOWN
+    from gitsessions.services.sessions.manage import fork
+
+    server.reply(content="ok")
+    server.reply(content="a summary")
+    sid = json.loads(run_gitsessions(*exec_args(server, ws), "hi", "--json").stdout)["session"]
+    args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
+    assert "older session" not in run_gitsessions(*args, input="").stderr  # all shown
+    for n in range(SHOWN + 1):
+        fork(store, sid, title=f"fork {n}")
+    done = run_gitsessions(*args, input="")
+    assert f"{SHOWN:>2}. " in done.stderr and f"{SHOWN + 1:>2}. " not in done.stderr
+    assert "... and 2 older sessions: `gitsessions list --here` lists them all" in done.stderr
+    child = spawn_picker(server.base_url, ws, "--resume")
+    child.expect_exact("Esc cancels")
+    assert "and 2 older sessions" in plain(child.before)
+    child.send("\x1b")
+    child.expect(pexpect.EOF)

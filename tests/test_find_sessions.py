@@ -152,9 +152,9 @@ def test_delete_warns_about_forks_and_forks_show_parent_deleted(server, ws):
 def test_search_log_and_info_pipe_one_record_a_line(server, ws):
     sid = turn(server, ws, "zebra\tquagga\nokapi")
     hits = lines(gs("search", "quagga", cwd=ws))
-    assert hits and {len(h) for h in hits} == {5}
+    assert hits and {len(h) for h in hits} == {6}
     assert hits[0][0] == sid and hits[0][2] == "user" and hits[0][1] == "1"
-    assert "quagga" in hits[0][4]
+    assert "quagga" in hits[0][4] and hits[0][5] == sid  # every session holding it
     log = lines(gs("log", sid, cwd=ws))
     assert {len(e) for e in log} == {6}
     assert log[-1][2] == "create" and all(len(e[0]) == 40 and e[3] == sid for e in log)

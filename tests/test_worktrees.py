@@ -263,3 +263,17 @@ def test_a_mark_whose_project_is_not_here_is_said_and_ignored(server, tmp_path, 
     assert resumed.returncode == 0, resumed.stderr
     notes = [line for line in resumed.stderr.splitlines() if "not on this machine" in line]
     assert len(notes) == 1 and f"the tools work in {here}" in notes[0]
+
+
+def test_worktree_forks_stay_here_after_their_parent_is_deleted(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    made = fork(home, root, sid[:8], "--title", "the worktree fork")
+    plain = gitsessions("fork", sid[:8], cwd=root).stdout.strip()
+    assert gitsessions("delete", sid[:8], "--yes", cwd=root).returncode == 0
+    listed = gitsessions("list", "--here", "--json", cwd=root)
+    assert {r["id"] for r in json.loads(listed.stdout)} == {made["id"], plain}
+    done = gitsessions("chat", "--resume", "--workspace", str(root), cwd=root, input="")
+    assert made["id"][:8] in done.stderr and "the worktree fork" in done.stderr  # the picker
+    elsewhere = make_project(tmp_path / "other")
+    assert json.loads(gitsessions("list", "--here", "--json", cwd=elsewhere).stdout) == []

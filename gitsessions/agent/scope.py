@@ -2,7 +2,8 @@
 
 Invariant: unless the user asked for every session (`--all-sessions`), a model reaches
 only the current session, the sessions recorded in the current workspace (paths compared
-resolved) and the forks of those, down any depth of `parent_id`. A session of another
+resolved), the worktree forks made of its repository, and the forks of those, down any
+depth of `parent_id`. A session of another
 project, archived or not, is out of reach whatever id or query the model sends.
 """
 
@@ -27,7 +28,9 @@ def workspace_sessions(
     headers: Iterable[Mapping[str, Any]], workspace: Path, project: Path | None = None
 ) -> set[str]:
     """Ids of the sessions recorded in `workspace` (with `project`, a repository root:
-    anywhere in that repository), and of every fork descending from one."""
+    anywhere in that repository), of the worktree forks made of that repository (their
+    own workspace is their worktree; so a fork whose parent is deleted is still here),
+    and of every fork descending from one."""
     here = str(workspace.resolve())
     root = str(project.resolve()) if project is not None else None
     parent: dict[str, str | None] = {}
@@ -36,8 +39,12 @@ def workspace_sessions(
         sid = str(header.get("id"))
         parent[sid] = header.get("parent_id")
         recorded = header.get("workspace") or {}
-        if _resolved(recorded.get("path")) == here or (
-            root is not None and _resolved(recorded.get("repo_root")) == root
+        worktree = header.get("worktree")
+        repo = _resolved(worktree.get("repo")) if isinstance(worktree, dict) else None
+        if (
+            _resolved(recorded.get("path")) == here
+            or (root is not None and _resolved(recorded.get("repo_root")) == root)
+            or (repo is not None and repo in (here, root))
         ):
             inside.add(sid)
     reached = set(inside)

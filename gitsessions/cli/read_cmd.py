@@ -44,7 +44,7 @@ def cmd_list(
         typer.Option(
             "--here",
             help="Only sessions of this project (this folder, or anywhere in its git "
-            "repository) and their forks.",
+            "repository), its worktree forks and their forks.",
         ),
     ] = False,
     tree: Annotated[bool, typer.Option("--tree", help="Show forks under their parent.")] = False,

@@ -256,7 +256,7 @@ class Slash:
     def sessions(self, _: str) -> None:
         session = self.agent.session
         choices = picker.recent(session.store, self.workspace, current=session.id)
-        if not choices or [c.id for c in choices] == [session.id]:
+        if not choices or [c.id for c in choices.choices] == [session.id]:
             self._say("no other session in this workspace yet")
             return
         picked = picker.pick(
