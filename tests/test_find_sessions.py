@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,26 @@ def test_here_is_the_whole_project_from_any_of_its_folders(server, tmp_path):
     seen = {r[0] for r in lines(gs("list", "--here", cwd=project / "src" / "deep"))}
     assert seen == {at_root, in_src}
     assert {r[0] for r in lines(gs("list", "--here", cwd=other))} == {elsewhere}
+
+
+def test_reading_commands_default_to_this_projects_latest_session(server, ws, tmp_path):
+    older = turn(server, ws, "older work")
+    time.sleep(1.1)  # activity is recorded to the second: let the newer one be newer
+    newer = turn(server, ws, "newer work")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = turn(server, elsewhere, "elsewhere work")  # newest of all, but not here
+    assert gs("pin", older, "older pin", cwd=ws).returncode == 0
+    assert gs("pin", newer, "newer pin", cwd=ws).returncode == 0
+    for latest in ([], ["@"], ["-"]):  # as `git log` defaults to HEAD
+        assert dict(lines(gs("info", *latest, cwd=ws)))["id"] == newer
+        assert "newer work" in gs("show", *latest, cwd=ws).stdout
+        assert {r[3] for r in lines(gs("log", *latest, cwd=ws))} == {newer}
+        assert gs("pins", *latest, cwd=ws).stdout == "1. newer pin\n"
+    assert dict(lines(gs("info", cwd=elsewhere)))["id"] == other
+    assert dict(lines(gs("info", older[:8], cwd=ws)))["id"] == older  # an id still wins
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = gs("info", cwd=empty)
+    assert done.returncode == 1 and "no session of this project" in done.stderr
+    assert "`@`, `-` or none" in gs("log", "--help", cwd=ws).stdout

@@ -7,7 +7,7 @@ import typer
 
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import RETRIES, cost_function
-from gitsessions.cli.args import IdArg
+from gitsessions.cli.args import IdArg, OptionalIdArg, session_or_latest
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
@@ -160,12 +160,12 @@ def cmd_unpin(
 
 def cmd_pins(
     ctx: typer.Context,
-    session: IdArg,
+    session: OptionalIdArg = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List a session's pinned notes."""
+    """List a session's pinned notes (without ID: this project's latest session's)."""
     store = ctx.obj.store
-    pins = store.read(store.head(store.resolve(session)), "pins")
+    pins = store.read(store.head(store.resolve(session_or_latest(ctx.obj, session))), "pins")
     if json_:
         print_json(out, pins)
         return

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.args import IdArg, JsonFlag, state_of
+from gitsessions.cli.args import JsonFlag, OptionalIdArg, session_or_latest, state_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
@@ -126,9 +126,11 @@ def _list_record(r: dict[str, Any]) -> list[object]:
     ]
 
 
-def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
-    """Show one session: ids, counts, usage, settings, workspace, branch and head."""
-    session_id, commit, h, usage, exists = _info_source(state_of(ctx), session)
+def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag = False) -> None:
+    """Show one session (without ID: this project's latest): ids, counts, usage,
+    settings, workspace, branch and head."""
+    state = state_of(ctx)
+    session_id, commit, h, usage, exists = _info_source(state, session_or_latest(state, session))
     counts = h.get("counts") or {}
     info = {
         "id": session_id,
@@ -232,10 +234,7 @@ NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the outpu
 
 def cmd_show(
     ctx: typer.Context,
-    session: Annotated[
-        str | None,
-        typer.Argument(metavar="[ID]", help="Session id or a unique prefix (4+)."),
-    ] = None,
+    session: OptionalIdArg = None,
     commit: Annotated[
         str | None,
         typer.Option(
@@ -253,13 +252,15 @@ def cmd_show(
     json_: JsonFlag = False,
     no_pager: NoPager = False,
 ) -> None:
-    """Print the full transcript (or the working context) of a session, through $PAGER
-    on a terminal."""
+    """Print the full transcript (or the working context) of a session (without ID:
+    this project's latest), through $PAGER on a terminal."""
     state = state_of(ctx)
-    if session is None or commit is not None:
+    if commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
         session = session_of(state, session, commit)
+    else:
+        session = session_or_latest(state, session)
     head = _head(ctx, session)
     reader = state.reader
     if context:
@@ -275,18 +276,19 @@ def cmd_show(
 
 def cmd_log(
     ctx: typer.Context,
-    session: IdArg,
+    session: OptionalIdArg = None,
     steps: Annotated[
         bool, typer.Option("--steps", help="One line per commit (every step of every turn).")
     ] = False,
     json_: JsonFlag = False,
     no_pager: NoPager = False,
 ) -> None:
-    """The session's history, newest first: one line per turn (its prompt, steps and the
-    tools it used) and per other event; a fork shows its parent's history too. Paged on
-    a terminal; piped, one tab-separated line per record."""
+    """The session's history (without ID: this project's latest session's), newest first:
+    one line per turn (its prompt, steps and the tools it used) and per other event; a
+    fork shows its parent's history too. Paged on a terminal; piped, one tab-separated
+    line per record."""
     state = state_of(ctx)
-    head = _head(ctx, session)
+    head = _head(ctx, session_or_latest(state, session))
     from gitsessions.services.sessions import sessionlog
 
     entries = sessionlog.commits(state.reader, head)
