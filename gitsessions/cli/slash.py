@@ -14,10 +14,11 @@ from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.search import held_by, highlighted
 from gitsessions.services.code import worktrees
-from gitsessions.services.code.rewind import rewind
+from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import check_title, short
 from gitsessions.values.plural import plural
 
@@ -29,7 +30,7 @@ HELP = [
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
     ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
-    ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
+    ("\\rewind N", "back to turn N: working context, plan and files (shows them, asks first)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "pick a recent session of this project and switch to it"),
@@ -214,12 +215,17 @@ class Slash:
         )
 
     def rewind(self, text: str) -> None:
+        usage = "usage: \\rewind N (the turn to go back to: a number; `gitsessions log` lists them)"
         if not text.strip():
-            self._say("usage: \\rewind N (the turn to go back to)")
+            self._say(usage)
             return
         from gitsessions.cli.rewind_cmd import report, session_workspace
 
-        turn = points.parse_turn(text)
+        try:
+            turn = points.parse_turn(text)
+        except BadUsage:
+            self._say(usage)
+            return
         if not self._stored("rewind"):
             return
         self.agent.save()
@@ -227,11 +233,33 @@ class Slash:
         workspace = self.workspace or session_workspace(
             session.head, None, session.store.home, os.environ
         )
-        done = rewind(
-            session.store, dict(os.environ), session.id, turn, workspace=workspace, lease_held=True
-        )
+
+        def run(dry_run: bool) -> Rewound:
+            return rewind(session.store, dict(os.environ), session.id, turn,
+                          workspace=workspace, lease_held=True, dry_run=dry_run)  # fmt: skip
+
+        preview = run(dry_run=True)
+        report(self.err, preview)
+        if preview.unchanged:
+            return
+        if not self._confirm(f"rewind to turn {turn}?"):
+            self._say("not rewound; nothing changed", "dim")
+            return
+        done = run(dry_run=False)
         session.adopt(done.head)
-        report(self.err, done)
+        if done.unchanged:  # the workspace changed back meanwhile
+            report(self.err, done)
+        else:
+            self._say(f"rewound to turn {turn}")
+
+    def _confirm(self, question: str) -> bool:
+        """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no)."""
+        try:
+            answer = input(f"{question} [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            self.err.print()
+            return False
+        return answer.strip().lower() in ("y", "yes")
 
     def pin(self, text: str) -> None:
         if not text.strip():

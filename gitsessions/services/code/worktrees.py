@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code import snapshots
+from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.snapshots import (
     IDENTITY,
     Project,
@@ -291,7 +292,11 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
                     session_id,
                     f"gitsessions snapshot: session {short(session_id)} before worktree remove",
                 )
-                saved = f"; its changes are kept in snapshot {snap.commit[:12]}"
+                back = restore_command(path, snap.commit)
+                saved = (
+                    f"; its changes are kept in snapshot {snap.commit[:12]}; to get them back: "
+                    f"gitsessions worktree restore {short(session_id)} && {back}"
+                )
         git(repo, env, "worktree", "remove", "--force", str(path))
     else:
         git(repo, env, "worktree", "prune")
