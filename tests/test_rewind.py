@@ -228,9 +228,9 @@ def test_undo_after_a_rewind_names_the_turn_the_context_ends_with(server, tmp_pa
 
 
 def restore_with(printed: str, cwd: Path) -> None:
-    """Run the command line after "to get them back: " in `printed` (its `gitsessions`
-    as this checkout's), each part of a `&&` chain in turn."""
-    line = printed.split("to get them back: ")[1].splitlines()[0]
+    """Run the command line on the line after "to get them back:" in `printed` (its
+    `gitsessions` as this checkout's), each part of a `&&` chain in turn."""
+    line = printed.split("to get them back:\n")[1].splitlines()[0]
     for part in line.split(" && "):
         words = shlex.split(part)
         assert words[0] == "gitsessions"
@@ -246,7 +246,7 @@ def test_rewind_force_prints_the_command_that_brings_the_changes_back(server, tm
     forced = gitsessions("rewind", sid, "--to", "turn:1", "--code", "--force", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert not (root / "scratch.txt").exists() and working_files(root) == files_one
-    assert "to get them back: gitsessions snapshot restore " in forced.stderr
+    assert "to get them back:\ngitsessions snapshot restore " in forced.stderr
     restore_with(forced.stderr, tmp_path)
     assert working_files(root) == before  # the untracked file and the rest, as they were
     assert (root / "scratch.txt").read_text() == "an untracked file, in no snapshot\n"
@@ -270,9 +270,7 @@ def test_rewinding_twice_to_the_same_turn_commits_nothing(server, tmp_path, home
     assert git(home / "store.git", "rev-parse", ref).stdout == head
 
 
-def test_snapshot_restore_refuses_what_no_snapshot_holds_and_non_snapshots(
-    server, tmp_path, home
-):
+def test_snapshot_restore_refuses_what_no_snapshot_holds_and_non_snapshots(server, tmp_path, home):
     root = make_project(tmp_path / "project")
     sid, _files_one, _context = three_turns(server, root)
     snap = [s for s in trailers_of(home, sid) if s][-1]

@@ -221,7 +221,7 @@ class ChatApprover:
             return True
         if shell and any(prefix_allows(p, command) for p in self.prefixes):
             return True
-        self.console.print(describe_approval(name, arguments), highlight=False)
+        self.console.print(describe_approval(name, arguments), highlight=False, soft_wrap=True)
         if shell:
             default = one_line(command_prefix(command))
             scope = f"a: always for commands starting with `{default}` (a PREFIX: that prefix)"
@@ -240,7 +240,9 @@ class ChatApprover:
             if word in ("n", "no", ""):
                 return False
             if word in ("v", "view"):
-                self.console.print(describe_approval(name, arguments, whole=True), highlight=False)
+                self.console.print(
+                    describe_approval(name, arguments, whole=True), highlight=False, soft_wrap=True
+                )
             elif word in ("a", "always") and shell:
                 self.prefixes.append(rest.strip() or command_prefix(command))
                 return True

@@ -83,30 +83,9 @@ def cmd_list(
     if pipe:
         write_records(plain_out, (_list_record(r) for _depth, r in ordered))
         return
-    from rich.table import Table  # for a terminal only
+    from gitsessions.cli import list_table  # for a terminal only (rich)
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "summary", "msgs", "compact", "active", "parent", "workspace"):
-        if column in ("title", "summary"):
-            table.add_column(column, overflow="fold", min_width=16 if column == "title" else 8)
-        elif column == "workspace":
-            table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
-        else:
-            table.add_column(column, no_wrap=True)
-    for depth, r in ordered:
-        title = r["title"] or ("" if r["summary"] else listing.label(r))
-        title += " (archived)" if r["archived"] else ""
-        table.add_row(
-            ("  " * (depth - 1) + "└ " if depth else "") + short(r["id"]),
-            one_line(title),
-            one_line(r["summary"]),
-            str(r["messages"]),
-            str(r["compactions"]),
-            one_line((r["active_at"] or "")[:16].replace("T", " ")),
-            one_line(listing.origin(r)),
-            one_line(r["workspace"] or ""),
-        )
-    consoles.out.print(table, markup=False, highlight=False)
+    list_table.show(consoles.out, ordered)
     if total > len(rows):
         consoles.err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
 

@@ -50,10 +50,10 @@ def report(console: Console, done: Rewound) -> None:
         return
     would = done.dry_run
     if done.saved and done.root is not None:
-        say(
-            f"saved the workspace's changes first as snapshot {done.saved[:12]}; "
-            f"to get them back: {restore_command(done.root, done.saved)}"
-        )
+        say(f"saved the workspace's changes first as snapshot {done.saved[:12]}; to get them back:")
+        # on one line however wide: it is copied whole
+        console.print(restore_command(done.root, done.saved), markup=False, highlight=False,
+                      soft_wrap=True)  # fmt: skip
     elif would and done.unheld:
         say("the workspace's changes no snapshot holds would be saved as a snapshot first")
     if done.code:

@@ -254,8 +254,9 @@ class Slash:
 
     def _confirm(self, question: str) -> bool:
         """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no)."""
+        self.err.print(vtext(question), end=" ", highlight=False)
         try:
-            answer = input(f"{question} [y/N] ")
+            answer = input("[y/N] ")
         except (EOFError, KeyboardInterrupt):
             self.err.print()
             return False

@@ -59,10 +59,11 @@ def cmd_restore(
         say(f"the working tree already holds snapshot {done.snapshot[:12]}: nothing to change")
         return
     if done.saved:
-        say(
-            f"saved the working tree's changes first as snapshot {done.saved[:12]}; "
-            f"to get them back: {restore_command(done.root, done.saved)}"
-        )
+        saved = done.saved[:12]
+        say(f"saved the working tree's changes first as snapshot {saved}; to get them back:")
+        # on one line however wide: it is copied whole
+        err.print(restore_command(done.root, done.saved), markup=False, highlight=False,
+                  soft_wrap=True)  # fmt: skip
     total = sum(len(v) for v in done.files.values())
     say(
         f"restored snapshot {done.snapshot[:12]} in {one_line(done.root)}: "
