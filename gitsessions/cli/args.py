@@ -15,7 +15,7 @@ LATEST = ("@", "-")  # what names this project's latest session, like an omitted
 OptionalIdArg = Annotated[
     str | None,
     typer.Argument(
-        metavar="[ID]",
+        metavar="ID",
         help="Session id or a unique prefix (4+); `@`, `-` or none: this project's latest "
         "session (the first of `list --here`).",
         show_default=False,
