@@ -144,7 +144,7 @@ class Slash:
         if result.outcome == "nothing_to_compact":
             self._say("nothing to compact")
         elif result.outcome == "not_needed":
-            self._say(f"nothing changed ({result.before_tokens} tokens)")
+            self._say(f"nothing changed ({result.before_tokens:,} tokens)")
 
     def title(self, text: str) -> None:
         title = check_title(text)
