@@ -132,7 +132,16 @@ def test_slash_commands(server, ws, home):
     say(child, "hello there")  # one turn, so there is something to fork and search
     assert "single line" not in say(child, "\\title ok title")
     info = say(child, "\\info")
-    assert "ok title" in info and "in the full record" in info and "/ 24000 tokens" in info
+    assert "ok title" in info and "/ 24,000 tokens" in info
+    # \info and `info` say the same of the session, in the same words
+    sid = sessions()[0]["id"]
+    piped = dict(line.split("\t") for line in run_gitsessions("info", sid).stdout.splitlines())
+    shown = {line.split()[0]: " ".join(line.split()[1:]) for line in info.splitlines() if line}
+    for name in ("id", "messages", "compactions", "usage"):
+        assert shown[name] == piped[name], (name, shown, piped)
+    assert (
+        piped["messages"].endswith("in the working context") and "transcript" in piped["messages"]
+    )
     assert "pinned as 1" in say(child, "\\pin keep the API stable")
     assert "no plan yet" in say(child, "\\plan")
     found = say(child, "\\search hello there")

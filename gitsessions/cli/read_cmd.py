@@ -19,6 +19,7 @@ from gitsessions.cli.args import JsonFlag, OptionalIdArg, session_or_latest, sta
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json, stream_json_list, stream_messages
+from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
 from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
@@ -146,17 +147,9 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         ("summary", info["summary"]),
         ("parent", parent),
         ("archived", "yes" if info["archived"] else "no"),
-        (
-            "messages",
-            f"{info['messages']} in the transcript, "
-            f"{info['context_messages']} in the working context",
-        ),
-        ("compactions", str(info["compactions"])),
-        (
-            "usage",
-            f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
-            f"{plural(u['requests'], 'request')}, ${u['cost_usd']:.4f}",
-        ),
+        ("messages", messages_text(info["messages"], info["context_messages"])),
+        ("compactions", f"{info['compactions']:,}"),
+        ("usage", usage_text(u)),
         ("model", info["model"] or "-"),
         ("settings", _settings_line(info["settings"])),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v) or "-"),

@@ -13,6 +13,7 @@ from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.search import held_by, highlighted
+from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
@@ -20,7 +21,6 @@ from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import check_title, short
-from gitsessions.values.plural import plural
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
@@ -165,24 +165,15 @@ class Slash:
         tokens = self.agent.estimate()
         budget = self.agent.config.policy.max_context_tokens
         rows = [
-            ("session", "new (saved with your first prompt)" if session.is_draft else session.id),
+            ("id", "new (saved with your first prompt)" if session.is_draft else session.id),
             ("title", session.header.get("title") or "-"),
             ("summary", session.header.get("summary") or "-"),
-            (
-                "messages",
-                f"{session.messages_total} in the full record, "
-                f"{len(session.context)} in the working context",
-            ),
-            ("compactions", str((session.header.get("counts") or {}).get("compactions", 0))),
-            (
-                "usage",
-                f"{usage.get('prompt_tokens', 0)} prompt + "
-                f"{usage.get('completion_tokens', 0)} completion tokens, "
-                f"{plural(usage.get('requests', 0), 'request')}, ${usage.get('cost_usd', 0.0):.4f}",
-            ),
+            ("messages", messages_text(session.messages_total, len(session.context))),
+            ("compactions", f"{(session.header.get('counts') or {}).get('compactions', 0):,}"),
+            ("usage", usage_text(usage)),
             (
                 "context",
-                f"{tokens} / {budget} tokens ({100 * tokens // budget}%), "
+                f"{tokens:,} / {budget:,} tokens ({100 * tokens // budget}%), "
                 f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
             ),
             ("counting", self.agent.counter.method),
