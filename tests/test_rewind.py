@@ -166,6 +166,16 @@ def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
     assert "rewound to turn 1" in plain(child.before)
     assert working_files(root) == files_one
     assert "already at turn 1: nothing to change" in say(child, "\\rewind 1")
+    (root / "scratch.txt").write_text("mine\n")  # in no snapshot: refused, unless --force
+    assert "--force snapshots them first" in " ".join(say(child, "\\rewind 1").split())
+    child.sendline("\\rewind 1 --force")
+    child.expect_exact("[y/N] ")
+    assert "would be saved as a snapshot first" in plain(child.before)
+    child.sendline("y")
+    child.expect(PROMPT)
+    assert not (root / "scratch.txt").exists()
+    restore_with(plain(child.before).replace("\r", ""), tmp_path)
+    assert (root / "scratch.txt").read_text() == "mine\n"
     assert (path / "two.txt").exists()  # the fork's worktree is its own
     server.reply(content="still here")
     assert "still here" in say(child, "what now")

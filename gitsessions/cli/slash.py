@@ -30,7 +30,7 @@ HELP = [
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
     ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
-    ("\\rewind N", "back to turn N: working context, plan and files (shows them, asks first)"),
+    ("\\rewind N [--force]", "back to turn N: context, plan and files (shows them, asks first)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "pick a recent session of this project and switch to it"),
@@ -206,14 +206,17 @@ class Slash:
         )
 
     def rewind(self, text: str) -> None:
-        usage = "usage: \\rewind N (the turn to go back to: a number; `gitsessions log` lists them)"
-        if not text.strip():
-            self._say(usage)
-            return
+        usage = (
+            "usage: \\rewind N [--force] (N: the turn to go back to, a number; `gitsessions "
+            "log` lists them; --force snapshots changes no snapshot holds first)"
+        )
+        words = text.split()
+        force = "--force" in words
+        words = [w for w in words if w != "--force"]
         from gitsessions.cli.rewind_cmd import report, session_workspace
 
         try:
-            turn = points.parse_turn(text)
+            turn = points.parse_turn(words[0] if len(words) == 1 else "")
         except BadUsage:
             self._say(usage)
             return
@@ -226,7 +229,7 @@ class Slash:
         )
 
         def run(dry_run: bool) -> Rewound:
-            return rewind(session.store, dict(os.environ), session.id, turn,
+            return rewind(session.store, dict(os.environ), session.id, turn, force=force,
                           workspace=workspace, lease_held=True, dry_run=dry_run)  # fmt: skip
 
         preview = run(dry_run=True)
@@ -238,7 +241,7 @@ class Slash:
             return
         done = run(dry_run=False)
         session.adopt(done.head)
-        if done.unchanged:  # the workspace changed back meanwhile
+        if done.unchanged or done.saved:  # changed back meanwhile; how to restore the save
             report(self.err, done)
         else:
             self._say(f"rewound to turn {turn}")
