@@ -167,7 +167,8 @@ def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
     assert working_files(root) == files_one
     assert "already at turn 1: nothing to change" in say(child, "\\rewind 1")
     (root / "scratch.txt").write_text("mine\n")  # in no snapshot: refused, unless --force
-    assert "--force snapshots them first" in " ".join(say(child, "\\rewind 1").split())
+    refused = " ".join(say(child, "\\rewind 1").split())
+    assert "holds (scratch.txt); nothing was changed. --force snapshots them first" in refused
     child.sendline("\\rewind 1 --force")
     child.expect_exact("[y/N] ")
     assert "would be saved as a snapshot first" in plain(child.before)

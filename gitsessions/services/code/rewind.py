@@ -32,6 +32,7 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 
 MARK = "[rewind]"
+NEAREST = 20  # the newest snapshots a refusal compares the workspace with
 
 
 class RewindRefused(InvalidInput):
@@ -166,11 +167,10 @@ def _rewind_code(
     result.root = project.root
     target_tree = snapshots.tree_of(project, env, snap)
     captured = snapshots.capture(project, env)
-    known = snapshots.trees_of(project, env, points.all_snapshots(store, head))
+    recorded = points.all_snapshots(store, head)
+    known = snapshots.trees_of(project, env, recorded)
     if captured.tree not in known:
-        newest = snapshots.newest(project, env, head.id)
-        against = newest.tree if newest else _empty_tree(project, env)
-        changed = [p for _s, p in tree_changes(project, env, against, captured.tree)]
+        changed = _unsaved(project, env, recorded[:NEAREST], captured.tree)
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         shown = ", ".join(changed[:5]) + more
         result.unheld = True
@@ -202,6 +202,19 @@ def _rewind_code(
         apply_changes(project, env, target_tree, changes)
 
     return apply
+
+
+def _unsaved(
+    project: Project, env: Mapping[str, str], recorded: list[str], tree: str
+) -> list[str]:
+    """The paths of `tree` that differ from the nearest of the `recorded` snapshots
+    (the fewest paths apart): what a rewind would lose."""
+    nearest: list[str] | None = None
+    for against in [*snapshots.trees_of(project, env, recorded)] or [_empty_tree(project, env)]:
+        changed = [p for _s, p in tree_changes(project, env, against, tree)]
+        if nearest is None or len(changed) < len(nearest):
+            nearest = changed
+    return nearest or []
 
 
 def _empty_tree(project: Project, env: Mapping[str, str]) -> str:
