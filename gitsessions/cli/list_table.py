@@ -3,8 +3,9 @@
 Invariant: every row is one line of at most the console's width. The title (else the
 summary, else the first prompt) takes what the other columns leave and is cut with an
 ellipsis; the workspace is cut at its start (`…/project`, its last folders are what tell
-it apart); when even that leaves the title under `MIN_TITLE` columns, the workspace
-goes, then the parent, then the time. Every string is shown through `one_line`.
+it apart), to as little as `MIN_WORKSPACE` columns while the title is cut; when even
+that leaves the title under `MIN_TITLE` columns, the workspace goes, then the parent,
+then the time. Every string is shown through `one_line`.
 """
 
 from collections.abc import Sequence
@@ -21,18 +22,23 @@ from gitsessions.values.ids import short
 
 MIN_TITLE = 16
 MAX_WORKSPACE = 32
+MIN_WORKSPACE = 16
 GAP = 2  # between two columns (rich's padding of one on each side)
 DROPPED_FIRST = ("workspace", "parent", "active")
 
 
 def _workspace(path: str | None, home: str) -> str:
-    """The path with `~` for the home folder, cut at its start to `MAX_WORKSPACE`."""
+    """The path with `~` for the home folder, on one line."""
     if not path:
         return ""
     if home and (path == home or path.startswith(home.rstrip("/") + "/")):
         path = "~" + path[len(home.rstrip("/")) :]
-    path = one_line(path)
-    return path if len(path) <= MAX_WORKSPACE else "…" + path[-(MAX_WORKSPACE - 1) :]
+    return one_line(path)
+
+
+def _cut_start(text: str, width: int) -> str:
+    """`text` in `width` columns, cut at its start (`…/project`)."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def _cells(depth: int, row: dict[str, Any], home: str) -> dict[str, str]:
@@ -62,6 +68,13 @@ def table(rows: Sequence[tuple[int, dict[str, Any]]], width: int) -> Table:
         others = [n for n in names if n != "title"]
         return width - sum(widths[n] for n in others) - GAP * len(others)
 
+    if "workspace" in names:  # the title before the workspace, down to MIN_WORKSPACE
+        wanted = min(widths["workspace"], MAX_WORKSPACE)
+        short_of = widths["title"] - (room() + widths["workspace"] - wanted)
+        widths["workspace"] = max(MIN_WORKSPACE, wanted - max(0, short_of))
+        widths["workspace"] = min(widths["workspace"], max(cell_len(c["workspace"]) for c in cells))
+        for c in cells:
+            c["workspace"] = _cut_start(c["workspace"], widths["workspace"])
     for dropped in DROPPED_FIRST:
         if room() >= min(MIN_TITLE, widths["title"]):
             break
