@@ -32,6 +32,7 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 SHOWN = 15  # the most recent sessions offered
 UP = {b"\x1b[A", b"\x1bOA", b"k"}
@@ -74,8 +75,7 @@ def recent(store: SessionStore, workspace: Path, current: str | None = None) -> 
 
 def more_line(more: int) -> str:
     """What the picker says under its list when it left older sessions out."""
-    older = "an older session" if more == 1 else f"{more:,} older sessions"
-    return f"... and {older}: `gitsessions list --here` lists them all"
+    return f"... and {plural(more, 'older session')}: `gitsessions list --here` lists them all"
 
 
 def choice(row: dict[str, Any], current: bool = False) -> Choice:

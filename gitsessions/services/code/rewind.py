@@ -48,7 +48,7 @@ class Rewound:
     context_before: int = 0
     context_after: int = 0
     files: dict[str, list[str]] = field(default_factory=dict)  # restored, added, removed
-    saved: str | None = None  # the snapshot --force took first (would take: dry run)
+    saved: str | None = None  # the snapshot --force took first (a dry run: `unheld`)
     snapshot: str | None = None  # the code now in the workspace
     notes: list[str] = field(default_factory=list)
     root: Path | None = None  # the project's working tree, when the code was looked at
