@@ -198,3 +198,33 @@ def test_exec_against_the_default_endpoint_says_how_to_start_ollama(workspace):
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("error: cannot reach the model server at http://localhost:11434/v1")
     assert "`ollama serve`" in line and "`ollama pull gemma4`" in line and "--base-url" in line
+
+
+def test_help_names_arguments_as_people_write_them(cli):
+    """No typer-isms in any usage line or argument list: `{ID}`, `<list[str]>`,
+    `[[REMOTE] [ID ...]]...`; an optional argument is `[ID]`, one that takes many `X...`."""
+    from gitsessions.cli.lazy import load
+
+    paths = []
+    for name in COMMANDS:
+        command = load(name)
+        subcommands = getattr(command, "commands", {})
+        paths += [[name, sub] for sub in subcommands] if subcommands else [[name]]
+    assert ["worktree", "remove"] in paths and ["snapshot", "restore"] in paths
+    for path in paths:
+        shown = cli(*path, "-h").stdout
+        assert not re.search(r"\{|<list|\[\[|\]\.\.\.\]|Arguments:\n\s+\S+ <", shown), (path, shown)
+    assert " info [OPTIONS] [ID]\n" in cli("info", "-h").stdout
+    assert " rename [OPTIONS] ID TITLE\n" in cli("rename", "-h").stdout
+    assert " push [OPTIONS] [REMOTE] [ID]...\n" in cli("push", "-h").stdout
+
+
+def test_usage_errors_say_error_as_every_other_error():
+    done = run_gitsessions("list", "--bogus")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "error: No such option: --bogus"
+    assert "Try 'gitsessions list -h' for help." in done.stderr and "Error" not in done.stderr
+    missing = run_gitsessions("search")
+    assert missing.returncode == 2 and missing.stderr.splitlines()[-1].startswith("error: Missing")
+    assert run_gitsessions().returncode == 2  # no command: the help, as before
+    assert "Usage: gitsessions" in run_gitsessions().stdout + run_gitsessions().stderr

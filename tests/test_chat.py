@@ -222,7 +222,16 @@ def test_slash_commands(server, ws, home):
     say(child, "hello there")  # one turn, so there is something to fork and search
     assert "single line" not in say(child, "\\title ok title")
     info = say(child, "\\info")
-    assert "ok title" in info and "in the full record" in info and "/ 24000 tokens" in info
+    assert "ok title" in info and "/ 24,000 tokens" in info
+    # \info and `info` say the same of the session, in the same words
+    sid = sessions()[0]["id"]
+    piped = dict(line.split("\t") for line in run_gitsessions("info", sid).stdout.splitlines())
+    shown = {line.split()[0]: " ".join(line.split()[1:]) for line in info.splitlines() if line}
+    for name in ("id", "messages", "compactions", "usage"):
+        assert shown[name] == piped[name], (name, shown, piped)
+    assert (
+        piped["messages"].endswith("in the working context") and "transcript" in piped["messages"]
+    )
     assert "pinned as 1" in say(child, "\\pin keep the API stable")
     assert "no plan yet" in say(child, "\\plan")
     found = say(child, "\\search hello there")
@@ -1027,3 +1036,24 @@ def test_leaving_when_the_history_cannot_be_kept_says_so(server, ws, home):
         child.wait()
     assert "what you typed is not kept for the next chat" in plain(child.before)
     assert child.exitstatus == 0
+
+
+def test_the_picker_says_how_many_more_sessions_it_left_out(server, ws, store):
+    from gitsessions.cli.picker import SHOWN
+    from gitsessions.services.sessions.manage import fork
+
+    server.reply(content="ok")
+    server.reply(content="a summary")
+    sid = json.loads(run_gitsessions(*exec_args(server, ws), "hi", "--json").stdout)["session"]
+    args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
+    assert "older session" not in run_gitsessions(*args, input="").stderr  # all shown
+    for n in range(SHOWN + 1):
+        fork(store, sid, title=f"fork {n}")
+    done = run_gitsessions(*args, input="")
+    assert f"{SHOWN:>2}. " in done.stderr and f"{SHOWN + 1:>2}. " not in done.stderr
+    assert "... and 2 older sessions: `gitsessions list --here` lists them all" in done.stderr
+    child = spawn_picker(server.base_url, ws, "--resume")
+    child.expect_exact("Esc cancels")
+    assert "and 2 older sessions" in plain(child.before)
+    child.send("\x1b")
+    child.expect(pexpect.EOF)

@@ -758,3 +758,22 @@ def test_a_giant_older_message_reaches_the_summarizer_cut_before_it_is_counted()
     valid(compact(messages, policy, summarizer, spy, mode="manual"))
     assert counted and max(counted) < 50_000  # never the whole 3 MB
     assert count(summarizer.requests[0].messages) <= 2500
+
+
+def test_a_dry_run_predicts_the_run_when_a_short_summary_would_make_it_smaller() -> None:
+    """Summarizing saves fewer tokens than the summary may take at most: the dry run
+    no longer says "would not make the context smaller" where the run then compacts."""
+    messages = [
+        {"role": "system", "content": "sys"},
+        user("first " + "y" * 600),
+        assistant(content="answer " + "z" * 600),
+        user("the last prompt"),
+    ]
+    policy = Policy(max_context_tokens=8000, summary_max_tokens=1024)
+    before = count(messages)
+    dry = compact(messages, policy, Summarizer(), count, mode="manual", dry_run=True)
+    assert dry.after_min is not None and dry.after_min < before <= dry.after_tokens
+    assert dry.outcome == "compacted" and not dry.changed  # it would summarize
+    assert any("keeps the summary only if it is under" in n for n in dry.notes), dry.notes
+    done = compact(messages, policy, Summarizer("short"), count, mode="manual")
+    assert done.outcome == "compacted" and dry.after_min <= done.after_tokens < before

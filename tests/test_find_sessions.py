@@ -1,10 +1,12 @@
 """Sessions that are easy to find and tell apart (issue 10, item 12), and listings that
 pipe (item 13): real subprocesses against the fake model server."""
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,9 +156,9 @@ def test_delete_warns_about_forks_and_forks_show_parent_deleted(server, ws):
 def test_search_log_and_info_pipe_one_record_a_line(server, ws):
     sid = turn(server, ws, "zebra\tquagga\nokapi")
     hits = lines(gs("search", "quagga", cwd=ws))
-    assert hits and {len(h) for h in hits} == {5}
+    assert hits and {len(h) for h in hits} == {6}
     assert hits[0][0] == sid and hits[0][2] == "user" and hits[0][1] == "1"
-    assert "quagga" in hits[0][4]
+    assert "quagga" in hits[0][4] and hits[0][5] == sid  # every session holding it
     log = lines(gs("log", sid, cwd=ws))
     assert {len(e) for e in log} == {6}
     assert log[-1][2] == "create" and all(len(e[0]) == 40 and e[3] == sid for e in log)
@@ -206,3 +208,79 @@ def test_here_is_the_whole_project_from_any_of_its_folders(server, tmp_path):
     seen = {r[0] for r in lines(gs("list", "--here", cwd=project / "src" / "deep"))}
     assert seen == {at_root, in_src}
     assert {r[0] for r in lines(gs("list", "--here", cwd=other))} == {elsewhere}
+
+
+def test_reading_commands_default_to_this_projects_latest_session(server, ws, tmp_path):
+    older = turn(server, ws, "older work")
+    time.sleep(1.1)  # activity is recorded to the second: let the newer one be newer
+    newer = turn(server, ws, "newer work")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = turn(server, elsewhere, "elsewhere work")  # newest of all, but not here
+    assert gs("pin", older, "older pin", cwd=ws).returncode == 0
+    assert gs("pin", newer, "newer pin", cwd=ws).returncode == 0
+    for latest in ([], ["@"], ["-"]):  # as `git log` defaults to HEAD
+        assert dict(lines(gs("info", *latest, cwd=ws)))["id"] == newer
+        assert "newer work" in gs("show", *latest, cwd=ws).stdout
+        assert {r[3] for r in lines(gs("log", *latest, cwd=ws))} == {newer}
+        assert gs("pins", *latest, cwd=ws).stdout == "1. newer pin\n"
+    assert dict(lines(gs("info", cwd=elsewhere)))["id"] == other
+    assert dict(lines(gs("info", older[:8], cwd=ws)))["id"] == older  # an id still wins
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = gs("info", cwd=empty)
+    assert done.returncode == 1 and "no session of this project" in done.stderr
+    assert "`@`, `-` or none" in gs("log", "--help", cwd=ws).stdout
+
+
+def on_a_terminal(*args: str, columns: int, cwd: Path) -> list[str]:
+    """What the CLI shows on a real pseudo-terminal `columns` wide, line by line."""
+    import pexpect
+
+    from tests.test_chat import plain
+
+    env = dict(os.environ, TERM="xterm", COLUMNS=str(columns), LINES="40")
+    child = pexpect.spawn(sys.executable, ["-m", "gitsessions", *args], env=env, cwd=str(cwd),
+                          encoding="utf-8", timeout=60, dimensions=(40, columns))  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.wait()
+    return [line for line in plain(child.before).replace("\r\n", "\n").split("\n") if line]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_list_on_a_terminal_is_one_line_a_session_title_first(server, tmp_path, columns):
+    deep = tmp_path / "a-rather-long-folder-name" / "with-more-folders-inside" / "project"
+    deep.mkdir(parents=True)
+    long_prompt = "please refactor the tokenizer so that every word boundary " * 3
+    sids = [turn(server, deep, long_prompt.strip()), turn(server, deep, "short one")]
+    fork = gs("fork", sids[1], "--title", "a fork whose title is long enough " * 3, cwd=deep)
+    sids.append(fork.stdout.strip())
+    shown = on_a_terminal("list", columns=columns, cwd=deep)
+    assert shown[0].split()[0] == "title" and len(shown) == 1 + len(sids)  # one line each
+    assert all(len(line) <= columns for line in shown)
+    rows = {sid: next(line for line in shown if f"  {sid[:8]}  " in line) for sid in sids}
+    assert rows[sids[0]].startswith('"please refactor the')  # the label first
+    assert "…" in rows[sids[0]].split(sids[0][:8])[0]  # cut with an ellipsis
+    assert rows[sids[1]].startswith('"short one"')
+    assert f"fork of {sids[1][:8]}" in rows[sids[2]] or columns < 100
+    assert "project" in rows[sids[0]] or columns < 100  # the workspace's end, when it fits
+
+
+def test_notes_on_a_terminal_wrap_at_word_boundaries(tmp_path):
+    home = Path(os.environ["GITSESSIONS_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("zzzzqqqq = 1\n")
+    piped = gs("list", cwd=tmp_path).stderr.splitlines()
+    note = next(line for line in piped if "zzzzqqqq" in line)
+    assert len(note) > 80  # long enough to wrap
+    shown = on_a_terminal("list", columns=80, cwd=tmp_path)
+    assert all(len(line) <= 80 for line in shown)
+    start = next(i for i, line in enumerate(shown) if line.startswith("warning: "))
+    wrapped, seen = [], 0
+    while seen < len(note.replace(" ", "")):
+        wrapped.append(shown[start + len(wrapped)].strip())
+        seen += len(wrapped[-1].replace(" ", ""))
+    assert len(wrapped) > 1 and "".join(wrapped).replace(" ", "") == note.replace(" ", "")
+    for line, following in itertools.pairwise(wrapped):
+        # each break falls between two words, but inside a word wider than the screen
+        assert f"{line} {following.split()[0]}" in note or len(line) == 80, (line, following)

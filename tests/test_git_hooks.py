@@ -161,7 +161,7 @@ def test_worktree_session_commit_and_show_commit(project, store, tmp_path):
         "(it has no Gitsessions-Session trailer)"
     ]
     both = run_gitsessions("show", sid, "--commit", "HEAD", env=env)
-    assert both.returncode == 2 and both.stderr.startswith("error: show needs")
+    assert both.returncode == 2 and both.stderr.startswith("error: show takes a session ID")
 
 
 def test_users_own_hooks_run_first_and_come_back_after_uninstall(project, tmp_path):

@@ -1,6 +1,7 @@
 """`rewind` of the chat and of the code, and its refusal: never destructive."""
 
 import json
+import shlex
 from pathlib import Path
 
 from tests.conftest import exec_args, git, run_gitsessions
@@ -102,7 +103,7 @@ def test_rewind_code_refuses_changes_no_snapshot_holds_unless_forced(server, tmp
     forced = gitsessions("rewind", sid, "--to", "turn:1", "--code", "--force", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert working_files(root) == files_one
-    saved = forced.stderr.split("snapshot ")[1].split()[0]
+    saved = forced.stderr.split("snapshot ")[1].split()[0].rstrip(";")
     assert pgit(root, "show", f"{saved}:three.txt") == "edited by hand, in no snapshot\n"
     # --code alone left the working context as it was
     context = show(home, sid, "--context")
@@ -123,13 +124,13 @@ def test_rewind_chat_only_and_bad_turns(server, tmp_path, home):
     assert working_files(root) == files_now and "code:" not in done.stderr
     assert show(home, sid, "--context") == context_one
     bad = gitsessions("rewind", sid, "--to", "turn:7", cwd=tmp_path)
-    assert bad.returncode == 1 and "no turn 7" in bad.stderr
+    assert bad.returncode == 1 and "no turn 7 (its last turn is 3)" in bad.stderr
     bad = gitsessions("rewind", sid, "--to", "yesterday", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("error: expected turn:N")
 
 
 def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
-    from tests.test_chat import leave, say, spawn
+    from tests.test_chat import PROMPT, leave, plain, say, spawn
 
     root = make_project(tmp_path / "project")
     child = spawn(server.base_url, root, "--auto-approve")
@@ -146,9 +147,36 @@ def test_chat_slash_fork_worktree_and_rewind(server, tmp_path, home):
     fork_id = forked.split("forked: ")[1].split()[0]
     path = home / "worktrees" / f"project-{fork_id[:8]}"
     assert (path / "two.txt").read_text() == "2\n"
-    rewound = say(child, "\\rewind 1")
-    assert "D two.txt" in rewound and "back to turn 1" in rewound
+    assert "usage: \\rewind N" in say(child, "\\rewind abc")
+    # \rewind shows what it would change and asks; no (Enter) changes nothing
+    child.sendline("\\rewind 1")
+    child.expect_exact("rewind to turn 1? [y/N] ")
+    preview = plain(child.before)
+    assert "D two.txt" in preview and "1 file would change" in preview
+    assert "working context would go from" in preview
+    assert (root / "two.txt").exists()
+    child.sendline("")
+    child.expect(PROMPT)
+    assert "not rewound; nothing changed" in plain(child.before)
+    assert (root / "two.txt").exists()
+    child.sendline("\\rewind 1")
+    child.expect_exact("[y/N] ")
+    child.sendline("y")
+    child.expect(PROMPT)
+    assert "rewound to turn 1" in plain(child.before)
     assert working_files(root) == files_one
+    assert "already at turn 1: nothing to change" in say(child, "\\rewind 1")
+    (root / "scratch.txt").write_text("mine\n")  # in no snapshot: refused, unless --force
+    refused = " ".join(say(child, "\\rewind 1").split())
+    assert "holds (scratch.txt); nothing was changed. --force snapshots them first" in refused
+    child.sendline("\\rewind 1 --force")
+    child.expect_exact("[y/N] ")
+    assert "would be saved as a snapshot first" in plain(child.before)
+    child.sendline("y")
+    child.expect(PROMPT)
+    assert not (root / "scratch.txt").exists()
+    restore_with(plain(child.before).replace("\r", ""), tmp_path)
+    assert (root / "scratch.txt").read_text() == "mine\n"
     assert (path / "two.txt").exists()  # the fork's worktree is its own
     server.reply(content="still here")
     assert "still here" in say(child, "what now")
@@ -208,3 +236,61 @@ def test_undo_after_a_rewind_names_the_turn_the_context_ends_with(server, tmp_pa
     leave(child)
     log = json.loads(run_gitsessions("log", sid, "--json").stdout)
     assert [e["subject"] for e in log if e["event"] == "undo"] == ["undo: turn 1"]
+
+
+def restore_with(printed: str, cwd: Path) -> None:
+    """Run the command line on the line after "to get them back:" in `printed` (its
+    `gitsessions` as this checkout's), each part of a `&&` chain in turn."""
+    line = printed.split("to get them back:\n")[1].splitlines()[0]
+    for part in line.split(" && "):
+        words = shlex.split(part)
+        assert words[0] == "gitsessions"
+        done = gitsessions(*words[1:], cwd=cwd)
+        assert done.returncode == 0, done.stderr
+
+
+def test_rewind_force_prints_the_command_that_brings_the_changes_back(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid, files_one, _context = three_turns(server, root)
+    (root / "scratch.txt").write_text("an untracked file, in no snapshot\n")
+    before = working_files(root)
+    forced = gitsessions("rewind", sid, "--to", "turn:1", "--code", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert not (root / "scratch.txt").exists() and working_files(root) == files_one
+    assert "to get them back:\ngitsessions snapshot restore " in forced.stderr
+    restore_with(forced.stderr, tmp_path)
+    assert working_files(root) == before  # the untracked file and the rest, as they were
+    assert (root / "scratch.txt").read_text() == "an untracked file, in no snapshot\n"
+    assert pgit(root, "status", "--porcelain").count("?? scratch.txt") == 1  # untracked again
+    fsck_project(root)
+
+
+def test_rewinding_twice_to_the_same_turn_commits_nothing(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid, _files_one, _context = three_turns(server, root)
+    assert gitsessions("rewind", sid, "--to", "turn:1", cwd=tmp_path).returncode == 0
+    ref = f"refs/heads/sessions/{sid}"
+    head = git(home / "store.git", "rev-parse", ref).stdout
+    again = gitsessions("rewind", sid, "--to", "turn:1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "already at turn 1: nothing to change" in again.stderr
+    assert "rewound" not in again.stderr
+    assert git(home / "store.git", "rev-parse", ref).stdout == head  # no empty commit
+    chat = gitsessions("rewind", sid, "--to", "turn:1", "--chat", cwd=tmp_path)
+    assert "already at turn 1" in chat.stderr
+    assert git(home / "store.git", "rev-parse", ref).stdout == head
+
+
+def test_snapshot_restore_refuses_what_no_snapshot_holds_and_non_snapshots(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid, _files_one, _context = three_turns(server, root)
+    snap = [s for s in trailers_of(home, sid) if s][-1]
+    (root / "three.txt").write_text("by hand\n")
+    refused = gitsessions("snapshot", "restore", snap, cwd=root)
+    assert refused.returncode == 1 and "no snapshot holds (three.txt" in refused.stderr
+    assert (root / "three.txt").read_text() == "by hand\n"
+    head = pgit(root, "rev-parse", "HEAD").strip()
+    other = gitsessions("snapshot", "restore", head[:12], cwd=root)
+    assert other.returncode == 1 and "is not a gitsessions snapshot" in other.stderr
+    bad = gitsessions("snapshot", "restore", "--", "-x", cwd=root)
+    assert bad.returncode == 2 and "hex id" in bad.stderr

@@ -113,9 +113,9 @@ def test_forks_share_the_index(store):
     assert len(index.search("shared 699 ")) == 1
     before = index.path.stat().st_size
     forks = [fork(store, parent.id, title=f"fork {n}") for n in range(5)]
-    hits = index.search("shared 699 ")
-    assert sorted(h.session for h in hits) == sorted([parent.id] + [f.id for f in forks])
-    assert {h.index for h in hits} == {700}
+    (hit,) = index.search("shared 699 ")  # one hit, naming every session holding it
+    assert sorted(hit.holders) == sorted([parent.id] + [f.id for f in forks])
+    assert hit.index == 700 and hit.session == hit.holders[0]
     grown = index.path.stat().st_size - before
     assert grown < 5 * 10_000, grown  # a fork adds under 10 KB, not a copy of its text
     assert [h.session for h in index.search("fork 3")] == [forks[3].id]
@@ -132,9 +132,23 @@ def test_segments_are_stored_once_and_unheld_text_goes(store, make_session):
         )
     assert [h.session for h in index.search("parentword")] == [parent.id]
     assert [(h.session, h.index) for h in index.search("childword")] == [(child.id, 5)]
-    assert len(index.search("first")) == 8  # 4 messages, in each of 2 sessions
+    first = index.search("first")  # 4 messages, each in both sessions: 4 hits
+    assert len(first) == 4 and all(set(h.holders) == {parent.id, child.id} for h in first)
     with sqlite3.connect(index.path) as db:
         (stored,) = db.execute("SELECT count(*) FROM texts").fetchone()
     assert stored == 4 + 1 + 1  # 4 shared lines once (no system prompt); each new line once
     manage.delete(store, parent.id)
     assert index.search("parentword") == [] and len(index.search("first")) == 4
+
+
+def test_a_message_forks_share_is_one_hit_naming_them(cli, store, make_session):
+    parent = make_session(turns=1, title="parent", tag="sharedword")
+    forks = [fork(store, parent.id, title=f"fork {n}") for n in range(2)]
+    everyone = {parent.id, *(f.id for f in forks)}
+    hits = [h for h in cli.json("search", "sharedword") if h["role"] == "user"]
+    assert len(hits) == 1, hits  # once, not once per session
+    assert set(hits[0]["sessions"]) == everyone and hits[0]["session"] == hits[0]["sessions"][0]
+    rows = [r.split("\t") for r in cli("search", "sharedword").stdout.splitlines()]
+    user = [r for r in rows if r[2] == "user"]
+    assert len(user) == 1 and set(user[0][5].split(",")) == everyone
+    assert [h["sessions"] for h in cli.json("search", "fork 1")] == [[forks[1].id]]

@@ -362,8 +362,13 @@ def test_diff_in_chat(server, tmp_path):
     forked = say(child, "\\fork")
     fork = forked.split("forked: ")[1].split()[0]
     say(child, "second question")
-    shown = say(child, f"\\diff {fork[:8]}")
+    shown = say(child, f"\\diff {fork[:5]}")
     assert "B is a fork of A" in shown and "second question" in shown
+    sides = [line.split()[:2] for line in shown.splitlines() if line[:3] in ("A  ", "B  ")]
+    here = forked.split("you are still in ")[1][:8]
+    assert sides == [["A", here], ["B", fork[:8]]]  # both ids alike, however typed
+    back = say(child, f"\\diff {fork}~1")
+    assert [line.split()[1] for line in back.splitlines() if line[:3] == "B  "] == [f"{fork[:8]}~1"]
     assert "B since the ancestor: 1 commit (fork)" in shown
     assert "title      '' -> 'ok (fork)'" in shown  # a fork is "<parent title> (fork)"
     assert "error: bad revision" in say(child, f"\\diff {fork[:8]}@turn:x")

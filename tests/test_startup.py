@@ -235,7 +235,7 @@ def test_a_store_not_plainly_of_this_format_is_opened_whole(home, make_session):
 
 def test_list_and_info_on_a_terminal_still_draw_tables(make_session):
     sid = make_session(turns=1, title="drawn").id
-    for args, expected in [(["list"], "workspace"), (["info", sid[:8]], "transcript,")]:
+    for args, expected in [(["list"], "msgs"), (["info", sid[:8]], "transcript,")]:
         child = pexpect.spawn(
             sys.executable, ["-m", "gitsessions", *args], cwd=str(REPO), encoding="utf-8",
             timeout=60, dimensions=(40, 160),

@@ -263,3 +263,40 @@ def test_a_mark_whose_project_is_not_here_is_said_and_ignored(server, tmp_path, 
     assert resumed.returncode == 0, resumed.stderr
     notes = [line for line in resumed.stderr.splitlines() if "not on this machine" in line]
     assert len(notes) == 1 and f"the tools work in {here}" in notes[0]
+
+
+def test_worktree_forks_stay_here_after_their_parent_is_deleted(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    made = fork(home, root, sid[:8], "--title", "the worktree fork")
+    plain = gitsessions("fork", sid[:8], cwd=root).stdout.strip()
+    assert gitsessions("delete", sid[:8], "--yes", cwd=root).returncode == 0
+    listed = gitsessions("list", "--here", "--json", cwd=root)
+    assert {r["id"] for r in json.loads(listed.stdout)} == {made["id"], plain}
+    done = gitsessions("chat", "--resume", "--workspace", str(root), cwd=root, input="")
+    assert made["id"][:8] in done.stderr and "the worktree fork" in done.stderr  # the picker
+    elsewhere = make_project(tmp_path / "other")
+    assert json.loads(gitsessions("list", "--here", "--json", cwd=elsewhere).stdout) == []
+
+
+def test_worktree_remove_force_prints_the_command_that_brings_the_changes_back(
+    server, tmp_path, home
+):
+    from tests.test_rewind import restore_with
+
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    made = fork(home, tmp_path, sid)
+    path = Path(made["worktree"]["path"])
+    (path / "scratch.txt").write_text("untracked work\n")
+    (path / "one.txt").write_text("one, edited in the worktree\n")
+    before = working_files(path)
+    removed = gitsessions("worktree", "remove", made["id"][:8], "--force", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert not path.exists()
+    assert f"gitsessions worktree restore {made['id'][:8]} && gitsessions snapshot restore" in (
+        removed.stderr
+    )
+    restore_with(removed.stderr, tmp_path)
+    assert working_files(path) == before
+    assert (path / "scratch.txt").read_text() == "untracked work\n"

@@ -3,9 +3,9 @@
 Invariant: unless the user asked for every session (`--all-sessions`), a model reaches
 only the current session, the sessions of the current project (recorded in its
 repository by identity, `project_id`, wherever it was cloned; else in the current
-workspace, paths compared resolved) and the forks of those, down any depth of
-`parent_id`. A session of another project, archived or not, is out of reach whatever id
-or query the model sends.
+workspace, paths compared resolved), the worktree forks made of its repository, and the
+forks of those, down any depth of `parent_id`. A session of another project, archived
+or not, is out of reach whatever id or query the model sends.
 """
 
 from collections.abc import Iterable, Mapping
@@ -36,7 +36,9 @@ def workspace_sessions(
 ) -> set[str]:
     """Ids of the sessions recorded in `workspace` (with `project`, a repository root:
     anywhere in that repository; with `identity`, that repository's: anywhere in a clone
-    of it), and of every fork descending from one."""
+    of it), of the worktree forks made of that repository (their own workspace is their
+    worktree; so a fork whose parent is deleted is still here), and of every fork
+    descending from one."""
     here = str(workspace.resolve())
     root = str(project.resolve()) if project is not None else None
     parent: dict[str, str | None] = {}
@@ -45,9 +47,12 @@ def workspace_sessions(
         sid = str(header.get("id"))
         parent[sid] = header.get("parent_id")
         recorded = header.get("workspace") or {}
+        worktree = header.get("worktree")
+        repo = _resolved(worktree.get("repo")) if isinstance(worktree, dict) else None
         if (
             _resolved(recorded.get("path")) == here
             or (root is not None and _resolved(recorded.get("repo_root")) == root)
+            or (repo is not None and repo in (here, root))
             or same_project(identity, recorded_identity(header))
         ):
             inside.add(sid)

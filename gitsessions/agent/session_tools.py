@@ -127,7 +127,8 @@ def register_session_tools(registry: ToolRegistry, session: AgentSession, scope:
             return ToolResult("no matches")
         lines = [
             f"{h.session} ({h.title or 'untitled'}) "
-            f"{'message ' + str(h.index) if h.index is not None else h.role}: {h.snippet}"
+            + (f"(also in {', '.join(h.holders[1:])}) " if len(h.holders) > 1 else "")
+            + f"{'message ' + str(h.index) if h.index is not None else h.role}: {h.snippet}"
             for h in hits[:SEARCH_LIMIT]
         ]
         if len(hits) > SEARCH_LIMIT:

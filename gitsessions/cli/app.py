@@ -77,12 +77,46 @@ def _main(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. The app runs outside click's standalone mode so that
+    its usage errors ("No such option", "Missing argument") reach us: they print as
+    click prints them (usage, the `-h` hint) but with the `error:` every other error
+    has, where click writes `Error:`."""
     sys.unraisablehook = _quiet_disk_errors
     try:
-        app(args=lazy.bare_resume(sys.argv[1:]), prog_name="gitsessions")
-    except KeyboardInterrupt:
+        code = app(
+            args=lazy.bare_resume(sys.argv[1:]), prog_name="gitsessions", standalone_mode=False
+        )
+    except (KeyboardInterrupt, typer.Abort):  # click makes an EOF at a prompt an Abort
         from gitsessions.cli.state import err
 
         err.print("interrupted")
         sys.exit(130)
+    except Exception as error:
+        if not _shown_by_click(error):
+            raise
+        sys.exit(_click_error(error))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _shown_by_click(error: Exception) -> bool:
+    """Whether `error` is one of click's own (a usage error, a bad file): what click's
+    standalone mode would `show()` (the click exception interface typer's errors such
+    as `typer.BadParameter` have)."""
+    return callable(getattr(error, "show", None)) and isinstance(
+        getattr(error, "exit_code", None), int
+    )
+
+
+def _click_error(error: Any) -> int:
+    """Print a click error as click would, `Error:` written `error:`; its exit code."""
+    import io
+
+    from gitsessions.cli.state import err
+
+    shown = io.StringIO()
+    error.show(file=shown)
+    lines = shown.getvalue().splitlines()
+    if lines and lines[-1].startswith("Error: "):
+        lines[-1] = "error: " + lines[-1].removeprefix("Error: ")
+    err.print("\n".join(lines), markup=False, highlight=False)
+    return int(error.exit_code)

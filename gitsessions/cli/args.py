@@ -1,5 +1,7 @@
-"""What the commands' signatures share: the session id argument, the `--json` flag, and
-the resolved `State` a command reads from its context (typer only; nothing heavy)."""
+"""What the commands' signatures share: the session id argument (and the one reading
+commands may leave out: this project's latest session, as `git log` defaults to HEAD),
+the `--json` flag, and the resolved `State` a command reads from its context (typer
+only; nothing heavy)."""
 
 from typing import TYPE_CHECKING, Annotated
 
@@ -9,9 +11,42 @@ if TYPE_CHECKING:
     from gitsessions.cli.state import State
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
+LATEST = ("@", "-")  # what names this project's latest session, like an omitted ID
+OptionalIdArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="ID",
+        help="Session id or a unique prefix (4+); `@`, `-` or none: this project's latest "
+        "session (the first of `list --here`).",
+        show_default=False,
+    ),
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
 def state_of(ctx: typer.Context) -> "State":
     """The `State` the app's callback put on the context."""
     return ctx.obj  # type: ignore[no-any-return]
+
+
+def session_or_latest(state: "State", session: str | None) -> str:
+    """`session` as given, or (None, `@`, `-`) the id of this project's most recently
+    active session: the first row of `list --here` in the current directory."""
+    if session is not None and session not in LATEST:
+        return session
+    from pathlib import Path
+
+    from gitsessions.cli import listing
+    from gitsessions.cli.damage import warn_damaged
+    from gitsessions.store.errors import SessionNotFound
+
+    catalog = state.catalog()
+    here = Path.cwd()
+    rows = listing.session_rows(catalog, include_archived=False, workspace=here)
+    warn_damaged(catalog.damaged)
+    if not rows:
+        raise SessionNotFound(
+            f"no session of this project ({here}) yet: give a session ID "
+            "(`gitsessions list` shows every session)"
+        )
+    return str(rows[0]["id"])

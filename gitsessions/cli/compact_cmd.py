@@ -7,7 +7,7 @@ import typer
 
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import RETRIES, cost_function
-from gitsessions.cli.args import IdArg
+from gitsessions.cli.args import IdArg, OptionalIdArg, session_or_latest
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
@@ -111,6 +111,8 @@ def cmd_compact(
     }
     if dry_run:
         report["dry_run"] = True
+        if result.after_min is not None:
+            report["after_tokens_min"] = result.after_min
     if result.outcome != "compacted":
         report["stages"] = []
     if json_:
@@ -121,16 +123,18 @@ def cmd_compact(
     if result.outcome == "nothing_to_compact":
         err.print("nothing to compact")
     elif result.outcome == "not_needed":
-        err.print(f"nothing changed ({result.before_tokens} tokens)")
+        err.print(f"nothing changed ({result.before_tokens:,} tokens)")
     elif dry_run:
+        low = result.after_min
+        after = f"{result.after_tokens:,}" if low is None else f"{low:,} to {result.after_tokens:,}"
         err.print(
-            f"dry run: {result.before_tokens} -> about {result.after_tokens} tokens "
+            f"dry run: {result.before_tokens:,} -> {after} tokens "
             f"({', '.join(result.stages)}); nothing written"
         )
     else:
         err.print(
-            f"compacted {short(session_id)}: {result.before_tokens} -> "
-            f"{result.after_tokens} tokens ({', '.join(result.stages)})"
+            f"compacted {short(session_id)}: {result.before_tokens:,} -> "
+            f"{result.after_tokens:,} tokens ({', '.join(result.stages)})"
         )
     if counter.method.startswith("estimate"):
         err.print(f"note: token counts are estimates ({counter.method})", style="dim")
@@ -160,12 +164,12 @@ def cmd_unpin(
 
 def cmd_pins(
     ctx: typer.Context,
-    session: IdArg,
+    session: OptionalIdArg = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List a session's pinned notes."""
+    """List a session's pinned notes (without ID: this project's latest session's)."""
     store = ctx.obj.store
-    pins = store.read(store.head(store.resolve(session)), "pins")
+    pins = store.read(store.head(store.resolve(session_or_latest(ctx.obj, session))), "pins")
     if json_:
         print_json(out, pins)
         return

@@ -21,6 +21,7 @@ from gitsessions.services.sessions import session_diff
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+from gitsessions.values.revision import parse_revision
 
 REVISION_HELP = "A session (id or unique prefix) or a revision: ID@turn:N, ID@<commit>, ID~N."
 SHOWN_MESSAGES = 20  # first and last shown per side; --json has all
@@ -57,12 +58,21 @@ def compare(state: State, a: str, b: str, *, code: bool) -> dict[str, Any]:
     return data
 
 
+def shown_revision(text: str, session_id: str) -> str:
+    """A revision as `diff` names both sides, however it was typed (a whole id, a
+    prefix): the session's short id, then `@turn:N`, `@<commit>` or `~N`."""
+    revision = parse_revision(text)
+    where = f"@turn:{revision.turn}" if revision.turn is not None else ""
+    where += f"@{revision.commit[:10]}" if revision.commit is not None else ""
+    return short(session_id) + where + (f"~{revision.back}" if revision.back else "")
+
+
 def render(console: Console, data: Mapping[str, Any]) -> None:
     """The diff for people: both states, the ancestor, then each side's changes."""
     for side in ("a", "b"):
         info = data[side]
         line = Text(f"{side.upper()}  ", style=SIDE_STYLES[side])
-        line.append(one_line(info["revision"]), style="bold")
+        line.append(one_line(shown_revision(info["revision"], info["session"])), style="bold")
         line.append(f"  {one_line(info['title'])}")
         line.append(f"  (commit {info['commit'][:10]})", style="dim")
         console.print(line)

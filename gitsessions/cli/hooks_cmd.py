@@ -111,13 +111,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(hooks_app, name="hooks")
 
 
-def session_of(state: State, session: str | None, commit: str | None) -> str:
-    """`show ID` or `show --commit SHA`: the session to show (its id or a prefix)."""
-    if (session is None) == (commit is None):
-        raise BadUsage("show needs a session ID or --commit SHA (one of them)")
+def session_of(state: State, session: str | None, commit: str) -> str:
+    """`show --commit SHA`: the session to show (its id), the one its trailer names."""
     if session is not None:
-        return session
-    assert commit is not None
+        raise BadUsage("show takes a session ID or --commit SHA, not both")
     sha, ids = git_hooks.sessions_of_commit(Path.cwd(), commit, state.env)
     if not ids:
         raise InvalidInput(

@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 # command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor_cmd", "Check the store for what git fsck cannot see, and repair it."),
     "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
     "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
+    "snapshot": ("snapshot_cmd", "Restore a code snapshot, such as one `rewind --force` saved."),
     "worktree": ("worktree_cmd", "List, remove or restore the git worktrees of forks."),
     "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
@@ -73,6 +74,7 @@ def load(name: str) -> Any:
     module = import_module(f"gitsessions.cli.{COMMANDS[name][0]}")
     app = typer.Typer(rich_markup_mode=None, add_completion=False)
     module.register(app)
+    _plain_arguments(app)
     for info in app.registered_commands:
         if info.name == name:
             command = typer.main.get_command_from_info(
@@ -85,6 +87,57 @@ def load(name: str) -> Any:
         command = typer.main.get_group(app).commands[name]
     started()
     return command
+
+
+class Command(TyperCommand):
+    """A command whose usage line and `Arguments:` list name each argument as people
+    write it: its metavar (else its name in capitals), `[NAME]` when it may be left out,
+    `NAME...` when it takes many; never typer's `{NAME}` or its type (`<list[str]>`).
+    A metavar already in brackets (`[REMOTE] [ID]...`) is shown as it is."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(_argument_usage(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((_argument_name(param), record[1]))
+            elif param.param_type_name == "option":
+                options.append(record)
+        for title, records in (("Arguments", arguments), ("Options", options)):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+
+def _argument_name(param: Any) -> str:
+    name = str(param.metavar or (param.name or "").upper())
+    return name + ("..." if param.nargs != 1 and not name.endswith("...") else "")
+
+
+def _argument_usage(param: Any) -> str:
+    name = _argument_name(param)
+    return name if param.required or name.startswith("[") else f"[{name}]"
+
+
+def _plain_arguments(app: typer.Typer) -> None:
+    """Every command of `app` and of its groups built as a `Command`."""
+    for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):  # typer's default: not a class of our own
+            info.cls = Command
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _plain_arguments(group.typer_instance)
 
 
 def hoist_home(args: list[str]) -> list[str]:

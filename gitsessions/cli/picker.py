@@ -7,6 +7,8 @@ the marked line, a number picks that line (at once when no longer number starts 
 else at Enter), Esc, q or Ctrl-C cancels. When stdin is not a terminal nothing can be
 asked: the numbered list is printed and `NoTerminal` (bad usage, exit 2) says how to name
 a session instead. Every line is a stored string shown visible-safe, cut to the width.
+Only the `SHOWN` most recent are offered; a line under them says how many more there are
+and which command lists them all.
 """
 
 import os
@@ -15,7 +17,7 @@ import sys
 import termios
 import tty
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 SHOWN = 15  # the most recent sessions offered
 UP = {b"\x1b[A", b"\x1bOA", b"k"}
@@ -49,14 +52,31 @@ class Choice:
     line: str  # one line: short id, last activity, label, origin
 
 
-def recent(store: SessionStore, workspace: Path, current: str | None = None) -> list[Choice]:
-    """The most recently active sessions of `workspace` (and their forks), unarchived;
-    each damaged session ref named on stderr."""
+@dataclass(frozen=True)
+class Offered:
+    """The sessions a picker offers, and how many older ones it leaves out."""
+
+    choices: list[Choice] = field(default_factory=list)
+    more: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.choices)
+
+
+def recent(store: SessionStore, workspace: Path, current: str | None = None) -> Offered:
+    """The `SHOWN` most recently active sessions of `workspace` (and their forks),
+    unarchived, and how many more there are; each damaged session ref named on stderr."""
     catalog = Catalog(store)
     rows = listing.session_rows(catalog, include_archived=False, workspace=workspace)
     warn_damaged(catalog.damaged)
     rows.sort(key=lambda r: bool(r["no_reply"]))  # a failed start is never the default
-    return [choice(r, r["id"] == current) for r in rows[:SHOWN]]
+    shown = [choice(r, r["id"] == current) for r in rows[:SHOWN]]
+    return Offered(shown, max(0, len(rows) - SHOWN))
+
+
+def more_line(more: int) -> str:
+    """What the picker says under its list when it left older sessions out."""
+    return f"... and {plural(more, 'older session')}: `gitsessions list --here` lists them all"
 
 
 def choice(row: dict[str, Any], current: bool = False) -> Choice:
@@ -66,18 +86,20 @@ def choice(row: dict[str, Any], current: bool = False) -> Choice:
     return Choice(row["id"], line + ("  (this session)" if current else ""))
 
 
-def pick(console: Console, choices: Sequence[Choice], heading: str, hint: str) -> str | None:
+def pick(console: Console, offered: Offered, heading: str, hint: str) -> str | None:
     """The id picked, or None when cancelled; `hint` tells how to name a session when
     there is no terminal to ask on (raised as `NoTerminal` after the numbered list)."""
     if not sys.stdin.isatty():
-        for n, c in enumerate(choices, 1):
+        for n, c in enumerate(offered.choices, 1):
             console.print(Text(f"{n:>2}. {c.line}"), highlight=False, markup=False)
+        if offered.more:
+            console.print(Text(more_line(offered.more)), highlight=False, markup=False)
         raise NoTerminal(f"stdin is not a terminal, so no session can be picked: {hint}")
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
-        return _Picker(console, choices, heading).run(fd)
+        return _Picker(console, offered.choices, heading, offered.more).run(fd)
     except KeyboardInterrupt:
         return None
     finally:
@@ -85,9 +107,12 @@ def pick(console: Console, choices: Sequence[Choice], heading: str, hint: str) -
 
 
 class _Picker:
-    def __init__(self, console: Console, choices: Sequence[Choice], heading: str) -> None:
+    def __init__(
+        self, console: Console, choices: Sequence[Choice], heading: str, more: int = 0
+    ) -> None:
         self.console = console
         self.choices = choices
+        self.more = more
         self.heading = heading
         self.at = 0
         self.typed = ""
@@ -130,6 +155,8 @@ class _Picker:
             if marked:
                 line.stylize("reverse")
             lines.append(line)
+        if self.more:
+            lines.append(Text(more_line(self.more), style="dim"))
         typed = f"number: {self.typed}" if self.typed else ""
         lines.append(
             Text(f"↑/↓ or a number, Enter picks, Esc cancels  {typed}".rstrip(), style="dim")

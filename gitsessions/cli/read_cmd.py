@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.args import IdArg, JsonFlag, state_of
+from gitsessions.cli.args import JsonFlag, OptionalIdArg, session_or_latest, state_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import (
@@ -24,6 +24,7 @@ from gitsessions.cli.render import (
     stream_json_list,
     stream_messages,
 )
+from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
 from gitsessions.store.refs import ref_name
 from gitsessions.values.ids import short
@@ -49,7 +50,7 @@ def cmd_list(
         typer.Option(
             "--here",
             help="Only sessions of this project (this folder, or anywhere in its git "
-            "repository) and their forks.",
+            "repository), its worktree forks and their forks.",
         ),
     ] = False,
     tree: Annotated[bool, typer.Option("--tree", help="Show forks under their parent.")] = False,
@@ -88,30 +89,9 @@ def cmd_list(
     if pipe:
         write_records(plain_out, (_list_record(r) for _depth, r in ordered))
         return
-    from rich.table import Table  # for a terminal only
+    from gitsessions.cli import list_table  # for a terminal only (rich)
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "summary", "msgs", "compact", "active", "parent", "workspace"):
-        if column in ("title", "summary"):
-            table.add_column(column, overflow="fold", min_width=16 if column == "title" else 8)
-        elif column == "workspace":
-            table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
-        else:
-            table.add_column(column, no_wrap=True)
-    for depth, r in ordered:
-        title = r["title"] or ("" if r["summary"] else listing.label(r))
-        title += listing.marks(r)
-        table.add_row(
-            ("  " * (depth - 1) + "└ " if depth else "") + short(r["id"]),
-            one_line(title),
-            one_line(r["summary"]),
-            str(r["messages"]),
-            str(r["compactions"]),
-            one_line((r["active_at"] or "")[:16].replace("T", " ")),
-            one_line(listing.origin(r)),
-            one_line(r["workspace"] or ""),
-        )
-    consoles.out.print(table, markup=False, highlight=False)
+    list_table.show(consoles.out, ordered)
     if total > len(rows):
         consoles.err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
 
@@ -134,9 +114,11 @@ def _list_record(r: dict[str, Any]) -> list[object]:
 PLACE = ("path", "repo_root", "branch", "head")  # the workspace line; `made by` says the rest
 
 
-def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> None:
-    """Show one session: ids, counts, usage, settings, workspace, branch and head."""
-    session_id, commit, h, usage, exists = _info_source(state_of(ctx), session)
+def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag = False) -> None:
+    """Show one session (without ID: this project's latest): ids, counts, usage,
+    settings, workspace, branch and head."""
+    state = state_of(ctx)
+    session_id, commit, h, usage, exists = _info_source(state, session_or_latest(state, session))
     counts = h.get("counts") or {}
     info = {
         "id": session_id,
@@ -174,17 +156,9 @@ def cmd_info(ctx: typer.Context, session: IdArg, json_: JsonFlag = False) -> Non
         ("summary", info["summary"]),
         ("parent", parent),
         ("archived", "yes" if info["archived"] else "no"),
-        (
-            "messages",
-            f"{info['messages']} in the transcript, "
-            f"{info['context_messages']} in the working context",
-        ),
-        ("compactions", str(info["compactions"])),
-        (
-            "usage",
-            f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
-            f"{plural(u['requests'], 'request')}, ${u['cost_usd']:.4f}",
-        ),
+        ("messages", messages_text(info["messages"], info["context_messages"])),
+        ("compactions", f"{info['compactions']:,}"),
+        ("usage", usage_text(u)),
         ("model", info["model"] or "-"),
         ("settings", _settings_line(info["settings"])),
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
@@ -243,10 +217,7 @@ NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the outpu
 
 def cmd_show(
     ctx: typer.Context,
-    session: Annotated[
-        str | None,
-        typer.Argument(metavar="[ID]", help="Session id or a unique prefix (4+)."),
-    ] = None,
+    session: OptionalIdArg = None,
     commit: Annotated[
         str | None,
         typer.Option(
@@ -264,13 +235,15 @@ def cmd_show(
     json_: JsonFlag = False,
     no_pager: NoPager = False,
 ) -> None:
-    """Print the full transcript (or the working context) of a session, through $PAGER
-    on a terminal."""
+    """Print the full transcript (or the working context) of a session (without ID:
+    this project's latest), through $PAGER on a terminal."""
     state = state_of(ctx)
-    if session is None or commit is not None:
+    if commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
         session = session_of(state, session, commit)
+    else:
+        session = session_or_latest(state, session)
     head = _head(ctx, session)
     reader = state.reader
     if context:
@@ -286,18 +259,19 @@ def cmd_show(
 
 def cmd_log(
     ctx: typer.Context,
-    session: IdArg,
+    session: OptionalIdArg = None,
     steps: Annotated[
         bool, typer.Option("--steps", help="One line per commit (every step of every turn).")
     ] = False,
     json_: JsonFlag = False,
     no_pager: NoPager = False,
 ) -> None:
-    """The session's history, newest first: one line per turn (its prompt, steps and the
-    tools it used) and per other event; a fork shows its parent's history too. Paged on
-    a terminal; piped, one tab-separated line per record."""
+    """The session's history (without ID: this project's latest session's), newest first:
+    one line per turn (its prompt, steps and the tools it used) and per other event; a
+    fork shows its parent's history too. Paged on a terminal; piped, one tab-separated
+    line per record."""
     state = state_of(ctx)
-    head = _head(ctx, session)
+    head = _head(ctx, session_or_latest(state, session))
     from gitsessions.services.sessions import sessionlog
 
     entries = sessionlog.commits(state.reader, head)

@@ -11,6 +11,7 @@ from rich.console import Console
 from gitsessions.cli.args import IdArg
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
+from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.code.worktree_mark import check, workspace_for
 from gitsessions.services.sessions import points
@@ -36,34 +37,42 @@ def session_workspace(head: Head, flag: Path | None, home: Path, env: Mapping[st
 
 
 def report(console: Console, done: Rewound) -> None:
-    """What changed: the files, the working context's messages."""
+    """What changed (`done.dry_run`: what would change): the files, the working
+    context's messages, and the command that restores what `--force` saved first."""
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
     for note in done.notes:
         console.print(vtext(note, style="yellow"), highlight=False)
-    if done.saved:
-        console.print(
-            f"saved the workspace's changes first as snapshot {done.saved[:12]}",
-            markup=False,
-            highlight=False,
-        )
+    if done.unchanged:
+        say(f"already at turn {done.turn}: nothing to change")
+        return
+    would = done.dry_run
+    if done.saved and done.root is not None:
+        say(f"saved the workspace's changes first as snapshot {done.saved[:12]}; to get them back:")
+        # on one line however wide: it is copied whole
+        console.print(restore_command(done.root, done.saved), markup=False, highlight=False,
+                      soft_wrap=True)  # fmt: skip
+    elif would and done.unheld:
+        say("the workspace's changes no snapshot holds would be saved as a snapshot first")
     if done.code:
         files = done.files
         total = sum(len(v) for v in files.values())
-        console.print(
+        changed = "would change" if would else "changed"
+        say(
             f"code: back to turn {done.turn} (snapshot {(done.snapshot or '')[:12]}), "
-            f"{total} file{'s' if total != 1 else ''} changed",
-            markup=False,
-            highlight=False,
+            f"{plural(total, 'file')} {changed}"
         )
         for label, mark in (("restored", "M"), ("added", "A"), ("removed", "D")):
             for path in files.get(label, []):
-                console.print(f"  {mark} {one_line(path)}", markup=False, highlight=False)
+                say(f"  {mark} {one_line(path)}")
     if done.chat:
-        console.print(
-            f"chat: back to turn {done.turn}: the working context goes from "
-            f"{done.context_before} to {plural(done.context_after, 'message')}; the "
-            "transcript keeps every message",
-            markup=False,
-            highlight=False,
+        goes = "would go" if would else "goes"
+        say(
+            f"chat: back to turn {done.turn}: the working context {goes} from "
+            f"{done.context_before:,} to {plural(done.context_after, 'message')}; the "
+            "transcript keeps every message"
         )
 
 
@@ -94,7 +103,9 @@ def cmd_rewind(
     """Go back to turn N, never destructively: the chat (a new commit whose working
     context and plan are turn N's; the transcript keeps everything and records the
     rewind) and the code (the workspace's files as turn N's snapshot; refused when the
-    workspace has changes no snapshot holds, unless --force). Default: both."""
+    workspace has changes no snapshot holds, unless --force, which snapshots them first
+    and prints the `gitsessions snapshot restore` command that brings them back).
+    Default: both. Already at turn N: nothing is committed."""
     state: State = ctx.obj
     store = state.store
     session_id = store.resolve(session)
@@ -112,7 +123,8 @@ def cmd_rewind(
         force=force,
     )
     report(err, done)
-    err.print(f"session {short(session_id)} rewound to turn {turn}", markup=False)
+    if not done.unchanged:
+        err.print(f"session {short(session_id)} rewound to turn {turn}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -29,6 +29,11 @@ def highlighted(snippet: str, marks: Marks) -> Text:
     return text
 
 
+def held_by(holders: tuple[str, ...]) -> str:
+    """The sessions holding a hit: the newest, then the others (`abcd1234 +ef015678`)."""
+    return " ".join([short(holders[0]), *("+" + short(o) for o in holders[1:])])
+
+
 def cmd_search(
     ctx: typer.Context,
     query: Annotated[
@@ -48,7 +53,8 @@ def cmd_search(
 
     Every word must occur in one message, title, summary or compaction summary, in any
     order; a word matches anywhere in a word (`authent` finds `authentication`). The
-    system prompt is not searched. Hits show a snippet with the words highlighted.
+    system prompt is not searched. Hits show a snippet with the words highlighted; a
+    message forks share is one hit naming every session that holds it.
     """
     state: State = ctx.obj
     if not query_words(query):
@@ -64,11 +70,19 @@ def cmd_search(
     if not hits:
         err.print("no matches")
         return
-    if piped(out):  # session, message index ("-": a title or summary), role, title, snippet
+    if piped(out):  # session, message index ("-": a title or summary), role, title, snippet,
+        # every session holding the message (forks share it), comma-separated
         write_records(
             out,
             (
-                [h.session, "-" if h.index is None else h.index, h.role, h.title, h.snippet]
+                [
+                    h.session,
+                    "-" if h.index is None else h.index,
+                    h.role,
+                    h.title,
+                    h.snippet,
+                    ",".join(h.holders),
+                ]
                 for h in hits
             ),
         )
@@ -79,7 +93,7 @@ def cmd_search(
     for h in hits:
         where = h.role if h.index is None else f"{h.index} {h.role}"
         snippet = highlighted(h.snippet, h.marks)
-        table.add_row(short(h.session), one_line(h.title), one_line(where), snippet)
+        table.add_row(held_by(h.holders), one_line(h.title), one_line(where), snippet)
     out.print(table, markup=False, highlight=False)
 
 

@@ -13,12 +13,14 @@ from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
-from gitsessions.cli.search import highlighted
+from gitsessions.cli.search import held_by, highlighted
+from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
-from gitsessions.services.code.rewind import rewind
+from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import check_title, short
 from gitsessions.values.plural import plural
 
@@ -30,7 +32,7 @@ HELP = [
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
     ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
-    ("\\rewind N", "back to turn N: working context, plan and files (never destructive)"),
+    ("\\rewind N [--force]", "back to turn N: context, plan and files (shows them, asks first)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
     ("\\sessions", "pick a recent session of this project and switch to it"),
@@ -146,7 +148,7 @@ class Slash:
         if result.outcome == "nothing_to_compact":
             self._say("nothing to compact")
         elif result.outcome == "not_needed":
-            self._say(f"nothing changed ({result.before_tokens} tokens)")
+            self._say(f"nothing changed ({result.before_tokens:,} tokens)")
 
     def title(self, text: str) -> None:
         title = check_title(text)
@@ -167,24 +169,15 @@ class Slash:
         tokens = self.agent.estimate()
         budget = self.agent.config.policy.max_context_tokens
         rows = [
-            ("session", "new (saved with your first prompt)" if session.is_draft else session.id),
+            ("id", "new (saved with your first prompt)" if session.is_draft else session.id),
             ("title", session.header.get("title") or "-"),
             ("summary", session.header.get("summary") or "-"),
-            (
-                "messages",
-                f"{session.messages_total} in the full record, "
-                f"{len(session.context)} in the working context",
-            ),
-            ("compactions", str((session.header.get("counts") or {}).get("compactions", 0))),
-            (
-                "usage",
-                f"{usage.get('prompt_tokens', 0)} prompt + "
-                f"{usage.get('completion_tokens', 0)} completion tokens, "
-                f"{plural(usage.get('requests', 0), 'request')}, ${usage.get('cost_usd', 0.0):.4f}",
-            ),
+            ("messages", messages_text(session.messages_total, len(session.context))),
+            ("compactions", f"{(session.header.get('counts') or {}).get('compactions', 0):,}"),
+            ("usage", usage_text(usage)),
             (
                 "context",
-                f"{tokens} / {budget} tokens ({100 * tokens // budget}%), "
+                f"{tokens:,} / {budget:,} tokens ({100 * tokens // budget}%), "
                 f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
             ),
             ("counting", self.agent.counter.method),
@@ -240,12 +233,20 @@ class Slash:
         )
 
     def rewind(self, text: str) -> None:
-        if not text.strip():
-            self._say("usage: \\rewind N (the turn to go back to)")
-            return
+        usage = (
+            "usage: \\rewind N [--force] (N: the turn to go back to, a number; `gitsessions "
+            "log` lists them; --force snapshots changes no snapshot holds first)"
+        )
+        words = text.split()
+        force = "--force" in words
+        words = [w for w in words if w != "--force"]
         from gitsessions.cli.rewind_cmd import report, session_workspace
 
-        turn = points.parse_turn(text)
+        try:
+            turn = points.parse_turn(words[0] if len(words) == 1 else "")
+        except BadUsage:
+            self._say(usage)
+            return
         if not self._stored("rewind"):
             return
         self.agent.save()
@@ -253,11 +254,34 @@ class Slash:
         workspace = self.workspace or session_workspace(
             session.head, None, session.store.home, os.environ
         )
-        done = rewind(
-            session.store, dict(os.environ), session.id, turn, workspace=workspace, lease_held=True
-        )
+
+        def run(dry_run: bool) -> Rewound:
+            return rewind(session.store, dict(os.environ), session.id, turn, force=force,
+                          workspace=workspace, lease_held=True, dry_run=dry_run)  # fmt: skip
+
+        preview = run(dry_run=True)
+        report(self.err, preview)
+        if preview.unchanged:
+            return
+        if not self._confirm(f"rewind to turn {turn}?"):
+            self._say("not rewound; nothing changed", "dim")
+            return
+        done = run(dry_run=False)
         session.adopt(done.head)
-        report(self.err, done)
+        if done.unchanged or done.saved:  # changed back meanwhile; how to restore the save
+            report(self.err, done)
+        else:
+            self._say(f"rewound to turn {turn}")
+
+    def _confirm(self, question: str) -> bool:
+        """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no)."""
+        self.err.print(vtext(question), end=" ", highlight=False)
+        try:
+            answer = input("[y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            self.err.print()
+            return False
+        return answer.strip().lower() in ("y", "yes")
 
     def pin(self, text: str) -> None:
         if not text.strip():
@@ -282,7 +306,7 @@ class Slash:
     def sessions(self, _: str) -> None:
         session = self.agent.session
         choices = picker.recent(session.store, self.workspace, current=session.id)
-        if not choices or [c.id for c in choices] == [session.id]:
+        if not choices or [c.id for c in choices.choices] == [session.id]:
             self._say("no other session in this workspace yet")
             return
         picked = picker.pick(
@@ -309,7 +333,7 @@ class Slash:
             self._say("no matches")
         for h in hits:
             where = h.role if h.index is None else f"message {h.index}"
-            line = Text(f"{short(h.session)} {one_line(where)}: ")
+            line = Text(f"{held_by(h.holders)} {one_line(where)}: ")
             self.err.print(line + highlighted(h.snippet, h.marks), highlight=False)
 
     def diff(self, other: str) -> None:

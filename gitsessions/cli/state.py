@@ -54,7 +54,11 @@ def _visible_console(name: str) -> "VisibleConsole":
     if name == "out":
         return VisibleConsole(soft_wrap=True, markup=False, highlight=False)
     if name == "err":
-        return VisibleConsole(stderr=True, soft_wrap=True, markup=False, highlight=False)
+        # On a terminal, warnings and notes wrap at word boundaries (the terminal would
+        # cut them mid-word); into a pipe or a file each stays one line.
+        console = VisibleConsole(stderr=True, markup=False, highlight=False)
+        console.soft_wrap = not console.is_terminal
+        return console
     # The chat's replies wrap at word boundaries: they stream through a rich Live
     # display, which crops every line wider than the terminal (soft_wrap would lose
     # the rest).

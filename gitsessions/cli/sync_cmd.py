@@ -159,7 +159,7 @@ def cmd_push(
     args: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[REMOTE] [ID ...]",
+            metavar="[REMOTE] [ID]...",
             help="The remote (default: the only one, else origin), then the sessions.",
         ),
     ] = None,

@@ -90,11 +90,12 @@ def cmd_remove(
     session keeps working (in the directory it is resumed from) and records the removal."""
     state: State = ctx.obj
     store = state.store
-    err.print(
-        one_line(worktrees.remove(store, state.env, store.resolve(session), force)),
-        markup=False,
-        highlight=False,
+    said, _, command = worktrees.remove(store, state.env, store.resolve(session), force).partition(
+        "\n"
     )
+    err.print(one_line(said), markup=False, highlight=False)
+    if command:  # on one line however wide: it is copied whole
+        err.print(one_line(command), markup=False, highlight=False, soft_wrap=True)
 
 
 @worktree_app.command("restore")

@@ -9,12 +9,15 @@ Invariants:
   records the workspace as a new snapshot. Files are written with stock git from a
   temporary index (`read-tree`, `checkout-index`); HEAD, the index and the stash are
   untouched; files the snapshot lacks are removed (a snapshot holds them).
+- A rewind that would change nothing (the working context and plan already turn N's,
+  the files already its snapshot's) commits nothing: `unchanged`. `dry_run` says what a
+  rewind would change and changes nothing (`\\rewind N` asks with it first).
 - All of it happens under the session's lease: no agent can run a turn meanwhile.
 """
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 
 MARK = "[rewind]"
+NEAREST = 20  # the newest snapshots a refusal compares the workspace with
 
 
 class RewindRefused(InvalidInput):
@@ -44,9 +48,13 @@ class Rewound:
     context_before: int = 0
     context_after: int = 0
     files: dict[str, list[str]] = field(default_factory=dict)  # restored, added, removed
-    saved: str | None = None  # the snapshot --force took first
+    saved: str | None = None  # the snapshot --force took first (a dry run: `unheld`)
     snapshot: str | None = None  # the code now in the workspace
     notes: list[str] = field(default_factory=list)
+    root: Path | None = None  # the project's working tree, when the code was looked at
+    unchanged: bool = False  # already at turn N: nothing was committed or written
+    unheld: bool = False  # the workspace has changes no snapshot holds (--force saves them)
+    dry_run: bool = False
 
 
 def rewind(
@@ -60,13 +68,15 @@ def rewind(
     code: bool | None = None,
     force: bool = False,
     lease_held: bool = False,
+    dry_run: bool = False,
 ) -> Rewound:
     """Rewind `session_id` to turn `turn`. `code=None` (the default of both): rewind the
-    code when there is a snapshot to rewind to, else say so in a note."""
+    code when there is a snapshot to rewind to, else say so in a note. `dry_run`: what
+    it would change, nothing changed."""
     if lease_held:
-        return _rewind(store, env, session_id, turn, workspace, chat, code, force)
+        return _rewind(store, env, session_id, turn, workspace, chat, code, force, dry_run)
     with Lease(store.home, session_id):
-        return _rewind(store, env, session_id, turn, workspace, chat, code, force)
+        return _rewind(store, env, session_id, turn, workspace, chat, code, force, dry_run)
 
 
 def _rewind(
@@ -78,12 +88,14 @@ def _rewind(
     chat: bool,
     code: bool | None,
     force: bool,
+    dry_run: bool,
 ) -> Rewound:
     head = store.head(session_id)
     target = points.turn_commit(store, head, turn)
-    result = Rewound(turn, head, chat, False)
+    result = Rewound(turn, head, chat, False, dry_run=dry_run)
     snap = points.snapshot_at(store, head, target)
     project = find_project(workspace, env)
+    apply: Callable[[], None] | None = None
     if code is not False:
         reason = None
         if project is None:
@@ -96,7 +108,7 @@ def _rewind(
             result.notes.append(f"note: the code stays as it is: {reason}")
         else:
             assert project is not None and snap is not None
-            _rewind_code(store, env, head, project, snap, force, result)
+            apply = _rewind_code(store, env, head, project, snap, force, result)
     target_head = store.head_at(session_id, target)
     context = store.read(target_head, "context") if chat else None
     plan = store.read(target_head, "plan") if chat else None
@@ -105,6 +117,17 @@ def _rewind(
     what = " and ".join(w for w, on in (("chat", chat), ("code", result.code)) if on)
     if not what:
         raise InvalidInput("nothing to rewind: give --chat, --code or both")
+    same_chat = not chat or (
+        context == store.read(head, "context") and plan == store.read(head, "plan")
+    )
+    same_code = not result.code or not any(result.files.values())
+    if same_chat and same_code:
+        result.unchanged = True
+        return result
+    if dry_run:
+        return result
+    if apply is not None:
+        apply()
     note = (
         f"{MARK} the {what} went back to turn {turn}"
         + (f" (code snapshot {result.snapshot[:12]})" if result.snapshot else "")
@@ -138,32 +161,25 @@ def _rewind_code(
     snap: str,
     force: bool,
     result: Rewound,
-) -> None:
+) -> Callable[[], None]:
+    """What rewinding the code changes, in `result` (refused when changes no snapshot
+    holds would be lost, unless `force`); returns what applies it (the save first)."""
+    result.root = project.root
     target_tree = snapshots.tree_of(project, env, snap)
     captured = snapshots.capture(project, env)
-    known = snapshots.trees_of(project, env, points.all_snapshots(store, head))
+    recorded = points.all_snapshots(store, head)
+    known = snapshots.trees_of(project, env, recorded)
     if captured.tree not in known:
-        newest = snapshots.newest(project, env, head.id)
-        against = newest.tree if newest else _empty_tree(project, env)
-        changed = [p for _s, p in _diff(project, env, against, captured.tree)]
+        changed = _unsaved(project, env, recorded[:NEAREST], captured.tree)
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         shown = ", ".join(changed[:5]) + more
+        result.unheld = True
         if not force:
             raise RewindRefused(
                 f"the workspace has changes no snapshot of {short(head.id)} holds "
                 f"({shown or 'files'}); nothing was changed. --force snapshots them first"
             )
-        saved = snapshots.record(
-            project,
-            env,
-            head.id,
-            captured,
-            f"gitsessions snapshot: session {short(head.id)} before rewind",
-            newest,
-        )
-        result.saved = saved.commit
-    changes = _diff(project, env, captured.tree, target_tree)
-    _apply(project, env, target_tree, changes)
+    changes = tree_changes(project, env, captured.tree, target_tree)
     result.files = {
         "restored": [p for s, p in changes if s in ("M", "T")],
         "added": [p for s, p in changes if s == "A"],
@@ -172,13 +188,41 @@ def _rewind_code(
     result.code = True
     result.snapshot = snap
 
+    def apply() -> None:
+        if captured.tree not in known:
+            saved = snapshots.record(
+                project,
+                env,
+                head.id,
+                captured,
+                f"gitsessions snapshot: session {short(head.id)} before rewind",
+                snapshots.newest(project, env, head.id),
+            )
+            result.saved = saved.commit
+        apply_changes(project, env, target_tree, changes)
+
+    return apply
+
+
+def _unsaved(
+    project: Project, env: Mapping[str, str], recorded: list[str], tree: str
+) -> list[str]:
+    """The paths of `tree` that differ from the nearest of the `recorded` snapshots
+    (the fewest paths apart): what a rewind would lose."""
+    nearest: list[str] | None = None
+    for against in [*snapshots.trees_of(project, env, recorded)] or [_empty_tree(project, env)]:
+        changed = [p for _s, p in tree_changes(project, env, against, tree)]
+        if nearest is None or len(changed) < len(nearest):
+            nearest = changed
+    return nearest or []
+
 
 def _empty_tree(project: Project, env: Mapping[str, str]) -> str:
     done = git(project.root, env, "hash-object", "-t", "tree", "--stdin", input=b"")
     return snapshots.out(done)
 
 
-def _diff(project: Project, env: Mapping[str, str], a: str, b: str) -> list[tuple[str, str]]:
+def tree_changes(project: Project, env: Mapping[str, str], a: str, b: str) -> list[tuple[str, str]]:
     """`(status, path)` of what differs from tree `a` to tree `b` (A, M, T, D)."""
     done = git(project.root, env, "diff-tree", "-r", "-z", "--no-renames", "--name-status", a, b)
     parts = done.stdout.split(b"\0")
@@ -189,7 +233,7 @@ def _diff(project: Project, env: Mapping[str, str], a: str, b: str) -> list[tupl
     return pairs
 
 
-def _apply(
+def apply_changes(
     project: Project, env: Mapping[str, str], tree: str, changes: list[tuple[str, str]]
 ) -> None:
     """Make the workspace's files those of `tree` for `changes` (from `_diff`)."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code import snapshots
+from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.snapshots import (
     IDENTITY,
     Project,
@@ -266,7 +267,8 @@ def _set_mark(
 
 
 def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: bool) -> str:
-    """Remove the session's worktree (its branch stays); returns what happened."""
+    """Remove the session's worktree (its branch stays); returns what happened (its last
+    line, when `force` snapshotted changes, the command line that brings them back)."""
     checked = _marked(store, env, session_id)
     mark = checked.mark
     assert mark is not None
@@ -291,7 +293,11 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
                     session_id,
                     f"gitsessions snapshot: session {short(session_id)} before worktree remove",
                 )
-                saved = f"; its changes are kept in snapshot {snap.commit[:12]}"
+                back = restore_command(path, snap.commit)
+                saved = (
+                    f"; its changes are kept in snapshot {snap.commit[:12]}; to get them back:"
+                    f"\ngitsessions worktree restore {short(session_id)} && {back}"
+                )
         git(repo, env, "worktree", "remove", "--force", str(path))
     else:
         git(repo, env, "worktree", "prune")

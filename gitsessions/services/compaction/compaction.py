@@ -79,6 +79,7 @@ class CompactionResult:
     usage: dict[str, int] | None = None
     notes: tuple[str, ...] = ()
     dry_run: bool = False
+    after_min: int | None = None  # a dry run's summary: at least this many tokens after
 
     @property
     def changed(self) -> bool:
@@ -164,7 +165,7 @@ def compact(
         what = f"{len(clearing) - giants} tool outputs"
         if giants:
             what = f"{giants} giant messages (cut to a head and a tail) and {what}"
-        notes.append(f"cleared {what}: {before} -> {after_clear} tokens")
+        notes.append(f"cleared {what}: {before:,} -> {after_clear:,} tokens")
     stage1 = None
     if clearing:
         stage1 = base.result(cleared_msgs, after_clear, ("clear",), [i for _, i in clearing])
@@ -178,7 +179,7 @@ def compact(
         return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
     if not summarizing:
         if (boundaries and not clear_only) or _candidates(work, record, start, policy, count)[0]:
-            notes.append(f"already at or under the target ({before} tokens); nothing changed")
+            notes.append(f"already at or under the target ({before:,} tokens); nothing changed")
             return base.result(work, before, (), (), notes, outcome="not_needed")
         notes.append("nothing to compact: no older turns and no clearable tool output")
         return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
@@ -203,17 +204,29 @@ def compact(
         older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
     )
     notes.extend(request.notes)
-    if dry_run:
+    if dry_run:  # what the run does: summarize, keep the result only if it is smaller
         placeholder = [cleared_msgs[0], make_note("", ledger_text), *cleared_msgs[cut:]]
-        estimate = count(placeholder) + policy.summary_max_tokens
+        floor = count(placeholder)  # the context with an empty summary
+        estimate = floor + policy.summary_max_tokens
         notes.append(
             f"would summarize {plural(len(older), 'message')} before message {cut} "
-            f"({count(older)} tokens); after: about {estimate} tokens at most"
+            f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
+            f"{policy.summary_max_tokens:,})"
         )
-        if estimate >= before:  # a summary could be as long as what it replaces
-            notes.append("summarizing would not make the context smaller; nothing to do")
+        if floor >= before:  # even an empty summary would not help
+            notes.append(
+                f"summarizing cannot make the context smaller ({floor:,} tokens without "
+                "any summary); nothing to do"
+            )
             return base.result(work, before, (), (), notes, outcome="not_needed")
-        return base.result(work, estimate, stages, kept_clear, notes, summarized=len(older))
+        if estimate >= before:
+            notes.append(
+                f"the run keeps the summary only if it is under {before - floor:,} tokens; "
+                "a longer one is refused and nothing changes"
+            )
+        return base.result(
+            work, estimate, stages, kept_clear, notes, summarized=len(older), after_min=floor
+        )
     try:
         summary = _summarize(request, summarize)
         compacted = [cleared_msgs[0], make_note(summary.text, ledger_text), *cleared_msgs[cut:]]
@@ -234,7 +247,7 @@ def compact(
             kept = stage1.but(notes=(*notes, f"kept the cleared tool outputs only: {reason}"))
             return _guarded(kept, paired, None)
         raise
-    notes.append(f"summarized {plural(len(older), 'message')}: {after_clear} -> {after} tokens")
+    notes.append(f"summarized {plural(len(older), 'message')}: {after_clear:,} -> {after:,} tokens")
     final = base.result(
         compacted,
         after,

@@ -29,11 +29,16 @@ def _trailers(store: SessionStore, head: Head) -> Iterator[tuple[bytes, dict[str
 
 
 def turn_commit(store: SessionStore, head: Head, turn: int) -> bytes:
-    """The newest commit of turn `turn`."""
+    """The newest commit of turn `turn` (`NoSuchPoint` names the last turn there is)."""
+    last = 0
     for commit_id, trailers in _trailers(store, head):
-        if trailers.get("Event") == "turn" and trailers.get("Turn") == str(turn):
-            return commit_id
-    raise NoSuchPoint(f"session {head.id[:8]} has no turn {turn}")
+        number = trailers.get("Turn", "")
+        if trailers.get("Event") == "turn" and number.isdigit():
+            if int(number) == turn:
+                return commit_id
+            last = max(last, int(number))
+    has = f"its last turn is {last}" if last else "it has no turns"
+    raise NoSuchPoint(f"session {head.id[:8]} has no turn {turn} ({has})")
 
 
 def parse_turn(text: str) -> int:

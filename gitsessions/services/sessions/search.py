@@ -19,6 +19,8 @@ the others still searched); a cache that cannot be read, or was built for
 another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
 Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
+A message several sessions share (a fork and its parent) is one hit naming every session
+that holds it, newest first.
 With redaction on, text is redacted before it is indexed, so even a session stored before
 redaction existed (or with it off) cannot be searched for a secret's value; an index built
 under the other setting, or under other rules (`mode` holds `rules_id()`, 0 with redaction
@@ -70,10 +72,17 @@ class Hit:
     role: str  # message role, or "title" / "summary" / "compaction"
     snippet: str
     marks: Marks = ()  # where the query's words are in the snippet
+    # every session holding this message, `session` (the newest) first: forks share it
+    sessions: tuple[str, ...] = ()
+
+    @property
+    def holders(self) -> tuple[str, ...]:
+        return self.sessions or (self.session,)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "session": self.session,
+            "sessions": list(self.holders),
             "title": self.title,
             "index": self.index,
             "role": self.role,
@@ -300,11 +309,13 @@ class SearchIndex:
         limit: int,
         session: str | None,
         sessions: Collection[str] | None,
-    ) -> list[tuple[str, int, str, str, str]]:
-        """`(session, index, role, text, title)` of each message, title or summary for
-        which `where` holds (written against a table named `{t}` with a `text` column,
+    ) -> list[tuple[str, int, str, str, str, tuple[str, ...]]]:
+        """`(session, index, role, text, title, holders)` of each message, title or summary
+        for which `where` holds (written against a table named `{t}` with a `text` column,
         taking `args`), newest session first. A segment's text is matched once, however
-        many sessions hold it."""
+        many sessions hold it, and a message those sessions share is one row: `session`
+        the newest of them (SQLite gives a bare column the values of the row `MAX`
+        picked), `holders` all of them, newest first."""
         filters, extra = "", []
         if not include_archived:
             filters += " AND meta.archived = 0"
@@ -316,17 +327,29 @@ class SearchIndex:
             extra.append(json.dumps(sorted(sessions)))
         sql = (
             f"SELECT holds.session, holds.start + texts.rowid % {SLOTS}, texts.role, texts.text,"
-            " meta.title, meta.updated_at FROM texts"
+            " meta.title, MAX(meta.updated_at), holds.blob, holds.start FROM texts"
             f" JOIN holds ON holds.blob = texts.rowid / {SLOTS}"
             f" JOIN meta ON meta.session = holds.session WHERE {where.format(t='texts')}"
-            f"{filters} UNION ALL "
+            f"{filters} GROUP BY texts.rowid, holds.start UNION ALL "
             "SELECT labels.session, labels.idx, labels.role, labels.text, meta.title,"
-            " meta.updated_at FROM labels JOIN meta ON meta.session = labels.session"
+            " meta.updated_at, NULL, NULL FROM labels JOIN meta ON meta.session = labels.session"
             f" WHERE {where.format(t='labels')}{filters}"
             " ORDER BY 6 DESC, 1, 2 LIMIT ?"
         )
         rows = db.execute(sql, [*args, *extra, *args, *extra, limit]).fetchall()
-        return [(sid, idx, role, text, title) for sid, idx, role, text, title, _ in rows]
+        found = []
+        for sid, idx, role, text, title, _, blob, start in rows:
+            holders: tuple[str, ...] = (sid,)
+            if blob is not None:
+                others = db.execute(
+                    "SELECT holds.session FROM holds JOIN meta ON meta.session = holds.session"
+                    f" WHERE holds.blob = ? AND holds.start = ?{filters}"
+                    " ORDER BY meta.updated_at DESC, holds.session",
+                    [blob, start, *extra],
+                )
+                holders += tuple(row[0] for row in others if row[0] != sid)
+            found.append((sid, idx, role, text, title, holders))
+        return found
 
     # -- query ----------------------------------------------------------------------------
 
@@ -367,7 +390,8 @@ class SearchIndex:
                 sessions=sessions,
             )
         hits = []
-        for sid, idx, role, text, title in rows:
+        for sid, idx, role, text, title, holders in rows:
             shown, marks = snippet(text, words)
-            hits.append(Hit(sid, title, idx if idx >= 0 else None, role, shown, marks))
+            where = idx if idx >= 0 else None
+            hits.append(Hit(sid, title, where, role, shown, marks, holders))
         return hits
