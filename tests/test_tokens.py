@@ -209,6 +209,16 @@ def test_kept_counts_come_back_exact_without_loading_the_tokenizer(tmp_path) -> 
     assert later.keys(CONTEXT, TOOLS) == []
     assert later.bound(CONTEXT, TOOLS) == exact
     assert not later.loaded  # recalling and bounding loaded no tokenizer
+    asking = TokenCounter()  # the agent's way: the bound asks for what it does not hold
+    asked: list[int] = []
+
+    def lookup(keys: list[bytes]) -> dict[bytes, int]:
+        asked.append(len(keys))
+        return TokenCounts(tmp_path, asking).lookup(keys)
+
+    assert asking.bound(CONTEXT, TOOLS, recall=lookup) == exact
+    assert asking.bound(CONTEXT, TOOLS, recall=lookup) == exact
+    assert asked == [len(CONTEXT) + 1] and not asking.loaded  # asked once
     grown = [*CONTEXT, {"role": "user", "content": "a new prompt, never counted"}]
     assert later.bound(grown, TOOLS) >= TokenCounter().count_context(grown, TOOLS)
     assert later.count_context(grown, TOOLS) == TokenCounter().count_context(grown, TOOLS)

@@ -162,6 +162,7 @@ class Agent:
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
         self._kept = TokenCounts(session.store.home, counter)  # counts earlier turns made
+        self._recalled = False  # whether the context's kept counts were read back
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -384,11 +385,13 @@ class Agent:
         of paying for the same failing summary at every step."""
         policy = self.config.policy
         context = self.session.context
-        self._kept.recall(self.counter.keys(context, self.tools))
         if not self.counter.loaded:
-            bound = self.counter.bound(context, self.tools)
+            bound = self.counter.bound(context, self.tools, recall=self._kept.lookup)
             if bound <= policy.trim_threshold * policy.max_context_tokens:
                 return None, False
+        elif not self._recalled:  # loaded ahead (chat): what is kept need not be encoded
+            self._kept.recall(self.counter.keys(context, self.tools))
+        self._recalled = True
         try:
             return self._budget(policy)
         finally:

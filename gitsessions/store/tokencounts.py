@@ -36,8 +36,14 @@ class TokenCounts:
 
     def recall(self, keys: Sequence[bytes]) -> int:
         """Give the counter the kept counts of `keys`; how many were found."""
+        found = self.lookup(keys)
+        self.counter.recall(found)
+        return len(found)
+
+    def lookup(self, keys: Sequence[bytes]) -> dict[bytes, int]:
+        """The kept counts of those of `keys` that have one (for the counter's encoding)."""
         if not keys or not self.path.exists():
-            return 0
+            return {}
         import sqlite3
 
         from gitsessions.store.cache import open_cache
@@ -55,9 +61,8 @@ class TokenCounts:
                     )
                     found.update((bytes(key), int(tokens)) for key, tokens in rows)
         except (sqlite3.Error, OSError):
-            return 0
-        self.counter.recall(found)
-        return len(found)
+            return {}
+        return found
 
     def keep(self) -> int:
         """Write the counts the counter's tokenizer made since the last call; how many."""

@@ -124,35 +124,46 @@ class TokenCounter:
         return self._loaded is not None
 
     def bound(
-        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        recall: Callable[[list[bytes]], Mapping[bytes, int]] | None = None,
     ) -> int:
         """An upper bound of `estimate` that needs no tokenizer: a message (or the tool
         schemas) counted before adds its count, any other its bytes (a token is at least
-        one byte, and every text counted is inside the messages' and schemas' JSON). A
-        message too long to count exactly (or not JSON) and not counted makes it
-        unbounded."""
-        total = REPLY_PRIMING
+        one byte, and every text counted is inside the messages' and schemas' JSON).
+        `recall` is asked once for the counts of those this counter does not hold (the
+        counts kept by earlier processes), before any bytes are summed. A message too
+        long to count exactly (or not JSON) and not counted makes it unbounded."""
+        items: list[tuple[bytes, int]] = []  # (key, its byte bound), for each item
         try:
             for message in messages:
-                known = self._known(b"m", message)
-                if known is not None:
-                    total += known
-                    continue
-                if _text_chars(message) > EXACT_CHARS:
-                    return sys.maxsize
+                if _text_chars(message) > CACHE_CHARS:
+                    return sys.maxsize  # never cached, never counted exactly
+                line = dumps_line(message)
                 calls = message.get("tool_calls")
                 per_call = TOOL_CALL_OVERHEAD * (len(calls) if isinstance(calls, list) else 0)
-                total += len(dumps_line(message)) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
-            known = self._known(b"t", tools) if tools else 0
-            if known is not None:
-                total += known
-            else:
-                total += TOOLS_OVERHEAD
-                for tool in tools or []:
-                    total += len(dumps_line(tool)) + TOOL_SCHEMA_OVERHEAD
+                size = len(line) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
+                if _text_chars(message) > EXACT_CHARS:
+                    size = sys.maxsize  # unless known: a sampled count is not bounded
+                items.append((b"m" + _digest(line), size))
+            if tools:
+                line = dumps_line(tools)
+                size = TOOLS_OVERHEAD + len(line) + TOOL_SCHEMA_OVERHEAD * len(tools)
+                items.append((b"t" + _digest(line), size))
         except (TypeError, InvalidInput):
             return sys.maxsize
-        return math.ceil(total * self.ratio)
+        if recall is not None:
+            with self._lock:
+                missing = [key for key, _size in items if key not in self._cache]
+            if missing:
+                self.recall(recall(missing))
+        total = REPLY_PRIMING
+        with self._lock:
+            for key, size in items:
+                known = self._cache.get(key)
+                total += size if known is None else known
+        return sys.maxsize if total >= sys.maxsize else math.ceil(total * self.ratio)
 
     def keys(
         self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
@@ -249,16 +260,6 @@ class TokenCounter:
 
     # -- internals -------------------------------------------------------------------
 
-    def _known(self, kind: bytes, value: Any) -> int | None:
-        """The count held for `value`, if any (never computing one)."""
-        if kind == b"m" and _text_chars(value) > CACHE_CHARS:
-            return None
-        key = _key(kind, value)
-        if key is None:
-            return None
-        with self._lock:
-            return self._cache.get(key)
-
     def _cached(self, kind: bytes, value: Any, compute: Callable[[], int]) -> int:
         key = _key(kind, value)
         if key is None:  # no canonical JSON: count it, do not cache it
@@ -321,9 +322,13 @@ class TokenCounter:
 def _key(kind: bytes, value: Any) -> bytes | None:
     """`kind` and a hash of `value`'s canonical JSON; None when it has none."""
     try:
-        return kind + hashlib.blake2b(dumps_line(value), digest_size=16).digest()
+        return kind + _digest(dumps_line(value))
     except (TypeError, InvalidInput):
         return None
+
+
+def _digest(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=16).digest()
 
 
 def _text_chars(message: Mapping[str, Any]) -> int:
