@@ -6,8 +6,9 @@ Invariants:
   being the counter's hash of a message's (or a set of tool schemas') canonical JSON,
   so a row is right for any session holding that content, and no text is kept. Only
   counts a tokenizer made are kept (`TokenCounter.fresh`), filed under its encoding.
-- Never in the way: a cache that cannot be read or written (locked, read-only, disk
-  full) gives nothing and keeps nothing, and the counter counts as it would without it.
+- Never in the way: a cache that cannot be read or written (locked past LOCK_WAIT,
+  read-only, disk full) gives nothing and keeps nothing, and the counter counts as it
+  would without it.
 - Bounded: past MAX_ROWS rows the oldest are dropped at the next write.
 - Free when unused: sqlite is imported only to read a file that exists or to keep
   counts a tokenizer made (a turn far under its budget does neither).
@@ -24,6 +25,7 @@ SCHEMA = [
     "tokens INTEGER NOT NULL, UNIQUE (encoding, key))"
 ]
 MAX_ROWS = 200_000
+LOCK_WAIT = 1.0  # seconds a turn waits for another process's write (a few ms), at most
 BATCH = 500  # keys per query (under sqlite's limit on bound parameters)
 
 
@@ -51,7 +53,7 @@ class TokenCounts:
         found: dict[bytes, int] = {}
         encoding = self.counter.encoding_name
         try:
-            with open_cache(self.path, SCHEMA, timeout=1) as db:
+            with open_cache(self.path, SCHEMA, timeout=LOCK_WAIT) as db:
                 for start in range(0, len(keys), BATCH):
                     batch = list(keys[start : start + BATCH])
                     marks = ",".join("?" * len(batch))
@@ -75,7 +77,7 @@ class TokenCounts:
 
         encoding = self.counter.encoding_name
         try:
-            with open_cache(self.path, SCHEMA, timeout=1) as db, db:
+            with open_cache(self.path, SCHEMA, timeout=LOCK_WAIT) as db, db:
                 db.executemany(
                     "INSERT OR IGNORE INTO counts (encoding, key, tokens) VALUES (?, ?, ?)",
                     [(encoding, key, tokens) for key, tokens in fresh.items()],
