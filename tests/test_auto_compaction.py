@@ -105,3 +105,39 @@ def test_tool_output_larger_than_budget_is_truncated(server, tmp_path):
     assert done.returncode == 0, done.stderr
     result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert len(result) <= 4000 and "characters cut" in result
+
+
+def test_kept_counts_decide_compaction_exactly_as_a_fresh_count(server, tmp_path, home):
+    """Issue 24: the token counts a turn keeps (`tokens.sqlite`) are exact, so where a
+    decision depends on them (compact or not, the refusal over the budget, the counts a
+    compaction records) a turn reading them decides as a turn counting everything anew.
+    Two copies of one session run the same turn, one with the counts kept by its first
+    turn and one without any: the same compaction, the same tokens, the same requests."""
+    import shutil
+
+    ws = tmp_path / "p"
+    ws.mkdir()
+    (ws / "big.txt").write_text(" ".join(f"w{i:04d}" for i in range(700)))
+    server.responder = responder
+    common = ["--base-url", server.base_url, "--model", "fake", "--workspace", str(ws),
+              "--max-context-tokens", "4000", "--json"]  # fmt: skip
+    first = run_gitsessions("exec", "read big.txt", *common)
+    assert first.returncode == 0, first.stderr
+    assert (home / "tokens.sqlite").exists()  # the first turn counted, and kept its counts
+    fresh = tmp_path / "fresh-home"
+    shutil.copytree(home, fresh, ignore=shutil.ignore_patterns("tokens.sqlite", "*.lock"))
+    results = []
+    for where in (home, fresh):
+        seen = len(server.requests)
+        done = run_gitsessions("--home", str(where), "exec", "read it again", "--continue",
+                               *common)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        log = json.loads(
+            run_gitsessions("--home", str(where), "log", result["session"], "--json").stdout
+        )
+        compacts = [(e["tokens_before"], e["tokens_after"]) for e in log if e["event"] == "compact"]
+        sent = [r["messages"][1:] for r in server.requests[seen:]]  # (the system prompt
+        results.append((result["compacted"], compacts, sent))  # names the home's path)
+    assert results[0][0] is True and len(results[0][1]) == 1
+    assert results[0] == results[1]

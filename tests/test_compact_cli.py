@@ -94,6 +94,15 @@ def test_compact_runs_both_stages_and_commits(cli, server, store, make_session, 
         cli("show", head.id, "--context", "--json").stdout
     )
     assert cli.json("info", head.id)["compactions"] == 1
+    # the counts compaction made are kept (issue 24): the next turn reads them back
+    from gitsessions.store.tokencounts import TokenCounts
+    from gitsessions.values.tokens import TokenCounter
+
+    later = TokenCounter()
+    kept = TokenCounts(home, later).recall(later.keys(context[2:]))
+    assert kept == len(context) - 2  # every message compaction kept as it was
+    assert later.count_context(context[2:]) == TokenCounter().count_context(context[2:])
+    assert later.cache_misses == 0  # all of them read back, exact
     fsck(home)
 
 

@@ -73,6 +73,36 @@ def test_plain_completion(server: FakeOpenAI, client: ModelClient) -> None:
     assert server.authorizations == ["Bearer sk-test"]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_messages_are_sent_as_they_are_not_walked_by_the_sdk(
+    server: FakeOpenAI, client: ModelClient, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Issue 24: the SDK's type transform walks every message of a request (0.1-0.3 ms
+    each, a cost growing with the session) to change nothing in a plain chat message;
+    the messages go as the request's extra JSON instead, the same on the wire."""
+    from openai.resources.chat.completions import completions
+
+    walked: list[int] = []
+    transform = completions.maybe_transform
+
+    def counting(data: object, *args: object, **kwargs: object) -> object:
+        if isinstance(data, dict):
+            walked.append(len(data.get("messages") or []))
+        return transform(data, *args, **kwargs)
+
+    monkeypatch.setattr(completions, "maybe_transform", counting)
+    messages = [{"role": "system", "content": "s"}]
+    for n in range(50):
+        messages += [{"role": "user", "content": f"q{n}"}, {"role": "assistant", "content": "a"}]
+    messages.append({"role": "user", "content": "last"})
+    server.reply(content="ok")
+    result = client.complete(messages, stream=stream)
+    assert text_of(result.message) == "ok"
+    assert walked == [0]  # the SDK built the request, and walked none of the messages
+    assert server.last_request["messages"] == messages
+    assert server.last_request["model"] == "gemma4"
+
+
 def test_organization_and_project_go_as_the_sdk_sends_them(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -386,3 +386,28 @@ def test_the_collector_is_off_only_while_a_command_starts(make_session):
         done = subprocess.run([sys.executable, "-c", GC_PROBE, *args], capture_output=True,
                               text=True, cwd=REPO, timeout=120)  # fmt: skip
         assert "GC True True" in done.stderr, done.stderr
+
+
+def test_a_resumed_session_reads_kept_counts_and_loads_no_tokenizer(server, workspace, store):
+    """Issue 24: a session of 1,000 short messages is far over the byte bound (so its
+    first turn here counts it with the tokenizer) yet far under the budget. That turn
+    keeps every count it made (`tokens.sqlite`); the next process reads them back and
+    bounds the context by kept counts plus the bytes of its few new messages: it never
+    imports tiktoken, and its request is the same."""
+    from gitsessions.values.records import new_header
+    from tests.conftest import exec_args
+
+    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+    for n in range(500):
+        messages += [{"role": "user", "content": f"turn {n}: say ok"},
+                     {"role": "assistant", "content": f"ok {n}"}]  # fmt: skip
+    head = store.create(new_header("ab" * 16, "2026-01-01T00:00:00Z"),
+                        Change(context=messages, append=messages))  # fmt: skip
+    resume = [*exec_args(server, workspace), "--resume", head.id[:8]]
+    assert not (store.home / "tokens.sqlite").exists()
+    assert "tiktoken" in imported(*resume, "first")  # counted once, with the tokenizer
+    assert (store.home / "tokens.sqlite").exists()
+    assert "tiktoken" not in imported(*resume, "second")  # counts read back instead
+    turns = [r["messages"] for r in server.requests if len(r["messages"]) > 1000]
+    assert [t[-1]["content"] for t in turns] == ["first", "second"]  # (and a title asked)
+    assert turns[1][1:-2] == turns[0][1:] and len(turns[1]) == 1 + 1000 + 3

@@ -183,3 +183,69 @@ def test_a_giant_text_is_counted_from_a_bounded_sample(monkeypatch: pytest.Monke
     assert counter.count_message(message) >= estimate
     assert sum(seen) <= tokens.EXACT_CHARS + 100 and not hashed
     assert counter.count_text("hello world") == 2  # short texts stay exact
+
+
+CONTEXT = [{"role": "system", "content": "You are a coding agent."}] + [
+    {"role": "user" if n % 2 else "assistant", "content": f"message {n}: héllo wörld"}
+    for n in range(200)
+]
+TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
+
+
+def test_kept_counts_come_back_exact_without_loading_the_tokenizer(tmp_path) -> None:
+    """Issue 24: counts one process made are read back by the next (`tokens.sqlite`):
+    with every message known, the bound needs no tokenizer and is the exact count; a
+    new message is the only text encoded, and the total is what a fresh count gives."""
+    from gitsessions.store.tokencounts import TokenCounts
+
+    first = TokenCounter()
+    exact = first.count_context(CONTEXT, TOOLS)
+    assert TokenCounts(tmp_path, first).keep() == len(CONTEXT) + 1
+    assert TokenCounts(tmp_path, first).keep() == 0  # handed over once
+
+    later = TokenCounter()
+    assert later.bound(CONTEXT, TOOLS) > exact  # nothing known: bytes
+    assert TokenCounts(tmp_path, later).recall(later.keys(CONTEXT, TOOLS)) == len(CONTEXT) + 1
+    assert later.keys(CONTEXT, TOOLS) == []
+    assert later.bound(CONTEXT, TOOLS) == exact
+    assert not later.loaded  # recalling and bounding loaded no tokenizer
+    asking = TokenCounter()  # the agent's way: the bound asks for what it does not hold
+    asked: list[int] = []
+
+    def lookup(keys: list[bytes]) -> dict[bytes, int]:
+        asked.append(len(keys))
+        return TokenCounts(tmp_path, asking).lookup(keys)
+
+    assert asking.bound(CONTEXT, TOOLS, recall=lookup) == exact
+    assert asking.bound(CONTEXT, TOOLS, recall=lookup) == exact
+    assert asked == [len(CONTEXT) + 1] and not asking.loaded  # asked once
+    grown = [*CONTEXT, {"role": "user", "content": "a new prompt, never counted"}]
+    assert later.bound(grown, TOOLS) >= TokenCounter().count_context(grown, TOOLS)
+    assert later.count_context(grown, TOOLS) == TokenCounter().count_context(grown, TOOLS)
+    assert later.cache_misses == 1  # only the new message was encoded
+    assert list(later.fresh().values()) == [later.count_message(grown[-1])]  # kept next
+
+
+def test_kept_counts_are_filed_by_encoding_and_estimates_are_not_kept(tmp_path) -> None:
+    from gitsessions.store.tokencounts import TokenCounts
+
+    exact = TokenCounter()
+    exact.count_context(CONTEXT)
+    assert TokenCounts(tmp_path, exact).keep() == len(CONTEXT)
+    other = TokenCounter("other_offline")  # no such encoding: the character estimate
+    assert TokenCounts(tmp_path, other).recall(other.keys(CONTEXT)) == 0
+    other.count_context([{"role": "user", "content": "estimated"}])
+    assert other.method == ESTIMATE_METHOD
+    assert TokenCounts(tmp_path, other).keep() == 0  # an estimate is never kept
+
+
+def test_a_damaged_count_cache_is_rebuilt_and_never_fails_a_count(tmp_path) -> None:
+    from gitsessions.store.tokencounts import FILE, TokenCounts
+
+    (tmp_path / FILE).write_bytes(b"not a database" * 100)
+    counter = TokenCounter()
+    assert TokenCounts(tmp_path, counter).recall(counter.keys(CONTEXT)) == 0
+    counter.count_context(CONTEXT)
+    assert TokenCounts(tmp_path, counter).keep() == len(CONTEXT)
+    again = TokenCounter()
+    assert TokenCounts(tmp_path, again).recall(again.keys(CONTEXT)) == len(CONTEXT)

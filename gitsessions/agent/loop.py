@@ -49,6 +49,7 @@ from gitsessions.services.model.model import (
     Retry,
 )
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
+from gitsessions.store.tokencounts import TokenCounts
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
@@ -182,6 +183,8 @@ class Agent:
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
         self._title: TitleJob | None = None  # the list summary, asked in the background
+        self._kept = TokenCounts(session.store.home, counter)  # counts earlier turns made
+        self._recalled = False  # whether the context's kept counts were read back
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -422,16 +425,30 @@ class Agent:
 
     def ensure_budget(self) -> tuple[int | None, bool]:
         """Compact automatically when over the threshold. Returns the raw (uncalibrated)
-        token count of the context about to be sent (None when it was not counted: far
-        under the threshold by a bound that needs no tokenizer, which then need not be
-        loaded at all), and whether it compacted. After a failed attempt,
-        auto-compaction waits for the next turn instead of paying for the same failing
-        summary at every step."""
+        token count of the context about to be sent (None when it was not counted: under
+        the threshold by a bound that needs no tokenizer, which then need not be loaded
+        at all), and whether it compacted. The bound adds the counts kept by earlier
+        turns (`tokens.sqlite`) and the bytes of what was never counted; only when it
+        says the context may be near the threshold is the context counted exactly (the
+        tokenizer encoding only messages without a kept count), and what it counted is
+        kept. After a failed attempt, auto-compaction waits for the next turn instead
+        of paying for the same failing summary at every step."""
         policy = self.config.policy
+        context = self.session.context
         if not self.counter.loaded:
-            bound = self.counter.bound(self.session.context, self.tools)
+            bound = self.counter.bound(context, self.tools, recall=self._kept.lookup)
             if bound <= policy.trim_threshold * policy.max_context_tokens:
                 return None, False
+        elif not self._recalled:  # loaded ahead (chat): what is kept need not be encoded
+            self._kept.recall(self.counter.keys(context, self.tools))
+        self._recalled = True
+        try:
+            return self._budget(policy)
+        finally:
+            self._kept.keep()
+
+    def _budget(self, policy: Policy) -> tuple[int, bool]:
+        """The exact count of the context (compacting it when over the threshold)."""
         raw = self.counter.count_context(self.session.context, self.tools)
         tokens = self.counter.scaled(raw)
         compacted = False

@@ -20,6 +20,7 @@ from gitsessions.services.sessions import manage
 from gitsessions.services.settings.config import with_session_settings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.lease import Lease
+from gitsessions.store.tokencounts import TokenCounts
 from gitsessions.values.ids import short
 from gitsessions.values.tokens import default_counter
 
@@ -101,6 +102,8 @@ def cmd_compact(
             focus=focus,
             hooks=state.hooks,
         )
+    if not dry_run:  # the counts made are facts of the messages: the next turn reads them
+        TokenCounts(store.home, counter).keep()
     result = recorded.result
     report: dict[str, Any] = {
         "session": session_id,

@@ -10,6 +10,11 @@ Invariants:
   EXACT_CHARS is estimated from its first and last EXACT_CHARS / 2 characters (counted
   exactly, scaled to the whole length), and a message holding more than CACHE_CHARS
   characters of text is counted without building its cache key (no copy of it is made).
+- A count found once is a fact of its message: `fresh` hands over those the tokenizer
+  made (for the store's `tokens.sqlite`, `store/tokencounts.py`) and `recall` takes
+  them back in a later process, so a resumed session encodes only text it never counted.
+  `bound` uses a known count where it has one (an exact count is never above a message's
+  byte bound): a resumed context of known messages needs no tokenizer to be bounded.
 - Counts are estimates of what a server will bill. `calibrate` learns the ratio between
   the server's reported prompt_tokens and our raw count; `estimate` applies it.
 """
@@ -73,6 +78,7 @@ class TokenCounter:
         self.cache_misses = 0
         self._cache_size = cache_size
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._fresh: dict[bytes, int] = {}  # counted by this process, not handed over yet
         self._lock = threading.Lock()
 
     def _load(self) -> tuple[_Encoding | None, str]:
@@ -118,24 +124,83 @@ class TokenCounter:
         return self._loaded is not None
 
     def bound(
-        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        recall: Callable[[list[bytes]], Mapping[bytes, int]] | None = None,
     ) -> int:
-        """An upper bound of `estimate` that needs no tokenizer: a token is at least one
-        byte, and every text counted is inside the messages' and schemas' JSON. A message
-        too long to count exactly (or not JSON) makes it unbounded."""
-        total = TOOLS_OVERHEAD + REPLY_PRIMING
+        """An upper bound of `estimate` that needs no tokenizer: a message (or the tool
+        schemas) counted before adds its count, any other its bytes (a token is at least
+        one byte, and every text counted is inside the messages' and schemas' JSON).
+        `recall` is asked once for the counts of those this counter does not hold (the
+        counts kept by earlier processes), before any bytes are summed. A message too
+        long to count exactly (or not JSON) and not counted makes it unbounded."""
+        items: list[tuple[bytes, int]] = []  # (key, its byte bound), for each item
         try:
             for message in messages:
-                if _text_chars(message) > EXACT_CHARS:
-                    return sys.maxsize
+                if _text_chars(message) > CACHE_CHARS:
+                    return sys.maxsize  # never cached, never counted exactly
+                line = dumps_line(message)
                 calls = message.get("tool_calls")
                 per_call = TOOL_CALL_OVERHEAD * (len(calls) if isinstance(calls, list) else 0)
-                total += len(dumps_line(message)) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
-            for tool in tools or []:
-                total += len(dumps_line(tool)) + TOOL_SCHEMA_OVERHEAD
+                size = len(line) + MESSAGE_OVERHEAD + NAME_OVERHEAD + per_call
+                if _text_chars(message) > EXACT_CHARS:
+                    size = sys.maxsize  # unless known: a sampled count is not bounded
+                items.append((b"m" + _digest(line), size))
+            if tools:
+                line = dumps_line(tools)
+                size = TOOLS_OVERHEAD + len(line) + TOOL_SCHEMA_OVERHEAD * len(tools)
+                items.append((b"t" + _digest(line), size))
         except (TypeError, InvalidInput):
             return sys.maxsize
-        return math.ceil(total * self.ratio)
+        if recall is not None:
+            with self._lock:
+                missing = [key for key, _size in items if key not in self._cache]
+            if missing:
+                self.recall(recall(missing))
+        total = REPLY_PRIMING
+        with self._lock:
+            for key, size in items:
+                known = self._cache.get(key)
+                total += size if known is None else known
+        return sys.maxsize if total >= sys.maxsize else math.ceil(total * self.ratio)
+
+    def keys(
+        self, messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[bytes]:
+        """The cache keys of the messages (and the tool schemas) whose count this counter
+        does not hold: what `recall` could fill in (huge or non-JSON messages have none)."""
+        wanted: list[bytes] = []
+        for kind, value in [*((b"m", m) for m in messages), (b"t", tools)]:
+            if kind == b"t" and not value:
+                continue
+            if kind == b"m" and _text_chars(value) > CACHE_CHARS:
+                continue
+            key = _key(kind, value)
+            if key is not None and key not in self._cache:
+                wanted.append(key)
+        return wanted
+
+    def recall(self, counts: Mapping[bytes, int]) -> None:
+        """Take counts made before (by this encoding: `fresh` of an earlier process)."""
+        with self._lock:
+            for key, count in counts.items():
+                self._cache[key] = int(count)
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+
+    def fresh(self) -> dict[bytes, int]:
+        """The counts the tokenizer made since the last call (empty under the character
+        estimate: only exact counts are worth keeping), handed over once."""
+        with self._lock:
+            fresh, self._fresh = self._fresh, {}
+        loaded = self._loaded
+        return fresh if loaded is not None and loaded[0] is not None else {}
+
+    @property
+    def encoding_name(self) -> str:
+        """The encoding's name (what kept counts are filed under)."""
+        return self._encoding_name
 
     @property
     def exact(self) -> bool:
@@ -196,9 +261,8 @@ class TokenCounter:
     # -- internals -------------------------------------------------------------------
 
     def _cached(self, kind: bytes, value: Any, compute: Callable[[], int]) -> int:
-        try:
-            key = kind + hashlib.blake2b(dumps_line(value), digest_size=16).digest()
-        except (TypeError, InvalidInput):  # no canonical JSON: count it, do not cache it
+        key = _key(kind, value)
+        if key is None:  # no canonical JSON: count it, do not cache it
             self.cache_misses += 1
             return int(compute())
         with self._lock:
@@ -211,6 +275,7 @@ class TokenCounter:
         with self._lock:
             self.cache_misses += 1
             self._cache[key] = count
+            self._fresh[key] = count
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return count
@@ -252,6 +317,18 @@ class TokenCounter:
 
     def _count_str(self, value: Any) -> int:
         return self.count_text(value) if isinstance(value, str) else 0
+
+
+def _key(kind: bytes, value: Any) -> bytes | None:
+    """`kind` and a hash of `value`'s canonical JSON; None when it has none."""
+    try:
+        return kind + _digest(dumps_line(value))
+    except (TypeError, InvalidInput):
+        return None
+
+
+def _digest(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=16).digest()
 
 
 def _text_chars(message: Mapping[str, Any]) -> int:
