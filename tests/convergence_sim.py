@@ -12,19 +12,28 @@ twice, then pulls once more; `check` says what does not hold:
 
 - `same sessions`: every home holds the same live sessions at the same heads;
 - `no message lost`: every logged message is in some transcript in every home (those
-  written into a session deleted somewhere are exempt: a delete is on purpose);
+  written into a session deleted somewhere, or held by one when it was deleted, are
+  exempt: a delete is on purpose);
 - `one fork per divergence`: no two forks a pull made hold the same diverged line, and
   every home holds the same pull forks;
 - `tombstones win`: no home holds a session deleted in any home;
 - `second pull changes nothing`: the last pull of every home reports every session
-  unchanged and moves no ref.
+  unchanged and moves no ref;
+- `git fsck clean`: stock `git fsck --strict` finds nothing wrong in any store or the
+  remote.
 Nothing here knows how sync resolves a divergence: the checks read only the homes.
+
+The seed fixes the work and the order of the syncs; which of two concurrent syncs
+reaches the remote first is the machine's, so two runs of one seed can end differently.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +53,7 @@ from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
 
+REPO = Path(__file__).resolve().parent.parent
 HOMES = ("a", "b", "c")
 POLICY = Policy(max_context_tokens=400, keep_recent_tool_results=1, target=0.5)
 WORK = ("new", "turn", "turn", "turn", "rename", "fork", "delete", "compact")
@@ -78,6 +88,7 @@ class Run:
     homes: dict[str, Path]
     written: list[tuple[str, str]] = field(default_factory=list)  # (session, text)
     deleted: set[str] = field(default_factory=set)
+    deleted_texts: set[str] = field(default_factory=set)  # what those held when deleted
     order: dict[str, int] = field(default_factory=dict)  # session -> when work first saw it
     pull_fork_ids: set[str] = field(default_factory=set)  # the forks pulls made
     counts: dict[str, int] = field(default_factory=dict)  # what was done, by kind
@@ -85,6 +96,7 @@ class Run:
     last_pulls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     last_moved: dict[str, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # sync calls that raised
+    cli: bool = False  # syncs run `gitsessions push|pull` as child processes
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, kind: str) -> None:
@@ -107,8 +119,10 @@ def work(run: Run, rng: random.Random, name: str, step: int) -> None:
     """One random piece of work in home `name`."""
     tag = f"s{run.seed}-r{step}-{name}"
     with opened(run.homes[name]) as store:
-        for sid in sorted(store.ids()):  # ids are random: pick by when they were seen
-            run.order.setdefault(sid, len(run.order))
+        new = [sid for sid in store.ids() if sid not in run.order]
+        titles = {sid: str(store.head(sid).header.get("title")) for sid in new}
+        for sid in sorted(new, key=lambda sid: (titles[sid], sid)):  # ids are random
+            run.order[sid] = len(run.order)  # pick by when work first saw them, by title
         ids = sorted(store.ids(), key=run.order.__getitem__)
         kind = rng.choice(WORK) if ids else "new"
         sid = rng.choice(ids) if ids else ""
@@ -127,6 +141,9 @@ def work(run: Run, rng: random.Random, name: str, step: int) -> None:
             fork = manage.fork(store, sid)
             _turn(run, store, fork.id, tag)
         elif kind == "delete":
+            run.deleted_texts.update(
+                str(m.get("content")) for m in store.transcript(store.head(sid))
+            )
             manage.delete(store, sid)
             run.deleted.add(sid)
         else:
@@ -142,6 +159,8 @@ def work(run: Run, rng: random.Random, name: str, step: int) -> None:
 
 def sync_once(run: Run, name: str, how: str) -> list[dict[str, Any]]:
     """One push or pull of home `name`: its outcomes (a raised error is recorded)."""
+    if run.cli:
+        return _sync_cli(run, name, how)
     try:
         with opened(run.homes[name]) as store:
             if how == "pull":
@@ -160,6 +179,30 @@ def sync_once(run: Run, name: str, how: str) -> list[dict[str, Any]]:
     return outcomes
 
 
+def _sync_cli(run: Run, name: str, how: str) -> list[dict[str, Any]]:
+    """`sync_once` through the real CLI in a child process (`--json`)."""
+    args = (
+        ["pull"] if how == "pull" else ["push", "--all", *(["--prune"] if "prune" in how else [])]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITSESSIONS_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "--home", str(run.homes[name]), *args, "--json"],
+        capture_output=True, text=True, env=env, timeout=300, check=False, cwd=REPO,
+    )  # fmt: skip
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        with run.lock:
+            run.errors.append(f"{name} {how}: exit {done.returncode}: {done.stderr[-300:]}")
+        return []
+    outcomes: list[dict[str, Any]] = report["sessions"]
+    with run.lock:
+        run.pull_forks += sum(o["result"] == "forked" for o in outcomes)
+        run.pull_fork_ids.update(o["fork"] for o in outcomes if o["result"] == "forked")
+    run.count(how)
+    return outcomes
+
+
 def _refs(home: Path) -> str:
     return subprocess.run(
         ["git", "--git-dir", str(home / "store.git"), "for-each-ref", "refs/heads/"],
@@ -167,13 +210,14 @@ def _refs(home: Path) -> str:
     ).stdout  # fmt: skip
 
 
-def simulate(root: Path, seed: int, rounds: int) -> Run:
+def simulate(root: Path, seed: int, rounds: int, cli: bool = False) -> Run:
     """`rounds` rounds of random work and random syncs under `root`, then the final
-    pulls and pushes."""
+    pulls and pushes; `cli`: every sync is a `gitsessions` child process (concurrent
+    pairs are then two processes), else a call in this process (pairs: two threads)."""
     rng = random.Random(seed)
     remote = root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    run = Run(seed, rounds, remote, {name: root / f"home-{name}" for name in HOMES})
+    run = Run(seed, rounds, remote, {name: root / f"home-{name}" for name in HOMES}, cli=cli)
     for path in run.homes.values():
         with opened(path) as store:
             sync.add_remote(store, "origin", str(remote), root)
@@ -235,6 +279,7 @@ def check(run: Run) -> dict[str, list[str]]:
         "tombstones travel": [],
         "tombstones win": [],
         "second pull changes nothing": [],
+        "git fsck clean": [],
     }
     live = {name: {s: h for s, h in hold.heads.items() if s not in run.deleted}
             for name, hold in held.items()}  # fmt: skip
@@ -244,10 +289,13 @@ def check(run: Run) -> dict[str, list[str]]:
             if mine != theirs:
                 seen = f"{HOMES[0]} {(mine or 'absent')[:8]}, {name} {(theirs or 'absent')[:8]}"
                 failures["same sessions"].append(f"{sid[:8]}: {seen}")
-    exempt = run.deleted
     for name, hold in held.items():
         texts = {t for transcript in hold.transcripts.values() for t in transcript}
-        lost = [text for sid, text in run.written if sid not in exempt and text not in texts]
+        lost = [
+            text
+            for sid, text in run.written
+            if sid not in run.deleted and text not in run.deleted_texts and text not in texts
+        ]
         failures["no message lost"] += [f"{name}: {text.split()[0]}" for text in lost]
     forks = run.pull_fork_ids - run.deleted
     for name, hold in held.items():
@@ -270,6 +318,13 @@ def check(run: Run) -> dict[str, list[str]]:
         failures["second pull changes nothing"] += [f"{name}: {o}" for o in moved]
         if run.last_moved[name]:
             failures["second pull changes nothing"].append(f"{name}: a ref moved")
+    for where in [*(path / "store.git" for path in run.homes.values()), run.remote]:
+        done = subprocess.run(
+            ["git", "--git-dir", str(where), "fsck", "--strict", "--no-progress"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0 or "error" in done.stderr.lower():
+            failures["git fsck clean"].append(f"{where.parent.name}: {done.stderr[-200:]}")
     on_remote = _remote_tombstones(run.remote)
     for sid in sorted(run.deleted - on_remote):
         failures["tombstones travel"].append(f"the remote does not list {sid[:8]}")

@@ -1,14 +1,17 @@
 """Convergence under concurrency (issue 21, item 5): three homes and one remote, random
 work and random sync order, two homes syncing at once; at the end every home holds the
 same sessions, no message is lost, one divergence makes one fork, tombstones win and a
-second pull changes nothing (tests/convergence_sim.py; the long run is
-bench/convergence.py)."""
+second pull changes nothing (tests/convergence_sim.py says how each is checked; the long
+run is bench/convergence.py)."""
 
 from pathlib import Path
 
 import pytest
 
 from gitsessions.store.sessions import SessionStore
+from gitsessions.values.clock import now_iso
+from gitsessions.values.ids import new_id
+from tests.conftest import git
 from tests.convergence_sim import Run, check, holding, opened, simulate, sync_once, work
 from tests.test_sync import contents, make, say
 
@@ -33,6 +36,7 @@ CHECKS = (
     "tombstones travel",
     TOMBSTONES_WIN,
     "second pull changes nothing",
+    "git fsck clean",
 )
 
 
@@ -110,3 +114,32 @@ def test_work_and_syncs_are_what_the_seed_says(tmp_path: Path) -> None:
         texts = {t for s in store.ids() for t in contents(run.homes["a"], s)}
     assert {text for sid, text in run.written if sid not in run.deleted} <= texts
     assert {"new", "turn"} <= set(run.counts)
+
+
+def test_a_home_an_older_pull_left_diverged_converges_at_its_next_pull(tmp_path: Path) -> None:
+    """An older pull kept this home's line under the id and forked the remote's; every
+    pull after it said "its diverged line was forked before" and the id stayed diverged.
+    Now the next pull makes this home's line a fork too and the id takes the remote's."""
+    run = _three(tmp_path)
+    a, b = run.homes["a"], run.homes["b"]
+    sid = make(a, tag="base")
+    sync_once(run, "a", "push")
+    sync_once(run, "b", "pull")
+    say(a, sid, "on a")
+    say(b, sid, "on b")
+    sync_once(run, "a", "push")
+    theirs = git(b / "store.git", "ls-remote", str(run.remote), f"refs/heads/sessions/{sid}")
+    sha = theirs.stdout.split()[0]
+    git(b / "store.git", "fetch", "-q", str(run.remote), f"{sha}:refs/older/{sid}")
+    with opened(b) as store:  # what the older pull wrote: a fork of the remote's line
+        remote_line = store.head_at(sid, sha.encode())
+        store.fork(remote_line, new_id(), title="base (from origin)", created_at=now_iso())
+    git(b / "store.git", "update-ref", "-d", f"refs/older/{sid}")
+    pushed = {o["id"]: o["result"] for o in sync_once(run, "b", "push")}
+    assert pushed[sid] == "diverged"  # and the older fork went as a new session
+    pulled = {o["id"]: o for o in sync_once(run, "b", "pull")}
+    assert pulled[sid]["result"] == "forked"
+    sync_once(run, "b", "push")
+    sync_once(run, "a", "pull")
+    assert holding(a).heads == holding(b).heads
+    assert "on b" in contents(a, pulled[sid]["fork"]) and "on a" in contents(b, sid)

@@ -504,8 +504,6 @@ def _bring(
             from gitsessions.values.clock import now_iso
 
             writing = full()
-            if _forked_before(writing, sid, theirs):  # a pull before the remote's line won
-                return Outcome(sid, "unchanged", "its diverged line was forked before")
             base = history.merge_base(git, mine, theirs)
             ours = writing.head_at(sid, mine)
             fork = writer.fork(
@@ -526,19 +524,6 @@ def _bring(
         raise
     except StoreError as error:
         return Outcome(sid, "refused", str(error))
-
-
-def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
-    """Whether a fork of `sid` here already holds the remote's line (a pull before
-    the remote's line took the id forked it): then there is nothing new to bring."""
-    from gitsessions.store.catalog import Catalog
-
-    for header in Catalog(store).headers():
-        if header.get("parent_id") == sid and history.is_ancestor(
-            store.git, theirs, str(header["head"]).encode()
-        ):
-            return True
-    return False
 
 
 def _check_arriving(
