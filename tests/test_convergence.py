@@ -15,7 +15,7 @@ from tests.conftest import git
 from tests.convergence_sim import Run, check, holding, opened, simulate, sync_once, work
 from tests.test_sync import contents, make, say
 
-SEEDS = (11, 23, 37)
+SEEDS = (7, 8, 9)  # each with divergences (2 or 3 pull forks), deletes and concurrent pairs
 ROUNDS = 18
 TOMBSTONES_WIN = pytest.param(
     "tombstones win",
@@ -57,6 +57,10 @@ def test_three_homes_converge(runs, tmp_path_factory, seed: int, name: str) -> N
     run = _run(runs, tmp_path_factory, seed)
     assert run.counts.get("turn", 0) and run.counts.get("pull", 0) and run.counts.get("push", 0)
     assert not run.errors
+    if name == "one fork per divergence":
+        assert run.pull_forks > 0  # the seed made divergences for the check to judge
+    if name.startswith("tombstones"):
+        assert run.deleted
     assert check(run)[name] == []
 
 
@@ -143,3 +147,40 @@ def test_a_home_an_older_pull_left_diverged_converges_at_its_next_pull(tmp_path:
     sync_once(run, "a", "pull")
     assert holding(a).heads == holding(b).heads
     assert "on b" in contents(a, pulled[sid]["fork"]) and "on a" in contents(b, sid)
+
+
+def test_a_turn_written_while_a_pull_forks_stays_and_the_next_pull_converges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that ignores the lease commits between the pull's fork and its move of
+    the branch: the compare-and-swap refuses, the turn stays on the id, and the next
+    pull forks the newer line; every home still ends the same, nothing lost."""
+    from gitsessions.services.sessions import writer
+
+    run = _three(tmp_path)
+    a, b = run.homes["a"], run.homes["b"]
+    sid = make(a, tag="base")
+    sync_once(run, "a", "push")
+    sync_once(run, "b", "pull")
+    say(a, sid, "on a")
+    say(b, sid, "on b")
+    sync_once(run, "a", "push")
+    real = writer.fork
+
+    def fork_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made = real(*args, **kwargs)
+        say(b, sid, "typed meanwhile")  # a real commit by another writer
+        return made
+
+    monkeypatch.setattr(writer, "fork", fork_then_write)
+    first = {o["id"]: o for o in sync_once(run, "b", "pull")}[sid]
+    monkeypatch.setattr(writer, "fork", real)
+    assert first["result"] == "forked" and "changed here meanwhile" in first["detail"]
+    assert "typed meanwhile" in contents(b, sid) and "on a" not in contents(b, sid)
+    second = {o["id"]: o for o in sync_once(run, "b", "pull")}[sid]
+    assert second["result"] == "forked" and second["detail"] == "diverged: this home's line"
+    assert "typed meanwhile" in contents(b, second["fork"])
+    sync_once(run, "b", "push")
+    sync_once(run, "a", "pull")
+    assert holding(a).heads == holding(b).heads  # the first fork too: a prefix, kept
+    assert contents(a, sid) == contents(b, sid) and "on a" in contents(b, sid)

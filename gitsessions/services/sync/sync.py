@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     Store = SessionStore | SessionReader
 
 ZERO = b"0" * 40
+SWAPPED = "diverged: this home's line"  # a pull's fork: the branch took the remote's line
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
 Progress = Callable[[str], None]
 
@@ -519,7 +520,7 @@ def _bring(
             if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
                 why = "diverged; changed here meanwhile, so it stays: pull again"
                 return Outcome(sid, "forked", why, fork=fork.id)
-            return Outcome(sid, "forked", "diverged: this home's line", fork=fork.id)
+            return Outcome(sid, "forked", SWAPPED, fork=fork.id)
     except RemoteError:
         raise
     except StoreError as error:
@@ -589,7 +590,7 @@ def fetch_snapshots(
     for o in report.sessions:
         if o.result in ("created", "updated"):
             sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
-        elif o.result == "forked" and o.fork:
+        elif o.result == "forked" and o.fork and o.detail == SWAPPED:  # else it stays here
             workspace = store.head(o.id).header.get("workspace") or {}
             sessions.append(CodeSession(o.id, o.id, workspace, kept_as=o.fork))
     from gitsessions.services.code.workspace import project_of
