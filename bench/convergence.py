@@ -12,10 +12,13 @@ a second pull changes nothing.
 
 By default the syncs run in this process and a concurrent pair is two threads (sync
 runs stock git as child processes, so they overlap on the remote); `--cli` makes every
-sync a real `gitsessions push|pull --json` child process (a pair: two processes).
+sync a real `gitsessions push|pull --json` child process (a pair: two processes);
+`--busy` lets the first home of a pair work meanwhile (a turn under the session's lease,
+as a running agent: the pull leaves that session `busy`).
 
     uv run python bench/convergence.py                      # 5 seeds x 60 rounds
     uv run python bench/convergence.py --seeds 3 --rounds 50 --cli
+    uv run python bench/convergence.py --busy
 """
 
 import argparse
@@ -39,9 +42,9 @@ from tests.convergence_sim import check, holding, simulate  # noqa: E402
 FIRST_SEED = 20261202
 
 
-def measure(work: Path, seed: int, rounds: int, cli: bool) -> dict[str, Any]:
+def measure(work: Path, seed: int, rounds: int, cli: bool, busy: bool) -> dict[str, Any]:
     start = time.perf_counter()
-    run = simulate(work / f"seed-{seed}", seed, rounds, cli=cli)
+    run = simulate(work / f"seed-{seed}", seed, rounds, cli=cli, busy=busy)
     took = time.perf_counter() - start
     failures = check(run)
     held = holding(run.homes["a"])
@@ -49,8 +52,8 @@ def measure(work: Path, seed: int, rounds: int, cli: bool) -> dict[str, Any]:
         "seed": seed,
         "rounds": rounds,
         "seconds": round(took, 1),
-        "work": {k: v for k, v in sorted(run.counts.items()) if k not in SYNCS},
-        "syncs": {k: v for k, v in sorted(run.counts.items()) if k in SYNCS},
+        "work": {k: v for k, v in sorted(run.counts.items()) if not _sync(k)},
+        "syncs": {k: v for k, v in sorted(run.counts.items()) if _sync(k)},
         "messages_written": len(run.written),
         "sessions_deleted": len(run.deleted),
         "pull_forks": run.pull_forks,
@@ -61,7 +64,9 @@ def measure(work: Path, seed: int, rounds: int, cli: bool) -> dict[str, Any]:
     }
 
 
-SYNCS = ("pull", "push", "push --prune", "concurrent pair")
+def _sync(kind: str) -> bool:
+    """Whether a count of the run's is of syncs (or their outcomes), not of work."""
+    return kind.startswith(("pull", "push", "concurrent pair", "work during"))
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -93,6 +98,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--cli", action="store_true", help="every sync a gitsessions process")
+    parser.add_argument("--busy", action="store_true", help="a home sometimes works while it syncs")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "convergence.json")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -100,7 +106,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     try:
         for n in range(args.seeds):
-            results.append(measure(work, FIRST_SEED + n, args.rounds, args.cli))
+            results.append(measure(work, FIRST_SEED + n, args.rounds, args.cli, args.busy))
             print(f"seed {FIRST_SEED + n}: {results[-1]['seconds']} s", file=sys.stderr)
     finally:
         if args.keep:
@@ -108,7 +114,8 @@ def main() -> None:
         else:
             shutil.rmtree(work, ignore_errors=True)
     res: dict[str, Any] = {
-        "mode": "cli processes" if args.cli else "in-process, threads",
+        "mode": ("cli processes" if args.cli else "in-process, threads")
+        + (", busy" if args.busy else ""),
         "runs": results,
         "machine": {
             "python": platform.python_version(),

@@ -7,8 +7,10 @@ home does random work through the real store and services (a new session, turns,
 renames, forks, deletes, manual compactions) and homes sync in a random order (push or
 pull, sometimes with `push --prune`); some rounds two homes sync at the same moment, each
 in its own thread (sync runs stock git in child processes, so the two really overlap on
-the remote). Every message written is logged. At the end each home pulls and pushes,
-twice, then pulls once more; `check` says what does not hold:
+the remote), and with `busy` the first of them sometimes works meanwhile (a turn holds
+the session's lease, as a running agent does: the pull leaves that session `busy`).
+Every message written is logged. At the end each home pulls and pushes, twice, then
+pulls once more; `check` says what does not hold:
 
 - `same sessions`: every home holds the same live sessions at the same heads;
 - `no message lost`: every logged message is in some transcript in every home (those
@@ -47,6 +49,7 @@ from gitsessions.services.compaction.continuation import SummaryRequest, Summary
 from gitsessions.services.sessions import manage
 from gitsessions.services.sync import sync
 from gitsessions.store import tombstones
+from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import GitsessionsError
@@ -97,6 +100,7 @@ class Run:
     last_moved: dict[str, bool] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # sync calls that raised
     cli: bool = False  # syncs run `gitsessions push|pull` as child processes
+    busy: bool = False  # a home may work (a turn under the session's lease) while it syncs
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, kind: str) -> None:
@@ -105,14 +109,17 @@ class Run:
 
 
 def _turn(run: Run, store: SessionStore, sid: str, tag: str) -> None:
-    head = store.head(sid)
+    """One turn, holding the session's lease as a running agent does."""
     msgs = [
         {"role": "user", "content": f"{tag} asks " + "x" * 200},
         {"role": "assistant", "content": f"{tag} answers " + "y" * 200},
     ]
-    context = store.read(head, "context") + msgs
-    store.commit(head, Change(context=context, append=msgs), event="turn", subject="turn")
-    run.written += [(sid, str(m["content"])) for m in msgs]
+    with Lease(store.home, sid):
+        head = store.head(sid)
+        context = store.read(head, "context") + msgs
+        store.commit(head, Change(context=context, append=msgs), event="turn", subject="turn")
+    with run.lock:
+        run.written += [(sid, str(m["content"])) for m in msgs]
 
 
 def work(run: Run, rng: random.Random, name: str, step: int) -> None:
@@ -171,11 +178,17 @@ def sync_once(run: Run, name: str, how: str) -> list[dict[str, Any]]:
         with run.lock:
             run.errors.append(f"{name} {how}: {error}")
         return []
-    outcomes = [o.as_dict() for o in report.sessions]
+    return _record(run, how, [o.as_dict() for o in report.sessions])
+
+
+def _record(run: Run, how: str, outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     with run.lock:
         run.pull_forks += sum(o["result"] == "forked" for o in outcomes)
         run.pull_fork_ids.update(o["fork"] for o in outcomes if o["result"] == "forked")
     run.count(how)
+    for outcome in outcomes:
+        if outcome["result"] in ("busy", "refused", "behind", "diverged"):
+            run.count(f"{how}: {outcome['result']}")
     return outcomes
 
 
@@ -195,12 +208,7 @@ def _sync_cli(run: Run, name: str, how: str) -> list[dict[str, Any]]:
         with run.lock:
             run.errors.append(f"{name} {how}: exit {done.returncode}: {done.stderr[-300:]}")
         return []
-    outcomes: list[dict[str, Any]] = report["sessions"]
-    with run.lock:
-        run.pull_forks += sum(o["result"] == "forked" for o in outcomes)
-        run.pull_fork_ids.update(o["fork"] for o in outcomes if o["result"] == "forked")
-    run.count(how)
-    return outcomes
+    return _record(run, how, report["sessions"])
 
 
 def _refs(home: Path) -> str:
@@ -210,14 +218,15 @@ def _refs(home: Path) -> str:
     ).stdout  # fmt: skip
 
 
-def simulate(root: Path, seed: int, rounds: int, cli: bool = False) -> Run:
+def simulate(root: Path, seed: int, rounds: int, cli: bool = False, busy: bool = False) -> Run:
     """`rounds` rounds of random work and random syncs under `root`, then the final
     pulls and pushes; `cli`: every sync is a `gitsessions` child process (concurrent
     pairs are then two processes), else a call in this process (pairs: two threads)."""
     rng = random.Random(seed)
     remote = root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    run = Run(seed, rounds, remote, {name: root / f"home-{name}" for name in HOMES}, cli=cli)
+    homes = {name: root / f"home-{name}" for name in HOMES}
+    run = Run(seed, rounds, remote, homes, cli=cli, busy=busy)
     for path in run.homes.values():
         with opened(path) as store:
             sync.add_remote(store, "origin", str(remote), root)
@@ -230,6 +239,10 @@ def simulate(root: Path, seed: int, rounds: int, cli: bool = False) -> Run:
         ]
         if len(syncs) >= 2 and rng.random() < 0.4:  # two homes at the same moment
             threads = [threading.Thread(target=sync_once, args=(run, *s)) for s in syncs[:2]]
+            if run.busy and rng.random() < 0.5:  # and the first of them works meanwhile
+                side = random.Random(rng.random())
+                threads.append(threading.Thread(target=work, args=(run, side, syncs[0][0], step)))
+                run.count("work during a sync")
             for thread in threads:
                 thread.start()
             for thread in threads:

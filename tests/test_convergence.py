@@ -1,5 +1,6 @@
 """Convergence under concurrency (issue 21, item 5): three homes and one remote, random
-work and random sync order, two homes syncing at once; at the end every home holds the
+work and random sync order, two homes syncing at once (one of them sometimes working
+meanwhile, under the session's lease); at the end every home holds the
 same sessions, no message is lost, one divergence makes one fork, tombstones win and a
 second pull changes nothing (tests/convergence_sim.py says how each is checked; the long
 run is bench/convergence.py)."""
@@ -47,7 +48,7 @@ def runs() -> dict[int, Run]:
 
 def _run(runs: dict[int, Run], tmp_path_factory: pytest.TempPathFactory, seed: int) -> Run:
     if seed not in runs:  # one simulation per seed, whatever checks read it
-        runs[seed] = simulate(tmp_path_factory.mktemp(f"seed-{seed}"), seed, ROUNDS)
+        runs[seed] = simulate(tmp_path_factory.mktemp(f"seed-{seed}"), seed, ROUNDS, busy=True)
     return runs[seed]
 
 
