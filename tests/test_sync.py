@@ -676,3 +676,49 @@ def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
     assert "typed here meanwhile" in contents(other, forked[0]["fork"])
     assert contents(other, sid) == contents(home, sid)
     assert "from the laptop" in contents(other, sid)
+
+
+def test_a_diverged_pull_that_loses_its_race_moves_no_code_snapshot(
+    cli, home, other, bare_remote, tmp_path, monkeypatch
+):
+    """A writer commits between the pull's fork and its move of the branch: the session
+    keeps this home's line, so `--code` leaves its snapshot ref alone (no forced fetch of
+    the remote's over it) and copies nothing; the next pull moves both."""
+    from gitsessions.services.sessions import writer
+
+    proj, _origin = _project(tmp_path)
+    store = SessionStore(home, background_maintenance=False)
+    sid = new_id()
+    workspace = describe(proj, os.environ)
+    head = store.create(new_header(sid, now_iso(), title="code", workspace=workspace), Change())
+    _turn(store, head, "write v2", "done")
+    store.close()
+    base = _snapshot(proj, sid, "print('v2')\n")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid, "--code")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "laptop turn")
+    say(other, sid, "server turn")
+    laptop = _snapshot(proj, sid, "print('laptop')\n")
+    cli("push", sid, "--code")
+    _pgit(proj, "checkout", "-q", base)  # the server's code: a sibling of the laptop's
+    server = _snapshot(proj, sid, "print('server')\n")
+    real = writer.fork
+
+    def fork_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made = real(*args, **kwargs)
+        say(other, sid, "typed meanwhile")
+        return made
+
+    monkeypatch.setattr(writer, "fork", fork_then_write)
+    raced = summary(cli, other, "pull", "--code")
+    monkeypatch.setattr(writer, "fork", real)
+    assert "changed here meanwhile" in raced["sessions"][0]["detail"]
+    assert raced["code"] == []
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == server
+    again = summary(cli, other, "pull", "--code")
+    fork = again["sessions"][0]["fork"]
+    assert again["sessions"][0]["detail"] == "diverged: this home's line"
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == server
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == laptop
