@@ -191,17 +191,25 @@ def test_two_homes_create_fast_forward_no_op_and_fork(cli, home, other, remote, 
     ]
     forked = summary(cli, other, "pull")["sessions"]
     fork = next(s for s in forked if s["id"] == two)
-    assert fork["result"] == "forked" and fork["detail"] == "diverged"
-    ours, theirs = contents(other, two), contents(other, fork["fork"])
-    for text in [*contents(home, two), "only on the server"]:
-        assert text in ours + theirs
-    assert "only on the server" in ours and "only on the laptop" in theirs
+    assert fork["result"] == "forked" and fork["detail"] == "diverged: this home's line"
+    # the remote's line keeps the id (as in every home), ours goes on as the fork
+    ours, theirs = contents(other, fork["fork"]), contents(other, two)
+    assert theirs == contents(home, two) and "only on the laptop" in theirs
+    assert "only on the server" in ours and "only on the laptop" not in ours
     forked_header = header(other, fork["fork"])
     assert forked_header["parent_id"] == two and forked_header["fork_point"] == base
-    assert forked_header["title"].endswith("(from origin)")
-    # the next pull finds the diverged line already here
+    assert forked_header["title"].endswith("(diverged from origin)")
+    # the next pull finds nothing to do; the fork goes, and the first home gets it
     assert results(summary(cli, other, "pull"))[two] == "unchanged"
-    assert results(summary(cli, other, "push", fork["fork"])) == {fork["fork"]: "new"}
+    assert results(summary(cli, other, "push", "--all")) == {
+        one: "up to date",
+        two: "up to date",
+        fork["fork"]: "new",
+    }
+    assert results(summary(cli, home, "pull"))[fork["fork"]] == "created"
+    assert refs(home / "store.git", "refs/heads/sessions/") == refs(
+        other / "store.git", "refs/heads/sessions/"
+    )
     check_remote(remote, tmp_path)
 
 
@@ -396,7 +404,8 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     assert pulled["code"] == [{"id": sid, "result": "fetched", "detail": "from origin"}]
     assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
 
-    # a diverged line forked by the pull gets the remote's snapshots under its own id
+    # a diverged session: this home's line goes on as the fork, with this repository's
+    # snapshots of it; the session takes the remote's line and the remote's snapshots
     say(home, sid, "laptop turn")
     say(other, sid, "server turn")
     v3 = _snapshot(proj, sid, "print('v3')\n")
@@ -404,14 +413,16 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", v2)  # the server's code
     forked = summary(cli, other, "pull", "--code")
     fork = forked["sessions"][0]["fork"]
-    assert forked["code"] == [{"id": fork, "result": "fetched", "detail": "from origin"}]
-    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == v3
-    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v2
-    # never forced: the project's remote refuses to move the original's snapshot back
-    refused = summary(cli, other, "push", fork, sid, "--code", code=1)
-    results_code = {c["id"]: c["result"] for c in refused["code"]}
-    assert results_code == {fork: "pushed"}  # the diverged session itself did not go
-    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3
+    assert forked["code"] == [
+        {"id": fork, "result": "kept", "detail": f"this repository's of {sid[:8]}"},
+        {"id": sid, "result": "fetched", "detail": "from origin"},
+    ]
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == v2
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == v3
+    sent = summary(cli, other, "push", fork, sid, "--code")
+    assert {c["id"]: c["result"] for c in sent["code"]} == {fork: "pushed", sid: "up to date"}
+    assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{fork}"] == v2
+    _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", v2)  # moved back here
     # the project's remote never has a snapshot moved back (v3 -> v2 is refused)
     again = summary(cli, home, "push", sid, "--code")
     assert again["sessions"] == [{"id": sid, "result": "up to date"}]
@@ -639,8 +650,8 @@ def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
     cli, home, other, bare_remote, monkeypatch
 ):
     """A turn committed here after the pull decided to fast-forward, before it moved the
-    branch: the compare-and-swap refuses, the turn stays, and the next pull forks the
-    remote's line."""
+    branch: the compare-and-swap refuses, the turn stays, and the next pull makes this
+    home's line (with that turn) a fork and gives the session the remote's line."""
     sid = make(home)
     cli("remote", "add", "origin", bare_remote.url)
     cli("push", sid)
@@ -662,5 +673,52 @@ def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
     monkeypatch.setattr(sync, "_bring", real)
     forked = summary(cli, other, "pull")["sessions"]
     assert forked[0]["result"] == "forked"
-    assert "typed here meanwhile" in contents(other, sid)
-    assert "from the laptop" in contents(other, forked[0]["fork"])
+    assert "typed here meanwhile" in contents(other, forked[0]["fork"])
+    assert contents(other, sid) == contents(home, sid)
+    assert "from the laptop" in contents(other, sid)
+
+
+def test_a_diverged_pull_that_loses_its_race_moves_no_code_snapshot(
+    cli, home, other, bare_remote, tmp_path, monkeypatch
+):
+    """A writer commits between the pull's fork and its move of the branch: the session
+    keeps this home's line, so `--code` leaves its snapshot ref alone (no forced fetch of
+    the remote's over it) and copies nothing; the next pull moves both."""
+    from gitsessions.services.sessions import writer
+
+    proj, _origin = _project(tmp_path)
+    store = SessionStore(home, background_maintenance=False)
+    sid = new_id()
+    workspace = describe(proj, os.environ)
+    head = store.create(new_header(sid, now_iso(), title="code", workspace=workspace), Change())
+    _turn(store, head, "write v2", "done")
+    store.close()
+    base = _snapshot(proj, sid, "print('v2')\n")
+    cli("remote", "add", "origin", bare_remote.url)
+    cli("push", sid, "--code")
+    cli("--home", str(other), "remote", "add", "origin", bare_remote.url)
+    cli("--home", str(other), "pull")
+    say(home, sid, "laptop turn")
+    say(other, sid, "server turn")
+    laptop = _snapshot(proj, sid, "print('laptop')\n")
+    cli("push", sid, "--code")
+    _pgit(proj, "checkout", "-q", base)  # the server's code: a sibling of the laptop's
+    server = _snapshot(proj, sid, "print('server')\n")
+    real = writer.fork
+
+    def fork_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made = real(*args, **kwargs)
+        say(other, sid, "typed meanwhile")
+        return made
+
+    monkeypatch.setattr(writer, "fork", fork_then_write)
+    raced = summary(cli, other, "pull", "--code")
+    monkeypatch.setattr(writer, "fork", real)
+    assert "changed here meanwhile" in raced["sessions"][0]["detail"]
+    assert raced["code"] == []
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == server
+    again = summary(cli, other, "pull", "--code")
+    fork = again["sessions"][0]["fork"]
+    assert again["sessions"][0]["detail"] == "diverged: this home's line"
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{fork}") == server
+    assert _pgit(proj, "rev-parse", f"refs/gitsessions/snapshots/{sid}") == laptop

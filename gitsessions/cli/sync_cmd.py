@@ -238,10 +238,11 @@ def cmd_pull(
     json_: JsonFlag = False,
 ) -> None:
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
-    fast-forward, and when both sides changed ours stays and the remote's line becomes a
-    fork (nothing is lost). A session deleted here, or on a machine that pushed its
-    deletes, is never re-created; a pull never deletes one, nor marks one that lives here
-    deleted (it says `kept ID`). Needs git 2.29 or newer."""
+    fast-forward, and when both sides changed our line becomes a fork (pushed next) and
+    the session takes the remote's (nothing is lost; every machine converges). A
+    session deleted here, or on a machine that pushed its deletes, is never re-created;
+    a pull never deletes one, nor marks one that lives here deleted (it says `kept
+    ID`). Needs git 2.29 or newer."""
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None

@@ -188,7 +188,7 @@ class SessionStore(SessionReader):
         fork of a diverged line names the merge base. Marks that belong to one session
         alone (a worktree) are not inherited; `header_updates` sets the fork's own,
         `trailers` adds to its commit's. Its usage starts at zero: the parent's requests
-        stay counted once, in the parent (a pull's fork counts what the remote's line
+        stay counted once, in the parent (a pull's fork counts what the line it holds
         spent since the merge base)."""
         point = (fork_point or source.commit).decode()
         header = without_local_marks(source.header)

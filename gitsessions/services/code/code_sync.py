@@ -3,7 +3,9 @@ project repository, pushed to and fetched from a remote of that project with sto
 
 Invariants:
 - Never forced: refspecs carry no `+`, so a snapshot ref that moved differently on the
-  other side is refused by git and reported, never overwritten.
+  other side is refused by git and reported, never overwritten. One exception, where
+  nothing is lost: a session a pull found diverged (see below) takes the remote's ref
+  after this repository's was copied to its fork's ref.
 - The project repository is the current directory's when it is the session's project
   (`project_id`: a clone at another path, or on another machine; or the very repository
   the header names), else the one the
@@ -13,8 +15,10 @@ Invariants:
   One that does not exist here, or is not a repository, is reported per session and
   nothing else happens. The sessions' own sync is done before
   and is not undone by anything here.
-- A fork made by a pull (the remote's diverged line) gets the remote's snapshots of the
-  original session under its own id, so its turns check out the code they ran on.
+- A pull that finds a session diverged makes this home's line a fork and gives the
+  session the remote's line (`services.sync.sync`): the fork takes this repository's
+  snapshots of the session under its own id (created, never moved), the session the
+  remote's, so the turns of both check out the code they ran on.
 - Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and
   `remote.*.uploadpack`/`receivepack` off (projectgit.py).
 """
@@ -36,7 +40,7 @@ SNAPSHOTS = "refs/gitsessions/snapshots/"
 @dataclass(frozen=True)
 class CodeOutcome:
     id: str
-    result: str  # pushed, fetched, up to date, no snapshot, no repository, refused
+    result: str  # pushed, fetched, kept, up to date, no snapshot, no repository, refused
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -49,11 +53,13 @@ class CodeOutcome:
 @dataclass(frozen=True)
 class CodeSession:
     """A session whose snapshots move: its id, the id they are stored under on the
-    remote (the original's, for a pull's fork), and its header's workspace."""
+    remote, and its header's workspace; `kept_as`: a pull found it diverged and made
+    this home's line that fork (this repository's snapshots go there first)."""
 
     id: str
     source: str
     workspace: Mapping[str, Any]
+    kept_as: str | None = None
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -148,6 +154,7 @@ def fetch_code(
     `remote` of its project (never forced)."""
     grouped, outcomes = _by_repo(sessions, here, env, writing=True)
     for repo, group in sorted(grouped.items()):
+        outcomes += _keep(repo, env, [s for s in group if s.kept_as])
         listed = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
         if listed.returncode != 0:
             why = _one_line(listed.stderr)
@@ -159,7 +166,9 @@ def fetch_code(
         if not fetching:
             continue
         before = _refs(repo, env)
-        specs = [f"{SNAPSHOTS}{s.source}:{SNAPSHOTS}{s.id}" for s in fetching]
+        specs = [
+            f"{'+' if s.kept_as else ''}{SNAPSHOTS}{s.source}:{SNAPSHOTS}{s.id}" for s in fetching
+        ]
         done = _git(repo, env, "fetch", "--no-tags", "--no-write-fetch-head", remote, *specs)
         after = _refs(repo, env)
         for s in fetching:
@@ -170,4 +179,21 @@ def fetch_code(
                 outcomes.append(CodeOutcome(s.id, "up to date"))
             else:
                 outcomes.append(CodeOutcome(s.id, "fetched", f"from {remote}"))
+    return outcomes
+
+
+def _keep(repo: Path, env: Mapping[str, str], diverged: list[CodeSession]) -> list[CodeOutcome]:
+    """Copy each diverged session's snapshot ref here to its fork's (created only: an
+    existing ref of the fork is left as it is)."""
+    present = _refs(repo, env)
+    outcomes: list[CodeOutcome] = []
+    for s in diverged:
+        sha, fork = present.get(SNAPSHOTS + s.id), str(s.kept_as)
+        if sha is None:
+            continue
+        done = _git(repo, env, "update-ref", SNAPSHOTS + fork, sha, "")
+        if done.returncode == 0:
+            outcomes.append(CodeOutcome(fork, "kept", f"this repository's of {s.id[:8]}"))
+        else:
+            outcomes.append(CodeOutcome(fork, "refused", _one_line(done.stderr)))
     return outcomes

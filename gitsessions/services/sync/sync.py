@@ -5,9 +5,12 @@ Invariants:
   is absent or an ancestor of ours; the remote itself compares each ref with the old
   value the client saw (the git protocol's compare-and-swap; see `store.transport`), and
   a prune is refused if the branch moved since we looked. A pull only creates branches,
-  fast-forwards them, or, when both sides changed, keeps ours and makes the remote's
-  line a new session (a fork: fresh id, `parent_id` the original, `fork_point` the
-  merge base), committed through `services.sessions.writer`.
+  fast-forwards them, or, when both sides changed, makes this home's line a new session
+  (a fork: fresh id, `parent_id` the original, `fork_point` the merge base, committed
+  through `services.sessions.writer`) and then moves the branch to the remote's line
+  (compare-and-swap on ours). So sync converges: the id holds the line the remote took
+  first in every home, the other line goes to the remote as the fork on the next push,
+  and one divergence makes one fork, whichever homes pull it (bench/convergence.py).
 - A session whose lease is held (a running agent) is not moved; it is reported and
   left for the next pull.
 - Deletes travel only on purpose. Deleted ids (`store.tombstones`) sync as a set union
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     Store = SessionStore | SessionReader
 
 ZERO = b"0" * 40
+SWAPPED = "diverged: this home's line"  # a pull's fork: the branch took the remote's line
 NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
 Progress = Callable[[str], None]
 
@@ -533,11 +537,13 @@ def _bring(
     theirs: bytes,
 ) -> Outcome | None:
     """A session both sides have, at different commits: None when ours is behind the
-    remote's (the caller fast-forwards it), else what happened to it (a fork is
-    written through `full()`, the full store)."""
+    remote's (the caller fast-forwards it), else what happened to it. Diverged: our line
+    becomes a fork (written through `full()`, the full store), then the branch moves to
+    the remote's line, holding the lease (a branch that moved here meanwhile stays, and
+    the next pull forks its newer line)."""
     git = store.git
     try:
-        remote_head = checked_head(store, sid, theirs)
+        checked_head(store, sid, theirs)  # the remote's line is a readable session of sid
         relation = history.relation(git, mine, theirs)
         if relation == "behind":
             return None
@@ -552,36 +558,26 @@ def _bring(
             from gitsessions.values.clock import now_iso
 
             writing = full()
-            if _forked_before(writing, sid, theirs):
-                return Outcome(sid, "unchanged", "its diverged line was forked before")
             base = history.merge_base(git, mine, theirs)
+            ours = writing.head_at(sid, mine)
             fork = writer.fork(
                 writing,
-                remote_head,
+                ours,
                 new_id(),
-                title=_fork_title(remote_head, name),
+                title=_fork_title(ours, f"diverged from {name}"),
                 created_at=now_iso(),
                 fork_point=base,
                 operation="pull",
             )
-            return Outcome(sid, "forked", "diverged", fork=fork.id)
+            ref = ref_name(sid)
+            if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
+                why = "diverged; changed here meanwhile, so it stays: pull again"
+                return Outcome(sid, "forked", why, fork=fork.id)
+            return Outcome(sid, "forked", SWAPPED, fork=fork.id)
     except RemoteError:
         raise
     except StoreError as error:
         return Outcome(sid, "refused", str(error))
-
-
-def _forked_before(store: SessionStore, sid: str, theirs: bytes) -> bool:
-    """Whether a fork of `sid` here already holds the remote's line (an earlier pull
-    forked it): then there is nothing new to bring."""
-    from gitsessions.store.catalog import Catalog
-
-    for header in Catalog(store).headers():
-        if header.get("parent_id") == sid and history.is_ancestor(
-            store.git, theirs, str(header["head"]).encode()
-        ):
-            return True
-    return False
 
 
 def _check_arriving(
@@ -611,9 +607,9 @@ def _check_arriving(
     return out
 
 
-def _fork_title(head: Head, remote: str) -> str:
+def _fork_title(head: Head, why: str) -> str:
     title = str(head.header.get("title") or short(head.id))
-    mark = f" (from {remote})"
+    mark = f" ({why})"
     return title[: MAX_TITLE - len(mark)] + mark
 
 
@@ -639,17 +635,17 @@ def push_snapshots(
 def fetch_snapshots(
     store: Store, report: Report, code_remote: str, env: Mapping[str, str], here: Path
 ) -> None:
-    """After a pull: each session it brought fetches its code snapshots (a fork of the
-    remote's line gets the original's, under its own id)."""
+    """After a pull: each session it brought fetches its code snapshots (a diverged
+    one's here go to the fork that now holds this home's line first)."""
     from gitsessions.services.code.code_sync import CodeSession, fetch_code
 
     sessions: list[CodeSession] = []
     for o in report.sessions:
         if o.result in ("created", "updated"):
             sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
-        elif o.result == "forked" and o.fork:
-            workspace = store.head(o.fork).header.get("workspace") or {}
-            sessions.append(CodeSession(o.fork, o.id, workspace))
+        elif o.result == "forked" and o.fork and o.detail == SWAPPED:  # else it stays here
+            workspace = store.head(o.id).header.get("workspace") or {}
+            sessions.append(CodeSession(o.id, o.id, workspace, kept_as=o.fork))
     from gitsessions.services.code.workspace import project_of
 
     report.code = fetch_code(sessions, code_remote, env, project_of(here, env))
