@@ -64,6 +64,14 @@ def test_a_writer_and_a_reader_share_one_gitolite_remote(host, tmp_path):
     assert listed[0]["made_by"] == f"alice@{socket.gethostname()}"
     shown = gs(bob, "bob", host, "info", sid)
     assert f"alice@{socket.gethostname()}" in shown.stdout
+    from gitsessions.cli.list_table import table
+
+    rows = [(0, dict(listed[0], made_by=f"alice@{socket.gethostname()}"))]
+    from rich.console import Console
+
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(table(rows, 120))
+    assert f"by alice@{socket.gethostname()}" in console.export_text()
 
     # bob may read, not write: his push is one line, and nothing moved anywhere
     with FakeOpenAI(strict=True) as server:

@@ -8,6 +8,8 @@ that leaves the title under `MIN_TITLE` columns, the workspace goes, then the pa
 then the time. Every string is shown through `one_line`.
 """
 
+import os
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,15 @@ def _workspace(path: str | None, home: str) -> str:
     return one_line(path)
 
 
+def _by(row: dict[str, Any]) -> str:
+    """`by alice@laptop` for a session someone else made, or on another machine."""
+    made = row.get("made_by")
+    if not made:
+        return ""
+    me = f"{os.environ.get('USER') or os.environ.get('LOGNAME') or ''}@{socket.gethostname()}"
+    return "" if made == me else f"by {made}"
+
+
 def _cut_start(text: str, width: int) -> str:
     """`text` in `width` columns, cut at its start (`…/project`)."""
     return text if len(text) <= width else "…" + text[-(width - 1) :]
@@ -48,7 +59,7 @@ def _cells(depth: int, row: dict[str, Any], home: str) -> dict[str, str]:
         "id": short(row["id"]),
         "msgs": f"{row['messages']:,}",
         "active": one_line((row["active_at"] or "")[:16].replace("T", " ")),
-        "parent": one_line(listing.origin(row)),
+        "parent": one_line(" · ".join(filter(None, (listing.origin(row), _by(row))))),
         "workspace": _workspace(row["workspace"], home),
     }
 
