@@ -286,7 +286,7 @@ def test_chat_warm_up_waits_for_the_prompt():
 def test_the_config_files_known_keys_follow_the_settings():
     from gitsessions.services.settings import config, config_file
 
-    tables = ("redact", "prices", "shell", "snapshots", "hooks")
+    tables = ("redact", "prices", "shell", "snapshots", "hooks", "mcp_servers")
     known = config_file.KNOWN_KEYS
     assert known == (*config._LOOKUP, *tables)
     assert config.KNOWN_KEYS is config_file.KNOWN_KEYS

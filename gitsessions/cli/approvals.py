@@ -231,7 +231,7 @@ class ChatApprover:
         shown = describe_approval(name, arguments, change=change)
         hidden = shown.plain != describe_approval(name, arguments, True, change).plain
         offer = always_offer(name, arguments)
-        self.console.print(shown, highlight=False)
+        self.console.print(shown, highlight=False, soft_wrap=True)  # whole, one line each
         choices = ["y: yes", "n: no (Enter)", offer_words(offer)]
         if hidden:
             choices.append("v: view all")
@@ -249,7 +249,9 @@ class ChatApprover:
                 return False
             if answer in ("v", "view") and hidden:
                 self.console.print(
-                    describe_approval(name, arguments, True, change), highlight=False
+                    describe_approval(name, arguments, True, change),
+                    highlight=False,
+                    soft_wrap=True,
                 )
             elif answer in ("a", "always") and not isinstance(offer, NoScope):
                 if isinstance(offer, Scope):

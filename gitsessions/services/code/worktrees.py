@@ -348,8 +348,9 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     root, identity = project_of(here, env)
     if root is None or not same_project(identity, recorded(head.header)):
         raise WorktreeError(
-            f"session {short(head.id)}'s worktree was made on another machine; run "
-            "`gitsessions worktree restore` in a clone of its project to make it here"
+            f"this home did not make session {short(head.id)}'s worktree (it was made on "
+            "another machine); run `gitsessions worktree restore` in a clone of its project "
+            "to make it here"
         )
     project = find_project(root, env)
     base = str(said.get("base") or "")
