@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
     "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
     "worktree": ("worktree_cmd", "List, remove or restore the git worktrees of forks."),
+    "snapshots": ("snapshots_cmd", "Prune the code snapshots sessions keep in a project."),
     "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
     "pull": ("sync_cmd", "Pull sessions from a git remote; nothing is ever lost."),
