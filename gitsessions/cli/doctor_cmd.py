@@ -22,7 +22,7 @@ def cmd_doctor(
             "them (never to a fetched commit's trailer), remove stale locks and leases, "
             "set bad ref files aside and drop stale caches. Never deletes a commit of a "
             "session; in the projects, drops the snapshots of sessions deleted here that "
-            "no remaining session names.",
+            "no remaining session names and packs a pile of loose snapshot refs.",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,

@@ -1,5 +1,5 @@
 """`gc`: pack the store's objects and purge what no session reaches; in the projects,
-drop the snapshots of sessions deleted here."""
+drop the snapshots of sessions deleted here and pack what snapshots left loose."""
 
 from pathlib import Path
 
@@ -13,7 +13,8 @@ from gitsessions.values.plural import plural
 
 def cmd_gc(ctx: typer.Context) -> None:
     """Pack objects (deltified) and purge what no session reaches; in the projects the
-    sessions worked in, drop the snapshots of sessions deleted here."""
+    sessions worked in, drop the snapshots of sessions deleted here and pack the loose
+    snapshot refs and objects."""
     from gitsessions.services.code import project_care
     from gitsessions.services.sessions import manage
 
@@ -32,6 +33,11 @@ def cmd_gc(ctx: typer.Context) -> None:
     )
     where = project_care.projects(state.store, state.env, _here())
     cleaned = project_care.clean(state.store, state.env, where)
+    if cleaned.refs_packed:
+        consoles.err.print(
+            f"packed {plural(cleaned.refs_packed, 'loose code snapshot ref')} and "
+            f"{plural(cleaned.objects_packed, 'object')} they reach in the projects"
+        )
     if cleaned.dropped:
         consoles.err.print(
             f"dropped {plural(cleaned.dropped, 'code snapshot')} of deleted sessions "

@@ -6,7 +6,9 @@ Invariants:
 - A finding is a snapshot ref of a session this home deleted (its tombstone says so)
   holding snapshots no remaining session names; its repair is retention.py's prune of
   that ref (compare-and-swap). A ref of a session this home never had is not a
-  finding: it may be another home's (`snapshots prune --orphans` is for those).
+  finding: it may be another home's (`snapshots prune --orphans` is for those). So
+  are loose snapshot refs past twice what a tidy leaves (footprint.py: a tidy that
+  kept failing); its repair, and `gc`'s, is a tidy.
 - Nothing here touches the user's refs, HEAD, index or files.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitsessions.services.code import retention
+from gitsessions.services.code import footprint, retention
 from gitsessions.services.code.snapshots import (
     Project,
     SnapshotError,
@@ -46,11 +48,14 @@ def projects(store: SessionStore, env: Mapping[str, str], here: Path | None) -> 
 
 @dataclass(frozen=True)
 class Cleaned:
-    """What `gc` did in the projects: snapshots of deleted sessions dropped."""
+    """What `gc` did in the projects: snapshots of deleted sessions dropped, loose
+    snapshot refs and objects packed."""
 
     projects: int
     dropped: int
     refs_deleted: int
+    refs_packed: int = 0
+    objects_packed: int = 0
 
 
 def check(
@@ -77,13 +82,28 @@ def check(
             )
             fixed = repair and sid not in pruned.moved
             findings.append(Finding("snapshots", f"{project.root}: {sid}", detail, fixed))
+    for project in where:
+        findings += _loose(project, env, repair)
     return findings
 
 
+def _loose(project: Project, env: Mapping[str, str], repair: bool) -> list[Finding]:
+    try:
+        loose = len(footprint.loose_refs(project, env))
+        if loose < 2 * footprint.LOOSE_REFS_AT:
+            return []
+        fixed = repair and footprint.tidy(project, env, force=True) is not None
+    except SnapshotError as error:
+        return [Finding("project", str(project.root), str(error))]
+    detail = f"{loose} loose snapshot refs (and the objects they reach): a tidy packs them"
+    return [Finding("loose", str(project.root), detail, fixed)]
+
+
 def clean(store: SessionStore, env: Mapping[str, str], where: Iterable[Project]) -> Cleaned:
-    """Drop the snapshots of sessions deleted here that no remaining session names."""
+    """Drop the snapshots of sessions deleted here that no remaining session names, and
+    pack the loose snapshot refs and objects (a tidy, forced)."""
     gone = deleted(store.git.path)
-    count = dropped = refs_deleted = 0
+    count = dropped = refs_deleted = refs_packed = objects_packed = 0
     for project in where:
         count += 1
         try:
@@ -92,6 +112,10 @@ def clean(store: SessionStore, env: Mapping[str, str], where: Iterable[Project])
                 pruned = retention.prune(store, project, env, only=orphaned)
                 dropped += pruned.dropped_count
                 refs_deleted += len(pruned.refs_deleted)
+            tidied = footprint.tidy(project, env, force=True)
         except SnapshotError:
             continue
-    return Cleaned(count, dropped, refs_deleted)
+        if tidied is not None:
+            refs_packed += tidied.refs
+            objects_packed += tidied.objects
+    return Cleaned(count, dropped, refs_deleted, refs_packed, objects_packed)

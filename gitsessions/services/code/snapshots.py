@@ -92,10 +92,12 @@ def out(done: subprocess.CompletedProcess[bytes]) -> str:
 
 @dataclass(frozen=True)
 class Project:
-    """A git working tree: its root and where its (real) index lives."""
+    """A git working tree: its root, where its (real) index lives, and its repository's
+    common directory (where refs shared by every worktree live)."""
 
     root: Path
     index: Path
+    common: Path | None = None
 
 
 def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
@@ -103,15 +105,20 @@ def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
     if no_repository(path, env):
         return None
     try:
-        done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
+        done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index",
+                   "--git-common-dir", check=False)  # fmt: skip
     except SnapshotError:  # no git at all
         return None
     lines = out(done).splitlines()
-    if done.returncode != 0 or len(lines) != 2 or not lines[0]:
+    if done.returncode != 0 or len(lines) != 3 or not lines[0]:
         return None
     root = Path(lines[0])
-    index = Path(lines[1])
-    return Project(root, index if index.is_absolute() else (path / index).resolve())
+    index, common = Path(lines[1]), Path(lines[2])
+    return Project(
+        root,
+        index if index.is_absolute() else (path / index).resolve(),
+        common if common.is_absolute() else (path / common).resolve(),
+    )
 
 
 @dataclass(frozen=True)
@@ -415,6 +422,7 @@ class Snapshotter:
     last: Snapshot | None = None
     _signature: object = None
     _budget_checked: bool = False
+    _since_tidy: int = 0
 
     def project(self) -> Project | None:
         if not self._looked:
@@ -442,10 +450,23 @@ class Snapshotter:
             more = f" and {len(snap.left_out) - 5} more" if len(snap.left_out) > 5 else ""
             self.notes.append(f"note: left out of the code snapshot (over {limit}): {shown}{more}")
         self.last = snap
+        if snap.new:
+            self._tidy(project)
         if snap.new and not self._budget_checked:
             self._budget_checked = True
             self._check_budget(project)
         return snap.commit
+
+    def _tidy(self, project: Project) -> None:
+        """Pack the snapshot refs and objects once enough are loose (footprint.py)."""
+        from gitsessions.services.code.footprint import TIDY_AFTER, tidy
+
+        self._since_tidy += 1
+        try:
+            if tidy(project, self.env, force=self._since_tidy >= TIDY_AFTER) is not None:
+                self._since_tidy = 0
+        except SnapshotError:
+            pass  # a busy lock or a failing git: the next one, or `gitsessions gc`, packs
 
     def _check_budget(self, project: Project) -> None:
         """One warning a process when the project's snapshots pass the budget."""
