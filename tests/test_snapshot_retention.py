@@ -69,9 +69,17 @@ def test_prune_keeps_every_turn_by_default_and_keep_n_the_last_turns(server, tmp
     fsck_project(root)
     # a turn after the prune chains on what is left; a second prune changes nothing
     write_turn(server, root, "d.txt", "four\n", sid, snapshot=True)
-    assert chain(root, sid)[1:] == [newest, turn2]
+    assert chain(root, sid)[-2:] == [newest, turn2] and len(chain(root, sid)) > 2
     again = in_project(root, "snapshots", "prune", "--keep", "2", "--json")
     assert json.loads(again.stdout)["dropped_count"] == 0
+    # turn 1's code was pruned: a rewind to it says so, and changes nothing
+    back = run_gitsessions("rewind", sid, "--to", "turn:1", "--code")
+    assert back.returncode != 0
+    assert "is not in the project" in back.stderr and "snapshots prune" in back.stderr
+    assert (root / "c.txt").read_text() == "three\n"
+    # turn 3's is kept: a rewind to turn 2 works
+    assert run_gitsessions("rewind", sid, "--to", "turn:2", "--code").returncode == 0
+    assert not (root / "c.txt").exists() and (root / "b.txt").read_text() == "two\n"
 
 
 def test_older_than_drops_even_named_snapshots_and_deletes_an_empty_ref(server, tmp_path, home):

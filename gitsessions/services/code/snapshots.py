@@ -390,7 +390,10 @@ def tree_of(project: Project, env: Mapping[str, str], commit: str) -> str:
     """The tree of a snapshot commit; `SnapshotError` when the project lacks it."""
     done = git(project.root, env, "rev-parse", "-q", "--verify", commit + "^{tree}", check=False)
     if done.returncode != 0:
-        raise SnapshotError(f"snapshot {commit[:12]} is not in the project {project.root}")
+        raise SnapshotError(
+            f"snapshot {commit[:12]} is not in the project {project.root} (pruned by "
+            "`gitsessions snapshots prune`, or not pulled: `pull --code`)"
+        )
     return out(done)
 
 
