@@ -16,7 +16,17 @@ It does that twice, in two copies of the project:
 and measures each `.git` before and after (bytes on disk, as `du` counts blocks, and
 apparent bytes; files; loose refs; loose objects; packs), then once more after
 `gitsessions gc`'s project step (project_care.clean). Goal: at most 2 MB added per
-1,000 sessions. Prints a table, writes JSON to bench/results/footprint.json (or --out).
+1,000 sessions.
+
+Then retention (issue 21): one session of `--turns` turns (in-process `Agent.run_turn`
+against the tests' fake model server, a real store) in a project of `--files` files
+whose "build" writes `--output-bytes` of new untracked output before each turn; the
+`.git` growth as left (the default retention keeps every turn), and after
+`snapshots prune --keep 20` plus `git gc --prune=now`.
+
+    uv run python bench/footprint.py --turns 1000 --output-bytes 5000000 --files 10000
+
+Prints tables, writes JSON to bench/results/footprint.json (or --out).
 """
 
 import argparse
@@ -33,10 +43,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitsessions.services.code import footprint, snapshots  # noqa: E402
+from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
+from gitsessions.agent.session import AgentSession  # noqa: E402
+from gitsessions.services.code import footprint, retention, snapshots  # noqa: E402
+from gitsessions.services.code.workspace import head_of  # noqa: E402
+from gitsessions.services.compaction.compaction_policy import Policy  # noqa: E402
+from gitsessions.services.model.model import ModelClient  # noqa: E402
+from gitsessions.services.settings.config import resolve_model_settings  # noqa: E402
+from gitsessions.services.tools import approve_all, create_registry  # noqa: E402
+from gitsessions.store.sessions import SessionStore  # noqa: E402
 from gitsessions.values.ids import new_id  # noqa: E402
+from gitsessions.values.tokens import TokenCounter  # noqa: E402
+from tests.fake_openai import FakeOpenAI  # noqa: E402
 
-IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0"]
 
 
 def git(root: Path, *args: str) -> str:
@@ -103,10 +123,64 @@ def clean(root: Path) -> None:
     footprint.tidy(project, os.environ, force=True)
 
 
+def retention_run(work: Path, files: int, turns: int, output: int, keep: int) -> dict[str, Any]:
+    root = work / "retention"
+    generate(root, files)
+    env = dict(os.environ)
+    store = SessionStore(work / "home", background_maintenance=False)
+    before = measure(root / ".git")
+    started = time.perf_counter()
+    with FakeOpenAI() as server:
+        settings = resolve_model_settings({"base_url": server.base_url, "model": "m"}, {}, {})
+        session = AgentSession.create(store, "system", {"path": str(root)}, "m")
+        agent = Agent(
+            session,
+            ModelClient(settings),
+            create_registry(root, env, approve=approve_all),
+            TokenCounter(),
+            AgentConfig(
+                model="m", summary_model="m", policy=Policy(), stream=False, summary_every=10**9
+            ),
+            lambda *a: 0.0,
+            workspace_head=lambda: head_of(root, env),
+            code_snapshot=snapshots.Snapshotter(root, env, session.id),
+        )
+        build = root / "build"
+        build.mkdir(exist_ok=True)
+        for turn in range(turns):
+            (build / "output.bin").write_bytes(os.urandom(output))  # a build's new output
+            agent.run_turn(f"build {turn}")
+        agent.client.close()
+    seconds = time.perf_counter() - started
+    as_left = measure(root / ".git")
+    project = snapshots.find_project(root, env)
+    assert project is not None
+    default = retention.prune(store, project, env, dry_run=True)
+    pruned = retention.prune(store, project, env, keep_turns=keep)
+    git(root, "gc", "-q", "--prune=now")
+    after = measure(root / ".git")
+    git(root, "fsck", "--no-progress", "--connectivity-only")
+    store.close()
+    return {
+        "turns": turns,
+        "output_bytes": output,
+        "keep": keep,
+        "default_prune_drops": default.dropped_count,
+        "dropped": pruned.dropped_count,
+        "kept": pruned.kept,
+        "added_disk_bytes": as_left["disk_bytes"] - before["disk_bytes"],
+        "added_disk_bytes_after_prune_gc": after["disk_bytes"] - before["disk_bytes"],
+        "seconds": round(seconds, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--files", type=int, default=500)
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--output-bytes", type=int, default=1_000_000)
+    parser.add_argument("--keep", type=int, default=20)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "footprint.json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gitsessions-footprint-"))
@@ -132,6 +206,10 @@ def main() -> None:
                 "added_disk_bytes_after_gc": after_gc["disk_bytes"] - before["disk_bytes"],
                 "seconds": round(seconds, 2),
             }
+        if args.turns:
+            results["retention"] = retention_run(
+                work, args.files, args.turns, args.output_bytes, args.keep
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     show(results)
@@ -156,6 +234,17 @@ def show(results: dict[str, Any]) -> None:
                 f"| {m['loose_objects'] - r['before']['loose_objects']} | {m['packs']} "
                 f"| {r['seconds']} s |"
             )
+    r = results.get("retention")
+    if r:
+        print(f"\none session, {r['turns']:,} turns, {r['output_bytes']:,} bytes of new "
+              "untracked build output a turn")  # fmt: skip
+        print("| retention | .git growth | snapshots dropped |")
+        print("| --- | --- | --- |")
+        print(f"| default (every turn kept) | {r['added_disk_bytes'] / 1e6:.1f} MB "
+              f"| {r['default_prune_drops']} |")  # fmt: skip
+        pruned = r["added_disk_bytes_after_prune_gc"] / 1e6
+        print(f"| `prune --keep {r['keep']}` + `git gc --prune=now` | {pruned:.1f} MB "
+              f"| {r['dropped']} |")  # fmt: skip
 
 
 if __name__ == "__main__":

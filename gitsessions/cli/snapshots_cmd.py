@@ -26,6 +26,7 @@ def cmd_prune(
         typer.Option(
             "--keep",
             min=0,
+            metavar="N",
             help="Keep of each session only the snapshots its last N turns can rewind to "
             "(default: every turn it can rewind to).",
         ),
