@@ -192,3 +192,18 @@ def test_one_warning_when_the_snapshots_pass_the_budget(server, tmp_path, home):
     server.reply(content="done")
     quiet = run_gitsessions(*exec_args(server, root), "write more", "--auto-approve")
     assert quiet.returncode == 0 and "budget" not in quiet.stderr
+
+
+def test_budget_bytes_is_read_and_checked():
+    from gitsessions.services.settings.config import (
+        DEFAULT_BUDGET_BYTES,
+        resolve_snapshot_settings,
+    )
+    from gitsessions.services.settings.config_file import ConfigError
+
+    assert resolve_snapshot_settings(False, {}).budget_bytes == DEFAULT_BUDGET_BYTES == 1 << 30
+    table = {"snapshots": {"budget_bytes": 5000}}
+    assert resolve_snapshot_settings(False, table).budget_bytes == 5000
+    for bad in (-1, "1 GiB", True):
+        with pytest.raises(ConfigError, match="budget_bytes must be a whole number"):
+            resolve_snapshot_settings(False, {"snapshots": {"budget_bytes": bad}})
