@@ -45,12 +45,14 @@ def test_snapshot_is_the_working_tree_minus_ignored_files_and_touches_nothing(tm
     # an unchanged tree on the same HEAD reuses the snapshot: no new commit
     again = snapshots.take(project, os.environ, sid, "gitsessions snapshot: again")
     assert again.commit == snap.commit and not again.new
-    # a change makes a new one, chained to the previous (reachable from the one ref)
+    # a change makes a new one on HEAD alone; a keep commit on the ref holds both
     (root / "notes.txt").write_text("more notes\n")
     third = snapshots.take(project, os.environ, sid, "gitsessions snapshot: third")
     assert third.new and third.commit != snap.commit
-    assert pgit(root, "rev-parse", f"{third.commit}^2").strip() == snap.commit
-    assert pgit(root, "rev-parse", ref).strip() == third.commit
+    assert pgit(root, "rev-parse", f"{third.commit}^@").split() == [before["head"].strip()]
+    assert pgit(root, "rev-parse", f"{ref}^1", f"{ref}^2").split() == [third.commit, snap.commit]
+    assert pgit(root, "log", "-1", "--format=%s", ref).startswith("gitsessions keep: session ")
+    assert snapshots.newest(project, os.environ, sid).commit == third.commit
     assert tree_files(root, third.commit)["notes.txt"] == b"more notes\n"
     assert pgit(root, "stash", "list") == ""
     pgit(root, "gc", "-q", "--prune=now")  # git gc keeps every snapshot
@@ -100,7 +102,9 @@ def test_each_turn_commit_names_its_code_snapshot(server, tmp_path, home):
     # taken while the model answers; a step that ran tools takes its own; a reply alone
     # changes no file and names the one before it
     assert len(snaps) == 4 and snaps[2:] == ["", ""] and snaps[0] == snaps[1] != ""
-    before_tools = pgit(root, "rev-parse", f"{snaps[1]}^2").strip()  # the prompt's
+    ref_name = f"refs/gitsessions/snapshots/{sid}"
+    newest, before_tools = pgit(root, "rev-parse", f"{ref_name}^1", f"{ref_name}^2").split()
+    assert newest == snaps[1]  # the keep commit's first parent; the prompt's below it
     assert tree_files(root, before_tools) == {
         k: v for k, v in working_files(root).items() if k != "made.txt"
     }
@@ -110,8 +114,7 @@ def test_each_turn_commit_names_its_code_snapshot(server, tmp_path, home):
     done = run_gitsessions(*exec_args(server, root), "look", "--resume", sid)
     assert done.returncode == 0, done.stderr
     assert trailers(home, sid, "Code-Snapshot")[:2] == [snaps[0], ""]
-    ref = pgit(root, "rev-parse", f"refs/gitsessions/snapshots/{sid}").strip()
-    assert ref == snaps[0]
+    assert pgit(root, "rev-parse", f"{ref_name}^1").strip() == snaps[0]
     after = user_state(root)
     assert sorted(after["status"].splitlines()) == sorted(
         [*before["status"].splitlines(), "?? made.txt"]
@@ -179,11 +182,17 @@ def test_delete_takes_the_snapshot_ref_and_names_the_kept_worktree(server, tmp_p
     assert fork.returncode == 0, fork.stderr
     made = json.loads(fork.stdout)
     fid, path = made["id"], made["worktree"]["path"]
+    named = set(trailers(home, fid, "Code-Snapshot")) - {""}
     gone = run_gitsessions("delete", sid, "--yes")
     assert gone.returncode == 0, gone.stderr
-    assert f"deleted {sid} and its code snapshots" in gone.stderr
-    assert pgit(root, "for-each-ref", f"refs/gitsessions/snapshots/{sid}") == ""
+    # the fork's history names the parent's snapshots: they stay while it does
+    assert f"deleted {sid}" in gone.stderr
+    ref = f"refs/gitsessions/snapshots/{sid}"
+    for snap in named:
+        pgit(root, "merge-base", "--is-ancestor", snap, ref)
     kept = run_gitsessions("delete", fid, "--yes")
+    assert f"deleted {fid} and its code snapshots" in kept.stderr
+    assert pgit(root, "for-each-ref", "refs/gitsessions/snapshots/") == ""
     assert f"its worktree {path} (branch gitsessions/{fid[:8]}) is kept" in kept.stderr
     assert Path(path).is_dir()  # the user's code stays
     fsck_project(root)

@@ -273,7 +273,9 @@ def code_snapshots(
         return None
     from gitsessions.services.code.snapshots import Snapshotter
 
-    snapshotter = Snapshotter(workspace, env, session_id, settings.max_file_bytes)
+    snapshotter = Snapshotter(
+        workspace, env, session_id, settings.max_file_bytes, settings.budget_bytes
+    )
 
     def flush(to: Printer = err) -> None:
         for note in snapshotter.notes:

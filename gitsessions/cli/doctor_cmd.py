@@ -1,5 +1,6 @@
 """`gitsessions doctor [--repair]`: what fsck cannot see, and its repair."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,16 +20,23 @@ def cmd_doctor(
             "--repair",
             help="Restore lost or lagging branches to the heads this home recorded for "
             "them (never to a fetched commit's trailer), remove stale locks and leases, "
-            "set bad ref files aside and drop stale caches. Never deletes a commit.",
+            "set bad ref files aside and drop stale caches. Never deletes a commit of a "
+            "session; in the projects, drops the snapshots of sessions deleted here that "
+            "no remaining session names and packs a pile of loose snapshot refs.",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Check the store for lost branches, broken sessions, stale locks and caches.
+    """Check the store for lost branches, broken sessions, stale locks and caches, and
+    the projects the sessions worked in for snapshot refs of deleted sessions.
 
     Exits 0 when nothing is wrong (or all of it was repaired), 1 otherwise."""
     state: State = ctx.obj
+    from gitsessions.services.code import project_care
+
     report = doctor(state.store, repair=repair)
+    where = project_care.projects(state.store, state.env, _here())
+    report.findings += project_care.check(state.store, state.env, where, repair)
     audit(
         state.home,
         "doctor",
@@ -53,6 +61,13 @@ def cmd_doctor(
         err.print(summary)
     if not report.healthy:
         raise typer.Exit(1)
+
+
+def _here() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # the directory was removed under us
+        return None
 
 
 def register(app: typer.Typer) -> None:

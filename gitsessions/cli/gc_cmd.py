@@ -1,4 +1,7 @@
-"""`gc`: pack the store's objects and purge what no session reaches."""
+"""`gc`: pack the store's objects and purge what no session reaches; in the projects,
+drop the snapshots of sessions deleted here and pack what snapshots left loose."""
+
+from pathlib import Path
 
 import typer
 
@@ -9,10 +12,14 @@ from gitsessions.values.plural import plural
 
 
 def cmd_gc(ctx: typer.Context) -> None:
-    """Pack objects (deltified) and purge what no session reaches."""
+    """Pack objects (deltified) and purge what no session reaches; in the projects the
+    sessions worked in, drop the snapshots of sessions deleted here and pack the loose
+    snapshot refs and objects."""
+    from gitsessions.services.code import project_care
     from gitsessions.services.sessions import manage
 
-    stats = manage.gc(state_of(ctx).store)
+    state = state_of(ctx)
+    stats = manage.gc(state.store)
     broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
     if broken:
         consoles.err.print(
@@ -24,6 +31,26 @@ def cmd_gc(ctx: typer.Context) -> None:
         f"packed {plural(stats['objects'], 'object')} "
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
+    where = project_care.projects(state.store, state.env, _here())
+    cleaned = project_care.clean(state.store, state.env, where)
+    if cleaned.refs_packed:
+        consoles.err.print(
+            f"packed {plural(cleaned.refs_packed, 'loose code snapshot ref')} and "
+            f"{plural(cleaned.objects_packed, 'object')} they reach in the projects"
+        )
+    if cleaned.dropped:
+        consoles.err.print(
+            f"dropped {plural(cleaned.dropped, 'code snapshot')} of deleted sessions "
+            f"({plural(cleaned.refs_deleted, 'ref')} deleted) in "
+            f"{plural(cleaned.projects, 'project')}; each project's next `git gc` frees them"
+        )
+
+
+def _here() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # the directory was removed under us
+        return None
 
 
 def register(app: typer.Typer) -> None:

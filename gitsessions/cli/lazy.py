@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor_cmd", "Check the store for what git fsck cannot see, and repair it."),
     "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
     "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
-    "snapshot": ("snapshot_cmd", "Restore a code snapshot, such as one `rewind --force` saved."),
+    "snapshot": ("snapshot_cmd", "Restore or prune code snapshots (`rewind --force` saves one)."),
     "worktree": ("worktree_cmd", "List, remove or restore the git worktrees of forks."),
     "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),

@@ -2,8 +2,9 @@
 
 Invariant: the store's side goes first (`sessions/manage.delete`: the branch, cache
 rows, chat history lines, lease file, one audit line, the post-delete hook); then, with
-git's environment, the session's code snapshots' ref in the project it worked in, and
-this home's record of its worktree mark. A worktree fork's worktree is the user's code:
+git's environment, the session's code snapshots in the project it worked in (its ref
+pruned: deleted, or rebuilt over the snapshots a fork of it still names, retention.py),
+and this home's record of its worktree mark. A worktree fork's worktree is the user's code:
 it is kept, and named.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code import snapshots, worktree_mark
+from gitsessions.services.code import retention, snapshots, worktree_mark
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import manage
 from gitsessions.store.sessions import SessionStore
@@ -39,8 +40,23 @@ def delete(
     head = manage.delete(store, session_id, hooks)
     header = head.header
     root = (header.get("workspace") or {}).get("repo_root")
-    forgot = env is not None and bool(root) and snapshots.forget(Path(root), env, session_id)
+    # its ref, and a deleted parent's, which may have held only what this one named
+    refs = [session_id, *([header["parent_id"]] if header.get("parent_id") else [])]
+    forgot = env is not None and bool(root) and _free(store, Path(root), env, refs)
     # named only when this home made it; its record goes with the session
     mark = worktree_mark.check(store.home, head.id, header, None).mark
     worktree_mark.forget(store.home, head.id)
     return Deleted(forgot, mark if mark is not None and not mark.get("removed_at") else None)
+
+
+def _free(store: SessionStore, root: Path, env: Mapping[str, str], refs: list[str]) -> bool:
+    """Prune those snapshot refs: of a deleted session, what no remaining session names
+    goes (a live parent's keeps what it saved). Whether any of it went."""
+    project = snapshots.find_project(root, env) if root.is_dir() else None
+    if project is None:
+        return False
+    try:
+        pruned = retention.prune(store, project, env, only=refs)
+    except snapshots.SnapshotError:
+        return False
+    return pruned.dropped_count > 0

@@ -14,10 +14,16 @@ Invariants:
   Files over `max_file_bytes` are left out (their index entry, if any, stays) and named.
   The mode is 100755 for a file with its owner's execute bit, else 100644 (with
   `core.fileMode` false: the index entry's mode, as `update-index` keeps it).
-- Snapshot commits chain: first parent the project's HEAD (as a stash does), second the
-  session's previous snapshot, so every one stays reachable from the ref and `git gc`
-  keeps them. The ref moves by compare-and-swap (`update-ref NEW OLD`). A turn whose
-  tree and HEAD did not change reuses the previous snapshot: no new commit.
+- A snapshot commit's only parent is the project's HEAD (as a stash's first is). The ref
+  names the first snapshot itself; each later one adds a *keep* commit (subject
+  `gitsessions keep: session <id8>`, the snapshot's tree): first parent the new
+  snapshot, second what the ref named before. So every snapshot stays reachable and
+  `git gc` keeps them, and retention (retention.py) can drop some by rebuilding the keep
+  commits alone: a snapshot's id, which `Code-Snapshot` trailers name, never changes.
+  (Older gitsessions chained snapshots themselves, second parent the previous one;
+  such a chain is still read.) The ref moves by compare-and-swap (`update-ref NEW
+  OLD`). A turn whose tree and HEAD did not change reuses the previous snapshot: no
+  new commit.
 - Only stock `git` is run, in the project, with its command-running config off
   (projectgit.py: fsmonitor, hooks, filters, signing); nothing here reads the
   environment or prints.
@@ -34,10 +40,12 @@ from stat import S_ISLNK, S_ISREG
 
 from gitsessions.services.code.projectgit import filters_listed, run
 from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, no_repository
-from gitsessions.services.settings.config import DEFAULT_MAX_FILE_BYTES
+from gitsessions.services.settings.config import DEFAULT_BUDGET_BYTES, DEFAULT_MAX_FILE_BYTES
 from gitsessions.values.errors import GitsessionsError
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
+KEEP_SUBJECT = "gitsessions keep: session "
+SNAPSHOT_SUBJECT = "gitsessions snapshot: "
 IDENTITY = {
     "GIT_AUTHOR_NAME": "gitsessions",
     "GIT_AUTHOR_EMAIL": "gitsessions@localhost",
@@ -78,32 +86,18 @@ def git(
     return done
 
 
-def forget(repo_root: Path, env: Mapping[str, str], session_id: str) -> bool:
-    """Delete the session's snapshot ref in its project (compare-and-swap on its value;
-    the project's next `git gc` drops what only it kept). False when there is none."""
-    if not repo_root.is_dir():
-        return False
-    ref = snapshot_ref(session_id)
-    try:
-        found = git(repo_root, env, "rev-parse", "--verify", "--quiet", ref, check=False)
-        if found.returncode != 0:
-            return False
-        git(repo_root, env, "update-ref", "-d", ref, out(found))
-    except SnapshotError:
-        return False
-    return True
-
-
 def out(done: subprocess.CompletedProcess[bytes]) -> str:
     return done.stdout.decode("utf-8", "surrogateescape").strip()
 
 
 @dataclass(frozen=True)
 class Project:
-    """A git working tree: its root and where its (real) index lives."""
+    """A git working tree: its root, where its (real) index lives, and its repository's
+    common directory (where refs shared by every worktree live)."""
 
     root: Path
     index: Path
+    common: Path | None = None
 
 
 def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
@@ -111,15 +105,20 @@ def find_project(path: Path, env: Mapping[str, str]) -> Project | None:
     if no_repository(path, env):
         return None
     try:
-        done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
+        done = git(path, env, "rev-parse", "--show-toplevel", "--git-path", "index",
+                   "--git-common-dir", check=False)  # fmt: skip
     except SnapshotError:  # no git at all
         return None
     lines = out(done).splitlines()
-    if done.returncode != 0 or len(lines) != 2 or not lines[0]:
+    if done.returncode != 0 or len(lines) != 3 or not lines[0]:
         return None
     root = Path(lines[0])
-    index = Path(lines[1])
-    return Project(root, index if index.is_absolute() else (path / index).resolve())
+    index, common = Path(lines[1]), Path(lines[2])
+    return Project(
+        root,
+        index if index.is_absolute() else (path / index).resolve(),
+        common if common.is_absolute() else (path / common).resolve(),
+    )
 
 
 @dataclass(frozen=True)
@@ -133,11 +132,13 @@ class Captured:
 
 @dataclass(frozen=True)
 class Previous:
-    """A recorded snapshot: its commit, tree and first parent (the HEAD it was on)."""
+    """A recorded snapshot: its commit, tree and first parent (the HEAD it was on), and
+    what the session's ref names (the snapshot itself, or a keep commit on it)."""
 
     commit: str
     tree: str
     head: str | None
+    tip: str = ""
 
 
 @dataclass(frozen=True)
@@ -313,13 +314,35 @@ def newest(project: Project, env: Mapping[str, str], session_id: str) -> Previou
         project.root,
         env,
         "for-each-ref",
-        "--format=%(objectname) %(tree) %(parent)",
+        "--format=%(objectname) %(tree) %(parent)%09%(subject)",
         snapshot_ref(session_id),
     )
-    fields = out(done).split()
+    line, _tab, subject = out(done).partition("\t")
+    fields = line.split()
     if len(fields) < 2:
         return None
-    return Previous(fields[0], fields[1], fields[2] if len(fields) > 2 else None)
+    if not subject.startswith(KEEP_SUBJECT) or len(fields) < 3:
+        return Previous(fields[0], fields[1], fields[2] if len(fields) > 2 else None, fields[0])
+    commit = fields[2]  # a keep commit: its first parent is the newest snapshot
+    body = git(project.root, env, "cat-file", "commit", commit).stdout.split(b"\n\n", 1)[0]
+    heads = [h[7:].decode() for h in body.split(b"\n") if h.startswith(b"parent ")]
+    return Previous(commit, fields[1], heads[0] if heads else None, fields[0])
+
+
+def keep_commit(
+    project: Project, env: Mapping[str, str], session_id: str, snapshot: str, tree: str,
+    below: str | None,
+) -> str:  # fmt: skip
+    """A keep commit holding `snapshot` (first parent) on `below` (second), or the
+    snapshot itself when nothing is below it."""
+    if below is None:
+        return snapshot
+    body = (
+        f"{KEEP_SUBJECT}{session_id[:8]}\n\nHolds the session's code snapshots: the first "
+        "parent is the newest, the second holds the ones before."
+    )
+    args = ["commit-tree", tree, "-p", snapshot, "-p", below]
+    return out(git(project.root, env, *args, input=body.encode(), extra=IDENTITY))
 
 
 def record(
@@ -338,16 +361,15 @@ def record(
         )
         if on_head:
             return Snapshot(previous.commit, captured.tree, captured.head, captured.left_out, False)
-    args = ["commit-tree", captured.tree]
-    for parent in (captured.head, previous.commit if previous else None):
-        if parent:
-            args += ["-p", parent]
+    args = ["commit-tree", captured.tree] + (["-p", captured.head] if captured.head else [])
     body = message
     if captured.left_out:
         body += "\n\nLeft out (over the size limit):\n" + "\n".join(captured.left_out)
     commit = out(git(project.root, env, *args, input=body.encode(), extra=IDENTITY))
-    old = previous.commit if previous else ZERO
-    git(project.root, env, "update-ref", snapshot_ref(session_id), commit, old)
+    old = (previous.tip or previous.commit) if previous else ZERO
+    below = old if previous else None
+    tip = keep_commit(project, env, session_id, commit, captured.tree, below)
+    git(project.root, env, "update-ref", snapshot_ref(session_id), tip, old)
     return Snapshot(commit, captured.tree, captured.head, captured.left_out, True)
 
 
@@ -368,7 +390,10 @@ def tree_of(project: Project, env: Mapping[str, str], commit: str) -> str:
     """The tree of a snapshot commit; `SnapshotError` when the project lacks it."""
     done = git(project.root, env, "rev-parse", "-q", "--verify", commit + "^{tree}", check=False)
     if done.returncode != 0:
-        raise SnapshotError(f"snapshot {commit[:12]} is not in the project {project.root}")
+        raise SnapshotError(
+            f"snapshot {commit[:12]} is not in the project {project.root} (pruned by "
+            "`gitsessions snapshot prune`, or not pulled: `pull --code`)"
+        )
     return out(done)
 
 
@@ -392,12 +417,15 @@ class Snapshotter:
     env: Mapping[str, str]
     session_id: str
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    budget_bytes: int = DEFAULT_BUDGET_BYTES
     notes: list[str] = field(default_factory=list)
     _project: Project | None = None
     _looked: bool = False
     _said_left_out: tuple[str, ...] = ()
     last: Snapshot | None = None
     _signature: object = None
+    _budget_checked: bool = False
+    _since_tidy: int = 0
 
     def project(self) -> Project | None:
         if not self._looked:
@@ -425,7 +453,38 @@ class Snapshotter:
             more = f" and {len(snap.left_out) - 5} more" if len(snap.left_out) > 5 else ""
             self.notes.append(f"note: left out of the code snapshot (over {limit}): {shown}{more}")
         self.last = snap
+        if snap.new:
+            self._tidy(project)
+        if snap.new and not self._budget_checked:
+            self._budget_checked = True
+            self._check_budget(project)
         return snap.commit
+
+    def _tidy(self, project: Project) -> None:
+        """Pack the snapshot refs and objects once enough are loose (footprint.py)."""
+        from gitsessions.services.code.footprint import TIDY_AFTER, tidy
+
+        self._since_tidy += 1
+        try:
+            if tidy(project, self.env, force=self._since_tidy >= TIDY_AFTER) is not None:
+                self._since_tidy = 0
+        except SnapshotError:
+            pass  # a busy lock or a failing git: the next one, or `gitsessions gc`, packs
+
+    def _check_budget(self, project: Project) -> None:
+        """One warning a process when the project's snapshots pass the budget."""
+        from gitsessions.services.code.retention import over_budget
+
+        try:
+            used = over_budget(project, self.env, self.budget_bytes)
+        except SnapshotError:
+            return
+        if used is not None:
+            self.notes.append(
+                f"warning: code snapshots take {approx_size(used)} in {project.root}, over "
+                f"the budget of {approx_size(self.budget_bytes)} ([snapshots] budget_bytes); "
+                "`gitsessions snapshot prune --keep 20` keeps each session's last 20 turns"
+            )
 
     def _take(self, project: Project, message: str) -> Snapshot:
         """A snapshot; when `git status` says what it said last time and every file it
@@ -462,3 +521,11 @@ def size_text(size: int) -> str:
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
     return f"{size:,} bytes"
+
+
+def approx_size(size: int) -> str:
+    """`1.5 GiB`, `12.0 MiB`, `300 KiB`, `100 bytes`."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} bytes"

@@ -15,7 +15,8 @@ Invariants:
   `sandbox_network` must not silently weaken the sandbox. `sources` names where each
   value came from, like `ModelSettings.sources`.
 - Snapshot settings: the `--no-snapshots` flag wins, then `[snapshots]`, then the
-  defaults (on, 10 MiB). An unknown key in the table is an error, not ignored.
+  defaults (on, 10 MiB a file, a 1 GiB budget a project; 0: no budget). An unknown
+  key in the table is an error, not ignored.
 """
 
 import math
@@ -339,13 +340,15 @@ def resolve_shell_settings(
 # -- [snapshots] ------------------------------------------------------------------------
 
 SNAPSHOT_TABLE = "snapshots"
-SNAPSHOT_KEYS = ("enabled", "max_file_bytes")
+SNAPSHOT_KEYS = ("enabled", "max_file_bytes", "budget_bytes")
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
+DEFAULT_BUDGET_BYTES = 1 << 30  # a project's snapshots past 1 GiB: one warning a process
 
 
 class SnapshotSettings(NamedTuple):
     enabled: bool = True
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    budget_bytes: int = DEFAULT_BUDGET_BYTES
 
 
 def resolve_snapshot_settings(
@@ -358,4 +361,9 @@ def resolve_snapshot_settings(
     limit = table.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ConfigError(f"{where}: max_file_bytes must be a whole number of bytes >= 0")
-    return SnapshotSettings(enabled=enabled and not no_snapshots, max_file_bytes=limit)
+    budget = table.get("budget_bytes", DEFAULT_BUDGET_BYTES)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ConfigError(f"{where}: budget_bytes must be a whole number of bytes >= 0")
+    return SnapshotSettings(
+        enabled=enabled and not no_snapshots, max_file_bytes=limit, budget_bytes=budget
+    )
