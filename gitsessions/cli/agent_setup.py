@@ -202,6 +202,19 @@ def build_agent(
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
         register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
+        imported = session.head.header.get("imported") if picked is not None else None
+        if isinstance(imported, dict) and imported.get("tools"):
+            lacking = [t for t in imported["tools"] if t not in registry.names]
+            registry.refuse_foreign(lacking, str(imported.get("from")))
+            if lacking:
+                notes.print(
+                    vtext(
+                        f"note: imported from {imported.get('from')}: its tools"
+                        f" {', '.join(lacking)} are not this agent's; a call to them is refused",
+                        style="yellow",
+                    ),
+                    highlight=False,
+                )
         config = AgentConfig(
             model=settings.model,
             summary_model=settings.summary_model,

@@ -16,7 +16,7 @@ a changed file. Every content is bounded by the output limit.
 import copy
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from gitsessions.services.tools.arguments import (
@@ -145,6 +145,14 @@ class ToolRegistry:
         self.approve = approve
         self.output_limit = output_limit
         self._tools: dict[str, ToolSpec] = {}
+        self._foreign: dict[str, str] = {}  # tool name -> the agent whose tool it was
+
+    def refuse_foreign(self, names: Iterable[str], source: str) -> None:
+        """Tools of the agent an imported session came from (`source`) that this agent
+        lacks: a call to one is refused in words that say so (no tool is registered)."""
+        for name in names:
+            if name not in self._tools:
+                self._foreign[name] = source
 
     def register(
         self,
@@ -230,6 +238,11 @@ class ToolRegistry:
         spec = self._tools.get(name)
         if spec is None:
             available = ", ".join(self._tools) or "none"
+            if name in self._foreign:
+                return failed(
+                    f"{name!r} is a tool of {self._foreign[name]}, where this session was"
+                    f" imported from; this agent does not have it. Use one of: {available}"
+                )
             return failed(f"unknown tool {name!r}; available: {available}")
         try:
             parsed = parse_arguments(raw)

@@ -1,0 +1,312 @@
+"""Claude Code's session files (`~/.claude/projects/<project>/<session>.jsonl`) read as
+items for `assemble.py`.
+
+Claude Code writes one JSON line per event: chained lines (`user`, `assistant`,
+`system`, and any other line with a `uuid`) name their `parentUuid`; an assistant reply
+is split over lines sharing `message.id`; tool results are `user` lines of
+`tool_result` blocks; a compaction is a `system` line of subtype `compact_boundary`
+(`parentUuid` null, `logicalParentUuid` the line before it, `compactMetadata.preTokens`)
+followed by a `user` line with `isCompactSummary`. Metadata lines (`summary`,
+`custom-title`, `file-history-snapshot`, ...) carry no chat.
+
+Invariants:
+- Two passes over the file, each a line at a time: the first indexes every line's
+  `uuid` -> `parentUuid` (and reads the metadata), the second maps the lines of the
+  active chain: from the newest line not on a side chain back through `parentUuid`, and
+  across a compaction by `logicalParentUuid`. Lines of an abandoned branch (a prompt
+  edited or retried) and side-chain lines of the main file are counted, not imported; a
+  subagent's own file (all side chain) is a session of its own.
+- `toolUseResult` (the structured copy of a tool's result) is not kept: the
+  `tool_result` block is what the model saw.
+"""
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.imports.assemble import (
+    Boundary,
+    Item,
+    Prompt,
+    Reply,
+    Result,
+    Summary,
+    call,
+)
+from gitsessions.services.imports.lines import Tally, read_objects
+from gitsessions.services.imports.mirror import Source
+
+NAME = "claude-code"
+CHAINED = ("user", "assistant", "system")
+METADATA = (
+    "summary",
+    "custom-title",
+    "ai-title",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "last-prompt",
+    "tag",
+    "agent-name",
+)
+FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn")
+
+
+@dataclass
+class Scan:
+    """What the first pass found: the session's identity and metadata, and which lines
+    make the active chain."""
+
+    tally: Tally
+    chain: bytearray = field(default_factory=bytearray)  # 1 at each chain line's number
+    session_id: str | None = None
+    agent_id: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    version: str | None = None
+    title: str | None = None
+    summary: str | None = None
+    forked_from: str | None = None
+    first_time: str | None = None
+    last_time: str | None = None
+    broken_at: int | None = None  # a chain line whose parent is not in the file
+    sidechain: bool = False  # every chained line is on a side chain (a subagent's file)
+
+
+def scan(path: Path) -> Scan:
+    """The first pass (see the module's invariants)."""
+    tally = Tally()
+    result = Scan(tally)
+    parents: dict[str, tuple[str | None, int]] = {}
+    leaf: str | None = None
+    side_leaf: str | None = None
+    side_lines = 0
+    for number, obj in read_objects(path, tally):
+        kind = obj.get("type")
+        uuid = obj.get("uuid")
+        if kind not in CHAINED and kind not in METADATA:
+            tally.unknown[str(kind)[:60]] += 1
+        _metadata(result, obj)
+        if not isinstance(uuid, str):
+            continue
+        parent = obj.get("parentUuid")
+        if parent is None and obj.get("subtype") == "compact_boundary":
+            parent = obj.get("logicalParentUuid")
+        parents[uuid] = (parent if isinstance(parent, str) else None, number)
+        if kind in CHAINED:
+            if obj.get("isSidechain") is True:
+                side_leaf = uuid
+                side_lines += 1
+            else:
+                leaf = uuid
+    result.sidechain = leaf is None and side_leaf is not None
+    start = leaf if leaf is not None else side_leaf
+    chain = bytearray(tally.lines + 1)
+    seen: set[str] = set()
+    on_chain = 0
+    while start is not None and start not in seen:
+        seen.add(start)
+        parent, number = parents[start]
+        chain[number] = 1
+        on_chain += 1
+        if parent is not None and parent not in parents:
+            result.broken_at = number
+            break
+        start = parent
+    result.chain = chain
+    off = sum(1 for _p, _n in parents.values()) - on_chain
+    if off and not result.sidechain:
+        tally.ignored["side-chain lines (kept in the source)"] += side_lines
+        if off - side_lines > 0:
+            tally.ignored["lines of an abandoned branch (kept in the source)"] += off - side_lines
+    return result
+
+
+def _metadata(result: Scan, obj: dict[str, Any]) -> None:
+    kind = obj.get("type")
+    if kind == "custom-title" and isinstance(obj.get("customTitle"), str):
+        result.title = obj["customTitle"]
+    elif kind == "summary" and isinstance(obj.get("summary"), str):
+        result.summary = obj["summary"]
+    if kind not in CHAINED:
+        return
+    for key, attr in (("sessionId", "session_id"), ("agentId", "agent_id"), ("cwd", "cwd")):
+        if getattr(result, attr) is None and isinstance(obj.get(key), str):
+            setattr(result, attr, obj[key])
+    if isinstance(obj.get("gitBranch"), str):
+        result.branch = obj["gitBranch"]
+    if isinstance(obj.get("version"), str):
+        result.version = obj["version"]
+    forked = obj.get("forkedFrom")
+    if result.forked_from is None and forked:
+        session = forked.get("sessionId") if isinstance(forked, dict) else forked
+        if isinstance(session, str):
+            result.forked_from = session
+    stamp = obj.get("timestamp")
+    if isinstance(stamp, str):
+        result.first_time = result.first_time or stamp
+        result.last_time = stamp
+
+
+def session_key(found: Scan, path: Path) -> str:
+    """The source's own id of the session: its `sessionId`, and a subagent's `agentId`."""
+    base = found.session_id or path.stem
+    return f"{base}/{found.agent_id}" if found.sidechain and found.agent_id else base
+
+
+def derived_id(source_id: str) -> str:
+    """The store's id of a source session: always the same for the same source id."""
+    return hashlib.sha256(f"{NAME}\0{source_id}".encode()).hexdigest()[:32]
+
+
+def items(path: Path, found: Scan) -> Iterator[Item]:
+    """The second pass: the chain's lines as items."""
+    chain = found.chain
+    for number, obj in read_objects(path):
+        if number >= len(chain) or not chain[number]:
+            continue
+        yield from _items(number, obj, found.tally)
+
+
+def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
+    kind = obj.get("type")
+    time = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    if kind == "system":
+        if obj.get("subtype") == "compact_boundary":
+            meta = (
+                obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+            )
+            yield Boundary(
+                n,
+                _int(meta.get("preTokens")),
+                str(meta.get("trigger") or "auto"),
+                time,
+                _int(meta["postTokens"]) if "postTokens" in meta else None,
+            )
+        else:
+            tally.ignored[f"system lines ({obj.get('subtype') or 'no subtype'})"] += 1
+        return
+    content = message.get("content")
+    if kind == "user":
+        if obj.get("isCompactSummary"):
+            yield Summary(_text(content), n, time)
+            return
+        if isinstance(content, str):
+            yield Prompt(content, n, time)
+            return
+        parts: list[dict[str, Any]] = []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                yield Result(
+                    block["tool_use_id"], _text(block.get("content")), n, time,
+                    block.get("is_error") is True,
+                )  # fmt: skip
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append({"type": "text", "text": block["text"]})
+            elif block.get("type") == "image":
+                parts.append(_image(block))
+        if parts:
+            only_text = all(p["type"] == "text" for p in parts)
+            yield Prompt("\n\n".join(p["text"] for p in parts) if only_text else parts, n, time)
+        return
+    if kind == "assistant":
+        key = message.get("id") if isinstance(message.get("id"), str) else obj.get("uuid")
+        reply = Reply(str(key), n, time)
+        model = message.get("model")
+        reply.model = model if isinstance(model, str) else None
+        reply.usage = _usage(message.get("usage"))
+        reply.final = message.get("stop_reason") in FINAL_STOPS
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                reply.text.append(block["text"])
+            elif kind == "tool_use" and isinstance(block.get("id"), str):
+                reply.calls.append(
+                    call(block["id"], str(block.get("name")), block.get("input", {}))
+                )
+            elif kind in ("thinking", "redacted_thinking"):
+                reply.reasoning.append(block)
+        if isinstance(content, str):
+            reply.text.append(content)
+        yield reply
+
+
+def _text(content: Any) -> str:
+    """A tool result's or summary's content as text (an image named, not kept)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif isinstance(block, dict) and block.get("type") == "image":
+            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            texts.append(f"[image: {source.get('media_type', 'unknown type')}, not imported]")
+    return "\n".join(texts)
+
+
+def _image(block: dict[str, Any]) -> dict[str, Any]:
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    if source.get("type") == "base64" and isinstance(source.get("data"), str):
+        url = f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    return {"type": "text", "text": "[image, not imported]"}
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    if not isinstance(usage, dict):
+        return None
+    prompt = sum(
+        _int(usage.get(k))
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    return {"prompt_tokens": prompt, "completion_tokens": _int(usage.get("output_tokens"))}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def source(path: Path, exists: Callable[[str], bool]) -> Source:
+    """The first pass over `path` as a `Source` for `mirror.import_source`; `exists`
+    says whether a store id names a session (a fork's parent is named only when it does)."""
+    found = scan(path)
+    key = session_key(found, path)
+    parent = None
+    if found.forked_from:
+        parent = derived_id(found.forked_from)
+        parent = parent if exists(parent) else None
+    extra: dict[str, Any] = {"version": found.version}
+    if found.forked_from:
+        extra["forked_from"] = found.forked_from
+    if found.sidechain:
+        extra["side_chain_of"] = found.session_id
+        parent = derived_id(found.session_id) if found.session_id else None
+        parent = parent if parent and exists(parent) else None
+    if found.broken_at is not None:
+        found.tally.ignored[f"chain cut at line {found.broken_at} (its parent is missing)"] += 1
+    return Source(
+        format=NAME,
+        path=path,
+        source_id=key,
+        session_id=derived_id(key),
+        tally=found.tally,
+        items=lambda: items(path, found),
+        title=found.title,
+        summary=found.summary,
+        cwd=found.cwd,
+        branch=found.branch,
+        first_time=found.first_time,
+        last_time=found.last_time,
+        parent=parent,
+        extra=extra,
+    )

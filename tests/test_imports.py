@@ -1,0 +1,267 @@
+"""`import --from claude-code|codex`: sources written to the documented shapes
+(tests/import_fixtures.py), mapped to chat messages that pair, kept in step on a
+re-import, refused when rewritten, and resumed here."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitsessions.services.imports import claude_code
+from tests.conftest import exec_args, run_gitsessions
+from tests.import_fixtures import (
+    CLAUDE_SESSION,
+    CODEX_SESSION,
+    ClaudeFile,
+    claude_session,
+    codex_session,
+)
+
+SID = claude_code.derived_id(CLAUDE_SESSION)
+
+
+def export(cli: Any, sid: str) -> dict[str, Any]:
+    return json.loads(cli("export", sid).stdout)
+
+
+def rows(result: Any) -> list[list[str]]:
+    return [line.split("\t") for line in result.stdout.splitlines()]
+
+
+@pytest.fixture
+def claude_file(tmp_path: Path) -> ClaudeFile:
+    return claude_session(
+        tmp_path / "claude" / "projects" / "-work-proj" / f"{CLAUDE_SESSION}.jsonl"
+    )
+
+
+def test_a_claude_code_session_becomes_paired_chat_messages(cli, claude_file):
+    path = claude_file.write()
+    result = cli("import", "--from", "claude-code", str(path))
+    assert rows(result) == [[SID, "created", "10", str(path.resolve())]]
+    assert "unknown line types ignored: brand-new-kind (1)" in result.stderr
+    doc = export(cli, SID)
+    messages = [r["message"] for r in doc["transcript"]]
+    assert [m["role"] for m in messages] == [
+        "user", "assistant", "tool", "tool", "assistant", "tool", "assistant",
+        "user", "user", "assistant",
+    ]  # fmt: skip
+    first = messages[1]  # one reply split over four lines sharing message.id
+    assert first["content"] == "I'll read the test first."
+    calls = first["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["Read", "Bash"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {
+        "file_path": "/work/proj/test_parser.py"
+    }
+    assert [m["tool_call_id"] for m in messages[2:4]] == ["toolu_01", "toolu_02"]
+    assert messages[5]["content"] == "error: exit code 1"  # is_error
+    # thinking is kept as data in the record, never in a message
+    assert doc["transcript"][1]["source"]["reasoning"][0]["thinking"] == "Let me look at the test."
+    assert "thinking" not in json.dumps(messages) and "toolUseResult" not in json.dumps(doc)
+    assert doc["transcript"][1]["usage"] == {"prompt_tokens": 110, "completion_tokens": 7}
+    # the compact boundary: a compaction with its before-token count; the context after it
+    [compaction] = doc["compactions"]
+    assert (compaction["before_tokens"], compaction["trigger"]) == (48213, "manual")
+    assert compaction["summary"].startswith("This session is being continued")
+    assert [m["content"] for m in doc["messages"]] == [
+        compaction["summary"],
+        "now run the whole suite",
+        "All 120 tests pass.",
+    ]
+    assert (doc["title"], doc["summary"]) == ("Parser flake", "Fix the flaky parser test")
+    assert doc["imported"]["id"] == CLAUDE_SESSION and doc["imported"]["cwd"] == "/work/proj"
+    assert doc["workspace"]["path"] == "/work/proj" and doc["workspace"]["branch"] == "main"
+    assert doc["created_at"] == "2026-10-01T09:00:01Z"
+    listed = cli.json("list")
+    assert [(r["id"], r["imported_from"]) for r in listed] == [(SID, "claude-code")]
+    # the export imports again (its records' `source` and header's `imported` included)
+    cli("delete", SID, "--yes")
+    again = Path(claude_file.path.parent / "export.json")
+    again.write_text(json.dumps(doc))
+    cli("import", str(again))
+    assert export(cli, SID) == doc
+
+
+def test_a_damaged_line_is_reported_by_number_and_the_rest_imported(cli, claude_file):
+    claude_file.lines.insert(3, '{"type": "user", "message": {"role": "us')
+    path = claude_file.write()
+    result = cli("import", "--from", "claude-code", str(path))
+    assert f"{path.resolve()}: line 4 skipped: malformed JSON" in result.stderr
+    assert rows(result)[0][1:3] == ["created", "10"]
+
+
+def test_importing_again_is_a_no_op(cli, claude_file, home):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    before = cli.json("info", SID)
+    result = cli("import", "--from", "claude-code", str(path))
+    assert rows(result) == [[SID, "unchanged", "0", str(path.resolve())]]
+    assert cli.json("info", SID) == before
+    assert "imported 0 of 1" in result.stderr
+
+
+def test_an_appended_source_imports_only_its_new_lines(cli, claude_file):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    first = export(cli, SID)
+    claude_file.prompt("and the linter?")
+    claude_file.reply("msg_05", [{"type": "text", "text": "Clean."}], stop="end_turn")
+    claude_file.write()
+    result = cli("import", "--from", "claude-code", str(path))
+    assert rows(result)[0][1:3] == ["appended", "2"]
+    doc = export(cli, SID)
+    assert doc["transcript"][: len(first["transcript"])] == first["transcript"]
+    assert [r["message"]["content"] for r in doc["transcript"][-2:]] == [
+        "and the linter?",
+        "Clean.",
+    ]
+    assert doc["messages"][-1]["content"] == "Clean."
+    assert doc["usage"]["requests"] == first["usage"]["requests"] + 1
+    log = cli("log", SID, "--steps").stdout.splitlines()
+    assert len(log) == 4 and "import: 2 messages from claude-code" in log[0]
+
+
+def test_a_rewritten_or_shortened_source_is_reported_and_not_merged(cli, claude_file):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    head = cli.json("info", SID)["head"]
+    text = path.read_text()
+    path.write_text(text.replace("flaky, fix it", "flaky, fix IT"))
+    result = cli("import", "--from", "claude-code", str(path), code=1)
+    assert rows(result)[0][1:3] == ["rewritten", "0"]
+    assert "nothing written to session" in result.stderr
+    path.write_text(text[: len(text) // 2].rsplit("\n", 1)[0] + "\n")
+    result = cli("import", "--from", "claude-code", str(path), code=1)
+    assert rows(result)[0][1] == "shortened"
+    assert cli.json("info", SID)["head"] == head
+
+
+def test_a_prompt_edited_in_the_source_is_a_divergence(cli, claude_file):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    head = cli.json("info", SID)["head"]
+    # a new branch from the first prompt (an edited follow-up): the active chain moved
+    claude_file.last = "00000000-0000-4000-8000-000000000001"
+    claude_file.reply("msg_10", [{"type": "text", "text": "A different answer."}], stop="end_turn")
+    claude_file.write()
+    result = cli("import", "--from", "claude-code", str(path), code=1)
+    assert rows(result)[0][1] == "diverged"
+    assert cli.json("info", SID)["head"] == head
+
+
+def test_an_open_reply_is_held_back_until_it_ends(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("run the tests")
+    f.reply(
+        "msg_a",
+        [{"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": {"command": "pytest"}}],
+        stop="tool_use",
+    )
+    f.raw('{"type": "user", "message": {"role": "user", "con')  # a line still being written
+    path = f.write()
+    path.write_text(path.read_text().rstrip("\n"))
+    result = cli("import", "--from", "claude-code", str(path))
+    assert rows(result)[0][1:3] == ["created", "1"]
+    assert "from line 2 held back" in result.stderr
+    f.lines.pop()
+    f.results(("toolu_a", "3 passed"))
+    f.reply("msg_b", [{"type": "text", "text": "Green."}], stop="end_turn")
+    f.write()
+    result = cli("import", "--from", "claude-code", str(path))
+    assert rows(result)[0][1:3] == ["appended", "3"]
+    sid = claude_code.derived_id(f.session)
+    contents = [r["message"].get("content") for r in export(cli, sid)["transcript"]]
+    assert contents == ["run the tests", None, "3 passed", "Green."]
+
+
+def test_a_codex_rollout_imports_with_its_calls_reasoning_and_compaction(
+    cli, tmp_path, monkeypatch
+):
+    root = tmp_path / "codex"
+    codex_session(
+        root
+        / "sessions"
+        / "2026"
+        / "10"
+        / "02"
+        / f"rollout-2026-10-02T10-00-00-{CODEX_SESSION}.jsonl"
+    )
+    monkeypatch.setenv("CODEX_HOME", str(root))
+    result = cli("import", "--from", "codex")
+    [[sid, status, count, _path]] = rows(result)
+    assert (status, count) == ("created", "8")
+    assert "unknown line types ignored: future_line_type (1)" in result.stderr
+    doc = export(cli, sid)
+    messages = [r["message"] for r in doc["transcript"]]
+    assert messages[0] == {"role": "system", "content": "You are Codex, a coding agent."}
+    assert messages[1] == {"role": "user", "content": "list the files"}
+    call = messages[2]["tool_calls"][0]
+    assert call["id"] == "call_1" and call["function"]["arguments"] == '{"command":["ls"]}'
+    assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "call_1"
+    assert messages[4]["content"] == "Two files: a.py and b.py."
+    reasoning = doc["transcript"][2]["source"]["reasoning"][0]
+    assert reasoning["encrypted_content"] == "gAAAAB..."  # kept as data, never sent
+    assert doc["transcript"][2]["model"] == "gpt-5-codex"
+    assert doc["transcript"][4]["usage"] == {"prompt_tokens": 950, "completion_tokens": 12}
+    [compaction] = doc["compactions"]
+    assert compaction["summary"] == "Summary: the user listed files."
+    assert compaction["before_tokens"] == 962
+    assert [m["content"] for m in doc["messages"]] == [
+        "Summary: the user listed files.",
+        "thanks",
+        "You're welcome.",
+    ]
+    assert doc["imported"]["id"] == CODEX_SESSION and doc["imported"]["cwd"] == "/work/proj"
+    assert cli("import", "--from", "codex").stdout.split("\t")[1] == "unchanged"
+
+
+def test_a_forked_codex_session_names_its_parent(cli, tmp_path):
+    codex_session(tmp_path / "a.jsonl")
+    fork = codex_session(tmp_path / "b.jsonl", session="0199a213-81c0-7800-8aa1-000000000002")
+    meta = json.loads(fork[0])
+    meta["payload"]["forked_from_id"] = CODEX_SESSION
+    (tmp_path / "b.jsonl").write_text("\n".join([json.dumps(meta), *fork[1:]]) + "\n")
+    result = cli("import", "--from", "codex", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
+    (parent, *_), (child, *_) = rows(result)
+    assert {r["id"]: r["parent_id"] for r in cli.json("list")}[child] == parent
+
+
+def test_import_resume_export_round_trip(server, cli, claude_file, tmp_path, home):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    imported = export(cli, SID)
+    ws = tmp_path / "here"
+    ws.mkdir()
+    server.reply(content=None, tool_calls=[{"name": "Bash", "arguments": {"command": "ls"}}])
+    server.reply(content="Done here.")
+    done = run_gitsessions(*exec_args(server, ws), "--resume", SID[:8], "go on", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "imported from claude-code: its tools Bash, Read are not this agent's" in done.stderr
+    sent = server.requests[0]["messages"]
+    assert sent[0]["role"] == "system" and str(ws) in sent[0]["content"]  # our own prompt
+    assert "now run the whole suite" in json.dumps(sent) and "go on" in sent[-1]["content"]
+    refused = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][-1]
+    assert "'Bash' is a tool of claude-code" in refused["content"]
+    doc = export(cli, SID)
+    assert doc["transcript"][:10] == imported["transcript"]  # the import, then this turn
+    contents = [r["message"].get("content") for r in doc["transcript"][10:]]
+    assert contents[0] == "go on" and contents[-1] == "Done here."
+    assert doc["imported"]["from"] == "claude-code"
+    # continued here: the source's new lines are reported, not merged
+    claude_file.prompt("more from claude")
+    claude_file.reply("msg_09", [{"type": "text", "text": "ok"}], stop="end_turn")
+    claude_file.write()
+    result = cli("import", "--from", "claude-code", str(path), code=1)
+    assert rows(result)[0][1] == "continued"
+
+
+def test_the_default_folder_is_claude_config_dir_or_home(cli, claude_file, tmp_path, monkeypatch):
+    claude_file.write()
+    result = cli("import", "--from", "claude-code", code=1)
+    assert "is not a folder" in result.stderr
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    assert rows(cli("import", "--from", "claude-code"))[0][1] == "created"
+    result = cli("import", "--from", "nowhere", code=2)
+    assert "unknown source 'nowhere'" in result.stderr
+    assert "--new-id" in cli("import", "--from", "codex", "--new-id", code=2).stderr
