@@ -75,6 +75,7 @@ def test_a_claude_code_session_becomes_paired_chat_messages(cli, claude_file):
     assert doc["created_at"] == "2026-10-01T09:00:01Z"
     listed = cli.json("list")
     assert [(r["id"], r["imported_from"]) for r in listed] == [(SID, "claude-code")]
+    assert f"imported from\tclaude-code session {CLAUDE_SESSION}\n" in cli("info", SID).stdout
     # the export imports again (its records' `source` and header's `imported` included)
     cli("delete", SID, "--yes")
     again = Path(claude_file.path.parent / "export.json")
@@ -265,3 +266,78 @@ def test_the_default_folder_is_claude_config_dir_or_home(cli, claude_file, tmp_p
     result = cli("import", "--from", "nowhere", code=2)
     assert "unknown source 'nowhere'" in result.stderr
     assert "--new-id" in cli("import", "--from", "codex", "--new-id", code=2).stderr
+
+
+def test_secrets_in_an_import_are_redacted_messages_and_reasoning_alike(cli, tmp_path):
+    secret = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("what is in .env?")
+    f.reply(
+        "msg_s",
+        [
+            {"type": "thinking", "thinking": f"the token is {secret}", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_s", "name": "Read", "input": {"file_path": ".env"}},
+        ],
+        stop="tool_use",
+    )
+    f.results(("toolu_s", f"GITHUB_TOKEN={secret}"))
+    f.reply("msg_t", [{"type": "text", "text": "It holds a GitHub token."}], stop="end_turn")
+    cli("import", "--from", "claude-code", str(f.write()))
+    doc = cli("export", claude_code.derived_id(f.session)).stdout
+    assert secret not in doc and "[REDACTED:" in doc
+    records = json.loads(doc)["transcript"]
+    assert "[REDACTED:" in records[1]["source"]["reasoning"][0]["thinking"]
+    assert "[REDACTED:" in records[2]["message"]["content"]
+
+
+def test_a_subagent_file_is_a_fork_of_its_main_session(cli, claude_file):
+    main = claude_file.write()
+    agent = ClaudeFile(main.parent / CLAUDE_SESSION / "subagents" / "agent-a1b2c3.jsonl")
+    agent.prompt("search for the parser", isSidechain=True, agentId="a1b2c3")
+    agent.reply("msg_sub", [{"type": "text", "text": "Found it in parser.py."}], stop="end_turn")
+    agent.lines = [
+        line.replace('"isSidechain": false', '"isSidechain": true') for line in agent.lines
+    ]
+    agent.write()
+    result = cli("import", "--from", "claude-code", str(main.parent))
+    (main_id, *_), (sub_id, status, count, path) = rows(result)
+    assert main_id == SID and (status, count) == ("created", "2")
+    assert path.endswith("agent-a1b2c3.jsonl")
+    info = cli.json("info", sub_id)
+    assert info["parent_id"] == SID and info["imported"]["id"] == f"{CLAUDE_SESSION}/a1b2c3"
+    assert cli.json("info", SID)["imported"]["id"] == CLAUDE_SESSION
+
+
+def test_side_chain_lines_of_a_main_file_are_counted_not_imported(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    top = f.prompt("use a subagent")
+    f.prompt("subagent task", isSidechain=True)
+    f.reply("msg_side", [{"type": "text", "text": "side answer"}], stop="end_turn")
+    f.lines[-1] = f.lines[-1].replace('"isSidechain": false', '"isSidechain": true')
+    f.last = top
+    f.reply("msg_main", [{"type": "text", "text": "main answer"}], stop="end_turn")
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    [outcome] = json.loads(result.stdout)
+    assert outcome["messages"] == 2
+    assert outcome["ignored"] == {"side-chain lines (kept in the source)": 2}
+    doc = export(cli, outcome["session"])
+    assert [r["message"]["content"] for r in doc["transcript"]] == ["use a subagent", "main answer"]
+
+
+def test_a_codex_rollback_takes_the_context_back_and_keeps_the_transcript(cli, tmp_path):
+    path = tmp_path / "r.jsonl"
+    lines = codex_session(path)[:10]  # through the first turn's reply
+    more = [
+        json.dumps({"timestamp": "2026-10-02T10:01:00.000Z", "type": "response_item",
+                    "payload": {"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": "delete it all"}]}}),
+        json.dumps({"timestamp": "2026-10-02T10:01:01.000Z", "type": "event_msg",
+                    "payload": {"type": "thread_rolled_back", "num_turns": 1}}),
+    ]  # fmt: skip
+    path.write_text("".join(x + "\n" for x in [*lines, *more]))
+    [[sid, status, count, _]] = rows(cli("import", "--from", "codex", str(path)))
+    assert (status, count) == ("created", "6")
+    doc = export(cli, sid)
+    assert doc["transcript"][-1]["message"]["content"] == "delete it all"
+    assert "delete it all" not in json.dumps(doc["messages"])
+    assert doc["messages"][-1]["content"] == "Two files: a.py and b.py."

@@ -24,11 +24,16 @@ def default_root(format_: str, env: Mapping[str, str], home: Path) -> Path:
 
 
 def session_files(paths: list[Path]) -> list[Path]:
-    """Every `.jsonl` file `paths` name (a folder: those under it, sorted), each once."""
+    """Every `.jsonl` file `paths` name (a folder: those under it, sorted, subagents'
+    files last), each once."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            # a subagent's file after every main one: its session is a fork of its main's
+            found += sorted(
+                (p for p in path.rglob("*.jsonl") if p.is_file()),
+                key=lambda p: ("subagents" in p.relative_to(path).parts, str(p)),
+            )
         elif path.is_file():
             found.append(path)
         else:
