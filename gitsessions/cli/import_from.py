@@ -11,6 +11,7 @@ from gitsessions.services.imports.mirror import Outcome, Source, import_source
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 REFUSED = ("shortened", "rewritten", "diverged", "continued")
 
@@ -27,7 +28,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     if not paths:
         root = sources.default_root(format_, state.env, Path(state.env.get("HOME") or Path.home()))
         if not root.is_dir():
-            raise InvalidInput(f"no {format_} sessions: {root} is not a folder")
+            raise InvalidInput(f"nothing to import from {format_}: {root} is not a folder")
         paths = [root]
     files = sources.session_files(paths)
     store = state.store
@@ -58,7 +59,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     refused = [o for o in outcomes if o.status in REFUSED]
     written = sum(1 for o in outcomes if o.wrote)
     err.print(
-        f"imported {written} of {len(files)} {format_} session files"
+        f"imported {written} of {plural(len(files), f'{format_} session file')}"
         + (f"; {len(refused)} refused (nothing written for them)" if refused else ""),
         markup=False,
     )
@@ -73,7 +74,7 @@ def _notes(outcome: Outcome) -> None:
         err.print(f"warning: {name}: line {number} skipped: {reason}", markup=False)
     if tally.damaged_count > len(tally.damaged):
         more = tally.damaged_count - len(tally.damaged)
-        err.print(f"warning: {name}: {more} more damaged lines skipped", markup=False)
+        err.print(f"warning: {name}: {plural(more, 'more damaged line')} skipped", markup=False)
     if tally.unknown:
         kinds = ", ".join(f"{one_line(k)} ({n})" for k, n in sorted(tally.unknown.items()))
         err.print(f"note: {name}: unknown line types ignored: {kinds}", markup=False)

@@ -44,6 +44,7 @@ from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.canonical import dumps_line
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import MAX_TITLE
+from gitsessions.values.plural import plural
 from gitsessions.values.records import add_usage, empty_usage, empty_workspace
 from gitsessions.values.secrets import redact_value
 
@@ -234,7 +235,8 @@ class _Run:
             if output.turns and len(self.starts) >= output.turns:
                 cut = self.starts[-output.turns]
                 self.context, self.starts = self.context[:cut], self.starts[: -output.turns]
-            self._commit("import", f"import: {output.turns} turns rolled back in the source")
+            turns = plural(output.turns, "turn")
+            self._commit("import", f"import: {turns} rolled back in the source")
 
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
@@ -277,7 +279,7 @@ class _Run:
         if self.head is None:
             name = _title(self.source.title) or self.source.source_id
             return f"import: {name} (from {self.source.format})"
-        return f"import: {len(self.batch)} messages from {self.source.format}"
+        return f"import: {plural(len(self.batch), 'message')} from {self.source.format}"
 
     def _header(self) -> dict[str, Any]:
         """The header this import writes (compared with a head's by `_comparable`)."""
