@@ -160,24 +160,31 @@ def run(home: Path, *args: str) -> tuple[float, float, str]:
         return seconds, usage.ru_maxrss / 1024, out.read().decode()
 
 
-def measure(tmp: Path, fmt: str, lines: int) -> dict[str, Any]:
-    home = tmp / f"home-{fmt}-{lines}"
-    path = tmp / f"{fmt}-{lines}.jsonl"
+def write_sources(fmt: str, lines: int, path: Path) -> None:
+    """`path` with `lines` lines, and `path.more` the same with 10 more (a child process
+    writes them: the bench's own memory stays small, so a child's peak RSS is its own)."""
     if fmt == "claude-code":
         f = claude_source(path, lines)
         f.write()
-    else:
-        codex = codex_source(path, lines)
-    size = path.stat().st_size
-    first = run(home, "import", "--from", fmt, str(path))
-    if fmt == "claude-code":
-        for n in range(10_000_000, 10_000_003):
-            claude_turn(f, n)  # 3 turns of 5 lines = 15 > 10 new lines; trim to 10
-        f.lines = f.lines[: len(f.lines) - 5]
+        for n in range(10_000_000, 10_000_002):
+            claude_turn(f, n)  # 2 turns of 5 lines
+        f.path = path.with_suffix(".more")
         f.write()
     else:
+        codex = codex_source(path, lines)
         more = codex_turn(10_000_000) + codex_turn(10_000_001)
-        path.write_text("".join(x + "\n" for x in [*codex, *more[:10]]))
+        path.with_suffix(".more").write_text("".join(x + "\n" for x in [*codex, *more[:10]]))
+
+
+def measure(tmp: Path, fmt: str, lines: int) -> dict[str, Any]:
+    home = tmp / f"home-{fmt}-{lines}"
+    path = tmp / f"{fmt}-{lines}.jsonl"
+    subprocess.run(
+        [sys.executable, __file__, "--write", fmt, str(lines), str(path)], check=True, cwd=ROOT
+    )
+    size = path.stat().st_size
+    first = run(home, "import", "--from", fmt, str(path))
+    path.with_suffix(".more").replace(path)
     again = run(home, "import", "--from", fmt, str(path))
     return {
         "format": fmt,
@@ -192,7 +199,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "import.json"))
+    parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write:
+        write_sources(args.write[0], int(args.write[1]), Path(args.write[2]))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory(prefix="gs-bench-import-") as tmp:

@@ -341,3 +341,31 @@ def test_a_codex_rollback_takes_the_context_back_and_keeps_the_transcript(cli, t
     assert doc["transcript"][-1]["message"]["content"] == "delete it all"
     assert "delete it all" not in json.dumps(doc["messages"])
     assert doc["messages"][-1]["content"] == "Two files: a.py and b.py."
+
+
+def test_an_older_codex_rollout_of_bare_items_imports_too(cli, tmp_path):
+    """Rollouts before the {timestamp, type, payload} lines: the meta object first, then
+    bare response items and `record_type: state` lines."""
+    path = tmp_path / "rollout-2025-05-01T10-00-00-old.jsonl"
+    lines = [
+        {"id": "5b1e0c4a-0000-4000-8000-000000000009", "timestamp": "2025-05-01T10:00:00.000Z",
+         "instructions": "old instructions", "git": {"branch": "dev"}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1",
+         "output": {"content": "no", "success": False}},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hello."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "bye"}]},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = cli("import", "--from", "codex", str(path))
+    [[sid, status, count, _]] = rows(result)
+    assert (status, count) == ("created", "6") and "unknown" not in result.stderr
+    doc = export(cli, sid)
+    assert [r["message"].get("content") for r in doc["transcript"]] == [
+        "old instructions", "hi", None, "error: no", "Hello.", "bye"
+    ]  # fmt: skip
+    assert doc["workspace"]["branch"] == "dev"
+    assert doc["imported"]["id"] == "5b1e0c4a-0000-4000-8000-000000000009"

@@ -10,7 +10,8 @@ Each line is `{"timestamp", "type", "payload"}`: `session_meta` (`id`,
 `thread_rolled_back`, and events that repeat what the response items hold).
 
 Invariants:
-- One pass for the metadata, one for the items, each a line at a time.
+- One pass for the metadata, one for the items, each a line at a time. An older
+  rollout (the meta object as its first line, then bare response items) reads the same.
 - A reply is the response items between two ends of a model response (a `token_count`
   event, or a tool result followed by more calls); encrypted reasoning stays data.
 - `base_instructions` (Codex's own system prompt) is kept as the transcript's first
@@ -50,10 +51,38 @@ class Scan:
     last_time: str | None = None
 
 
+RESPONSE_ITEMS = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "reasoning",
+    "web_search_call",
+)
+
+
+def _wrapped(obj: dict[str, Any], first: bool) -> dict[str, Any]:
+    """A line of an older rollout (before `{timestamp, type, payload}`: the session's
+    meta as the first line, then bare response items, `record_type: state` lines) in
+    the current shape."""
+    if "payload" in obj:
+        return obj
+    if obj.get("type") in RESPONSE_ITEMS:
+        return {"timestamp": obj.get("timestamp"), "type": "response_item", "payload": obj}
+    if first and isinstance(obj.get("id"), str) and "type" not in obj:
+        return {"timestamp": obj.get("timestamp"), "type": "session_meta", "payload": obj}
+    if obj.get("record_type") == "state":
+        return {"type": "event_msg", "payload": {"type": "state"}}
+    return obj
+
+
 def scan(path: Path) -> Scan:
     tally = Tally()
     found = Scan(tally)
-    for _number, obj in read_objects(path, tally):
+    for number, line in read_objects(path, tally):
+        obj = _wrapped(line, number == 1)
         kind = obj.get("type")
         if kind not in TYPES:
             tally.unknown[str(kind)[:60]] += 1
@@ -77,7 +106,8 @@ def items(path: Path, tally: Tally) -> Iterator[Item]:
     model: str | None = None
     last_tokens = 0
     instructions_done = False
-    for n, obj in read_objects(path):
+    for n, line in read_objects(path):
+        obj = _wrapped(line, n == 1)
         kind = obj.get("type")
         time = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
         payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
