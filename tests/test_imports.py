@@ -3,6 +3,8 @@
 re-import, refused when rewritten, and resumed here."""
 
 import json
+import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -369,3 +371,64 @@ def test_an_older_codex_rollout_of_bare_items_imports_too(cli, tmp_path):
     ]  # fmt: skip
     assert doc["workspace"]["branch"] == "dev"
     assert doc["imported"]["id"] == "5b1e0c4a-0000-4000-8000-000000000009"
+
+
+def test_claude_code_hooks_mirror_a_session_as_it_runs(cli, claude_file, tmp_path, monkeypatch):
+    config = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    settings = config / "settings.json"
+    config.mkdir(exist_ok=True)
+    mine = {
+        "model": "opus",
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
+    }
+    settings.write_text(json.dumps(mine))
+    assert (
+        "installed for Stop, PreCompact, SessionEnd"
+        in cli("hooks", "install", "--claude-code").stderr
+    )
+    assert "already installed" in cli("hooks", "install", "--claude-code").stderr
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["Stop"][0] == mine["hooks"]["Stop"][0]
+    command = data["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    # run it as Claude Code does: a shell command, the event's JSON on stdin
+    path = claude_file.write()
+    event = {"session_id": CLAUDE_SESSION, "transcript_path": str(path), "hook_event_name": "Stop"}
+    done = subprocess.run(
+        command, shell=True, input=json.dumps(event), capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert cli.json("info", SID)["messages"] == 10
+    bad = subprocess.run(command, shell=True, input="{oops", capture_output=True, text=True)
+    assert bad.returncode == 0 and "import hook: the hook named no session file" in bad.stderr
+    cli("hooks", "uninstall", "--claude-code")
+    assert json.loads(settings.read_text()) == mine
+
+
+def test_codex_notify_mirrors_a_session_and_never_replaces_the_users(cli, tmp_path, monkeypatch):
+    root = tmp_path / "codex"
+    monkeypatch.setenv("CODEX_HOME", str(root))
+    root.mkdir()
+    config = root / "config.toml"
+    config.write_text('model = "gpt-5"\n\n[profiles.x]\nmodel = "o3"\n')
+    assert "installed as notify" in cli("hooks", "install", "--codex").stderr
+    text = config.read_text()
+    assert text.endswith('model = "gpt-5"\n\n[profiles.x]\nmodel = "o3"\n')
+    argv = tomllib.loads(text)["notify"]
+    codex_session(
+        root
+        / "sessions"
+        / "2026"
+        / "10"
+        / "02"
+        / f"rollout-2026-10-02T10-00-00-{CODEX_SESSION}.jsonl"
+    )
+    event = {"type": "agent-turn-complete", "thread-id": CODEX_SESSION, "turn-id": "1"}
+    done = subprocess.run([*argv, json.dumps(event)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [r["imported_from"] for r in cli.json("list")] == ["codex"]
+    cli("hooks", "uninstall", "--codex")
+    assert config.read_text() == 'model = "gpt-5"\n\n[profiles.x]\nmodel = "o3"\n'
+    config.write_text('notify = ["my-notifier"]\n')
+    assert "already sets notify" in cli("hooks", "install", "--codex", code=1).stderr
+    assert config.read_text() == 'notify = ["my-notifier"]\n'

@@ -79,6 +79,15 @@ def cmd_import(
         ),
     ] = None,
     json_: JsonFlag = False,
+    hook: Annotated[
+        bool,
+        typer.Option(
+            "--hook",
+            help="Run as the source's hook (`hooks install --claude-code` / `--codex`):"
+            " import the session its JSON names (stdin, or --payload); never fails it.",
+        ),
+    ] = False,
+    payload: Annotated[str | None, typer.Option("--payload", hidden=True)] = None,
 ) -> None:
     """Create a session from an export file; prints its id. The file is checked whole
     before anything is written, and read as it is stored (a long session in parts).
@@ -93,6 +102,11 @@ def cmd_import(
 
         if new_id:
             raise BadUsage("--new-id is for export files; an imported source keeps its id")
+        if hook:
+            from gitsessions.cli.import_from import run_hook
+
+            run_hook(state, from_, payload if payload is not None else sys.stdin.read())
+            return
         code = run_import_from(state, from_, paths or [], json_)
         if code:
             raise typer.Exit(code)

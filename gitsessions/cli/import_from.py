@@ -113,3 +113,28 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
         "held_from_line": outcome.held,
         "detail": outcome.detail,
     }
+
+
+def run_hook(state: State, format_: str, payload: str) -> None:
+    """One source session mirrored as its agent runs (a Claude Code hook, Codex's
+    notify): the file its JSON names imported; every failure one line on stderr, never
+    an exit code that could stop the agent."""
+    from gitsessions.services.imports.agent_hooks import hook_transcript
+
+    try:
+        if format_ not in sources.FORMATS:
+            raise InvalidInput(f"unknown source {format_!r}")
+        home = Path(state.env.get("HOME") or Path.home())
+        path = hook_transcript(format_, payload, sources.default_root(format_, state.env, home))
+        if path is None or not path.is_file():
+            raise InvalidInput("the hook named no session file")
+        if format_ == "claude-code":
+            from gitsessions.services.imports import claude_code as reader
+        else:
+            from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
+        store = state.store
+        outcome = import_source(store, reader.source(path, store.exists), now_iso())
+        if outcome.status in REFUSED:
+            _notes(outcome)
+    except (InvalidInput, OSError) as error:  # a GitsessionsError or a file that went away
+        err.print(f"gitsessions: import hook: {one_line(error)}", markup=False)
