@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gitsessions.services.imports import claude_code
+from gitsessions.store.lease import Lease
 from tests.conftest import exec_args, run_gitsessions
 from tests.import_fixtures import (
     CLAUDE_SESSION,
@@ -432,3 +433,30 @@ def test_codex_notify_mirrors_a_session_and_never_replaces_the_users(cli, tmp_pa
     config.write_text('notify = ["my-notifier"]\n')
     assert "already sets notify" in cli("hooks", "install", "--codex", code=1).stderr
     assert config.read_text() == 'notify = ["my-notifier"]\n'
+
+
+def test_a_session_in_use_is_skipped_with_a_warning_and_the_rest_imported(
+    cli, claude_file, tmp_path, home
+):
+    path = claude_file.write()
+    cli("import", "--from", "claude-code", str(path))
+    claude_file.prompt("more")
+    claude_file.reply("msg_m", [{"type": "text", "text": "ok"}], stop="end_turn")
+    claude_file.write()
+    other = ClaudeFile(tmp_path / "other.jsonl", session="11111111-2222-4333-8444-555555555555")
+    other.prompt("hello")
+    other.write()
+    with Lease(home, SID):  # a resumed chat of it, say
+        result = cli("import", "--from", "claude-code", str(path), str(other.path), code=1)
+    assert "is in use by another gitsessions process" in result.stderr
+    assert [r[1] for r in rows(result)] == ["created"]
+    assert "imported 1 of 2 claude-code session files; 1 failed" in result.stderr
+    assert rows(cli("import", "--from", "claude-code", str(path)))[0][1:3] == ["appended", "2"]
+
+
+def test_list_names_where_an_imported_session_came_from():
+    from gitsessions.cli.listing import list_row, origin
+
+    header = {"id": SID, "imported": {"from": "codex"}, "parent_id": "ab" * 16}
+    assert origin(list_row(header)) == "fork of abababab, imported from codex"
+    assert origin(list_row({"id": SID})) == ""

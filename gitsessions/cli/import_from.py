@@ -9,7 +9,7 @@ from gitsessions.cli.state import State, err, out
 from gitsessions.services.imports import sources
 from gitsessions.services.imports.mirror import Outcome, Source, import_source
 from gitsessions.values.clock import now_iso
-from gitsessions.values.errors import BadUsage, InvalidInput
+from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 
@@ -18,7 +18,7 @@ REFUSED = ("shortened", "rewritten", "diverged", "continued")
 
 def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) -> int:
     """Import every session file `paths` name (default: the source's own folder); the
-    exit code: 1 when a source was refused (nothing written for it), else 0."""
+    exit code: 1 when a source was refused or failed (nothing written for it), else 0."""
     if format_ not in sources.FORMATS:
         raise BadUsage(f"unknown source {format_!r}: expected one of {', '.join(sources.FORMATS)}")
     if format_ == "claude-code":
@@ -33,15 +33,18 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     files = sources.session_files(paths)
     store = state.store
     outcomes: list[Outcome] = []
+    failed = 0
     for path in files:
         try:
             found: Source = reader.source(path, store.exists)
             outcome = import_source(store, found, now_iso())
         except OSError as error:
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
+            failed += 1
             continue
-        except InvalidInput as error:
+        except GitsessionsError as error:  # in use by another process, not an import of it...
             err.print(f"warning: {one_line(path)}: {error}", markup=False)
+            failed += 1
             continue
         _notes(outcome)
         outcomes.append(outcome)
@@ -60,10 +63,11 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     written = sum(1 for o in outcomes if o.wrote)
     err.print(
         f"imported {written} of {plural(len(files), f'{format_} session file')}"
-        + (f"; {len(refused)} refused (nothing written for them)" if refused else ""),
+        + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
+        + (f"; {failed} failed" if failed else ""),
         markup=False,
     )
-    return 1 if refused else 0
+    return 1 if refused or failed else 0
 
 
 def _notes(outcome: Outcome) -> None:
@@ -136,5 +140,5 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         outcome = import_source(store, reader.source(path, store.exists), now_iso())
         if outcome.status in REFUSED:
             _notes(outcome)
-    except (InvalidInput, OSError) as error:  # a GitsessionsError or a file that went away
+    except (GitsessionsError, OSError) as error:  # in use, refused, a file that went away
         err.print(f"gitsessions: import hook: {one_line(error)}", markup=False)
