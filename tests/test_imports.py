@@ -311,20 +311,26 @@ def test_a_subagent_file_is_a_fork_of_its_main_session(cli, claude_file):
     assert cli.json("info", SID)["imported"]["id"] == CLAUDE_SESSION
 
 
-def test_side_chain_lines_of_a_main_file_are_counted_not_imported(cli, tmp_path):
+def test_side_chains_of_a_main_file_become_forks_of_its_session(cli, tmp_path):
     f = ClaudeFile(tmp_path / "s.jsonl")
     top = f.prompt("use a subagent")
-    f.prompt("subagent task", isSidechain=True)
+    f.prompt("subagent task", isSidechain=True, parentUuid=None)
     f.reply("msg_side", [{"type": "text", "text": "side answer"}], stop="end_turn")
     f.lines[-1] = f.lines[-1].replace('"isSidechain": false', '"isSidechain": true')
     f.last = top
     f.reply("msg_main", [{"type": "text", "text": "main answer"}], stop="end_turn")
     result = cli("import", "--from", "claude-code", str(f.write()), "--json")
-    [outcome] = json.loads(result.stdout)
-    assert outcome["messages"] == 2
-    assert outcome["ignored"] == {"side-chain lines (kept in the source)": 2}
-    doc = export(cli, outcome["session"])
+    main, side = json.loads(result.stdout)
+    assert (main["messages"], side["messages"]) == (2, 2)
+    assert main["ignored"] == {} and side["source_id"].startswith(f"{CLAUDE_SESSION}/side/")
+    doc = export(cli, main["session"])
     assert [r["message"]["content"] for r in doc["transcript"]] == ["use a subagent", "main answer"]
+    fork = export(cli, side["session"])
+    assert [r["message"]["content"] for r in fork["transcript"]] == ["subagent task", "side answer"]
+    assert fork["parent_id"] == main["session"] and fork["fork_point"] is None
+    assert fork["imported"]["side_chain_of"] == CLAUDE_SESSION
+    again = json.loads(cli("import", "--from", "claude-code", str(f.path), "--json").stdout)
+    assert [o["status"] for o in again] == ["unchanged", "unchanged"]
 
 
 def test_a_codex_rollback_takes_the_context_back_and_keeps_the_transcript(cli, tmp_path):

@@ -36,18 +36,26 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     failed = 0
     for path in files:
         try:
-            found: Source = reader.source(path, store.exists)
-            outcome = import_source(store, found, now_iso())
+            found = _sources(reader, path, store.exists)
         except OSError as error:
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
             failed += 1
             continue
-        except GitsessionsError as error:  # in use by another process, not an import of it...
-            err.print(f"warning: {one_line(path)}: {error}", markup=False)
-            failed += 1
-            continue
-        _notes(outcome)
-        outcomes.append(outcome)
+        for one in found:
+            if one.parent is not None and not store.exists(one.parent):
+                one.parent = None  # a side chain whose main session was not imported
+            try:
+                outcome = import_source(store, one, now_iso())
+            except OSError as error:
+                err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
+                failed += 1
+                continue
+            except GitsessionsError as error:  # in use by another process, not an import...
+                err.print(f"warning: {one_line(path)}: {error}", markup=False)
+                failed += 1
+                continue
+            _notes(outcome)
+            outcomes.append(outcome)
     if json_:
         write_json(out, [_as_json(o) for o in outcomes])
     else:
@@ -68,6 +76,13 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
         markup=False,
     )
     return 1 if refused or failed else 0
+
+
+def _sources(reader: Any, path: Path, exists: Any) -> list[Source]:
+    """The source sessions of one file: Claude Code's main file may hold side chains."""
+    if hasattr(reader, "sources"):
+        return reader.sources(path, exists)  # type: ignore[no-any-return]
+    return [reader.source(path, exists)]
 
 
 def _notes(outcome: Outcome) -> None:
@@ -137,8 +152,11 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         else:
             from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
         store = state.store
-        outcome = import_source(store, reader.source(path, store.exists), now_iso())
-        if outcome.status in REFUSED:
-            _notes(outcome)
+        for one in _sources(reader, path, store.exists):
+            if one.parent is not None and not store.exists(one.parent):
+                one.parent = None
+            outcome = import_source(store, one, now_iso())
+            if outcome.status in REFUSED:
+                _notes(outcome)
     except (GitsessionsError, OSError) as error:  # in use, refused, a file that went away
         err.print(f"gitsessions: import hook: {one_line(error)}", markup=False)

@@ -13,9 +13,11 @@ Invariants:
 - Two passes over the file, each a line at a time: the first indexes every line's
   `uuid` -> `parentUuid` (and reads the metadata), the second maps the lines of the
   active chain: from the newest line not on a side chain back through `parentUuid`, and
-  across a compaction by `logicalParentUuid`. Lines of an abandoned branch (a prompt
-  edited or retried) and side-chain lines of the main file are counted, not imported; a
-  subagent's own file (all side chain) is a session of its own.
+  across a compaction by `logicalParentUuid`. Each side chain of a main file (from a
+  side-chain line no other names as its parent, back through side-chain lines) and a
+  subagent's own file (all side chain) are sessions of their own, forks of the main
+  one (`sources`). Lines of an abandoned branch (a prompt edited or retried) are
+  counted, not imported.
 - `toolUseResult` (the structured copy of a tool's result) is not kept: the
   `tool_result` block is what the model saw.
 """
@@ -73,6 +75,7 @@ class Scan:
     last_time: str | None = None
     broken_at: int | None = None  # a chain line whose parent is not in the file
     sidechain: bool = False  # every chained line is on a side chain (a subagent's file)
+    side_chains: list[tuple[str, bytearray]] = field(default_factory=list)  # in a main file
 
 
 def scan(path: Path) -> Scan:
@@ -81,8 +84,8 @@ def scan(path: Path) -> Scan:
     result = Scan(tally)
     parents: dict[str, tuple[str | None, int]] = {}
     leaf: str | None = None
-    side_leaf: str | None = None
-    side_lines = 0
+    side: dict[str, None] = {}  # side-chain lines, in file order
+    named: set[str] = set()  # the parents side-chain lines name
     for number, obj in read_objects(path, tally):
         kind = obj.get("type")
         uuid = obj.get("uuid")
@@ -97,31 +100,46 @@ def scan(path: Path) -> Scan:
         parents[uuid] = (parent if isinstance(parent, str) else None, number)
         if kind in CHAINED:
             if obj.get("isSidechain") is True:
-                side_leaf = uuid
-                side_lines += 1
+                side[uuid] = None
+                if isinstance(parent, str):
+                    named.add(parent)
             else:
                 leaf = uuid
-    result.sidechain = leaf is None and side_leaf is not None
-    start = leaf if leaf is not None else side_leaf
-    chain = bytearray(tally.lines + 1)
+    result.sidechain = leaf is None and bool(side)
+    start = leaf if leaf is not None else next(reversed(side), None)
+    result.chain, on_chain, result.broken_at = _walk(start, parents, tally.lines, None)
+    taken = on_chain
+    if not result.sidechain:  # a main file's side chains (older versions): forks
+        for tip in (u for u in side if u not in named):
+            chain, count, _broken = _walk(tip, parents, tally.lines, side)
+            root = next((u for u in side if chain[parents[u][1]]), tip)
+            result.side_chains.append((root, chain))
+            taken += count
+    off = len(parents) - taken
+    if off > 0:
+        tally.ignored["lines of an abandoned branch (kept in the source)"] += off
+    return result
+
+
+def _walk(
+    start: str | None,
+    parents: dict[str, tuple[str | None, int]],
+    lines: int,
+    within: dict[str, None] | None,
+) -> tuple[bytearray, int, int | None]:
+    """The chain from `start` back through its parents (only lines in `within`, when
+    given): a bitmap of its line numbers, its length, and the line whose parent is
+    missing from the file (None: the chain reached its root)."""
+    chain = bytearray(lines + 1)
     seen: set[str] = set()
-    on_chain = 0
-    while start is not None and start not in seen:
+    while start is not None and start not in seen and (within is None or start in within):
         seen.add(start)
         parent, number = parents[start]
         chain[number] = 1
-        on_chain += 1
         if parent is not None and parent not in parents:
-            result.broken_at = number
-            break
+            return chain, len(seen), number
         start = parent
-    result.chain = chain
-    off = sum(1 for _p, _n in parents.values()) - on_chain
-    if off and not result.sidechain:
-        tally.ignored["side-chain lines (kept in the source)"] += side_lines
-        if off - side_lines > 0:
-            tally.ignored["lines of an abandoned branch (kept in the source)"] += off - side_lines
-    return result
+    return chain, len(seen), None
 
 
 def _metadata(result: Scan, obj: dict[str, Any]) -> None:
@@ -161,13 +179,12 @@ def derived_id(source_id: str) -> str:
     return hashlib.sha256(f"{NAME}\0{source_id}".encode()).hexdigest()[:32]
 
 
-def items(path: Path, found: Scan) -> Iterator[Item]:
-    """The second pass: the chain's lines as items."""
-    chain = found.chain
+def items(path: Path, chain: bytearray, tally: Tally) -> Iterator[Item]:
+    """The second pass: the lines of `chain` (a bitmap of line numbers) as items."""
     for number, obj in read_objects(path):
         if number >= len(chain) or not chain[number]:
             continue
-        yield from _items(number, obj, found.tally)
+        yield from _items(number, obj, tally)
 
 
 def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
@@ -279,7 +296,10 @@ def _int(value: Any) -> int:
 def source(path: Path, exists: Callable[[str], bool]) -> Source:
     """The first pass over `path` as a `Source` for `mirror.import_source`; `exists`
     says whether a store id names a session (a fork's parent is named only when it does)."""
-    found = scan(path)
+    return _main(scan(path), path, exists)
+
+
+def _main(found: Scan, path: Path, exists: Callable[[str], bool]) -> Source:
     key = session_key(found, path)
     parent = None
     if found.forked_from:
@@ -300,7 +320,7 @@ def source(path: Path, exists: Callable[[str], bool]) -> Source:
         source_id=key,
         session_id=derived_id(key),
         tally=found.tally,
-        items=lambda: items(path, found),
+        items=lambda: items(path, found.chain, found.tally),
         title=found.title,
         summary=found.summary,
         cwd=found.cwd,
@@ -310,3 +330,32 @@ def source(path: Path, exists: Callable[[str], bool]) -> Source:
         parent=parent,
         extra=extra,
     )
+
+
+def sources(path: Path, exists: Callable[[str], bool]) -> list[Source]:
+    """`source`, and a `Source` for each side chain of a main file (older versions kept
+    subagents there): a session of its own, a fork of the main one, named by the source
+    id `<session id>/side/<its first line's uuid>`."""
+    found = scan(path)
+    main = _main(found, path, exists)
+    out = [main]
+    for root, chain in found.side_chains:
+        key = f"{main.source_id}/side/{root}"
+        tally = Tally(lines=found.tally.lines, bytes=found.tally.bytes, sha256=found.tally.sha256)
+        out.append(
+            Source(
+                format=NAME,
+                path=path,
+                source_id=key,
+                session_id=derived_id(key),
+                tally=tally,
+                items=lambda chain=chain, tally=tally: items(path, chain, tally),  # type: ignore[misc]
+                cwd=main.cwd,
+                branch=main.branch,
+                first_time=main.first_time,
+                last_time=main.last_time,
+                parent=main.session_id,
+                extra={"version": found.version, "side_chain_of": main.source_id},
+            )
+        )
+    return out
