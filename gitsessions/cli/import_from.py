@@ -1,6 +1,7 @@
 """`import --from claude-code|codex [PATH ...]`: other agents' sessions into the store,
 one line per source session (stdout), what was damaged, ignored or held back (stderr)."""
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
             raise InvalidInput(f"nothing to import from {format_}: {root} is not a folder")
         paths = [root]
     files = sources.session_files(paths)
+    started = time.monotonic()
     store = state.store
     outcomes: list[Outcome] = []
     failed = 0
@@ -72,7 +74,8 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     err.print(
         f"imported {written} of {plural(len(files), f'{format_} session file')}"
         + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
-        + (f"; {failed} failed" if failed else ""),
+        + (f"; {failed} failed" if failed else "")
+        + f" in {time.monotonic() - started:.1f} s",
         markup=False,
     )
     return 1 if refused or failed else 0

@@ -346,14 +346,13 @@ class _Run:
                 header,
                 change,
                 operation=None,
-                event="import" if event == "import" else event,
+                event=event,
                 subject=subject,
                 trailers=trailers,
             )
         else:
-            self.head = self.store.commit(
-                self.head, change, event=event, subject=subject, trailers=trailers
-            )
+            edit = writer.Edit(change, event, subject, trailers or {})
+            self.head = writer.commit_on(self.store, self.head, edit).head
         self.messages += count
         self.batch = []
 
