@@ -466,3 +466,23 @@ def test_list_names_where_an_imported_session_came_from():
     header = {"id": SID, "imported": {"from": "codex"}, "parent_id": "ab" * 16}
     assert origin(list_row(header)) == "fork of abababab, imported from codex"
     assert origin(list_row({"id": SID})) == ""
+
+
+def test_a_long_source_is_written_in_batches_of_part_records(cli, tmp_path):
+    from gitsessions.services.imports.mirror import PART
+
+    f = ClaudeFile(tmp_path / "long.jsonl")
+    for n in range(PART // 2 + 10):
+        f.prompt(f"question {n}")
+        f.reply(f"msg_{n}", [{"type": "text", "text": f"answer {n}"}], stop="end_turn")
+    result = cli("import", "--from", "claude-code", str(f.write()))
+    assert rows(result)[0][1:3] == ["created", str(PART + 20)]
+    sid = claude_code.derived_id(f.session)
+    subjects = [line.split("\t")[4] for line in cli("log", sid, "--steps").stdout.splitlines()]
+    assert subjects == [
+        "import: 20 messages from claude-code",
+        f"import: {CLAUDE_SESSION} (from claude-code)",
+    ]
+    doc = export(cli, sid)
+    assert len(doc["transcript"]) == len(doc["messages"]) == PART + 20
+    assert doc["messages"][-1]["content"] == f"answer {PART // 2 + 9}"
