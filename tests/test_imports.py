@@ -486,3 +486,21 @@ def test_a_long_source_is_written_in_batches_of_part_records(cli, tmp_path):
     doc = export(cli, sid)
     assert len(doc["transcript"]) == len(doc["messages"]) == PART + 20
     assert doc["messages"][-1]["content"] == f"answer {PART // 2 + 9}"
+
+
+def test_a_line_longer_than_the_limit_is_damage_and_the_next_line_still_read(
+    cli, tmp_path, monkeypatch
+):
+    from gitsessions.services.imports import lines
+
+    monkeypatch.setattr(lines, "MAX_LINE", 4096)
+    f = ClaudeFile(tmp_path / "big.jsonl")
+    f.prompt("x" * 10_000)
+    f.prompt("small")
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    [outcome] = json.loads(result.stdout)
+    [damage] = outcome["damaged"]
+    assert damage["line"] == 1 and damage["reason"].startswith("longer than")
+    assert outcome["lines"] == 2 and outcome["messages"] == 1  # what the chain still reaches
+    assert outcome["ignored"] == {"chain cut at line 2 (its parent is missing)": 1}
+    assert export(cli, outcome["session"])["messages"] == [{"role": "user", "content": "small"}]

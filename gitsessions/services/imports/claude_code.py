@@ -171,7 +171,9 @@ def _metadata(result: Scan, obj: dict[str, Any]) -> None:
 def session_key(found: Scan, path: Path) -> str:
     """The source's own id of the session: its `sessionId`, and a subagent's `agentId`."""
     base = found.session_id or path.stem
-    return f"{base}/{found.agent_id}" if found.sidechain and found.agent_id else base
+    if found.sidechain:  # a subagent's file: its lines carry the main session's id
+        return f"{base}/{found.agent_id or path.stem}"
+    return base
 
 
 def derived_id(source_id: str) -> str:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAX_LINE = 256 * 1024 * 1024  # a line longer than this is damage (read in pieces, skipped)
+# a line longer than this is damage (read in pieces, skipped): the store holds no object
+# over 64 MiB either, so no message of such a line could be stored
+MAX_LINE = 64 * 1024 * 1024
 KEPT_DAMAGE = 20  # damaged lines named in a report; the rest counted
 
 
