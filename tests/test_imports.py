@@ -504,3 +504,23 @@ def test_a_line_longer_than_the_limit_is_damage_and_the_next_line_still_read(
     assert outcome["lines"] == 2 and outcome["messages"] == 1  # what the chain still reaches
     assert outcome["ignored"] == {"chain cut at line 2 (its parent is missing)": 1}
     assert export(cli, outcome["session"])["messages"] == [{"role": "user", "content": "small"}]
+
+
+def test_chat_resumes_an_imported_session_in_this_workspace(server, cli, claude_file, tmp_path):
+    from tests.test_chat import leave, say, spawn
+
+    cli("import", "--from", "claude-code", str(claude_file.write()))
+    ws = tmp_path / "here"
+    ws.mkdir()
+    server.reply(content="Resumed here.")
+    child = spawn(server.base_url, ws, "--resume", SID[:8])
+    before = str(child.before)
+    shown = say(child, "go on")
+    assert "Resumed here." in shown
+    leave(child)
+    said = " ".join((before + shown).split())  # the note: before the prompt or with the turn
+    assert "imported from claude-code: its tools Bash, Read are not this agent's" in said
+    sent = server.requests[0]["messages"]
+    assert sent[0]["role"] == "system" and str(ws) in sent[0]["content"]
+    assert "All 120 tests pass." in json.dumps(sent) and "go on" in sent[-1]["content"]
+    assert export(cli, SID)["transcript"][-1]["message"]["content"] == "Resumed here."
