@@ -329,8 +329,13 @@ def test_side_chains_of_a_main_file_become_forks_of_its_session(cli, tmp_path):
     assert [r["message"]["content"] for r in fork["transcript"]] == ["subagent task", "side answer"]
     assert fork["parent_id"] == main["session"] and fork["fork_point"] is None
     assert fork["imported"]["side_chain_of"] == CLAUDE_SESSION
-    again = json.loads(cli("import", "--from", "claude-code", str(f.path), "--json").stdout)
-    assert [o["status"] for o in again] == ["unchanged", "unchanged"]
+    head = cli.json("info", side["session"])["head"]
+    f.reply("msg_more", [{"type": "text", "text": "and more"}], stop="end_turn")
+    again = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    # read on from the last import's end: no side-chain line there, its fork unchanged
+    assert [(o["status"], o["messages"]) for o in again] == [("appended", 1)]
+    assert again[0]["read_from_line"] == 5
+    assert cli.json("info", side["session"])["head"] == head
 
 
 def test_a_codex_rollback_takes_the_context_back_and_keeps_the_transcript(cli, tmp_path):
@@ -524,3 +529,34 @@ def test_chat_resumes_an_imported_session_in_this_workspace(server, cli, claude_
     assert sent[0]["role"] == "system" and str(ws) in sent[0]["content"]
     assert "All 120 tests pass." in json.dumps(sent) and "go on" in sent[-1]["content"]
     assert export(cli, SID)["transcript"][-1]["message"]["content"] == "Resumed here."
+
+
+@pytest.mark.parametrize("make", ["claude", "codex"])
+def test_importing_line_by_line_gives_what_one_import_of_the_whole_file_gives(
+    cli, claude_file, tmp_path, make
+):
+    """The assembler never takes back what it emitted, and a re-import reads on from
+    where the last stopped: importing after every line the source writes ends where
+    importing the finished file does."""
+    if make == "claude":
+        lines, fmt = list(claude_file.lines), "claude-code"
+    else:
+        lines, fmt = codex_session(tmp_path / "whole.jsonl"), "codex"
+    path = tmp_path / "growing.jsonl"
+    read_on = []
+    for n in range(1, len(lines) + 1):
+        path.write_text("".join(x + "\n" for x in lines[:n]))
+        outcomes = json.loads(cli("import", "--from", fmt, str(path), "--json").stdout)
+        assert all(o["status"] in ("created", "appended", "unchanged", "empty") for o in outcomes)
+        read_on += [o["read_from_line"] for o in outcomes if o["read_from_line"]]
+    [sid] = [r["id"] for r in cli.json("list")]
+    growing = export(cli, sid)
+    other = tmp_path / "other-home"
+    cli("--home", str(other), "import", "--from", fmt, str(path))
+    whole = json.loads(cli("--home", str(other), "export", sid).stdout)
+    for key in ("transcript", "messages", "compactions", "usage", "title", "summary"):
+        assert growing[key] == whole[key], key
+    assert {k: v for k, v in growing["imported"].items() if k != "resume"} == {
+        k: v for k, v in whole["imported"].items() if k != "resume"
+    }
+    assert read_on if make == "claude" else not read_on  # Claude Code's files read on

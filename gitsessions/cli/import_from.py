@@ -3,7 +3,7 @@ one line per source session (stdout), what was damaged, ignored or held back (st
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.plain import one_line, write_json, write_records
 from gitsessions.cli.state import State, err, out
@@ -13,6 +13,9 @@ from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 REFUSED = ("shortened", "rewritten", "diverged", "continued")
 
@@ -38,7 +41,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     failed = 0
     for path in files:
         try:
-            found = _sources(reader, path, store.exists)
+            found = _sources(reader, path, store)
         except OSError as error:
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
             failed += 1
@@ -81,11 +84,16 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     return 1 if refused or failed else 0
 
 
-def _sources(reader: Any, path: Path, exists: Any) -> list[Source]:
-    """The source sessions of one file: Claude Code's main file may hold side chains."""
+def _sources(reader: Any, path: Path, store: "SessionStore") -> list[Source]:
+    """The source sessions of one file: Claude Code's main file may hold side chains,
+    and one imported before is read from where that import stopped."""
+
+    def header_of(session_id: str) -> dict[str, Any] | None:
+        return store.head(session_id).header if store.exists(session_id) else None
+
     if hasattr(reader, "sources"):
-        return reader.sources(path, exists)  # type: ignore[no-any-return]
-    return [reader.source(path, exists)]
+        return reader.sources(path, store.exists, header_of)  # type: ignore[no-any-return]
+    return [reader.source(path, store.exists)]
 
 
 def _notes(outcome: Outcome) -> None:
@@ -133,6 +141,7 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
         "unknown": dict(tally.unknown),
         "ignored": dict(tally.ignored),
         "held_from_line": outcome.held,
+        "read_from_line": outcome.read_from_line,
         "detail": outcome.detail,
     }
 
@@ -155,7 +164,7 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         else:
             from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
         store = state.store
-        for one in _sources(reader, path, store.exists):
+        for one in _sources(reader, path, store):
             if one.parent is not None and not store.exists(one.parent):
                 one.parent = None
             outcome = import_source(store, one, now_iso())

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.imports.assemble import (
+    Assembler,
     Boundary,
     Item,
     Prompt,
@@ -37,7 +38,7 @@ from gitsessions.services.imports.assemble import (
     Summary,
     call,
 )
-from gitsessions.services.imports.lines import Tally, read_objects
+from gitsessions.services.imports.lines import Tally, offset_of_line, prefix_sha256, read_objects
 from gitsessions.services.imports.mirror import Source
 
 NAME = "claude-code"
@@ -76,17 +77,23 @@ class Scan:
     broken_at: int | None = None  # a chain line whose parent is not in the file
     sidechain: bool = False  # every chained line is on a side chain (a subagent's file)
     side_chains: list[tuple[str, bytearray]] = field(default_factory=list)  # in a main file
+    parents: dict[str, tuple[str | None, int]] = field(default_factory=dict)  # uuid -> parent, line
+    leaf: str | None = None  # the active chain's newest line
+    offset: int = 0  # where the read started, and the lines before it
+    line: int = 0
+    end: int = 0  # where it stopped: the end of the last whole line
 
 
-def scan(path: Path) -> Scan:
-    """The first pass (see the module's invariants)."""
+def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
+    """The first pass (see the module's invariants); from `offset` (the start of line
+    `line + 1`) on, for a read that goes on from the last import's."""
     tally = Tally()
-    result = Scan(tally)
-    parents: dict[str, tuple[str | None, int]] = {}
+    result = Scan(tally, offset=offset, line=line)
+    parents = result.parents
     leaf: str | None = None
     side: dict[str, None] = {}  # side-chain lines, in file order
     named: set[str] = set()  # the parents side-chain lines name
-    for number, obj in read_objects(path, tally):
+    for number, obj in read_objects(path, tally, offset=offset, line=line):
         kind = obj.get("type")
         uuid = obj.get("uuid")
         if kind not in CHAINED and kind not in METADATA:
@@ -105,8 +112,10 @@ def scan(path: Path) -> Scan:
                     named.add(parent)
             else:
                 leaf = uuid
+    result.end = offset + tally.bytes
     result.sidechain = leaf is None and bool(side)
     start = leaf if leaf is not None else next(reversed(side), None)
+    result.leaf = start
     result.chain, on_chain, result.broken_at = _walk(start, parents, tally.lines, None)
     taken = on_chain
     if not result.sidechain:  # a main file's side chains (older versions): forks
@@ -181,9 +190,12 @@ def derived_id(source_id: str) -> str:
     return hashlib.sha256(f"{NAME}\0{source_id}".encode()).hexdigest()[:32]
 
 
-def items(path: Path, chain: bytearray, tally: Tally) -> Iterator[Item]:
-    """The second pass: the lines of `chain` (a bitmap of line numbers) as items."""
-    for number, obj in read_objects(path):
+def items(
+    path: Path, chain: bytearray, tally: Tally, offset: int = 0, line: int = 0
+) -> Iterator[Item]:
+    """The second pass: the lines of `chain` (a bitmap of line numbers) as items, from
+    `offset` (the start of line `line + 1`) on."""
+    for number, obj in read_objects(path, offset=offset, line=line):
         if number >= len(chain) or not chain[number]:
             continue
         yield from _items(number, obj, tally)
@@ -331,13 +343,119 @@ def _main(found: Scan, path: Path, exists: Callable[[str], bool]) -> Source:
         last_time=found.last_time,
         parent=parent,
         extra=extra,
+        resume_point=_resume_point(path, found, None),
     )
 
 
-def sources(path: Path, exists: Callable[[str], bool]) -> list[Source]:
+def _resume_point(
+    path: Path, found: Scan, previous: dict[str, Any] | None
+) -> Callable[[Assembler], dict[str, Any] | None]:
+    """Where the next import may start reading (`imported.resume`): the first line held
+    back (else the end), the chain line before it, the turn and step there; None when
+    the assembler holds state no line records (reasoning carried to a later reply)."""
+
+    def point(assembler: Assembler) -> dict[str, Any] | None:
+        if assembler.carried:
+            return None
+        held = assembler.held
+        sidechain = found.sidechain
+        if found.leaf is None and previous is not None:  # no new chain line
+            sidechain = previous["sidechain"]
+        if held is None:
+            offset, line = found.end, found.tally.lines
+            uuid = found.leaf or (previous["uuid"] if previous else None)
+        else:
+            offset = offset_of_line(path, held, offset=found.offset, line=found.line)
+            line = held - 1
+            uuid = next((p for p, n in found.parents.values() if n == held), None)
+        if uuid is None:
+            return None
+        return {
+            "offset": offset,
+            "line": line,
+            "uuid": uuid,
+            "turn": assembler.turn,
+            "step": assembler.step,
+            "sidechain": sidechain,
+        }
+
+    return point
+
+
+def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> Source | None:
+    """The source read on from where its last import stopped (`imported.resume`), when
+    the file still begins as it was read and its new lines only continue the chain
+    there; None otherwise (the whole file is read, and what changed reported)."""
+    probe = next((o for _n, o in read_objects(path) if o.get("type") in CHAINED), None)
+    if probe is None or not isinstance(probe.get("sessionId"), str):
+        return None
+    key = probe["sessionId"]
+    if probe.get("isSidechain") is True:
+        agent = probe.get("agentId")
+        key = f"{key}/{agent if isinstance(agent, str) else path.stem}"
+    header = header_of(derived_id(key))
+    done = header.get("imported") if header else None
+    resume = done.get("resume") if isinstance(done, dict) else None
+    if not isinstance(resume, dict) or done.get("from") != NAME or done.get("id") != key:
+        return None
+    read = int(done.get("bytes", 0))
+    if path.stat().st_size < read or resume["offset"] > read:
+        return None
+    if prefix_sha256(path, read) != done.get("sha256"):
+        return None
+    found = scan(path, resume["offset"], resume["line"])
+    if found.side_chains or (found.leaf is not None and found.sidechain != resume["sidechain"]):
+        return None  # side-chain lines in a main file: read it whole
+    if found.leaf is not None:
+        if found.broken_at is None:
+            return None  # a new root: not a continuation
+        cut = next((p for p, n in found.parents.values() if n == found.broken_at), None)
+        if cut != resume["uuid"]:
+            return None  # a branch from an earlier line: read it whole (it diverged)
+    tally = found.tally
+    tally.bytes = found.end
+    tally.sha256 = prefix_sha256(path, found.end) or ""
+    extra = {k: done[k] for k in ("version", "forked_from", "side_chain_of") if k in done}
+    if found.version:
+        extra["version"] = found.version
+    return Source(
+        format=NAME,
+        path=path,
+        source_id=key,
+        session_id=derived_id(key),
+        tally=tally,
+        items=lambda: items(path, found.chain, tally, resume["offset"], resume["line"]),
+        title=found.title or done.get("title"),
+        summary=found.summary or done.get("summary"),
+        cwd=found.cwd or done.get("cwd"),
+        branch=found.branch,
+        last_time=found.last_time,
+        extra=extra,
+        start={
+            "outputs": int(done.get("outputs", 0)),
+            "digest": str(done.get("digest")),
+            "turn": resume["turn"],
+            "step": resume["step"],
+            "line": resume["line"],
+        },
+        resume_point=_resume_point(path, found, resume),
+    )
+
+
+def sources(
+    path: Path,
+    exists: Callable[[str], bool],
+    header_of: Callable[[str], dict[str, Any] | None] | None = None,
+) -> list[Source]:
     """`source`, and a `Source` for each side chain of a main file (older versions kept
     subagents there): a session of its own, a fork of the main one, named by the source
-    id `<session id>/side/<its first line's uuid>`."""
+    id `<session id>/side/<its first line's uuid>`. With `header_of` (a store id -> its
+    header), a file imported before is read from where that import stopped, if it can be
+    (`resumed`)."""
+    if header_of is not None:
+        again = resumed(path, header_of)
+        if again is not None:
+            return [again]
     found = scan(path)
     main = _main(found, path, exists)
     out = [main]

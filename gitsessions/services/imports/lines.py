@@ -40,12 +40,18 @@ class Tally:
             self.damaged.append((number, reason))
 
 
-def read_objects(path: Path, tally: Tally | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_objects(
+    path: Path, tally: Tally | None = None, *, offset: int = 0, line: int = 0
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each whole line of `path` that is a JSON object; with
-    `tally`, its damage, line count, bytes and SHA-256 are recorded into it."""
+    `tally`, its damage, line count, bytes and SHA-256 are recorded into it. With
+    `offset` (the start of a line) and `line` (the lines before it), from there on: line
+    numbers and the tally's `lines` count from the file's start, its bytes and SHA-256
+    are of what was read."""
     digest = hashlib.sha256()
-    number = 0
+    number = line
     with open(path, "rb") as file:
+        file.seek(offset)
         while True:
             raw = file.readline(MAX_LINE)
             if not raw:
@@ -110,3 +116,18 @@ def prefix_sha256(path: Path, size: int) -> str | None:
             digest.update(piece)
             left -= len(piece)
     return digest.hexdigest()
+
+
+def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -> int:
+    """The byte offset where line `number` (1-based) starts, counting from `offset`, the
+    start of line `line + 1`."""
+    with open(path, "rb") as file:
+        file.seek(offset)
+        while line < number - 1:
+            raw = file.readline(MAX_LINE)
+            if not raw:
+                break
+            offset += len(raw)
+            if raw.endswith(b"\n"):
+                line += 1
+    return offset

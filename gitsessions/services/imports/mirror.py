@@ -5,7 +5,9 @@ so importing the same source again finds the same session. Its header's `importe
 records what was imported: the source (`from`, `id`, `path`, `cwd`, ...), the bytes read
 (`bytes`, their `sha256`), and how many outputs (messages, compactions, rollbacks) of the
 assembled source are committed (`outputs`, `messages`) with the SHA-256 of them
-(`digest`).
+(`digest`, chained: each the SHA-256 of the previous and the output), and, for a
+source that can be read on (`Source.resume_point`), where the next import may start
+reading (`resume`).
 
 Invariants:
 - A re-import appends only outputs past `outputs`, as new commits on the same session,
@@ -69,6 +71,11 @@ class Source:
     last_time: str | None = None
     parent: str | None = None  # the store id of the session it was forked from
     extra: dict[str, Any] = field(default_factory=dict)  # more of `imported`
+    # a source read from where its last import stopped (`imported.resume`): the outputs
+    # and digest so far, the turn and step, and the line it was read from
+    start: dict[str, Any] | None = None
+    # where the next import may start reading, once this one has read to the end
+    resume_point: Callable[[Assembler], dict[str, Any] | None] | None = None
 
 
 @dataclass
@@ -82,6 +89,7 @@ class Outcome:
     compactions: int = 0
     held: int | None = None  # the first line held back (may still grow)
     orphans: int = 0  # tool results without their call
+    read_from_line: int | None = None  # only the lines from here on were read
     redacted: dict[str, int] = field(default_factory=dict)
     detail: str = ""
 
@@ -111,7 +119,7 @@ def import_source(store: SessionStore, source: Source, now: str) -> Outcome:
 
 def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     head = store.head(source.session_id) if store.exists(source.session_id) else None
-    skip, expect = 0, hashlib.sha256().hexdigest()
+    skip, expect = 0, ""
     if head is not None:
         done = head.header.get("imported") or {}
         if done.get("from") != source.format or done.get("id") != source.source_id:
@@ -136,13 +144,21 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
     run = _Run(store, source, head, now)
     assembler = Assembler()
+    start = source.start
+    if start is not None:  # read on from where the last import stopped
+        if head is None or (start["outputs"], start["digest"]) != (skip, expect):
+            raise InvalidInput(f"session {source.session_id[:8]} changed while it was read")
+        run.seen, run.digest, skip = skip, expect, 0
+        assembler.turn, assembler.step = start["turn"], start["step"]
     try:
-        if skip == 0 and run.digest.hexdigest() != expect:
+        if skip == 0 and run.digest != expect:
             raise _Mismatch
         for output in _outputs(assembler, source.items()):
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
+        if source.resume_point is not None:
+            run.resume = source.resume_point(assembler)
         run.flush(final=True)
     except _Mismatch:
         if run.head is not head:  # cannot happen: nothing is written before the check
@@ -166,6 +182,7 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         held=assembler.held,
         orphans=assembler.orphans,
         redacted=run.redacted,
+        read_from_line=start["line"] + 1 if start is not None else None,
     )
 
 
@@ -180,7 +197,8 @@ class _Run:
 
     def __init__(self, store: SessionStore, source: Source, head: Head | None, now: str) -> None:
         self.store, self.source, self.head, self.now = store, source, head, now
-        self.digest = hashlib.sha256()
+        self.digest = ""  # chained: sha256(previous digest, the output), per output
+        self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
         self.batch: list[Entry] = []
         self.messages = 0
@@ -201,11 +219,11 @@ class _Run:
         if self.seen >= skip and not isinstance(output, Entry):
             self.flush()  # the batch so far, its digest without this output
         self.seen += 1
-        self.digest.update(_digestible(output))
+        self.digest = hashlib.sha256(self.digest.encode() + _digestible(output)).hexdigest()
         if self.seen < skip:
             return
         if self.seen == skip:
-            if self.digest.hexdigest() != expect:
+            if self.digest != expect:
                 raise _Mismatch
             return
         if isinstance(output, Entry):
@@ -323,8 +341,9 @@ class _Run:
             "lines": source.tally.lines,
             "outputs": self.seen,
             "messages": (self.head.counts.get("messages", 0) if self.head else 0) + len(self.batch),
-            "digest": self.digest.hexdigest(),
+            "digest": self.digest,
             "tools": sorted(self.tools),
+            "resume": self.resume,
         }
         return header
 
