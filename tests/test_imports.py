@@ -271,7 +271,7 @@ def test_the_default_folder_is_claude_config_dir_or_home(cli, claude_file, tmp_p
     assert "--new-id" in cli("import", "--from", "codex", "--new-id", code=2).stderr
 
 
-def test_secrets_in_an_import_are_redacted_messages_and_reasoning_alike(cli, tmp_path):
+def test_secrets_in_an_import_are_redacted_messages_and_reasoning_alike(cli, tmp_path, home):
     secret = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
     f = ClaudeFile(tmp_path / "s.jsonl")
     f.prompt("what is in .env?")
@@ -291,6 +291,9 @@ def test_secrets_in_an_import_are_redacted_messages_and_reasoning_alike(cli, tmp
     records = json.loads(doc)["transcript"]
     assert "[REDACTED:" in records[1]["source"]["reasoning"][0]["thinking"]
     assert "[REDACTED:" in records[2]["message"]["content"]
+    audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+    where = [f.get("where") for a in audit if a["operation"] == "redact" for f in a["findings"]]
+    assert "source" in where and any(w != "source" for w in where)
 
 
 def test_a_subagent_file_is_a_fork_of_its_main_session(cli, claude_file):

@@ -106,6 +106,9 @@ def import_source(store: SessionStore, source: Source, now: str) -> Outcome:
     """Import `source` (see the module's invariants); one audit line."""
     with Lease(store.home, source.session_id):
         outcome = _import(store, source, now)
+    if outcome.redacted:  # in the records' `source` data (messages: the store's gate says)
+        found = [{"where": "source", "rule": r, "count": n} for r, n in outcome.redacted.items()]
+        audit(store.home, "redact", source.session_id, "ok", findings=found)
     audit(
         store.home,
         "import",
