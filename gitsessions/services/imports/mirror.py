@@ -208,7 +208,6 @@ class _Run:
         self.compactions = 0
         self.redacted: dict[str, int] = {}
         self.tools: set[str] = set()
-        self.dirty = False
         if head is not None:
             self.context: list[dict[str, Any]] = store.read(head, "context")
             self.records: list[dict[str, Any]] = store.read(head, "compactions")
