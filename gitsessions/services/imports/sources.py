@@ -2,7 +2,7 @@
 
 Claude Code: `$CLAUDE_CONFIG_DIR/projects/` (default `~/.claude/projects/`), one
 `<session id>.jsonl` per session in a folder per project, a subagent's own file under
-`<session id>/subagents/`. Codex: `$CODEX_HOME/sessions/` (default `~/.codex/sessions/`),
+`<session id>/subagents/` (older versions: `agent-<id>.jsonl` beside the sessions). Codex: `$CODEX_HOME/sessions/` (default `~/.codex/sessions/`),
 `YYYY/MM/DD/rollout-<time>-<id>.jsonl`. The environment is handed in, never read here.
 """
 
@@ -32,7 +32,10 @@ def session_files(paths: list[Path]) -> list[Path]:
             # a subagent's file after every main one: its session is a fork of its main's
             found += sorted(
                 (p for p in path.rglob("*.jsonl") if p.is_file()),
-                key=lambda p: ("subagents" in p.relative_to(path).parts, str(p)),
+                key=lambda p: (
+                    "subagents" in p.relative_to(path).parts or p.name.startswith("agent-"),
+                    str(p),
+                ),
             )
         elif path.is_file():
             found.append(path)
