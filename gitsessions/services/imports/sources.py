@@ -2,7 +2,8 @@
 
 Claude Code: `$CLAUDE_CONFIG_DIR/projects/` (default `~/.claude/projects/`), one
 `<session id>.jsonl` per session in a folder per project, a subagent's own file under
-`<session id>/subagents/` (older versions: `agent-<id>.jsonl` beside the sessions). Codex: `$CODEX_HOME/sessions/` (default `~/.codex/sessions/`),
+`<session id>/subagents/` (older versions: `agent-<id>.jsonl` beside the sessions).
+Codex: `$CODEX_HOME/sessions/` (default `~/.codex/sessions/`),
 `YYYY/MM/DD/rollout-<time>-<id>.jsonl`. The environment is handed in, never read here.
 """
 
