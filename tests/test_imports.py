@@ -563,3 +563,16 @@ def test_importing_line_by_line_gives_what_one_import_of_the_whole_file_gives(
         k: v for k, v in whole["imported"].items() if k != "resume"
     }
     assert read_on  # each import after the first read on from where the last stopped
+
+
+def test_an_older_subagent_file_beside_its_session_is_imported_after_it(cli, tmp_path):
+    folder = tmp_path / "project"
+    main = ClaudeFile(folder / "f0c8a52-main.jsonl")  # sorts after "agent-..."
+    main.prompt("delegate it")
+    main.write()
+    agent = ClaudeFile(folder / "agent-77aa.jsonl")
+    agent.prompt("the delegated task", isSidechain=True, agentId="77aa")
+    agent.write()
+    (first, *_), (second, *_) = rows(cli("import", "--from", "claude-code", str(folder)))
+    assert first == SID
+    assert cli.json("info", second)["parent_id"] == SID
