@@ -247,6 +247,7 @@ def test_import_resume_export_round_trip(server, cli, claude_file, tmp_path, hom
     assert "now run the whole suite" in json.dumps(sent) and "go on" in sent[-1]["content"]
     refused = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][-1]
     assert "'Bash' is a tool of claude-code" in refused["content"]
+    assert "Use run_shell (with its own arguments)" in refused["content"]
     doc = export(cli, SID)
     assert doc["transcript"][:10] == imported["transcript"]  # the import, then this turn
     contents = [r["message"].get("content") for r in doc["transcript"][10:]]

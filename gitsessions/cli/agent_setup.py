@@ -204,13 +204,18 @@ def build_agent(
         register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
         imported = session.head.header.get("imported") if picked is not None else None
         if isinstance(imported, dict) and imported.get("tools"):
+            from gitsessions.services.imports.tool_names import equivalent
+
+            source = str(imported.get("from"))
             lacking = [t for t in imported["tools"] if t not in registry.names]
-            registry.refuse_foreign(lacking, str(imported.get("from")))
+            instead = {t: e for t in lacking if (e := equivalent(source, t, registry.names))}
+            registry.refuse_foreign(lacking, source, instead)
             if lacking:
                 notes.print(
                     vtext(
-                        f"note: imported from {imported.get('from')}: its tools"
-                        f" {', '.join(lacking)} are not this agent's; a call to them is refused",
+                        f"note: imported from {source}: its tools {', '.join(lacking)} are"
+                        " not this agent's; a call to them is refused (this agent's own"
+                        " tools do those jobs)",
                         style="yellow",
                     ),
                     highlight=False,
