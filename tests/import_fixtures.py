@@ -13,7 +13,9 @@ class ClaudeFile:
     """A Claude Code session file built a line at a time: chained lines get a uuid and
     the previous line's uuid as their parentUuid."""
 
-    def __init__(self, path: Path, session: str = CLAUDE_SESSION, cwd: str = "/work/proj") -> None:
+    def __init__(
+        self, path: Path, session: str = CLAUDE_SESSION, cwd: str = "/home/dev/proj"
+    ) -> None:
         self.path, self.session, self.cwd = path, session, cwd
         self.lines: list[str] = []
         self.last: str | None = None
@@ -120,7 +122,7 @@ def claude_session(path: Path) -> ClaudeFile:
                 "type": "tool_use",
                 "id": "toolu_01",
                 "name": "Read",
-                "input": {"file_path": "/work/proj/test_parser.py"},
+                "input": {"file_path": "/home/dev/proj/test_parser.py"},
             },
             {
                 "type": "tool_use",
@@ -183,7 +185,7 @@ def codex_session(path: Path, session: str = CODEX_SESSION) -> list[str]:
             {
                 "id": session,
                 "timestamp": "2026-10-02T10:00:00.000Z",
-                "cwd": "/work/proj",
+                "cwd": "/home/dev/proj",
                 "originator": "codex_cli_rs",
                 "cli_version": "0.46.0",
                 "model_provider": "openai",
@@ -198,7 +200,7 @@ def codex_session(path: Path, session: str = CODEX_SESSION) -> list[str]:
         ),
         line(
             "turn_context",
-            {"cwd": "/work/proj", "model": "gpt-5-codex", "approval_policy": "on-request"},
+            {"cwd": "/home/dev/proj", "model": "gpt-5-codex", "approval_policy": "on-request"},
             1,
         ),
         line(

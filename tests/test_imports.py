@@ -55,7 +55,7 @@ def test_a_claude_code_session_becomes_paired_chat_messages(cli, claude_file):
     calls = first["tool_calls"]
     assert [c["function"]["name"] for c in calls] == ["Read", "Bash"]
     assert json.loads(calls[0]["function"]["arguments"]) == {
-        "file_path": "/work/proj/test_parser.py"
+        "file_path": "/home/dev/proj/test_parser.py"
     }
     assert [m["tool_call_id"] for m in messages[2:4]] == ["toolu_01", "toolu_02"]
     assert messages[5]["content"] == "error: exit code 1"  # is_error
@@ -73,8 +73,8 @@ def test_a_claude_code_session_becomes_paired_chat_messages(cli, claude_file):
         "All 120 tests pass.",
     ]
     assert (doc["title"], doc["summary"]) == ("Parser flake", "Fix the flaky parser test")
-    assert doc["imported"]["id"] == CLAUDE_SESSION and doc["imported"]["cwd"] == "/work/proj"
-    assert doc["workspace"]["path"] == "/work/proj" and doc["workspace"]["branch"] == "main"
+    assert doc["imported"]["id"] == CLAUDE_SESSION and doc["imported"]["cwd"] == "/home/dev/proj"
+    assert doc["workspace"]["path"] == "/home/dev/proj" and doc["workspace"]["branch"] == "main"
     assert doc["created_at"] == "2026-10-01T09:00:01Z"
     listed = cli.json("list")
     assert [(r["id"], r["imported_from"]) for r in listed] == [(SID, "claude-code")]
@@ -216,7 +216,7 @@ def test_a_codex_rollout_imports_with_its_calls_reasoning_and_compaction(
         "thanks",
         "You're welcome.",
     ]
-    assert doc["imported"]["id"] == CODEX_SESSION and doc["imported"]["cwd"] == "/work/proj"
+    assert doc["imported"]["id"] == CODEX_SESSION and doc["imported"]["cwd"] == "/home/dev/proj"
     assert cli("import", "--from", "codex").stdout.split("\t")[1] == "unchanged"
 
 
