@@ -31,7 +31,7 @@ SERVICE_FLOORS: list[set[str]] = [
     {"settings", "tools"},
     {"hooks", "model"},
     {"sessions"},
-    {"code", "compaction"},
+    {"code", "compaction", "imports"},
     {"sync"},
 ]
 INIT_WITH_IMPORTS = {"tools"}  # a package whose __init__ is its public API

@@ -217,6 +217,24 @@ def build_agent(
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
         register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
+        imported = session.head.header.get("imported") if picked is not None else None
+        if isinstance(imported, dict) and imported.get("tools"):
+            from gitsessions.services.imports.tool_names import equivalent
+
+            source = str(imported.get("from"))
+            lacking = [t for t in imported["tools"] if t not in registry.names]
+            instead = {t: e for t in lacking if (e := equivalent(source, t, registry.names))}
+            registry.refuse_foreign(lacking, source, instead)
+            if lacking:
+                notes.print(
+                    vtext(
+                        f"note: imported from {source}: its tools {', '.join(lacking)} are"
+                        " not this agent's; a call to them is refused (this agent's own"
+                        " tools do those jobs)",
+                        style="yellow",
+                    ),
+                    highlight=False,
+                )
         hub = mcp_tools(state, env, registry, notes)
         if hub is not None:
             check_budget(settings.max_context_tokens, prompt, registry.definitions())

@@ -12,12 +12,13 @@ from typing import IO, Annotated
 
 import typer
 
+from gitsessions.cli.args import JsonFlag
 from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.sessions.exchange import export_bytes, import_export, load_export
 from gitsessions.values.clock import now_iso
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 
 
 def cmd_export(
@@ -57,12 +58,64 @@ def cmd_export(
 
 def cmd_import(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="An export file ('-' for stdin).")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="FILE|PATH...",
+            help="An export file ('-' for stdin); with --from, session files or folders"
+            " (default: all of the source's sessions).",
+            show_default=False,
+        ),
+    ] = None,
     new_id: Annotated[bool, typer.Option("--new-id", help="Give the session a fresh id.")] = False,
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="SOURCE",
+            help="Import another agent's sessions: claude-code ($CLAUDE_CONFIG_DIR/projects,"
+            " default ~/.claude/projects) or codex ($CODEX_HOME/sessions, default"
+            " ~/.codex/sessions). Again: only what is new is added.",
+        ),
+    ] = None,
+    json_: JsonFlag = False,
+    hook: Annotated[
+        bool,
+        typer.Option(
+            "--hook",
+            help="Run as the source's hook (`hooks install --claude-code` / `--codex`):"
+            " import the session its JSON names (stdin, or --payload); never fails it.",
+        ),
+    ] = False,
+    payload: Annotated[str | None, typer.Option("--payload", hidden=True)] = None,
 ) -> None:
     """Create a session from an export file; prints its id. The file is checked whole
-    before anything is written, and read as it is stored (a long session in parts)."""
+    before anything is written, and read as it is stored (a long session in parts).
+
+    With --from claude-code or --from codex: each source session becomes (or, imported
+    again, is brought up to date as) the session its source id names; prints one line
+    per source: id, what happened (created, appended, unchanged; shortened, rewritten,
+    diverged, continued: nothing written), new messages, path."""
     state: State = ctx.obj
+    if from_ is not None:
+        from gitsessions.cli.import_from import run_import_from
+
+        if new_id:
+            raise BadUsage("--new-id is for export files; an imported source keeps its id")
+        if hook:
+            from gitsessions.cli.import_from import run_hook
+
+            run_hook(state, from_, payload if payload is not None else sys.stdin.read())
+            return
+        code = run_import_from(state, from_, paths or [], json_)
+        if code:
+            raise typer.Exit(code)
+        return
+    if json_:
+        raise BadUsage("--json is for --from imports")
+    if not paths or len(paths) != 1:
+        raise BadUsage("import takes one export FILE (or --from SOURCE [PATH ...])")
+    file = paths[0]
     with ExitStack() as stack:
         path = file
         if str(file) == "-":  # read twice (checked, then stored): keep a private copy

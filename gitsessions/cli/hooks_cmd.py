@@ -43,22 +43,90 @@ def launcher() -> git_hooks.Launcher:
     )
 
 
+ClaudeFlag = Annotated[
+    bool,
+    typer.Option(
+        "--claude-code",
+        help="Claude Code's hooks (Stop, PreCompact, SessionEnd in"
+        " $CLAUDE_CONFIG_DIR/settings.json, default ~/.claude/settings.json) that import"
+        " each session into this home as it runs, instead of the git hooks.",
+    ),
+]
+CodexFlag = Annotated[
+    bool,
+    typer.Option(
+        "--codex",
+        help="Codex's notify ($CODEX_HOME/config.toml, default ~/.codex/config.toml), run"
+        " after each turn, that imports the session into this home, instead of the git hooks.",
+    ),
+]
+
+
 @hooks_app.command("install")
-def cmd_install(ctx: typer.Context, workspace: Workspace = None) -> None:
+def cmd_install(
+    ctx: typer.Context,
+    workspace: Workspace = None,
+    claude_code: ClaudeFlag = False,
+    codex: CodexFlag = False,
+) -> None:
     """Install the prepare-commit-msg and commit-msg hooks in a repository. A hook you
     already have is kept and still runs first; `hooks uninstall` puts it back. The hooks
-    run this gitsessions (its Python is written into them), not whatever is on PATH."""
+    run this gitsessions (its Python is written into them), not whatever is on PATH.
+
+    With --claude-code or --codex: that agent's hooks instead, which import each of its
+    sessions into this home as it runs (`import --from ... --hook`)."""
     state: State = ctx.obj
+    if claude_code or codex:
+        _agent_hooks(state, claude_code, codex, install=True)
+        return
     for hook, what in git_hooks.install(_workspace(workspace), state.env, launcher()):
         err.print(vtext(f"{hook.path}: {what}"), highlight=False)
 
 
 @hooks_app.command("uninstall")
-def cmd_uninstall(ctx: typer.Context, workspace: Workspace = None) -> None:
-    """Remove the gitsessions git hooks from a repository and restore your own."""
+def cmd_uninstall(
+    ctx: typer.Context,
+    workspace: Workspace = None,
+    claude_code: ClaudeFlag = False,
+    codex: CodexFlag = False,
+) -> None:
+    """Remove the gitsessions git hooks from a repository and restore your own (with
+    --claude-code or --codex: only that agent's import hooks, nothing else of its config)."""
     state: State = ctx.obj
+    if claude_code or codex:
+        _agent_hooks(state, claude_code, codex, install=False)
+        return
     for hook, what in git_hooks.uninstall(_workspace(workspace), state.env, launcher()):
         err.print(vtext(f"{hook.path}: {what}"), highlight=False)
+
+
+def _agent_hooks(state: State, claude_code: bool, codex: bool, *, install: bool) -> None:
+    """Claude Code's hooks and Codex's notify: each runs this gitsessions (this Python)
+    on this home, `import --from ... --hook`."""
+    import shlex
+
+    from gitsessions.services.imports import agent_hooks
+
+    home = Path(state.env.get("HOME") or Path.home())
+    base = [str(Path(sys.executable).absolute()), "-m", "gitsessions", "--home", str(state.home)]
+    if claude_code:
+        config = state.env.get("CLAUDE_CONFIG_DIR")
+        settings = (Path(config) if config else home / ".claude") / "settings.json"
+        argv = [*base, "import", "--from", "claude-code", "--hook"]
+        if install:
+            what = agent_hooks.install_claude(settings, shlex.join(argv))
+        else:
+            what = agent_hooks.uninstall_claude(settings)
+        err.print(vtext(f"{settings}: {what}"), highlight=False)
+    if codex:
+        codex_home = state.env.get("CODEX_HOME")
+        config_toml = (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
+        argv = [*base, "import", "--from", "codex", "--hook", "--payload"]
+        if install:
+            what = agent_hooks.install_codex(config_toml, argv)
+        else:
+            what = agent_hooks.uninstall_codex(config_toml)
+        err.print(vtext(f"{config_toml}: {what}"), highlight=False)
 
 
 @hooks_app.command("list")

@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "delete": ("edit_cmd", "Delete a session for good, with every object only it used."),
     "gc": ("gc_cmd", "Pack objects (deltified) and purge what no session reaches."),
     "export": ("exchange", "Export a whole session as one JSON document."),
-    "import": ("exchange", "Create a session from an export file; prints its id."),
+    "import": ("exchange", "Import an export file, or Claude Code or Codex sessions."),
     "search": ("search", "Search titles, summaries and transcripts of all sessions."),
     "compact": ("compact_cmd", "Compact a session's working context now."),
     "pin": ("compact_cmd", "Pin a note: it survives every compaction verbatim."),

@@ -36,6 +36,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "active_at": header.get("active_at") or header.get("updated_at"),
         "workspace": (header.get("workspace") or {}).get("path"),
         "made_by": made_by(header),
+        "imported_from": _imported_from(header),
         **({"broken": header["broken"]} if "broken" in header else {}),
     }
 
@@ -79,12 +80,23 @@ def marks(row: Mapping[str, Any]) -> str:
 
 
 def origin(row: Mapping[str, Any]) -> str:
-    """`fork of <short id>` for a fork (`(parent deleted)` when its parent is gone)."""
+    """`fork of <short id>` for a fork (`(parent deleted)` when its parent is gone),
+    `imported from <source>` for an imported session."""
+    parts = []
     parent = row.get("parent_id")
-    if not parent:
-        return ""
-    gone = " (parent deleted)" if row.get("parent_deleted") else ""
-    return f"fork of {short(parent)}{gone}"
+    if parent:
+        gone = " (parent deleted)" if row.get("parent_deleted") else ""
+        parts.append(f"fork of {short(parent)}{gone}")
+    if row.get("imported_from"):
+        parts.append(f"imported from {row['imported_from']}")
+    return ", ".join(parts)
+
+
+def _imported_from(header: Mapping[str, Any]) -> str | None:
+    """The agent an imported session came from (`claude-code`, `codex`), else None."""
+    imported = header.get("imported")
+    source = imported.get("from") if isinstance(imported, Mapping) else None
+    return source if isinstance(source, str) else None
 
 
 def mark_deleted_parents(rows: list[dict[str, Any]], ids: Iterable[str]) -> None:

@@ -111,7 +111,18 @@ def _list_record(r: dict[str, Any]) -> list[object]:
     ]
 
 
-PLACE = ("path", "repo_root", "branch", "head")  # the workspace line; `made by` says the rest
+PLACE = ("path", "repo_root", "branch", "head")
+
+
+def _imported_fields(header: dict[str, Any]) -> list[tuple[str, str]]:
+    """`imported from`: the source and its id, and its file, for an imported session."""
+    imported = header.get("imported")
+    if not isinstance(imported, dict):
+        return []
+    return [
+        ("imported from", f"{imported.get('from')} session {imported.get('id')}"),
+        ("source file", str(imported.get("path"))),
+    ]  # the workspace line; `made by` says the rest
 
 
 def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag = False) -> None:
@@ -141,6 +152,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "active_at": h.get("active_at"),
         "branch": ref_name(session_id).decode(),
         "head": commit.decode(),
+        **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
     }
     if json_:
         print_json(plain_out, info)
@@ -164,6 +176,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
         ("made by", made_by(h) or "-"),
         ("instructions", instructions_line(info["instructions"])),
+        *_imported_fields(h),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
         ("updated", info["updated_at"]),

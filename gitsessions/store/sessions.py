@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # writing only: a reader never imports maintenance or the sec
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
-RECORD_KEYS = ("time", "turn", "step", "model", "usage")  # what a writer may set in a record
+RECORD_KEYS = ("time", "turn", "step", "model", "usage", "source")  # what a record may add
 
 
 # no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
@@ -288,6 +288,8 @@ class SessionStore(SessionReader):
             header["usage"] = base.header.get("usage") or empty_usage()
         if event in ACTIVE_EVENTS and event != "import":
             header["active_at"] = header.get("updated_at")
+        elif event == "import" and change.header is not None and change.header.get("active_at"):
+            pass  # an import says when its source was last active
         elif base is not None:
             header["active_at"] = base.header.get("active_at", header.get("updated_at"))
         header.setdefault("active_at", header.get("updated_at"))

@@ -45,7 +45,7 @@ T = TypeVar("T")
 PART = 2048  # transcript records per commit of a long import (bounds its memory)
 EXPORT_FORMAT = "gitsessions.session/2"
 IMPORTED_FORMATS = ("gitsessions.session/1", EXPORT_FORMAT)
-RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage"}
+RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage", "source"}
 REQUIRED = ("format", "id", "messages", "transcript")
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "title": "",
@@ -62,6 +62,7 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "usage": None,
     "compactions": [],
     "pins": [],
+    "imported": None,  # where an imported session came from (services/imports/), when it did
 }
 HEADER_FIELDS = (
     "title",
@@ -119,6 +120,7 @@ def _document(store: SessionStore, head: Head, transcript: Any) -> dict[str, Any
         "format": EXPORT_FORMAT,
         "id": head.id,
         **{key: h.get(key, OPTIONAL_DEFAULTS[key]) for key in HEADER_FIELDS},
+        **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
         "messages": store.read(head, "context"),
         "transcript": transcript,
         "plan": store.read(head, "plan"),
@@ -270,6 +272,8 @@ def validate_export(doc: Any) -> None:
             raise InvalidExport(f"'title': {error}") from None
     if "summary" in doc:
         _expect(doc, "summary", str, "a string")
+    if doc.get("imported") is not None:
+        _expect(doc, "imported", dict, "an object or null")
     if doc.get("parent_id") is not None and not is_session_id(doc["parent_id"]):
         raise InvalidExport("'parent_id' must be a session id or null")
     if doc.get("fork_point") is not None and not (
@@ -371,6 +375,8 @@ def _validate_record(n: int, record: Any) -> None:
         raise InvalidExport(f"{where}: 'model' must be a string")
     if not isinstance(record.get("usage", {}), dict):
         raise InvalidExport(f"{where}: 'usage' must be an object")
+    if not isinstance(record.get("source", {}), dict):
+        raise InvalidExport(f"{where}: 'source' must be an object")
 
 
 def _validate_workspace(workspace: Any) -> None:
@@ -442,6 +448,8 @@ def _import(
         workspace=full["workspace"] or empty_workspace(),
     )
     header["active_at"] = full["active_at"] or header["updated_at"]
+    if full["imported"] is not None:
+        header["imported"] = full["imported"]
     change = Change(
         context=list(full["messages"]),
         as_recorded=True,

@@ -16,7 +16,7 @@ a changed file. Every content is bounded by the output limit.
 import copy
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from gitsessions.services.tools.arguments import (
@@ -146,6 +146,18 @@ class ToolRegistry:
         self.approve = approve
         self.output_limit = output_limit
         self._tools: dict[str, ToolSpec] = {}
+        # tool name -> (the agent whose tool it was, this agent's tool for its job)
+        self._foreign: dict[str, tuple[str, str | None]] = {}
+
+    def refuse_foreign(
+        self, names: Iterable[str], source: str, instead: Mapping[str, str] | None = None
+    ) -> None:
+        """Tools of the agent an imported session came from (`source`) that this agent
+        lacks: a call to one is refused in words that say so, naming this agent's tool
+        for the same job (`instead`) when there is one; no tool is registered."""
+        for name in names:
+            if name not in self._tools:
+                self._foreign[name] = (source, (instead or {}).get(name))
 
     def register(
         self,
@@ -234,6 +246,17 @@ class ToolRegistry:
         spec = self._tools.get(name)
         if spec is None:
             available = ", ".join(self._tools) or "none"
+            if name in self._foreign:
+                source, instead = self._foreign[name]
+                use = (
+                    f"Use {instead} (with its own arguments), or one of: {available}"
+                    if instead
+                    else f"Use one of: {available}"
+                )
+                return failed(
+                    f"{name!r} is a tool of {source}, where this session was imported"
+                    f" from; this agent does not have it. {use}"
+                )
             return failed(f"unknown tool {name!r}; available: {available}")
         try:
             parsed = parse_arguments(raw)

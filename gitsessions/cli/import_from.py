@@ -1,0 +1,174 @@
+"""`import --from claude-code|codex [PATH ...]`: other agents' sessions into the store,
+one line per source session (stdout), what was damaged, ignored or held back (stderr)."""
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.cli.plain import one_line, write_json, write_records
+from gitsessions.cli.state import State, err, out
+from gitsessions.services.imports import sources
+from gitsessions.services.imports.mirror import Outcome, Source, import_source
+from gitsessions.values.clock import now_iso
+from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
+from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
+
+REFUSED = ("shortened", "rewritten", "diverged", "continued")
+
+
+def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) -> int:
+    """Import every session file `paths` name (default: the source's own folder); the
+    exit code: 1 when a source was refused or failed (nothing written for it), else 0."""
+    if format_ not in sources.FORMATS:
+        raise BadUsage(f"unknown source {format_!r}: expected one of {', '.join(sources.FORMATS)}")
+    if format_ == "claude-code":
+        from gitsessions.services.imports import claude_code as reader
+    else:
+        from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
+    if not paths:
+        root = sources.default_root(format_, state.env, Path(state.env.get("HOME") or Path.home()))
+        if not root.is_dir():
+            raise InvalidInput(f"nothing to import from {format_}: {root} is not a folder")
+        paths = [root]
+    files = sources.session_files(paths)
+    started = time.monotonic()
+    store = state.store
+    outcomes: list[Outcome] = []
+    failed = 0
+    for path in files:
+        try:
+            found = _sources(reader, path, store)
+        except OSError as error:
+            err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
+            failed += 1
+            continue
+        for one in found:
+            if one.parent is not None and not store.exists(one.parent):
+                one.parent = None  # a side chain whose main session was not imported
+            try:
+                outcome = import_source(store, one, now_iso())
+            except OSError as error:
+                err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
+                failed += 1
+                continue
+            except GitsessionsError as error:  # in use by another process, not an import...
+                err.print(f"warning: {one_line(path)}: {error}", markup=False)
+                failed += 1
+                continue
+            _notes(outcome)
+            outcomes.append(outcome)
+    if json_:
+        write_json(out, [_as_json(o) for o in outcomes])
+    else:
+        write_records(
+            out,
+            (
+                (o.source.session_id, o.status, o.messages, str(o.source.path))
+                for o in outcomes
+                if o.status != "empty"
+            ),
+        )
+    refused = [o for o in outcomes if o.status in REFUSED]
+    written = sum(1 for o in outcomes if o.wrote)
+    err.print(
+        f"imported {written} of {plural(len(files), f'{format_} session file')}"
+        + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
+        + (f"; {failed} failed" if failed else "")
+        + f" in {time.monotonic() - started:.1f} s",
+        markup=False,
+    )
+    return 1 if refused or failed else 0
+
+
+def _sources(reader: Any, path: Path, store: "SessionStore") -> list[Source]:
+    """The source sessions of one file: Claude Code's main file may hold side chains,
+    and one imported before is read from where that import stopped."""
+
+    def header_of(session_id: str) -> dict[str, Any] | None:
+        return store.head(session_id).header if store.exists(session_id) else None
+
+    if hasattr(reader, "sources"):
+        return reader.sources(path, store.exists, header_of)  # type: ignore[no-any-return]
+    return [reader.source(path, store.exists)]
+
+
+def _notes(outcome: Outcome) -> None:
+    """What the user should know of one source: damage, ignored lines, a refusal."""
+    source, tally = outcome.source, outcome.source.tally
+    name = one_line(source.path)
+    for number, reason in tally.damaged:
+        err.print(f"warning: {name}: line {number} skipped: {reason}", markup=False)
+    if tally.damaged_count > len(tally.damaged):
+        more = tally.damaged_count - len(tally.damaged)
+        err.print(f"warning: {name}: {plural(more, 'more damaged line')} skipped", markup=False)
+    if tally.unknown:
+        kinds = ", ".join(f"{one_line(k)} ({n})" for k, n in sorted(tally.unknown.items()))
+        err.print(f"note: {name}: unknown line types ignored: {kinds}", markup=False)
+    if outcome.held is not None:
+        err.print(
+            f"note: {name}: from line {outcome.held} held back (a reply still open);"
+            " the next import takes it",
+            markup=False,
+        )
+    if outcome.orphans:
+        err.print(
+            f"note: {name}: {outcome.orphans} tool results without a call dropped", markup=False
+        )
+    if outcome.status in REFUSED:
+        err.print(
+            f"warning: {name}: {outcome.status}, nothing written to session"
+            f" {short(source.session_id)}: {outcome.detail}",
+            markup=False,
+        )
+
+
+def _as_json(outcome: Outcome) -> dict[str, Any]:
+    tally = outcome.source.tally
+    return {
+        "session": outcome.source.session_id,
+        "status": outcome.status,
+        "path": str(outcome.source.path),
+        "source_id": outcome.source.source_id,
+        "messages": outcome.messages,
+        "compactions": outcome.compactions,
+        "lines": tally.lines,
+        "damaged": [{"line": n, "reason": r} for n, r in tally.damaged],
+        "damaged_count": tally.damaged_count,
+        "unknown": dict(tally.unknown),
+        "ignored": dict(tally.ignored),
+        "held_from_line": outcome.held,
+        "read_from_line": outcome.read_from_line,
+        "detail": outcome.detail,
+    }
+
+
+def run_hook(state: State, format_: str, payload: str) -> None:
+    """One source session mirrored as its agent runs (a Claude Code hook, Codex's
+    notify): the file its JSON names imported; every failure one line on stderr, never
+    an exit code that could stop the agent."""
+    from gitsessions.services.imports.agent_hooks import hook_transcript
+
+    try:
+        if format_ not in sources.FORMATS:
+            raise InvalidInput(f"unknown source {format_!r}")
+        home = Path(state.env.get("HOME") or Path.home())
+        path = hook_transcript(format_, payload, sources.default_root(format_, state.env, home))
+        if path is None or not path.is_file():
+            raise InvalidInput("the hook named no session file")
+        if format_ == "claude-code":
+            from gitsessions.services.imports import claude_code as reader
+        else:
+            from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
+        store = state.store
+        for one in _sources(reader, path, store):
+            if one.parent is not None and not store.exists(one.parent):
+                one.parent = None
+            outcome = import_source(store, one, now_iso())
+            if outcome.status in REFUSED:
+                _notes(outcome)
+    except (GitsessionsError, OSError) as error:  # in use, refused, a file that went away
+        err.print(f"gitsessions: import hook: {one_line(error)}", markup=False)

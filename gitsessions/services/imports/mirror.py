@@ -1,0 +1,425 @@
+"""A source session written to the store, and kept in step with it.
+
+The session's id is derived from the source's own id (`claude_code.derived_id`, ...),
+so importing the same source again finds the same session. Its header's `imported`
+records what was imported: the source (`from`, `id`, `path`, `cwd`, ...), the bytes read
+(`bytes`, their `sha256`), and how many outputs (messages, compactions, rollbacks) of the
+assembled source are committed (`outputs`, `messages`) with the SHA-256 of them
+(`digest`, chained: each the SHA-256 of the previous and the output), and, for a
+source that can be read on (`Source.resume_point`), where the next import may start
+reading (`resume`).
+
+Invariants:
+- A re-import appends only outputs past `outputs`, as new commits on the same session,
+  and only when the source still begins with the bytes read last time and its first
+  `outputs` outputs hash to `digest`: a source shortened, rewritten, or whose active
+  chain moved (a prompt edited in the source) is reported (`Outcome.status`) and
+  nothing is written. A session continued here since its last import (more messages
+  than the import wrote) is reported too, not merged into.
+- Memory holds one line of the source, one batch of `PART` records and the working
+  context (since the source's last compaction), never the whole transcript.
+- Every commit goes through the store's redaction gate (the records' `source` data, the
+  reasoning kept there, is redacted here with the same rules), each commit under the
+  session's lease.
+"""
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.imports.assemble import (
+    Assembler,
+    Compacted,
+    Entry,
+    Item,
+    Output,
+    RolledBack,
+)
+from gitsessions.services.imports.lines import Tally, prefix_sha256
+from gitsessions.services.sessions import writer
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Change, Head, SessionStore
+from gitsessions.values.canonical import dumps_line
+from gitsessions.values.errors import InvalidInput
+from gitsessions.values.ids import MAX_TITLE
+from gitsessions.values.plural import plural
+from gitsessions.values.records import add_usage, empty_usage, empty_workspace
+from gitsessions.values.secrets import redact_value
+
+PART = 2048  # transcript records per commit
+
+
+@dataclass
+class Source:
+    """One session of a source, as its format's reader found it (first pass done)."""
+
+    format: str  # "claude-code", "codex"
+    path: Path
+    source_id: str
+    session_id: str
+    tally: Tally
+    items: Callable[[], Iterator[Item]]  # the second pass
+    title: str | None = None
+    summary: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    first_time: str | None = None
+    last_time: str | None = None
+    parent: str | None = None  # the store id of the session it was forked from
+    extra: dict[str, Any] = field(default_factory=dict)  # more of `imported`
+    # a source read from where its last import stopped (`imported.resume`): the outputs
+    # and digest so far, the turn and step, and the line it was read from
+    start: dict[str, Any] | None = None
+    # where the next import may start reading, once this one has read to the end
+    resume_point: Callable[[Assembler], dict[str, Any] | None] | None = None
+
+
+@dataclass
+class Outcome:
+    """What an import of one source did. `status`: created, appended, unchanged, or
+    (nothing written) shortened, rewritten, diverged, continued, empty."""
+
+    source: Source
+    status: str
+    messages: int = 0  # transcript messages written now
+    compactions: int = 0
+    held: int | None = None  # the first line held back (may still grow)
+    orphans: int = 0  # tool results without their call
+    read_from_line: int | None = None  # only the lines from here on were read
+    redacted: dict[str, int] = field(default_factory=dict)
+    detail: str = ""
+
+    @property
+    def wrote(self) -> bool:
+        return self.status in ("created", "appended")
+
+
+class _Mismatch(Exception):
+    """The source's outputs no longer begin as what was imported."""
+
+
+def import_source(store: SessionStore, source: Source, now: str) -> Outcome:
+    """Import `source` (see the module's invariants); one audit line."""
+    with Lease(store.home, source.session_id):
+        outcome = _import(store, source, now)
+    if outcome.redacted:  # in the records' `source` data (messages: the store's gate says)
+        found = [{"where": "source", "rule": r, "count": n} for r, n in outcome.redacted.items()]
+        audit(store.home, "redact", source.session_id, "ok", findings=found)
+    audit(
+        store.home,
+        "import",
+        source.session_id,
+        outcome.status,
+        source=source.format,
+        messages=outcome.messages,
+    )
+    return outcome
+
+
+def _import(store: SessionStore, source: Source, now: str) -> Outcome:
+    head = store.head(source.session_id) if store.exists(source.session_id) else None
+    skip, expect = 0, ""
+    if head is not None:
+        done = head.header.get("imported") or {}
+        if done.get("from") != source.format or done.get("id") != source.source_id:
+            raise InvalidInput(
+                f"session {source.session_id[:8]} exists and is not an import of"
+                f" {source.format} session {source.source_id}"
+            )
+        read = int(done.get("bytes", 0))
+        if source.tally.bytes < read:
+            return Outcome(
+                source, "shortened", detail=f"{read} bytes were imported, it now has fewer"
+            )
+        if prefix_sha256(source.path, read) != done.get("sha256"):
+            return Outcome(source, "rewritten", detail=f"its first {read} bytes changed")
+        if head.counts.get("messages") != done.get("messages"):
+            return Outcome(
+                source,
+                "continued",
+                detail="the session was continued here since its last import;"
+                " the source's new lines are not merged into it",
+            )
+        skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
+    run = _Run(store, source, head, now)
+    assembler = Assembler()
+    start = source.start
+    if start is not None:  # read on from where the last import stopped
+        if head is None or (start["outputs"], start["digest"]) != (skip, expect):
+            raise InvalidInput(f"session {source.session_id[:8]} changed while it was read")
+        run.seen, run.digest, skip = skip, expect, 0
+        assembler.turn, assembler.step = start["turn"], start["step"]
+    try:
+        if skip == 0 and run.digest != expect:
+            raise _Mismatch
+        for output in _outputs(assembler, source.items()):
+            run.take(output, skip, expect)
+        if run.seen < skip:
+            raise _Mismatch
+        if source.resume_point is not None:
+            run.resume = source.resume_point(assembler)
+        run.flush(final=True)
+    except _Mismatch:
+        if run.head is not head:  # cannot happen: nothing is written before the check
+            raise AssertionError("an import wrote before its check") from None
+        return Outcome(
+            source,
+            "diverged",
+            detail="what was imported is no longer how the source begins"
+            " (a prompt edited or a turn rolled back in it)",
+        )
+    status = "unchanged"
+    if head is None:
+        status = "created" if run.head is not None else "empty"
+    elif run.head is not None and run.head.commit != head.commit:
+        status = "appended"
+    return Outcome(
+        source,
+        status,
+        messages=run.messages,
+        compactions=run.compactions,
+        held=assembler.held,
+        orphans=assembler.orphans,
+        redacted=run.redacted,
+        read_from_line=start["line"] + 1 if start is not None else None,
+    )
+
+
+def _outputs(assembler: Assembler, items: Iterator[Item]) -> Iterator[Output]:
+    for item in items:
+        yield from assembler.feed(item)
+    yield from assembler.finish()
+
+
+class _Run:
+    """One import's writing: outputs taken in order, committed in batches."""
+
+    def __init__(self, store: SessionStore, source: Source, head: Head | None, now: str) -> None:
+        self.store, self.source, self.head, self.now = store, source, head, now
+        self.digest = ""  # chained: sha256(previous digest, the output), per output
+        self.resume: dict[str, Any] | None = None  # set once the source is read to its end
+        self.seen = 0  # outputs of the source taken (imported before or now)
+        self.batch: list[Entry] = []
+        self.messages = 0
+        self.compactions = 0
+        self.redacted: dict[str, int] = {}
+        self.tools: set[str] = set()
+        if head is not None:
+            self.context: list[dict[str, Any]] = store.read(head, "context")
+            self.records: list[dict[str, Any]] = store.read(head, "compactions")
+            self.usage: dict[str, Any] = head.header.get("usage") or empty_usage()
+            self.tools = set((head.header.get("imported") or {}).get("tools") or [])
+        else:
+            self.context, self.records, self.usage = [], [], empty_usage()
+        self.starts = [n for n, m in enumerate(self.context) if m.get("role") == "user"]
+
+    def take(self, output: Output, skip: int, expect: str) -> None:
+        if self.seen >= skip and not isinstance(output, Entry):
+            self.flush()  # the batch so far, its digest without this output
+        self.seen += 1
+        self.digest = hashlib.sha256(self.digest.encode() + _digestible(output)).hexdigest()
+        if self.seen < skip:
+            return
+        if self.seen == skip:
+            if self.digest != expect:
+                raise _Mismatch
+            return
+        if isinstance(output, Entry):
+            self._add(output)
+            if len(self.batch) >= PART:
+                self.flush()
+        elif isinstance(output, Compacted):
+            summary = [output.summary] if output.summary is not None else []
+            self.context, self.starts = [], []
+            self.records = [*self.records, output.record]
+            for entry in summary:
+                self._add(entry, turn_start=False)
+            self.compactions += 1
+            record = output.record
+            self._commit(
+                "compact",
+                f"compact: {record['before_tokens']} -> {record['after_tokens']} tokens"
+                f" (imported from {self.source.format})",
+                {
+                    "Tokens-Before": record["before_tokens"],
+                    "Tokens-After": record["after_tokens"],
+                    "Trigger": record["trigger"],
+                    "Stages": ",".join(record["stages"]) or "none",
+                },
+            )
+        elif isinstance(output, RolledBack):
+            if output.turns and len(self.starts) >= output.turns:
+                cut = self.starts[-output.turns]
+                self.context, self.starts = self.context[:cut], self.starts[: -output.turns]
+            turns = plural(output.turns, "turn")
+            self._commit("import", f"import: {turns} rolled back in the source")
+
+    def _add(self, entry: Entry, turn_start: bool = True) -> None:
+        message, meta = entry.message, dict(entry.meta)
+        if "time" in meta:
+            meta["time"] = record_time(meta["time"])
+            if meta["time"] is None:
+                del meta["time"]
+        if "source" in meta and self.store.redact:
+            meta["source"], found = redact_value(meta["source"])
+            for rule, n in found.items():
+                self.redacted[rule] = self.redacted.get(rule, 0) + n
+        usage = meta.get("usage")
+        if usage:
+            self.usage = add_usage(
+                self.usage,
+                str(meta.get("model") or "unknown"),
+                usage["prompt_tokens"],
+                usage["completion_tokens"],
+                0.0,
+            )
+        for call in message.get("tool_calls") or []:
+            self.tools.add(call["function"]["name"])
+        if turn_start and message.get("role") == "user" and meta.get("step") == 0:
+            self.starts.append(len(self.context))
+        self.context.append(message)
+        self.batch.append(Entry(message, meta))
+
+    def flush(self, final: bool = False) -> None:
+        """Commit the batch; at the end, a header the source changed (a new title)."""
+        if self.batch:
+            self._commit("import", self._subject())
+        elif (
+            final
+            and self.head is not None
+            and _comparable(self._header()) != _comparable(self.head.header)
+        ):
+            self._commit("import", f"import: header from {self.source.format}")
+
+    def _subject(self) -> str:
+        if self.head is None:
+            name = _title(self.source.title) or self.source.source_id
+            return f"import: {name} (from {self.source.format})"
+        return f"import: {plural(len(self.batch), 'message')} from {self.source.format}"
+
+    def _header(self) -> dict[str, Any]:
+        """The header this import writes (compared with a head's by `_comparable`)."""
+        source = self.source
+        base = dict(self.head.header) if self.head is not None else {}
+        done = base.get("imported") or {}
+        header = {
+            **base,
+            "id": source.session_id,
+            "title": base.get("title", ""),
+            "summary": base.get("summary", ""),
+            "parent_id": base.get("parent_id", source.parent),
+            "fork_point": base.get("fork_point"),
+            "archived": base.get("archived", False),
+            "created_at": base.get("created_at") or header_time(source.first_time) or self.now,
+            "workspace": base.get("workspace")
+            or {**empty_workspace(source.cwd), "branch": source.branch},
+            "model": base.get("model"),
+        }
+        for key in ("title", "summary"):  # what the source renamed since (not our renames)
+            value = _title(getattr(source, key)) if key == "title" else source.summary
+            if value is not None and value != done.get(key):
+                header[key] = value
+        last = header_time(source.last_time) or header["created_at"]
+        header["updated_at"] = max(base.get("updated_at") or last, last)
+        header["active_at"] = max(base.get("active_at") or last, last)
+        if header["model"] is None:
+            header["model"] = next(
+                (m for m in self.usage.get("by_model", {}) if m != "unknown"), None
+            )
+        header["imported"] = {
+            **source.extra,
+            "from": source.format,
+            "id": source.source_id,
+            "path": str(source.path),
+            "cwd": source.cwd,
+            "title": _title(source.title),
+            "summary": source.summary,
+            "bytes": source.tally.bytes,
+            "sha256": source.tally.sha256,
+            "lines": source.tally.lines,
+            "outputs": self.seen,
+            "messages": (self.head.counts.get("messages", 0) if self.head else 0) + len(self.batch),
+            "digest": self.digest,
+            "tools": sorted(self.tools),
+            "resume": self.resume,
+        }
+        return header
+
+    def _commit(self, event: str, subject: str, trailers: dict[str, Any] | None = None) -> None:
+        header = self._header()
+        change = Change(
+            header=header,
+            context=list(self.context),
+            append=[e.message for e in self.batch],
+            append_meta=[e.meta for e in self.batch],
+            as_recorded=True,
+            compactions=list(self.records),
+            usage=self.usage,
+        )
+        count = len(self.batch)
+        if self.head is None:
+            self.head = writer.create(
+                self.store,
+                header,
+                change,
+                operation=None,
+                event=event,
+                subject=subject,
+                trailers=trailers,
+            )
+        else:
+            edit = writer.Edit(change, event, subject, trailers or {})
+            self.head = writer.commit_on(self.store, self.head, edit).head
+        self.messages += count
+        self.batch = []
+
+
+def _digestible(output: Output) -> bytes:
+    if isinstance(output, Entry):
+        return b"E" + dumps_line([output.message, output.meta]) + b"\n"
+    if isinstance(output, Compacted):
+        summary = output.summary
+        shown = [output.record, summary.message if summary else None]
+        return b"C" + dumps_line(shown) + b"\n"
+    return b"R" + str(output.turns).encode() + b"\n"
+
+
+def _comparable(header: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in header.items() if k not in ("format", "counts", "usage")}
+
+
+def _title(text: str | None) -> str | None:
+    """A source's title as a stored title: one line, no control characters, at most
+    `MAX_TITLE` characters (None when nothing is left)."""
+    if text is None:
+        return None
+    line = "".join(
+        c for c in text.strip().split("\n")[0] if ord(c) >= 32 and not 0x7F <= ord(c) < 0xA0
+    )
+    line = line.strip()[:MAX_TITLE].strip()
+    return line or None
+
+
+def _parse(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def record_time(text: Any) -> str | None:
+    """A source's timestamp as a record's `time` (UTC, milliseconds); None if it is none."""
+    when = _parse(text)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if when else None
+
+
+def header_time(text: Any) -> str | None:
+    when = _parse(text)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
