@@ -38,7 +38,13 @@ from gitsessions.services.imports.assemble import (
     Summary,
     call,
 )
-from gitsessions.services.imports.lines import Tally, offset_of_line, prefix_sha256, read_objects
+from gitsessions.services.imports.lines import (
+    Tally,
+    offset_of_line,
+    prefix_sha256,
+    read_objects,
+    resume_point,
+)
 from gitsessions.services.imports.mirror import Source
 
 NAME = "claude-code"
@@ -393,16 +399,10 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     if probe.get("isSidechain") is True:
         agent = probe.get("agentId")
         key = f"{key}/{agent if isinstance(agent, str) else path.stem}"
-    header = header_of(derived_id(key))
-    done = header.get("imported") if header else None
-    resume = done.get("resume") if isinstance(done, dict) else None
-    if not isinstance(resume, dict) or done.get("from") != NAME or done.get("id") != key:
+    point = resume_point(header_of(derived_id(key)), NAME, key, path)
+    if point is None:
         return None
-    read = int(done.get("bytes", 0))
-    if path.stat().st_size < read or resume["offset"] > read:
-        return None
-    if prefix_sha256(path, read) != done.get("sha256"):
-        return None
+    done, resume = point
     found = scan(path, resume["offset"], resume["line"])
     if found.side_chains or (found.leaf is not None and found.sidechain != resume["sidechain"]):
         return None  # side-chain lines in a main file: read it whole

@@ -36,7 +36,13 @@ from gitsessions.services.imports.assemble import (
     Usage,
     call,
 )
-from gitsessions.services.imports.lines import Tally, offset_of_line, prefix_sha256, read_objects
+from gitsessions.services.imports.lines import (
+    Tally,
+    offset_of_line,
+    prefix_sha256,
+    read_objects,
+    resume_point,
+)
 from gitsessions.services.imports.mirror import Source
 
 NAME = "codex"
@@ -333,16 +339,10 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     key = meta.get("id") if isinstance(meta, dict) else None
     if not isinstance(key, str):
         return None
-    header = header_of(derived_id(key))
-    done = header.get("imported") if header else None
-    resume = done.get("resume") if isinstance(done, dict) else None
-    if not isinstance(resume, dict) or done.get("from") != NAME or done.get("id") != key:
+    point = resume_point(header_of(derived_id(key)), NAME, key, path)
+    if point is None:
         return None
-    read = int(done.get("bytes", 0))
-    if path.stat().st_size < read or resume["offset"] > read:
-        return None
-    if prefix_sha256(path, read) != done.get("sha256"):
-        return None
+    done, resume = point
     found = scan(path, resume["offset"], resume["line"])
     tally = found.tally
     tail = tally.bytes

@@ -10,7 +10,7 @@ Invariants:
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,25 @@ def prefix_sha256(path: Path, size: int) -> str | None:
             digest.update(piece)
             left -= len(piece)
     return digest.hexdigest()
+
+
+def resume_point(
+    header: Mapping[str, Any] | None, source: str, key: str, path: Path
+) -> tuple[Mapping[str, Any], dict[str, Any]] | None:
+    """Where a re-import of `path` reads on: the `imported` record the last import of
+    source session `key` (from `source`) left in `header`, and its `resume` point, when
+    `path` still starts with the bytes that import read (as many at least, the same
+    SHA-256); else None, and the file is read whole."""
+    done = header.get("imported") if header else None
+    resume = done.get("resume") if isinstance(done, Mapping) else None
+    if not isinstance(resume, dict) or done.get("from") != source or done.get("id") != key:
+        return None
+    read = int(done.get("bytes", 0))
+    if path.stat().st_size < read or resume["offset"] > read:
+        return None
+    if prefix_sha256(path, read) != done.get("sha256"):
+        return None
+    return done, resume
 
 
 def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -> int:
