@@ -60,7 +60,7 @@ def instructions_line(records: Any) -> str:
     """The project instruction files a session runs with (`header.instructions`), as
     `info` and `\\info` show them: each path with its size in tokens, `cut` when cut."""
     if not isinstance(records, list) or not records:
-        return "none (no AGENTS.md or CLAUDE.md here)"
+        return "none (no AGENTS.md or CLAUDE.md was in force)"
     parts = []
     for record in records:
         if not isinstance(record, Mapping):
