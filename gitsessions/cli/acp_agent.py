@@ -1,0 +1,186 @@
+"""The ACP agent: `initialize`, `session/new`, `session/load`, `session/prompt` and
+`session/cancel`, answered on the protocol's event loop, the work done on the main
+thread (cli/acp_worker.py).
+
+Invariants: an ACP session id is the gitsessions session id, so `session/load` takes
+any stored session (`gitsessions list` shows them) and `gitsessions chat --resume ID`
+opens the session an editor made. Each live session holds its lease until the server
+stops. A cancelled turn is saved as chat saves one after Ctrl-C and answers
+`stopReason: "cancelled"`; a model or store error answers the prompt with a JSON-RPC
+error carrying the message `gitsessions` would print.
+"""
+
+import asyncio
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+)
+
+from gitsessions.agent.loop import Agent
+from gitsessions.cli.acp_events import AcpApprover, AcpEvents, replay
+from gitsessions.cli.acp_outbox import Outbox
+from gitsessions.cli.acp_worker import Worker
+from gitsessions.values.errors import GitsessionsError
+
+# builds an agent for a workspace (and a session to resume, else a new one) into `stack`
+Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Agent]
+
+
+class Live(NamedTuple):
+    agent: Agent
+    events: AcpEvents
+    stack: ExitStack
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The prompt's text: text blocks as they are, an embedded resource's text under
+    its URI, a resource link as its URI; images and audio are not taken."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            if isinstance(text, str):
+                parts.append(f"{resource.uri}:\n{text}")
+        elif kind == "resource_link":
+            parts.append(block.uri)
+    return "\n".join(parts)
+
+
+def stop_reason(stopped: str | None) -> str:
+    if stopped and "--max-steps" in stopped:
+        return "max_turn_requests"
+    return "end_turn"
+
+
+class GitsessionsAcp:
+    """The ACP `Agent` (acp.interfaces.Agent, duck-typed as the package's router
+    expects): one per connection."""
+
+    def __init__(self, worker: Worker, build: Build) -> None:
+        self.worker = worker
+        self.build = build
+        self.live: dict[str, Live] = {}
+        self.prompting: set[str] = set()
+        self.outbox: Outbox | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self.outbox = Outbox(asyncio.get_running_loop(), conn)
+
+    async def _on_main(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return await asyncio.wrap_future(self.worker.submit(fn))
+        except GitsessionsError as error:
+            raise RequestError.internal_error({"details": str(error)}) from None
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:  # fmt: skip
+        from importlib.metadata import version
+
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=Implementation(name="gitsessions", version=version("gitsessions")),
+        )
+
+    def _open(self, cwd: str, session_id: str | None) -> Live:
+        """On the main thread: the session built (or the live one) and kept."""
+        if session_id is not None and session_id in self.live:
+            return self.live[session_id]
+        assert self.outbox is not None
+        events = AcpEvents(self.outbox, session_id or "")  # its id once built
+        approver = AcpApprover(events)
+        stack = ExitStack()
+        try:
+            agent = self.build(stack, Path(cwd), session_id, approver, events)
+        except BaseException:
+            stack.close()
+            raise
+        events.session_id = agent.session.id
+        live = Live(agent, events, stack)
+        self.live[agent.session.id] = live
+        return live
+
+    async def new_session(
+        self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        live = await self._on_main(lambda: self._open(cwd, None))
+        return NewSessionResponse(session_id=live.agent.session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None,
+        additional_directories: Any = None, **kwargs: Any,
+    ) -> LoadSessionResponse:  # fmt: skip
+        def load() -> None:
+            live = self._open(cwd, session_id)
+            session = live.agent.session
+            if session.is_draft:
+                return
+            for update in replay(session.store.transcript(session.head)):
+                live.events.outbox.send(session.id, update)
+            live.events.outbox.flush()
+
+        await self._on_main(load)
+        return LoadSessionResponse()
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        live = self.live.get(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"details": f"no session {session_id} is open"})
+        text = prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"details": "the prompt is empty"})
+        self.prompting.add(session_id)
+        try:
+            reason = await self._on_main(lambda: self._turn(live, text))
+        finally:
+            self.prompting.discard(session_id)
+            if self.worker.cancel_for == session_id:
+                self.worker.cancel_for = None
+        return PromptResponse(stop_reason=reason)
+
+    def _turn(self, live: Live, text: str) -> str:
+        """On the main thread: one turn, its updates all written before it answers."""
+        agent = live.agent
+        results: list[Any] = []
+        try:
+            ran = self.worker.run_turn(
+                agent.session.id, lambda: results.append(agent.run_turn(text))
+            )
+            if not ran:
+                agent.save()
+        finally:
+            live.events.outbox.flush()
+        if not ran:
+            return "cancelled"
+        return stop_reason(results[0].stopped if results else None)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        if session_id in self.prompting:
+            self.worker.cancel(session_id)
+
+    def close(self) -> None:
+        """On the main thread: every live session's lease released."""
+        for live in self.live.values():
+            live.stack.close()
+        self.live.clear()

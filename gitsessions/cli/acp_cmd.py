@@ -1,0 +1,111 @@
+"""`gitsessions acp`: the agent served over the Agent Client Protocol (stdio), for Zed
+and other ACP clients.
+
+Invariant: stdout carries the protocol and nothing else (notes, the sandbox line and
+warnings go to stderr, which editors log). The protocol runs on its own thread's event
+loop (the `agent-client-protocol` package's `run_agent`); the agent runs on the main
+thread (cli/acp_worker.py), built by `build_agent` as `chat` and `exec` build it.
+"""
+
+import asyncio
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+
+import typer
+
+from gitsessions.agent.loop import Agent
+from gitsessions.cli import options
+from gitsessions.cli.acp_agent import GitsessionsAcp
+from gitsessions.cli.acp_events import AcpApprover, AcpEvents
+from gitsessions.cli.acp_worker import Worker
+from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.state import State
+
+
+def cmd_acp(
+    ctx: typer.Context,
+    model: options.Model = None,
+    base_url: options.BaseUrl = None,
+    summary_model: options.SummaryModel = None,
+    max_context_tokens: options.MaxContext = None,
+    all_sessions: options.AllSessions = False,
+    sandbox: options.Sandbox = None,
+    sandbox_network: options.SandboxNetwork = None,
+    sandbox_allow_git: options.SandboxAllowGit = None,
+    no_snapshots: options.NoSnapshots = False,
+) -> None:
+    """Serve the agent to editors such as Zed over ACP (stdio).
+
+    ACP is the Agent Client Protocol. For Zed: "agent_servers" in its settings.json,
+    with command "gitsessions" and args ["acp"]. An editor's new session is a
+    gitsessions session in the folder it names; session/load opens any stored session
+    (its transcript replayed). write_file, edit_file, run_shell and MCP tools ask the
+    editor first (allow once, always, or reject); a cancel stops the turn as Ctrl-C
+    does in chat, and the session is saved. The server stops when its input closes.
+    """
+    state: State = ctx.obj
+    warm_up()
+    settings = options.model_settings(
+        state,
+        model=model,
+        base_url=base_url,
+        summary_model=summary_model,
+        max_context_tokens=max_context_tokens,
+    )
+    shell = options.shell_settings(
+        state,
+        sandbox=sandbox,
+        sandbox_network=sandbox_network,
+        sandbox_allow_git=sandbox_allow_git,
+    )
+    snapshots = options.snapshot_settings(state, no_snapshots)
+
+    def build(
+        stack: ExitStack,
+        cwd: Path,
+        session_id: str | None,
+        approver: AcpApprover,
+        events: AcpEvents,
+    ) -> Agent:
+        built = stack.enter_context(
+            build_agent(
+                state,
+                settings,
+                shell,
+                resume=session_id,
+                continue_=False,
+                workspace_flag=cwd,
+                approve=approver,
+                events=events,
+                all_sessions=all_sessions,
+                snapshots=snapshots,
+            )
+        )
+        return built.agent
+
+    worker = Worker()
+    server = GitsessionsAcp(worker, build)
+    serve(server, worker)
+
+
+def serve(server: GitsessionsAcp, worker: Worker) -> None:
+    """The protocol on its thread until the client closes stdin; the jobs here."""
+    from acp import run_agent
+
+    def protocol() -> None:
+        try:
+            asyncio.run(run_agent(server))
+        finally:
+            worker.stop()
+
+    thread = threading.Thread(target=protocol, daemon=True, name="acp")
+    thread.start()
+    try:
+        worker.run()
+    finally:
+        server.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("acp")(cmd_acp)

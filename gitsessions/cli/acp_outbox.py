@@ -1,0 +1,67 @@
+"""What the agent (on the main thread, or a tool's output reader) sends the ACP client.
+
+Invariant: session updates leave in the order they were made, from whichever thread
+(one queue, one sender task on the protocol's event loop), and every update a turn made
+is written before that turn's `session/prompt` answer or a permission request
+(`flush`). A permission request waits on the calling thread, interruptibly: a cancel
+(SIGINT, cli/acp_worker.py) stops the wait and withdraws the request.
+"""
+
+import asyncio
+import contextlib
+from concurrent.futures import Future
+from typing import Any
+
+from acp.interfaces import Client
+from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+
+class Outbox:
+    """Made on the protocol's event loop, used from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, client: Client) -> None:
+        self.loop = loop
+        self.client = client
+        self._queue: asyncio.Queue[tuple[str, Any] | Future[None]] = asyncio.Queue()
+        self._task = loop.create_task(self._send_all(), name="gitsessions.acp.outbox")
+
+    async def _send_all(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, Future):
+                item.set_result(None)
+                continue
+            session_id, update = item
+            # a client gone: the turn still saves, and there is no one to tell
+            with contextlib.suppress(Exception):
+                await self.client.session_update(session_id=session_id, update=update)
+
+    def send(self, session_id: str, update: Any) -> None:
+        self.loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, update))
+
+    def flush(self) -> None:
+        """Wait until every update sent before this one is written (not on the loop)."""
+        done: Future[None] = Future()
+        self.loop.call_soon_threadsafe(self._queue.put_nowait, done)
+        done.result()
+
+    async def drain(self) -> None:
+        """The same, on the loop."""
+        done: Future[None] = Future()
+        self._queue.put_nowait(done)
+        await asyncio.wrap_future(done)
+
+    def ask(
+        self, session_id: str, call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        """`session/request_permission`, waited for on this thread."""
+        self.flush()
+        request = self.client.request_permission(
+            session_id=session_id, tool_call=call, options=options
+        )
+        future = asyncio.run_coroutine_threadsafe(request, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise

@@ -1,0 +1,310 @@
+"""`gitsessions acp` driven by the `agent-client-protocol` package's own client side
+(`spawn_agent_process`, a real subprocess over stdio) against the fake model server."""
+
+import asyncio
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import (
+    AgentMessageChunk,
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    RequestPermissionResponse,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from gitsessions.agent.loop import CANCELLED
+from gitsessions.store.sessions import SessionStore
+from tests.conftest import REPO
+from tests.fake_openai import FakeOpenAI
+
+WAIT = 60  # seconds any one step may take before the test fails (never reached when well)
+
+
+class Editor:
+    """An ACP client as an editor is one: it records every update, and answers each
+    permission request with `answer` (an option id; None: the request is cancelled)."""
+
+    def __init__(self, answer: str | None = "allow_once") -> None:
+        self.answer = answer
+        self.updates: list[tuple[str, Any]] = []
+        self.asked: list[tuple[Any, list[Any]]] = []
+        self.replying = asyncio.Event()  # set at the first agent message chunk
+        self.running = asyncio.Event()  # set when a tool call is reported in progress
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        if isinstance(update, AgentMessageChunk):
+            self.replying.set()
+        if isinstance(update, ToolCallProgress) and update.status == "in_progress":
+            self.running.set()
+
+    async def request_permission(
+        self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append((tool_call, options))
+        if self.answer is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=self.answer, outcome="selected")
+        )
+
+    def text(self) -> str:
+        return "".join(
+            u.content.text for _sid, u in self.updates if isinstance(u, AgentMessageChunk)
+        )
+
+    def of(self, kind: type) -> list[Any]:
+        return [u for _sid, u in self.updates if isinstance(u, kind)]
+
+
+Session = Callable[[Any], Awaitable[None]]
+
+
+def drive(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) -> str:
+    """Start `gitsessions acp`, initialize, run `steps(conn)`, close stdin; its stderr."""
+    log = tmp_path / "acp-stderr.txt"
+
+    async def main() -> None:
+        with log.open("ab") as stderr:
+            async with spawn_agent_process(
+                editor,
+                sys.executable,
+                "-m",
+                "gitsessions",
+                "acp",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "fake-model",
+                env=dict(os.environ),
+                cwd=REPO,
+                transport_kwargs={"stderr": stderr},
+            ) as (conn, process):
+                ready = await asyncio.wait_for(
+                    conn.initialize(
+                        protocol_version=PROTOCOL_VERSION,
+                        client_capabilities=ClientCapabilities(),
+                    ),
+                    WAIT,
+                )
+                assert ready.protocol_version == PROTOCOL_VERSION
+                assert ready.agent_capabilities.load_session is True
+                assert ready.agent_info.name == "gitsessions"
+                await asyncio.wait_for(steps(conn), WAIT)
+        assert process.returncode == 0  # it stopped on its own when its input closed
+
+    asyncio.run(main())
+    return log.read_text()
+
+
+async def new_session(conn: Any, cwd: Path) -> str:
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
+
+
+async def prompt(conn: Any, session_id: str, text: str) -> str:
+    answer = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+    return answer.stop_reason
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def transcript(home: Path, session_id: str) -> list[dict[str, Any]]:
+    store = SessionStore(home)
+    try:
+        return store.transcript(store.head(session_id))
+    finally:
+        store.close()
+
+
+def test_a_prompt_streams_its_reply_as_chunks_into_a_new_session(server, ws, tmp_path, home):
+    server.reply(content="Hello from the fake model, in pieces")
+    editor = Editor()
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        assert await prompt(conn, ids[0], "say hello") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    chunks = editor.of(AgentMessageChunk)
+    assert len(chunks) > 1  # streamed: the fake server sends the content in pieces
+    assert editor.text() == "Hello from the fake model, in pieces"
+    assert {sid for sid, _u in editor.updates} == {ids[0]}
+    sent = server.requests[0]["messages"]
+    assert sent[-1] == {"role": "user", "content": "say hello"}
+    stored = transcript(home, ids[0])
+    assert [m["role"] for m in stored[1:]] == ["user", "assistant"]
+    assert stored[1]["content"] == "say hello"
+    stored_ws = SessionStore(home)
+    try:
+        workspace = stored_ws.head(ids[0]).header["workspace"]["path"]
+    finally:
+        stored_ws.close()
+    assert Path(workspace) == ws
+
+
+WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi\n"}}
+
+
+@pytest.mark.parametrize("answer", ["reject_once", "allow_once"])
+def test_a_write_asks_the_editor_and_its_answer_decides(server, ws, tmp_path, answer):
+    server.reply(tool_calls=[WRITE])
+    server.reply(content="done")
+    editor = Editor(answer)
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        assert await prompt(conn, ids[0], "write a note") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(editor.asked) == 1
+    call, options = editor.asked[0]
+    assert call.tool_call_id == "call_0"
+    assert "notes.txt" in call.title
+    assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
+    started = editor.of(ToolCallStart)
+    assert [(s.tool_call_id, s.kind, s.status) for s in started] == [("call_0", "edit", "pending")]
+    final = editor.of(ToolCallProgress)[-1]
+    result = server.requests[1]["messages"][-1]
+    assert result["role"] == "tool" and result["tool_call_id"] == "call_0"
+    assert final.content[0].content.text == result["content"]
+    if answer == "reject_once":
+        assert not (ws / "notes.txt").exists()
+        assert final.status == "failed"
+        assert "denied by the user" in result["content"]
+    else:
+        assert (ws / "notes.txt").read_text() == "hi\n"
+        assert final.status == "completed"
+        statuses = [u.status for u in editor.of(ToolCallProgress)]
+        assert statuses.index("in_progress") < statuses.index("completed")
+
+
+def test_allow_always_asks_once_for_the_rest_of_the_session(server, ws, tmp_path):
+    second = {"name": "write_file", "arguments": {"path": "more.txt", "content": "x\n"}}
+    server.reply(tool_calls=[WRITE])
+    server.reply(tool_calls=[second])
+    server.reply(content="both written")
+    editor = Editor("allow_always")
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "write two notes") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(editor.asked) == 1  # the second write_file ran unasked
+    assert (ws / "notes.txt").exists() and (ws / "more.txt").exists()
+
+
+def test_cancel_during_a_held_streamed_reply_stops_the_turn_and_saves_it(
+    server, ws, tmp_path, home
+):
+    held = threading.Event()
+    server.reply(content="Held answer begins here, then the server waits", hold=held)
+    editor = Editor()
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        turn = asyncio.create_task(prompt(conn, ids[0], "hold on"))
+        await editor.replying.wait()  # the first piece arrived; the server holds the rest
+        await conn.cancel(session_id=ids[0])
+        assert await turn == "cancelled"
+        held.set()
+        server.reply(content="a fresh answer")
+        assert await prompt(conn, ids[0], "again") == "end_turn"
+
+    try:
+        drive(server, editor, tmp_path, steps)
+    finally:
+        held.set()
+    assert editor.text().startswith("Held")
+    assert editor.text().endswith("a fresh answer")
+    stored = transcript(home, ids[0])
+    partial = [m for m in stored if m.get("interrupted")]
+    assert len(partial) == 1 and partial[0]["content"].startswith("Held")
+    # the next prompt is sent alone: the cancelled one is closed by the interruption note
+    assert len(server.requests) == 2
+    sent = server.requests[1]["messages"]
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == "hold on" and sent[-1]["content"] == "again"
+    assert "interrupted" in sent[2]["content"]
+    replayed = Editor()
+
+    async def load(conn: Any) -> None:
+        await conn.load_session(cwd=str(ws), session_id=ids[0], mcp_servers=[])
+
+    drive(server, replayed, tmp_path, load)
+    assert [u.content.text for u in replayed.of(UserMessageChunk)] == ["hold on", "again"]
+    assert replayed.text().startswith("Held")  # the partial reply, as it was cut
+    assert "[gitsessions:" not in replayed.text()  # the note for the model is not shown
+    assert replayed.text().endswith("a fresh answer")
+
+
+def test_cancel_during_a_running_command_stops_it_and_saves_the_turn(server, ws, tmp_path, home):
+    server.reply(tool_calls=[{"name": "run_shell", "arguments": {"command": "sleep 120"}}])
+    editor = Editor("allow_once")
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        turn = asyncio.create_task(prompt(conn, ids[0], "wait a while"))
+        await editor.running.wait()
+        await conn.cancel(session_id=ids[0])
+        assert await turn == "cancelled"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(server.requests) == 1  # the cancelled command's result was never sent
+    stored = transcript(home, ids[0])
+    assert stored[-1]["role"] == "tool" and stored[-1]["tool_call_id"] == "call_0"
+    assert stored[-1]["content"] == CANCELLED
+
+
+def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path):
+    server.reply(tool_calls=[WRITE])
+    server.reply(content="wrote notes.txt")
+    first = Editor("allow_once")
+    ids: list[str] = []
+
+    async def make(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        assert await prompt(conn, ids[0], "write a note") == "end_turn"
+
+    drive(server, first, tmp_path, make)
+    server.reply(content="still here")
+    again = Editor()
+
+    async def load(conn: Any) -> None:
+        await conn.load_session(cwd=str(ws), session_id=ids[0], mcp_servers=[])
+        replayed = len(again.updates)
+        assert replayed > 0  # written before the load's answer
+        assert await prompt(conn, ids[0], "are you there?") == "end_turn"
+
+    drive(server, again, tmp_path, load)
+    users = [u.content.text for u in again.of(UserMessageChunk)]
+    assert users == ["write a note"]
+    starts = again.of(ToolCallStart)
+    assert [(s.tool_call_id, s.title) for s in starts] == [
+        ("call_0", "write_file: notes.txt (1 line)")
+    ]
+    finished = again.of(ToolCallProgress)
+    assert [(f.tool_call_id, f.status) for f in finished] == [("call_0", "completed")]
+    assert again.text() == "wrote notes.txtstill here"
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[-1]["content"] == "are you there?"
