@@ -36,6 +36,7 @@ class Editor:
 
     def __init__(self, answer: str | None = "allow_once") -> None:
         self.answer = answer
+        self.conn: Any = None  # the connection, for an answer that cancels the turn
         self.updates: list[tuple[str, Any]] = []
         self.asked: list[tuple[Any, list[Any]]] = []
         self.replying = asyncio.Event()  # set at the first agent message chunk
@@ -52,7 +53,8 @@ class Editor:
         self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
     ) -> RequestPermissionResponse:
         self.asked.append((tool_call, options))
-        if self.answer is None:
+        if self.answer is None:  # the user stops the turn: cancel, then withdraw the question
+            await self.conn.cancel(session_id=session_id)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=self.answer, outcome="selected")
@@ -90,6 +92,7 @@ def drive(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) ->
                 cwd=REPO,
                 transport_kwargs={"stderr": stderr},
             ) as (conn, process):
+                editor.conn = conn
                 ready = await asyncio.wait_for(
                     conn.initialize(
                         protocol_version=PROTOCOL_VERSION,
@@ -254,6 +257,63 @@ def test_cancel_during_a_held_streamed_reply_stops_the_turn_and_saves_it(
     assert replayed.text().startswith("Held")  # the partial reply, as it was cut
     assert "[gitsessions:" not in replayed.text()  # the note for the model is not shown
     assert replayed.text().endswith("a fresh answer")
+
+
+def test_cancel_before_any_of_the_reply_arrived_sends_nothing_more(server, ws, tmp_path, home):
+    held = threading.Event()
+    server.reply(content="never seen", hold=held, hold_at=0)  # held before the role chunk
+    editor = Editor()
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        turn = asyncio.create_task(prompt(conn, ids[0], "hold on"))
+        while not server.requests:  # the request reached the server, which holds it
+            await asyncio.sleep(0.01)
+        await conn.cancel(session_id=ids[0])
+        assert await turn == "cancelled"
+
+    try:
+        drive(server, editor, tmp_path, steps)
+    finally:
+        held.set()
+    assert editor.text() == ""
+    stored = transcript(home, ids[0])
+    assert [m["role"] for m in stored[1:]] == ["user"]  # the prompt, saved; no reply
+    assert stored[1]["content"] == "hold on"
+
+
+def test_cancel_while_the_editor_asks_permission_runs_nothing(server, ws, tmp_path, home):
+    server.reply(tool_calls=[WRITE])
+    editor = Editor(None)
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        assert await prompt(conn, ids[0], "write a note") == "cancelled"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(editor.asked) == 1
+    assert not (ws / "notes.txt").exists()
+    assert len(server.requests) == 1  # nothing more was asked of the model
+    stored = transcript(home, ids[0])
+    assert stored[-1]["role"] == "tool" and stored[-1]["content"] == CANCELLED
+
+
+def test_a_turn_stopped_early_says_why(server, ws, tmp_path):
+    for _ in range(3):
+        server.reply(tool_calls=[WRITE])
+    editor = Editor("reject_once")
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "write a note") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(editor.asked) == 3
+    assert editor.text().endswith(
+        "stopped: 3 steps in a row where every tool call failed or was denied"
+    )
 
 
 def test_cancel_during_a_running_command_stops_it_and_saves_the_turn(server, ws, tmp_path, home):

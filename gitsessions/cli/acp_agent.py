@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from acp import PROTOCOL_VERSION, RequestError
+from acp.helpers import update_agent_message_text
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -32,6 +33,7 @@ from gitsessions.agent.loop import Agent
 from gitsessions.cli.acp_events import AcpApprover, AcpEvents, replay
 from gitsessions.cli.acp_outbox import Outbox
 from gitsessions.cli.acp_worker import Worker
+from gitsessions.cli.state import err
 from gitsessions.values.errors import GitsessionsError
 
 # builds an agent for a workspace (and a session to resume, else a new one) into `stack`
@@ -109,7 +111,7 @@ class GitsessionsAcp:
             return self.live[session_id]
         assert self.outbox is not None
         events = AcpEvents(self.outbox, session_id or "")  # its id once built
-        approver = AcpApprover(events)
+        approver = AcpApprover(events, self.worker.interrupt_turn)
         stack = ExitStack()
         try:
             agent = self.build(stack, Path(cwd), session_id, approver, events)
@@ -173,14 +175,24 @@ class GitsessionsAcp:
             live.events.outbox.flush()
         if not ran:
             return "cancelled"
-        return stop_reason(results[0].stopped if results else None)
+        stopped = results[0].stopped if results else None
+        if stopped:  # why the turn ended early, said in the reply as exec says it
+            live.events.outbox.send(agent.session.id, update_agent_message_text(f"\n\n{stopped}"))
+            live.events.outbox.flush()
+        return stop_reason(stopped)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         if session_id in self.prompting:
             self.worker.cancel(session_id)
 
     def close(self) -> None:
-        """On the main thread: every live session's lease released."""
+        """On the main thread: what each live session has pending saved (the list
+        summary asked in the background after a reply included), its lease released."""
         for live in self.live.values():
-            live.stack.close()
+            try:
+                live.agent.save()
+            except (OSError, GitsessionsError) as error:
+                err.print(f"error: session {live.agent.session.id}: {error}", markup=False)
+            finally:
+                live.stack.close()
         self.live.clear()

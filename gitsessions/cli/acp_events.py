@@ -10,7 +10,7 @@ session, for run_shell the command's scope, and never offered where chat offers 
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from acp.helpers import (
@@ -122,10 +122,12 @@ class AcpEvents(Events):
 class AcpApprover:
     """The registry's approver: a `session/request_permission` per call needing one
     (allow once, allow always when chat would offer it, reject), or an "always" given
-    before in this session."""
+    before in this session. A request the client answers "cancelled" (it cancels the
+    turn) interrupts the turn as the cancel's own SIGINT would."""
 
-    def __init__(self, events: AcpEvents) -> None:
+    def __init__(self, events: AcpEvents, interrupt: Callable[[], None]) -> None:
         self.events = events
+        self.interrupt = interrupt  # raises KeyboardInterrupt: the turn is cancelled
         self.always: set[str] = set()
         self.rules: list[Scope] = []
 
@@ -157,8 +159,11 @@ class AcpApprover:
             raw_input=arguments,
         )
         answer = self.events.outbox.ask(self.events.session_id, asked, options).outcome
-        if not isinstance(answer, AllowedOutcome) or answer.option_id == REJECT:
-            return False  # rejected, or the request was cancelled
+        if not isinstance(answer, AllowedOutcome):  # "cancelled": the turn is being cancelled
+            self.interrupt()
+            return False
+        if answer.option_id == REJECT:
+            return False
         if answer.option_id == ALLOW_ALWAYS and not isinstance(offer, NoScope):
             if isinstance(offer, Scope):
                 self.rules.append(offer)

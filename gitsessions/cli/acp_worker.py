@@ -5,9 +5,10 @@ in a thread of its own (cli/acp_agent.py) and hands jobs over.
 Invariant: a `session/cancel` reaches a running turn exactly as Ctrl-C reaches chat's:
 as SIGINT to the main thread, so a held request, a running command or a pending approval
 is interrupted where it waits and the agent saves what it has. The SIGINT handler
-raises only for a cancel asked for the turn running now (`cancel_for == turn_of`); any
-other SIGINT (a stray one, a Ctrl-C typed at the terminal) is ignored: the server stops
-when its input closes.
+raises only for a cancel asked for the turn running now (`cancel_for == turn_of`), and
+once a turn (its save after the interruption runs uninterrupted); any other SIGINT (a
+stray one, a Ctrl-C typed at the terminal) is ignored: the server stops when its input
+closes.
 """
 
 import signal
@@ -27,6 +28,7 @@ class Worker:
         self._main = threading.main_thread().ident
         self.turn_of: str | None = None  # the session whose turn runs now (main thread)
         self.cancel_for: str | None = None  # the session a cancel was asked for
+        self.interrupted = False  # the running turn was interrupted once already
 
     def submit(self, fn: Callable[[], Any]) -> "Future[Any]":
         """Run `fn` on the main thread, after the jobs before it."""
@@ -50,6 +52,7 @@ class Worker:
         if self.cancel_for == session_id:
             self.cancel_for = None
             return False
+        self.interrupted = False
         self.turn_of = session_id
         try:
             if self.cancel_for == session_id:  # asked between the check and now
@@ -64,9 +67,18 @@ class Worker:
             if self.cancel_for == session_id:
                 self.cancel_for = None
 
+    def interrupt_turn(self) -> None:
+        """On the main thread, inside a turn: interrupt it now (the client withdrew a
+        permission request because it cancels the turn), unless that is under way; a
+        SIGINT of the same cancel arriving later is then ignored, so the turn's save
+        after the interruption is never itself interrupted."""
+        if self.turn_of is not None and not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        if self.turn_of is not None and self.cancel_for == self.turn_of:
-            self.cancel_for = None
+        if self.turn_of is not None and self.cancel_for == self.turn_of and not self.interrupted:
+            self.interrupted = True
             raise KeyboardInterrupt
 
     def run(self) -> None:
