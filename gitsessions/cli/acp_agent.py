@@ -40,7 +40,7 @@ from gitsessions.values.errors import GitsessionsError
 Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Agent]
 
 
-class Live(NamedTuple):
+class OpenSession(NamedTuple):
     agent: Agent
     events: AcpEvents
     stack: ExitStack
@@ -77,7 +77,7 @@ class GitsessionsAcp:
     def __init__(self, worker: Worker, build: Build) -> None:
         self.worker = worker
         self.build = build
-        self.live: dict[str, Live] = {}
+        self.live: dict[str, OpenSession] = {}
         self.prompting: set[str] = set()
         self.outbox: Outbox | None = None
 
@@ -105,7 +105,7 @@ class GitsessionsAcp:
             agent_info=Implementation(name="gitsessions", version=version("gitsessions")),
         )
 
-    def _open(self, cwd: str, session_id: str | None) -> Live:
+    def _open(self, cwd: str, session_id: str | None) -> OpenSession:
         """On the main thread: the session built (or the live one) and kept."""
         if session_id is not None and session_id in self.live:
             return self.live[session_id]
@@ -119,7 +119,7 @@ class GitsessionsAcp:
             stack.close()
             raise
         events.session_id = agent.session.id
-        live = Live(agent, events, stack)
+        live = OpenSession(agent, events, stack)
         self.live[agent.session.id] = live
         return live
 
@@ -161,7 +161,7 @@ class GitsessionsAcp:
                 self.worker.cancel_for = None
         return PromptResponse(stop_reason=reason)
 
-    def _turn(self, live: Live, text: str) -> str:
+    def _turn(self, live: OpenSession, text: str) -> str:
         """On the main thread: one turn, its updates all written before it answers."""
         agent = live.agent
         results: list[Any] = []
