@@ -3,6 +3,7 @@
 
 import asyncio
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
@@ -198,6 +199,44 @@ def test_a_write_asks_the_editor_and_its_answer_decides(server, ws, tmp_path, an
         assert statuses.index("in_progress") < statuses.index("completed")
 
 
+def test_a_running_command_reports_its_output_lines_before_it_ends(server, ws, tmp_path):
+    command = "echo first-line; echo second-line"
+    server.reply(tool_calls=[{"name": "run_shell", "arguments": {"command": command}}])
+    server.reply(content="ran it")
+    editor = Editor("allow_once")
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "run it") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert [s.kind for s in editor.of(ToolCallStart)] == ["execute"]
+    updates = editor.of(ToolCallProgress)
+    assert updates[0].status == "in_progress" and updates[-1].status == "completed"
+    lines = [u.content[0].content.text for u in updates[1:-1]]
+    assert lines and set(lines) <= {"first-line", "second-line"}
+    assert "second-line" in updates[-1].content[0].content.text
+
+
+def test_a_model_error_answers_the_prompt_with_it_and_the_session_goes_on(server, ws, tmp_path):
+    server.fail(status=400, message="the model refuses this")
+    server.reply(content="fine now")
+    editor = Editor()
+    errors: list[RequestError] = []
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        try:
+            await prompt(conn, session_id, "first try")
+        except RequestError as error:
+            errors.append(error)
+        assert await prompt(conn, session_id, "second try") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(errors) == 1 and "the model refuses this" in str(errors[0].data)
+    assert editor.text() == "fine now"
+
+
 def test_allow_always_asks_once_for_the_rest_of_the_session(server, ws, tmp_path):
     second = {"name": "write_file", "arguments": {"path": "more.txt", "content": "x\n"}}
     server.reply(tool_calls=[WRITE])
@@ -368,3 +407,29 @@ def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path)
     sent = server.requests[-1]["messages"]
     assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[-1]["content"] == "are you there?"
+
+
+def test_acp_without_pipes_is_refused_in_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "acp"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=WAIT,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: acp talks to an editor over pipes (stdin is not one)")
+    assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def test_acp_stops_cleanly_when_its_input_closes_at_once():
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "acp"],
+        input="",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=WAIT,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -8,6 +8,9 @@ thread (cli/acp_worker.py), built by `build_agent` as `chat` and `exec` build it
 """
 
 import asyncio
+import os
+import stat
+import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,6 +24,23 @@ from gitsessions.cli.acp_events import AcpApprover, AcpEvents
 from gitsessions.cli.acp_worker import Worker
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.state import State
+from gitsessions.values.errors import BadUsage, GitsessionsError
+
+
+class ConnectionFailed(GitsessionsError):
+    """The protocol's connection broke (not a request: those are answered with errors)."""
+
+
+def check_stdio() -> None:
+    """The protocol needs stdin and stdout it can wait on: pipes, sockets or a terminal
+    (a regular file or /dev/null is refused with one line instead of a traceback)."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        mode = os.fstat(stream.fileno()).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()):
+            raise BadUsage(
+                f"acp talks to an editor over pipes ({name} is not one); start it from "
+                'the editor (Zed: "agent_servers" with command "gitsessions", args ["acp"])'
+            )
 
 
 def cmd_acp(
@@ -45,6 +65,7 @@ def cmd_acp(
     does in chat, and the session is saved. The server stops when its input closes.
     """
     state: State = ctx.obj
+    check_stdio()
     warm_up()
     settings = options.model_settings(
         state,
@@ -94,9 +115,13 @@ def serve(server: GitsessionsAcp, worker: Worker) -> None:
     """The protocol on its thread until the client closes stdin; the jobs here."""
     from acp import run_agent
 
+    failed: list[Exception] = []
+
     def protocol() -> None:
         try:
             asyncio.run(run_agent(server))
+        except Exception as error:  # said once, as an error line, when the jobs are done
+            failed.append(error)
         finally:
             worker.stop()
 
@@ -106,6 +131,8 @@ def serve(server: GitsessionsAcp, worker: Worker) -> None:
         worker.run()
     finally:
         server.close()
+    if failed:
+        raise ConnectionFailed(f"the ACP connection failed: {failed[0]}")
 
 
 def register(app: typer.Typer) -> None:
