@@ -388,11 +388,11 @@ def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path)
     server.reply(content="still here")
     again = Editor()
 
-    async def load(conn: Any) -> None:
-        await conn.load_session(cwd=str(ws), session_id=ids[0], mcp_servers=[])
+    async def load(conn: Any) -> None:  # by a prefix, as `gitsessions list` shows ids
+        await conn.load_session(cwd=str(ws), session_id=ids[0][:8], mcp_servers=[])
         replayed = len(again.updates)
         assert replayed > 0  # written before the load's answer
-        assert await prompt(conn, ids[0], "are you there?") == "end_turn"
+        assert await prompt(conn, ids[0][:8], "are you there?") == "end_turn"
 
     drive(server, again, tmp_path, load)
     users = [u.content.text for u in again.of(UserMessageChunk)]
@@ -404,6 +404,7 @@ def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path)
     finished = again.of(ToolCallProgress)
     assert [(f.tool_call_id, f.status) for f in finished] == [("call_0", "completed")]
     assert again.text() == "wrote notes.txtstill here"
+    assert {sid for sid, _u in again.updates} == {ids[0][:8]}  # named as the client named it
     sent = server.requests[-1]["messages"]
     assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[-1]["content"] == "are you there?"

@@ -3,11 +3,12 @@
 thread (cli/acp_worker.py).
 
 Invariants: an ACP session id is the gitsessions session id, so `session/load` takes
-any stored session (`gitsessions list` shows them) and `gitsessions chat --resume ID`
-opens the session an editor made. Each live session holds its lease until the server
-stops. A cancelled turn is saved as chat saves one after Ctrl-C and answers
-`stopReason: "cancelled"`; a model or store error answers the prompt with a JSON-RPC
-error carrying the message `gitsessions` would print.
+any stored session (by its id or a unique prefix, which then names it in the updates
+and prompts that follow, as the client expects; `gitsessions list` shows them), and
+`gitsessions chat --resume ID` opens the session an editor made. Each live session
+holds its lease until the server stops. A cancelled turn is saved as chat saves one
+after Ctrl-C and answers `stopReason: "cancelled"`; a model or store error answers the
+prompt with a JSON-RPC error carrying the message `gitsessions` would print.
 """
 
 import asyncio
@@ -41,6 +42,7 @@ Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Agent]
 
 
 class OpenSession(NamedTuple):
+    id: str  # as the client names it: the session's id, or the prefix it was loaded by
     agent: Agent
     events: AcpEvents
     stack: ExitStack
@@ -118,9 +120,9 @@ class GitsessionsAcp:
         except BaseException:
             stack.close()
             raise
-        events.session_id = agent.session.id
-        live = OpenSession(agent, events, stack)
-        self.live[agent.session.id] = live
+        events.session_id = session_id or agent.session.id
+        live = OpenSession(events.session_id, agent, events, stack)
+        self.live[live.id] = live
         return live
 
     async def new_session(
@@ -139,7 +141,7 @@ class GitsessionsAcp:
             if session.is_draft:
                 return
             for update in replay(session.store.transcript(session.head)):
-                live.events.outbox.send(session.id, update)
+                live.events.outbox.send(live.id, update)
             live.events.outbox.flush()
 
         await self._on_main(load)
@@ -166,9 +168,7 @@ class GitsessionsAcp:
         agent = live.agent
         results: list[Any] = []
         try:
-            ran = self.worker.run_turn(
-                agent.session.id, lambda: results.append(agent.run_turn(text))
-            )
+            ran = self.worker.run_turn(live.id, lambda: results.append(agent.run_turn(text)))
             if not ran:
                 agent.save()
         finally:
@@ -177,7 +177,7 @@ class GitsessionsAcp:
             return "cancelled"
         stopped = results[0].stopped if results else None
         if stopped:  # why the turn ended early, said in the reply as exec says it
-            live.events.outbox.send(agent.session.id, update_agent_message_text(f"\n\n{stopped}"))
+            live.events.outbox.send(live.id, update_agent_message_text(f"\n\n{stopped}"))
             live.events.outbox.flush()
         return stop_reason(stopped)
 

@@ -37,7 +37,9 @@ class Outbox:
                 await self.client.session_update(session_id=session_id, update=update)
 
     def send(self, session_id: str, update: Any) -> None:
-        self.loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, update))
+        # a loop already closed (the client left while a tool ran): nothing to send to
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, update))
 
     def flush(self) -> None:
         """Wait until every update sent before this one is written (not on the loop)."""
