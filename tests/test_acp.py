@@ -103,6 +103,7 @@ def drive(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) ->
                 )
                 assert ready.protocol_version == PROTOCOL_VERSION
                 assert ready.agent_capabilities.load_session is True
+                assert ready.agent_capabilities.session_capabilities.list is not None
                 assert ready.agent_info.name == "gitsessions"
                 await asyncio.wait_for(steps(conn), WAIT)
         assert process.returncode == 0  # it stopped on its own when its input closed
@@ -408,6 +409,27 @@ def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path)
     sent = server.requests[-1]["messages"]
     assert [m["role"] for m in sent[1:]] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[-1]["content"] == "are you there?"
+
+
+def test_list_names_this_projects_sessions_or_all(server, ws, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    server.responder = lambda request: "an answer"
+    ids: dict[str, str] = {}
+
+    async def steps(conn: Any) -> None:
+        for name, folder in (("here", ws), ("there", other)):
+            ids[name] = await new_session(conn, folder)
+            assert await prompt(conn, ids[name], f"a prompt {name}") == "end_turn"
+        await conn.new_session(cwd=str(ws), mcp_servers=[])  # a draft: not stored, not listed
+        mine = await conn.list_sessions(cwd=str(ws))
+        assert [(s.session_id, Path(s.cwd)) for s in mine.sessions] == [(ids["here"], ws)]
+        assert mine.sessions[0].title and mine.sessions[0].updated_at
+        assert mine.next_cursor is None
+        every = await conn.list_sessions()
+        assert [s.session_id for s in every.sessions] == [ids["there"], ids["here"]]
+
+    drive(server, Editor(), tmp_path, steps)
 
 
 def test_acp_without_pipes_is_refused_in_one_line():

@@ -1,6 +1,6 @@
-"""The ACP agent: `initialize`, `session/new`, `session/load`, `session/prompt` and
-`session/cancel`, answered on the protocol's event loop, the work done on the main
-thread (cli/acp_worker.py).
+"""The ACP agent: `initialize`, `session/list`, `session/new`, `session/load`,
+`session/prompt` and `session/cancel`, answered on the protocol's event loop, the work
+done on the main thread (cli/acp_worker.py).
 
 Invariants: an ACP session id is the gitsessions session id, so `session/load` takes
 any stored session (by its id or a unique prefix, which then names it in the updates
@@ -24,21 +24,29 @@ from acp.schema import (
     AgentCapabilities,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
 )
 
 from gitsessions.agent.loop import Agent
 from gitsessions.cli.acp_events import AcpApprover, AcpEvents, replay
 from gitsessions.cli.acp_outbox import Outbox
 from gitsessions.cli.acp_worker import Worker
+from gitsessions.cli.listing import label
 from gitsessions.cli.state import err
 from gitsessions.values.errors import GitsessionsError
 
 # builds an agent for a workspace (and a session to resume, else a new one) into `stack`
 Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Agent]
+# `list` rows (cli/listing.py), the most recent first: a project's (`--here`), or all
+Rows = Callable[[Path | None], list[dict[str, Any]]]
+PAGE = 100  # sessions a session/list answer holds
 
 
 class OpenSession(NamedTuple):
@@ -76,9 +84,10 @@ class GitsessionsAcp:
     """The ACP `Agent` (acp.interfaces.Agent, duck-typed as the package's router
     expects): one per connection."""
 
-    def __init__(self, worker: Worker, build: Build) -> None:
+    def __init__(self, worker: Worker, build: Build, rows: Rows) -> None:
         self.worker = worker
         self.build = build
+        self.rows = rows
         self.live: dict[str, OpenSession] = {}
         self.prompting: set[str] = set()
         self.outbox: Outbox | None = None
@@ -103,6 +112,7 @@ class GitsessionsAcp:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="gitsessions", version=version("gitsessions")),
         )
@@ -124,6 +134,28 @@ class GitsessionsAcp:
         live = OpenSession(events.session_id, agent, events, stack)
         self.live[live.id] = live
         return live
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The sessions of the project at `cwd` (as `list --here` finds them: any folder
+        or clone of it), else all; archived ones left out; a page of PAGE at a time."""
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        rows = await self._on_main(lambda: self.rows(Path(cwd) if cwd else None))
+        placed = [r for r in rows if r.get("workspace")]  # ACP needs each one's folder
+        page, more = placed[start : start + PAGE], start + PAGE < len(placed)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=r["id"],
+                    cwd=r["workspace"],
+                    title=label(r),
+                    updated_at=r["active_at"],
+                )
+                for r in page
+            ],
+            next_cursor=str(start + PAGE) if more else None,
+        )
 
     async def new_session(
         self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any

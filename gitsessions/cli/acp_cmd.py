@@ -14,6 +14,7 @@ import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -59,10 +60,11 @@ def cmd_acp(
 
     ACP is the Agent Client Protocol. For Zed: "agent_servers" in its settings.json,
     with command "gitsessions" and args ["acp"]. An editor's new session is a
-    gitsessions session in the folder it names; session/load opens any stored session
-    (its transcript replayed). write_file, edit_file, run_shell and MCP tools ask the
-    editor first (allow once, always, or reject); a cancel stops the turn as Ctrl-C
-    does in chat, and the session is saved. The server stops when its input closes.
+    gitsessions session in the folder it names; session/list lists that project's
+    sessions; session/load opens any stored session (its transcript replayed).
+    write_file, edit_file, run_shell and MCP tools ask the editor first (allow once,
+    always, or reject); a cancel stops the turn as Ctrl-C does in chat, and the
+    session is saved. The server stops when its input closes.
     """
     state: State = ctx.obj
     check_stdio()
@@ -106,8 +108,13 @@ def cmd_acp(
         )
         return built.agent
 
+    def rows(cwd: Path | None) -> list[dict[str, Any]]:
+        from gitsessions.cli.listing import session_rows
+
+        return session_rows(state.catalog(), False, cwd)
+
     worker = Worker()
-    server = GitsessionsAcp(worker, build)
+    server = GitsessionsAcp(worker, build, rows)
     serve(server, worker)
 
 
