@@ -183,6 +183,13 @@ def test_a_write_asks_the_editor_and_its_answer_decides(server, ws, tmp_path, an
     assert call.tool_call_id == "call_0"
     assert "notes.txt" in call.title
     assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
+    diff = call.content[0]  # the editor shows what the call would write
+    assert (diff.type, Path(diff.path), diff.old_text, diff.new_text) == (
+        "diff",
+        ws / "notes.txt",
+        None,
+        "hi\n",
+    )
     started = editor.of(ToolCallStart)
     assert [(s.tool_call_id, s.kind, s.status) for s in started] == [("call_0", "edit", "pending")]
     final = editor.of(ToolCallProgress)[-1]
@@ -236,6 +243,23 @@ def test_a_model_error_answers_the_prompt_with_it_and_the_session_goes_on(server
     drive(server, editor, tmp_path, steps)
     assert len(errors) == 1 and "the model refuses this" in str(errors[0].data)
     assert editor.text() == "fine now"
+
+
+def test_an_edit_asks_with_the_file_as_it_is_and_as_it_would_be(server, ws, tmp_path):
+    (ws / "app.py").write_text("a = 1\nb = 2\n")
+    edit = {"name": "edit_file", "arguments": {"path": "app.py", "old": "b = 2", "new": "b = 3"}}
+    server.reply(tool_calls=[edit])
+    server.reply(content="edited")
+    editor = Editor("allow_once")
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "edit it") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    diff = editor.asked[0][0].content[0]
+    assert (diff.old_text, diff.new_text) == ("a = 1\nb = 2\n", "a = 1\nb = 3\n")
+    assert (ws / "app.py").read_text() == "a = 1\nb = 3\n"
 
 
 def test_allow_always_asks_once_for_the_rest_of_the_session(server, ws, tmp_path):

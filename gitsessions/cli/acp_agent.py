@@ -38,12 +38,13 @@ from gitsessions.agent.loop import Agent
 from gitsessions.cli.acp_events import AcpApprover, AcpEvents, replay
 from gitsessions.cli.acp_outbox import Outbox
 from gitsessions.cli.acp_worker import Worker
+from gitsessions.cli.agent_setup import Built
 from gitsessions.cli.listing import label
 from gitsessions.cli.state import err
 from gitsessions.values.errors import GitsessionsError
 
 # builds an agent for a workspace (and a session to resume, else a new one) into `stack`
-Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Agent]
+Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Built]
 # `list` rows (cli/listing.py), the most recent first: a project's (`--here`), or all
 Rows = Callable[[Path | None], list[dict[str, Any]]]
 PAGE = 100  # sessions a session/list answer holds
@@ -126,10 +127,13 @@ class GitsessionsAcp:
         approver = AcpApprover(events, self.worker.interrupt_turn)
         stack = ExitStack()
         try:
-            agent = self.build(stack, Path(cwd), session_id, approver, events)
+            built = self.build(stack, Path(cwd), session_id, approver, events)
         except BaseException:
             stack.close()
             raise
+        agent = built.agent
+        approver.preview = agent.registry.preview  # reads the files as the tools will
+        approver.workspace = built.workspace
         events.session_id = session_id or agent.session.id
         live = OpenSession(events.session_id, agent, events, stack)
         self.live[live.id] = live

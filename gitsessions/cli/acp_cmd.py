@@ -18,12 +18,11 @@ from typing import Any
 
 import typer
 
-from gitsessions.agent.loop import Agent
 from gitsessions.cli import options
 from gitsessions.cli.acp_agent import GitsessionsAcp
 from gitsessions.cli.acp_events import AcpApprover, AcpEvents
 from gitsessions.cli.acp_worker import Worker
-from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.agent_setup import Built, build_agent, warm_up
 from gitsessions.cli.state import State
 from gitsessions.values.errors import BadUsage, GitsessionsError
 
@@ -90,8 +89,8 @@ def cmd_acp(
         session_id: str | None,
         approver: AcpApprover,
         events: AcpEvents,
-    ) -> Agent:
-        built = stack.enter_context(
+    ) -> Built:
+        return stack.enter_context(
             build_agent(
                 state,
                 settings,
@@ -106,7 +105,6 @@ def cmd_acp(
                 title_in_background=True,  # the prompt answers without waiting for it
             )
         )
-        return built.agent
 
     def rows(cwd: Path | None) -> list[dict[str, Any]]:
         from gitsessions.cli.listing import session_rows

@@ -11,12 +11,14 @@ session, for run_shell the command's scope, and never offered where chat offers 
 import json
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from acp.helpers import (
     start_tool_call,
     text_block,
     tool_content,
+    tool_diff_content,
     update_agent_message_text,
     update_tool_call,
     update_user_message_text,
@@ -25,7 +27,7 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
 from gitsessions.agent.loop import Events
 from gitsessions.cli.acp_outbox import Outbox
-from gitsessions.cli.approvals import always_offer
+from gitsessions.cli.approvals import Preview, always_offer
 from gitsessions.cli.progress import describe_call
 from gitsessions.cli.shell_scope import NoScope, Scope
 from gitsessions.cli.state import err
@@ -128,6 +130,8 @@ class AcpApprover:
     def __init__(self, events: AcpEvents, interrupt: Callable[[], None]) -> None:
         self.events = events
         self.interrupt = interrupt  # raises KeyboardInterrupt: the turn is cancelled
+        self.preview: Preview | None = None  # the registry's, once it is built
+        self.workspace: Path | None = None  # where the paths a preview names are
         self.always: set[str] = set()
         self.rules: list[Scope] = []
 
@@ -156,6 +160,7 @@ class AcpApprover:
             title=describe_call(call),
             kind=kind_of(name),
             status="pending",
+            content=self._diff(name, arguments),
             raw_input=arguments,
         )
         answer = self.events.outbox.ask(self.events.session_id, asked, options).outcome
@@ -170,6 +175,17 @@ class AcpApprover:
             else:
                 self.always.add(offer)
         return answer.option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
+
+    def _diff(self, name: str, arguments: Any) -> list[Any] | None:
+        """A file call's change as the editor shows a diff (the file as it is now, and
+        as the call would leave it), when it can be read; else nothing."""
+        if self.preview is None or self.workspace is None or not isinstance(arguments, dict):
+            return None
+        change = self.preview(name, arguments)
+        if change is None or change.after is None or (change.exists and change.before is None):
+            return None
+        path = str(self.workspace / change.path)
+        return [tool_diff_content(path, change.after, change.before)]
 
 
 def replay(messages: Iterable[Message]) -> Iterable[Any]:
