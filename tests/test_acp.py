@@ -435,6 +435,24 @@ def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path)
     assert sent[-1]["content"] == "are you there?"
 
 
+def test_load_of_an_unknown_session_is_an_error_and_the_server_goes_on(server, ws, tmp_path):
+    server.reply(content="still serving")
+    editor = Editor()
+    errors: list[RequestError] = []
+
+    async def steps(conn: Any) -> None:
+        try:
+            await conn.load_session(cwd=str(ws), session_id="feedfacefeedface", mcp_servers=[])
+        except RequestError as error:
+            errors.append(error)
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "hello") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    assert len(errors) == 1 and "feedface" in str(errors[0].data)
+    assert editor.text() == "still serving"
+
+
 def test_list_names_this_projects_sessions_or_all(server, ws, tmp_path):
     other = tmp_path / "elsewhere"
     other.mkdir()
