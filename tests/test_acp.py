@@ -347,6 +347,40 @@ def test_cancel_before_any_of_the_reply_arrived_sends_nothing_more(server, ws, t
     assert stored[1]["content"] == "hold on"
 
 
+def test_cancel_while_the_last_title_is_awaited_cancels_the_next_turn(server, ws, tmp_path, home):
+    """The list summary asked after the first reply is held by the server when the
+    second prompt comes: that prompt waits for it, and a cancel meanwhile cancels the
+    turn (chat's wait for a title takes a Ctrl-C as "skip the title" instead)."""
+    held = threading.Event()
+    server.reply(content="first answer")
+    server.reply(content="A title", hold=held, hold_at=0)
+    editor = Editor()
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        assert await prompt(conn, ids[0], "first") == "end_turn"
+        turn = asyncio.create_task(prompt(conn, ids[0], "second"))
+        while len(server.requests) < 2:  # the title's request is held
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # the prompt request written before the cancel
+        await conn.cancel(session_id=ids[0])
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)  # the cancel was read
+        held.set()
+        assert await turn == "cancelled"
+
+    try:
+        drive(server, editor, tmp_path, steps)
+    finally:
+        held.set()
+    assert len(server.requests) == 2  # the second prompt was never sent
+    store = SessionStore(home)
+    try:
+        assert store.head(ids[0]).header.get("summary") == "A title"  # kept, not skipped
+    finally:
+        store.close()
+
+
 def test_cancel_while_the_editor_asks_permission_runs_nothing(server, ws, tmp_path, home):
     server.reply(tool_calls=[WRITE])
     editor = Editor(None)

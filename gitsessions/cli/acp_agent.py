@@ -6,7 +6,9 @@ Invariants: an ACP session id is the gitsessions session id, so `session/load` t
 any stored session (by its id or a unique prefix, which then names it in the updates
 and prompts that follow, as the client expects; `gitsessions list` shows them), and
 `gitsessions chat --resume ID` opens the session an editor made. Each live session
-holds its lease until the server stops. A cancelled turn is saved as chat saves one
+holds its lease until the server stops. Turns run one at a time: a prompt to a
+second session waits for the running turn to end (a cancel of it, meanwhile, answers
+it "cancelled" when its turn comes). A cancelled turn is saved as chat saves one
 after Ctrl-C and answers `stopReason: "cancelled"`; a model or store error answers the
 prompt with a JSON-RPC error carrying the message `gitsessions` would print.
 """
@@ -203,6 +205,10 @@ class GitsessionsAcp:
         """On the main thread: one turn, its updates all written before it answers."""
         agent = live.agent
         results: list[Any] = []
+        # The summary asked after the last reply is taken up first, outside the
+        # interruptible turn: the wait for it skips on a Ctrl-C (agent/loop.py), which
+        # would take a cancel for itself; a cancel asked meanwhile stops the turn at once.
+        agent.settle_title()
         try:
             ran = self.worker.run_turn(live.id, lambda: results.append(agent.run_turn(text)))
             if not ran:
