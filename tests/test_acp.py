@@ -57,6 +57,9 @@ class Editor:
         if self.answer is None:  # the user stops the turn: cancel, then withdraw the question
             await self.conn.cancel(session_id=session_id)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        if self.answer == "withdraw":  # the same, the question withdrawn first
+            asyncio.get_running_loop().create_task(self.conn.cancel(session_id=session_id))
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
             outcome=AllowedOutcome(option_id=self.answer, outcome="selected")
         )
@@ -381,9 +384,12 @@ def test_cancel_while_the_last_title_is_awaited_cancels_the_next_turn(server, ws
         store.close()
 
 
-def test_cancel_while_the_editor_asks_permission_runs_nothing(server, ws, tmp_path, home):
+@pytest.mark.parametrize("answer", [None, "withdraw"])
+def test_cancel_while_the_editor_asks_permission_runs_nothing(server, ws, tmp_path, home, answer):
+    """The editor cancels the turn and answers its question "cancelled", in either
+    order: the call is not run and nothing more is asked of the model."""
     server.reply(tool_calls=[WRITE])
-    editor = Editor(None)
+    editor = Editor(answer)
     ids: list[str] = []
 
     async def steps(conn: Any) -> None:
