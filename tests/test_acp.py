@@ -326,6 +326,29 @@ def test_cancel_during_a_held_streamed_reply_stops_the_turn_and_saves_it(
     assert replayed.text().endswith("a fresh answer")
 
 
+def test_an_editor_that_leaves_mid_turn_stops_it_and_the_session_is_saved(
+    server, ws, tmp_path, home
+):
+    held = threading.Event()
+    server.reply(content="Held answer begins here, then the server waits", hold=held)
+    editor = Editor()
+    ids: list[str] = []
+
+    async def steps(conn: Any) -> None:
+        ids.append(await new_session(conn, ws))
+        turn = asyncio.create_task(prompt(conn, ids[0], "hold on"))
+        await editor.replying.wait()
+        turn.cancel()  # and leave: stdin closes with the turn still running
+
+    try:
+        drive(server, editor, tmp_path, steps)  # asserts it then exits on its own, with 0
+    finally:
+        held.set()
+    stored = transcript(home, ids[0])
+    assert stored[1]["content"] == "hold on"
+    assert stored[-1].get("interrupted") and stored[-1]["content"].startswith("Held")
+
+
 def test_cancel_before_any_of_the_reply_arrived_sends_nothing_more(server, ws, tmp_path, home):
     held = threading.Event()
     server.reply(content="never seen", hold=held, hold_at=0)  # held before the role chunk

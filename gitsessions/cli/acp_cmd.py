@@ -117,7 +117,8 @@ def cmd_acp(
 
 
 def serve(server: GitsessionsAcp, worker: Worker) -> None:
-    """The protocol on its thread until the client closes stdin; the jobs here."""
+    """The protocol on its thread until the client closes stdin; the jobs here. A turn
+    running when the client leaves is cancelled (and saved) as a cancel would."""
     from acp import run_agent
 
     failed: list[Exception] = []
@@ -128,6 +129,8 @@ def serve(server: GitsessionsAcp, worker: Worker) -> None:
         except Exception as error:  # said once, as an error line, when the jobs are done
             failed.append(error)
         finally:
+            if worker.turn_of is not None:  # the editor left mid-turn: stop it, save it
+                worker.cancel(worker.turn_of)
             worker.stop()
 
     thread = threading.Thread(target=protocol, daemon=True, name="acp")

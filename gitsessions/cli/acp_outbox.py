@@ -4,7 +4,9 @@ Invariant: session updates leave in the order they were made, from whichever thr
 (one queue, one sender task on the protocol's event loop), and every update a turn made
 is written before that turn's `session/prompt` answer or a permission request
 (`flush`). A permission request waits on the calling thread, interruptibly: a cancel
-(SIGINT, cli/acp_worker.py) stops the wait and withdraws the request.
+(SIGINT, cli/acp_worker.py) stops the wait and withdraws the request. No wait outlives
+the protocol's loop: once the client is gone a flush returns and a request raises
+ClientGone.
 """
 
 import asyncio
@@ -14,6 +16,12 @@ from typing import Any
 
 from acp.interfaces import Client
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+from gitsessions.values.errors import GitsessionsError
+
+
+class ClientGone(GitsessionsError):
+    """A permission request with no client left to answer it."""
 
 
 class Outbox:
@@ -41,11 +49,31 @@ class Outbox:
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, update))
 
+    @property
+    def closed(self) -> bool:
+        """The protocol's loop is over (the client left): nothing more is sent."""
+        return self._task.done() or self.loop.is_closed()
+
+    def _wait(self, future: "Future[Any]") -> Any:
+        """`future`'s result, or ClientGone once the loop that would give it is over."""
+        while True:
+            if self.closed and not future.done():
+                future.cancel()
+                raise ClientGone("the ACP client is gone")
+            try:
+                return future.result(timeout=0.2)
+            except TimeoutError:
+                continue
+
     def flush(self) -> None:
-        """Wait until every update sent before this one is written (not on the loop)."""
+        """Wait until every update sent before this one is written (not on the loop);
+        at once when the client is gone."""
         done: Future[None] = Future()
-        self.loop.call_soon_threadsafe(self._queue.put_nowait, done)
-        done.result()
+        try:
+            self.loop.call_soon_threadsafe(self._queue.put_nowait, done)
+            self._wait(done)
+        except (RuntimeError, ClientGone):  # a loop closed, or stopped: nothing to wait for
+            return
 
     async def drain(self) -> None:
         """The same, on the loop."""
@@ -61,9 +89,13 @@ class Outbox:
         request = self.client.request_permission(
             session_id=session_id, tool_call=call, options=options
         )
-        future = asyncio.run_coroutine_threadsafe(request, self.loop)
         try:
-            return future.result()
+            future = asyncio.run_coroutine_threadsafe(request, self.loop)
+        except RuntimeError:  # the loop is closed
+            request.close()
+            raise ClientGone("the ACP client is gone") from None
+        try:
+            return self._wait(future)
         except BaseException:
             future.cancel()
             raise
