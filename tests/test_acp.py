@@ -425,6 +425,9 @@ def test_cancel_while_the_editor_asks_permission_runs_nothing(server, ws, tmp_pa
     assert len(server.requests) == 1  # nothing more was asked of the model
     stored = transcript(home, ids[0])
     assert stored[-1]["role"] == "tool" and stored[-1]["content"] == CANCELLED
+    assert [(u.status, u.content[0].content.text) for u in editor.of(ToolCallProgress)] == [
+        ("failed", CANCELLED)
+    ]
 
 
 def test_a_turn_stopped_early_says_why(server, ws, tmp_path):
@@ -460,6 +463,9 @@ def test_cancel_during_a_running_command_stops_it_and_saves_the_turn(server, ws,
     stored = transcript(home, ids[0])
     assert stored[-1]["role"] == "tool" and stored[-1]["tool_call_id"] == "call_0"
     assert stored[-1]["content"] == CANCELLED
+    final = editor.of(ToolCallProgress)[-1]  # the editor sees the call end, not hang
+    assert (final.tool_call_id, final.status) == ("call_0", "failed")
+    assert final.content[0].content.text == CANCELLED
 
 
 def test_load_replays_a_stored_session_and_goes_on_with_it(server, ws, tmp_path):

@@ -213,6 +213,7 @@ class GitsessionsAcp:
             ran = self.worker.run_turn(live.id, lambda: results.append(agent.run_turn(text)))
             if not ran:
                 agent.save()
+                live.events.cancelled()
         finally:
             live.events.outbox.flush()
         if not ran:

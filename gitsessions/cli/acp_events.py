@@ -25,7 +25,7 @@ from acp.helpers import (
 )
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
-from gitsessions.agent.loop import Events
+from gitsessions.agent.loop import CANCELLED, Events
 from gitsessions.cli.acp_outbox import Outbox
 from gitsessions.cli.approvals import Preview, always_offer
 from gitsessions.cli.progress import describe_call
@@ -116,6 +116,14 @@ class AcpEvents(Events):
             self._running = None
             self._send(call_finished(outcome.call_id, outcome.content, outcome.ok))
         self.call = None
+
+    def cancelled(self) -> None:
+        """The turn was cancelled: a call it left open ends failed, with the result its
+        save gave it (agent/loop.py CANCELLED)."""
+        with self._lock:
+            call, self.call, self._running = self.call, None, None
+            if call is not None:
+                self._send(call_finished(str(call.get("id") or ""), CANCELLED, False))
 
     def notice(self, text: str) -> None:
         err.print(text, markup=False, highlight=False)
