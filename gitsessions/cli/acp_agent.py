@@ -178,7 +178,8 @@ class GitsessionsAcp:
             session = live.agent.session
             if session.is_draft:
                 return
-            for update in replay(session.store.transcript(session.head)):
+            records = session.store.iter_records(session.head)  # a chunk in memory at a time
+            for update in replay(record["message"] for _n, record in records):
                 live.events.outbox.send(live.id, update)
             live.events.outbox.flush()
 
