@@ -2,6 +2,7 @@
 (`spawn_agent_process`, a real subprocess over stdio) against the fake model server."""
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -568,3 +569,46 @@ def test_acp_stops_cleanly_when_its_input_closes_at_once():
         timeout=WAIT,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_stdout_carries_json_rpc_only_while_notes_go_to_stderr(server, ws):
+    """Plain JSON-RPC lines, as any client writes them: every line the server writes on
+    stdout is one JSON-RPC message; its notes (no git repository here, no price known
+    for the model) are on stderr."""
+    server.reply(tool_calls=[{"name": "list_files", "arguments": {}}])
+    server.reply(content="listed")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gitsessions", "acp", "--base-url", server.base_url,
+         "--model", "fake-model"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=REPO,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+
+    def ask(n: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        child.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method,
+                                      "params": params}) + "\n")  # fmt: skip
+        child.stdin.flush()
+        while True:
+            message = json.loads(child.stdout.readline())
+            assert message["jsonrpc"] == "2.0"
+            if message.get("id") == n:
+                return message
+
+    try:
+        assert ask(1, "initialize", {"protocolVersion": 1})["result"]["protocolVersion"] == 1
+        session_id = ask(2, "session/new", {"cwd": str(ws), "mcpServers": []})["result"][
+            "sessionId"
+        ]
+        prompt = [{"type": "text", "text": "list the files"}]
+        answer = ask(3, "session/prompt", {"sessionId": session_id, "prompt": prompt})
+        assert answer["result"]["stopReason"] == "end_turn"
+        child.stdin.close()
+        rest = child.stdout.read()
+        assert child.wait(timeout=WAIT) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
+    stderr = child.stderr.read() if child.stderr else ""
+    assert "not in a git repository" in stderr and "no price known" in stderr
