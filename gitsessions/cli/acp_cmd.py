@@ -35,8 +35,12 @@ def check_stdio() -> None:
     """The protocol needs stdin and stdout it can wait on: pipes, sockets or a terminal
     (a regular file or /dev/null is refused with one line instead of a traceback)."""
     for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
-        mode = os.fstat(stream.fileno()).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()):
+        try:
+            mode = os.fstat(stream.fileno()).st_mode
+            usable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()
+        except (AttributeError, OSError, ValueError):  # closed, or none at all
+            usable = False
+        if not usable:
             raise BadUsage(
                 f"acp talks to an editor over pipes ({name} is not one); start it from "
                 'the editor (Zed: "agent_servers" with command "gitsessions", args ["acp"])'
