@@ -187,6 +187,7 @@ def test_a_write_asks_the_editor_and_its_answer_decides(server, ws, tmp_path, an
     assert call.tool_call_id == "call_0"
     assert "notes.txt" in call.title
     assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
+    assert options[1].name == "Always allow write_file in this session"
     diff = call.content[0]  # the editor shows what the call would write
     assert (diff.type, Path(diff.path), diff.old_text, diff.new_text) == (
         "diff",
@@ -280,6 +281,23 @@ def test_allow_always_asks_once_for_the_rest_of_the_session(server, ws, tmp_path
     drive(server, editor, tmp_path, steps)
     assert len(editor.asked) == 1  # the second write_file ran unasked
     assert (ws / "notes.txt").exists() and (ws / "more.txt").exists()
+
+
+def test_allow_always_for_a_command_covers_its_scope_only(server, ws, tmp_path):
+    for command in ("ls", "ls -a", "pwd"):
+        server.reply(tool_calls=[{"name": "run_shell", "arguments": {"command": command}}])
+    server.reply(content="looked around")
+    editor = Editor("allow_always")
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        assert await prompt(conn, session_id, "look around") == "end_turn"
+
+    drive(server, editor, tmp_path, steps)
+    asked = [call.raw_input["command"] for call, _options in editor.asked]
+    assert asked == ["ls", "pwd"]  # `ls -a` ran under the first "always"
+    always = [o.name for o in editor.asked[0][1] if o.kind == "allow_always"]
+    assert always == ["Always allow `ls ...` commands in this session"]  # chat's words
 
 
 def test_cancel_during_a_held_streamed_reply_stops_the_turn_and_saves_it(

@@ -27,7 +27,7 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
 from gitsessions.agent.loop import CANCELLED, Events
 from gitsessions.cli.acp_outbox import Outbox
-from gitsessions.cli.approvals import Preview, always_offer
+from gitsessions.cli.approvals import Preview, always_offer, offer_words
 from gitsessions.cli.progress import describe_call
 from gitsessions.cli.shell_scope import NoScope, Scope
 from gitsessions.cli.state import err
@@ -152,13 +152,11 @@ class AcpApprover:
             return True
         offer = always_offer(name, arguments)
         options = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
-        if not isinstance(offer, NoScope):
-            shown = offer.shown() if isinstance(offer, Scope) else offer
+        if not isinstance(offer, NoScope):  # in chat's words (`a: always allow ...`)
+            words = offer_words(offer).removeprefix("a: always allow ")
             options.append(
                 PermissionOption(
-                    option_id=ALLOW_ALWAYS,
-                    name=f"Always allow {shown} in this session",
-                    kind="allow_always",
+                    option_id=ALLOW_ALWAYS, name=f"Always allow {words}", kind="allow_always"
                 )
             )
         options.append(PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"))
