@@ -10,7 +10,6 @@ thread (cli/acp_worker.py), built by `build_agent` as `chat` and `exec` build it
 import asyncio
 import os
 import stat
-import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,11 +33,11 @@ class ConnectionFailed(GitsessionsError):
 def check_stdio() -> None:
     """The protocol needs stdin and stdout it can wait on: pipes, sockets or a terminal
     (a regular file or /dev/null is refused with one line instead of a traceback)."""
-    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+    for name, fd in (("stdin", 0), ("stdout", 1)):  # by descriptor: nothing written here
         try:
-            mode = os.fstat(stream.fileno()).st_mode
-            usable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stream.isatty()
-        except (AttributeError, OSError, ValueError):  # closed, or none at all
+            mode = os.fstat(fd).st_mode
+            usable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+        except OSError:  # closed
             usable = False
         if not usable:
             raise BadUsage(
