@@ -4,6 +4,7 @@
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -587,6 +588,31 @@ def test_acp_stops_cleanly_when_its_input_closes_at_once():
         timeout=WAIT,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_a_sigint_that_is_no_cancel_is_ignored(server, ws):
+    """A SIGINT no session/cancel asked for (a Ctrl-C at a terminal, a stray signal)
+    stops nothing: the server answers on, and stops when its input closes."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gitsessions", "acp", "--base-url", server.base_url],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, cwd=REPO,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        for n in (1, 2):
+            request = {"jsonrpc": "2.0", "id": n, "method": "initialize",
+                       "params": {"protocolVersion": 1}}  # fmt: skip
+            child.stdin.write(json.dumps(request) + "\n")
+            child.stdin.flush()
+            assert json.loads(child.stdout.readline())["id"] == n
+            if n == 1:
+                child.send_signal(signal.SIGINT)
+        child.stdin.close()
+        assert child.wait(timeout=WAIT) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
 
 
 def test_stdout_carries_json_rpc_only_while_notes_go_to_stderr(server, ws):

@@ -137,9 +137,8 @@ def serve(server: GitsessionsAcp, worker: Worker) -> None:
             worker.stop()
 
     thread = threading.Thread(target=protocol, daemon=True, name="acp")
-    thread.start()
     try:
-        worker.run()
+        worker.run(ready=thread.start)
     finally:
         server.close()
     if failed:

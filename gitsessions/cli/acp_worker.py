@@ -81,10 +81,12 @@ class Worker:
             self.interrupted = True
             raise KeyboardInterrupt
 
-    def run(self) -> None:
-        """Run the jobs until `stop`."""
+    def run(self, ready: Callable[[], None] = lambda: None) -> None:
+        """Run the jobs until `stop`; `ready()` once SIGINT is handled here (the
+        protocol starts then, so no SIGINT meets the default handler)."""
         previous = signal.signal(signal.SIGINT, self._on_sigint)
         try:
+            ready()
             while True:
                 job = self._jobs.get()
                 if job is None:
