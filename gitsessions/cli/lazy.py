@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("sync_cmd", "Push sessions to a git remote; never forced."),
     "pull": ("sync_cmd", "Pull sessions from a git remote; nothing is ever lost."),
     "sync": ("sync_cmd", "Pull, then push: one line says what moved; safe from cron."),
+    "acp": ("acp_cmd", "Serve the agent to editors such as Zed over ACP (stdio)."),
     "mcp": ("mcp_cmd", "Serve the session store to other agents over MCP (stdio)."),
     "hooks": ("hooks_cmd", "Install, uninstall or list the git hooks that name a session."),
     "hook": ("githook", "What the installed git hook shims run; not for typing."),
