@@ -22,12 +22,12 @@ store (`SessionStore.create`, as `bench/counts.py`) for the long session and the
 llm through its own Python API in one process (`conversation.prompt`, then
 `log_to_db`: the rows its CLI writes), both with real requests where the peer makes
 them; Codex and opencode have no such API, so their sessions are built by running their
-own turns as processes (`exec resume --last`, `run -c`): only with `--slow-builds` for
+own turns as processes (`exec resume --last`, `run -c`): only with `--slow-builds NAME` for
 the long and the many sessions (a few hundred processes of 0.5 to 6 s), by default for the
 `--turns` store session of Codex only. What is not measured says why in its cell.
 
     uv run python bench/peers.py                   # reps 5; minutes
-    PATH=/tmp/peers/bin:$PATH uv run python bench/peers.py --slow-builds
+    PATH=/tmp/peers/bin:$PATH uv run python bench/peers.py --slow-builds codex
 """
 
 import argparse
@@ -358,16 +358,16 @@ def prepare(peer: Peer, work: Path, url: str, args: argparse.Namespace) -> dict[
         turns = (n + 1) // 2
         if peer.cheap_long is not None:
             peer.cheap_long(home, n)
-        elif args.slow_builds or n == SHORT:
+        elif peer.name in args.slow_builds or n == SHORT:
             build_turns(peer, home, turns)
         else:
             cases[label] = NotMeasured(f"not built: {turns} `{peer.name}` turn processes "
-                                       "(--slow-builds)")  # fmt: skip
+                                       "(--slow-builds " + peer.name + ")")  # fmt: skip
             continue
         cases[label] = (peer.resume(home, "go on"), home)
     many: Home | None = None
     wanted = peer.listing is not None or peer.search is not None
-    if wanted and (peer.cheap_many is not None or args.slow_builds):
+    if wanted and (peer.cheap_many is not None or peer.name in args.slow_builds):
         many = new_home(peer, work, "many", url)
         if peer.cheap_many is not None:
             peer.cheap_many(many, args.sessions)
@@ -382,10 +382,10 @@ def prepare(peer: Peer, work: Path, url: str, args: argparse.Namespace) -> dict[
             cases[label] = NotMeasured(why)
         elif many is None:
             cases[label] = NotMeasured(f"not built: {args.sessions:,} `{peer.name}` sessions, "
-                                       "one process each (--slow-builds)")  # fmt: skip
+                                       f"a process each (--slow-builds {peer.name})")  # fmt: skip
         else:
             cases[label] = (command(many), many)
-    if peer.name != "opencode" or args.slow_builds:
+    if peer.name != "opencode" or peer.name in args.slow_builds:
         home = new_home(peer, work, "asleft", url)
         if peer.name == "llm" and peer.cheap_long is not None:
             peer.cheap_long(home, 2 * args.turns)
@@ -395,7 +395,7 @@ def prepare(peer: Peer, work: Path, url: str, args: argparse.Namespace) -> dict[
         cases["store"] = {"bytes": peer.store(home), "raw": raw}
     else:
         cases["store"] = NotMeasured(f"not built: {args.turns} `opencode run` processes "
-                                     "(--slow-builds)")  # fmt: skip
+                                     "(--slow-builds " + peer.name + ")")  # fmt: skip
     return cases
 
 
@@ -405,10 +405,11 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=1_000, help="messages of the long session")
     parser.add_argument("--sessions", type=int, default=1_000, help="sessions listed, searched")
     parser.add_argument("--turns", type=int, default=100, help="turns of the store session")
-    parser.add_argument("--slow-builds", action="store_true",
-                        help="build all sessions by running turns")  # fmt: skip
+    parser.add_argument("--slow-builds", default="", metavar="PEERS",
+                        help="codex,opencode: build their sessions by running turns")  # fmt: skip
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "peers.json")
     args = parser.parse_args()
+    args.slow_builds = [name for name in args.slow_builds.split(",") if name]
     found = peers()
     for peer in found:
         _fix_llm(peer)
@@ -499,10 +500,12 @@ def render(
 
     def growth(name: str, key: str, unit: str) -> str:
         short, long = cells[name].get("short", {}), cells[name].get("long", {})
+        fmt = "{:.3f}" if unit == "s" else "{:.0f}"
+        if key in short and key not in long:  # the long session not built: the short's alone
+            return f"{long.get('not_measured', '-')}; N={SHORT}: {fmt.format(short[key])} {unit}"
         if key not in short or key not in long:
             return long.get("not_measured") or short.get("not_measured") or "-"
         a, b = short[key], long[key]
-        fmt = "{:.3f}" if unit == "s" else "{:.0f}"
         return f"{b / a:.2f}x ({fmt.format(a)} -> {fmt.format(b)} {unit})"
 
     def store(name: str) -> str:
