@@ -15,7 +15,8 @@ every peer interleaved in one round-robin (the same machine at the same load):
 - list: the listing of `--sessions` one-turn sessions (the peer's command for it);
 - search: a word held by 1 in 100 of those sessions (10 of 1,000);
 - store / raw: the bytes on disk of the peer's store after `--turns` turns of one
-  session, as left (no gc), against the text of its prompts and replies.
+  session, as left (no gc; once its size stops changing, so background packing a turn
+  started is done), against the text of its prompts and replies.
 
 Sessions are built the cheapest honest way for each peer: gitsessions through its own
 store (`SessionStore.create`, as `bench/counts.py`) for the long session and the many,
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -392,11 +394,26 @@ def prepare(peer: Peer, work: Path, url: str, args: argparse.Namespace) -> dict[
         else:
             build_turns(peer, home, args.turns)
         raw = sum(len(prompt(i).encode()) + len(REPLY.encode()) for i in range(args.turns))
-        cases["store"] = {"bytes": peer.store(home), "raw": raw}
+        cases["store"] = {"bytes": settled(peer, home), "raw": raw}
     else:
         cases["store"] = NotMeasured(f"not built: {args.turns} `opencode run` processes "
                                      "(--slow-builds " + peer.name + ")")  # fmt: skip
     return cases
+
+
+def settled(peer: Peer, home: Home, limit: float = 60.0) -> int:
+    """The store's bytes once they stop changing (two readings a second apart agree, at
+    most `limit` seconds): "as left" includes what the last command left running (the
+    packing gitsessions starts in the background after a turn)."""
+    last, waited = peer.store(home), 0.0
+    while waited < limit:
+        time.sleep(1.0)
+        waited += 1.0
+        now = peer.store(home)
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 def main() -> None:
