@@ -31,6 +31,16 @@ arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `server.models` (once `server.models_held`, an event, is set, when a test holds it:
 `hold_models()`); `server.model_lists` counts those answered. Anything else is a 404.
 
+`POST /v1/responses` (the Responses API, all Codex CLI speaks) serves the same queue: a
+`Reply` becomes one `message` output item (its content as `output_text`) and one
+`function_call` item per tool call; with `"stream": true` as the typed events
+(`response.created`, `response.output_item.added`, `response.output_text.delta` in a few
+pieces, `response.function_call_arguments.delta` in two, the `.done` events,
+`response.completed` with the whole response and its usage), each as `event:` and
+`data:` lines. Its requests go to `server.requests` too (their `input`, not `messages`:
+strict mode does not apply); a `Failure` is an error answer as for chat completions;
+the chat-only fault modes (`cut`, `chunked`, `trickle`, `hold`) are not served there.
+
 Strict mode (`FakeOpenAI(strict=True)`; the `server` fixture of conftest.py is strict)
 answers like Gemma, Mistral or Llama templates served by vLLM or llama.cpp: system
 messages only first, then user and assistant in turn, starting with a user message; an
@@ -305,7 +315,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        route = self.path.rstrip("/")
+        if route not in ("/v1/chat/completions", "/v1/responses"):
             self._json(404, _error(f"no route {self.path}", "not_found"))
             return
         try:
@@ -317,6 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.requests.append(request)
             self.fake.authorizations.append(self.headers.get("Authorization"))
             self.fake.headers.append(dict(self.headers))
+        if route == "/v1/responses":
+            self._responses(request)
+            return
         problem = alternation_error(request.get("messages")) if self.fake.strict else None
         if problem is not None:
             with self.fake._lock:
@@ -348,6 +362,32 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write(head.encode() + body, item.trickle)
             else:
                 self._send(200, "application/json", body, trickle=item.trickle)
+
+    def _responses(self, request: dict[str, Any]) -> None:
+        """Answer `POST /v1/responses` with the next item, whole or as typed events."""
+        item = self.fake._next(request)
+        if isinstance(item, Failure):
+            headers = {"Retry-After": item.retry_after} if item.retry_after is not None else {}
+            body = json.dumps(_error(item.message, f"http_{item.status}")).encode()
+            self._send(item.status, "application/json", body, headers=headers)
+            return
+        if isinstance(item, Malformed):
+            kind = "text/event-stream" if request.get("stream") else "application/json"
+            self._send(200, kind, f"data: {item.body}\n\n".encode())
+            return
+        response = _response(item, request.get("model", "fake-model"))
+        if not request.get("stream"):
+            self._json(200, response)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for n, event in enumerate(_response_events(response)):
+            event["sequence_number"] = n
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
         self._send(status, "application/json", json.dumps(body).encode())
@@ -501,6 +541,68 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     if reply.usage is not None:
         body["usage"] = _usage(reply.usage)
     return body
+
+
+def _response(reply: Reply, model: str) -> dict[str, Any]:
+    """`reply` as a completed Responses API object: a message item, then its calls."""
+    output: list[dict[str, Any]] = []
+    if reply.content is not None:
+        output.append({
+            "type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
+        })  # fmt: skip
+    for n, call in enumerate(_tool_call(c, n) for n, c in enumerate(reply.tool_calls)):
+        output.append({
+            "type": "function_call", "id": f"fc_{n}", "call_id": call["id"],
+            "name": call["function"]["name"], "arguments": call["function"]["arguments"],
+            "status": "completed",
+        })  # fmt: skip
+    prompt, completion = reply.usage or (0, 0)
+    return {
+        "id": "resp_fake", "object": "response", "created_at": 0, "status": "completed",
+        "model": reply.model or model, "output": output, "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+        "usage": {
+            "input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        },
+    }  # fmt: skip
+
+
+def _response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The typed stream of a Responses API answer, `response` being its completed form."""
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]
+    for index, item in enumerate(response["output"]):
+        where = {"output_index": index, "item_id": item["id"]}
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            empty = {**item, "status": "in_progress", "content": []}
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": empty})  # fmt: skip
+            events.append({"type": "response.content_part.added", **where, "content_index": 0,
+                           "part": part})  # fmt: skip
+            for piece in _pieces(text) if text else []:
+                events.append({"type": "response.output_text.delta", **where,
+                               "content_index": 0, "delta": piece, "logprobs": []})  # fmt: skip
+            events.append({"type": "response.output_text.done", **where, "content_index": 0,
+                           "text": text, "logprobs": []})  # fmt: skip
+            events.append({"type": "response.content_part.done", **where, "content_index": 0,
+                           "part": {**part, "text": text}})  # fmt: skip
+        else:
+            empty = {**item, "status": "in_progress", "arguments": ""}
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": empty})  # fmt: skip
+            for piece in _pieces(item["arguments"], 2):
+                events.append({"type": "response.function_call_arguments.delta", **where,
+                               "delta": piece})  # fmt: skip
+            events.append({"type": "response.function_call_arguments.done", **where,
+                           "arguments": item["arguments"]})  # fmt: skip
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return events
 
 
 @pytest.fixture
