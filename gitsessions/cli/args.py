@@ -1,8 +1,9 @@
 """What the commands' signatures share: the session id argument (and the one reading
 commands may leave out: this project's latest session, as `git log` defaults to HEAD),
 the `--json` flag, and the resolved `State` a command reads from its context (typer
-only; nothing heavy)."""
+only; nothing heavy), and the current directory when it still exists."""
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -50,3 +51,11 @@ def session_or_latest(state: "State", session: str | None) -> str:
             "(`gitsessions list` shows every session)"
         )
     return str(rows[0]["id"])
+
+
+def cwd_or_none() -> Path | None:
+    """The current directory, or None when it was removed under us."""
+    try:
+        return Path.cwd()
+    except OSError:
+        return None

@@ -1,10 +1,10 @@
 """`gitsessions doctor [--repair]`: what fsck cannot see, and its repair."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from gitsessions.cli.args import cwd_or_none
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.hooks.audit import audit
@@ -35,7 +35,7 @@ def cmd_doctor(
     from gitsessions.services.code import project_care
 
     report = doctor(state.store, repair=repair)
-    where = project_care.projects(state.store, state.env, _here())
+    where = project_care.projects(state.store, state.env, cwd_or_none())
     report.findings += project_care.check(state.store, state.env, where, repair)
     audit(
         state.home,
@@ -61,13 +61,6 @@ def cmd_doctor(
         err.print(summary)
     if not report.healthy:
         raise typer.Exit(1)
-
-
-def _here() -> Path | None:
-    try:
-        return Path.cwd()
-    except OSError:  # the directory was removed under us
-        return None
 
 
 def register(app: typer.Typer) -> None:

@@ -1,12 +1,11 @@
 """`gc`: pack the store's objects and purge what no session reaches; in the projects,
 drop the snapshots of sessions deleted here and pack what snapshots left loose."""
 
-from pathlib import Path
 
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.args import state_of
+from gitsessions.cli.args import cwd_or_none, state_of
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 
@@ -31,7 +30,7 @@ def cmd_gc(ctx: typer.Context) -> None:
         f"packed {plural(stats['objects'], 'object')} "
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
-    where = project_care.projects(state.store, state.env, _here())
+    where = project_care.projects(state.store, state.env, cwd_or_none())
     cleaned = project_care.clean(state.store, state.env, where)
     if cleaned.refs_packed:
         consoles.err.print(
@@ -44,13 +43,6 @@ def cmd_gc(ctx: typer.Context) -> None:
             f"({plural(cleaned.refs_deleted, 'ref')} deleted) in "
             f"{plural(cleaned.projects, 'project')}; each project's next `git gc` frees them"
         )
-
-
-def _here() -> Path | None:
-    try:
-        return Path.cwd()
-    except OSError:  # the directory was removed under us
-        return None
 
 
 def register(app: typer.Typer) -> None:
