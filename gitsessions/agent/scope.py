@@ -10,7 +10,7 @@ or not, is out of reach whatever id or query the model sends.
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.code.project_id import recorded as recorded_identity
 from gitsessions.services.code.project_id import same_project
@@ -104,23 +104,27 @@ def _relative(path: Any, root: Any) -> str | None:
         return None
 
 
-class Scope(NamedTuple):
+class Scope:
     """`workspace` None means every session (the user passed `--all-sessions`); with
-    `env`, the workspace's repository and its identity widen it (read when a session
-    tool runs, never before)."""
+    `env`, the workspace's repository and its identity widen it (read once, when a
+    session tool first runs, never before)."""
 
-    workspace: Path | None
-    env: Mapping[str, str] | None = None
+    def __init__(self, workspace: Path | None, env: Mapping[str, str] | None = None) -> None:
+        self.workspace = workspace
+        self.env = env
+        self._project: tuple[Path | None, Mapping[str, list[str]] | None] | None = None
 
     def sessions(self, store: "SessionStore", current: str) -> set[str] | None:
         """The ids within reach now (None: all of them); always includes `current`."""
         if self.workspace is None:
             return None
-        from gitsessions.services.code.workspace import project_of
         from gitsessions.store.catalog import Catalog  # sqlite: when a session tool runs
 
-        root, identity = (
-            project_of(self.workspace, self.env) if self.env is not None else (None, None)
-        )
+        if self._project is None:  # two git commands, not two for every tool call
+            from gitsessions.services.code.workspace import project_of
+
+            found = project_of(self.workspace, self.env) if self.env is not None else None
+            self._project = found or (None, None)
+        root, identity = self._project
         headers = Catalog(store).headers()
         return workspace_sessions(headers, self.workspace, root, identity) | {current}

@@ -71,20 +71,17 @@ def cmd_acp(
     state: State = ctx.obj
     check_stdio()
     warm_up()
-    settings = options.model_settings(
+    settings, shell, snapshots = options.agent_settings(
         state,
         model=model,
         base_url=base_url,
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
-    )
-    shell = options.shell_settings(
-        state,
         sandbox=sandbox,
         sandbox_network=sandbox_network,
         sandbox_allow_git=sandbox_allow_git,
+        no_snapshots=no_snapshots,
     )
-    snapshots = options.snapshot_settings(state, no_snapshots)
 
     def build(
         stack: ExitStack,

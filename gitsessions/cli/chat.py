@@ -82,20 +82,17 @@ def cmd_chat(
     turn from the working context, Ctrl-D leaves.
     """
     state: State = ctx.obj
-    settings = options.model_settings(
+    settings, shell, snapshots = options.agent_settings(
         state,
         model=model,
         base_url=base_url,
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
-    )
-    shell = options.shell_settings(
-        state,
         sandbox=sandbox,
         sandbox_network=sandbox_network,
         sandbox_allow_git=sandbox_allow_git,
+        no_snapshots=no_snapshots,
     )
-    snapshots = options.snapshot_settings(state, no_snapshots)
     if resume == "" and not continue_:  # `--resume` without an id: pick one
         resume = pick_session(state, options.workspace_dir(workspace))
         if resume is None:

@@ -64,18 +64,16 @@ def cmd_exec(
         text = prompt
     if not check_text(text, "the prompt").strip():
         raise BadUsage("the prompt is empty")
-    settings = options.model_settings(
+    settings, shell, snapshots = options.agent_settings(
         state,
         model=model,
         base_url=base_url,
         summary_model=summary_model,
         max_context_tokens=max_context_tokens,
-    )
-    shell = options.shell_settings(
-        state,
         sandbox=sandbox,
         sandbox_network=sandbox_network,
         sandbox_allow_git=sandbox_allow_git,
+        no_snapshots=no_snapshots,
     )
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
@@ -97,7 +95,7 @@ def cmd_exec(
         max_steps=max_steps,
         stream=False,
         all_sessions=all_sessions,
-        snapshots=options.snapshot_settings(state, no_snapshots),
+        snapshots=snapshots,
     ) as built:
         agent = built.agent
         err.print(f"session {agent.session.id}", style="dim", highlight=False)

@@ -1,7 +1,7 @@
 """Options shared by the commands that talk to a model, and how they become settings."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -130,6 +130,44 @@ def snapshot_settings(state: State, no_snapshots: bool) -> SnapshotSettings:
     """Code snapshot settings from --no-snapshots > config.toml [snapshots] > defaults."""
     path = config_path(state.home)
     return resolve_snapshot_settings(no_snapshots, state.config(), config_source=str(path))
+
+
+class AgentSettings(NamedTuple):
+    model: ModelSettings
+    shell: ShellSettings
+    snapshots: SnapshotSettings
+
+
+def agent_settings(
+    state: State,
+    *,
+    model: str | None,
+    base_url: str | None,
+    summary_model: str | None,
+    max_context_tokens: int | None,
+    sandbox: str | None,
+    sandbox_network: bool | None,
+    sandbox_allow_git: bool | None,
+    no_snapshots: bool,
+) -> AgentSettings:
+    """What `chat`, `exec` and `acp` run an agent with: the model, run_shell and code
+    snapshot settings, each from its flags > config.toml > defaults."""
+    return AgentSettings(
+        model_settings(
+            state,
+            model=model,
+            base_url=base_url,
+            summary_model=summary_model,
+            max_context_tokens=max_context_tokens,
+        ),
+        shell_settings(
+            state,
+            sandbox=sandbox,
+            sandbox_network=sandbox_network,
+            sandbox_allow_git=sandbox_allow_git,
+        ),
+        snapshot_settings(state, no_snapshots),
+    )
 
 
 def workspace_dir(flag: Path | None) -> Path:

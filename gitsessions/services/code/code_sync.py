@@ -67,9 +67,14 @@ def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.Completed
 
 
 def _repo(
-    workspace: Mapping[str, Any], here: Here, env: Mapping[str, str], writing: bool
+    workspace: Mapping[str, Any],
+    here: Here,
+    env: Mapping[str, str],
+    writing: bool,
+    identities: dict[str, Any],
 ) -> Path | None:
-    """The repository a session's snapshots move from or (`writing`) into."""
+    """The repository a session's snapshots move from or (`writing`) into;
+    `identities`: each recorded repository's identity, asked of git once a run."""
     known = recorded({"workspace": workspace})
     root, here_identity = here
     if root is not None and (
@@ -79,8 +84,11 @@ def _repo(
     where = workspace.get("repo_root") or workspace.get("path")
     if not where or not Path(str(where)).is_dir():
         return None
-    if writing and not (known and same_project(identity(Path(str(where)), env), known)):
-        return None
+    if writing:
+        if str(where) not in identities:
+            identities[str(where)] = identity(Path(str(where)), env)
+        if not (known and same_project(identities[str(where)], known)):
+            return None
     return Path(str(where))
 
 
@@ -100,9 +108,10 @@ def _by_repo(
     sessions: Iterable[CodeSession], here: Here, env: Mapping[str, str], writing: bool
 ) -> tuple[dict[Path, list[CodeSession]], list[CodeOutcome]]:
     grouped: dict[Path, list[CodeSession]] = {}
+    identities: dict[str, Any] = {}
     missing: list[CodeOutcome] = []
     for session in sessions:
-        repo = _repo(session.workspace, here, env, writing)
+        repo = _repo(session.workspace, here, env, writing, identities)
         if repo is None:
             where = str(session.workspace.get("path") or "none recorded")
             hint = "; run it in a clone of the session's project" if writing else ""
