@@ -18,24 +18,12 @@ from tests.test_sync import contents, make, say
 
 SEEDS = (7, 8, 9)  # each with divergences (2 or 3 pull forks), deletes and concurrent pairs
 ROUNDS = 18
-TOMBSTONES_WIN = pytest.param(
-    "tombstones win",
-    marks=pytest.mark.xfail(
-        reason="a pull never deletes a session that lives here (services/sync/sync.py "
-        "invariant, kept against a remote that lists ids it should not: "
-        "tests/test_hostile_remote.py::"
-        "test_a_remote_tombstone_never_marks_a_live_session_nor_travels_on): a session "
-        "deleted in one home lives on, reported `kept`, in every home that held it "
-        "until it is deleted there too; only its tombstone travels (checked above)",
-        strict=False,
-    ),
-)
 CHECKS = (
     "same sessions",
     "no message lost",
     "one fork per divergence",
     "tombstones travel",
-    TOMBSTONES_WIN,
+    "tombstones win",
     "second pull changes nothing",
     "git fsck clean",
 )

@@ -1,7 +1,7 @@
 """Hostile remotes, built by hand with stock git plumbing (`hash-object`, `mktree`,
 `commit-tree`, `update-ref` on a bare repository): what they send never deletes a
-session that lives here, never makes its id travel on as deleted, and never puts an
-object into the store that `git fsck --strict` refuses."""
+session that lives here without setting it aside (and forking what the remote never
+had), and never puts an object into the store that `git fsck --strict` refuses."""
 
 import json
 import os
@@ -9,9 +9,16 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import Cli, fsck, git
-from tests.test_sync import make, refs, results, say, summary
+from tests.test_sync import contents, header, make, refs, results, say, summary
 
 SESSIONS = "refs/heads/sessions/"
+TRASH = "refs/gitsessions/trash/"
+
+
+def head_of(home: Path, sid: str) -> str:
+    """The head a session had, as this home's record of heads last names it."""
+    lines = (home / "store.git" / "gitsessions" / "heads").read_text().split("\n")
+    return [line.split()[1] for line in lines if line.startswith(sid)][-1]
 
 
 def bare(path: Path) -> Path:
@@ -51,47 +58,58 @@ def deleted_file(home: Path) -> set[str]:
     return set(path.read_text().split()) if path.exists() else set()
 
 
-# -- hole 3: a remote's tombstones never delete or mark what lives here ------------------
+# -- hole 3: a remote's tombstones cost what lives here nothing but an id ----------------
 
 
-def test_a_remote_tombstone_never_marks_a_live_session_nor_travels_on(cli: Cli, home, tmp_path):
+def test_a_remote_tombstone_sets_aside_what_it_had_and_forks_what_it_never_had(
+    cli: Cli, home, tmp_path
+):
+    """Tombstones win everywhere (issue 21), and a remote that lists ids it should not
+    takes nothing: what it had is set aside for `undelete`, what it never had lives on
+    as a fork that the next push sends."""
     here_only = [make(home, tag="mine one"), make(home, tag="mine two")]  # never pushed
     shared = make(home, tag="shared")
+    before = {sid: contents(home, sid) for sid in [*here_only, shared]}
     origin = bare(tmp_path / "origin.git")
     cli("remote", "add", "origin", str(origin))
     cli("push", shared)
     gone = "f" * 32  # deleted on the remote, never here
     tombstone(origin, [*here_only, shared, gone])
 
-    pulled = cli("pull", "origin")
-    for sid in here_only:
-        assert (
-            f"kept {sid[:8]}: deleted on origin, but it has history here the remote never had"
-            in pulled.stderr
-        )
-    assert f"kept {shared[:8]}: deleted on origin; it stays here" in pulled.stderr
-    store_refs = refs(home / "store.git", SESSIONS)
-    assert {SESSIONS + sid for sid in [*here_only, shared]} <= set(store_refs)
-    assert deleted_file(home) == {gone}  # the one deleted there and not here
     report = summary(cli, home, "pull")
-    assert {k["id"] for k in report["kept"]} == {*here_only, shared}
+    outcome = {o["id"]: o for o in report["sessions"]}
+    assert {sid: outcome[sid]["result"] for sid in before} == dict.fromkeys(before, "deleted")
+    assert "fork" not in outcome[shared]  # the remote had all of it
+    forks = {sid: outcome[sid]["fork"] for sid in here_only}
+    for sid, fork in forks.items():
+        assert contents(home, fork) == before[sid]
+        assert header(home, fork)["parent_id"] == sid
+    assert set(refs(home / "store.git", SESSIONS)) == {SESSIONS + f for f in forks.values()}
+    assert deleted_file(home) == {gone, *before}
+    trash = refs(home / "store.git", "refs/gitsessions/trash/")
+    assert {name.rsplit("/", 1)[1] for name in trash} == set(before)
+    for sid in before:  # each trash commit's one parent is the head the session had
+        assert plumb(home / "store.git", "rev-parse", f"{trash[TRASH + sid]}^") == head_of(
+            home, sid
+        )
+    assert results(summary(cli, home, "pull")) == {shared: "deleted here"}  # nothing more
 
-    # a lost branch of such a session is still one `doctor --repair` restores
-    lost = here_only[0]
-    git(home / "store.git", "update-ref", "-d", SESSIONS + lost)
-    repaired = json.loads(cli("doctor", "--repair", "--json").stdout)
-    assert ("lost", lost) in {(f["kind"], f["subject"]) for f in repaired["findings"]}
-    assert refs(home / "store.git", SESSIONS)[SESSIONS + lost] == store_refs[SESSIONS + lost]
+    listed = json.loads(cli("undelete", "--json").stdout)
+    assert {e["id"] for e in listed} == set(before)
+    back = json.loads(cli("undelete", shared[:8], "--json").stdout)
+    assert back["from"] == shared and contents(home, back["id"]) == before[shared]
+    assert TRASH + shared not in refs(home / "store.git", "refs/gitsessions/trash/")
 
-    # a push to another remote sends them as sessions, not as deleted ones
+    # the forks and the undeleted session travel on as sessions, the ids as deleted
     mirror = bare(tmp_path / "mirror.git")
     cli("remote", "add", "mirror", str(mirror))
     cli("push", "mirror", "--all")
     third = tmp_path / "home-c"
     cli("--home", str(third), "remote", "add", "mirror", str(mirror))
     got = results(summary(cli, third, "pull"))
-    assert got == {sid: "created" for sid in [*here_only, shared]}
-    assert deleted_file(third) == {gone}  # the remote's own deleted id still travels
+    assert got == {sid: "created" for sid in [*forks.values(), back["id"]]}
+    assert deleted_file(third) == {gone, *before}
+    fsck(home)
     fsck(third)
 
 

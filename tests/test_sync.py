@@ -232,15 +232,18 @@ def test_deletes_travel_only_on_purpose(cli, home, other, remote, tmp_path):
     fresh = tmp_path / "home-c"
     cli("--home", str(fresh), "remote", "add", "origin", remote.url)
     assert results(summary(cli, fresh, "pull")) == {keep: "created", gone: "deleted here"}
-    # a machine that still has it keeps it: a pull never deletes
-    assert results(summary(cli, other, "pull"))[gone] == "unchanged"
-    assert results(summary(cli, other, "push", "--prune")) == {}  # it is no delete of its
-    assert f"refs/heads/sessions/{gone}" in refs(remote.bare)
+    # a machine that still has it deletes it too (tombstones win), setting it aside
+    pulled = {o["id"]: o for o in summary(cli, other, "pull")["sessions"]}
+    assert pulled[gone]["result"] == "deleted" and "fork" not in pulled[gone]
+    assert f"refs/heads/sessions/{gone}" not in refs(other / "store.git")
+    assert f"refs/gitsessions/trash/{gone}" in refs(other / "store.git")
+    assert results(summary(cli, other, "pull"))[gone] == "deleted here"  # and stays so
 
     pruned = summary(cli, home, "push", "--prune")
     assert results(pruned) == {gone: "pruned"} and pruned["remaining_deleted"] == 0
     assert f"refs/heads/sessions/{gone}" not in refs(remote.bare)
     assert f"refs/heads/sessions/{keep}" in refs(remote.bare)
+    assert not [r for r in refs(remote.bare) if "trash" in r]  # this home's alone
     fsck(fresh)
     check_remote(remote, tmp_path)
 

@@ -1,19 +1,25 @@
-"""Commands that change one session: rename, archive, unarchive, delete.
+"""Commands that change one session: rename, archive, unarchive, delete, undelete.
 
 Each is one operation of services/sessions/manage.py (through the writer: one commit or
 none, one audit line); a delete also takes what the session left in the project
 (services/code/delete.py). Stored strings are shown through `one_line`.
 """
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.args import IdArg, state_of
-from gitsessions.cli.plain import one_line
+from gitsessions.cli.args import IdArg, JsonFlag, state_of
+from gitsessions.cli.plain import one_line, write_json
+from gitsessions.cli.state import plain_out
+from gitsessions.store.errors import StoreError
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
+    from gitsessions.store.trash import SetAside
 
 
 def cmd_rename(
@@ -89,8 +95,61 @@ def cmd_delete(
         )
 
 
+SetAsideArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[ID]",
+        help="The deleted session's id or a unique prefix (4+); none: list them.",
+        show_default=False,
+    ),
+]
+
+
+def cmd_undelete(ctx: typer.Context, session: SetAsideArg = None, json_: JsonFlag = False) -> None:
+    """Bring back a session a pull deleted because a remote listed it as deleted (a
+    pull sets such a session aside for 30 days; `gc` drops it after that). It comes
+    back as a new session, forked from the head it had: its old id stays deleted
+    everywhere. Without ID: list what is set aside."""
+    from gitsessions.services.sessions import manage
+    from gitsessions.values.clock import iso_of_timestamp
+
+    store = state_of(ctx).store
+    if session is None:
+        entries = manage.set_aside_entries(store)
+        rows = [
+            {"id": e.id, "set_aside_at": iso_of_timestamp(e.when), "why": e.why,
+             "title": str(_title(store, e))}
+            for e in entries
+        ]  # fmt: skip
+        if json_:
+            write_json(plain_out, rows)
+            return
+        if not rows:
+            consoles.err.print("nothing is set aside")
+        for row in rows:
+            line = f"{short(row['id'])}  {row['set_aside_at']}  {row['title']}  ({row['why']})"
+            consoles.out.print(one_line(line), markup=False, highlight=False)
+        return
+    head = manage.undelete(store, session)
+    if json_:
+        write_json(plain_out, {"id": head.id, "from": head.header.get("parent_id")})
+        return
+    consoles.err.print(
+        f"undeleted {short(str(head.header.get('parent_id')))} as {head.id}", markup=False
+    )
+
+
+def _title(store: "SessionStore", entry: "SetAside") -> str:
+    try:
+        header = store.head_at(entry.id, entry.head).header
+    except StoreError:
+        return "(unreadable)"
+    return str(header.get("title") or header.get("summary") or "(untitled)")
+
+
 def register(app: typer.Typer) -> None:
     app.command("rename")(cmd_rename)
     app.command("archive")(cmd_archive)
     app.command("unarchive")(cmd_unarchive)
     app.command("delete")(cmd_delete)
+    app.command("undelete")(cmd_undelete)

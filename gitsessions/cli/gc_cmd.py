@@ -30,6 +30,11 @@ def cmd_gc(ctx: typer.Context) -> None:
         f"packed {plural(stats['objects'], 'object')} "
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
+    if stats["set_aside_dropped"]:
+        consoles.err.print(
+            f"dropped {plural(stats['set_aside_dropped'], 'session')} a pull set aside "  # type: ignore[arg-type]
+            "more than 30 days ago"
+        )
     where = project_care.projects(state.store, state.env, cwd_or_none())
     cleaned = project_care.clean(state.store, state.env, where)
     if cleaned.refs_packed:

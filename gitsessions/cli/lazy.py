@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "archive": ("edit_cmd", "Hide a session from `list` and search."),
     "unarchive": ("edit_cmd", "Bring an archived session back."),
     "delete": ("edit_cmd", "Delete a session for good, with every object only it used."),
+    "undelete": ("edit_cmd", "Bring back a session a pull deleted for a remote's tombstone."),
     "gc": ("gc_cmd", "Pack objects (deltified) and purge what no session reaches."),
     "export": ("exchange", "Export a whole session as one JSON document."),
     "import": ("exchange", "Import an export file, or Claude Code or Codex sessions."),

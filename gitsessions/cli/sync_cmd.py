@@ -96,11 +96,16 @@ Here = Annotated[
 ]
 
 
-def _here_ids(store: "SessionStore") -> list[str]:
+def _project_ids(store: "SessionStore") -> list[str]:
     """The sessions of the project of the current directory (and their forks)."""
     from gitsessions.cli.listing import session_rows
 
-    ids = [row["id"] for row in session_rows(store, include_archived=True, workspace=Path.cwd())]
+    return [row["id"] for row in session_rows(store, include_archived=True, workspace=Path.cwd())]
+
+
+def _here_ids(store: "SessionStore") -> list[str]:
+    """`_project_ids`, at least one."""
+    ids = _project_ids(store)
     if not ids:
         raise BadUsage(f"no session of this project here ({one_line(str(Path.cwd()))})")
     return ids
@@ -240,15 +245,18 @@ def cmd_pull(
     """Fetch the remote's sessions: new ones are created, ones the remote moved ahead
     fast-forward, and when both sides changed our line becomes a fork (pushed next) and
     the session takes the remote's (nothing is lost; every machine converges). A
-    session deleted here, or on a machine that pushed its deletes, is never re-created;
-    a pull never deletes one, nor marks one that lives here deleted (it says `kept
-    ID`). Needs git 2.29 or newer."""
+    session deleted here, or on a machine that pushed its deletes, is never re-created,
+    and one deleted there is deleted here too: set aside (`gitsessions undelete` brings
+    it back), its history the remote never had first forked to a new session. Needs
+    git 2.29 or newer."""
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None
+    scope = set(_project_ids(store)) if here else None
     report = sync.pull(
-        store, remote, progress=_progress, env=st.env, writable=lambda: st.store, keys=keys
-    )
+        store, remote, progress=_progress, env=st.env, writable=lambda: st.store, keys=keys,
+        scope=scope,
+    )  # fmt: skip
     if code:
         sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
     _show(report, json_, "pulled")
@@ -268,7 +276,10 @@ def cmd_sync(
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None
-    pulled = sync.pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys)
+    scope = set(_project_ids(store)) if here else None
+    pulled = sync.pull(
+        store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope
+    )
     ids = _here_ids(store) if here else None
     pushed = sync.push(store, pulled.remote, ids, env=st.env)
     if json_:

@@ -182,6 +182,7 @@ class SessionStore(SessionReader):
         fork_point: bytes | None = None,
         header_updates: Mapping[str, Any] | None = None,
         trailers: Mapping[str, Any] | None = None,
+        held_by: bytes | None = None,
     ) -> Head:
         """A new session on a commit whose parent is `source`'s head; nothing is copied.
         `fork_point` (default: that head) is what the header and trailer name: a pull's
@@ -189,7 +190,8 @@ class SessionStore(SessionReader):
         alone (a worktree) are not inherited; `header_updates` sets the fork's own,
         `trailers` adds to its commit's. Its usage starts at zero: the parent's requests
         stay counted once, in the parent (a pull's fork counts what the line it holds
-        spent since the merge base)."""
+        spent since the merge base). `held_by`: the ref that keeps the source's objects
+        (default: its branch; `undelete` names the trash ref of a deleted session)."""
         point = (fork_point or source.commit).decode()
         header = without_local_marks(source.header)
         header.pop("format", None)
@@ -219,6 +221,7 @@ class SessionStore(SessionReader):
                 f"fork: from {source.id[:8]}",
                 all_trailers,
                 None,
+                held_by=held_by,
             )
         except ObjectMissing:
             if self.exists(source.id):
@@ -240,10 +243,12 @@ class SessionStore(SessionReader):
         *,
         when: int | None = None,
         publish: bool = True,
+        held_by: bytes | None = None,
     ) -> Head:
         """One commit of `change` on `base`, the branch moved from `expected` to it by
         compare-and-swap; with `publish=False` (the parts of a long import, see
-        `create`) its objects are written and no ref moves."""
+        `create`) its objects are written and no ref moves. A fork goes ahead only while
+        `held_by` (default: the source's branch) still keeps the source's objects."""
         self.git.ensure_main()  # a store made before `main` existed gets it now
         counts = (
             dict(base.counts) if base else {"messages": 0, "context_messages": 0, "compactions": 0}
@@ -321,7 +326,12 @@ class SessionStore(SessionReader):
             return Head(session_id, commit.id, tree_id, header)
         staged = base is not None and base.id == session_id and expected is None
         with self.git.locked(), self.git.ref_locked(ref):
-            if base is not None and expected is None and not staged and not self.exists(base.id):
+            if (
+                base is not None
+                and expected is None
+                and not staged
+                and not (self.git.ref(held_by) is not None if held_by else self.exists(base.id))
+            ):
                 # A fork whose source was deleted meanwhile: its objects may be purged.
                 raise SessionNotFound(f"session {base.id[:8]} was deleted; nothing was forked")
             self.git.add_objects([*draft.new_objects, commit])
@@ -439,6 +449,24 @@ class SessionStore(SessionReader):
                 raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
         self.git.forget_ref_lock(ref)
         return maintenance.purge(self.git, head.commit)
+
+    def set_aside(self, head: Head, why: str) -> bool:
+        """Delete the session as `delete` does, but keep its head in the trash
+        (`store.trash`) and purge nothing: a remote's tombstone deletes here only what
+        `undelete` can bring back. The trash ref is written before the branch goes;
+        False (nothing deleted, the trash kept) when the branch moved meanwhile."""
+        from gitsessions.store import tombstones, trash
+
+        ref = ref_name(head.id)
+        with self.git.locked(), self.git.ref_locked(ref):
+            if self.git.ref(ref) != head.commit:
+                return False
+            trash.set_aside(self.git, head.id, head.commit, why, int(time.time()))
+            tombstones.record(self.git.path, head.id)
+            if not self.git.move_ref(ref, head.commit, None):
+                raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")
+        self.git.forget_ref_lock(ref)
+        return True
 
 
 def _timestamp(iso: Any) -> int:

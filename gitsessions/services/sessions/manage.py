@@ -1,4 +1,5 @@
-"""Session management operations: rename, archive, pin, unpin, fork, delete, gc.
+"""Session management operations: rename, archive, pin, unpin, fork, delete, set aside
+(a remote's tombstone) and undelete, gc.
 
 Each is an edit function handed to `services.sessions.writer` (the one write path: lease,
 compare-and-swap retry on a fresh head, no commit when nothing changes, one audit line).
@@ -6,6 +7,8 @@ From the chat, the agent's process already holds the lease (`lease_held=True`). 
 leaves nothing of the session behind outside the store either: cache rows, chat history
 lines, lease file; `code/delete.py` adds what it left in the project.
 """
+
+from typing import TYPE_CHECKING
 
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import chat_history, points, writer
@@ -20,6 +23,9 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import MAX_TITLE, check_title, new_id
 from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
+
+if TYPE_CHECKING:
+    from gitsessions.store import trash
 
 FORK_MARK = " (fork)"
 
@@ -115,10 +121,73 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Hea
     return deleted[0]
 
 
+def set_aside(store: SessionStore, head: Head, why: str) -> bool:
+    """Delete a session a remote's tombstone lists, keeping its head in the trash for
+    `undelete` (`SessionStore.set_aside`): its cache rows, chat history lines and
+    remote-tracking refs go as a delete's do. The caller holds the session's lease
+    (and discards it). False when the branch moved meanwhile (nothing changed)."""
+    from gitsessions.store import tracking
+
+    def run() -> bool:
+        if not store.set_aside(head, why):
+            return False
+        tracking.forget_session(store.git, head.id)
+        Catalog(store).forget(head.id)
+        SearchIndex(store).forget(head.id)
+        chat_history.forget(store.home, head.id)
+        return True
+
+    return writer.audited(store, "set aside", head.id, run, outcome=lambda won: str(won))
+
+
+def set_aside_entries(store: SessionStore) -> list["trash.SetAside"]:
+    """What a remote's tombstones set aside here, newest first."""
+    from gitsessions.store import trash
+
+    return trash.entries(store.git)
+
+
+def undelete(store: SessionStore, session_id: str) -> Head:
+    """Bring back a session a remote's tombstone set aside: a new session (its id is
+    deleted everywhere) forked from the head it had, titled as it was; the trash
+    entry goes once the fork is written. `session_id`: the id or a prefix of it."""
+    from gitsessions.store import trash
+
+    found = [e for e in trash.entries(store.git) if e.id.startswith(session_id.lower())]
+    if not found:
+        raise InvalidInput(
+            f"nothing set aside matches {session_id!r} (`gitsessions undelete` lists it)"
+        )
+    if len({e.id for e in found}) > 1:
+        raise InvalidInput(f"{session_id!r} names several sessions set aside: give more of the id")
+    entry = found[0]
+    fork_id = new_id()
+
+    def run() -> Head:
+        source = store.head_at(entry.id, entry.head)  # its title stays as it was
+        made = store.fork(
+            source, fork_id, title=None, created_at=now_iso(), held_by=trash.ref_of(entry.id)
+        )
+        trash.drop(store.git, entry)
+        return made
+
+    return writer.audited(store, "undelete", entry.id, run, fork=fork_id)
+
+
+def drop_expired(store: SessionStore) -> int:
+    """`gc`'s part: trash entries older than `trash.KEEP_DAYS` days go (their objects
+    with the repack that follows); how many."""
+    from gitsessions.store import trash
+
+    return sum(trash.drop(store.git, e) for e in trash.expired(store.git))
+
+
 def gc(store: SessionStore) -> dict[str, object]:
     def run() -> dict[str, object]:
         with background.maintenance_quiet(store.git.path):
-            return maintenance.repack(store.git)
+            dropped = drop_expired(store)
+            done = maintenance.repack(store.git)
+            return {**done, "set_aside_dropped": dropped}
 
     return writer.audited(store, "gc", None, run)
 

@@ -13,14 +13,19 @@ Invariants:
   and one divergence makes one fork, whichever homes pull it (bench/convergence.py).
 - A session whose lease is held (a running agent) is not moved; it is reported and
   left for the next pull.
-- Deletes travel only on purpose. Deleted ids (`store.tombstones`) sync as a set union
-  through the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
-  fast-forward of the remote's): a pull never creates a session deleted on either
-  side, and only `push --prune` deletes remote branches (compare-and-swap on their old
-  value). A session that still exists here is never removed by a pull, and its id never
-  goes into the local deleted file (so `doctor --repair` still restores it and no push
-  sends it on as deleted): a remote's tombstone for it is reported (`Report.kept`),
-  saying whether it has history here the remote never had.
+- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync as a set
+  union through the remote's `refs/gitsessions/tombstones` (a commit listing them,
+  always a fast-forward of the remote's): a pull never creates a session deleted on
+  either side, and only `push --prune` deletes remote branches (compare-and-swap on
+  their old value). A session live here that the remote lists as deleted is deleted
+  here by the pull, holding its lease, but set aside first (`store.trash`: `undelete`
+  brings it back as a new session, `gc` drops it after 30 days); when it has history
+  the remote never had (its head is not the remote's branch, as listed now or last
+  fetched, nor an ancestor of it), that line is first forked to a new session, which
+  the next push sends. So a hostile remote's tombstone costs a session nothing but a
+  new id. A push sends no session the remote lists as deleted (`deleted there`: the
+  pull decides). A session whose branch is lost here (this home recorded heads for
+  it) is not marked deleted, so `doctor --repair` still restores it (`Report.kept`).
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
   session, message index and rule (or the file, for an older version), unless
@@ -70,7 +75,7 @@ if TYPE_CHECKING:
 
 ZERO = b"0" * 40
 SWAPPED = "diverged: this home's line"  # a pull's fork: the branch took the remote's line
-NOT_SENT = ("diverged", "behind", "refused")  # push results that make its exit code 1
+NOT_SENT = ("diverged", "behind", "refused", "deleted there")  # push results: exit code 1
 Progress = Callable[[str], None]
 
 
@@ -82,8 +87,9 @@ class Outcome:
 
     def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
         self.id = id
-        # push: new, updated, up to date, diverged, behind, pruned, refused;
-        # pull: created, updated, unchanged, forked, busy, deleted here, refused
+        # push: new, updated, up to date, diverged, behind, deleted there, pruned, refused;
+        # pull: created, updated, unchanged, forked, busy, deleted (by the remote's
+        # tombstone), deleted here (not created), refused
         self.result = result
         self.detail = detail
         self.fork = fork
@@ -114,7 +120,7 @@ class Report:
         self.sessions: list[Outcome] = []
         self.remaining_deleted = 0  # push: remote copies of sessions deleted here
         self.tombstones = 0  # deleted ids known after the sync
-        self.kept: list[tuple[str, str]] = []  # (id, why): live here, deleted on the remote
+        self.kept: list[tuple[str, str]] = []  # (id, why): lost here, deleted on the remote
         self.code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
 
     def counts(self) -> dict[str, int]:
@@ -161,12 +167,10 @@ def pick_remote(store: Store, name: str | None) -> str:
 def _merge_tombstones(
     store: Store, name: str, refs: dict[bytes, bytes]
 ) -> tuple[set[str], set[str], list[tuple[str, str]]]:
-    """Fold the remote's deleted ids into ours, except those of sessions live here and
-    those whose branch is lost here (this home recorded heads for them, `headlog`:
-    `doctor --repair` restores them): (every deleted id, the remote's, `(id, why)` for
-    each live or lost one the remote lists).
-    A live id already in the local file (written before this rule) is not counted as
-    deleted here either, so a push never sends it on."""
+    """Fold the remote's deleted ids into ours, except those of sessions live here (a
+    pull deletes them: `_delete_here`) and those whose branch is lost here (this home
+    recorded heads for them, `headlog`: `doctor --repair` restores them): (every
+    deleted id, the remote's, `(id, why)` for each lost one the remote lists)."""
     remote_dead: set[str] = set()
     tip = refs.get(TOMBSTONES)
     if tip is not None and history.has(store.git, tip):
@@ -178,9 +182,6 @@ def _merge_tombstones(
     for sid in sorted(new - lost):
         tombstones.record(store.git.path, sid)
     kept = [
-        (sid, _kept_why(store, name, refs, sid, live[sid]))
-        for sid in sorted(remote_dead & live.keys())
-    ] + [
         (sid, f"deleted on {name}, but its branch here is lost, not deleted "
          "(`gitsessions doctor --repair` restores it)")
         for sid in sorted(lost)
@@ -188,21 +189,62 @@ def _merge_tombstones(
     return local | (remote_dead - lost), remote_dead, kept
 
 
-def _kept_why(store: Store, name: str, refs: dict[bytes, bytes], sid: str, mine: bytes) -> str:
-    """Why a session the remote lists as deleted stays here: whether the remote ever
-    had all of its history here (its branch there, as listed now or last fetched, is
-    our head or a descendant of it)."""
+def _remote_had(store: Store, name: str, refs: dict[bytes, bytes], sid: str) -> list[bytes]:
+    """The heads the remote is known to have had for `sid`: its branch as listed now and
+    as last fetched (each one present here)."""
     git = store.git
     ref = ref_name(sid)
     seen = [refs.get(ref), git.ref(tracking.tracking_prefix(name) + ref[len(b"refs/heads/") :])]
-    if any(
-        sha is not None
-        and history.has(git, sha)
-        and (sha == mine or history.is_ancestor(git, mine, sha))
-        for sha in seen
-    ):
-        return f"deleted on {name}; it stays here (gitsessions delete {short(sid)} deletes it)"
-    return f"deleted on {name}, but it has history here the remote never had"
+    return [sha for sha in dict.fromkeys(seen) if sha is not None and history.has(git, sha)]
+
+
+def _delete_here(
+    store: Store,
+    full: Callable[[], SessionStore],
+    name: str,
+    refs: dict[bytes, bytes],
+    sid: str,
+    mine: bytes,
+) -> Outcome:
+    """A session live here that the remote lists as deleted: set aside (`undelete`
+    brings it back), its line first forked when the remote never had all of it;
+    left, holding nothing, when a running agent holds its lease."""
+    from gitsessions.services.sessions import manage, writer
+    from gitsessions.values.clock import now_iso
+
+    git = store.git
+    try:
+        lease = Lease(store.home, sid)
+    except SessionInUse:
+        why = f"deleted on {name}; in use by a running agent, so left for the next pull"
+        return Outcome(sid, "busy", why)
+    with lease:
+        try:
+            writing = full()
+            ours = writing.head_at(sid, mine)
+            had = _remote_had(store, name, refs, sid)
+            fork = None
+            if not any(sha == mine or history.is_ancestor(git, mine, sha) for sha in had):
+                bases = [history.merge_base(git, mine, sha) for sha in had]
+                fork = writer.fork(
+                    writing,
+                    ours,
+                    new_id(),
+                    title=_fork_title(ours, f"deleted on {name}"),
+                    created_at=now_iso(),
+                    fork_point=next((b for b in bases if b is not None), None),
+                    operation="pull",
+                ).id
+            why = f"deleted on {name}" + (f"; its line lives on as {short(fork)}" if fork else "")
+            if not manage.set_aside(writing, ours, why):
+                return Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
+            lease.discard()
+        except StoreError as error:
+            return Outcome(sid, "refused", str(error))
+    if fork is not None:
+        return Outcome(sid, "deleted", f"deleted on {name}; what {name} never had", fork)
+    return Outcome(sid, "deleted", f"deleted on {name}; `gitsessions undelete {short(sid)}` "
+                   "brings it back")  # fmt: skip
 
 
 def _fetch_tombstones(
@@ -264,6 +306,9 @@ def push(
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
         for sid in chosen:
+            if sid in remote_dead:  # a pull deletes it here, or forks what it has more
+                outcomes[sid] = Outcome(sid, "deleted there", f"deleted on {name}: run pull")
+                continue
             outcome, old = _push_decision(store, sid, local[sid], refs.get(ref_name(sid)))
             outcomes[sid] = outcome
             if outcome.result in ("new", "updated"):
@@ -388,12 +433,14 @@ def pull(
     env: transport.Env = None,
     writable: Callable[[], SessionStore] | None = None,
     keys: list[bytes] | None = None,
+    scope: set[str] | None = None,
 ) -> Report:
     """Fetch the remote's session branches and bring each here; see the invariants.
     `env`: the environment stock git runs in (None: this process's). `writable`: the
     full store, opened when a fork is to be written (default: `store` itself). `keys`:
     only the sessions the remote's project index lists under them (`pull --here`: one
-    project's, asked of the remote by their prefixes alone; `projectrefs`).
+    project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
+    the only sessions here a remote's tombstone may delete (None: any).
 
     Nothing is read for a session whose branch here already holds the remote's
     commit; the branches that move (created, fast-forwarded) and the remote-tracking
@@ -407,10 +454,11 @@ def pull(
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
-        listed, dead, _, report.kept = _fetch_tombstones(
+        listed, dead, remote_dead, report.kept = _fetch_tombstones(
             store, name, url, progress, env, track=False, listed=indexed
         )
         local = store.ids()
+        doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
 
         seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
@@ -420,7 +468,7 @@ def pull(
             wants[:] = [
                 sha
                 for sid, sha in seen[0][1].items()
-                if local.get(sid) != sha and (sid in local or sid not in dead)
+                if local.get(sid) != sha and sid not in doomed and (sid in local or sid not in dead)
             ]
             return wants
 
@@ -430,7 +478,11 @@ def pull(
             track=False, refused=refused,
         )  # fmt: skip
         remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
-        theirs = {s: sha for s, sha in remote_sessions.items() if s in local or s not in dead}
+        theirs = {
+            s: sha
+            for s, sha in remote_sessions.items()
+            if s not in doomed and (s in local or s not in dead)
+        }
         tracked: dict[bytes, bytes | None] = {
             ref_name(s): sha for s, sha in theirs.items() if sha not in refused
         }
@@ -457,6 +509,8 @@ def pull(
                     behind[sid] = (mine, sha)
                 else:
                     outcomes[sid] = outcome
+        for sid in sorted(doomed):
+            outcomes[sid] = _delete_here(store, full, name, refs, sid, local[sid])
         for sid, why in _check_arriving(store, arriving, env).items():
             if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)

@@ -1,0 +1,105 @@
+"""Sessions a remote's tombstone deleted here, set aside so that nothing is lost.
+
+A pull that finds a session live here listed as deleted on the remote deletes it here
+too (tombstones win everywhere), but keeps its last head under
+`refs/gitsessions/trash/<id>`: a commit with an empty tree whose one parent is that
+head, made when it was set aside, its message saying why. `undelete` brings it back
+as a new session; `gc` drops what was set aside more than `KEEP_DAYS` days ago.
+
+Invariants:
+- The trash commit and its ref are written (objects first, the ref by compare-and-swap)
+  before the session's branch is removed, so a crash between the two leaves the
+  session in both places, never in neither.
+- Trash refs are this home's: never pushed, pulled or exported (sync names its refs
+  one by one, and none of them lives here).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gitsessions.store.rawobjects import COMMIT, parse_commit
+from gitsessions.store.refpack import read_loose, read_packed
+from gitsessions.values.ids import is_session_id
+
+if TYPE_CHECKING:
+    from gitsessions.store.repo import GitStore
+
+TRASH = b"refs/gitsessions/trash/"
+KEEP_DAYS = 30
+AUTHOR = b"gitsessions <gitsessions@localhost>"
+
+
+@dataclass(frozen=True)
+class SetAside:
+    id: str
+    ref_value: bytes  # the trash commit
+    head: bytes  # the session's head when it was set aside
+    when: int  # unix time it was set aside
+    why: str
+
+
+def ref_of(session_id: str) -> bytes:
+    return TRASH + session_id.encode()
+
+
+def set_aside(git: GitStore, session_id: str, head: bytes, why: str, when: int) -> bytes:
+    """Write the trash commit for `head` and point the session's trash ref at it (one
+    set aside before, by an older delete of the same id, is replaced); the caller
+    holds the store's lock."""
+    from dulwich.objects import Commit, Tree
+
+    assert is_session_id(session_id)
+    tree = Tree()
+    commit = Commit()
+    commit.tree = tree.id
+    commit.parents = [head]
+    commit.author = commit.committer = AUTHOR
+    commit.author_time = commit.commit_time = when
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.encoding = b"UTF-8"
+    commit.message = f"set aside: {why}\n".encode()
+    git.add_objects([tree, commit])
+    ref = ref_of(session_id)
+    with git.ref_locked(ref):
+        old = git.ref(ref)
+        if not git.move_ref(ref, old, commit.id):
+            raise OSError(f"trash ref of {session_id[:8]} changed meanwhile")
+    return commit.id
+
+
+def entries(git: GitStore) -> list[SetAside]:
+    """What is set aside, newest first; a trash ref that names no commit of the right
+    shape is skipped."""
+    found: list[SetAside] = []
+    packed = {n: s for n, s in read_packed(git.path / "packed-refs").items() if n.startswith(TRASH)}
+    for name, sha in {**packed, **read_loose(git.path, TRASH)}.items():
+        sid = name[len(TRASH) :].decode("ascii", "replace") if name.startswith(TRASH) else ""
+        if not is_session_id(sid) or not git.has(sha):
+            continue
+        kind, raw = git.raw(sha)
+        if kind != COMMIT:
+            continue
+        commit = parse_commit(raw)
+        if len(commit.parents) != 1:
+            continue
+        why = commit.message.decode("utf-8", "replace").strip().removeprefix("set aside: ")
+        found.append(SetAside(sid, sha, commit.parents[0], commit.commit_time, why))
+    return sorted(found, key=lambda e: (-e.when, e.id))
+
+
+def drop(git: GitStore, entry: SetAside) -> bool:
+    """Remove a trash ref (compare-and-swap on the value it was read at)."""
+    ref = ref_of(entry.id)
+    with git.ref_locked(ref):
+        won = git.move_ref(ref, entry.ref_value, None)
+    git.forget_ref_lock(ref)
+    return won
+
+
+def expired(git: GitStore, now: float | None = None) -> list[SetAside]:
+    """What was set aside more than `KEEP_DAYS` days ago."""
+    limit = (time.time() if now is None else now) - KEEP_DAYS * 86400
+    return [e for e in entries(git) if e.when < limit]
