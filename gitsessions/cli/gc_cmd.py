@@ -1,7 +1,6 @@
 """`gc`: pack the store's objects and purge what no session reaches; in the projects,
 drop the snapshots of sessions deleted here and pack what snapshots left loose."""
 
-
 import typer
 
 from gitsessions.cli import state as consoles
@@ -11,9 +10,10 @@ from gitsessions.values.plural import plural
 
 
 def cmd_gc(ctx: typer.Context) -> None:
-    """Pack objects (deltified) and purge what no session reaches; in the projects the
-    sessions worked in, drop the snapshots of sessions deleted here and pack the loose
-    snapshot refs and objects."""
+    """Pack objects (deltified) and purge what no session reaches, after dropping the
+    sessions a pull set aside more than 30 days ago (`undelete` lists them); in the
+    projects the sessions worked in, drop the snapshots of sessions deleted here and
+    pack the loose snapshot refs and objects."""
     from gitsessions.services.code import project_care
     from gitsessions.services.sessions import manage
 
