@@ -209,8 +209,7 @@ def _delete_here(
     """A session live here that the remote lists as deleted: set aside (`undelete`
     brings it back), its line first forked when the remote never had all of it;
     left, holding nothing, when a running agent holds its lease."""
-    from gitsessions.services.sessions import manage, writer
-    from gitsessions.values.clock import now_iso
+    from gitsessions.services.sessions import manage
 
     git = store.git
     try:
@@ -226,15 +225,8 @@ def _delete_here(
             fork = None
             if not any(sha == mine or history.is_ancestor(git, mine, sha) for sha in had):
                 bases = [history.merge_base(git, mine, sha) for sha in had]
-                fork = writer.fork(
-                    writing,
-                    ours,
-                    new_id(),
-                    title=_fork_title(ours, f"deleted on {name}"),
-                    created_at=now_iso(),
-                    fork_point=next((b for b in bases if b is not None), None),
-                    operation="pull",
-                ).id
+                base = next((b for b in bases if b is not None), None)
+                fork = _fork_line(writing, ours, f"deleted on {name}", base).id
             why = f"deleted on {name}" + (f"; its line lives on as {short(fork)}" if fork else "")
             if not manage.set_aside(writing, ours, why):
                 return Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
@@ -608,21 +600,10 @@ def _bring(
         except SessionInUse:
             return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
         with lease:
-            from gitsessions.services.sessions import writer
-            from gitsessions.values.clock import now_iso
-
             writing = full()
             base = history.merge_base(git, mine, theirs)
             ours = writing.head_at(sid, mine)
-            fork = writer.fork(
-                writing,
-                ours,
-                new_id(),
-                title=_fork_title(ours, f"diverged from {name}"),
-                created_at=now_iso(),
-                fork_point=base,
-                operation="pull",
-            )
+            fork = _fork_line(writing, ours, f"diverged from {name}", base)
             ref = ref_name(sid)
             if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
                 why = "diverged; changed here meanwhile, so it stays: pull again"
@@ -659,6 +640,19 @@ def _check_arriving(
         except StoreError as error:
             out[sid] = str(error)
     return out
+
+
+def _fork_line(writing: SessionStore, ours: Head, why: str, base: bytes | None) -> Head:
+    """This home's line of a session made a new session by a pull (`why` marks its
+    title), its fork point `base`, the last commit the remote had of it."""
+    from gitsessions.services.sessions import writer
+    from gitsessions.values.clock import now_iso
+
+    title = _fork_title(ours, why)
+    return writer.fork(
+        writing, ours, new_id(), title=title, created_at=now_iso(), fork_point=base,
+        operation="pull",
+    )  # fmt: skip
 
 
 def _fork_title(head: Head, why: str) -> str:
