@@ -15,7 +15,7 @@ import pytest
 from dulwich.objects import Blob
 
 from gitsessions.store import maintenance, piles
-from gitsessions.store.background import wait_for_maintenance
+from gitsessions.store.background import maintenance_quiet, wait_for_maintenance
 from gitsessions.store.sessions import Change, SessionStore
 from tests.conftest import REPO, fsck, git
 from tests.test_faults import needs_root, tmpfs
@@ -52,14 +52,18 @@ def test_a_turn_adds_one_pack_with_its_index_and_no_loose_object(home, make_sess
     store.close()
 
 
-def test_a_single_object_stays_loose(store, home):
-    """One object is one file either way; loose it needs no index beside it."""
+def test_one_or_two_objects_stay_loose(store, home):
+    """One or two objects are as many files as a pack and its index; loose they need
+    no index of a kilobyte beside them."""
     store_git = home / "store.git"
     files = pack_files(store_git)
-    blob = Blob.from_string(b"alone")
-    store.git.add_objects([blob])
-    assert (store_git / "objects" / blob.id[:2].decode() / blob.id[2:].decode()).exists()
+    blobs = [Blob.from_string(b"alone"), Blob.from_string(b"together")]
+    store.git.add_objects(blobs)
+    for blob in blobs:
+        assert (store_git / "objects" / blob.id[:2].decode() / blob.id[2:].decode()).exists()
     assert pack_files(store_git) == files
+    store.git.add_objects([*blobs, Blob.from_string(b"a third")])  # three: a pack
+    assert len(pack_files(store_git) - files) == 2
 
 
 def test_an_object_too_big_writes_nothing_of_its_commit(store, home, monkeypatch):
@@ -132,20 +136,23 @@ def test_many_turns_then_background_maintenance_leave_few_packs(store, home, mak
     fsck(home)
 
 
-def test_merging_keeps_every_object_of_the_merged_packs(home, make_session):
+def test_merging_keeps_every_object_of_the_merged_packs(home):
     """Objects no ref names yet (a writer between its objects and its ref) survive a
     merge, as do loose ones; the merged packs are gone and the new one is deltified."""
     store = SessionStore(home, background_maintenance=False)
     store_git = home / "store.git"
-    orphans = [Blob.from_string(b"not referenced %d" % n) for n in range(2)]
+    orphans = [Blob.from_string(b"not referenced %d" % n) for n in range(3)]
     store.git.add_objects(orphans)  # one pack
     loose = Blob.from_string(b"loose, not referenced")
     store.git.add_objects([loose])
-    head = make_session(turns=12)
-    every = set(git(store_git, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-                .stdout.split())  # fmt: skip
-    before = counts(store_git)["packs"]
-    merged, packed = maintenance.merge_packs(store.git)
+    head = store.create(_header(), Change())
+    for n in range(12):
+        head = turn(store, head, n)
+    with maintenance_quiet(store_git):  # no background merge meanwhile
+        every = set(git(store_git, "cat-file", "--batch-all-objects",
+                        "--batch-check=%(objectname)").stdout.split())  # fmt: skip
+        before = counts(store_git)["packs"]
+        merged, packed = maintenance.merge_packs(store.git)
     assert merged == before and packed == 1  # all alike in size: one roll-up
     after = set(git(store_git, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
                 .stdout.split())  # fmt: skip
@@ -153,25 +160,29 @@ def test_merging_keeps_every_object_of_the_merged_packs(home, make_session):
     assert counts(store_git)["packs"] == 1 and counts(store_git)["count"] == 0
     verify = git(store_git, "verify-pack", "-v", *map(str, store_git.glob("objects/pack/*.idx")))
     assert "chain length" in verify.stdout
-    assert store.transcript(store.head(head.id))[-1]["content"].startswith("answer 11")
+    assert store.transcript(store.head(head.id))[-2]["content"] == "question 11"
     fsck(home)
     store.close()
 
 
-def test_delete_purges_a_session_spread_over_many_small_packs(store, home, make_session):
+def test_delete_purges_a_session_spread_over_many_small_packs(home):
+    store = SessionStore(home, background_maintenance=False)
     store_git = home / "store.git"
-    keep = make_session(turns=3, tag="kept-51c0")
-    doomed = make_session(turns=6, tag="doomed-7e3b")
+    keep, doomed = (store.create(_header(), Change()) for _ in range(2))
+    for n in range(3):
+        keep = turn(store, keep, n, "answer kept-51c0")
+    for n in range(6):
+        doomed = turn(store, doomed, n, "answer doomed-7e3b")
     assert counts(store_git)["packs"] > 6
     store.delete(store.head(doomed.id))
-    wait_for_maintenance(store_git)
     dump = subprocess.run(
         ["git", "--git-dir", str(store_git), "cat-file", "--batch-all-objects", "--batch"],
         capture_output=True,
     ).stdout
     assert b"doomed-7e3b" not in dump and b"kept-51c0" in dump
-    assert store.transcript(store.head(keep.id))[-1]["content"] == "answer 2 kept-51c0"
+    assert store.transcript(store.head(keep.id))[-1]["content"] == "answer kept-51c0"
     fsck(home)
+    store.close()
 
 
 WRITER = """

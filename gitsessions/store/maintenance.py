@@ -32,7 +32,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
-from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
+from dulwich.pack import (
+    OFS_DELTA,
+    REF_DELTA,
+    Pack,
+    PackFileDisappeared,
+    UnpackedObject,
+    full_unpacked_object,
+)
 
 from gitsessions.store import dulwich_private, headlog, piles, tombstones
 from gitsessions.store.delta import create_byte_delta, create_delta
@@ -353,13 +360,17 @@ def merge_packs(git: GitStore) -> tuple[int, int]:
         store = git.repo.object_store
         dulwich_private.rescan_packs(store)
         chosen = set(piles.geometric_rollup(piles.pack_objects(git.path)))
-        old_packs = [p for p in store.packs if _basename(p) in chosen]
+        old_packs: list[Pack] = []
+        objects: set[bytes] = set()
+        for pack in store.packs:
+            with contextlib.suppress(PackFileDisappeared):  # merged by someone else
+                if _basename(pack) in chosen:
+                    objects.update(pack)  # hex ids
+                    old_packs.append(pack)
         loose = set(dulwich_private.loose_objects(store))
         if not loose and len(old_packs) < 2:
             return 0, 0
-        objects = set(loose)
-        for pack in old_packs:
-            objects.update(pack)  # hex ids
+        objects.update(loose)
         reached = walk(git, all_refs(git), only=objects)
         # not (yet) referenced, or met where a walk broke off: kept all the same
         walked = {sha for sha, _kind, _path in reached.entries}

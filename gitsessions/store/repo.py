@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 STALE_LOCK_SECONDS = 5.0
 T = TypeVar("T")
 LOCK_RETRIES = 40
+LOOSE_AT_MOST = 2  # objects written loose; more go into a pack of their own
 
 
 class GitStore:
@@ -239,10 +240,11 @@ class GitStore:
     # -- objects ------------------------------------------------------------------------
 
     def add_objects(self, objects: list[ShaFile]) -> None:
-        """Write a commit's objects: two or more as one pack with its index
-        (`packwrite`: two files whatever their number), a single one loose (one file);
-        both fsynced and in place before this returns. Nothing is written when one of
-        them is too big. A concurrent writer of the same objects counts as success."""
+        """Write a commit's objects: three or more as one pack with its index
+        (`packwrite`: two files, 8 KiB on disk, whatever their number), one or two loose
+        (a file each: as many blocks, and no index of 1 KiB beside them); fsynced and in
+        place before this returns. Nothing is written when one of them is too big. A
+        concurrent writer of the same objects counts as success."""
         for obj in objects:
             if obj.raw_length() > MAX_OBJECT_BYTES:  # what `packrecords` would not read back
                 raise StoreError(
@@ -250,10 +252,11 @@ class GitStore:
                     f"store keeps ({MAX_OBJECT_BYTES >> 20} MiB); nothing was written"
                 )
         distinct = list({obj.id: obj for obj in objects}.values())
-        if len(distinct) == 1:
-            self._add_loose(distinct[0])
-        elif distinct:
+        if len(distinct) > LOOSE_AT_MOST:
             write_objects(self.objects, distinct)
+        else:
+            for obj in distinct:
+                self._add_loose(obj)
 
     def _add_loose(self, obj: ShaFile) -> None:
         store = self.objects
