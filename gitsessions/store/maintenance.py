@@ -11,7 +11,11 @@ Invariants:
 - Packing never removes an object that is not in a pack already renamed into place
   (pack, then index, both fsynced; what a walk met where it broke off is packed too),
   so it needs no exclusive lock: it holds the shared one, like a writer, and runs in a
-  background process (`background.py`), never inside a turn.
+  background process (`background.py`), never inside a turn. What it packs is kept
+  whether a ref names it or not (a writer may be between its objects and its ref).
+- Background packing is the geometric merge (`merge_packs`): the small packs each
+  commit writes (`packwrite`) and any loose objects go into one pack; what a merge
+  costs follows what it merges, not the store (`piles.geometric_rollup`).
 - Packs are deltified the way git does it, not the way dulwich's repack does (it writes
   no deltas) nor dulwich's `deltify_pack_objects` (a window search whose byte-level
   encoder costs ~20 ms a blob here, and unbounded chains): versions of one file are
