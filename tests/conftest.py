@@ -91,7 +91,7 @@ def fsck(home: Path) -> None:
     assert "error" not in result.stderr.lower(), result.stderr
 
 
-def unpack(store_git: Path) -> None:
+def loosen(store_git: Path) -> None:
     """Make every packed object loose (stock `git unpack-objects`) and remove the packs:
     where the tests that damage one loose object start from (a commit writes a pack)."""
     wait_for_maintenance(store_git)

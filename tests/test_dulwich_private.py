@@ -2,7 +2,7 @@
 the store relies on: fails loudly on a dulwich upgrade that changes them."""
 
 from gitsessions.store import dulwich_private, maintenance
-from tests.conftest import unpack
+from tests.conftest import loosen
 
 
 def test_the_private_calls_exist():
@@ -23,7 +23,7 @@ def test_the_private_calls_exist():
 
 def test_they_list_rescan_and_remove(store, make_session, home):
     make_session(turns=2)
-    unpack(home / "store.git")  # a commit writes a pack: all of them loose, no pack
+    loosen(home / "store.git")  # a commit writes a pack: all of them loose, no pack
     objects = store.git.repo.object_store
     dulwich_private.rescan_packs(objects)
     loose = set(dulwich_private.loose_objects(objects))
@@ -44,7 +44,7 @@ def test_they_list_rescan_and_remove(store, make_session, home):
 
 def test_they_list_the_open_packs_and_map_their_bytes(store, make_session, home):
     make_session(turns=1)
-    unpack(home / "store.git")
+    loosen(home / "store.git")
     maintenance.pack_loose(store.git)
     objects = store.git.objects
     dulwich_private.rescan_packs(objects)

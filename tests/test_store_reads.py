@@ -15,7 +15,7 @@ from gitsessions.store.errors import ObjectMissing, StoreCorrupt
 from gitsessions.store.reader import SessionReader
 from gitsessions.store.repo import GitStore
 from gitsessions.store.sessions import SessionStore
-from tests.conftest import REPO, git, unpack
+from tests.conftest import REPO, git, loosen
 
 TYPES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 
@@ -89,7 +89,7 @@ def test_missing_and_damaged_objects_say_so(store, home, make_session):
     reader.close()
     damaged = home / "damaged.git"  # a copy: the store itself stays valid (fsck)
     shutil.copytree(home / "store.git", damaged)
-    unpack(damaged)
+    loosen(damaged)
     sha = head.tree.decode()
     loose = damaged / "objects" / sha[:2] / sha[2:]
     loose.chmod(0o600)
