@@ -550,11 +550,12 @@ def measure(base: Base, work: Path, args: list[str], jobs: int) -> float | None:
 
 
 def debris(home: Path) -> list[str]:
-    """dulwich lock files and half-written packs a killed writer left in the store (the
-    store's own flock files, gitsessions.lock, maintenance.lock and locks/, are always
-    there)."""
+    """dulwich lock files, half-written packs and packs without their index a killed
+    writer left in the store (the store's own flock files, gitsessions.lock,
+    maintenance.lock and locks/, are always there); `gc` removes them."""
     store = home / "store.git"
-    found = [*store.rglob("*.lock"), *store.rglob("tmp_*")]
+    unindexed = [p for p in store.glob("objects/pack/*.pack") if not p.with_suffix(".idx").exists()]
+    found = [*store.rglob("*.lock"), *store.rglob("tmp_*"), *unindexed]
     names = [str(p.relative_to(store)) for p in found]
     flocks = ("gitsessions.lock", "maintenance.lock")
     return sorted(n for n in names if n not in flocks and not n.startswith("locks"))[:10]

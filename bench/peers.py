@@ -54,6 +54,7 @@ sys.path.insert(0, str(REPO))
 
 from bench import store as bench  # noqa: E402
 from bench.counts import build as build_long_session  # noqa: E402
+from gitsessions.store import maintenance  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.records import new_header  # noqa: E402
 from tests.fake_openai import FakeOpenAI  # noqa: E402
@@ -180,6 +181,7 @@ def _build_many(home: Path, n: int) -> None:
         ]
         header = new_header(f"{i + 1:032x}", "2026-01-01T00:00:00Z")
         store.create(header, Change(context=messages, append=messages))
+    maintenance.merge_packs(store.git)  # what background maintenance would have left
     store.close()
 
 

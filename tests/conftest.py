@@ -91,6 +91,20 @@ def fsck(home: Path) -> None:
     assert "error" not in result.stderr.lower(), result.stderr
 
 
+def loosen(store_git: Path) -> None:
+    """Make every packed object loose (stock `git unpack-objects`) and remove the packs:
+    where the tests that damage one loose object start from (a commit writes a pack)."""
+    wait_for_maintenance(store_git)
+    for index in sorted((store_git / "objects" / "pack").glob("*.idx")):
+        pack = index.with_suffix(".pack")
+        data = pack.read_bytes()
+        pack.unlink()
+        index.unlink()
+        subprocess.run(
+            ["git", "--git-dir", str(store_git), "unpack-objects", "-q"], input=data, check=True
+        )
+
+
 @pytest.fixture
 def make_session(store: SessionStore) -> Callable[..., Head]:
     """Create a session with `turns` simple user/assistant turns, committed one by one."""

@@ -13,6 +13,7 @@ from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
+from tests.conftest import loosen
 
 POLICY = Policy(max_context_tokens=6000, keep_recent_tool_results=1, target=0.5)
 
@@ -71,6 +72,8 @@ def test_the_second_compaction_reads_no_line_before_the_first_one(home: Path) ->
         for start, blob in store.segments(head)
         if start > 0 and start + 4 <= min(r for r in context_refs if r > 0)
     )
+    loosen(home / "store.git")  # a commit writes a pack: its objects made loose files
+    store.git.rescan()
     path = home / "store.git" / "objects" / gone[1][:2].decode() / gone[1][2:].decode()
     saved = path.read_bytes()
     path.unlink()

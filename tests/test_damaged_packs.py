@@ -23,7 +23,7 @@ from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
-from tests.conftest import REPO
+from tests.conftest import REPO, loosen
 
 OFS_DELTA, REF_DELTA, BLOB = 6, 7, 3
 LIMIT = 1 << 30  # address space of each command: Python runs, a blow-up fails fast
@@ -166,6 +166,7 @@ def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
     at = target.index(b"session.json\0") + len(b"session.json\0")
     sha = target[at : at + 20]
     store.close()
+    loosen(home / "store.git")
     objects = home / "store.git" / "objects"
     loose = objects / sha.hex()[:2] / sha.hex()[2:]
     assert loose.exists() and not list((objects / "pack").glob("*.pack"))

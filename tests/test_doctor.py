@@ -7,7 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from tests.conftest import Cli, git, run_gitsessions
+from tests.conftest import Cli, git, loosen, run_gitsessions
 
 
 def _doctor(cli: Cli, *args: str, code: int) -> dict:
@@ -84,6 +84,7 @@ def test_stale_locks_dead_leases_and_stale_cache_rows(cli, home, make_session):
 def _corrupt_tree_of(home: Path, head) -> tuple[Path, bytes]:
     """Overwrite the loose object of the session's root tree with garbage; returns the
     file and what it held."""
+    loosen(home / "store.git")
     tree = head.tree.decode()
     path = home / "store.git" / "objects" / tree[:2] / tree[2:]
     path.chmod(0o600)

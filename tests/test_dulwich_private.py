@@ -2,6 +2,7 @@
 the store relies on: fails loudly on a dulwich upgrade that changes them."""
 
 from gitsessions.store import dulwich_private, maintenance
+from tests.conftest import loosen
 
 
 def test_the_private_calls_exist():
@@ -22,7 +23,9 @@ def test_the_private_calls_exist():
 
 def test_they_list_rescan_and_remove(store, make_session, home):
     make_session(turns=2)
+    loosen(home / "store.git")  # a commit writes a pack: all of them loose, no pack
     objects = store.git.repo.object_store
+    dulwich_private.rescan_packs(objects)
     loose = set(dulwich_private.loose_objects(objects))
     assert loose and all(len(sha) == 40 for sha in loose)
     maintenance.pack_loose(store.git)
@@ -39,8 +42,9 @@ def test_they_list_rescan_and_remove(store, make_session, home):
     )
 
 
-def test_they_list_the_open_packs_and_map_their_bytes(store, make_session):
+def test_they_list_the_open_packs_and_map_their_bytes(store, make_session, home):
     make_session(turns=1)
+    loosen(home / "store.git")
     maintenance.pack_loose(store.git)
     objects = store.git.objects
     dulwich_private.rescan_packs(objects)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_gitsessions
+from tests.conftest import git, loosen, run_gitsessions
 
 ROOT = os.geteuid() == 0
 
@@ -166,6 +166,7 @@ def test_a_bad_store_config_is_one_line(home, make_session):
 
 def test_a_corrupt_loose_object_is_one_line(home, make_session):
     head = make_session(turns=1)
+    loosen(home / "store.git")
     sha = head.tree.decode()
     obj = home / "store.git" / "objects" / sha[:2] / sha[2:]
     saved = obj.read_bytes()

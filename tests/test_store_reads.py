@@ -15,7 +15,7 @@ from gitsessions.store.errors import ObjectMissing, StoreCorrupt
 from gitsessions.store.reader import SessionReader
 from gitsessions.store.repo import GitStore
 from gitsessions.store.sessions import SessionStore
-from tests.conftest import REPO, git
+from tests.conftest import REPO, git, loosen
 
 TYPES = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 
@@ -89,6 +89,7 @@ def test_missing_and_damaged_objects_say_so(store, home, make_session):
     reader.close()
     damaged = home / "damaged.git"  # a copy: the store itself stays valid (fsck)
     shutil.copytree(home / "store.git", damaged)
+    loosen(damaged)
     sha = head.tree.decode()
     loose = damaged / "objects" / sha[:2] / sha[2:]
     loose.chmod(0o600)
@@ -126,12 +127,13 @@ from gitsessions.store.sessions import Change, SessionStore
 
 home, sid, rounds, doomed = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 store = SessionStore(home, background_maintenance=False)
-steps = (maintenance.repack, maintenance.pack_loose, maintenance.consolidate)
+steps = (maintenance.repack, maintenance.merge_packs, maintenance.pack_loose,
+         maintenance.consolidate, maintenance.merge_packs)
 for n in range(rounds):
     head = store.head(sid)
     msgs = [{"role": "user", "content": f"more-{n}-{i} " + "y" * 500} for i in range(5)]
     store.commit(head, Change(append=msgs, context=msgs), event="turn", subject=f"turn {n}")
-    steps[n % 3](store.git)
+    steps[n % len(steps)](store.git)
     if n % 9 == 4 and doomed:  # a purge rewrites the packs that held what it drops
         store.delete(store.head(doomed.pop()))
 print(rounds, flush=True)
@@ -140,8 +142,9 @@ print(rounds, flush=True)
 
 def test_reading_goes_on_while_another_process_writes_and_repacks(store, home, make_session):
     """One long-lived reader (its packs listed once, then removed under it) and fresh
-    ones read a still session and a moving one while a real process commits and runs
-    `gc`'s repack, `pack_loose` and `consolidate` over and over, and deletes other
+    ones read a still session and a moving one while a real process commits (a pack
+    each) and runs `gc`'s repack, the geometric `merge_packs`, `pack_loose` and
+    `consolidate` over and over, and deletes other
     sessions (their objects purged: the packs holding them rewritten)."""
     still, moving, *doomed = _grow(store, make_session, sessions=6)
     maintenance.repack(store.git)

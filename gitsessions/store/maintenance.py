@@ -11,7 +11,11 @@ Invariants:
 - Packing never removes an object that is not in a pack already renamed into place
   (pack, then index, both fsynced; what a walk met where it broke off is packed too),
   so it needs no exclusive lock: it holds the shared one, like a writer, and runs in a
-  background process (`background.py`), never inside a turn.
+  background process (`background.py`), never inside a turn. What it packs is kept
+  whether a ref names it or not (a writer may be between its objects and its ref).
+- Background packing is the geometric merge (`merge_packs`): the small packs each
+  commit writes (`packwrite`) and any loose objects go into one pack; what a merge
+  costs follows what it merges, not the store (`piles.geometric_rollup`).
 - Packs are deltified the way git does it, not the way dulwich's repack does (it writes
   no deltas) nor dulwich's `deltify_pack_objects` (a window search whose byte-level
   encoder costs ~20 ms a blob here, and unbounded chains): versions of one file are
@@ -32,13 +36,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
-from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, UnpackedObject, full_unpacked_object
+from dulwich.pack import (
+    OFS_DELTA,
+    REF_DELTA,
+    Pack,
+    PackFileDisappeared,
+    UnpackedObject,
+    full_unpacked_object,
+)
 
 from gitsessions.store import dulwich_private, headlog, piles, tombstones
 from gitsessions.store.delta import create_byte_delta, create_delta
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrecords import record_header
 from gitsessions.store.packrewrite import rewrite_without
+from gitsessions.store.packwrite import write_records
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
 from gitsessions.store.rawobjects import parse_commit, parse_tree
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
@@ -192,11 +204,10 @@ def _deltified(git: GitStore, entries: list[Entry]) -> Iterator[UnpackedObject]:
         previous = (obj.type_num, path, obj.sha().digest(), raw, depth)
 
 
-def _write_pack(git: GitStore, entries: list[Entry]) -> str | None:
+def _write_pack(git: GitStore, entries: list[Entry]) -> bytes | None:
     if not entries:
         return None
-    pack = git.repo.object_store.add_pack_data(len(entries), _deltified(git, entries))
-    return pack.name() if pack is not None else None
+    return write_records(git.objects, _deltified(git, entries), len(entries))
 
 
 def _check_unchanged(git: GitStore, before: dict[bytes, bytes], what: str) -> None:
@@ -342,6 +353,48 @@ def consolidate(git: GitStore) -> int:
         return len(old_packs)
 
 
+def merge_packs(git: GitStore) -> tuple[int, int]:
+    """The geometric roll-up (`piles.geometric_rollup`): the small packs, and every loose
+    object, merged into one new deltified pack, dropping nothing; returns (packs merged,
+    loose objects packed). Holds only the shared lock, like `pack_loose`: the merged
+    packs and loose objects are removed once the new pack is in place. The cost follows
+    what is merged (mostly the last few turns' packs), not the store: the walk for the
+    deltas' paths reads only the merged objects."""
+    with git.locked():
+        store = git.repo.object_store
+        dulwich_private.rescan_packs(store)
+        chosen = set(piles.geometric_rollup(piles.pack_objects(git.path)))
+        old_packs: list[Pack] = []
+        objects: set[bytes] = set()
+        for pack in store.packs:
+            with contextlib.suppress(PackFileDisappeared):  # merged by someone else
+                if _basename(pack) in chosen:
+                    objects.update(pack)  # hex ids
+                    old_packs.append(pack)
+        loose = set(dulwich_private.loose_objects(store))
+        if not loose and len(old_packs) < 2:
+            return 0, 0
+        objects.update(loose)
+        reached = walk(git, all_refs(git), only=objects)
+        # not (yet) referenced, or met where a walk broke off: kept all the same
+        walked = {sha for sha, _kind, _path in reached.entries}
+        leftovers = sorted(objects - walked)
+        entries = reached.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
+        new_name = _write_pack(git, entries)
+        dulwich_private.rescan_packs(store)
+        for pack in old_packs:
+            if pack.name() != new_name:
+                dulwich_private.remove_pack(store, pack)
+        for sha in loose:
+            store.delete_loose_object(sha)
+        return len(old_packs), len(loose)
+
+
+def _basename(pack: Pack) -> str:
+    """`pack-<sha>`: the pack's file name without its extension."""
+    return os.path.basename(pack.index.path)[: -len(".idx")]
+
+
 def estimate_loose(git: GitStore) -> int:
     return piles.estimate_loose(git.path)
 
@@ -354,38 +407,48 @@ def pack_count(git: GitStore) -> int:
     return piles.pack_count(git.path)
 
 
+def packs_to_merge(git: GitStore) -> int:
+    return piles.packs_to_merge(git.path)
+
+
 def needs_maintenance(git: GitStore) -> bool:
-    """Cheap (three directory listings): has anything piled up past its threshold?
-    (`piles.needs_maintenance`, with this module's thresholds.)"""
+    """Cheap (three directory listings, a `stat` per pack): has anything piled up past
+    its threshold? (`piles.needs_maintenance`, with this module's thresholds.)"""
     return (
         estimate_loose(git) > AUTOPACK_LOOSE
         or loose_refs(git) > AUTOPACK_REFS
-        or pack_count(git) > AUTOPACK_PACKS
+        or packs_to_merge(git) > AUTOPACK_PACKS
     )
 
 
 def run_maintenance(git: GitStore) -> dict[str, int]:
-    """What `needs_maintenance` asks for, each step safe beside live writers."""
+    """What `needs_maintenance` asks for, each step safe beside live writers: loose
+    refs into `packed-refs`; small packs (and loose objects) merged geometrically."""
     done = {"loose_packed": 0, "refs_packed": 0, "packs_merged": 0}
-    if estimate_loose(git) > AUTOPACK_LOOSE:
-        done["loose_packed"] = pack_loose(git)
     if loose_refs(git) > AUTOPACK_REFS:
         done["refs_packed"] = pack_refs(git)
-    if pack_count(git) > AUTOPACK_PACKS:
-        done["packs_merged"] = consolidate(git)
+    if estimate_loose(git) > AUTOPACK_LOOSE or packs_to_merge(git) > AUTOPACK_PACKS:
+        done["packs_merged"], done["loose_packed"] = merge_packs(git)
     return done
 
 
 def _remove_temporary_packs(git: GitStore) -> None:
-    """Half-written packs of a killed pack run or fetch, and the quarantine a killed
-    fetch of an older gitsessions (through dulwich) left (we hold the exclusive lock:
-    none is live)."""
+    """Half-written packs of a killed writer, pack run or fetch (`tmp*` in the pack
+    directory: dulwich's `tmpXXXX.pack`, our `tmp_pack_*`), a pack renamed into place
+    by a writer killed before its index was (nothing can read it), and the quarantine a
+    killed fetch of an older gitsessions (through dulwich) left (we hold the exclusive
+    lock: none is live)."""
     for leftover in (git.path / "objects").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
-    for leftover in (git.path / "objects" / "pack").glob("tmp_pack_*"):
+    pack_dir = git.path / "objects" / "pack"
+    for leftover in pack_dir.glob("tmp*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
+    for data in pack_dir.glob("pack-*.pack"):
+        if not data.with_suffix(".idx").exists():
+            with contextlib.suppress(OSError):
+                data.unlink()
     for quarantine in (git.path / "gitsessions").glob("incoming-*"):  # a killed fetch's
         shutil.rmtree(quarantine, ignore_errors=True)
 

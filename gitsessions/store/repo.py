@@ -44,6 +44,7 @@ from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, Sto
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain
+from gitsessions.store.packwrite import write_objects
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 STALE_LOCK_SECONDS = 5.0
 T = TypeVar("T")
 LOCK_RETRIES = 40
+LOOSE_AT_MOST = 2  # objects written loose; more go into a pack of their own
 
 
 class GitStore:
@@ -238,32 +240,44 @@ class GitStore:
     # -- objects ------------------------------------------------------------------------
 
     def add_objects(self, objects: list[ShaFile]) -> None:
-        """Write objects loose; a concurrent writer of the same object counts as success."""
-        store = self.objects
+        """Write a commit's objects: three or more as one pack with its index
+        (`packwrite`: two files, 8 KiB on disk, whatever their number), one or two loose
+        (a file each: as many blocks, and no index of 1 KiB beside them); fsynced and in
+        place before this returns. Nothing is written when one of them is too big. A
+        concurrent writer of the same objects counts as success."""
         for obj in objects:
             if obj.raw_length() > MAX_OBJECT_BYTES:  # what `packrecords` would not read back
                 raise StoreError(
                     f"a {obj.type_name.decode()} of {obj.raw_length()} bytes is more than the "
                     f"store keeps ({MAX_OBJECT_BYTES >> 20} MiB); nothing was written"
                 )
-            attempt = 0
-            while True:
-                try:
-                    store.add_object(obj)
-                    break
-                except FileNotFoundError:  # its fan-out directory was removed meanwhile
-                    attempt += 1
-                    self._retry_locked(attempt, f"object {obj.id.decode()}")
-                except FileLocked:
-                    if obj.id in store:
-                        break
-                    attempt += 1
-                    self._retry_locked(attempt, f"object {obj.id.decode()}")
-                except OSError:  # a full disk: dulwich may leave its lock file behind
-                    sha = obj.id.decode()
-                    with contextlib.suppress(OSError):
-                        (self.path / "objects" / sha[:2] / f"{sha[2:]}.lock").unlink()
-                    raise
+        distinct = list({obj.id: obj for obj in objects}.values())
+        if len(distinct) > LOOSE_AT_MOST:
+            write_objects(self.objects, distinct)
+        else:
+            for obj in distinct:
+                self._add_loose(obj)
+
+    def _add_loose(self, obj: ShaFile) -> None:
+        store = self.objects
+        attempt = 0
+        while True:
+            try:
+                store.add_object(obj)
+                return
+            except FileNotFoundError:  # its fan-out directory was removed meanwhile
+                attempt += 1
+                self._retry_locked(attempt, f"object {obj.id.decode()}")
+            except FileLocked:
+                if obj.id in store:
+                    return
+                attempt += 1
+                self._retry_locked(attempt, f"object {obj.id.decode()}")
+            except OSError:  # a full disk: dulwich may leave its lock file behind
+                sha = obj.id.decode()
+                with contextlib.suppress(OSError):
+                    (self.path / "objects" / sha[:2] / f"{sha[2:]}.lock").unlink()
+                raise
 
     def get(self, sha: bytes) -> ShaFile:
         """Read an object, rescanning packs once if a concurrent repack moved it;
