@@ -298,8 +298,9 @@ def push(
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
         for sid in chosen:
-            if sid in remote_dead:  # a pull deletes it here, or forks what it has more
-                outcomes[sid] = Outcome(sid, "deleted there", f"deleted on {name}: run pull")
+            if sid in remote_dead:  # a pull deletes it here (forking what is new here)
+                why = f"deleted on {name}: run gitsessions pull"
+                outcomes[sid] = Outcome(sid, "deleted there", why)
                 continue
             outcome, old = _push_decision(store, sid, local[sid], refs.get(ref_name(sid)))
             outcomes[sid] = outcome
