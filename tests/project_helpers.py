@@ -134,7 +134,11 @@ def tool(name: str, **arguments):  # type: ignore[no-untyped-def]
 
 
 def write_turn(  # type: ignore[no-untyped-def]
-    server, root: Path, path: str, content: str, session: str | None = None,
+    server,
+    root: Path,
+    path: str,
+    content: str,
+    session: str | None = None,
     snapshot: bool = False,
 ) -> str:
     """One exec turn that writes `path` in `root` (with a code snapshot, if `snapshot`);

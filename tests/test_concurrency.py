@@ -172,8 +172,7 @@ def test_concurrent_pulls_and_an_exec_leave_every_session_whole(home, tmp_path, 
     for pulled in pushed_ids:
         ref = f"refs/heads/sessions/{pulled}"
         assert (
-            git(home / "store.git", "rev-parse", ref).stdout
-            == git(bare, "rev-parse", ref).stdout
+            git(home / "store.git", "rev-parse", ref).stdout == git(bare, "rev-parse", ref).stdout
         )
     listed = json.loads(
         subprocess.run(

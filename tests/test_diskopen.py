@@ -72,7 +72,7 @@ def test_the_plain_reading_keeps_each_value():
     assert plain_settings(b"[core]\n\tbare\n") == {(b"core", b"bare"): b"true"}  # as git reads it
     assert plain_settings(b"bare = true\n[core]\n") is None  # a key before any section
     assert plain_settings(b'[core]\n\tbare = "true"\n') == {(b"core", b"bare"): b"true"}
-    assert plain_settings(b'[include]\n\tpath = other\n') is None
+    assert plain_settings(b"[include]\n\tpath = other\n") is None
     assert plain_settings(b'[core "x"]\n\tbare = true\n') is None
     assert plain_settings(b'[remote "o"]\n\turl = "/a b"\n') == {}
     assert plain_settings(b'[remote "o"]\n\turl = /a/b.git\n') == {}

@@ -441,9 +441,7 @@ def test_failed_starts_are_marked_and_never_continued_over_real_work(server, tmp
         assert run_gitsessions(*down, prompt).returncode == 1
     listed = json.loads(run_gitsessions("list", "--json").stdout)
     assert len(listed) == 3 and listed[-1]["id"] == real  # the most recent first
-    assert {r["id"]: r["no_reply"] for r in listed} == {
-        r["id"]: r["id"] != real for r in listed
-    }
+    assert {r["id"]: r["no_reply"] for r in listed} == {r["id"]: r["id"] != real for r in listed}
     labels = {line.split("\t")[0]: line.split("\t")[-1] for line in
               run_gitsessions("list").stdout.splitlines()}  # fmt: skip
     assert labels[real] == "ok"  # the title the fake server wrote

@@ -218,7 +218,6 @@ def test_post_turn_push_example_exits_0_until_push_exists(home, tmp_path):
         assert "no 'push' command yet; nothing pushed" in done.stderr
 
 
-
 def test_shell_metacharacters_in_a_payload_stay_data(server, tmp_path, home):
     """A workspace whose name is built to break out of a shell (the one text of the
     user's in the payload) reaches the hook as JSON on stdin, and runs nothing."""

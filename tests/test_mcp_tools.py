@@ -18,7 +18,7 @@ SERVER = Path(__file__).parent / "fixtures" / "mcp_calc.py"
 def configure(home: Path, extra: str = "") -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f'[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n'
+        f"[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
         f'args = [{json.dumps(str(SERVER))}]\ndisabled_tools = ["shout"]\n' + extra
     )
 

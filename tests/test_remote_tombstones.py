@@ -80,9 +80,7 @@ def test_a_session_an_agent_holds_is_left_and_not_pushed_until_a_pull_deletes_it
     assert set(refs(home / "store.git", TRASH)) == {TRASH + sid}
 
 
-def test_undelete_lists_brings_back_and_refuses_what_is_not_set_aside(
-    cli: Cli, home, tmp_path
-):
+def test_undelete_lists_brings_back_and_refuses_what_is_not_set_aside(cli: Cli, home, tmp_path):
     other = tmp_path / "home-b"
     origin = bare(tmp_path / "origin.git")
     (sid,) = shared_with(cli, home, other, origin, "wanted back")

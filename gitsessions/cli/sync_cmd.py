@@ -277,9 +277,7 @@ def cmd_sync(
     store = st.store
     keys = _here_keys(st.env) if here else None
     scope = set(_project_ids(store)) if here else None
-    pulled = sync.pull(
-        store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope
-    )
+    pulled = sync.pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope)
     ids = _here_ids(store) if here else None
     pushed = sync.push(store, pulled.remote, ids, env=st.env)
     if json_:

@@ -204,9 +204,7 @@ def _rewind_code(
     return apply
 
 
-def _unsaved(
-    project: Project, env: Mapping[str, str], recorded: list[str], tree: str
-) -> list[str]:
+def _unsaved(project: Project, env: Mapping[str, str], recorded: list[str], tree: str) -> list[str]:
     """The paths of `tree` that differ from the nearest of the `recorded` snapshots
     (the fewest paths apart): what a rewind would lose."""
     nearest: list[str] | None = None

@@ -23,6 +23,7 @@ class ConfigError(GitsessionsError):
 
     exit_code = 2
 
+
 TABLE = "mcp_servers"
 KEYS = frozenset({
     "command", "args", "env", "cwd", "url", "http_headers", "env_http_headers",
