@@ -229,9 +229,9 @@ def test_gc_purges_nothing_while_a_ref_names_a_blob(damaged: Damaged) -> None:
 
 @pytest.mark.parametrize("damaged", ["blob"], indirect=True)
 def test_background_packing_keeps_the_blob_a_damaged_ref_names(damaged: Damaged) -> None:
-    """The background steps (`pack_loose`, `consolidate`) removed every loose object
-    their walk had met, packed or not: the blob a ref named, met where the walk broke
-    off, was deleted unpacked."""
+    """The background step (once `pack_loose` and `consolidate`, now `merge_packs`)
+    removed every loose object its walk had met, packed or not: the blob a ref named,
+    met where the walk broke off, was deleted unpacked."""
     from gitsessions.store import maintenance
     from gitsessions.store.sessions import SessionStore
 
@@ -239,9 +239,9 @@ def test_background_packing_keeps_the_blob_a_damaged_ref_names(damaged: Damaged)
     blob = (store_path / "refs" / "heads" / "sessions" / damaged.victim).read_text().strip()
     store = SessionStore(damaged.home, background_maintenance=False)
     try:
-        assert maintenance.pack_loose(store.git) > 0
+        assert maintenance.merge_packs(store.git)[1] > 0  # loose objects packed
         assert git(store_path, "cat-file", "-t", blob).stdout.strip() == "blob"
-        maintenance.consolidate(store.git)
+        maintenance.merge_packs(store.git)
         assert git(store_path, "cat-file", "-t", blob).stdout.strip() == "blob"
     finally:
         store.close()

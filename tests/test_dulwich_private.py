@@ -28,7 +28,7 @@ def test_they_list_rescan_and_remove(store, make_session, home):
     dulwich_private.rescan_packs(objects)
     loose = set(dulwich_private.loose_objects(objects))
     assert loose and all(len(sha) == 40 for sha in loose)
-    maintenance.pack_loose(store.git)
+    maintenance.merge_packs(store.git)
     dulwich_private.rescan_packs(objects)
     (pack,) = objects.packs
     assert set(pack) >= loose
@@ -45,7 +45,7 @@ def test_they_list_rescan_and_remove(store, make_session, home):
 def test_they_list_the_open_packs_and_map_their_bytes(store, make_session, home):
     make_session(turns=1)
     loosen(home / "store.git")
-    maintenance.pack_loose(store.git)
+    maintenance.merge_packs(store.git)
     objects = store.git.objects
     dulwich_private.rescan_packs(objects)
     (pack,) = dulwich_private.cached_packs(objects)

@@ -111,7 +111,7 @@ def test_a_reader_whose_packs_were_replaced_lists_them_again(store, home, make_s
     (old,) = (home / "store.git" / "objects" / "pack").glob("*.idx")
     second = make_session(turns=2)
     maintenance.repack(store.git)  # one new pack: the old one is deleted
-    maintenance.pack_loose(store.git)
+    maintenance.merge_packs(store.git)
     assert not old.exists()
     assert reader.records(reader.head(first.id)) == store.records(first)
     assert reader.records(reader.head(second.id)) == store.records(second)  # listed again
@@ -127,8 +127,7 @@ from gitsessions.store.sessions import Change, SessionStore
 
 home, sid, rounds, doomed = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 store = SessionStore(home, background_maintenance=False)
-steps = (maintenance.repack, maintenance.merge_packs, maintenance.pack_loose,
-         maintenance.consolidate, maintenance.merge_packs)
+steps = (maintenance.repack, maintenance.merge_packs, maintenance.merge_packs)
 for n in range(rounds):
     head = store.head(sid)
     msgs = [{"role": "user", "content": f"more-{n}-{i} " + "y" * 500} for i in range(5)]
@@ -143,8 +142,8 @@ print(rounds, flush=True)
 def test_reading_goes_on_while_another_process_writes_and_repacks(store, home, make_session):
     """One long-lived reader (its packs listed once, then removed under it) and fresh
     ones read a still session and a moving one while a real process commits (a pack
-    each) and runs `gc`'s repack, the geometric `merge_packs`, `pack_loose` and
-    `consolidate` over and over, and deletes other
+    each) and runs `gc`'s repack and the geometric `merge_packs` over and over, and
+    deletes other
     sessions (their objects purged: the packs holding them rewritten)."""
     still, moving, *doomed = _grow(store, make_session, sessions=6)
     maintenance.repack(store.git)

@@ -221,7 +221,7 @@ def repack(git: GitStore) -> dict[str, object]:
     """`gc`: one deltified pack of what refs reach, and nothing else survives. When some
     ref cannot be walked (missing or damaged objects), nothing is repacked or purged
     (what lies below the damage is unknown): the refs are reported instead. Merging
-    packs without purging is `consolidate`."""
+    packs without purging is `merge_packs`."""
     with git.locked(exclusive=True):
         git.clear_stale_locks()
         _remove_temporary_packs(git)
@@ -306,58 +306,12 @@ def _rewrite_without(git: GitStore, pack: Pack, doomed: set[bytes]) -> None:
     dulwich_private.remove_pack(store, pack)
 
 
-def pack_loose(git: GitStore) -> int:
-    """Move loose objects into one new deltified pack; returns how many were packed.
-    Holds only the shared lock: a loose object is removed once its pack is in place,
-    and empty fan-out directories stay (a writer may be about to use one)."""
-    with git.locked():
-        store = git.repo.object_store
-        loose = set(dulwich_private.loose_objects(store))
-        if not loose:
-            return 0
-        refs = all_refs(git)
-        reached = walk(git, refs, only=loose)
-        # not (yet) referenced, or met where a walk broke off (a ref naming a blob, an
-        # unreadable object): kept all the same, or nothing is removed
-        leftovers = sorted(loose - {sha for sha, _kind, _path in reached.entries})
-        entries = reached.entries + [(s, git.get(s).type_num, b"") for s in leftovers]
-        _write_pack(git, entries)
-        dulwich_private.rescan_packs(store)
-        for sha in loose:
-            store.delete_loose_object(sha)
-        return len(loose)
-
-
-def consolidate(git: GitStore) -> int:
-    """Merge every pack and loose object into one pack, dropping nothing; returns the
-    number of packs merged. Holds only the shared lock, like `pack_loose`."""
-    with git.locked():
-        store = git.repo.object_store
-        dulwich_private.rescan_packs(store)
-        old_packs = list(store.packs)
-        loose = list(dulwich_private.loose_objects(store))
-        refs = all_refs(git)
-        reached = walk(git, refs)
-        walked = {sha for sha, _kind, _path in reached.entries}  # not `seen`: see pack_loose
-        extra = {s for s in loose if s not in walked}
-        for pack in old_packs:
-            extra.update(s for s in pack if s not in walked)  # hex ids
-        entries = reached.entries + [(s, git.get(s).type_num, b"") for s in sorted(extra)]
-        new_name = _write_pack(git, entries)
-        dulwich_private.rescan_packs(store)
-        for pack in old_packs:
-            if pack.name() != new_name:
-                dulwich_private.remove_pack(store, pack)
-        for sha in loose:
-            store.delete_loose_object(sha)
-        return len(old_packs)
-
-
 def merge_packs(git: GitStore) -> tuple[int, int]:
     """The geometric roll-up (`piles.geometric_rollup`): the small packs, and every loose
     object, merged into one new deltified pack, dropping nothing; returns (packs merged,
-    loose objects packed). Holds only the shared lock, like `pack_loose`: the merged
-    packs and loose objects are removed once the new pack is in place. The cost follows
+    loose objects packed). Holds only the shared lock: the merged packs and loose objects
+    are removed once the new pack is in place (empty fan-out directories stay: a writer
+    may be about to use one). The cost follows
     what is merged (mostly the last few turns' packs), not the store: the walk for the
     deltas' paths reads only the merged objects."""
     with git.locked():
