@@ -48,6 +48,7 @@ def test_a_delete_elsewhere_deletes_here_and_what_was_added_here_lives_on_as_a_f
     fork = pulled[grown]["fork"]
     assert "written on b after the pull" in contents(other, fork)
     assert set(refs(other / "store.git", SESSIONS)) == {SESSIONS + fork}
+    assert set(refs(other / "store.git", TRASH)) == {TRASH + plain}  # the fork holds the other
     assert deleted_file(other) >= {plain, grown}
 
     # the fork goes with the next push; the first home gets it, the ids stay deleted
@@ -76,7 +77,9 @@ def test_a_session_an_agent_holds_is_left_and_not_pushed_until_a_pull_deletes_it
         pushed = summary(cli, home, "push", sid, code=1)
         assert results(pushed) == {sid: "deleted there"}
         assert SESSIONS + sid not in refs(origin)  # not re-created there
-    assert results(summary(cli, home, "pull")) == {sid: "deleted"}
+    after = {o["id"]: o for o in summary(cli, home, "pull")["sessions"]}
+    assert after[sid]["result"] == "deleted"
+    assert "fork" not in after[sid]  # the remote had it all, as the busy pull still knew
     assert set(refs(home / "store.git", TRASH)) == {TRASH + sid}
 
 

@@ -247,8 +247,8 @@ def cmd_pull(
     the session takes the remote's (nothing is lost; every machine converges). A
     session deleted here, or on a machine that pushed its deletes, is never re-created,
     and one deleted there is deleted here too: set aside (`gitsessions undelete` brings
-    it back), its history the remote never had first forked to a new session. Needs
-    git 2.29 or newer."""
+    it back), or, when it has turns the remote never had, forked to a new session
+    first. Needs git 2.29 or newer."""
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None

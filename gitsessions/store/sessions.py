@@ -450,18 +450,20 @@ class SessionStore(SessionReader):
         self.git.forget_ref_lock(ref)
         return maintenance.purge(self.git, head.commit)
 
-    def set_aside(self, head: Head, why: str) -> bool:
+    def set_aside(self, head: Head, why: str, keep: bool = True) -> bool:
         """Delete the session as `delete` does, but keep its head in the trash
         (`store.trash`) and purge nothing: a remote's tombstone deletes here only what
-        `undelete` can bring back. The trash ref is written before the branch goes;
-        False (nothing deleted, the trash kept) when the branch moved meanwhile."""
+        `undelete` can bring back (`keep=False`: what a fork of its whole line holds
+        already; no trash). The trash ref is written before the branch goes; False
+        (nothing deleted) when the branch moved meanwhile."""
         from gitsessions.store import tombstones, trash
 
         ref = ref_name(head.id)
         with self.git.locked(), self.git.ref_locked(ref):
             if self.git.ref(ref) != head.commit:
                 return False
-            trash.set_aside(self.git, head.id, head.commit, why, int(time.time()))
+            if keep:
+                trash.set_aside(self.git, head.id, head.commit, why, int(time.time()))
             tombstones.record(self.git.path, head.id)
             if not self.git.move_ref(ref, head.commit, None):
                 raise ConcurrentUpdate(f"session {head.id[:8]} changed while deleting; try again")

@@ -121,15 +121,16 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Hea
     return deleted[0]
 
 
-def set_aside(store: SessionStore, head: Head, why: str) -> bool:
+def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> bool:
     """Delete a session a remote's tombstone lists, keeping its head in the trash for
-    `undelete` (`SessionStore.set_aside`): its cache rows, chat history lines and
-    remote-tracking refs go as a delete's do. The caller holds the session's lease
-    (and discards it). False when the branch moved meanwhile (nothing changed)."""
+    `undelete` (`SessionStore.set_aside`; not with `keep=False`: a fork holds its whole
+    line): its cache rows, chat history lines and remote-tracking refs go as a delete's
+    do. The caller holds the session's lease (and discards it). False when the branch
+    moved meanwhile (nothing changed)."""
     from gitsessions.store import tracking
 
     def run() -> bool:
-        if not store.set_aside(head, why):
+        if not store.set_aside(head, why, keep):
             return False
         tracking.forget_session(store.git, head.id)
         Catalog(store).forget(head.id)

@@ -21,8 +21,8 @@ Invariants:
   here by the pull, holding its lease, but set aside first (`store.trash`: `undelete`
   brings it back as a new session, `gc` drops it after 30 days); when it has history
   the remote never had (its head is not the remote's branch, as listed now or last
-  fetched, nor an ancestor of it), that line is first forked to a new session, which
-  the next push sends. So a hostile remote's tombstone costs a session nothing but a
+  fetched, nor an ancestor of it), that line is instead forked to a new session first,
+  which the next push sends. So a hostile remote's tombstone costs a session nothing but a
   new id. A push sends no session the remote lists as deleted (`deleted there`: the
   pull decides). A session whose branch is lost here (this home recorded heads for
   it) is not marked deleted, so `doctor --repair` still restores it (`Report.kept`).
@@ -207,8 +207,9 @@ def _delete_here(
     mine: bytes,
 ) -> Outcome:
     """A session live here that the remote lists as deleted: set aside (`undelete`
-    brings it back), its line first forked when the remote never had all of it;
-    left, holding nothing, when a running agent holds its lease."""
+    brings it back), or, when the remote never had all of it, its line forked to a new
+    session first (which then holds it all: nothing goes to the trash); left, holding
+    nothing, when a running agent holds its lease."""
     from gitsessions.services.sessions import manage
 
     git = store.git
@@ -227,8 +228,7 @@ def _delete_here(
                 bases = [history.merge_base(git, mine, sha) for sha in had]
                 base = next((b for b in bases if b is not None), None)
                 fork = _fork_line(writing, ours, f"deleted on {name}", base).id
-            why = f"deleted on {name}" + (f"; its line lives on as {short(fork)}" if fork else "")
-            if not manage.set_aside(writing, ours, why):
+            if not manage.set_aside(writing, ours, f"deleted on {name}", keep=fork is None):
                 return Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
             lease.discard()
         except StoreError as error:
@@ -504,6 +504,9 @@ def pull(
                     outcomes[sid] = outcome
         for sid in sorted(doomed):
             outcomes[sid] = _delete_here(store, full, name, refs, sid, local[sid])
+            if outcomes[sid].result != "deleted":  # still here: what the remote had stays
+                for sha in _remote_had(store, name, refs, sid)[:1]:  # known, for the next
+                    tracked[ref_name(sid)] = sha
         for sid, why in _check_arriving(store, arriving, env).items():
             if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)
