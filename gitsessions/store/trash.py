@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.rawobjects import COMMIT, parse_commit
 from gitsessions.store.refpack import read_loose, read_packed
 from gitsessions.values.ids import is_session_id
@@ -66,7 +67,7 @@ def set_aside(git: GitStore, session_id: str, head: bytes, why: str, when: int) 
     with git.ref_locked(ref):
         old = git.ref(ref)
         if not git.move_ref(ref, old, commit.id):
-            raise OSError(f"trash ref of {session_id[:8]} changed meanwhile")
+            raise ConcurrentUpdate(f"the trash ref of {session_id[:8]} changed meanwhile")
     return commit.id
 
 
