@@ -30,6 +30,17 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+def fill(disk: Path, chunk: int = 65536) -> Path:
+    """A file written into `disk` until it is full (the last chunk that did not fit
+    dropped); remove it to free the room."""
+    filler = disk / "filler"
+    with contextlib.suppress(OSError), open(filler, "wb") as f:
+        while True:
+            f.write(b"x" * chunk)
+            f.flush()
+    return filler
+
+
 def _one_line(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr, result.stderr
@@ -108,11 +119,7 @@ def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
         env = {**os.environ, "GITSESSIONS_HOME": str(home)}
         ids = _make(env)
         before = _snapshot(home)
-        filler = home / "filler"
-        with contextlib.suppress(OSError), open(filler, "wb") as f:
-            while True:
-                f.write(b"x" * 65536)
-                f.flush()
+        filler = fill(home)
         for args in (["rename", ids[0][:8], "t" * 50], ["pin", ids[1][:8], "n" * 4000]):
             result = run_gitsessions(*args, env=env)
             if result.returncode == 0:

@@ -3,7 +3,6 @@ its index (`store/packwrite.py`), before the ref that names them; background mai
 merges the small packs geometrically (`piles.geometric_rollup`, `maintenance.merge_packs`)
 and drops nothing. Checked with stock git (`count-objects`, `fsck --strict`, `cat-file`)."""
 
-import contextlib
 import os
 import re
 import shutil
@@ -18,7 +17,7 @@ from gitsessions.store import maintenance, piles
 from gitsessions.store.background import maintenance_quiet, wait_for_maintenance
 from gitsessions.store.sessions import Change, SessionStore
 from tests.conftest import REPO, fsck, git
-from tests.test_faults import needs_root, tmpfs
+from tests.test_faults import fill, needs_root, tmpfs
 
 
 def counts(store_git: Path) -> dict[str, int]:
@@ -85,11 +84,7 @@ def test_a_full_disk_leaves_no_temporary_file_and_a_clear_error(tmp_path):
         head = turn(store, store.create(_header(), Change()), 0)
         store_git = home / "store.git"
         files = pack_files(store_git)
-        filler = home / "filler"
-        with contextlib.suppress(OSError), open(filler, "wb") as f:
-            while True:
-                f.write(b"x" * 4096)
-                f.flush()
+        filler = fill(home, 4096)
         noise = os.urandom(300_000).hex()  # does not compress: cannot fit
         with pytest.raises(OSError, match="No space left"):
             turn(store, head, 1, noise)

@@ -57,6 +57,15 @@ def project_with_history(tmp_path: Path, name: str) -> Path:
     return bare
 
 
+def sessions_remote(tmp_path: Path, *homes: Path) -> Path:
+    """A bare `sessions.git` under `tmp_path`, added as the remote `origin` of each home."""
+    sessions = tmp_path / "sessions.git"
+    git("init", "-q", "--bare", str(sessions))
+    for home in homes:
+        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    return sessions
+
+
 def here_ids(home: Path, cwd: Path) -> set[str]:
     done = gs(home, cwd, "list", "--here", "--json")
     assert done.returncode == 0, done.stderr
@@ -225,10 +234,7 @@ def test_push_and_pull_here_move_one_project_and_sync_says_what_moved(tmp_path):
     for source, clone in ((proj, clone_a), (proj, clone_b), (other, other_a)):
         git("clone", "-q", str(source), str(clone))
     home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
-    sessions = tmp_path / "sessions.git"
-    git("init", "-q", "--bare", str(sessions))
-    for home in (home_a, home_b):
-        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    sessions = sessions_remote(tmp_path, home_a, home_b)
     with FakeOpenAI(strict=True) as server:
         mine = exec_turn(server, home_a, clone_a, "this project")
         fork = json.loads(gs(home_a, tmp_path, "fork", mine, "--json").stdout)["id"]
@@ -271,9 +277,8 @@ def test_push_prune_removes_a_deleted_sessions_index_refs(tmp_path):
     proj = project_with_history(tmp_path, "proj")
     clone = tmp_path / "proj"
     git("clone", "-q", str(proj), str(clone))
-    home, sessions = tmp_path / "home", tmp_path / "sessions.git"
-    git("init", "-q", "--bare", str(sessions))
-    assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    home = tmp_path / "home"
+    sessions = sessions_remote(tmp_path, home)
     with FakeOpenAI(strict=True) as server:
         sid = exec_turn(server, home, clone, "short lived")
     assert gs(home, clone, "push", "--here").returncode == 0
@@ -292,10 +297,7 @@ def test_a_worktree_fork_from_another_machine_is_made_here_by_restore(tmp_path):
     for clone in (clone_a, clone_b):
         git("clone", "-q", str(proj), str(clone))
     home_a, home_b = tmp_path / "homeA", tmp_path / "homeB"
-    sessions = tmp_path / "sessions.git"
-    git("init", "-q", "--bare", str(sessions))
-    for home in (home_a, home_b):
-        assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    sessions_remote(tmp_path, home_a, home_b)
     (clone_a / "work.txt").write_text("uncommitted on A\n")
     with FakeOpenAI(strict=True) as server:
         parent = exec_turn(server, home_a, clone_a, "start")

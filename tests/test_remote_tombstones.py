@@ -14,7 +14,13 @@ from gitsessions.store.sessions import SessionStore
 from tests.conftest import Cli, fsck
 from tests.fake_openai import FakeOpenAI
 from tests.test_hostile_remote import bare, deleted_file, tombstone
-from tests.test_project_identity import exec_turn, git, gs, project_with_history
+from tests.test_project_identity import (
+    exec_turn,
+    git,
+    gs,
+    project_with_history,
+    sessions_remote,
+)
 from tests.test_sync import contents, make, refs, results, say, summary
 
 SESSIONS = "refs/heads/sessions/"
@@ -142,9 +148,8 @@ def test_pull_here_deletes_only_this_projects_sessions(tmp_path):
     clone, other_clone = tmp_path / "proj", tmp_path / "other"
     git("clone", "-q", str(proj), str(clone))
     git("clone", "-q", str(other), str(other_clone))
-    home, sessions = tmp_path / "home", tmp_path / "sessions.git"
-    git("init", "-q", "--bare", str(sessions))
-    assert gs(home, tmp_path, "remote", "add", "origin", str(sessions)).returncode == 0
+    home = tmp_path / "home"
+    sessions = sessions_remote(tmp_path, home)
     with FakeOpenAI(strict=True) as server:
         mine = exec_turn(server, home, clone, "this project")
         theirs = exec_turn(server, home, other_clone, "the other project")

@@ -111,11 +111,12 @@ def cmd_undelete(ctx: typer.Context, session: SetAsideArg = None, json_: JsonFla
     back as a new session, forked from the head it had: its old id stays deleted
     everywhere. Without ID: list what is set aside."""
     from gitsessions.services.sessions import manage
+    from gitsessions.store import trash
     from gitsessions.values.clock import iso_of_timestamp
 
     store = state_of(ctx).store
     if session is None:
-        entries = manage.set_aside_entries(store)
+        entries = trash.entries(store.git)
         rows = [
             {"id": e.id, "set_aside_at": iso_of_timestamp(e.when), "why": e.why,
              "title": str(_title(store, e))}

@@ -31,9 +31,11 @@ def cmd_gc(ctx: typer.Context) -> None:
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
     if stats["set_aside_dropped"]:
+        from gitsessions.store.trash import KEEP_DAYS
+
         consoles.err.print(
             f"dropped {plural(stats['set_aside_dropped'], 'session')} a pull set aside "  # type: ignore[arg-type]
-            "more than 30 days ago"
+            f"more than {KEEP_DAYS} days ago"
         )
     where = project_care.projects(state.store, state.env, cwd_or_none())
     cleaned = project_care.clean(state.store, state.env, where)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from gitsessions.store.rawobjects import COMMIT, TREE, parse_commit, parse_tree, read_blob
 
 if TYPE_CHECKING:
+    from dulwich.objects import Commit
+
     from gitsessions.store.repo import GitStore
     from gitsessions.store.tracking import Git
 
@@ -92,18 +94,27 @@ def tombstone_ids(git: Git, commit_id: bytes) -> set[str]:
 def tombstone_commit(git: GitStore, ids: set[str], parents: list[bytes], when: int) -> bytes:
     """A commit whose `deleted` file lists `ids` (sorted), on top of `parents`; its
     objects are written (the caller holds `git.locked()` and names it by a ref)."""
-    from dulwich.objects import Blob, Commit, Tree
+    from dulwich.objects import Blob, Tree
 
     blob = Blob.from_string("".join(f"{i}\n" for i in sorted(ids)).encode())
     tree = Tree()
     tree.add(b"deleted", 0o100644, blob.id)
+    commit = own_commit(tree.id, parents, f"tombstones: {len(ids)} deleted sessions", when)
+    git.add_objects([blob, tree, commit])
+    return commit.id
+
+
+def own_commit(tree: bytes, parents: list[bytes], subject: str, when: int) -> Commit:
+    """A commit of gitsessions' own (a tombstone list, a set-aside session), not of a
+    session: `AUTHOR`, dated `when` in UTC; its objects are the caller's to write."""
+    from dulwich.objects import Commit
+
     commit = Commit()
-    commit.tree = tree.id
+    commit.tree = tree
     commit.parents = parents
     commit.author = commit.committer = AUTHOR
     commit.author_time = commit.commit_time = when
     commit.author_timezone = commit.commit_timezone = 0
     commit.encoding = b"UTF-8"
-    commit.message = f"tombstones: {len(ids)} deleted sessions\n".encode()
-    git.add_objects([blob, tree, commit])
-    return commit.id
+    commit.message = f"{subject}\n".encode()
+    return commit

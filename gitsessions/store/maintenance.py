@@ -357,10 +357,6 @@ def loose_refs(git: GitStore) -> int:
     return piles.loose_refs(git.path)
 
 
-def pack_count(git: GitStore) -> int:
-    return piles.pack_count(git.path)
-
-
 def packs_to_merge(git: GitStore) -> int:
     return piles.packs_to_merge(git.path)
 

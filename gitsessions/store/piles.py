@@ -39,13 +39,6 @@ def loose_refs(store: Path) -> int:
         return 0
 
 
-def pack_count(store: Path) -> int:
-    try:
-        return sum(1 for n in os.listdir(store / "objects" / "pack") if n.endswith(".idx"))
-    except FileNotFoundError:
-        return 0
-
-
 IDX_FIXED = 8 + 256 * 4 + 2 * 20  # a version 2 index: header, fan-out, two checksums
 IDX_PER_OBJECT = 20 + 4 + 4  # id, CRC, offset (packs over 2 GiB add 8 bytes for some)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitsessions.store.errors import ConcurrentUpdate
+from gitsessions.store.history import own_commit
 from gitsessions.store.rawobjects import COMMIT, parse_commit
 from gitsessions.store.refpack import read_loose, read_packed
 from gitsessions.values.ids import is_session_id
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 TRASH = b"refs/gitsessions/trash/"
 KEEP_DAYS = 30
-AUTHOR = b"gitsessions <gitsessions@localhost>"
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,11 @@ def set_aside(git: GitStore, session_id: str, head: bytes, why: str, when: int) 
     """Write the trash commit for `head` and point the session's trash ref at it (one
     set aside before, by an older delete of the same id, is replaced); the caller
     holds the store's lock."""
-    from dulwich.objects import Commit, Tree
+    from dulwich.objects import Tree
 
     assert is_session_id(session_id)
     tree = Tree()
-    commit = Commit()
-    commit.tree = tree.id
-    commit.parents = [head]
-    commit.author = commit.committer = AUTHOR
-    commit.author_time = commit.commit_time = when
-    commit.author_timezone = commit.commit_timezone = 0
-    commit.encoding = b"UTF-8"
-    commit.message = f"set aside: {why}\n".encode()
+    commit = own_commit(tree.id, [head], f"set aside: {why}", when)
     git.add_objects([tree, commit])
     ref = ref_of(session_id)
     with git.ref_locked(ref):

@@ -8,8 +8,6 @@ leaves nothing of the session behind outside the store either: cache rows, chat 
 lines, lease file; `code/delete.py` adds what it left in the project.
 """
 
-from typing import TYPE_CHECKING
-
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import chat_history, points, writer
 from gitsessions.services.sessions.search import SearchIndex
@@ -23,9 +21,6 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import MAX_TITLE, check_title, new_id
 from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
-
-if TYPE_CHECKING:
-    from gitsessions.store import trash
 
 FORK_MARK = " (fork)"
 
@@ -141,26 +136,19 @@ def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> b
     return writer.audited(store, "set aside", head.id, run, outcome=lambda won: str(won))
 
 
-def set_aside_entries(store: SessionStore) -> list["trash.SetAside"]:
-    """What a remote's tombstones set aside here, newest first."""
-    from gitsessions.store import trash
-
-    return trash.entries(store.git)
-
-
 def undelete(store: SessionStore, session_id: str) -> Head:
     """Bring back a session a remote's tombstone set aside: a new session (its id is
     deleted everywhere) forked from the head it had, titled as it was; the trash
     entry goes once the fork is written. `session_id`: the id or a prefix of it."""
     from gitsessions.store import trash
 
-    found = [e for e in trash.entries(store.git) if e.id.startswith(session_id.lower())]
+    prefix = session_id.lower()
+    found = [e for e in trash.entries(store.git) if e.id.startswith(prefix)]
     if not found:
-        raise InvalidInput(
-            f"nothing set aside matches {session_id!r} (`gitsessions undelete` lists it)"
-        )
-    if len({e.id for e in found}) > 1:
-        raise InvalidInput(f"{session_id!r} names several sessions set aside: give more of the id")
+        why = f"nothing set aside matches {prefix!r} (`gitsessions undelete` lists it)"
+        raise InvalidInput(why)
+    if len(found) > 1:
+        raise InvalidInput(f"{prefix!r} names several sessions set aside: give more of the id")
     entry = found[0]
     fork_id = new_id()
 

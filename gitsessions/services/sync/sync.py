@@ -454,14 +454,15 @@ def pull(
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
 
+        def brought(sid: str) -> bool:  # a remote session this pull may bring here
+            return sid not in doomed and (sid in local or sid not in dead)
+
         seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
             seen[:] = [(refs, _sessions(refs))]
             wants[:] = [
-                sha
-                for sid, sha in seen[0][1].items()
-                if local.get(sid) != sha and sid not in doomed and (sid in local or sid not in dead)
+                sha for sid, sha in seen[0][1].items() if local.get(sid) != sha and brought(sid)
             ]
             return wants
 
@@ -471,11 +472,7 @@ def pull(
             track=False, refused=refused,
         )  # fmt: skip
         remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
-        theirs = {
-            s: sha
-            for s, sha in remote_sessions.items()
-            if s not in doomed and (s in local or s not in dead)
-        }
+        theirs = {s: sha for s, sha in remote_sessions.items() if brought(s)}
         tracked: dict[bytes, bytes | None] = {
             ref_name(s): sha for s, sha in theirs.items() if sha not in refused
         }
@@ -504,9 +501,9 @@ def pull(
                     outcomes[sid] = outcome
         for sid in sorted(doomed):
             outcomes[sid] = _delete_here(store, full, name, refs, sid, local[sid])
-            if outcomes[sid].result != "deleted":  # still here: what the remote had stays
-                for sha in _remote_had(store, name, refs, sid)[:1]:  # known, for the next
-                    tracked[ref_name(sid)] = sha
+            had = [] if outcomes[sid].result == "deleted" else _remote_had(store, name, refs, sid)
+            if had:  # left here: the next pull still knows what the remote had of it
+                tracked[ref_name(sid)] = had[0]
         for sid, why in _check_arriving(store, arriving, env).items():
             if why is not None:
                 outcomes[sid] = Outcome(sid, "refused", why)
