@@ -105,6 +105,8 @@ def test_undelete_lists_brings_back_and_refuses_what_is_not_set_aside(cli: Cli, 
     assert missing.stderr.strip() == (
         "error: nothing set aside matches '0000' (`gitsessions undelete` lists it)"
     )
+    short = cli("--home", str(other), "undelete", sid[:2], code=2)  # an id's 4+ hex, as help says
+    assert "expected 4 to 32 hex characters" in short.stderr
     back = json.loads(cli("--home", str(other), "undelete", sid[:6], "--json").stdout)
     assert back["from"] == sid and contents(other, back["id"]) == before
     assert cli("--home", str(other), "undelete").stderr.strip() == "nothing is set aside"

@@ -18,7 +18,7 @@ from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import InvalidInput
-from gitsessions.values.ids import MAX_TITLE, check_title, new_id
+from gitsessions.values.ids import MAX_TITLE, check_prefix, check_title, new_id
 from gitsessions.values.plural import plural
 from gitsessions.values.secrets import redact
 
@@ -142,7 +142,7 @@ def undelete(store: SessionStore, session_id: str) -> Head:
     entry goes once the fork is written. `session_id`: the id or a prefix of it."""
     from gitsessions.store import trash
 
-    prefix = session_id.lower()
+    prefix = check_prefix(session_id)
     found = [e for e in trash.entries(store.git) if e.id.startswith(prefix)]
     if not found:
         why = f"nothing set aside matches {prefix!r} (`gitsessions undelete` lists it)"
