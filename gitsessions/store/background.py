@@ -5,9 +5,10 @@ listings) calls `schedule`: it takes `maintenance.lock` without waiting (when an
 process holds it, maintenance is already under way and nothing is started), then starts
 `python -m gitsessions.store.background STORE` detached, handing it the locked file, and
 lets go of its own copy. The child holds the lock until it exits, so whoever wants a
-quiet store (gc, doctor, tests) waits on that lock with `wait_for_maintenance`. Before it
-exits it asks `needs_maintenance` again (a few rounds at most): a writer that found a
-pile while it ran could start nothing.
+quiet store (gc, doctor, tests) waits on that lock with `wait_for_maintenance`. A writer
+that finds a pile while the child runs starts nothing, so before it exits the child asks
+`needs_maintenance` again and runs again while the answer is yes and its last run did
+something (at most `ROUNDS` runs: a pile no run reduces does not keep it going).
 Every step the child takes is safe beside live writers (see `maintenance`).
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_NAME = "maintenance.lock"
-ROUNDS = 4  # runs at most, while writers keep piling things up
+ROUNDS = 64  # runs at most, while writers keep piling things up
 
 
 def _open_lock(store_path: Path) -> int:
@@ -82,8 +83,8 @@ def _main(argv: list[str]) -> int:
         # writers that found something piled up while this ran started nothing (the
         # lock was held): what they saw is looked at again before the lock goes
         for _round in range(ROUNDS):
-            maintenance.run_maintenance(git)
-            if not maintenance.needs_maintenance(git):
+            done = maintenance.run_maintenance(git)
+            if not any(done.values()) or not maintenance.needs_maintenance(git):
                 break
     finally:
         git.close()
