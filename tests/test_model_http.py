@@ -22,7 +22,7 @@ import pytest
 from gitsessions.services.model.model import EndpointUnreachable, ModelClient, RedirectRefused
 from gitsessions.services.settings.config import resolve_model_settings
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
-from tests.hostile_servers import raw_answer
+from tests.hostile_servers import raw_answer, redirector
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -304,6 +304,20 @@ def test_an_untrusted_certificate_is_refused(
     url = f"https://localhost:{tls_server.port}/v1"
     with client_for(url, {}) as client, pytest.raises(EndpointUnreachable, match="CERTIFICATE"):
         client.complete(USER)
+
+
+def test_a_plain_http_client_trusts_no_certificate(tls_server: FakeOpenAI) -> None:
+    """An http:// server's client loads no trust store (model.tls_for): TLS that a
+    redirect leads it to fails closed, even to a certificate SSL_CERT_FILE trusts."""
+    tls_server.models = ["m1"]
+    with redirector(302, f"https://localhost:{tls_server.port}") as here:
+        refused = pytest.raises(EndpointUnreachable, match="CERTIFICATE_VERIFY_FAILED")
+        with client_for(f"{here.base}/v1", {}) as client, refused:
+            client.list_models()
+        assert [seen.path for seen in here.seen] == ["/v1/models"]
+    assert tls_server.model_lists == 0
+    with client_for(f"https://localhost:{tls_server.port}/v1", {}) as client:
+        assert client.list_models() == ["m1"]  # the same server, trusted over https://
 
 
 class _LingersAfterDone(BaseHTTPRequestHandler):

@@ -248,7 +248,9 @@ class ModelClient:
                 hooks = limits.hooks
                 hooks["response"].insert(0, _refuse_cross_origin_post)
                 http_client = sdk.DefaultHttpxClient(
-                    timeout=self.settings.timeout, event_hooks=hooks
+                    timeout=self.settings.timeout,
+                    event_hooks=hooks,
+                    **tls_for(self.settings.base_url),
                 )
                 self._openai_client = sdk.OpenAI(
                     base_url=self.settings.base_url,
@@ -492,6 +494,21 @@ class ModelClient:
         if isinstance(error, _openai().APIError):  # an error event inside a stream
             return ServerError(f"the model server at {url} reported an error: {error.message}")
         return BadResponse(f"model request to {url} failed: {error}")
+
+
+def tls_for(base_url: str) -> dict[str, Any]:
+    """The HTTP client's TLS settings for a server at `base_url`. For `https://` none:
+    the SDK's default, which verifies against the system's trust store. For `http://`
+    (a model on this machine or the LAN: Ollama, llama.cpp, vLLM) TLS is never spoken
+    to that server, and a POST redirected to another origin is refused anyway; loading
+    the trust store would cost 40-80 ms of CPU for nothing. Its context verifies
+    certificates and host names but trusts no authority, so a GET that a redirect
+    takes to https fails closed ("certificate verify failed"), never unverified."""
+    if not base_url.lower().startswith("http://"):
+        return {}
+    import ssl
+
+    return {"verify": ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)}
 
 
 def _refuse_cross_origin_post(response: Any) -> None:

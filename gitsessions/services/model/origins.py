@@ -13,6 +13,8 @@ Invariants:
 - The API key follows a GET (the model list) to another origin only on an upgrade from
   http to https of the same host on the default ports: httpx's own rule, which the
   model client leaves as it is (tests/test_model_client.py, tests/test_endpoint.py).
+  From an `http://` base URL even that fails: its client trusts no certificate
+  (model.tls_for; tests/test_model_http.py).
 """
 
 from __future__ import annotations
