@@ -219,11 +219,13 @@ class Agent:
         """Answer an unanswered prompt in the context with an interruption note saying
         what partial reply had arrived (whether one was added). Tool calls left without
         a result are answered first (`save`)."""
+        session = self.session
+        if session.unanswered_prompt() is None:
+            return False
         from gitsessions.agent.interrupted import interruption_note
         from gitsessions.services.compaction.continuation import is_note
 
-        session = self.session
-        if session.unanswered_prompt() is None or is_note(session.context[-1]):
+        if is_note(session.context[-1]):
             return False
         last = session.last_record()
         partial = last if last and last.get("incomplete") else None
