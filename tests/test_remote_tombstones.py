@@ -14,6 +14,7 @@ from gitsessions.store.sessions import SessionStore
 from tests.conftest import Cli, fsck
 from tests.fake_openai import FakeOpenAI
 from tests.test_hostile_remote import bare, deleted_file, tombstone
+from tests.test_lifecycle_hooks import write_hook
 from tests.test_project_identity import (
     exec_turn,
     git,
@@ -64,6 +65,42 @@ def test_a_delete_elsewhere_deletes_here_and_what_was_added_here_lives_on_as_a_f
     for where in (home, other):
         assert json.loads(cli("--home", str(where), "doctor", "--json").stdout)["healthy"]
         fsck(where)
+
+
+def test_a_pull_calls_the_fork_and_delete_hooks_for_what_it_forked_and_deleted(
+    cli: Cli, home, tmp_path
+):
+    other = tmp_path / "home-b"
+    origin = bare(tmp_path / "origin.git")
+    plain, grown, both = shared_with(cli, home, other, origin, "plain", "grown", "both")
+    say(other, grown, "written on b after the pull")
+    say(home, both, "written on a")
+    say(other, both, "written on b")
+    cli("delete", plain, "--yes")
+    cli("delete", grown, "--yes")
+    cli("push", "--prune", "--all")
+    log = other / "hooks.jsonl"
+    for event in ("post-fork", "post-delete"):
+        write_hook(other, event, f'cat >> "{log}"\necho >> "{log}"\n')
+    heads = refs(other / "store.git", SESSIONS)
+
+    pulled = {o["id"]: o for o in summary(cli, other, "pull")["sessions"]}
+    assert (pulled[both]["result"], pulled[grown]["result"]) == ("forked", "deleted")
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    by = {(c["event"], c["session"]): c for c in calls}
+    forks = {pulled[grown]["fork"]: grown, pulled[both]["fork"]: both}
+    assert sorted(by) == sorted(
+        [("post-delete", plain), ("post-delete", grown)] + [("post-fork", f) for f in forks]
+    )
+    for sid in (plain, grown):
+        deleted = by[("post-delete", sid)]
+        assert (deleted["commit"], deleted["remote"]) == (heads[SESSIONS + sid], "origin")
+        assert deleted["fork"] == pulled[sid].get("fork")
+    after = refs(other / "store.git", SESSIONS)
+    for fork, parent in forks.items():
+        made = by[("post-fork", fork)]
+        assert (made["parent_id"], made["remote"]) == (parent, "origin")
+        assert made["commit"] == after[SESSIONS + fork]
 
 
 def test_a_session_an_agent_holds_is_left_and_not_pushed_until_a_pull_deletes_it(

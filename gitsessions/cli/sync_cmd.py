@@ -257,9 +257,20 @@ def cmd_pull(
         store, remote, progress=_progress, env=st.env, writable=lambda: st.store, keys=keys,
         scope=scope,
     )  # fmt: skip
+    _run_hooks(st, report)
     if code:
         sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
     _show(report, json_, "pulled")
+
+
+def _run_hooks(st: "state.State", report: sync.Report) -> None:
+    """The lifecycle hooks a pull calls for, once it is done: post-fork for each fork it
+    made, post-delete for each session a remote's tombstone deleted here."""
+    calls = [call for outcome in report.sessions for call in outcome.hooks]
+    if calls:
+        hooks = st.hooks
+        for event, session, commit, details in calls:
+            hooks.run(event, session, commit, **details)
 
 
 def cmd_sync(
@@ -278,6 +289,7 @@ def cmd_sync(
     keys = _here_keys(st.env) if here else None
     scope = set(_project_ids(store)) if here else None
     pulled = sync.pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope)
+    _run_hooks(st, pulled)
     ids = _here_ids(store) if here else None
     pushed = sync.push(store, pulled.remote, ids, env=st.env)
     if json_:

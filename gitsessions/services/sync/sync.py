@@ -83,7 +83,7 @@ class Outcome:
     """What a sync did to one session (a plain class: `dataclasses` costs a pull's
     start-up 5 ms)."""
 
-    __slots__ = ("detail", "fork", "id", "result")
+    __slots__ = ("detail", "fork", "hooks", "id", "result")
 
     def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
         self.id = id
@@ -93,6 +93,9 @@ class Outcome:
         self.result = result
         self.detail = detail
         self.fork = fork
+        # the lifecycle hooks it calls for (a pull's forks and deletes), which the caller
+        # runs once the pull is done: (event, session, commit, details)
+        self.hooks: list[tuple[str, str, str, dict[str, Any]]] = []
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Outcome):
@@ -223,20 +226,27 @@ def _delete_here(
             writing = full()
             ours = writing.head_at(sid, mine)
             had = _remote_had(store, name, refs, sid)
-            fork = None
+            forked = None
             if not any(sha == mine or history.is_ancestor(git, mine, sha) for sha in had):
                 bases = [history.merge_base(git, mine, sha) for sha in had]
                 base = next((b for b in bases if b is not None), None)
-                fork = _fork_line(writing, ours, f"deleted on {name}", base).id
+                forked = _fork_line(writing, ours, f"deleted on {name}", base)
+            fork = forked.id if forked is not None else None
             if not manage.set_aside(writing, ours, f"deleted on {name}", keep=fork is None):
-                return Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
+                outcome = Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
+                outcome.hooks = _fork_hooks(forked, name)
+                return outcome
             lease.discard()
         except StoreError as error:
             return Outcome(sid, "refused", str(error))
     if fork is not None:
-        return Outcome(sid, "deleted", f"deleted on {name}; what {name} never had", fork)
-    return Outcome(sid, "deleted", f"deleted on {name}; `gitsessions undelete {short(sid)}` "
-                   "brings it back")  # fmt: skip
+        outcome = Outcome(sid, "deleted", f"deleted on {name}; what {name} never had", fork)
+    else:
+        outcome = Outcome(sid, "deleted", f"deleted on {name}; `gitsessions undelete "
+                          f"{short(sid)}` brings it back")  # fmt: skip
+    outcome.hooks = _fork_hooks(forked, name)
+    outcome.hooks.append(("post-delete", sid, mine.decode(), {"remote": name, "fork": fork}))
+    return outcome
 
 
 def _fetch_tombstones(
@@ -606,10 +616,11 @@ def _bring(
             ours = writing.head_at(sid, mine)
             fork = _fork_line(writing, ours, f"diverged from {name}", base)
             ref = ref_name(sid)
+            outcome = Outcome(sid, "forked", SWAPPED, fork=fork.id)
             if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
-                why = "diverged; changed here meanwhile, so it stays: pull again"
-                return Outcome(sid, "forked", why, fork=fork.id)
-            return Outcome(sid, "forked", SWAPPED, fork=fork.id)
+                outcome.detail = "diverged; changed here meanwhile, so it stays: pull again"
+            outcome.hooks = _fork_hooks(fork, name)
+            return outcome
     except RemoteError:
         raise
     except StoreError as error:
@@ -654,6 +665,15 @@ def _fork_line(writing: SessionStore, ours: Head, why: str, base: bytes | None) 
         writing, ours, new_id(), title=title, created_at=now_iso(), fork_point=base,
         operation="pull",
     )  # fmt: skip
+
+
+def _fork_hooks(fork: Head | None, remote: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The post-fork hook call for a fork a pull made (none for None)."""
+    if fork is None:
+        return []
+    header = fork.header
+    details = {key: header.get(key) for key in ("parent_id", "fork_point", "worktree")}
+    return [("post-fork", fork.id, fork.commit.decode(), {**details, "remote": remote})]
 
 
 def _fork_title(head: Head, why: str) -> str:
