@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pexpect
@@ -58,17 +58,21 @@ for _ in client.chat.completions.create(
 Sample = tuple[float, float]  # (wall seconds, CPU seconds)
 
 
-def median_of(runs: int, once: Callable[[], Sample]) -> Sample:
-    once()  # warm-up: bytecode caches written, files in the page cache
-    samples = [once() for _ in range(runs)]
-    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
-
-
 def in_turn(runs: int, *commands: Callable[[], Sample]) -> list[tuple[Sample, ...]]:
-    """`runs` rounds of `commands`, one after the other, after one warm-up round."""
+    """`runs` rounds of `commands`, one after the other, after one warm-up round (which
+    writes the bytecode caches and puts the files in the page cache)."""
     for once in commands:
         once()
     return [tuple(once() for once in commands) for _ in range(runs)]
+
+
+def medians(samples: Iterable[Sample]) -> Sample:
+    listed = list(samples)
+    return statistics.median(s[0] for s in listed), statistics.median(s[1] for s in listed)
+
+
+def median_of(runs: int, once: Callable[[], Sample]) -> Sample:
+    return medians(r[0] for r in in_turn(runs, once))
 
 
 def _children_cpu() -> float:
@@ -167,8 +171,7 @@ def main() -> None:
             timed([python, "-c", sdk_turn], env, tmp),
         )
         for i, name in enumerate(("openai", "exec", "sdk turn")):
-            results[name] = (statistics.median(r[i][0] for r in rounds),
-                             statistics.median(r[i][1] for r in rounds))  # fmt: skip
+            results[name] = medians(r[i] for r in rounds)
         pairs = [(r[0], r[1]) for r in rounds]
         rest = statistics.median(e[0] - o[0] for o, e in pairs)
         rest_cpu = statistics.median(e[1] - o[1] for o, e in pairs)

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from gitsessions.services.model.reply_limits import ReplyLimits
 
 from gitsessions.services.model import inflight
-from gitsessions.services.model.origins import CrossOriginRedirect, refuse_cross_origin
+from gitsessions.services.model.origins import CrossOriginRedirect, origin, refuse_cross_origin
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import alternating
@@ -504,7 +504,7 @@ def tls_for(base_url: str) -> dict[str, Any]:
     the trust store would cost 40-80 ms of CPU for nothing. Its context verifies
     certificates and host names but trusts no authority, so a GET that a redirect
     takes to https fails closed ("certificate verify failed"), never unverified."""
-    if not base_url.lower().startswith("http://"):
+    if origin(base_url).scheme != "http":
         return {}
     import ssl
 

@@ -8,6 +8,8 @@ leaves nothing of the session behind outside the store either: cache rows, chat 
 lines, lease file; `code/delete.py` adds what it left in the project.
 """
 
+from typing import Any
+
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import chat_history, points, writer
 from gitsessions.services.sessions.search import SearchIndex
@@ -74,15 +76,13 @@ def fork(
         return store.fork(source, fork_id, title=named, created_at=now_iso())
 
     head = writer.audited(store, "fork", session_id, run, fork=fork_id)
-    hooks.run(
-        "post-fork",
-        head.id,
-        head.commit.decode(),
-        parent_id=head.header.get("parent_id"),
-        fork_point=head.header.get("fork_point"),
-        worktree=head.header.get("worktree"),
-    )
+    hooks.run("post-fork", head.id, head.commit.decode(), **fork_details(head))
     return head
+
+
+def fork_details(fork: Head) -> dict[str, Any]:
+    """What the post-fork hook is told of a fork, from its header."""
+    return {key: fork.header.get(key) for key in ("parent_id", "fork_point", "worktree")}
 
 
 def fork_title(parent: str) -> str:

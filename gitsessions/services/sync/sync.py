@@ -79,13 +79,24 @@ NOT_SENT = ("diverged", "behind", "refused", "deleted there")  # push results: e
 Progress = Callable[[str], None]
 
 
+# a lifecycle hook a pull calls for: its event, session, commit and details
+HookCall = tuple[str, str, str, dict[str, Any]]
+
+
 class Outcome:
     """What a sync did to one session (a plain class: `dataclasses` costs a pull's
     start-up 5 ms)."""
 
     __slots__ = ("detail", "fork", "hooks", "id", "result")
 
-    def __init__(self, id: str, result: str, detail: str = "", fork: str | None = None) -> None:
+    def __init__(
+        self,
+        id: str,
+        result: str,
+        detail: str = "",
+        fork: str | None = None,
+        hooks: list[HookCall] | None = None,
+    ) -> None:
         self.id = id
         # push: new, updated, up to date, diverged, behind, deleted there, pruned, refused;
         # pull: created, updated, unchanged, forked, busy, deleted (by the remote's
@@ -94,8 +105,8 @@ class Outcome:
         self.detail = detail
         self.fork = fork
         # the lifecycle hooks it calls for (a pull's forks and deletes), which the caller
-        # runs once the pull is done: (event, session, commit, details)
-        self.hooks: list[tuple[str, str, str, dict[str, Any]]] = []
+        # runs once the pull is done
+        self.hooks = hooks or []
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Outcome):
@@ -232,21 +243,19 @@ def _delete_here(
                 base = next((b for b in bases if b is not None), None)
                 forked = _fork_line(writing, ours, f"deleted on {name}", base)
             fork = forked.id if forked is not None else None
+            hooks = _fork_hooks(forked, name)
             if not manage.set_aside(writing, ours, f"deleted on {name}", keep=fork is None):
-                outcome = Outcome(sid, "busy", "changed here meanwhile; pull again", fork=fork)
-                outcome.hooks = _fork_hooks(forked, name)
-                return outcome
+                why = "changed here meanwhile; pull again"
+                return Outcome(sid, "busy", why, fork=fork, hooks=hooks)
             lease.discard()
         except StoreError as error:
             return Outcome(sid, "refused", str(error))
+    hooks.append(("post-delete", sid, mine.decode(), {"remote": name, "fork": fork}))
     if fork is not None:
-        outcome = Outcome(sid, "deleted", f"deleted on {name}; what {name} never had", fork)
+        why = f"deleted on {name}; what {name} never had"
     else:
-        outcome = Outcome(sid, "deleted", f"deleted on {name}; `gitsessions undelete "
-                          f"{short(sid)}` brings it back")  # fmt: skip
-    outcome.hooks = _fork_hooks(forked, name)
-    outcome.hooks.append(("post-delete", sid, mine.decode(), {"remote": name, "fork": fork}))
-    return outcome
+        why = f"deleted on {name}; `gitsessions undelete {short(sid)}` brings it back"
+    return Outcome(sid, "deleted", why, fork, hooks)
 
 
 def _fetch_tombstones(
@@ -616,11 +625,10 @@ def _bring(
             ours = writing.head_at(sid, mine)
             fork = _fork_line(writing, ours, f"diverged from {name}", base)
             ref = ref_name(sid)
-            outcome = Outcome(sid, "forked", SWAPPED, fork=fork.id)
+            why = SWAPPED
             if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
-                outcome.detail = "diverged; changed here meanwhile, so it stays: pull again"
-            outcome.hooks = _fork_hooks(fork, name)
-            return outcome
+                why = "diverged; changed here meanwhile, so it stays: pull again"
+            return Outcome(sid, "forked", why, fork=fork.id, hooks=_fork_hooks(fork, name))
     except RemoteError:
         raise
     except StoreError as error:
@@ -667,13 +675,13 @@ def _fork_line(writing: SessionStore, ours: Head, why: str, base: bytes | None) 
     )  # fmt: skip
 
 
-def _fork_hooks(fork: Head | None, remote: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+def _fork_hooks(fork: Head | None, remote: str) -> list[HookCall]:
     """The post-fork hook call for a fork a pull made (none for None)."""
+    from gitsessions.services.sessions.manage import fork_details
+
     if fork is None:
         return []
-    header = fork.header
-    details = {key: header.get(key) for key in ("parent_id", "fork_point", "worktree")}
-    return [("post-fork", fork.id, fork.commit.decode(), {**details, "remote": remote})]
+    return [("post-fork", fork.id, fork.commit.decode(), {**fork_details(fork), "remote": remote})]
 
 
 def _fork_title(head: Head, why: str) -> str:
