@@ -61,11 +61,14 @@ def parse_age(text: str) -> int:
 
 @dataclass(frozen=True)
 class Node:
-    """A gitsessions commit in the project: its parents, commit time and kind."""
+    """A gitsessions commit in the project: its parents, commit time, kind, tree and
+    subject."""
 
     parents: tuple[str, ...]
     time: int
     keep: bool  # a keep commit (else a snapshot)
+    tree: str = ""
+    subject: str = ""
 
 
 @dataclass
@@ -129,7 +132,7 @@ def _nodes(project: Project, env: Mapping[str, str]) -> dict[str, Node]:
         env,
         "rev-list",
         "--parents",
-        "--format=%ct %s",
+        "--format=%ct %T %s",
         f"--glob={REF_PREFIX}*",
         "--not",
         "--branches",
@@ -140,10 +143,10 @@ def _nodes(project: Project, env: Mapping[str, str]) -> dict[str, Node]:
     lines = out(done).splitlines()
     for header, body in zip(lines[0::2], lines[1::2], strict=False):
         shas = header.split()[1:]
-        stamp, _, subject = body.partition(" ")
+        stamp, tree, subject = [*body.split(" ", 2), "", ""][:3]
         if subject.startswith(KEEP_SUBJECT) or subject.startswith(SNAPSHOT_SUBJECT):
             keep = subject.startswith(KEEP_SUBJECT)
-            nodes[shas[0]] = Node(tuple(shas[1:]), int(stamp or 0), keep)
+            nodes[shas[0]] = Node(tuple(shas[1:]), int(stamp or 0), keep, tree, subject)
     return nodes
 
 

@@ -1,0 +1,113 @@
+"""`gitsessions blame` (issue 34): every line of a scripted project attributed to the
+session and turn that last wrote it, or to a person, from real code snapshots taken by
+real `exec` turns against the fake model server, checked line by line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import exec_args, run_gitsessions
+from tests.project_helpers import pgit
+
+
+def tool(name: str, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def turn(server, root: Path, prompt: str, *calls, resume: str | None = None) -> str:
+    """One exec turn whose model makes `calls` (one step each), then replies."""
+    for call in calls:
+        server.reply(content=None, tool_calls=[call])
+    server.reply(content=f"done: {prompt}")
+    if resume is None:
+        server.reply(content="A title")  # the one-line summary `list` shows, asked once
+    args = [*exec_args(server, root), prompt, "--auto-approve", "--json"]
+    if resume:
+        args += ["--resume", resume]
+    done = run_gitsessions(*args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["session"]
+
+
+def blamed(root: Path, path: str, *extra: str) -> list[dict]:
+    done = run_gitsessions("blame", str(root / path), "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def who(rows: list[dict]) -> list[tuple[str, str | None, int | None]]:
+    return [(r["text"], r["session"], r["turn"]) for r in rows]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    pgit(root, "init", "-q", "-b", "main")
+    (root / "app.py").write_text("first = 1\n")
+    pgit(root, "add", "-A")
+    pgit(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+def test_sessions_turns_and_a_persons_edits_each_line_right(server, project, home):
+    a = turn(server, project, "add two", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\nthird = 3\n"))  # fmt: skip
+    # a person edits between turns: a line of their own, and one of the agent's changed
+    (project / "app.py").write_text("first = 1\nsecond = 22\nthird = 3\nmine = 4\n")
+    turn(server, project, "add fifth", tool("write_file", path="app.py",
+         content="first = 1\nsecond = 22\nthird = 3\nmine = 4\nfifth = 5\n"), resume=a)  # fmt: skip
+    six = "zero = 0\nfirst = 1\nsecond = 22\nthird = 3\nmine = 4\nfifth = 5\n"
+    b = turn(server, project, "another session", tool("write_file", path="app.py", content=six))
+    (project / "app.py").write_text(
+        "zero = 0\nfirst = 1\nsecond = 22\nthird = 3\nmine = 4\nfifth = 5\nlast = 6\n"
+    )
+    assert who(blamed(project, "app.py")) == [
+        ("zero = 0", b, 1),
+        ("first = 1", None, None),
+        ("second = 22", None, None),
+        ("third = 3", a, 1),
+        ("mine = 4", None, None),
+        ("fifth = 5", a, 2),
+        ("last = 6", None, None),
+    ]
+    rows = blamed(project, "app.py")
+    assert rows[0]["line"] == 1 and len(rows[0]["commit"]) == 40
+    snapshot = pgit(project, "cat-file", "-p", f"{rows[0]['commit']}:app.py")
+    assert snapshot.startswith("zero = 0\n")
+
+
+def test_a_file_renamed_by_a_turn_keeps_its_lines_turns(server, project, home):
+    body = "".join(f"line {i} of a body long enough to be a rename\n" for i in range(12))
+    a = turn(server, project, "write", tool("write_file", path="old.py", content=body))
+    turn(server, project, "rename", tool("run_shell", command="git mv -f old.py new.py || "
+         "mv old.py new.py"), tool("edit_file", path="new.py", old="line 3 of",
+         new="LINE 3 of"), resume=a)  # fmt: skip
+    rows = who(blamed(project, "new.py"))
+    assert len(rows) == 12
+    assert rows[3] == (body.splitlines()[3].replace("line 3", "LINE 3"), a, 2)
+    assert all(r[1:] == (a, 1) for i, r in enumerate(rows) if i != 3)
+
+
+def test_at_a_revision_and_outside_a_project(server, project, home, tmp_path):
+    a = turn(server, project, "two", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\n"))  # fmt: skip
+    pgit(project, "commit", "-q", "-am", "the agent's line")
+    (project / "app.py").write_text("changed after\n")
+    assert who(blamed(project, "app.py", "--at", "HEAD")) == [
+        ("first = 1", None, None),
+        ("second = 2", a, 1),
+    ]
+    assert who(blamed(project, "app.py")) == [("changed after", None, None)]
+    done = run_gitsessions("blame", str(tmp_path))
+    assert done.returncode != 0 and "not in a git working tree" in done.stderr
+    done = run_gitsessions("blame", str(project / "app.py"), "--at", "nosuchrev")
+    assert done.returncode != 0 and "no commit 'nosuchrev'" in done.stderr
+
+
+def test_a_file_no_session_touched_is_all_a_persons(project, home):
+    (project / "app.py").write_text("a\nb\n")
+    assert who(blamed(project, "app.py")) == [("a", None, None), ("b", None, None)]
+    done = run_gitsessions("blame", str(project / "app.py"))
+    assert done.stdout.splitlines()[0].split("\t")[3:] == ["a person", "1", "a"]
