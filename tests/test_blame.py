@@ -2,11 +2,13 @@
 session and turn that last wrote it, or to a person, from real code snapshots taken by
 real `exec` turns against the fake model server, checked line by line."""
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.agent_trace_rules import check_record
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import pgit
 
@@ -111,3 +113,52 @@ def test_a_file_no_session_touched_is_all_a_persons(project, home):
     assert who(blamed(project, "app.py")) == [("a", None, None), ("b", None, None)]
     done = run_gitsessions("blame", str(project / "app.py"))
     assert done.stdout.splitlines()[0].split("\t")[3:] == ["a person", "1", "a"]
+
+
+def test_agent_trace_record_of_a_file_and_of_a_commit(server, project, home):
+    a = turn(server, project, "two", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\nthird = 3\n"))  # fmt: skip
+    (project / "notes.txt").write_text("a person's file\n")
+    done = run_gitsessions("blame", str(project / "app.py"), "--format", "agent-trace")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    check_record(record)
+    head = pgit(project, "rev-parse", "HEAD").strip()
+    assert record["vcs"] == {"type": "git", "revision": head}
+    assert record["tool"]["name"] == "gitsessions"
+    [file] = record["files"]
+    assert file["path"] == "app.py"
+    [conversation] = file["conversations"]
+    assert conversation["url"] == f"gitsessions:{a}@turn:1"
+    assert conversation["contributor"] == {"type": "ai", "model_id": "fake-model"}
+    assert conversation["related"] == [{"type": "session", "url": f"gitsessions:{a}"}]
+    digest = hashlib.sha256(b"second = 2\nthird = 3\n").hexdigest()
+    assert conversation["ranges"] == [
+        {"start_line": 2, "end_line": 3, "content_hash": f"sha256:{digest}"}
+    ]
+    # the commit that takes the agent's lines, and a person's file: only the former
+    pgit(project, "add", "-A")
+    pgit(project, "commit", "-q", "-m", "take it")
+    done = run_gitsessions("trace", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    check_record(record)
+    assert [f["path"] for f in record["files"]] == ["app.py"]
+    assert record["files"][0]["conversations"][0]["ranges"][0]["start_line"] == 2
+    # a commit no turn wrote: a record with no files
+    (project / "notes.txt").write_text("more\n")
+    pgit(project, "commit", "-q", "-am", "by hand")
+    record = json.loads(run_gitsessions("trace", "--project", str(project)).stdout)
+    check_record(record)
+    assert record["files"] == []
+
+
+def test_the_rules_catch_a_broken_record():
+    good = {"version": "0.1.0", "id": "550e8400-e29b-41d4-a716-446655440000",
+            "timestamp": "2026-01-23T14:30:00Z", "files": []}  # fmt: skip
+    check_record(good)
+    for broken in ({**good, "version": "1.0"}, {**good, "extra": 1}, {**good, "id": "x"},
+                   {**good, "files": [{"path": "a", "conversations": [{"ranges": [
+                       {"start_line": 0, "end_line": 1}]}]}]}):  # fmt: skip
+        with pytest.raises((AssertionError, ValueError)):
+            check_record(broken)

@@ -1,5 +1,7 @@
-"""`gitsessions blame FILE [--at REV] [--json]`: for each line of a project's file, the
-session and turn that last wrote it (services/code/blame.py), or a person.
+"""`gitsessions blame FILE [--at REV] [--json | --format agent-trace]`: for each line of
+a project's file, the session and turn that last wrote it (services/code/blame.py), or a
+person; and `gitsessions trace [REV]`, the Agent Trace record of the lines a commit
+changed (services/code/trace.py).
 
 On a terminal one row per line as `git blame` prints it, through the pager; into a pipe
 tab-separated fields; `--json` one object per line. Every stored string (a title) is
@@ -8,6 +10,7 @@ shown through `one_line` or a `Sink`, so it reaches the terminal visible-safe.
 
 import json
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,8 +20,21 @@ from gitsessions.cli import listing
 from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped
-from gitsessions.cli.state import err, plain_out
-from gitsessions.services.code.blame import Blame, Line, blame, file_text, relative
+from gitsessions.cli.render import print_json
+from gitsessions.cli.state import err, out, plain_out
+from gitsessions.services.code import trace
+from gitsessions.services.code.blame import (
+    Blame,
+    Line,
+    blame,
+    blame_files,
+    blob_at,
+    changed_lines,
+    commit_of,
+    file_text,
+    head_commit,
+    relative,
+)
 from gitsessions.services.code.snapshots import find_project
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
@@ -35,6 +51,14 @@ def cmd_blame(
         typer.Option("--at", metavar="REV", help="Blame the file as it is at this git revision."),
     ] = None,
     json_: JsonFlag = False,
+    format_: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="agent-trace: print one Agent Trace record (agent-trace.dev) of the file.",
+        ),
+    ] = None,
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")
     ] = False,
@@ -43,6 +67,8 @@ def cmd_blame(
     or at --at REV), from the code snapshots of this project's sessions; a line no turn
     wrote is a person's. --json: one object per line with the fields line, text, session,
     turn and commit (the code snapshot the line was written in)."""
+    if format_ not in (None, "agent-trace"):
+        raise InvalidInput(f"unknown --format {format_!r}: the one format is agent-trace")
     state = state_of(ctx)
     where = file.expanduser().absolute()
     project = find_project(where.parent if not where.is_dir() else where, state.env)
@@ -55,6 +81,11 @@ def cmd_blame(
     found = blame(project, state.env, path, text, before)
     headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in found.sessions}
     _say_unseen(state, found, project.root)
+    if format_ == "agent-trace":
+        revision = commit_of(project, state.env, at)[0] if at else head_commit(project, state.env)
+        files = [trace.file_entry(found, _models(headers))]
+        print_json(out, trace.record(files, revision, version("gitsessions"), datetime.now(UTC)))
+        return
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
         for line in found.lines:
             if json_:
@@ -64,6 +95,42 @@ def cmd_blame(
                 sink.file.write("\t".join(_cells(line, headers)) + "\n")  # each one_line
             else:
                 sink.line(_row(line, headers, len(found.lines)), one_line=True)
+
+
+def cmd_trace(
+    ctx: typer.Context,
+    rev: Annotated[str, typer.Argument(metavar="REV", help="The commit [default: HEAD].")] = "HEAD",
+    project_dir: Annotated[
+        Path | None,
+        typer.Option("--project", help="The project (default: the current directory)."),
+    ] = None,
+) -> None:
+    """Print the Agent Trace record (agent-trace.dev) of the lines commit REV added or
+    changed that a session's turn wrote: one conversation per turn, its url
+    gitsessions:ID@turn:N. For a commit hook or CI to keep beside the code."""
+    state = state_of(ctx)
+    where = (project_dir or Path.cwd()).expanduser().absolute()
+    project = find_project(where, state.env)
+    if project is None:
+        raise InvalidInput(f"{where} is not in a git working tree: nothing to trace")
+    commit, stamp = commit_of(project, state.env, rev)
+    changed = changed_lines(project, state.env, commit)
+    texts = {}
+    for path in changed:
+        text = blob_at(project, state.env, commit, path)
+        if b"\0" not in text[:8000]:
+            texts[path] = text
+    found = blame_files(project, state.env, texts, stamp)
+    sessions = set().union(*(b.sessions for b in found.values())) if found else set()
+    headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in sessions}
+    files = [trace.file_entry(b, _models(headers), changed[p]) for p, b in found.items()]
+    files = [f for f in files if f["conversations"]]
+    print_json(out, trace.record(files, commit, version("gitsessions"), datetime.now(UTC)))
+
+
+def _models(headers: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+    """Each session's model: the one its last turn used, else its header's."""
+    return {sid: h.get("model") for sid, h in headers.items()}
 
 
 def _record(line: Line) -> dict[str, Any]:
@@ -125,3 +192,4 @@ def _say_unseen(state: Any, found: Blame, root: Path) -> None:
 
 def register(app: typer.Typer) -> None:
     app.command("blame")(cmd_blame)
+    app.command("trace")(cmd_trace)

@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
     "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
     "blame": ("blame_cmd", "Show which session and turn last wrote each line of a file."),
+    "trace": ("blame_cmd", "Print the Agent Trace record of the lines a commit changed."),
     "snapshot": ("snapshot_cmd", "Restore or prune code snapshots (`rewind --force` saves one)."),
     "worktree": ("worktree_cmd", "List, remove or restore the git worktrees of forks."),
     "remote": ("sync_cmd", "Add, list or remove the remotes sessions sync with."),

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.services.code.retention import chains
-from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, SnapshotError, git
+from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
 from gitsessions.values.errors import InvalidInput
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
@@ -97,35 +97,52 @@ def blame(
 ) -> Blame:
     """Who last wrote each line of `text`, the content of `path` (relative to the
     project's root, `/`-separated)."""
-    if b"\0" in text[:8000]:
-        raise InvalidInput(f"{path} is a binary file: nothing to blame line by line")
+    return blame_files(project, env, {path: text}, before)[path]
+
+
+def blame_files(
+    project: Project, env: Mapping[str, str], files: Mapping[str, bytes], before: int | None
+) -> dict[str, Blame]:
+    """`blame` of several files (path -> content) over one history."""
+    for path, text in files.items():
+        if b"\0" in text[:8000]:
+            raise InvalidInput(f"{path} is a binary file: nothing to blame line by line")
     lines = history(project, env, before)
-    result = Blame(path, sessions={x[0].session for x in lines}, snapshots=sum(map(len, lines)))
-    texts = text.decode("utf-8", "replace").splitlines()
-    if not lines:
-        result.lines = [Line(i + 1, t, None) for i, t in enumerate(texts)]
-        return result
-    with tempfile.TemporaryDirectory(prefix="gitsessions-blame-") as scratch:
-        repo = Path(scratch) / "blame.git"
-        git(Path(scratch), env, "init", "--bare", "-q", str(repo))
-        objects = project.common or project.root / ".git"
-        (repo / "objects" / "info" / "alternates").write_text(f"{objects / 'objects'}\n")
-        marks = Path(scratch) / "marks"
-        order = _fast_import(repo, env, lines, path, text, marks)
-        origins = _blame(repo, env, path, marks)
+    seen = {x[0].session for x in lines}
+    results: dict[str, Blame] = {}
+    origins: dict[str, dict[int, int]] = {path: {} for path in files}
+    order: list[Snapshot] = []
+    if lines and files:
+        with tempfile.TemporaryDirectory(prefix="gitsessions-blame-") as scratch:
+            repo = Path(scratch) / "blame.git"
+            git(Path(scratch), env, "init", "--bare", "-q", str(repo))
+            objects = (project.common or project.root / ".git") / "objects"
+            (repo / "objects" / "info" / "alternates").write_text(f"{objects}\n")
+            marks = Path(scratch) / "marks"
+            order = _fast_import(repo, env, lines, files, marks)
+            for path in files:
+                origins[path] = _blame(repo, env, path, marks)
     by_mark = dict(enumerate(order, 1))
-    for number, line_text in enumerate(texts, 1):
-        snap = by_mark.get(origins.get(number, 0))
-        result.lines.append(Line(number, line_text, snap if snap and snap.by_agent else None))
-    return result
+    for path, text in files.items():
+        result = results[path] = Blame(path, sessions=seen, snapshots=sum(map(len, lines)))
+        for number, line_text in enumerate(split_lines(text), 1):
+            snap = by_mark.get(origins[path].get(number, 0))
+            by = snap if snap is not None and snap.by_agent else None
+            result.lines.append(Line(number, line_text, by))
+    return results
+
+
+def split_lines(text: bytes) -> list[str]:
+    """The file's lines as git counts them: split at newlines only."""
+    lines = text.decode("utf-8", "replace").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _fast_import(
     repo: Path,
     env: Mapping[str, str],
     lines: list[list[Snapshot]],
-    path: str,
-    text: bytes,
+    files: Mapping[str, bytes],
     marks_file: Path,
 ) -> list[Snapshot]:
     """Write the blame history (see the invariants), its last commit as `HEAD`'s
@@ -154,7 +171,10 @@ def _fast_import(
     last = len(order) + 1
     heads = sorted((marks[(i, len(line) - 1)] for i, line in enumerate(lines)), reverse=True)
     parents = [last - 1] + [h for h in heads if h != last - 1]
-    body = b"M 100644 inline " + _quoted(path) + b"\ndata %d\n" % len(text) + text + b"\n"
+    body = b"".join(
+        b"M 100644 inline " + _quoted(path) + b"\ndata %d\n" % len(text) + text + b"\n"
+        for path, text in files.items()
+    )
     stream.append(_commit(last, order[-1][0], parents, body))
     git(repo, env, "--git-dir", str(repo), "fast-import", "--quiet", "--force",
         f"--export-marks={marks_file}", input=b"".join(stream))  # fmt: skip
@@ -207,21 +227,12 @@ def file_text(
     """The file's content (the working tree's, or at revision `at`) and, for a revision,
     its commit time (snapshots taken after it are left out)."""
     if at is None:
-        file = project.root / path
         try:
-            return file.read_bytes(), None
+            return (project.root / path).read_bytes(), None
         except OSError as error:
             raise InvalidInput(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        done = git(project.root, env, "rev-parse", "--verify", "--quiet", f"{at}^{{commit}}")
-    except SnapshotError:
-        raise InvalidInput(f"no commit {at!r} in {project.root}") from None
-    commit = done.stdout.decode().strip()
-    shown = git(project.root, env, "cat-file", "blob", f"{commit}:{path}", check=False)
-    if shown.returncode != 0:
-        raise InvalidInput(f"{path} is not in commit {at}")
-    stamp = git(project.root, env, "show", "-s", "--format=%ct", commit).stdout.decode().strip()
-    return shown.stdout, int(stamp)
+    commit, stamp = commit_of(project, env, at)
+    return blob_at(project, env, commit, path), stamp
 
 
 def relative(project: Project, where: Path) -> str:
@@ -230,3 +241,48 @@ def relative(project: Project, where: Path) -> str:
         return where.resolve().relative_to(project.root.resolve()).as_posix()
     except ValueError:
         raise InvalidInput(f"{where} is not inside the project {project.root}") from None
+
+
+HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def changed_lines(project: Project, env: Mapping[str, str], rev: str) -> dict[str, set[int]]:
+    """{path: the line numbers commit `rev` added or changed} (against its first parent;
+    all of a root commit's), text files only."""
+    done = git(project.root, env, "-c", "core.quotePath=false", "diff-tree", "-r", "-p",
+               "--root", "--no-commit-id", "--no-renames", "--no-ext-diff", "--unified=0",
+               rev)  # fmt: skip
+    changed: dict[str, set[int]] = {}
+    path: str | None = None
+    for raw in done.stdout.split(b"\n"):
+        if raw.startswith(b"+++ "):
+            name = raw[4:]
+            path = name[2:].decode("utf-8", "surrogateescape") if name[:2] == b"b/" else None
+        elif path is not None and (hunk := HUNK.match(raw)):
+            start, count = int(hunk[1]), int(hunk[2] if hunk[2] is not None else 1)
+            changed.setdefault(path, set()).update(range(start, start + count))
+    return {p: lines for p, lines in changed.items() if lines}
+
+
+def commit_of(project: Project, env: Mapping[str, str], rev: str) -> tuple[str, int]:
+    """`rev`'s commit id and commit time; `InvalidInput` when it names no commit."""
+    done = git(project.root, env, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
+               check=False)  # fmt: skip
+    commit = done.stdout.decode().strip()
+    if done.returncode != 0 or not commit:
+        raise InvalidInput(f"no commit {rev!r} in {project.root}")
+    stamp = git(project.root, env, "show", "-s", "--format=%ct", commit).stdout.decode().strip()
+    return commit, int(stamp)
+
+
+def blob_at(project: Project, env: Mapping[str, str], commit: str, path: str) -> bytes:
+    shown = git(project.root, env, "cat-file", "blob", f"{commit}:{path}", check=False)
+    if shown.returncode != 0:
+        raise InvalidInput(f"{path} is not in commit {commit[:12]}")
+    return shown.stdout
+
+
+def head_commit(project: Project, env: Mapping[str, str]) -> str | None:
+    """The project's HEAD commit, or None on an unborn branch."""
+    done = git(project.root, env, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    return done.stdout.decode().strip() or None
