@@ -162,3 +162,44 @@ def test_the_rules_catch_a_broken_record():
                        {"start_line": 0, "end_line": 1}]}]}]}):  # fmt: skip
         with pytest.raises((AssertionError, ValueError)):
             check_record(broken)
+
+
+def test_forks_a_worktree_fork_and_a_rewind(server, project, home):
+    a = turn(server, project, "three", tool("write_file", path="app.py",
+             content="one = 1\ntwo = 2\nthree = 3\n"))  # fmt: skip
+    turn(server, project, "change two", tool("edit_file", path="app.py", old="two = 2",
+         new="two = 22"), resume=a)  # fmt: skip
+    # a fork of it, working in the same tree
+    done = run_gitsessions("fork", a, "--json")
+    assert done.returncode == 0, done.stderr
+    b = json.loads(done.stdout)["id"]
+    turn(server, project, "four", tool("edit_file", path="app.py", old="three = 3\n",
+         new="three = 3\nfour = 4\n"), resume=b)  # fmt: skip
+    # a worktree fork of the first session: its own tree, its own line
+    done = run_gitsessions("fork", a, "--worktree", "--json")
+    assert done.returncode == 0, done.stderr
+    c = json.loads(done.stdout)["id"]
+    [tree] = (home / "worktrees").iterdir()
+    turn(server, tree, "zero", tool("edit_file", path="app.py", old="one = 1",
+         new="zero = 0\none = 1"), resume=c)  # fmt: skip
+    assert who(blamed(tree, "app.py")) == [
+        ("zero = 0", c, 3),
+        ("one = 1", a, 1),
+        ("two = 22", a, 2),
+        ("three = 3", a, 1),
+    ]
+    assert who(blamed(project, "app.py")) == [
+        ("one = 1", a, 1),
+        ("two = 22", a, 2),
+        ("three = 3", a, 1),
+        ("four = 4", b, 3),  # a fork goes on counting its parent's turns
+    ]
+    # the first session's code back to its turn 1: the second line is turn 1's again
+    done = run_gitsessions("rewind", a, "--to", "turn:1", "--code", "--force",
+                           "--workspace", str(project))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert who(blamed(project, "app.py")) == [
+        ("one = 1", a, 1),
+        ("two = 2", a, 1),
+        ("three = 3", a, 1),
+    ]

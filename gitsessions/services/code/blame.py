@@ -119,7 +119,8 @@ def blame_files(
             objects = (project.common or project.root / ".git") / "objects"
             (repo / "objects" / "info" / "alternates").write_text(f"{objects}\n")
             marks = Path(scratch) / "marks"
-            order = _fast_import(repo, env, lines, files, marks)
+            same = _same_content(project, env, lines, files)
+            order = _fast_import(repo, env, lines, files, marks, same)
             for path in files:
                 origins[path] = _blame(repo, env, path, marks)
     by_mark = dict(enumerate(order, 1))
@@ -144,6 +145,7 @@ def _fast_import(
     lines: list[list[Snapshot]],
     files: Mapping[str, bytes],
     marks_file: Path,
+    same: set[Snapshot],
 ) -> list[Snapshot]:
     """Write the blame history (see the invariants), its last commit as `HEAD`'s
     branch, its marks to `marks_file`; the snapshots in mark order (mark 1 first)."""
@@ -170,7 +172,8 @@ def _fast_import(
         stream.append(_commit(mark, snap.time, parents, f'M 040000 {snap.tree} ""\n'.encode()))
     last = len(order) + 1
     heads = sorted((marks[(i, len(line) - 1)] for i, line in enumerate(lines)), reverse=True)
-    parents = [last - 1] + [h for h in heads if h != last - 1]
+    alike = sorted((m for m, s in enumerate(snapshots, 1) if s in same), reverse=True)
+    parents = list(dict.fromkeys([last - 1, *alike, *heads]))
     body = b"".join(
         b"M 100644 inline " + _quoted(path) + b"\ndata %d\n" % len(text) + text + b"\n"
         for path, text in files.items()
@@ -179,6 +182,28 @@ def _fast_import(
     git(repo, env, "--git-dir", str(repo), "fast-import", "--quiet", "--force",
         f"--export-marks={marks_file}", input=b"".join(stream))  # fmt: skip
     return snapshots
+
+
+def _same_content(
+    project: Project,
+    env: Mapping[str, str],
+    lines: list[list[Snapshot]],
+    files: Mapping[str, bytes],
+) -> set[Snapshot]:
+    """Of each session, the newest snapshot holding one of `files` exactly as it is now
+    (a rewind's code, not yet snapshotted again): one `cat-file --batch-check`."""
+    wanted: dict[str, str] = {}
+    for path, text in files.items():
+        blob = git(project.root, env, "hash-object", "--stdin", input=text).stdout.strip()
+        wanted[path] = blob.decode()
+    queries = [(snap, path) for line in lines for snap in line for path in files]
+    asked = "".join(f"{snap.tree}:{path}\n" for snap, path in queries).encode()
+    done = git(project.root, env, "cat-file", "--batch-check=%(objectname)", input=asked)
+    found: dict[str, Snapshot] = {}
+    for (snap, path), answer in zip(queries, done.stdout.decode().splitlines(), strict=False):
+        if answer == wanted[path]:
+            found[snap.session] = snap  # oldest first: the newest stays
+    return set(found.values())
 
 
 def _commit(mark: int, time: int, parents: list[int], changes: bytes) -> bytes:
