@@ -203,3 +203,22 @@ def test_forks_a_worktree_fork_and_a_rewind(server, project, home):
         ("two = 2", a, 1),
         ("three = 3", a, 1),
     ]
+
+
+def test_from_a_line_to_its_turn_in_the_transcript(server, project, home):
+    a = turn(server, project, "write one", tool("write_file", path="app.py", content="x = 1\n"))
+    turn(server, project, "write two", tool("write_file", path="app.py",
+         content="x = 1\ny = 2\n"), resume=a)  # fmt: skip
+    row = blamed(project, "app.py")[1]
+    done = run_gitsessions("show", f"{row['session'][:8]}@turn:{row['turn']}", "--json")
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(done.stdout)
+    assert messages[0] == {"role": "user", "content": "write two"}
+    calls = [m for m in messages if m.get("tool_calls")]
+    assert json.loads(calls[0]["tool_calls"][0]["function"]["arguments"])["content"].endswith(
+        "y = 2\n"
+    )
+    assert messages[-1]["content"] == "done: write two"
+    assert not any(m.get("content") == "write one" for m in messages)
+    done = run_gitsessions("show", f"{a[:8]}@turn:x")
+    assert done.returncode != 0 and "ID@turn:N" in done.stderr

@@ -27,6 +27,7 @@ from gitsessions.cli.render import (
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
 from gitsessions.store.refs import ref_name
+from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
@@ -249,7 +250,8 @@ def cmd_show(
     no_pager: NoPager = False,
 ) -> None:
     """Print the full transcript (or the working context) of a session (without ID:
-    this project's latest), through $PAGER on a terminal."""
+    this project's latest), through $PAGER on a terminal. ID@turn:N prints that turn
+    only (its prompt, tool calls and reply), as `blame` names it."""
     state = state_of(ctx)
     if commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
@@ -257,17 +259,29 @@ def cmd_show(
         session = session_of(state, session, commit)
     else:
         session = session_or_latest(state, session)
+    session, turn = _turn_of(session)
     head = _head(ctx, session)
     reader = state.reader
     if context:
         messages = enumerate(reader.read(head, "context"))
     else:
-        messages = ((i, record["message"]) for i, record in reader.iter_records(head))
+        records = reader.iter_records(head)
+        messages = ((i, r["message"]) for i, r in records if turn is None or r.get("turn") == turn)
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
         if json_:
             stream_json_list(sink, (message for _i, message in messages))
         else:
             stream_messages(sink, messages)
+
+
+def _turn_of(session: str) -> tuple[str, int | None]:
+    """`ID@turn:N` (as `blame` and Agent Trace records name a turn) -> (ID, N)."""
+    name, at, turn = session.partition("@turn:")
+    if not at:
+        return session, None
+    if not turn.isdigit() or int(turn) < 1:
+        raise InvalidInput(f"{session!r}: a turn is ID@turn:N, N a number from 1")
+    return name, int(turn)
 
 
 def cmd_log(

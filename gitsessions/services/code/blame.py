@@ -1,56 +1,35 @@
 """Which conversation wrote this line: blame over the project's code snapshots.
 
 Invariants:
-- Only stock git reads and decides: the snapshots (retention.chains) are laid out as a
-  history of their own, written by one `git fast-import` into a throwaway bare repository
-  whose objects borrow the project's (`objects/info/alternates`), and `git blame -M` over
-  that history says which snapshot each line comes from. Nothing is written to the
-  project: no object, no ref.
-- The history: each session's snapshots in the order its keep chain holds them. A step of
-  a turn (`turn N.S`, S > 0) has one parent, the session's snapshot before it, so what the
-  step changed is the turn's. Any other snapshot (the code a prompt found, `N.0`; the
-  state before a rewind) is a person's: its parents are the session's previous snapshot,
-  the snapshot taken just before it in the whole project (another session's work in the
-  same tree), and the newest earlier snapshot of the same tree (what a rewind or a
-  worktree fork starts from), so a line that came from one of those is followed there
-  and only what none of them holds is the person's. The file being blamed is a last
-  commit whose parents are the newest snapshot of the project and then every session's
-  newest, newest first: a line no snapshot holds as it is now is a person's.
-- `Blame.sessions` names the sessions whose snapshots were seen, so the caller can say
-  once which of the project's sessions it could not see (snapshots pruned, or taken in
-  another clone).
-- Nothing here prints or reads the environment.
+- Only stock git decides: `git blame` walks the blame history (blame_history.py: the
+  snapshots as commits, a turn's step the child of the snapshot before it) from a last
+  commit holding the files being blamed, whose parents are the newest snapshot of the
+  project, then each session's newest snapshot holding a file exactly as it is (a
+  rewound tree not snapshotted again), then every session's newest. A line that comes
+  from a turn's step is that turn's; any other line (from a snapshot that is not a
+  step, or from the files as they are) is a person's.
+- With a cache folder, what the newest snapshot's lines come from is kept per file
+  (`lines/`), so a later blame walks only what is newer: `git blame LAST ^NEWEST` and the
+  lines that reach NEWEST unchanged take its kept answer. Whenever the walk ends
+  anywhere else (a file renamed since, a line only another session's older code holds)
+  the whole history is walked instead: the kept answers only save time.
+- Nothing is written to the project. Nothing here prints or reads the environment.
 """
 
+import hashlib
+import json
+import os
 import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.services.code.retention import chains
-from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
+from gitsessions.services.code.blame_history import History, Snapshot, open_history
+from gitsessions.services.code.snapshots import Project, git
 from gitsessions.values.errors import InvalidInput
 
-STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
-TIMEOUT = 300
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One snapshot in the blame history: whose, which turn and step (None: not a turn's
-    step), its tree and commit time."""
-
-    commit: str
-    session: str
-    tree: str
-    time: int
-    turn: int | None
-    step: int | None
-
-    @property
-    def by_agent(self) -> bool:
-        return self.step is not None and self.step > 0
+KEPT_FILES = 256  # answers kept in `lines/`, the least recently written dropped first
 
 
 @dataclass(frozen=True)
@@ -71,65 +50,50 @@ class Blame:
     snapshots: int = 0
 
 
-def history(
-    project: Project, env: Mapping[str, str], before: int | None = None
-) -> list[list[Snapshot]]:
-    """Each session's snapshots, oldest first (those taken after `before`, a time, left
-    out)."""
-    found, nodes = chains(project, env)
-    lines: list[list[Snapshot]] = []
-    for chain in found:
-        line: list[Snapshot] = []
-        for commit in reversed(chain.snapshots):
-            node = nodes.get(commit)
-            if node is None or (before is not None and node.time > before):
-                continue
-            match = STEP.search(node.subject.removeprefix(SNAPSHOT_SUBJECT))
-            turn, step = (int(match[2]), int(match[3])) if match else (None, None)
-            line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step))
-        if line:
-            lines.append(line)
-    return lines
-
-
 def blame(
-    project: Project, env: Mapping[str, str], path: str, text: bytes, before: int | None = None
+    project: Project,
+    env: Mapping[str, str],
+    path: str,
+    text: bytes,
+    before: int | None = None,
+    cache: Path | None = None,
 ) -> Blame:
     """Who last wrote each line of `text`, the content of `path` (relative to the
-    project's root, `/`-separated)."""
-    return blame_files(project, env, {path: text}, before)[path]
+    project's root, `/`-separated), from the snapshots taken until `before` (a time)."""
+    return blame_files(project, env, {path: text}, before, cache)[path]
 
 
 def blame_files(
-    project: Project, env: Mapping[str, str], files: Mapping[str, bytes], before: int | None
+    project: Project,
+    env: Mapping[str, str],
+    files: Mapping[str, bytes],
+    before: int | None = None,
+    cache: Path | None = None,
 ) -> dict[str, Blame]:
     """`blame` of several files (path -> content) over one history."""
     for path, text in files.items():
         if b"\0" in text[:8000]:
             raise InvalidInput(f"{path} is a binary file: nothing to blame line by line")
-    lines = history(project, env, before)
-    seen = {x[0].session for x in lines}
-    results: dict[str, Blame] = {}
-    origins: dict[str, dict[int, int]] = {path: {} for path in files}
-    order: list[Snapshot] = []
-    if lines and files:
-        with tempfile.TemporaryDirectory(prefix="gitsessions-blame-") as scratch:
-            repo = Path(scratch) / "blame.git"
-            git(Path(scratch), env, "init", "--bare", "-q", str(repo))
-            objects = (project.common or project.root / ".git") / "objects"
-            (repo / "objects" / "info" / "alternates").write_text(f"{objects}\n")
-            marks = Path(scratch) / "marks"
-            same = _same_content(project, env, lines, files)
-            order = _fast_import(repo, env, lines, files, marks, same)
+    with tempfile.TemporaryDirectory(prefix="gitsessions-blame-") as scratch:
+        history = open_history(project, env, cache, Path(scratch))
+        seen = history.snapshots
+        if before is not None:
+            seen = [s for s in seen if s.time <= before]  # a prefix: marks go by time
+        origins: dict[str, list[int]] = {path: [] for path in files}
+        if seen and files:
+            overlay = _target(project, env, history, len(seen), files, Path(scratch))
             for path in files:
-                origins[path] = _blame(repo, env, path, marks)
-    by_mark = dict(enumerate(order, 1))
+                origins[path] = _origins(history, env, overlay, len(seen), path, cache)
+    results: dict[str, Blame] = {}
     for path, text in files.items():
-        result = results[path] = Blame(path, sessions=seen, snapshots=sum(map(len, lines)))
+        result = Blame(path, sessions={s.session for s in seen}, snapshots=len(seen))
+        marks = origins[path]
         for number, line_text in enumerate(split_lines(text), 1):
-            snap = by_mark.get(origins[path].get(number, 0))
+            mark = marks[number - 1] if number <= len(marks) else 0
+            snap = history.snapshots[mark - 1] if 0 < mark <= len(seen) else None
             by = snap if snap is not None and snap.by_agent else None
             result.lines.append(Line(number, line_text, by))
+        results[path] = result
     return results
 
 
@@ -139,82 +103,62 @@ def split_lines(text: bytes) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def _fast_import(
-    repo: Path,
+def _target(
+    project: Project,
     env: Mapping[str, str],
-    lines: list[list[Snapshot]],
+    history: History,
+    count: int,
     files: Mapping[str, bytes],
-    marks_file: Path,
-    same: set[Snapshot],
-) -> list[Snapshot]:
-    """Write the blame history (see the invariants), its last commit as `HEAD`'s
-    branch, its marks to `marks_file`; the snapshots in mark order (mark 1 first)."""
-    order = sorted(
-        ((s.time, i, j, s) for i, line in enumerate(lines) for j, s in enumerate(line)),
-        key=lambda t: (t[0], t[1], t[2]),
+    scratch: Path,
+) -> Path:
+    """A throwaway repository (borrowing the history's objects and the project's) whose
+    `refs/heads/blame` holds `files` over the first `count` snapshots (see the module's
+    invariants)."""
+    repo = scratch / "target"
+    git(scratch, env, "init", "--bare", "-q", str(repo))
+    objects = (project.common or project.root / ".git") / "objects"
+    (repo / "objects" / "info" / "alternates").write_text(
+        f"{history.repo / 'objects'}\n{objects}\n"
     )
-    marks: dict[tuple[int, int], int] = {}
-    newest_tree: dict[str, int] = {}
-    stream: list[bytes] = []
-    snapshots: list[Snapshot] = []
-    for mark, (_, i, j, snap) in enumerate(order, 1):
-        parents: list[int] = []
-        own = marks.get((i, j - 1))
-        if own is not None:
-            parents.append(own)
-        if not snap.by_agent or own is None:
-            for extra in (mark - 1 if mark > 1 else None, newest_tree.get(snap.tree)):
-                if extra is not None and extra not in parents:
-                    parents.append(extra)
-        marks[(i, j)] = mark
-        newest_tree[snap.tree] = mark
-        snapshots.append(snap)
-        stream.append(_commit(mark, snap.time, parents, f'M 040000 {snap.tree} ""\n'.encode()))
-    last = len(order) + 1
-    heads = sorted((marks[(i, len(line) - 1)] for i, line in enumerate(lines)), reverse=True)
-    alike = sorted((m for m, s in enumerate(snapshots, 1) if s in same), reverse=True)
-    parents = list(dict.fromkeys([last - 1, *alike, *heads]))
+    seen = history.snapshots[:count]
+    heads: dict[str, int] = {}
+    for mark, snap in enumerate(seen, 1):
+        heads[snap.session] = mark
+    alike = _same_content(project, env, seen, files)
+    parents = list(dict.fromkeys([count, *sorted(alike, reverse=True),
+                                  *sorted(heads.values(), reverse=True)]))  # fmt: skip
     body = b"".join(
         b"M 100644 inline " + _quoted(path) + b"\ndata %d\n" % len(text) + text + b"\n"
         for path, text in files.items()
     )
-    stream.append(_commit(last, order[-1][0], parents, body))
+    mark = len(history.snapshots) + 1
+    when = seen[-1].time
+    stream = b"commit refs/heads/blame\nmark :%d\n" % mark
+    stream += b"committer gitsessions <gitsessions@localhost> %d +0000\ndata 0\n" % when
+    stream += b"from :%d\n" % parents[0] + b"".join(b"merge :%d\n" % p for p in parents[1:])
+    stream += body + b"\n"
     git(repo, env, "--git-dir", str(repo), "fast-import", "--quiet", "--force",
-        f"--export-marks={marks_file}", input=b"".join(stream))  # fmt: skip
-    return snapshots
+        f"--import-marks={history.marks}", input=stream)  # fmt: skip
+    return repo
 
 
 def _same_content(
-    project: Project,
-    env: Mapping[str, str],
-    lines: list[list[Snapshot]],
-    files: Mapping[str, bytes],
-) -> set[Snapshot]:
-    """Of each session, the newest snapshot holding one of `files` exactly as it is now
-    (a rewind's code, not yet snapshotted again): one `cat-file --batch-check`."""
-    wanted: dict[str, str] = {}
-    for path, text in files.items():
-        blob = git(project.root, env, "hash-object", "--stdin", input=text).stdout.strip()
-        wanted[path] = blob.decode()
-    queries = [(snap, path) for line in lines for snap in line for path in files]
-    asked = "".join(f"{snap.tree}:{path}\n" for snap, path in queries).encode()
+    project: Project, env: Mapping[str, str], seen: list[Snapshot], files: Mapping[str, bytes]
+) -> set[int]:
+    """The marks of each session's newest snapshot holding one of `files` exactly as it
+    is (one `cat-file --batch-check` for all)."""
+    wanted = {
+        path: git(project.root, env, "hash-object", "--stdin", input=text).stdout.strip()
+        for path, text in files.items()
+    }
+    queries = [(mark, snap, path) for mark, snap in enumerate(seen, 1) for path in files]
+    asked = "".join(f"{snap.tree}:{path}\n" for _m, snap, path in queries).encode()
     done = git(project.root, env, "cat-file", "--batch-check=%(objectname)", input=asked)
-    found: dict[str, Snapshot] = {}
-    for (snap, path), answer in zip(queries, done.stdout.decode().splitlines(), strict=False):
+    found: dict[str, int] = {}
+    for (mark, snap, path), answer in zip(queries, done.stdout.splitlines(), strict=False):
         if answer == wanted[path]:
-            found[snap.session] = snap  # oldest first: the newest stays
+            found[snap.session] = mark  # oldest first: the newest stays
     return set(found.values())
-
-
-def _commit(mark: int, time: int, parents: list[int], changes: bytes) -> bytes:
-    head = b"commit refs/heads/blame\nmark :%d\n" % mark
-    head += b"committer gitsessions <gitsessions@localhost> %d +0000\ndata 0\n" % time
-    if parents:
-        head += b"from :%d\n" % parents[0]
-        head += b"".join(b"merge :%d\n" % p for p in parents[1:])
-    if not parents:  # a root: the branch starts again (else its tip would be the parent)
-        return b"reset refs/heads/blame\n" + head + b"deleteall\n" + changes + b"\n"
-    return head + changes + b"\n"
 
 
 def _quoted(path: str) -> bytes:
@@ -226,24 +170,115 @@ def _quoted(path: str) -> bytes:
     return b'"' + escaped + b'"'
 
 
-def _blame(repo: Path, env: Mapping[str, str], path: str, marks_file: Path) -> dict[int, int]:
-    """{line number: mark of the commit it comes from} by `git blame --porcelain -M`."""
-    done = git(repo, env, "--git-dir", str(repo), "blame", "--porcelain", "-M",
-               "refs/heads/blame", "--", path)  # fmt: skip
-    marks = {}
-    for entry in marks_file.read_text().splitlines():
-        mark, _, sha = entry.partition(" ")
-        marks[sha] = int(mark.lstrip(":"))
-    origins: dict[int, int] = {}
+def _origins(
+    history: History,
+    env: Mapping[str, str],
+    overlay: Path,
+    count: int,
+    path: str,
+    cache: Path | None,
+) -> list[int]:
+    """The mark each line of `path` in the overlay's last commit comes from (0: that
+    commit itself), walking from the newest snapshot's kept answer when there is one."""
+    newest = history.commits[count]
+    mark_of = history.mark_of()
+    kept = _kept(cache, path) if cache is not None else None
+    base: tuple[str, list[int]] | None = None
+    if kept is not None and kept[0] == newest:
+        base = kept
+    elif cache is not None:  # the newest snapshot's answer, from the one kept before
+        answer = _walk(history.repo, env, newest, path, mark_of, kept)
+        if answer is not None:
+            _keep(cache, path, newest, answer)
+            base = (newest, answer)
+    found = _walk(overlay, env, "refs/heads/blame", path, mark_of, base)
+    return found if found is not None else []
+
+
+def _walk(
+    repo: Path,
+    env: Mapping[str, str],
+    rev: str,
+    path: str,
+    mark_of: Mapping[str, int],
+    base: tuple[str, list[int]] | None,
+) -> list[int] | None:
+    """`git blame` of `path` at `rev` as marks, from `base` (a commit and its answer)
+    when given and the walk ends there only, else over the whole history; None when
+    `rev` lacks the path."""
+    if base is not None:
+        rows = _porcelain(repo, env, rev, path, base[0])
+        if rows is not None:
+            marks = []
+            for sha, orig, name, boundary in rows:
+                if not boundary:
+                    marks.append(mark_of.get(sha, 0))
+                elif sha == base[0] and name == path and 0 < orig <= len(base[1]):
+                    marks.append(base[1][orig - 1])
+                else:
+                    break
+            else:
+                return marks
+    rows = _porcelain(repo, env, rev, path, None)
+    return None if rows is None else [mark_of.get(sha, 0) for sha, *_ in rows]
+
+
+def _porcelain(
+    repo: Path, env: Mapping[str, str], rev: str, path: str, stop: str | None
+) -> list[tuple[str, int, str, bool]] | None:
+    """Per line of `path` at `rev`: (commit, line number there, path there, boundary)."""
+    args = ["--git-dir", str(repo), "blame", "--porcelain", rev]
+    args += [f"^{stop}"] if stop else []
+    done = git(repo, env, *args, "--", path, check=False)
+    if done.returncode != 0:
+        return None
+    rows: list[tuple[str, int, str, bool]] = []
+    names: dict[str, str] = {}
+    boundaries: set[str] = set()
+    current: tuple[str, int] | None = None
     for raw in done.stdout.split(b"\n"):
-        if raw.startswith(b"\t") or not raw:
-            continue
-        parts = raw.split(b" ")
-        if len(parts) >= 3 and len(parts[0]) in (40, 64) and parts[2].isdigit():
-            sha = parts[0].decode()
-            if sha in marks:
-                origins[int(parts[2])] = marks[sha]
-    return origins
+        if raw.startswith(b"\t"):
+            if current is not None:
+                sha, orig = current
+                rows.append((sha, orig, names.get(sha, path), sha in boundaries))
+            current = None
+        elif current is None and raw[:1].isalnum() and b" " in raw:
+            parts = raw.split(b" ")
+            current = (parts[0].decode(), int(parts[1]))
+        elif raw == b"boundary" and current is not None:
+            boundaries.add(current[0])
+        elif raw.startswith(b"filename ") and current is not None:
+            names[current[0]] = raw[9:].decode("utf-8", "surrogateescape")
+    return rows
+
+
+def _kept(cache: Path, path: str) -> tuple[str, list[int]] | None:
+    try:
+        kept = json.loads(_kept_file(cache, path).read_text())
+        if kept["path"] == path:
+            return str(kept["at"]), [int(m) for m in kept["origins"]]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
+def _keep(cache: Path, path: str, at: str, origins: list[int]) -> None:
+    folder = cache / "lines"
+    folder.mkdir(exist_ok=True, mode=0o700)
+    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as file:
+        json.dump({"path": path, "at": at, "origins": origins}, file)
+    os.replace(file.name, _kept_file(cache, path))
+    kept = sorted(folder.glob("*.json"), key=lambda f: f.stat().st_mtime)
+    for old in kept[:-KEPT_FILES]:
+        old.unlink(missing_ok=True)
+
+
+def _kept_file(cache: Path, path: str) -> Path:
+    return (
+        cache
+        / "lines"
+        / f"{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.json"
+    )
 
 
 def file_text(
