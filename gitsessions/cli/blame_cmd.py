@@ -11,7 +11,6 @@ shown through `one_line` or a `Sink`, so it reaches the terminal visible-safe.
 import hashlib
 import json
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,7 +84,7 @@ def cmd_blame(
     if format_ == "agent-trace":
         revision = commit_of(project, state.env, at)[0] if at else head_commit(project, state.env)
         files = [trace.file_entry(found, _models(headers))]
-        print_json(out, trace.record(files, revision, version("gitsessions"), datetime.now(UTC)))
+        print_json(out, trace.record(files, revision, _version(), datetime.now(UTC)))
         return
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
         for line in found.lines:
@@ -126,13 +125,21 @@ def cmd_trace(
     headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in sessions}
     files = [trace.file_entry(b, _models(headers), changed[p]) for p, b in found.items()]
     files = [f for f in files if f["conversations"]]
-    print_json(out, trace.record(files, commit, version("gitsessions"), datetime.now(UTC)))
+    print_json(out, trace.record(files, commit, _version(), datetime.now(UTC)))
 
 
 def _cache(home: Path, project: Project) -> Path:
     """The blame cache of `project` in this home (see services/code/blame.py)."""
     key = hashlib.sha256(str(project.common or project.root).encode()).hexdigest()[:16]
     return home / "cache" / "blame" / key
+
+
+def _version() -> str:
+    """gitsessions' version, for a record's `tool` (importlib.metadata costs a plain
+    blame 100 ms: imported only for a record)."""
+    from importlib.metadata import version
+
+    return version("gitsessions")
 
 
 def _models(headers: dict[str, dict[str, Any]]) -> dict[str, str | None]:

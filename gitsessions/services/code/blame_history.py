@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
-from gitsessions.services.code.retention import chains, snapshot_refs
+from gitsessions.services.code.snapshot_chains import chains, snapshot_refs
 from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitsessions.services.code import footprint, retention
+from gitsessions.services.code.snapshot_chains import snapshot_refs
 from gitsessions.services.code.snapshots import (
     Project,
     SnapshotError,
@@ -66,7 +67,7 @@ def check(
     findings: list[Finding] = []
     for project in where:
         try:
-            refs = retention.snapshot_refs(project, env)
+            refs = snapshot_refs(project, env)
             orphaned = [sid for sid in refs if sid in gone]
             if not orphaned:
                 continue
@@ -107,7 +108,7 @@ def clean(store: SessionStore, env: Mapping[str, str], where: Iterable[Project])
     for project in where:
         count += 1
         try:
-            orphaned = [sid for sid in retention.snapshot_refs(project, env) if sid in gone]
+            orphaned = [sid for sid in snapshot_refs(project, env) if sid in gone]
             if orphaned:
                 pruned = retention.prune(store, project, env, only=orphaned)
                 dropped += pruned.dropped_count
