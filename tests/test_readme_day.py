@@ -103,6 +103,14 @@ class Machine:
     def sessions(self) -> list[dict[str, Any]]:
         return json.loads(self.run(["list", "--json"]).stdout)
 
+    def here(self) -> list[dict[str, Any]]:
+        """`list --here`, run in this machine's clone of the project."""
+        cwd, self.cwd = self.cwd, self.project
+        try:
+            return json.loads(self.run(["list", "--here", "--json"]).stdout)
+        finally:
+            self.cwd = cwd
+
 
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(
@@ -151,12 +159,15 @@ def test_the_readme_day_runs_as_shown(tmp_path: Path):
                 assert words[0] == "gitsessions", line
                 args, ran = words[1:], [*ran, words[1]]
                 if args[0] == "chat":
-                    first = not ids
+                    first, before = not ids, machine.here()
                     prompts = ["the cart total is off by one; fix it"] * (2 if first else 1)
                     shown = machine.chat(args, prompts)
                     assert "Fixed" in shown, shown
                     if first:
                         ids["3f2a"] = machine.sessions()[0]["id"][:8]
+                    if "--continue" in args:  # "takes up this project's newest session"
+                        after = {s["id"]: s["messages"] for s in machine.here()}
+                        assert after[before[0]["id"]] > before[0]["messages"], (before, after)
                     continue
                 result = machine.run(args)
                 if args[0] == "fork":
