@@ -245,3 +245,15 @@ def test_no_merge_conflict_markers_in_docs():
     for path in PAGES:
         body = text(path)
         assert "\n<<<<<<< " not in body and "\n>>>>>>> " not in body, path.name
+
+
+REFERENCE = ["commands", "chat", "configuration", "snapshots", "sync", "import", "protocols"]
+
+
+def test_every_section_of_the_reference_has_an_example():
+    """The reference pages read like llm's and uv's: short sections, each with an example
+    (a code block); a heading whose section is only its subsections is fine."""
+    for name in REFERENCE:
+        parts = re.split(r"^(#{2,3} .+)$", text(REPO / "docs" / f"{name}.md"), flags=re.MULTILINE)
+        for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+            assert "```" in body or not body.strip(), f"docs/{name}.md: {heading} has no example"
