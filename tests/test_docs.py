@@ -3,7 +3,8 @@ docs/commands.md that names each of its flags; every `gitsessions ...` line in a
 block of README.md or docs/*.md parses as the CLI parses it (command, subcommand, flags,
 arguments), and every `gitsessions ...` in running text names a command and flags that
 exist; every slash command is in docs/chat.md; every link between the pages leads to a
-file and heading that exist; .ci/run runs the README's test command.
+file and heading that exist; every section of the reference pages has an example; the
+README stays short; .ci/run runs the README's test command.
 tests/test_readme_day.py runs the README's worked example for real."""
 
 import re
