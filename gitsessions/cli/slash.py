@@ -195,7 +195,8 @@ class Slash:
         hub = self.agent.mcp
         if hub is None:
             self.err.print(
-                "no MCP servers: add [mcp_servers.NAME] to config.toml (README: MCP tools)",
+                "no MCP servers: add [mcp_servers.NAME] to config.toml"
+                " (docs/configuration.md: MCP servers)",
                 markup=False,
                 highlight=False,
             )
