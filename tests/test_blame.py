@@ -11,6 +11,7 @@ import pytest
 from tests.agent_trace_rules import check_record
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import pgit
+from tests.test_chat import leave, say, spawn
 
 
 def tool(name: str, **arguments):
@@ -222,3 +223,20 @@ def test_from_a_line_to_its_turn_in_the_transcript(server, project, home):
     assert not any(m.get("content") == "write one" for m in messages)
     done = run_gitsessions("show", f"{a[:8]}@turn:x")
     assert done.returncode != 0 and "ID@turn:N" in done.stderr
+
+
+def test_the_chat_blames_a_file_and_a_line(server, project, home):
+    a = turn(server, project, "write the constants", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\n"))  # fmt: skip
+    child = spawn(server.base_url, project)
+    shown = say(child, "\\blame app.py:2")
+    assert "app.py:2: second = 2" in shown
+    assert f"written by {a[:8]} turn 1: A title" in shown
+    assert "prompt: write the constants" in shown
+    assert f"gitsessions show {a[:8]}@turn:1" in shown
+    shown = say(child, "\\blame app.py")
+    assert "app.py: 2 lines" in shown and f"1 line by {a[:8]} turn 1" in shown
+    assert "1 line by a person" in shown
+    shown = say(child, "\\blame app.py:9")
+    assert "app.py has 2 lines: no line 9" in shown
+    leave(child)

@@ -8,7 +8,6 @@ tab-separated fields; `--json` one object per line. Every stored string (a title
 shown through `one_line` or a `Sink`, so it reaches the terminal visible-safe.
 """
 
-import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,13 +28,14 @@ from gitsessions.services.code.blame import (
     blame,
     blame_files,
     blob_at,
+    cache_dir,
     changed_lines,
     commit_of,
     file_text,
     head_commit,
     relative,
 )
-from gitsessions.services.code.snapshots import Project, find_project
+from gitsessions.services.code.snapshots import find_project
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -78,7 +78,7 @@ def cmd_blame(
         raise InvalidInput(f"{file} is a directory: blame takes a file")
     path = relative(project, where)
     text, before = file_text(project, state.env, path, at)
-    found = blame(project, state.env, path, text, before, _cache(state.home, project))
+    found = blame(project, state.env, path, text, before, cache_dir(state.home, project))
     headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in found.sessions}
     _say_unseen(state, found, project.root)
     if format_ == "agent-trace":
@@ -120,18 +120,12 @@ def cmd_trace(
         text = blob_at(project, state.env, commit, path)
         if b"\0" not in text[:8000]:
             texts[path] = text
-    found = blame_files(project, state.env, texts, stamp, _cache(state.home, project))
+    found = blame_files(project, state.env, texts, stamp, cache_dir(state.home, project))
     sessions = set().union(*(b.sessions for b in found.values())) if found else set()
     headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in sessions}
     files = [trace.file_entry(b, _models(headers), changed[p]) for p, b in found.items()]
     files = [f for f in files if f["conversations"]]
     print_json(out, trace.record(files, commit, _version(), datetime.now(UTC)))
-
-
-def _cache(home: Path, project: Project) -> Path:
-    """The blame cache of `project` in this home (see services/code/blame.py)."""
-    key = hashlib.sha256(str(project.common or project.root).encode()).hexdigest()[:16]
-    return home / "cache" / "blame" / key
 
 
 def _version() -> str:

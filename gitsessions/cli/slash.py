@@ -18,6 +18,7 @@ from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
+from gitsessions.services.sessions.line_origin import blame_file, line_origin
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage
@@ -38,6 +39,10 @@ HELP = [
     ("\\sessions", "pick a recent session of this project and switch to it"),
     ("\\search QUERY", "search all sessions"),
     ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
+    (
+        "\\blame FILE[:LINE]",
+        "which session turn wrote each line of FILE (or LINE, with its prompt)",
+    ),
     ("\\mcp", "the MCP servers of config.toml and the tools each offers"),
     ("\\help", "this list"),
     ("\\exit", "leave (Ctrl-D works too)"),
@@ -81,6 +86,7 @@ class Slash:
             "search": self.search,
             "diff": self.diff,
             "mcp": self.mcp,
+            "blame": self.blame,
             "help": self.help,
             "exit": self.exit,
             "quit": self.exit,
@@ -345,3 +351,40 @@ class Slash:
         store = self.agent.session.store
         here = resolve(store, self.agent.session.id)
         diff_cmd.render(self.err, session_diff.diff(store, here, resolve(store, other)))
+
+    def blame(self, arg: str) -> None:
+        """`\\blame FILE[:LINE]`: one line's turn and prompt, or a file's turns by lines."""
+        name, colon, number = arg.rpartition(":")
+        if not (colon and number.isdigit()):
+            name, number = arg, ""
+        if not name:
+            self._say("usage: \\blame FILE[:LINE]")
+            return
+        file = (self.workspace / name).absolute()
+        reader = self.agent.session.store
+        env = dict(os.environ)
+        if number:
+            found = line_origin(reader, env, file, int(number))
+            self.err.print(vtext(f"{found.path}:{found.line}: {found.text}"), highlight=False)
+            if found.session is None:
+                self._say("  a person's line: no turn of a session here wrote it")
+                return
+            self._say(f"  written by {short(found.session)} turn {found.turn}: {found.title}")
+            if found.prompt:
+                self._say(f"  prompt: {one_line(found.prompt)[:200]}")
+            self._say(f"  gitsessions show {found.session[:8]}@turn:{found.turn}")
+            return
+        path, whole = blame_file(reader, env, file)
+        counts: dict[tuple[str, int | None], int] = {}
+        people = 0
+        for line in whole.lines:
+            if line.by is None:
+                people += 1
+            else:
+                key = (line.by.session, line.by.turn)
+                counts[key] = counts.get(key, 0) + 1
+        self._say(f"{path}: {plural(len(whole.lines), 'line')}")
+        for (sid, turn), n in sorted(counts.items(), key=lambda kv: -kv[1])[:10]:
+            self._say(f"  {plural(n, 'line')} by {short(sid)} turn {turn}")
+        if people:
+            self._say(f"  {plural(people, 'line')} by a person")

@@ -50,6 +50,12 @@ class Blame:
     snapshots: int = 0
 
 
+def cache_dir(home: Path, project: Project) -> Path:
+    """Where a home keeps the blame history and answers of `project`."""
+    key = hashlib.sha256(str(project.common or project.root).encode()).hexdigest()[:16]
+    return home / "cache" / "blame" / key
+
+
 def blame(
     project: Project,
     env: Mapping[str, str],
