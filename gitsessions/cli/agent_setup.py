@@ -172,7 +172,9 @@ def build_agent(
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)
-    prompt, in_force = project_prompt(workspace, state.home, env, notes)
+    prompt, in_force = project_prompt(
+        workspace, state.home, env, notes, settings.max_context_tokens
+    )
     check_budget(settings.max_context_tokens, prompt)
     sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
     lease = None
@@ -313,10 +315,11 @@ def code_snapshots(
 
 
 def project_prompt(
-    workspace: Path, home: Path, env: Mapping[str, str], notes: Printer
+    workspace: Path, home: Path, env: Mapping[str, str], notes: Printer, budget: int
 ) -> tuple[str, list[dict[str, Any]]]:
     """The system prompt for `workspace` with its project instructions (AGENTS.md, read
-    again at every start and resume), and the record of which files are in force."""
+    again at every start and resume), and the record of which files are in force; one
+    warning when they take more than a quarter of the context `budget` (in tokens)."""
     from gitsessions.services.code import instructions
     from gitsessions.services.code.workspace import repo_root
 
@@ -330,8 +333,17 @@ def project_prompt(
                       f"{len(item.text.encode()):,}", style="yellow"),
                 highlight=False,
             )  # fmt: skip
+    records = [item.as_record() for item in found]
+    tokens = sum(record["tokens"] for record in records)
+    if tokens * 4 > budget:
+        notes.print(
+            vtext(f"warning: the instruction files take about {tokens:,} tokens, "
+                  f"{tokens * 100 // budget}% of the {budget:,}-token context budget "
+                  "(see `info` for each file's share)", style="yellow"),
+            highlight=False,
+        )  # fmt: skip
     section = instructions.prompt_section(found)
-    return system_prompt(str(workspace), section), [item.as_record() for item in found]
+    return system_prompt(str(workspace), section), records
 
 
 def mcp_tools(
