@@ -237,7 +237,7 @@ def build_agent(
                     ),
                     highlight=False,
                 )
-        hub = mcp_tools(state, env, registry, notes)
+        hub = mcp_tools(state, env, registry, notes, settings.max_context_tokens, prompt)
         if hub is not None:
             check_budget(settings.max_context_tokens, prompt, registry.definitions())
         config = AgentConfig(
@@ -347,10 +347,18 @@ def project_prompt(
 
 
 def mcp_tools(
-    state: State, env: Mapping[str, str], registry: Any, notes: Printer
+    state: State,
+    env: Mapping[str, str],
+    registry: Any,
+    notes: Printer,
+    budget: int,
+    prompt: str,
 ) -> "McpHub | None":
     """The `[mcp_servers]` of config.toml started, and their tools registered (each
-    needing approval, its arguments checked by its server); None without any."""
+    needing approval, its arguments checked by its server); None without any. A server
+    whose tools do not fit what the context `budget` leaves them (half of it at most,
+    and never so much that the system prompt, the tools and a turn no longer fit) is
+    left out, in one line naming it and the tokens it needs; the agent starts anyway."""
     from gitsessions.services.settings.config_file import config_path
     from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
 
@@ -359,8 +367,32 @@ def mcp_tools(
         return None
     from gitsessions.services.tools.mcp_hub import McpHub, definition
 
+    def say(line: str) -> None:
+        notes.print(vtext(line, style="yellow"), highlight=False)
+
     hub = McpHub(servers, env, state.home / "mcp")
-    hub.start(lambda line: notes.print(vtext(line, style="yellow"), highlight=False))
+    hub.start(say)
+    by_server: dict[str, list[dict[str, Any]]] = {}
+    for offered, (server, tool) in hub.tools.items():
+        by_server.setdefault(server, []).append(definition(offered, tool))
+    room: int | None = None  # tokens the MCP tools may take, counted only when needed
+    used = 0
+    for server, definitions in by_server.items():
+        upper = len(json.dumps(definitions).encode())  # a token is at least one byte
+        if room is None and used + upper > budget // 2:
+            system = [{"role": "system", "content": prompt}]
+            fixed = default_counter().estimate(system, registry.definitions())
+            room = min(budget // 2, budget - least_budget(fixed))
+        need = upper if room is None else default_counter().estimate([], definitions)
+        if room is not None and used + need > room:
+            hub.leave_out(server, f"its tools need about {need:,} tokens of the context budget")
+            say(
+                f"mcp: server {server}'s tools need about {need:,} tokens, more than the "
+                f"context budget leaves them ({max(room - used, 0):,} of --max-context-tokens "
+                f"{budget:,}); they are not offered"
+            )
+            continue
+        used += need
     for offered, (_server, tool) in hub.tools.items():
         registry.register(
             offered,
@@ -372,6 +404,12 @@ def mcp_tools(
     return hub
 
 
+def least_budget(fixed: int) -> int:
+    """The smallest context budget in which `fixed` tokens (system prompt and tools), a
+    continuation note and one turn fit (in steps of 500)."""
+    return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+
+
 def check_budget(
     max_context_tokens: int, prompt: str, tools: list[dict[str, Any]] | None = None
 ) -> None:
@@ -379,9 +417,7 @@ def check_budget(
     system prompt and tool schemas (with `tools`: these, MCP servers' included), a
     continuation note and one turn must fit."""
     tools = tools if tools is not None else [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
-
-    def least(fixed: int) -> int:
-        return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+    least = least_budget
 
     # A token is at least one byte: a budget over this bound fits without loading the
     # tokenizer (a few hundred milliseconds `chat` spends while the user types instead).
