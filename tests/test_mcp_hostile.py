@@ -19,7 +19,10 @@ CALC = Path(__file__).parent / "fixtures" / "mcp_calc.py"
 
 def table(name: str, kind: str, arg: str = "", extra: str = "") -> str:
     args = [str(HOSTILE), "mcp", kind, arg]
-    return f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n{extra}\n"  # noqa: E501
+    return (
+        f"[mcp_servers.{name}]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps(args)}\nstartup_timeout_sec = 60\n{extra}\n"
+    )  # a start-up timeout a loaded machine cannot run out
 
 
 def configure(home: Path, *tables: str) -> None:
@@ -139,7 +142,7 @@ def test_a_server_over_the_context_budget_is_left_out_and_the_agent_starts(tmp_p
         table("big", "tools", "3000"),
         table("wide", "schema", "3000"),
         f"[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(CALC))}]\n",
+        f"args = [{json.dumps(str(CALC))}]\nstartup_timeout_sec = 60\n",
     )
     with FakeOpenAI(strict=True) as server:
         server.reply(content="ok")

@@ -375,16 +375,17 @@ def mcp_tools(
     by_server: dict[str, list[dict[str, Any]]] = {}
     for offered, (server, tool) in hub.tools.items():
         by_server.setdefault(server, []).append(definition(offered, tool))
-    room: int | None = None  # tokens the MCP tools may take, counted only when needed
+    room = 0  # what the MCP tools may take: half the budget, and what is left
+    if by_server:
+        system = [{"role": "system", "content": prompt}]
+        fixed = default_counter().estimate(system, registry.definitions())
+        room = min(budget // 2, budget - least_budget(fixed))
     used = 0
     for server, definitions in by_server.items():
-        upper = len(json.dumps(definitions).encode())  # a token is at least one byte
-        if room is None and used + upper > budget // 2:
-            system = [{"role": "system", "content": prompt}]
-            fixed = default_counter().estimate(system, registry.definitions())
-            room = min(budget // 2, budget - least_budget(fixed))
-        need = upper if room is None else default_counter().estimate([], definitions)
-        if room is not None and used + need > room:
+        need = len(json.dumps(definitions).encode())  # a token is at least one byte
+        if used + need > room:
+            need = default_counter().estimate([], definitions)
+        if used + need > room:
             hub.leave_out(server, f"its tools need about {need:,} tokens of the context budget")
             say(
                 f"mcp: server {server}'s tools need about {need:,} tokens, more than the "
