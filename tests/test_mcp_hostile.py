@@ -59,6 +59,7 @@ def test_names_match_the_api_pattern_in_full_and_a_shared_name_is_offered_for_ne
         table("h", "names", json.dumps(["x\n", "ok"])),
         table("a_", "names", json.dumps(["_b"])),  # mcp__a_ + __ + _b
         table("a", "names", json.dumps(["__b"])),  # mcp__a + __ + __b: the same name
+        table("d", "names", json.dumps(["q", "q"])),  # one server, one name twice
     )
     with FakeOpenAI(strict=True) as server:
         server.reply(content="ok")
@@ -70,6 +71,8 @@ def test_names_match_the_api_pattern_in_full_and_a_shared_name_is_offered_for_ne
     assert not [n for n in names if n.startswith("mcp__") and n not in ("mcp__h__ok",)], names
     shared = [line for line in done.stderr.splitlines() if "mcp__a____b" in line]
     assert len(shared) == 1 and "servers a_ and a" in shared[0], done.stderr
+    twice = [line for line in done.stderr.splitlines() if "mcp__d__q" in line]
+    assert twice == ["mcp: server d lists mcp__d__q twice; it is not offered"], done.stderr
     bad = [line for line in done.stderr.splitlines() if "mcp: server h" in line]
     assert len(bad) == 1 and "tool names the model cannot call" in bad[0], done.stderr
 
@@ -155,4 +158,4 @@ def test_a_server_over_the_context_budget_is_left_out_and_the_agent_starts(tmp_p
     big = [line for line in done.stderr.splitlines() if "mcp: server big" in line]
     assert len(big) == 1 and "tokens" in big[0] and "not offered" in big[0], done.stderr
     wide = [line for line in done.stderr.splitlines() if "mcp: server wide" in line]
-    assert len(wide) == 1 and "over 32 KiB" in wide[0], done.stderr
+    assert len(wide) == 1 and "over 32 KiB ('wide')" in wide[0], done.stderr

@@ -97,7 +97,7 @@ class McpHub:
                 if not _NAME.fullmatch(offered):
                     bad_names.append(repr(tool.name[:40]))
                 elif len(json.dumps(definition(offered, tool), default=str)) > MAX_DEFINITION:
-                    too_big.append(tool.name)
+                    too_big.append(repr(tool.name[:40]))
                 else:
                     claims.setdefault(offered, []).append((name, tool))
             said = []
@@ -120,8 +120,13 @@ class McpHub:
                 self.tools[offered] = holders[0]
                 continue
             names = list(dict.fromkeys(server for server, _ in holders))
-            by = f"servers {' and '.join(names)}" if len(names) > 1 else f"server {names[0]}"
-            notes(f"mcp: {by} both give the tool name {offered}; it is not offered")
+            if len(names) > 1:
+                notes(
+                    f"mcp: servers {' and '.join(names)} both give the tool name {offered};"
+                    " it is not offered"
+                )
+            else:
+                notes(f"mcp: server {names[0]} lists {offered} twice; it is not offered")
 
     def _call(self, coroutine: Any, timeout: float) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
