@@ -375,14 +375,19 @@ def mcp_tools(
     by_server: dict[str, list[dict[str, Any]]] = {}
     for offered, (server, tool) in hub.tools.items():
         by_server.setdefault(server, []).append(definition(offered, tool))
-    room = 0  # what the MCP tools may take: half the budget, and what is left
-    if by_server:
-        system = [{"role": "system", "content": prompt}]
-        fixed = default_counter().estimate(system, registry.definitions())
-        room = min(budget // 2, budget - least_budget(fixed))
+    # What the MCP tools may take: half the budget, and what the prompt, the other tools
+    # and a turn leave. Bytes bound tokens from above (a token is at least one byte), so
+    # the tokenizer is loaded only when bytes do not settle it.
+    system = [{"role": "system", "content": prompt}]
+    fixed = len(prompt.encode()) + len(json.dumps(registry.definitions()).encode()) + 200
+    room = min(budget // 2, budget - least_budget(fixed))
+    counted = False
     used = 0
     for server, definitions in by_server.items():
-        need = len(json.dumps(definitions).encode())  # a token is at least one byte
+        need = len(json.dumps(definitions).encode())
+        if used + need > room and not counted:
+            fixed = default_counter().estimate(system, registry.definitions())
+            room, counted = min(budget // 2, budget - least_budget(fixed)), True
         if used + need > room:
             need = default_counter().estimate([], definitions)
         if used + need > room:
