@@ -144,6 +144,7 @@ def test_a_server_over_the_context_budget_is_left_out_and_the_agent_starts(tmp_p
         home,
         table("big", "tools", "3000"),
         table("wide", "schema", "3000"),
+        table("many", "tools", "6000"),  # one listing of 6,000: the first 5,000 read
         f"[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(CALC))}]\nstartup_timeout_sec = 60\n",
     )
@@ -154,8 +155,11 @@ def test_a_server_over_the_context_budget_is_left_out_and_the_agent_starts(tmp_p
         assert done.returncode == 0, done.stderr
         names = offered(server.requests[0])
     assert "mcp__calc__add" in names
-    assert not [n for n in names if n.startswith(("mcp__big__", "mcp__wide__"))]
+    assert not [n for n in names if n.startswith(("mcp__big__", "mcp__wide__", "mcp__many__"))]
     big = [line for line in done.stderr.splitlines() if "mcp: server big" in line]
     assert len(big) == 1 and "tokens" in big[0] and "not offered" in big[0], done.stderr
     wide = [line for line in done.stderr.splitlines() if "mcp: server wide" in line]
     assert len(wide) == 1 and "over 32 KiB ('wide')" in wide[0], done.stderr
+    many = [line for line in done.stderr.splitlines() if "mcp: server many" in line]
+    assert "only the first 5,000 of its tools are read" in many[0], done.stderr
+    assert "many's tools need about" in many[1] and not any("mcp__many__" in n for n in names)
