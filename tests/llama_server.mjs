@@ -2,7 +2,7 @@
 // tests (tests/test_real_model.py). Serves one GGUF model on 127.0.0.1 only:
 //
 //   node tests/llama_server.mjs --modules DIR --model FILE [--threads 1] [--context 4096]
-//                                [--max-tokens 160]
+//                                [--max-tokens 160] [--requests FILE]
 //
 // DIR is the node_modules folder that holds node-llama-cpp (.ci/install-test-tools puts it
 // under .cache/test-tools/npm/node_modules). Prints `listening PORT` once it serves.
@@ -14,7 +14,9 @@
 //
 // The prompt is rendered with the model's own chat template (node-llama-cpp resolves the
 // chat wrapper from the GGUF's metadata); tool calls are the wrapper's function calls.
-// Requests are served one at a time (one context sequence).
+// Requests are served one at a time. With --requests, each one is
+// appended to FILE as a JSON line: {"request": body, "reply": {content, tool_calls, finish}}.
+import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -29,6 +31,7 @@ const modelPath = option("model");
 const threads = Number(option("threads", "1"));
 const contextSize = Number(option("context", "4096"));
 const maxTokensCap = Number(option("max-tokens", "160"));
+const requestLog = option("requests");
 if (!modules || !modelPath) {
   process.stderr.write("usage: llama_server.mjs --modules DIR --model FILE\n");
   process.exit(2);
@@ -38,10 +41,12 @@ const { getLlama, LlamaChat } = await import(pathToFileURL(entry).href);
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const model = await llama.loadModel({ modelPath });
-const context = await model.createContext({ contextSize, threads });
-const chat = new LlamaChat({ contextSequence: context.getSequence() });
+// Two sequences, each with its own cache: a turn's requests (they offer tools) and the
+// others (titles, summaries), so a title between two turns does not evict the turn's prefix.
+const context = await model.createContext({ contextSize, threads, sequences: 2 });
+const chats = [0, 1].map(() => new LlamaChat({ contextSequence: context.getSequence() }));
 const modelId = path.basename(modelPath).replace(/\.gguf$/, "");
-process.stderr.write(`chat template: ${chat.chatWrapper.wrapperName}\n`);
+process.stderr.write(`chat template: ${chats[0].chatWrapper.wrapperName}\n`);
 
 // Only what a GBNF grammar can hold: llama.cpp builds one from each tool's parameters.
 function grammarSchema(schema) {
@@ -129,6 +134,7 @@ async function complete(body, onText) {
   const items = history(body.messages ?? []);
   const offered = functions(body.tools);
   const maxTokens = Math.min(Number(body.max_tokens) || maxTokensCap, maxTokensCap);
+  const chat = chats[offered ? 0 : 1];
   const result = await chat.generateResponse(items, {
     functions: offered,
     maxTokens,
@@ -149,6 +155,10 @@ async function complete(body, onText) {
     total_tokens: 0,
   };
   usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+  if (requestLog) {
+    const reply = { content: result.response, tool_calls: toolCalls, finish };
+    fs.appendFileSync(requestLog, `${JSON.stringify({ request: body, reply })}\n`);
+  }
   return { content: result.response, toolCalls, finish, usage };
 }
 
