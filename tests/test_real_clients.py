@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from jsonschema import Draft202012Validator
 
 from tests.acp_raw import PARAMS, RESPONSES, RawEditor, Schema
@@ -171,6 +170,5 @@ def test_every_message_of_an_editor_session_validates_against_acps_schema(tmp_pa
     assert {"agent_message_chunk", "user_message_chunk", "tool_call", "tool_call_update"} <= updates
 
 
-@pytest.mark.parametrize("definition", sorted({*RESPONSES.values(), *PARAMS.values(), "Error"}))
-def test_the_schema_holds_every_definition_these_tests_check(definition):
-    assert definition in acp_schema()["$defs"]
+def test_the_schema_holds_every_definition_these_tests_check():
+    assert {*RESPONSES.values(), *PARAMS.values(), "Error"} <= set(acp_schema()["$defs"])
