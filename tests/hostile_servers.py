@@ -19,11 +19,24 @@ byte for byte, then closes: for answers no HTTP server library would send.
 
 `endless_answer(head, piece)` writes `head`, then `piece` without end: a stream, a
 line, a body that never stops (tests/test_hostile_model_server.py).
+
+Run as a program, a hostile MCP server over stdio (JSON-RPC written by hand, no SDK):
+
+    python tests/hostile_servers.py mcp KIND [ARG]
+
+KIND `endless`: its tool `flood` answers with one line that never ends; `huge`: with one
+line of ARG MB (default 200); `sleep`: `flood` answers after `seconds` (an argument),
+and the process writes its pid to $HOSTILE_PID_FILE; `invalid`: lines the SDK cannot
+validate before every answer; `tools`: ARG tools (`t0`, `t1`, ...) in one listing;
+`schema`: one tool of ARG properties; `names`: tools named by ARG, a JSON list.
 """
 
 import json
+import os
 import socket
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -195,3 +208,88 @@ def endless_answer(head: bytes, piece: bytes) -> Iterator[str]:
         stopping.set()
         thread.join()
         listener.close()
+
+
+def _mcp_tools(kind: str, arg: str) -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"seconds": {"type": "number"}}}
+    if kind == "tools":
+        return [{"name": f"t{n}", "description": f"Tool number {n}.", "inputSchema": schema}
+                for n in range(int(arg))]  # fmt: skip
+    if kind == "schema":
+        properties = {f"p{n}": {"type": "string", "description": f"field {n}"}
+                      for n in range(int(arg))}  # fmt: skip
+        return [{"name": "wide", "inputSchema": {"type": "object", "properties": properties}}]
+    if kind == "names":
+        return [{"name": name, "inputSchema": schema} for name in json.loads(arg)]
+    return [{"name": "flood", "description": "Answers badly.", "inputSchema": schema}]
+
+
+def _mcp_answer(out: Any, kind: str, arg: str, id_: Any, arguments: dict[str, Any]) -> None:
+    head = (
+        '{"jsonrpc":"2.0","id":' + json.dumps(id_) + ',"result":{"content":[{"type":"text","text":"'
+    )
+    if kind == "endless":
+        out.write(head.encode())
+        while True:
+            out.write(b"a" * 65536)
+    if kind == "huge":
+        out.write(head.encode())
+        for _ in range(int(arg or 200) * 16):
+            out.write(b"a" * 65536)
+        out.write(b'"}]}}\n')
+        out.flush()
+        return
+    if kind == "sleep":
+        time.sleep(float(arguments.get("seconds") or 0))
+    text = f"slept {arguments.get('seconds')}" if kind == "sleep" else "fine"
+    _mcp_send(out, {"jsonrpc": "2.0", "id": id_,
+                    "result": {"content": [{"type": "text", "text": text}]}})  # fmt: skip
+
+
+def _mcp_send(out: Any, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+
+
+INVALID = [
+    b"hello, not JSON at all",
+    b'{"jsonrpc": "2.0", "method": 5}',
+    b'{"jsonrpc": "2.0", "id": "x", "error": {"code": "bad"}}',
+    b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"x": 1}}',
+]
+
+
+def mcp_server(kind: str, arg: str) -> None:
+    """A hostile MCP server on stdin/stdout (see the module's docstring)."""
+    if os.environ.get("HOSTILE_PID_FILE"):
+        with open(os.environ["HOSTILE_PID_FILE"], "a") as file:
+            file.write(f"{os.getpid()}\n")
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        id_, method = request.get("id"), request.get("method")
+        if id_ is None:
+            continue  # a notification
+        if kind == "invalid":
+            for junk in INVALID:
+                out.write(junk + b"\n")
+        if method == "initialize":
+            version = request["params"]["protocolVersion"]
+            result: dict[str, Any] = {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": _mcp_tools(kind, arg)}
+        elif method == "tools/call":
+            _mcp_answer(out, kind, arg, id_, request["params"].get("arguments") or {})
+            continue
+        else:
+            result = {}
+        _mcp_send(out, {"jsonrpc": "2.0", "id": id_, "result": result})
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["mcp"]:
+        mcp_server(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.helpers import audio_block, embedded_blob_resource, image_block, resource_block
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
@@ -539,7 +540,40 @@ def test_load_of_an_unknown_session_is_an_error_and_the_server_goes_on(server, w
 
     drive(server, editor, tmp_path, steps)
     assert len(errors) == 1 and "feedface" in str(errors[0].data)
+    assert errors[0].code == -32602  # invalid params, as ACP's schema says: not -32603
     assert editor.text() == "still serving"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        image_block("iVBORw0KGgo=", "image/png"),
+        audio_block("UklGRg==", "audio/wav"),
+        resource_block(embedded_blob_resource("file:///x.bin", "AAEC")),
+    ],
+    ids=["image", "audio", "blob"],
+)
+def test_a_prompt_block_of_a_kind_not_offered_is_refused_not_dropped(server, ws, tmp_path, block):
+    """The agent offers image: false and audio: false: a prompt holding such a block (or
+    a binary resource) is answered with an error naming it, and nothing of it runs."""
+    server.reply(content="a text prompt still works")
+    errors: list[RequestError] = []
+
+    async def steps(conn: Any) -> None:
+        session_id = await new_session(conn, ws)
+        try:
+            await conn.prompt(session_id=session_id, prompt=[text_block("look at this"), block])
+        except RequestError as error:
+            errors.append(error)
+        assert await prompt(conn, session_id, "and now?") == "end_turn"
+
+    editor = Editor()
+    drive(server, editor, tmp_path, steps)
+    assert len(errors) == 1 and errors[0].code == -32602
+    assert "prompt block 1 is" in str(errors[0].data) and "image: false" in str(errors[0].data)
+    assert server.requests[0]["messages"][-1]["content"] == "and now?"
+    assert "look at this" not in json.dumps(server.requests)  # nothing of it ran
+    assert editor.text() == "a text prompt still works"
 
 
 def test_list_names_this_projects_sessions_or_all(server, ws, tmp_path):
@@ -656,3 +690,43 @@ def test_stdout_carries_json_rpc_only_while_notes_go_to_stderr(server, ws):
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
     stderr = child.stderr.read() if child.stderr else ""
     assert "not in a git repository" in stderr and "no price known" in stderr
+
+
+def test_lines_are_capped_and_errors_echo_no_input():
+    """A line over the 16 MiB cap is answered with one short error (the request's id,
+    -32600), never read whole nor echoed; a rejected request within the cap gets its
+    error without its input; a line that is not JSON gets -32700; the server goes on."""
+    from gitsessions.cli.acp_lines import LINE_CAP
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gitsessions", "acp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+
+    def bad_prompt(n: int, size: int) -> None:
+        head = b'{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":' % n
+        child.stdin.write(head + b'{"sessionId":"s","prompt":"')
+        for _ in range(size // (1 << 20)):
+            child.stdin.write(b"A" * (1 << 20))
+        child.stdin.write(b'"}}\n')
+
+    try:
+        bad_prompt(1, 1 << 20)  # within the cap: an invalid prompt, 1 MiB of it
+        bad_prompt(2, LINE_CAP + (4 << 20))  # past the cap
+        child.stdin.write(b"not json\n")
+        child.stdin.write(b'{"jsonrpc":"2.0","id":3,"method":"initialize",'
+                          b'"params":{"protocolVersion":1}}\n')  # fmt: skip
+        child.stdin.close()
+        lines = child.stdout.read().splitlines()
+        assert child.wait(timeout=WAIT) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert [len(line) < 4000 for line in lines] == [True] * 4
+    invalid, over, garbage, ready = (json.loads(line) for line in lines)
+    assert (invalid["id"], invalid["error"]["code"]) == (1, -32602)
+    assert (over["id"], over["error"]["code"]) == (2, -32600)
+    assert "16 MiB" in over["error"]["message"]
+    assert (garbage["id"], garbage["error"]["code"]) == (None, -32700)
+    assert ready["id"] == 3 and ready["result"]["protocolVersion"] == 1

@@ -7,9 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.fake_openai import FakeOpenAI
 
@@ -27,21 +31,43 @@ def exec_turn(server: FakeOpenAI, cwd: Path, prompt: str, *flags: str) -> str:
     return json.loads(done.stdout)["session"]
 
 
-async def call(cwd: Path, calls: list[tuple[str, dict]], *flags: str) -> list:  # type: ignore[type-arg]
+class Result(NamedTuple):
+    error: bool
+    text: str
+    data: Any  # structuredContent
+
+
+class Served(NamedTuple):
+    init: Any  # the initialize result
+    tools: dict[str, Any]  # name -> Tool, as tools/list gave them
+    results: list[Result]
+
+
+async def serve(cwd: Path, calls: list[tuple[str, dict]], *flags: str) -> Served:  # type: ignore[type-arg]
+    """Start `gitsessions mcp` in `cwd` with the SDK's stdio client (which checks each
+    result against the tool's output schema) and make `calls` in order."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "gitsessions", "mcp", *flags], cwd=str(cwd),
         env={k: v for k, v in os.environ.items() if k.startswith(("GITSESSIONS_", "HOME", "PATH"))},
     )  # fmt: skip
     results = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        tools = await session.list_tools()
-        results.append(sorted(t.name for t in tools.tools))
+        init = await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
         for name, arguments in calls:
-            result = await session.call_tool(name, arguments)
+            try:
+                result = await session.call_tool(name, arguments)
+            except MCPError as error:  # a protocol error: an unknown tool
+                results.append(Result(True, f"{error.error.code}: {error.error.message}", None))
+                continue
             text = "".join(getattr(c, "text", "") for c in result.content)
-            results.append((result.is_error, text))
-    return results
+            results.append(Result(result.is_error, text, result.structured_content))
+    return Served(init, tools, results)
+
+
+async def call(cwd: Path, calls: list[tuple[str, dict]], *flags: str) -> list:  # type: ignore[type-arg]
+    served = await serve(cwd, calls, *flags)
+    return [sorted(served.tools), *served.results]
 
 
 def project(tmp_path: Path, name: str) -> Path:
@@ -70,18 +96,18 @@ def test_another_agent_searches_and_reads_this_projects_sessions(tmp_path):
     ]))  # fmt: skip
     assert tools == ["diff_sessions", "list_sessions", "read_session", "search_sessions",
                      "session_info"]  # fmt: skip
-    assert [r["id"] for r in json.loads(listed[1])] == [mine]
-    assert {h["session"] for h in json.loads(found[1])} == {mine}  # not the other project's
-    first = json.loads(page[1])
+    assert [r["id"] for r in listed.data["sessions"]] == [mine]
+    assert {h["session"] for h in found.data["hits"]} == {mine}  # not the other project's
+    first = page.data
     assert [m["index"] for m in first["messages"]] == [0, 1, 2] and first["next"] == 3
     assert first["messages"][1]["text"] == "how does the pagination cursor work"
-    second = json.loads(rest[1])
+    second = rest.data
     assert second["next"] is None and second["messages"][-1]["index"] == second["total"] - 1
     assert second["messages"][0]["index"] == 3
-    assert json.loads(info[1])["id"] == mine and "system_prompt" not in json.loads(info[1])
+    assert info.data["id"] == mine and "system_prompt" not in info.data
     assert outside[0] and "among this project's sessions" in outside[1]
     assert not diffed[0] and "messages" in diffed[1]
-    assert denied[0]  # no write tools without --allow-writes
+    assert denied.text.startswith("-32602: no tool 'pin'")  # no writes without --allow-writes
 
     everything = asyncio.run(call(here, [("read_session", {"session": theirs})], "--all-sessions"))
     assert not everything[1][0]
@@ -99,8 +125,102 @@ def test_writes_only_with_allow_writes(tmp_path):
     ], "--allow-writes"))  # fmt: skip
     assert {"pin", "rename", "fork"} <= set(tools)
     assert not pinned[0] and not renamed[0] and not forked[0], (pinned, renamed, forked)
-    assert json.loads(forked[1])["parent_id"] == mine
+    assert forked.data["parent_id"] == mine
     assert empty[0] and "empty query" in empty[1]
     shown = subprocess.run([sys.executable, "-m", "gitsessions", "info", mine, "--json"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert json.loads(shown.stdout)["title"] == "API work"
+
+
+def test_an_id_out_of_scope_reads_as_one_that_does_not_exist(tmp_path):
+    """Another project's id, its prefix and an id that exists nowhere get one answer:
+    ids of other projects cannot be enumerated a prefix at a time."""
+    here, other = project(tmp_path, "here"), project(tmp_path, "other")
+    with FakeOpenAI(strict=True) as server:
+        exec_turn(server, here, "mine")
+        theirs = exec_turn(server, other, "theirs")
+    unknown = "0123456789abcdef0123456789abcdef"
+    assert not theirs.startswith("0123")
+    asked = [theirs[:4], theirs[:8], theirs, unknown[:4], unknown[:8], unknown]
+    served = asyncio.run(serve(here, [
+        *[("read_session", {"session": s}) for s in asked],
+        *[("session_info", {"session": s}) for s in asked],
+        ("diff_sessions", {"a": theirs[:8], "b": unknown[:8]}),
+    ]))  # fmt: skip
+    assert all(r.error for r in served.results)
+    answers = {r.text.replace(s, "ID") for r, s in zip(served.results, asked * 2, strict=False)}
+    assert len(answers) == 1 and "no session 'ID' among this project's sessions" in answers.pop()
+    assert served.results[-1].text == served.results[4].text.replace(unknown[:8], theirs[:8])
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "said"),
+    [
+        ("read_session", {"count": 0}, "count must be an integer from 1 to 50 (got 0)"),
+        ("read_session", {"count": 51}, "count must be an integer from 1 to 50 (got 51)"),
+        ("read_session", {"start": -5}, "start must be an integer of 0 or more (got -5)"),
+        ("read_session", {"count": "3"}, "count must be an integer from 1 to 50 (got '3')"),
+        ("read_session", {"page": 2}, "no argument 'page' (it takes session, start, count)"),
+        ("list_sessions", {"limit": 0}, "limit must be an integer from 1 to 200 (got 0)"),
+        ("list_sessions", {"limit": -1}, "limit must be an integer from 1 to 200 (got -1)"),
+        ("search_sessions", {"query": "x", "limit": 0},
+         "limit must be an integer from 1 to 200 (got 0)"),
+        ("search_sessions", {}, "query is required"),
+        ("list_sessions", {"include_archived": "yes"},
+         "include_archived must be true or false (got 'yes')"),
+    ],
+)  # fmt: skip
+def test_arguments_out_of_range_are_refused_in_one_line(tmp_path, name, arguments, said):
+    here = project(tmp_path, "here")
+    with FakeOpenAI(strict=True) as server:
+        mine = exec_turn(server, here, "a session")
+    if name == "read_session":
+        arguments = {"session": mine, **arguments}
+    (result,) = asyncio.run(serve(here, [(name, arguments)])).results
+    assert result.error and result.text == f"{name}: {said}" and result.data is None
+
+
+def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
+    """A version, tools as the only capability, annotations and an output schema on
+    every tool, and each result an object (structuredContent, matching the schema: the
+    SDK's client checks it) with the same JSON as text."""
+    here = project(tmp_path, "here")
+    with FakeOpenAI(strict=True) as server:
+        mine = exec_turn(server, here, "a session")
+    served = asyncio.run(serve(here, [
+        ("list_sessions", {}),
+        ("search_sessions", {"query": "session"}),
+        ("read_session", {"session": mine}),
+        ("session_info", {"session": mine}),
+        ("diff_sessions", {"a": mine, "b": mine}),
+        ("rename", {"session": mine, "title": "renamed"}),
+        ("pin", {"session": mine, "text": "a note"}),
+        ("fork", {"session": mine}),
+    ], "--allow-writes"))  # fmt: skip
+    info = served.init
+    assert info.server_info.name == "gitsessions"
+    assert info.server_info.version == version("gitsessions")
+    capabilities = info.capabilities
+    assert capabilities.tools is not None
+    assert capabilities.prompts is None and capabilities.resources is None
+    writes = {"pin", "rename", "fork"}
+    assert len(served.tools) == 8
+    for name, tool in served.tools.items():
+        hints = tool.annotations
+        assert hints is not None and hints.title and tool.title, name
+        assert hints.read_only_hint is (name not in writes), name
+        assert hints.destructive_hint is (name == "rename"), name
+        assert hints.open_world_hint is False, name
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False
+    for result in served.results:
+        assert not result.error, result.text
+        assert isinstance(result.data, dict) and "result" not in result.data
+        assert json.loads(result.text) == result.data
+    listed, _found, page, _info, diffed, renamed, pinned, forked = served.results
+    assert [s["id"] for s in listed.data["sessions"]] == [mine]
+    assert page.data["messages"][1]["text"] == "a session" and page.data["next"] is None
+    assert set(diffed.data) == {"ancestor", "a", "b"}
+    assert renamed.data == {"session": mine, "title": "renamed"}
+    assert pinned.data == {"session": mine, "pins": 1}
+    assert forked.data["parent_id"] == mine

@@ -11,13 +11,16 @@ shows every selected message exactly once. search_sessions shows at most SEARCH_
 hits and says so when there are more."""
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.services.tools import SESSION_TOOLS, ToolError, ToolRegistry, ToolResult
 from gitsessions.values.messages import text_of
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 READ_LIMIT = 40  # messages per read_session call
 SEARCH_LIMIT = 20  # hits per search_sessions call
@@ -46,22 +49,32 @@ OUT_OF_REACH = (
 )
 
 
+def resolve_in(
+    store: "SessionStore", allowed: set[str] | None, text: str, out_of_reach: str = OUT_OF_REACH
+) -> str:
+    """The full id `text` (an id or a prefix of at least 4 characters) names among
+    `allowed` (None: every session, as the store resolves it). Whatever `allowed` does not
+    hold, an unknown id or another project's id or prefix, gets the same answer,
+    `out_of_reach` (formatted with `text`), so ids out of reach cannot be told from ids
+    that do not exist; an ambiguous prefix is said only among ids within reach."""
+    if allowed is None:
+        return store.resolve(text)
+    prefix = text.strip().lower()
+    matches = sorted(sid for sid in allowed if sid.startswith(prefix)) if prefix else []
+    if len(prefix) < 4 or len(matches) != 1 or not store.exists(matches[0]):
+        if len(matches) > 1 and len(prefix) >= 4:
+            raise ToolError(
+                f"{text!r} matches {plural(len(matches), 'session')}; send more characters"
+            )
+        raise ToolError(out_of_reach.format(text=text))
+    return matches[0]
+
+
 def register_session_tools(registry: ToolRegistry, session: AgentSession, scope: Scope) -> None:
     store = session.store
 
     def resolve(text: str) -> str:
-        allowed = scope.sessions(store, session.id)
-        if allowed is None:
-            return store.resolve(text)
-        prefix = text.strip().lower()
-        matches = sorted(sid for sid in allowed if sid.startswith(prefix)) if prefix else []
-        if len(prefix) < 4 or len(matches) != 1 or not store.exists(matches[0]):
-            if len(matches) > 1 and len(prefix) >= 4:
-                raise ToolError(
-                    f"{text!r} matches {plural(len(matches), 'session')}; send more characters"
-                )
-            raise ToolError(OUT_OF_REACH.format(text=text))
-        return matches[0]
+        return resolve_in(store, scope.sessions(store, session.id), text)
 
     def update_plan(args: dict[str, Any]) -> ToolResult:
         items = [{"step": item["step"], "status": item["status"]} for item in args["items"]]

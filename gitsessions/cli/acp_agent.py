@@ -10,7 +10,9 @@ holds its lease until the server stops. Turns run one at a time: a prompt to a
 second session waits for the running turn to end (a cancel of it, meanwhile, answers
 it "cancelled" when its turn comes). A cancelled turn is saved as chat saves one
 after Ctrl-C and answers `stopReason: "cancelled"`; a model or store error answers the
-prompt with a JSON-RPC error carrying the message `gitsessions` would print.
+prompt with a JSON-RPC error carrying the message `gitsessions` would print (-32603),
+and a request naming a session or folder that is not there is answered -32602 (invalid
+params), as is a prompt holding a block of a kind not offered (an image, audio).
 """
 
 import asyncio
@@ -43,13 +45,16 @@ from gitsessions.cli.acp_worker import Worker
 from gitsessions.cli.agent_setup import Built
 from gitsessions.cli.listing import label
 from gitsessions.cli.state import err
-from gitsessions.values.errors import GitsessionsError
+from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound
+from gitsessions.values.errors import GitsessionsError, InvalidInput
 
 # builds an agent for a workspace (and a session to resume, else a new one) into `stack`
 Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Built]
 # `list` rows (cli/listing.py), the most recent first: a project's (`--here`), or all
 Rows = Callable[[Path | None], list[dict[str, Any]]]
 PAGE = 100  # sessions a session/list answer holds
+# what a request naming a session (or a folder) gets wrong: answered -32602, invalid params
+NOT_THERE = (SessionNotFound, AmbiguousSessionId, InvalidInput)
 
 
 class OpenSession(NamedTuple):
@@ -61,7 +66,8 @@ class OpenSession(NamedTuple):
 
 def prompt_text(blocks: list[Any]) -> str:
     """The prompt's text: text blocks as they are, an embedded resource's text under
-    its URI, a resource link as its URI; images and audio are not taken."""
+    its URI, a resource link as its URI (other blocks are refused first:
+    `refused_block`)."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
@@ -75,6 +81,24 @@ def prompt_text(blocks: list[Any]) -> str:
         elif kind == "resource_link":
             parts.append(block.uri)
     return "\n".join(parts)
+
+
+def refused_block(blocks: list[Any]) -> str | None:
+    """Why the prompt cannot be taken whole, when it holds a block the agent's
+    `promptCapabilities` did not offer (image, audio; an embedded resource that is not
+    text): the line answering it, so nothing of a prompt is dropped silently."""
+    for n, block in enumerate(blocks):
+        kind = getattr(block, "type", None)
+        if kind == "resource" and not isinstance(getattr(block.resource, "text", None), str):
+            kind = "binary resource"
+        elif kind in ("text", "resource", "resource_link"):
+            continue
+        return (
+            f"prompt block {n} is {kind or 'of no known type'}: gitsessions takes text, "
+            "text resources and resource links (its promptCapabilities say image: false, "
+            "audio: false)"
+        )
+    return None
 
 
 def stop_reason(stopped: str | None) -> str:
@@ -98,10 +122,16 @@ class GitsessionsAcp:
     def on_connect(self, conn: Client) -> None:
         self.outbox = Outbox(asyncio.get_running_loop(), conn)
 
-    async def _on_main(self, fn: Callable[[], Any]) -> Any:
+    async def _on_main(self, fn: Callable[[], Any], naming: bool = False) -> Any:
+        """`fn`'s result, run on the main thread; an expected failure answered with its
+        line: as invalid params (-32602) when `naming` (the request names a session or
+        folder) and the session or folder named is not there or not usable, else as an
+        internal error (-32603)."""
         try:
             return await asyncio.wrap_future(self.worker.submit(fn))
         except GitsessionsError as error:
+            if naming and isinstance(error, NOT_THERE):
+                raise RequestError.invalid_params({"details": str(error)}) from None
             raise RequestError.internal_error({"details": str(error)}) from None
 
     async def initialize(
@@ -166,7 +196,7 @@ class GitsessionsAcp:
     async def new_session(
         self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        live = await self._on_main(lambda: self._open(cwd, None))
+        live = await self._on_main(lambda: self._open(cwd, None), naming=True)
         return NewSessionResponse(session_id=live.agent.session.id)
 
     async def load_session(
@@ -183,13 +213,16 @@ class GitsessionsAcp:
                 live.events.outbox.send(live.id, update)
             live.events.outbox.flush()
 
-        await self._on_main(load)
+        await self._on_main(load, naming=True)
         return LoadSessionResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         live = self.live.get(session_id)
         if live is None:
             raise RequestError.invalid_params({"details": f"no session {session_id} is open"})
+        refused = refused_block(prompt)
+        if refused:
+            raise RequestError.invalid_params({"details": refused})
         text = prompt_text(prompt)
         if not text.strip():
             raise RequestError.invalid_params({"details": "the prompt is empty"})

@@ -2,9 +2,11 @@
 and other ACP clients.
 
 Invariant: stdout carries the protocol and nothing else (notes, the sandbox line and
-warnings go to stderr, which editors log). The protocol runs on its own thread's event
-loop (the `agent-client-protocol` package's `run_agent`); the agent runs on the main
-thread (cli/acp_worker.py), built by `build_agent` as `chat` and `exec` build it.
+warnings go to stderr, which editors log); stdin is read a line at a time, each line
+capped at 16 MiB (cli/acp_lines.py: an over-long line is answered with a short error).
+The protocol runs on its own thread's event loop (the `agent-client-protocol` package's
+`run_agent`); the agent runs on the main thread (cli/acp_worker.py), built by
+`build_agent` as `chat` and `exec` build it.
 """
 
 import asyncio
@@ -20,6 +22,7 @@ import typer
 from gitsessions.cli import options
 from gitsessions.cli.acp_agent import GitsessionsAcp
 from gitsessions.cli.acp_events import AcpApprover, AcpEvents
+from gitsessions.cli.acp_lines import serve_stdio
 from gitsessions.cli.acp_worker import Worker
 from gitsessions.cli.agent_setup import Built, build_agent, warm_up
 from gitsessions.cli.state import State
@@ -119,13 +122,11 @@ def cmd_acp(
 def serve(server: GitsessionsAcp, worker: Worker) -> None:
     """The protocol on its thread until the client closes stdin; the jobs here. A turn
     running when the client leaves is cancelled (and saved) as a cancel would."""
-    from acp import run_agent
-
     failed: list[Exception] = []
 
     def protocol() -> None:
         try:
-            asyncio.run(run_agent(server))
+            asyncio.run(serve_stdio(server))
         except Exception as error:  # said once, as an error line, when the jobs are done
             failed.append(error)
         finally:

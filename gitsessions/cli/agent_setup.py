@@ -172,7 +172,9 @@ def build_agent(
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
     env = dict(state.env)
-    prompt, in_force = project_prompt(workspace, state.home, env, notes)
+    prompt, in_force = project_prompt(
+        workspace, state.home, env, notes, settings.max_context_tokens
+    )
     check_budget(settings.max_context_tokens, prompt)
     sandbox = shell_sandbox(shell, workspace, notes)  # before anything is created
     lease = None
@@ -235,7 +237,7 @@ def build_agent(
                     ),
                     highlight=False,
                 )
-        hub = mcp_tools(state, env, registry, notes)
+        hub = mcp_tools(state, env, registry, notes, settings.max_context_tokens, prompt)
         if hub is not None:
             check_budget(settings.max_context_tokens, prompt, registry.definitions())
         config = AgentConfig(
@@ -313,10 +315,11 @@ def code_snapshots(
 
 
 def project_prompt(
-    workspace: Path, home: Path, env: Mapping[str, str], notes: Printer
+    workspace: Path, home: Path, env: Mapping[str, str], notes: Printer, budget: int
 ) -> tuple[str, list[dict[str, Any]]]:
     """The system prompt for `workspace` with its project instructions (AGENTS.md, read
-    again at every start and resume), and the record of which files are in force."""
+    again at every start and resume), and the record of which files are in force; one
+    warning when they take more than a quarter of the context `budget` (in tokens)."""
     from gitsessions.services.code import instructions
     from gitsessions.services.code.workspace import repo_root
 
@@ -330,15 +333,32 @@ def project_prompt(
                       f"{len(item.text.encode()):,}", style="yellow"),
                 highlight=False,
             )  # fmt: skip
+    records = [item.as_record() for item in found]
+    tokens = sum(record["tokens"] for record in records)
+    if tokens * 4 > budget:
+        notes.print(
+            vtext(f"warning: the instruction files take about {tokens:,} tokens, "
+                  f"{tokens * 100 // budget}% of the {budget:,}-token context budget "
+                  "(see `info` for each file's share)", style="yellow"),
+            highlight=False,
+        )  # fmt: skip
     section = instructions.prompt_section(found)
-    return system_prompt(str(workspace), section), [item.as_record() for item in found]
+    return system_prompt(str(workspace), section), records
 
 
 def mcp_tools(
-    state: State, env: Mapping[str, str], registry: Any, notes: Printer
+    state: State,
+    env: Mapping[str, str],
+    registry: Any,
+    notes: Printer,
+    budget: int,
+    prompt: str,
 ) -> "McpHub | None":
     """The `[mcp_servers]` of config.toml started, and their tools registered (each
-    needing approval, its arguments checked by its server); None without any."""
+    needing approval, its arguments checked by its server); None without any. A server
+    whose tools do not fit what the context `budget` leaves them (half of it at most,
+    and never so much that the system prompt, the tools and a turn no longer fit) is
+    left out, in one line naming it and the tokens it needs; the agent starts anyway."""
     from gitsessions.services.settings.config_file import config_path
     from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
 
@@ -347,8 +367,38 @@ def mcp_tools(
         return None
     from gitsessions.services.tools.mcp_hub import McpHub, definition
 
+    def say(line: str) -> None:
+        notes.print(vtext(line, style="yellow"), highlight=False)
+
     hub = McpHub(servers, env, state.home / "mcp")
-    hub.start(lambda line: notes.print(vtext(line, style="yellow"), highlight=False))
+    hub.start(say)
+    by_server: dict[str, list[dict[str, Any]]] = {}
+    for offered, (server, tool) in hub.tools.items():
+        by_server.setdefault(server, []).append(definition(offered, tool))
+    # What the MCP tools may take: half the budget, and what the prompt, the other tools
+    # and a turn leave. Bytes bound tokens from above (a token is at least one byte), so
+    # the tokenizer is loaded only when bytes do not settle it.
+    system = [{"role": "system", "content": prompt}]
+    fixed = len(prompt.encode()) + len(json.dumps(registry.definitions()).encode()) + 200
+    room = min(budget // 2, budget - least_budget(fixed))
+    counted = False
+    used = 0
+    for server, definitions in by_server.items():
+        need = len(json.dumps(definitions).encode())
+        if used + need > room and not counted:
+            fixed = default_counter().estimate(system, registry.definitions())
+            room, counted = min(budget // 2, budget - least_budget(fixed)), True
+        if used + need > room:
+            need = default_counter().estimate([], definitions)
+        if used + need > room:
+            hub.leave_out(server, f"its tools need about {need:,} tokens of the context budget")
+            say(
+                f"mcp: server {server}'s tools need about {need:,} tokens, more than the "
+                f"context budget leaves them ({max(room - used, 0):,} of --max-context-tokens "
+                f"{budget:,}); they are not offered"
+            )
+            continue
+        used += need
     for offered, (_server, tool) in hub.tools.items():
         registry.register(
             offered,
@@ -360,6 +410,12 @@ def mcp_tools(
     return hub
 
 
+def least_budget(fixed: int) -> int:
+    """The smallest context budget in which `fixed` tokens (system prompt and tools), a
+    continuation note and one turn fit (in steps of 500)."""
+    return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+
+
 def check_budget(
     max_context_tokens: int, prompt: str, tools: list[dict[str, Any]] | None = None
 ) -> None:
@@ -367,9 +423,7 @@ def check_budget(
     system prompt and tool schemas (with `tools`: these, MCP servers' included), a
     continuation note and one turn must fit."""
     tools = tools if tools is not None else [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
-
-    def least(fixed: int) -> int:
-        return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+    least = least_budget
 
     # A token is at least one byte: a budget over this bound fits without loading the
     # tokenizer (a few hundred milliseconds `chat` spends while the user types instead).

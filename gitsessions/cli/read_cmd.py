@@ -19,6 +19,7 @@ from gitsessions.cli.args import JsonFlag, OptionalIdArg, session_or_latest, sta
 from gitsessions.cli.pager import paged
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import (
+    instruction_tokens,
     instructions_line,
     print_json,
     stream_json_list,
@@ -148,6 +149,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "settings": h.get("settings"),
         "workspace": h.get("workspace"),
         "instructions": h.get("instructions") or [],
+        "instructions_tokens": instruction_tokens(h.get("instructions")),
         "created_at": h.get("created_at"),
         "updated_at": h.get("updated_at"),
         "active_at": h.get("active_at"),

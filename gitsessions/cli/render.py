@@ -67,4 +67,15 @@ def instructions_line(records: Any) -> str:
             continue
         cut = ", cut" if record.get("cut") else ""
         parts.append(f"{record.get('path')} (about {int(record.get('tokens') or 0):,} tokens{cut})")
-    return "; ".join(parts) or "none"
+    if not parts:
+        return "none"
+    return f"about {instruction_tokens(records):,} tokens in all: " + "; ".join(parts)
+
+
+def instruction_tokens(records: Any) -> int:
+    """About how many tokens the instruction files of `header.instructions` take in all."""
+    if not isinstance(records, list):
+        return 0
+    return sum(
+        r["tokens"] for r in records if isinstance(r, Mapping) and type(r.get("tokens")) is int
+    )

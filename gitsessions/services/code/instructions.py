@@ -7,14 +7,17 @@ Invariants:
   folder from the repository root (the workspace itself outside a repository) down to
   the workspace, so the nearest comes last and wins where they differ, as in Codex.
 - A file is read only when it resolves inside the folder tree it was found in (the
-  repository, or the home): a symlink out of the project is skipped with a note. At
-  most `MAX_FILE` bytes of each and `MAX_TOTAL` in all go to the model; a longer file is
-  cut at a line and the prompt says so (never silently), as does `info`.
+  repository, or the home): a symlink out of the project is skipped with a note. It is
+  opened without blocking and read only when it is a regular file (a FIFO, a device or
+  a socket is skipped with a note, never waited on). At most `MAX_FILE` bytes of each
+  and `MAX_TOTAL` in all go to the model; a longer file is cut at a line and the prompt
+  says so after its `<instructions>` element (never silently), as does `info`.
 - Read again every time a session starts or resumes; the system prompt holding them is
   never summarised by a compaction, so they are in force for the whole session.
 """
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,13 +58,20 @@ def _inside(path: Path, top: Path) -> bool:
 
 def _read(path: Path, top: Path, budget: int) -> tuple[Instruction | None, str | None]:
     """The instruction at `path` (None when there is none), or a note why it was skipped."""
-    if not (path.is_file() or path.is_symlink()):
+    if not os.path.lexists(path):
         return None, None
     if not _inside(path, top):
         return None, f"note: {path} points outside {top}; not read as instructions"
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
+        fd = os.open(path, flags)  # a FIFO opens at once (O_NONBLOCK), and is refused below
+        with open(fd, "rb") as file:
+            status = os.fstat(fd)
+            if stat.S_ISDIR(status.st_mode):
+                return None, None  # a folder named AGENTS.md: the next name is tried
+            if not stat.S_ISREG(status.st_mode):
+                return None, f"note: {path} is not a regular file; not read as instructions"
+            size = status.st_size
             raw = file.read(min(MAX_FILE, budget) + 1)
     except OSError as error:
         return None, f"note: {path} cannot be read ({error.strerror}); not used"
@@ -111,12 +121,10 @@ def prompt_section(instructions: list[Instruction]) -> str:
         "from its root down: the nearest folder's last, and it wins where they differ):"
     ]
     for item in instructions:
-        cut = (
-            f" (cut: only its first {len(item.text.encode()):,} of {item.size:,} bytes)"
-            if item.cut
-            else ""
-        )
-        parts.append(
-            f'<instructions path="{item.path}"{cut}>\n{item.text.rstrip()}\n</instructions>'
-        )
+        parts.append(f'<instructions path="{item.path}">\n{item.text.rstrip()}\n</instructions>')
+        if item.cut:  # after the element, which stays well formed
+            parts.append(
+                f"(cut: only its first {len(item.text.encode()):,} of {item.size:,} bytes of"
+                f" {item.path} are given above)"
+            )
     return "\n".join(parts) + "\n"

@@ -11,7 +11,8 @@ Invariants:
 - An entry is ours when its command holds `MARK` (Codex: its line ends with
   `CODEX_MARK`); install adds ours once (again: no change), uninstall removes ours
   alone; every other key, hook and line stays as it was.
-- A file is written whole or not at all (a temporary file renamed over it), mode kept.
+- A file is written whole or not at all (a temporary file renamed over it), mode kept;
+  a symlinked file (a dotfiles repository's) is written at its target, the link kept.
 """
 
 import json
@@ -130,7 +131,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write(path: Path, text: str) -> None:
+def _write(link: Path, text: str) -> None:
+    path = Path(os.path.realpath(link))  # through a symlink to its target, the link kept
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

