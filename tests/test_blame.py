@@ -6,12 +6,14 @@ import hashlib
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.agent_trace_rules import check_record
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import pgit
 from tests.test_chat import leave, say, spawn
+from tests.test_mcp_server import serve
 
 
 def tool(name: str, **arguments):
@@ -240,3 +242,27 @@ def test_the_chat_blames_a_file_and_a_line(server, project, home):
     shown = say(child, "\\blame app.py:9")
     assert "app.py has 2 lines: no line 9" in shown
     leave(child)
+
+
+def test_the_mcp_server_answers_why_a_line_is_there(server, project, home, tmp_path):
+    a = turn(server, project, "write the constants", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\n"))  # fmt: skip
+    (tmp_path / "secret.txt").write_text("not the project's\n")
+    (project / "link.txt").symlink_to(tmp_path / "secret.txt")
+    served = anyio.run(serve, project, [
+        ("blame", {"file": "app.py", "line": 2}),
+        ("blame", {"file": "app.py", "line": 1}),
+        ("blame", {"file": str(tmp_path / "secret.txt"), "line": 1}),
+        ("blame", {"file": "link.txt", "line": 1}),
+    ])  # fmt: skip
+    assert served.tools["blame"].annotations.read_only_hint is True
+    by_turn, by_person, outside, linked = served.results
+    assert not by_turn.error
+    assert by_turn.data["session"] == a and by_turn.data["turn"] == 1
+    assert by_turn.data["text"] == "second = 2"
+    assert by_turn.data["prompt"] == "write the constants"
+    assert by_turn.data["show"] == f"gitsessions show {a}@turn:1"
+    assert by_person.data["session"] is None and by_person.data["text"] == "first = 1"
+    for refused in (outside, linked):
+        assert refused.error and "only a file of this project" in refused.text
+        assert "not the project's" not in refused.text

@@ -94,7 +94,7 @@ def test_another_agent_searches_and_reads_this_projects_sessions(tmp_path):
         ("diff_sessions", {"a": f"{mine}@turn:1", "b": mine}),
         ("pin", {"session": mine, "text": "x"}),
     ]))  # fmt: skip
-    assert tools == ["diff_sessions", "list_sessions", "read_session", "search_sessions",
+    assert tools == ["blame", "diff_sessions", "list_sessions", "read_session", "search_sessions",
                      "session_info"]  # fmt: skip
     assert [r["id"] for r in listed.data["sessions"]] == [mine]
     assert {h["session"] for h in found.data["hits"]} == {mine}  # not the other project's
@@ -204,7 +204,7 @@ def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
     assert capabilities.tools is not None
     assert capabilities.prompts is None and capabilities.resources is None
     writes = {"pin", "rename", "fork"}
-    assert len(served.tools) == 8
+    assert len(served.tools) == 9
     for name, tool in served.tools.items():
         hints = tool.annotations
         assert hints is not None and hints.title and tool.title, name

@@ -78,6 +78,7 @@ def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
         first = exec_turn(server, here, "how does the pagination cursor work")
         exec_turn(server, here, "and the page size", "--resume", first)
         second = exec_turn(server, here, "a second session")
+    (here / "notes.txt").write_text("a line for blame\n")
     listed = inspector(here, "--method", "tools/list")["tools"]
     names = [tool["name"] for tool in listed]
     assert {"list_sessions", "search_sessions", "read_session", "session_info"} <= set(names)
@@ -86,6 +87,7 @@ def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
         "session": first, "a": f"{first}@turn:1", "b": first, "query": "pagination",
         "text": "a pinned note", "title": "renamed by the inspector", "at": "turn:1",
         "start": 0, "count": 3, "limit": 5, "include_archived": True,
+        "file": "notes.txt", "line": 1,
     }  # fmt: skip
     for tool in listed:
         assert tool["inputSchema"]["type"] == "object", tool["name"]

@@ -131,8 +131,16 @@ def handlers(
 
         return session_diff.diff(store, side(args["a"]), side(args["b"]))
 
+    def blame(args: dict[str, Any]) -> dict[str, Any]:
+        from gitsessions.services.sessions.line_origin import line_origin
+
+        found = line_origin(store, state.env, workspace / args["file"], args["line"],
+                            reach(), inside=workspace)  # fmt: skip
+        return found.as_dict()
+
     done: dict[str, Handler] = {
         "list_sessions": list_sessions,
+        "blame": blame,
         "search_sessions": search_sessions,
         "read_session": read_session,
         "session_info": session_info,

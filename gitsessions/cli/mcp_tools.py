@@ -184,6 +184,37 @@ TOOLS: tuple[Spec, ...] = (
         ANY_OBJECT,
     ),
     Spec(
+        "blame",
+        "Which session turn wrote a line",
+        "Why is this line here: the session and turn of this project that last wrote line "
+        "`line` of `file` (a path in the project, as it is in the working tree), that "
+        "turn's title and prompt, and the command that shows the turn; session null for "
+        "a line a person wrote.",
+        {
+            "file": _string("A file of the project, relative to its root or absolute.", 4096),
+            "line": _integer("The line number (1-based).", 1, None, 1),
+        },
+        ("file", "line"),
+        _object(
+            {
+                "path": {"type": "string"},
+                "line": {"type": "integer"},
+                "text": {"type": "string"},
+                "session": {"type": NULLABLE},
+                "turn": {"type": ["integer", "null"]},
+                "commit": {"type": NULLABLE},
+                "title": {"type": "string"},
+                "prompt": {"type": "string"},
+                "show": {"type": NULLABLE},
+            },
+            "path",
+            "line",
+            "text",
+            "session",
+            "turn",
+        ),
+    ),
+    Spec(
         "pin",
         "Pin a note",
         "Pin a note to a session: it survives every compaction verbatim.",

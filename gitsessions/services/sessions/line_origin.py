@@ -7,7 +7,8 @@ Invariants:
   session's transcript through the reader; nothing is written to a session.
 - Only what the caller may see: `allowed` is the set of session ids the caller's scope
   holds; a turn of any other session is reported as a person's line would be, never
-  named.
+  named. With `inside` (the MCP server's folder) only a file of that project is read,
+  links resolved, so the tool reads no file beyond the project.
 """
 
 from collections.abc import Mapping
@@ -51,9 +52,19 @@ class Origin:
         }
 
 
-def blame_file(reader: SessionReader, env: Mapping[str, str], file: Path) -> tuple[str, Blame]:
-    """The project-relative path of `file` and its blame (the home's cache used)."""
+def blame_file(
+    reader: SessionReader, env: Mapping[str, str], file: Path, inside: Path | None = None
+) -> tuple[str, Blame]:
+    """The project-relative path of `file` and its blame (the home's cache used); with
+    `inside`, only a file of the project holding that folder (links resolved)."""
+    file = file.absolute()
     project = find_project(file.parent, env)
+    if inside is not None:
+        own = find_project(inside, env)
+        real = file.resolve()
+        if own is None or project is None or not real.is_relative_to(own.root.resolve()):
+            raise InvalidInput(f"{file}: only a file of this project can be blamed")
+        project = own
     if project is None:
         raise InvalidInput(f"{file} is not in a git working tree: nothing to blame")
     if file.is_dir():
@@ -69,9 +80,11 @@ def line_origin(
     file: Path,
     line: int,
     allowed: set[str] | None = None,
+    inside: Path | None = None,
 ) -> Origin:
-    """Who wrote line `line` (1-based) of `file`, with the turn's title and prompt."""
-    path, found = blame_file(reader, env, file)
+    """Who wrote line `line` (1-based) of `file`, with the turn's title and prompt (see
+    `blame_file` for `inside`)."""
+    path, found = blame_file(reader, env, file, inside)
     if not 1 <= line <= len(found.lines):
         raise InvalidInput(f"{path} has {len(found.lines)} lines: no line {line}")
     at = found.lines[line - 1]
