@@ -1,0 +1,41 @@
+"""The smaller defects of issue 31 (item 6), each on a real process: what a user saw,
+then what they see now."""
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import exec_args, run_gitsessions
+
+
+def test_a_malformed_config_does_not_break_list_which_needs_no_settings(server, home, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server.reply(content="ok")
+    server.reply(content="a summary")
+    made = run_gitsessions(*exec_args(server, ws), "hello", "--json")
+    assert made.returncode == 0, made.stderr
+    sid = json.loads(made.stdout)["session"]
+    (home / "config.toml").write_text("model = [\n")
+    listed = run_gitsessions("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["id"] for row in json.loads(listed.stdout)] == [sid]
+    for reading in (("info", sid), ("show", sid, "--no-pager"), ("log", sid)):
+        done = run_gitsessions(*reading)
+        assert done.returncode == 0, (reading, done.stderr)
+    # what needs settings still says the file is malformed, in one line
+    refused = run_gitsessions(*exec_args(server, ws), "again")
+    assert refused.returncode != 0 and "malformed config file" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_home_that_is_not_a_directory_is_said_so(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for home in (os.devnull, str(a_file)):
+        done = run_gitsessions("--home", home, "list")
+        assert done.returncode == 1
+        assert done.stderr.strip() == (
+            f"error: cannot use {home} as the gitsessions home: it is not a directory"
+        ), done.stderr
+    assert Path(a_file).read_text() == "x"
