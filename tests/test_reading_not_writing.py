@@ -119,3 +119,17 @@ def test_a_session_only_opened_on_one_home_makes_no_fork(server, home, two_place
     assert "fork" not in synced.stdout + synced.stderr
     listed = json.loads(run_gitsessions("list", "--json", env=env_b).stdout)
     assert [r["id"] for r in listed] == [sid]
+
+
+def test_diff_names_an_undo_once(server, home, two_places):
+    here, _there = two_places
+    sid = made(server, here)
+    child = spawn(server.base_url, here, "--resume", sid[:8])
+    child.sendline("\\undo")
+    child.expect(PROMPT)
+    leave(child)
+    shown = run_gitsessions("diff", f"{sid}~1", sid)
+    assert shown.returncode == 0, shown.stderr
+    assert "undo: undo" not in shown.stdout
+    lines = [line.strip() for line in shown.stdout.splitlines() if "turn 1" in line]
+    assert len(lines) == 1 and lines[0].startswith("undo: turn 1  ("), shown.stdout
