@@ -39,3 +39,31 @@ def test_a_home_that_is_not_a_directory_is_said_so(tmp_path):
             f"error: cannot use {home} as the gitsessions home: it is not a directory"
         ), done.stderr
     assert Path(a_file).read_text() == "x"
+
+
+def answering(body: bytes, kind: str) -> bytes:
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def test_a_reply_body_of_html_or_text_says_what_came(tmp_path):
+    from tests.hostile_servers import raw_answer
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    page = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"
+    cases = [
+        (answering(page, "text/html"), "the model server answered with HTML, not JSON "
+         "(is --base-url right? it should end in /v1)"),
+        (answering(b"Ollama is running", "text/plain"),
+         "the model server answered with text, not JSON: 'Ollama is running'"),
+    ]  # fmt: skip
+    for data, said in cases:
+        with raw_answer(data) as url:
+            done = run_gitsessions("exec", "--base-url", url, "--model", "m", "--workspace",
+                                   str(ws), "hi")  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines()[-1] == f"error: {said}", done.stderr
