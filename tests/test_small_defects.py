@@ -67,3 +67,27 @@ def test_a_reply_body_of_html_or_text_says_what_came(tmp_path):
                                    str(ws), "hi")  # fmt: skip
         assert done.returncode == 1
         assert done.stderr.strip().splitlines()[-1] == f"error: {said}", done.stderr
+
+
+def test_sync_says_nothing_moved_for_a_session_deleted_here(server, home, tmp_path):
+    import subprocess
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    bare = tmp_path / "sessions.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    assert run_gitsessions("remote", "add", "origin", str(bare)).returncode == 0
+    made = []
+    for prompt in ("kept", "deleted"):
+        server.reply(content="ok")
+        server.reply(content=f"about {prompt}")
+        done = run_gitsessions(*exec_args(server, ws), prompt, "--json")
+        made.append(json.loads(done.stdout)["session"])
+    assert run_gitsessions("sync").returncode == 0
+    assert run_gitsessions("delete", made[1], "--yes").returncode == 0
+    for _ in range(2):
+        synced = run_gitsessions("sync")
+        assert synced.returncode == 0, synced.stderr
+        assert synced.stderr.strip().splitlines()[-1] == (
+            f"synced {bare}: pulled nothing; pushed nothing"
+        ), synced.stderr

@@ -330,7 +330,7 @@ def cmd_sync(
     else:
         for sid, why in pulled.kept:
             _note(f"kept {short(sid)}: {why}")
-        quiet = {"up to date", "unchanged"}
+        quiet = {"up to date", "unchanged", "deleted here"}  # nothing moved for these
 
         def moved(report: sync.Report) -> str:
             counts = {w: n for w, n in report.counts().items() if w not in quiet}
