@@ -91,3 +91,25 @@ def test_sync_says_nothing_moved_for_a_session_deleted_here(server, home, tmp_pa
         assert synced.stderr.strip().splitlines()[-1] == (
             f"synced {bare}: pulled nothing; pushed nothing"
         ), synced.stderr
+
+
+def test_info_shows_the_model_last_used(server, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server.reply(content="ok")
+    server.reply(content="a summary")
+    done = run_gitsessions(*exec_args(server, ws), "hello", "--json")
+    sid = json.loads(done.stdout)["session"]
+    doc = json.loads(run_gitsessions("export", sid).stdout)
+    imported = run_gitsessions("import", "-", "--new-id", input=json.dumps(doc))
+    assert imported.returncode == 0, imported.stderr
+    copy = imported.stdout.strip()
+    server.reply(content="went on")
+    args = [a if a != "fake-model" else "other-model" for a in exec_args(server, ws)]
+    went_on = run_gitsessions(*args, "--resume", copy, "more")
+    assert went_on.returncode == 0, went_on.stderr
+    assert server.requests[-1]["model"] == "other-model"
+    info = json.loads(run_gitsessions("info", copy, "--json").stdout)
+    assert info["model"] == "other-model"
+    fields = dict(line.split("\t", 1) for line in run_gitsessions("info", copy).stdout.splitlines())
+    assert fields["model"] == "other-model"
