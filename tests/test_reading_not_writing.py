@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pexpect
@@ -133,3 +134,33 @@ def test_diff_names_an_undo_once(server, home, two_places):
     assert "undo: undo" not in shown.stdout
     lines = [line.strip() for line in shown.stdout.splitlines() if "turn 1" in line]
     assert len(lines) == 1 and lines[0].startswith("undo: turn 1  ("), shown.stdout
+
+
+def test_start_up_notes_wrap_at_words_at_80_columns(server, home):
+    with tempfile.TemporaryDirectory(prefix="gs") as short:  # paths shorter than a line
+        wrapped_at_words(server, Path(short))
+
+
+def wrapped_at_words(server, root: Path) -> None:
+    here = root / "a-project-folder-with-a-rather-long-name"
+    there = root / "another-folder-whose-name-is-long-enough-to-wrap"
+    here.mkdir()
+    there.mkdir()
+    sid = made(server, here)
+    env = dict(os.environ, TERM="xterm", COLUMNS="80", LINES="50")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "gitsessions", "chat", "--base-url", server.base_url, "--model", "fake-model",
+         "--workspace", str(there), "--resume", sid[:8]],
+        env=env, encoding="utf-8", timeout=30, dimensions=(50, 80),
+    )  # fmt: skip
+    child.expect(PROMPT)
+    shown = plain(child.before).replace("\r", "")
+    leave(child)
+    start = shown.index("note: this session was recorded")
+    note = shown[start : shown.index("\n", shown.index(str(there)[-20:], start))]
+    lines = note.split("\n")
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), lines
+    words = note.split()
+    said = f"note: this session was recorded in {here}; the tools now work in {there}"
+    assert words == said.split()  # no word was cut in two

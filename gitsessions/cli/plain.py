@@ -10,6 +10,7 @@ the console's `file`, which `cli/state.py` gives without making the console
 
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Protocol
 
@@ -89,9 +90,10 @@ class Sink:
     a pager wraps lines itself. Every piece of data passes `visible`; the only raw
     bytes are the SGR colours of `style`, and only when `colour` is on."""
 
-    def __init__(self, file: IO[str], colour: bool) -> None:
+    def __init__(self, file: IO[str], colour: bool, width: int | None = None) -> None:
         self.file = file
         self.colour = colour
+        self.width = width  # a terminal's: `line` wraps at words there (None: never)
 
     def text(self, text: str, style: str = "", *, one_line: bool = False) -> None:
         """`text` (data, escaped) in `style`, without a newline."""
@@ -101,8 +103,19 @@ class Sink:
         self.file.write(shown)
 
     def line(self, text: str = "", style: str = "", *, one_line: bool = False) -> None:
-        self.text(text, style, one_line=one_line)
-        self.file.write("\n")
+        """`text` and a newline; with a `width`, wrapped at words to it (the terminal
+        would cut a long line mid-word), a word longer than the line cut where it must."""
+        if self.width is None or one_line or len(text) <= self.width:
+            self.text(text, style, one_line=one_line)
+            self.file.write("\n")
+            return
+        for paragraph in text.split("\n"):
+            wrapped = textwrap.wrap(
+                paragraph, self.width, break_on_hyphens=False, drop_whitespace=True
+            )
+            for piece in wrapped or [""]:
+                self.text(piece, style)
+                self.file.write("\n")
 
     def json(self, text: str) -> None:
         """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""
