@@ -113,7 +113,7 @@ def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> boo
             shared.setdefault((c.result, c.detail), []).append(c.id)
     for (result, detail), ids in shared.items():
         said = f" ({detail})" if detail else ""
-        many = result == "refused" and len(ids) > 1
+        many = result in ("refused", "no repository") and len(ids) > 1
         for sid in [f"of {plural(len(ids), 'session')}"] if many else map(short, ids):
             _note(f"code {sid}: {result}{said}")
     return any(c.result == NO_REMOTE for c in outcomes)
