@@ -97,25 +97,24 @@ class Sink:
 
     def text(self, text: str, style: str = "", *, one_line: bool = False) -> None:
         """`text` (data, escaped) in `style`, without a newline."""
-        shown = visible(text, keep_newlines=not one_line)
-        if self.colour and style:
-            shown = f"{ansi(style)}{shown}\x1b[0m"
-        self.file.write(shown)
+        self._styled(visible(text, keep_newlines=not one_line), style)
 
     def line(self, text: str = "", style: str = "", *, one_line: bool = False) -> None:
         """`text` and a newline; with a `width`, wrapped at words to it (the terminal
-        would cut a long line mid-word), a word longer than the line cut where it must."""
-        if self.width is None or one_line or len(text) <= self.width:
-            self.text(text, style, one_line=one_line)
+        would cut a long line mid-word), a word longer than the line cut where it must;
+        the escaped text is what is measured and wrapped."""
+        shown = visible(text, keep_newlines=not one_line)
+        if self.width is None or one_line or len(shown) <= self.width:
+            self._styled(shown, style)
             self.file.write("\n")
             return
-        for paragraph in text.split("\n"):
-            wrapped = textwrap.wrap(
-                paragraph, self.width, break_on_hyphens=False, drop_whitespace=True
-            )
-            for piece in wrapped or [""]:
-                self.text(piece, style)
+        for paragraph in shown.split("\n"):
+            for piece in textwrap.wrap(paragraph, self.width, break_on_hyphens=False) or [""]:
+                self._styled(piece, style)
                 self.file.write("\n")
+
+    def _styled(self, shown: str, style: str) -> None:
+        self.file.write(f"{ansi(style)}{shown}\x1b[0m" if self.colour and style else shown)
 
     def json(self, text: str) -> None:
         """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""
