@@ -371,13 +371,20 @@ def test_a_budget_the_agent_cannot_work_in_is_refused_before_a_session_exists(
 
 def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path, home):
     """The configured server answers 307 to another one: exec says so in one line, the
-    other server gets no request at all, and the prompt is kept as any failed turn's."""
+    other server gets no request at all, and the prompt is kept as any failed turn's (of
+    a resumed session: a fresh one whose first request fails is not kept, issue 31)."""
     ws = tmp_path / "p"
     ws.mkdir()
     origin = server.base_url.removesuffix("/v1")
+    server.reply(content="first answer")
+    server.reply(content="a summary")
+    sid = json.loads(exec_(server, ws, "first", "--json").stdout)["session"]
+    server.requests.clear()
+    server.authorizations.clear()
     with redirector(307, origin) as here:
         done = run_gitsessions(
             "exec", "the secret plan", "--base-url", f"{here.base}/v1", "--workspace", str(ws),
+            "--resume", sid,
         )  # fmt: skip
         assert [(seen.method, seen.path) for seen in here.seen] == [
             ("POST", "/v1/chat/completions")
@@ -390,8 +397,7 @@ def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path,
         "refusing to send the conversation to another origin; check --base-url or "
         "GITSESSIONS_BASE_URL"
     )
-    sessions = json.loads(run_gitsessions("list", "--json").stdout)
-    shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
+    shown = run_gitsessions("show", sid, "--json").stdout
     assert json.loads(shown)[-1] == {"role": "user", "content": "the secret plan"}
 
 

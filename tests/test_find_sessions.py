@@ -286,10 +286,10 @@ def test_notes_on_a_terminal_wrap_at_word_boundaries(tmp_path):
     home = Path(os.environ["GITSESSIONS_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("zzzzqqqq = 1\n")
-    piped = gs("list", cwd=tmp_path).stderr.splitlines()
+    piped = gs("gc", cwd=tmp_path).stderr.splitlines()  # it reads the settings (`list`: none)
     note = next(line for line in piped if "zzzzqqqq" in line)
     assert len(note) > 80  # long enough to wrap
-    shown = on_a_terminal("list", columns=80, cwd=tmp_path)
+    shown = on_a_terminal("gc", columns=80, cwd=tmp_path)
     assert all(len(line) <= 80 for line in shown)
     start = next(i for i, line in enumerate(shown) if line.startswith("warning: "))
     wrapped, seen = [], 0
