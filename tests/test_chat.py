@@ -697,8 +697,9 @@ def test_the_picker_offers_a_failed_start_last_and_marked(server, ws):
 
     answered = json.loads(run_gitsessions(*exec_args(server, ws), "real", "--json").stdout)
     next_second()  # the failed start is the most recently active
-    down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws), "hello?"]
-    failed = json.loads(run_gitsessions(*down, "--json").stdout)["session"]
+    from tests.test_find_sessions import failed_start
+
+    failed = failed_start(ws, "hello?")  # as a chat left after its first request failed
     args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
     listed = run_gitsessions(*args, input="").stderr
     assert f" 1. {answered['session'][:8]}" in listed

@@ -104,15 +104,17 @@ def test_prompt_from_stdin_and_continue(server, tmp_path):
 def test_model_errors_are_one_line_and_keep_the_prompt(server, tmp_path, home):
     ws = tmp_path / "p"
     ws.mkdir()
+    server.reply(content="first answer")
+    server.reply(content="a summary")
+    sid = json.loads(exec_(server, ws, "first", "--json").stdout)["session"]
     for _ in range(4):  # the first try and 3 retries
         server.fail(status=500, retry_after="0")
-    done = exec_(server, ws, "keep me")
+    done = exec_(server, ws, "keep me", "--resume", sid)  # a fresh one keeps none: issue 31
     assert done.returncode == 1
     assert done.stderr.count("server error (HTTP 500): retrying in 0 s") == 3
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in done.stderr
-    sessions = json.loads(run_gitsessions("list", "--json").stdout)
-    shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
+    shown = run_gitsessions("show", sid, "--json").stdout
     assert json.loads(shown)[-1] == {"role": "user", "content": "keep me"}
 
 
@@ -126,7 +128,8 @@ def test_unreachable_endpoint_says_what_to_check(tmp_path):
     assert "cannot reach" in done.stderr and "--base-url" in done.stderr
     lines = done.stderr.strip().splitlines()
     lines = [line for line in lines if "no code snapshots" not in line]  # ws is no git repo
-    assert len(lines) <= 2  # session id line + the error
+    assert len(lines) <= 3  # session id line, nothing was saved, the error
+    assert "nothing was saved" in lines[-2]
 
 
 def test_malformed_tool_calls_get_error_results_and_the_loop_goes_on(server, tmp_path):
@@ -368,13 +371,20 @@ def test_a_budget_the_agent_cannot_work_in_is_refused_before_a_session_exists(
 
 def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path, home):
     """The configured server answers 307 to another one: exec says so in one line, the
-    other server gets no request at all, and the prompt is kept as any failed turn's."""
+    other server gets no request at all, and the prompt is kept as any failed turn's (of
+    a resumed session: a fresh one whose first request fails is not kept, issue 31)."""
     ws = tmp_path / "p"
     ws.mkdir()
     origin = server.base_url.removesuffix("/v1")
+    server.reply(content="first answer")
+    server.reply(content="a summary")
+    sid = json.loads(exec_(server, ws, "first", "--json").stdout)["session"]
+    server.requests.clear()
+    server.authorizations.clear()
     with redirector(307, origin) as here:
         done = run_gitsessions(
             "exec", "the secret plan", "--base-url", f"{here.base}/v1", "--workspace", str(ws),
+            "--resume", sid,
         )  # fmt: skip
         assert [(seen.method, seen.path) for seen in here.seen] == [
             ("POST", "/v1/chat/completions")
@@ -387,8 +397,7 @@ def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path,
         "refusing to send the conversation to another origin; check --base-url or "
         "GITSESSIONS_BASE_URL"
     )
-    sessions = json.loads(run_gitsessions("list", "--json").stdout)
-    shown = run_gitsessions("show", sessions[0]["id"], "--json").stdout
+    shown = run_gitsessions("show", sid, "--json").stdout
     assert json.loads(shown)[-1] == {"role": "user", "content": "the secret plan"}
 
 
@@ -429,28 +438,34 @@ def test_exec_into_a_pipe_adds_no_spinner(server, tmp_path):
     assert "\x1b" not in done.stderr
 
 
-def test_failed_starts_are_marked_and_never_continued_over_real_work(server, tmp_path):
-    """Defect 7 of issue 20: each `exec` against a down server leaves a session; `list`
-    marks it "(no reply)" and `--continue` goes on with the session a model answered."""
+def test_a_failed_start_leaves_no_session_and_says_so(server, tmp_path, home):
+    """Issue 31 (before: issue 20's defect 7 marked each one "(no reply)"): a fresh
+    `exec` whose first request fails made nothing worth a session; none is left, the
+    user is told, and `--continue` goes on with the session a model answered."""
     ws = tmp_path / "p"
     ws.mkdir()
     real = json.loads(exec_(server, ws, "real work", "--json").stdout)["session"]
-    next_second()  # the failed starts are active after it (times are stored in seconds)
     down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws)]
     for prompt in ("hello?", "hi"):
-        assert run_gitsessions(*down, prompt).returncode == 1
+        failed = run_gitsessions(*down, prompt)
+        assert failed.returncode == 1
+        lines = failed.stderr.strip().splitlines()
+        assert lines[-2] == (
+            "note: nothing was saved: the model server failed before it answered "
+            "(the same command tries again)"
+        ), failed.stderr
+        assert lines[-1].startswith("error: ")
+    as_json = run_gitsessions(*down, "again", "--json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["session"] is None
     listed = json.loads(run_gitsessions("list", "--json").stdout)
-    assert len(listed) == 3 and listed[-1]["id"] == real  # the most recent first
-    assert {r["id"]: r["no_reply"] for r in listed} == {r["id"]: r["id"] != real for r in listed}
-    labels = {line.split("\t")[0]: line.split("\t")[-1] for line in
-              run_gitsessions("list").stdout.splitlines()}  # fmt: skip
-    assert labels[real] == "ok"  # the title the fake server wrote
-    assert sorted(v for k, v in labels.items() if k != real) == [
-        '"hello?" (no reply)',
-        '"hi" (no reply)',
-    ]
+    assert [r["id"] for r in listed] == [real]
+    assert git(home / "store.git", "for-each-ref", "refs/heads/sessions/").stdout.count("\n") == 1
     more = exec_(server, ws, "more work", "--continue", "--json")
     assert json.loads(more.stdout)["session"] == real
+    # a resumed session whose request fails keeps its prompt, as any failed turn's
+    resumed = run_gitsessions(*down, "--resume", real, "still there?")
+    assert resumed.returncode == 1 and "nothing was saved" not in resumed.stderr
+    assert "still there?" in run_gitsessions("show", real, "--no-pager").stdout
 
 
 def next_second() -> None:

@@ -229,3 +229,19 @@ def test_shell_metacharacters_in_a_payload_stay_data(server, tmp_path, home):
     payload, _env = seen(out)
     assert payload["workspace"] == str(workspace)
     assert not [p for p in tmp_path.rglob("pwned")]  # the hook runs in the home, under tmp_path
+
+
+def test_hooks_list_into_a_pipe_is_one_tab_separated_record_a_hook(home, tmp_path):
+    """Issue 31: into a pipe, as every other listing, no padded table and no cut path."""
+    from tests.conftest import run_gitsessions
+
+    deep = home / ("a-long-folder-name-" * 6)
+    write_hook(deep, "post-turn", "exit 0\n")
+    done = run_gitsessions("--home", str(deep), "hooks", "list", "--workspace", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [row[0] for row in rows] == [
+        "post-turn", "pre-compact", "post-compact", "post-fork", "post-delete"
+    ]  # fmt: skip
+    assert all(len(row) == 3 for row in rows)
+    assert rows[0][1:] == ["executable", str(deep / "hooks" / "post-turn")]

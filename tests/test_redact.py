@@ -442,7 +442,8 @@ def test_import_redacts_and_a_bad_setting_is_one_line(cli, tmp_path, home, secre
     assert "[REDACTED:private-key]" in shown
     assert cli("pins", sid, "--json").stdout.count("[REDACTED:github-token]") == 1
     (home / "config.toml").write_text('redact = "no"\n')
-    bad = run_gitsessions("list")
+    assert run_gitsessions("list").returncode == 0  # reading needs no settings (issue 31)
+    bad = run_gitsessions("rename", sid, "renamed")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         f"error: {home / 'config.toml'}: redact must be true or false, got 'no'"

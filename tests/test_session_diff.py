@@ -249,7 +249,7 @@ def test_compactions_cleared_outputs_and_undo_are_context_changes(cli, store):
     assert cli.json("diff", f"{head.id}~1", head.id)["b"]["changes"]["turns"] == []
     text = cli("diff", f"{head.id}~3", head.id).stdout
     assert "compaction (auto, clear+summarize) 21034 -> 3120 tokens, 2 outputs cleared" in text
-    assert "undo: undo" in text and "context    5 -> 1 message" in text
+    assert "    undo  (" in text and "context    5 -> 1 message" in text
 
 
 def _project(tmp_path: Path) -> tuple[Path, list[str]]:

@@ -90,7 +90,7 @@ def test_compact_id_uses_the_session_settings(server, store, make_session):
 def test_unknown_config_keys_are_reported_with_the_nearest_known_key(home):
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text('modle = "x"\nbase_ulr = "http://a/v1"\nzzz = 1\n')
-    done = run_gitsessions("list")
+    done = run_gitsessions("gc")  # a command that reads the settings (`list` needs none)
     assert done.returncode == 0, done.stderr
     assert "unknown key 'modle' (did you mean 'model'?)" in done.stderr
     assert "unknown key 'base_ulr' (did you mean 'base_url'?)" in done.stderr

@@ -138,6 +138,8 @@ def test_resume_of_a_worktree_fork_works_in_it_from_anywhere(server, tmp_path, h
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"working in the worktree of session {made['id'][:8]}" in done.stderr
+    # its prompt is ours, for the worktree instead of the project: nothing to say
+    assert "system prompt stored with this session is not sent" not in done.stderr
     assert (path / "where.txt").read_text().strip() == str(path)
     assert not (elsewhere / "where.txt").exists() and not (root / "where.txt").exists()
     # its snapshots are its own

@@ -12,6 +12,10 @@ Invariants:
 - Commits only ever build on `self.head`; if another writer moved the branch, the store
   raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
   that the rare case.
+- Reading is not writing: what opening a session changes in memory (our system prompt
+  for this workspace, the settings it now runs with) is committed with the first commit
+  that something else makes (`note_header`, `use_system_prompt`); a session opened and
+  left is as it was.
 - A new session is a draft (`draft`) until its first checkpoint: nothing is stored, so a
   chat opened and left makes no session. The first checkpoint writes the `create` commit
   (the system prompt) and then the turn, exactly as if it had been created at once; what
@@ -21,6 +25,7 @@ Invariants:
 from collections.abc import Mapping
 from typing import Any
 
+from gitsessions.agent.prompts import for_another_workspace
 from gitsessions.services.sessions import writer
 from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -163,14 +168,20 @@ class AgentSession:
     def use_system_prompt(self, prompt: str) -> int:
         """Make `prompt` the context's first and only system message (on resume: the
         prompt is ours, written for this workspace, never one a stored or imported context
-        brought along). Returns how many system messages with other text were dropped;
-        they stay in the transcript. The change is committed at the next checkpoint."""
+        brought along). Returns how many system messages with other text were dropped
+        (ours for another workspace is not other text); they stay in the transcript. The
+        change rides with the next commit, which it never makes on its own: opening a
+        session and leaving writes nothing."""
         system: Message = {"role": "system", "content": prompt}
         others = [m for m in self.context if m.get("role") != "system"]
-        dropped = sum(1 for m in self.context if m.get("role") == "system" and text_of(m) != prompt)
-        if [system, *others] != self.context:
-            self.context = [system, *others]
-            self._dirty = True
+        dropped = sum(
+            1
+            for m in self.context
+            if m.get("role") == "system"
+            and text_of(m) != prompt
+            and not for_another_workspace(text_of(m), prompt)
+        )
+        self.context = [system, *others]
         return dropped
 
     def set_context(self, messages: list[Message]) -> None:

@@ -19,6 +19,7 @@ before the prompt, so a session another process holds is refused before it. No
 session is stored until a prompt is sent.
 """
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -352,7 +353,10 @@ def _first(home: Path | None, settings: ModelSettings) -> bool:
 def stderr_sink(state: State) -> Sink:
     """stderr without rich (before the prompt); coloured on a terminal, unless NO_COLOR."""
     stream = StreamOf("stderr")
-    return Sink(stream.file, colour=not piped(stream) and "NO_COLOR" not in state.env)
+    if piped(stream):
+        return Sink(stream.file, colour=False)
+    width = shutil.get_terminal_size().columns  # notes wrap at words, as rich wraps them
+    return Sink(stream.file, colour="NO_COLOR" not in state.env, width=max(20, width))
 
 
 def write_plain(lines: list[Line], sink: Sink) -> None:

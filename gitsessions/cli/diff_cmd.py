@@ -179,8 +179,14 @@ def _context(console: Console, context: Mapping[str, Any]) -> None:
             line.append(f", {_plural(c['cleared'], 'output')} cleared")
         lines.append(line)
     for e in context["events"]:
-        line = Text(f"    {one_line(e['event'])}: ", style="yellow")
-        line.append(one_line(e["subject"]))
+        event, subject = one_line(e["event"]), one_line(e["subject"])
+        if subject == event or subject.startswith(f"{event}:"):  # `undo: turn 10` says it
+            line = Text("    ")
+            line.append(event, style="yellow")
+            line.append(subject[len(event) :])
+        else:
+            line = Text(f"    {event}: ", style="yellow")
+            line.append(subject)
         line.append(f"  ({e['commit'][:10]})", style="dim")
         lines.append(line)
     count = context["messages"]

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gitsessions.agent.loop import ReplyNotSaved
+from gitsessions.agent.loop import Agent, PromptNotSaved, ReplyNotSaved, TurnResult
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
 from gitsessions.cli.options import AUTO_APPROVE_BANNER
@@ -83,54 +83,103 @@ def cmd_exec(
         denied.append(name)
         return NotAsked(WHY_NOT_RUN)
 
-    with build_agent(
-        state,
-        settings,
-        shell,
-        resume=resume,
-        continue_=continue_,
-        workspace_flag=workspace,
-        approve=approve_all if auto_approve else deny,
-        events=progress_events(),
-        max_steps=max_steps,
-        stream=False,
-        all_sessions=all_sessions,
-        snapshots=snapshots,
-    ) as built:
-        agent = built.agent
-        err.print(f"session {agent.session.id}", style="dim", highlight=False)
-        before = dict(agent.session.usage)
-        unsaved: ReplyNotSaved | None = None
-        try:
-            result = agent.run_turn(text)
-        except ReplyNotSaved as error:  # the reply is still the user's: print it, then fail
-            result, unsaved = error.result, error
-        except GitsessionsError as error:  # a script still learns which session it was
-            if json_:
-                print_json(out, {"session": agent.session.id, "error": str(error)})
-            raise
-        session = agent.session
-        stopped = result.stopped or (NOT_RUN if denied else None)
-        if json_:
-            print_json(
-                out,
-                {
-                    "session": session.id,
-                    "reply": result.reply,
-                    "usage": turn_usage(before, session.usage),
-                    "compacted": result.compacted,
-                    "commit": session.head.commit.decode(),
-                    **({"stopped": stopped} if stopped else {}),
-                    **({"error": str(unsaved)} if unsaved else {}),
-                },
-            )
-        elif result.reply:
-            out.print(vtext(result.reply), highlight=False)
-        if unsaved is not None:
-            raise unsaved
-        if stopped:
-            err.print(vtext(stopped), highlight=False)
-            raise typer.Exit(EXIT_STOPPED)
+    unsent: str | None = None  # a fresh session whose first request failed: not kept
+    try:
+        with build_agent(
+            state,
+            settings,
+            shell,
+            resume=resume,
+            continue_=continue_,
+            workspace_flag=workspace,
+            approve=approve_all if auto_approve else deny,
+            events=progress_events(),
+            max_steps=max_steps,
+            stream=False,
+            all_sessions=all_sessions,
+            snapshots=snapshots,
+        ) as built:
+            agent = built.agent
+            fresh = agent.session.is_draft
+            err.print(f"session {agent.session.id}", style="dim", highlight=False)
+            before = dict(agent.session.usage)
+            unsaved: ReplyNotSaved | None = None
+            try:
+                result = agent.run_turn(text)
+            except ReplyNotSaved as error:  # the reply is still the user's: print it, fail
+                result, unsaved = error.result, error
+            except GitsessionsError as error:  # a script still learns which session it was
+                if fresh and not isinstance(error, PromptNotSaved) and unanswered(agent):
+                    unsent = agent.session.id
+                if json_:
+                    said = None if unsent else agent.session.id
+                    print_json(out, {"session": said, "error": str(error)})
+                raise
+            _finish(agent, result, unsaved, before, denied, json_)
+    except GitsessionsError:
+        if unsent is not None:
+            forget(state, unsent)
+        raise
+
+
+def unanswered(agent: Agent) -> bool:
+    """Whether nothing happened but the prompt: it is the session's only message after
+    the system prompt (no reply, not even a partial one, and so no tool ran)."""
+    session = agent.session
+    return not session.is_draft and session.head.counts.get("messages", 0) <= 2
+
+
+def forget(state: State, session_id: str) -> None:
+    """Delete a fresh session whose first request failed, and say so: nothing happened
+    that is worth a session (the prompt is still on the user's command line)."""
+    from gitsessions.services.sessions import manage
+
+    try:
+        manage.delete(state.store, session_id)
+    except (OSError, GitsessionsError) as error:
+        err.print(vtext(f"note: session {session_id[:8]} is kept: {error}"), highlight=False)
+        return
+    err.print(
+        vtext(
+            "note: nothing was saved: the model server failed before it answered "
+            "(the same command tries again)",
+            style="yellow",
+        ),
+        highlight=False,
+    )
+
+
+def _finish(
+    agent: Agent,
+    result: TurnResult,
+    unsaved: ReplyNotSaved | None,
+    before: dict[str, Any],
+    denied: list[str],
+    json_: bool,
+) -> None:
+    """What a turn that ran prints: its reply (or JSON), then how it ended."""
+    session = agent.session
+    stopped = result.stopped or (NOT_RUN if denied else None)
+    if json_:
+        print_json(
+            out,
+            {
+                "session": session.id,
+                "reply": result.reply,
+                "usage": turn_usage(before, session.usage),
+                "compacted": result.compacted,
+                "commit": session.head.commit.decode(),
+                **({"stopped": stopped} if stopped else {}),
+                **({"error": str(unsaved)} if unsaved else {}),
+            },
+        )
+    elif result.reply:
+        out.print(vtext(result.reply), highlight=False)
+    if unsaved is not None:
+        raise unsaved
+    if stopped:
+        err.print(vtext(stopped), highlight=False)
+        raise typer.Exit(EXIT_STOPPED)
 
 
 def progress_events() -> ProgressEvents:

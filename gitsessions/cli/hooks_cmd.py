@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 import gitsessions
-from gitsessions.cli.plain import one_line, vtext
+from gitsessions.cli.plain import one_line, piped, vtext, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.code import git_hooks
@@ -155,15 +155,24 @@ def cmd_list(
     if json_:
         print_json(out, report)
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("hook", "state", "path"):
-        table.add_column(column, no_wrap=column != "path")
-    for h in git:
-        chained = f" (runs {Path(h['chained']).name} first)" if h["chained"] else ""
-        table.add_row(f"git {h['name']}", h["state"] + chained, one_line(h["path"]))
-    for row in report["lifecycle"]:
-        table.add_row(row["event"], row["state"], one_line(row["path"]))
-    out.print(table, markup=False, highlight=False)
+    rows = [
+        [
+            f"git {h['name']}",
+            h["state"] + (f" (runs {Path(h['chained']).name} first)" if h["chained"] else ""),
+            h["path"],
+        ]
+        for h in git
+    ]
+    rows += [[row["event"], row["state"], row["path"]] for row in report["lifecycle"]]
+    if piped(out):  # into a pipe: one tab-separated record a hook, paths whole (as `list`)
+        write_records(out, rows)
+    else:
+        table = Table(box=None, pad_edge=False)
+        for column in ("hook", "state", "path"):
+            table.add_column(column, no_wrap=column != "path")
+        for row in rows:
+            table.add_row(*(one_line(cell) for cell in row))
+        out.print(table, markup=False, highlight=False)
     if repo_note:
         err.print(vtext(f"git hooks: {repo_note}"), highlight=False)
     err.print(

@@ -10,6 +10,7 @@ the console's `file`, which `cli/state.py` gives without making the console
 
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Protocol
 
@@ -89,20 +90,31 @@ class Sink:
     a pager wraps lines itself. Every piece of data passes `visible`; the only raw
     bytes are the SGR colours of `style`, and only when `colour` is on."""
 
-    def __init__(self, file: IO[str], colour: bool) -> None:
+    def __init__(self, file: IO[str], colour: bool, width: int | None = None) -> None:
         self.file = file
         self.colour = colour
+        self.width = width  # a terminal's: `line` wraps at words there (None: never)
 
     def text(self, text: str, style: str = "", *, one_line: bool = False) -> None:
         """`text` (data, escaped) in `style`, without a newline."""
-        shown = visible(text, keep_newlines=not one_line)
-        if self.colour and style:
-            shown = f"{ansi(style)}{shown}\x1b[0m"
-        self.file.write(shown)
+        self._styled(visible(text, keep_newlines=not one_line), style)
 
     def line(self, text: str = "", style: str = "", *, one_line: bool = False) -> None:
-        self.text(text, style, one_line=one_line)
-        self.file.write("\n")
+        """`text` and a newline; with a `width`, wrapped at words to it (the terminal
+        would cut a long line mid-word), a word longer than the line cut where it must;
+        the escaped text is what is measured and wrapped."""
+        shown = visible(text, keep_newlines=not one_line)
+        if self.width is None or one_line or len(shown) <= self.width:
+            self._styled(shown, style)
+            self.file.write("\n")
+            return
+        for paragraph in shown.split("\n"):
+            for piece in textwrap.wrap(paragraph, self.width, break_on_hyphens=False) or [""]:
+                self._styled(piece, style)
+                self.file.write("\n")
+
+    def _styled(self, shown: str, style: str) -> None:
+        self.file.write(f"{ansi(style)}{shown}\x1b[0m" if self.colour and style else shown)
 
     def json(self, text: str) -> None:
         """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""

@@ -145,7 +145,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "context_messages": counts.get("context_messages", 0),
         "compactions": counts.get("compactions", 0),
         "usage": {k: usage.get(k, 0) for k in USAGE_TOTAL_KEYS},
-        "model": h.get("model"),
+        "model": last_model(h),
         "settings": h.get("settings"),
         "workspace": h.get("workspace"),
         "instructions": h.get("instructions") or [],
@@ -197,6 +197,14 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
     for key, value in fields:
         table.add_row(key, one_line(value))
     consoles.out.print(table, markup=False, highlight=False)
+
+
+def last_model(header: dict[str, Any]) -> Any:
+    """The model the session last ran with: its recorded settings' (written when it goes
+    on with another), else the one it was made (or imported) with."""
+    settings = header.get("settings")
+    recorded = settings.get("model") if isinstance(settings, dict) else None
+    return recorded or header.get("model")
 
 
 def _info_source(

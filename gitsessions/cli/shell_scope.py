@@ -11,7 +11,10 @@ A scope is the first word and, when the word is a tool of subcommands (git, carg
 make...), the subcommand too: `git log`, `make test`, `pytest`; a
 runner's subcommand takes the word after it (`uv run pytest`), and `python -m pytest` is
 a scope of its own. A command that would run any code its arguments name (`bash -c`,
-`python x.py`, `sudo`, `xargs`, `env`) is offered for that exact command line only.
+`python x.py`, `sudo`, `xargs`, `env`) is offered for that exact command line only, and
+so is one that destroys or overwrites what it names (`rm`, `mv`, `dd`, `chmod`, `kill`;
+`git reset`, `git clean`, `git push`, `docker rm`...): "always" for `rm -f x` allows
+`rm -f x` again, never `rm -rf ~`.
 
 No scope at all (always is not offered, and no rule allows it) for a line that chains a
 second command (`;`, `&&`, `||`, `&`, a newline), substitutes one (`$(...)`, backticks,
@@ -44,6 +47,21 @@ ANY_CODE = frozenset({
     "exec", "source", ".", "command", "builtin", "nohup", "nice", "timeout", "time", "watch",
     "stdbuf", "setsid", "chroot", "unshare", "nsenter", "ssh", "perl", "ruby", "node", "deno",
     "bun", "php", "lua", "awk", "gawk", "find", "parallel", "npx", "uvx"
+})
+# Commands that destroy or overwrite what they name: always for the exact line only
+# (`rm -f x` must never allow `rm -rf ~`), and so their destructive subcommands.
+DESTRUCTIVE = frozenset({
+    "rm", "rmdir", "unlink", "shred", "srm", "mv", "dd", "truncate", "chmod", "chown",
+    "chgrp", "kill", "pkill", "killall", "mkfs", "wipefs", "fdisk", "parted", "reboot",
+    "shutdown", "halt", "poweroff", "crontab", "rsync"
+})
+DESTRUCTIVE_SUBCOMMANDS = frozenset({
+    "git:clean", "git:reset", "git:rm", "git:restore", "git:checkout", "git:stash",
+    "git:push", "git:branch", "git:tag", "git:filter-branch", "git:gc", "git:prune",
+    "docker:rm", "docker:rmi", "docker:prune", "docker:kill", "podman:rm", "podman:rmi",
+    "kubectl:delete", "npm:unpublish", "cargo:clean", "make:clean", "brew:uninstall",
+    "apt:remove", "apt:purge", "apt-get:remove", "apt-get:purge", "dnf:remove",
+    "pip:uninstall", "pip3:uninstall", "uv:remove", "gh:repo"
 })
 PYTHONS = re.compile(r"python[0-9.]*$")
 # What a pipe may lead into: programs that only read their input and print.
@@ -158,7 +176,7 @@ def _words(words: list[str], line: str) -> Scope | NoScope:
     if "=" in name or not COMMAND_WORD.match(name):
         return Scope((line,), exact=True)
     base = name.rsplit("/", 1)[-1]
-    if base in ANY_CODE:
+    if base in ANY_CODE or base in DESTRUCTIVE:
         return Scope((line,), exact=True)
     if PYTHONS.match(base):
         if len(words) >= 3 and words[1] == "-m" and PLAIN_WORD.match(words[2]):
@@ -173,5 +191,7 @@ def _words(words: list[str], line: str) -> Scope | NoScope:
             if isinstance(inner, NoScope) or inner.exact:
                 return Scope((line,), exact=True)
             return Scope((name, second, *inner.words))
+        if f"{base}:{second}" in DESTRUCTIVE_SUBCOMMANDS:
+            return Scope((line,), exact=True)
         return Scope((name, second))
     return Scope((name,))

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from gitsessions.cli.home import resolve_home
 from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits
 from gitsessions.services.settings.config_file import (
-    ConfigError,
     config_path,
     load_config,
     redact_setting,
@@ -82,6 +81,7 @@ class State:
         self._store: SessionStore | None = None
         self._reader: SessionReader | None = None
         self._config: dict[str, Any] | None = None
+        self._checked = False  # whether the store's settings (redaction) were read
 
     def __repr__(self) -> str:
         return f"State(home={self.home!r}, env={self.env!r})"
@@ -103,15 +103,15 @@ class State:
     def refs(self) -> "StoreRefs | SessionStore":
         """What reads the session refs: their files alone (no dulwich) when the store
         is there and of this build's format, else the store itself (which creates,
-        upgrades or refuses it). The config is checked as `store` checks it."""
+        upgrades or refuses it). Reading needs no settings: config.toml is not read, so a
+        malformed one does not stop `list`."""
         if self._store is not None:
             return self._store
         from gitsessions.store.refs import StoreRefs
 
         refs = StoreRefs.open(self.home)
         if refs is None:
-            return self.store
-        redact_setting(self.config(), str(config_path(self.home)))
+            return self._opened()
         return refs
 
     @property
@@ -119,7 +119,7 @@ class State:
         """What reads sessions (`show`, `log`): a read-only `SessionReader` (dulwich's
         object store, nothing that writes or maintains) when the store is there and of
         this build's format, else the store itself (which creates, upgrades or refuses
-        it). The config is checked as `store` checks it."""
+        it). Like `refs`, it reads no settings."""
         if self._store is not None:
             return self._store
         if self._reader is None:
@@ -127,8 +127,7 @@ class State:
 
             reader = SessionReader.open(self.home)
             if reader is None:
-                return self.store
-            redact_setting(self.config(), str(config_path(self.home)))
+                return self._opened()
             self._reader = reader
         return self._reader
 
@@ -136,14 +135,24 @@ class State:
         """The header cache, on the refs alone until a row must be read again."""
         from gitsessions.store.catalog import Catalog
 
-        return Catalog(self.refs, lambda: self.store)
+        return Catalog(self.refs, self._opened)
 
     @property
     def store(self) -> "SessionStore":
+        """The store, with this home's redaction setting (a malformed config.toml is an
+        error here: what writes needs its settings)."""
+        store = self._opened()
+        if not self._checked:
+            store.redact = redact_setting(self.config(), str(config_path(self.home)))
+            self._checked = True
+        return store
+
+    def _opened(self) -> "SessionStore":
+        """The store as reading needs it: no settings read (redaction stays on, the
+        default, until `store` reads the setting)."""
         if self._store is None:
             from gitsessions.store.sessions import SessionStore
 
-            path = config_path(self.home)
             home = self.home
 
             def on_redacted(session: str, findings: "list[Finding]") -> None:
@@ -151,13 +160,7 @@ class State:
 
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
 
-            store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so first
-            try:
-                store.redact = redact_setting(self.config(), str(path))
-            except ConfigError:
-                store.close()
-                raise
-            self._store = store
+            self._store = SessionStore(home, on_redacted=on_redacted)  # a bad home says so
         return self._store
 
     @property

@@ -55,9 +55,13 @@ def _progress(line: str) -> None:
     _note(line, "dim")
 
 
-def _show(report: sync.Report, json_: bool, verb: str) -> None:
+def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") -> None:
+    """The report: its table (or JSON) on stdout, notes on stderr; exit 1 (after it is
+    all said) when `--code` found the project without the remote it needs."""
     if json_:
         write_json(plain_out, report.as_dict())
+        if _show_code_causes(report, code_remote, json_):
+            raise typer.Exit(1)
         return
     quiet = {"up to date", "unchanged"}
     rows = [
@@ -78,12 +82,41 @@ def _show(report: sync.Report, json_: bool, verb: str) -> None:
         state.out.print(table, markup=False, highlight=False)
     for sid, why in report.kept:
         _note(f"kept {short(sid)}: {why}")
-    for c in report.code or []:
-        detail = f" ({c.detail})" if c.detail else ""
-        _note(f"code {short(c.id)}: {c.result + detail}")
+    missing = _show_code_causes(report, code_remote, json_)
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
     _note(f"{verb} {report.url}: {summary}")
+    if missing:
+        raise typer.Exit(1)
+
+
+def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> bool:
+    """What `--code` did, a cause the sessions share said once: a project repository
+    without the remote (an error line, whether JSON was asked or not), the same refusal
+    for several sessions; else one line per session (not with `--json`). Whether a
+    repository lacked the remote."""
+    from gitsessions.services.code.code_sync import NO_REMOTE
+
+    outcomes = report.code or []
+    for repo in dict.fromkeys(c.detail for c in outcomes if c.result == NO_REMOTE):
+        _note(
+            f"error: --code needs the remote {code_remote} in the project repository "
+            f"{repo}: add it there with `git remote add {code_remote} URL`, or name the "
+            "project's remote with --code-remote NAME",
+            "red",
+        )
+    if json_:
+        return any(c.result == NO_REMOTE for c in outcomes)
+    shared: dict[tuple[str, str], list[str]] = {}
+    for c in outcomes:
+        if c.result != NO_REMOTE:
+            shared.setdefault((c.result, c.detail), []).append(c.id)
+    for (result, detail), ids in shared.items():
+        said = f" ({detail})" if detail else ""
+        many = result in ("refused", "no repository") and len(ids) > 1
+        for sid in [f"of {plural(len(ids), 'session')}"] if many else map(short, ids):
+            _note(f"code {sid}: {result}{said}")
+    return any(c.result == NO_REMOTE for c in outcomes)
 
 
 Here = Annotated[
@@ -215,7 +248,7 @@ def cmd_push(
     )
     if code:
         sync.push_snapshots(store, report, code_remote, state_of(ctx).env, Path.cwd())
-    _show(report, json_, "pushed")
+    _show(report, json_, "pushed", code_remote)
     if report.remaining_deleted:
         _note(
             f"{plural(report.remaining_deleted, 'session')} deleted here still "
@@ -260,7 +293,7 @@ def cmd_pull(
     _run_hooks(st, report)
     if code:
         sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
-    _show(report, json_, "pulled")
+    _show(report, json_, "pulled", code_remote)
 
 
 def _run_hooks(st: "state.State", report: sync.Report) -> None:
@@ -297,7 +330,7 @@ def cmd_sync(
     else:
         for sid, why in pulled.kept:
             _note(f"kept {short(sid)}: {why}")
-        quiet = {"up to date", "unchanged"}
+        quiet = {"up to date", "unchanged", "deleted here"}  # nothing moved for these
 
         def moved(report: sync.Report) -> str:
             counts = {w: n for w, n in report.counts().items() if w not in quiet}

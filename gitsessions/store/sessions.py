@@ -103,9 +103,10 @@ class SessionStore(SessionReader):
             home.mkdir(mode=0o700, parents=True, exist_ok=True)
             git = GitStore(home / "store.git")
         except OSError as error:
-            raise StoreError(
-                f"cannot use {home} as the gitsessions home: {error.strerror or error}"
-            ) from None
+            reason = error.strerror or str(error)
+            if home.exists() and not home.is_dir():  # mkdir says "File exists"
+                reason = "it is not a directory"
+            raise StoreError(f"cannot use {home} as the gitsessions home: {reason}") from None
         super().__init__(home, git)
 
     # -- writing --------------------------------------------------------------------------

@@ -35,12 +35,14 @@ from gitsessions.services.code.projectgit import run
 Here = tuple[Path | None, Mapping[str, list[str]] | None]  # workspace.project_of(cwd)
 
 SNAPSHOTS = "refs/gitsessions/snapshots/"
+NO_REMOTE = "no remote"  # its project repository (the detail) has no remote of that name
 
 
 @dataclass(frozen=True)
 class CodeOutcome:
     id: str
-    result: str  # pushed, fetched, kept, up to date, no snapshot, no repository, refused
+    result: str  # pushed, fetched, kept, up to date, no snapshot, no repository, no remote,
+    # refused
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -127,6 +129,9 @@ def push_code(
     """Push each session's snapshot ref to `remote` of its project (never forced)."""
     grouped, outcomes = _by_repo(sessions, here, env, writing=False)
     for repo, group in sorted(grouped.items()):
+        if missing := _without_remote(repo, group, remote, env):
+            outcomes += missing
+            continue
         present = _refs(repo, env)
         sending = [s for s in group if SNAPSHOTS + s.id in present]
         outcomes += [CodeOutcome(s.id, "no snapshot") for s in group if s not in sending]
@@ -144,6 +149,19 @@ def push_code(
             else:
                 outcomes.append(CodeOutcome(s.id, "refused", summary))
     return outcomes
+
+
+def _without_remote(
+    repo: Path, group: list[CodeSession], remote: str, env: Mapping[str, str]
+) -> list[CodeOutcome]:
+    """Each session of `group` as `NO_REMOTE` when `repo` has no remote named `remote`
+    (one cause for them all, said once by the CLI); nothing when it has, or when `remote`
+    is a URL or a path (git says what it finds there)."""
+    if "/" in remote or ":" in remote or remote.startswith("."):
+        return []
+    if _git(repo, env, "config", "--get", f"remote.{remote}.url").returncode == 0:
+        return []
+    return [CodeOutcome(s.id, NO_REMOTE, str(repo)) for s in group]
 
 
 def _porcelain(stdout: str) -> dict[str, tuple[str, str]]:
@@ -164,6 +182,9 @@ def fetch_code(
     grouped, outcomes = _by_repo(sessions, here, env, writing=True)
     for repo, group in sorted(grouped.items()):
         outcomes += _keep(repo, env, [s for s in group if s.kept_as])
+        if missing := _without_remote(repo, group, remote, env):
+            outcomes += missing
+            continue
         listed = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
         if listed.returncode != 0:
             why = _one_line(listed.stderr)

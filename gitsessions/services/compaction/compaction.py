@@ -17,6 +17,10 @@ tokens; before it, any of the last `keep_recent_tool_results` tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
 prompt and everything from the cut on, and replaces the rest with one continuation note
 (a user message, see `continuation`) holding the summary and the ledger (see `ledger`).
+Whether to ask the model at all is one decision, made before the request, for the run
+and the dry run alike: when the context with an empty summary is not smaller than what
+the summary must beat, summarizing cannot help, the model is not asked, and both say so
+(keeping stage 1's clearing where there was some). A giant message is cut by `giants`.
 
 Transcript indices: a context tool message is matched to the transcript by
 `tool_call_id`, in order (the context is a subsequence of the transcript), so callers
@@ -27,7 +31,6 @@ context is taken to be the transcript (a session never compacted before).
 import bisect
 import copy
 import dataclasses
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +49,7 @@ from gitsessions.services.compaction.continuation import (
     make_note,
     summary_request,
 )
+from gitsessions.services.compaction.giants import cut_message, last_index_of
 from gitsessions.services.compaction.ledger import Ledger, build_ledger
 from gitsessions.values.clock import iso, now_iso
 from gitsessions.values.errors import GitsessionsError
@@ -204,24 +208,33 @@ def compact(
         older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
     )
     notes.extend(request.notes)
-    if dry_run:  # what the run does: summarize, keep the result only if it is smaller
-        placeholder = [cleared_msgs[0], make_note("", ledger_text), *cleared_msgs[cut:]]
-        floor = count(placeholder)  # the context with an empty summary
-        estimate = floor + policy.summary_max_tokens
+    # One decision for the run and the dry run: the context with an empty summary. When
+    # even that is not smaller than what the summary must beat (the input; auto mode: the
+    # cleared context), summarizing cannot help and no model is asked.
+    floor = count([cleared_msgs[0], make_note("", ledger_text), *cleared_msgs[cut:]])
+    beat = after_clear if mode == "auto" else before
+    if dry_run:
         notes.append(
             f"would summarize {plural(len(older), 'message')} before message {cut} "
             f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
             f"{policy.summary_max_tokens:,})"
         )
-        if floor >= before:  # even an empty summary would not help
+    if floor >= beat:
+        notes.append(
+            f"summarizing cannot make the context smaller ({floor:,} tokens without any "
+            f"summary, {beat:,} now); the model is not asked"
+        )
+        if stage1 is not None and (mode == "manual" or not stage1.over_limit):
+            kept = stage1.but(notes=tuple(notes))
+            return _guarded(kept, paired, work if dry_run else None)
+        if mode == "auto":
+            raise CompactionRejected(f"compaction rejected: {notes[-1]}{UNCHANGED}")
+        return base.result(work, before, (), (), notes, outcome="not_needed")
+    if dry_run:  # what the run does: summarize, keep the result only if it is smaller
+        estimate = floor + policy.summary_max_tokens
+        if estimate >= beat:
             notes.append(
-                f"summarizing cannot make the context smaller ({floor:,} tokens without "
-                "any summary); nothing to do"
-            )
-            return base.result(work, before, (), (), notes, outcome="not_needed")
-        if estimate >= before:
-            notes.append(
-                f"the run keeps the summary only if it is under {before - floor:,} tokens; "
+                f"the run keeps the summary only if it is under {beat - floor:,} tokens; "
                 "a longer one is refused and nothing changes"
             )
         return base.result(
@@ -404,59 +417,14 @@ def _cut_giants(
         message = messages[position]
         index = tools[position] if message.get("role") == "tool" else None
         if index is None:
-            found = _find(record, message, bound - start)
+            found = last_index_of(record, message, bound - start)
             index = None if found is None else found + start
         if index is None:
             continue  # not in the transcript: cutting it would lose its text
         bound = index
-        result[position] = _cut_message(message, index, policy.giant_keep_chars)
+        result[position] = cut_message(message, index, policy.giant_keep_chars)
         cut.append((position, index))
     return result, sorted(cut)
-
-
-def _find(record: Sequence[Message], message: Message, bound: int) -> int | None:
-    """The last transcript index before `bound` holding `message`."""
-    for index in range(min(bound, len(record)) - 1, -1, -1):
-        if record[index] == message:
-            return index
-    return None
-
-
-def _cut_text(text: str, keep: int, where: str) -> str:
-    if len(text) <= keep:
-        return text
-    half = keep // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} chars cut; {where}]\n{text[-half:]}"
-
-
-def _cut_message(message: Message, index: int, keep: int) -> Message:
-    """`message` with its text and each tool-call argument cut to about `keep` chars; a
-    cut argument becomes a JSON object {"head", "cut", "tail"}, so it stays valid JSON."""
-    where = (
-        f"the whole message is transcript message {index}: "
-        f"read_session(start={index}, end={index + 1})"
-    )
-    cut: Message = dict(message)
-    content = message.get("content")
-    if isinstance(content, str):
-        cut["content"] = _cut_text(content, keep, where)
-    elif isinstance(content, list):
-        cut["content"] = _cut_text(text_of(message), keep, where)
-    calls = []
-    for call in message.get("tool_calls") or []:
-        arguments = str((call.get("function") or {}).get("arguments", ""))
-        if len(arguments) > keep:
-            half = keep // 2
-            note = f"{len(arguments) - 2 * half} chars of the arguments cut; {where}"
-            arguments = json.dumps(
-                {"head": arguments[:half], "cut": note, "tail": arguments[-half:]},
-                ensure_ascii=False,
-            )
-            call = {**call, "function": {**call["function"], "arguments": arguments}}
-        calls.append(call)
-    if calls:
-        cut["tool_calls"] = calls
-    return cut
 
 
 # -- stage 2 and guards --------------------------------------------------------------

@@ -583,6 +583,16 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     sdk = sys.modules.get("openai")  # only the SDK's client returns its models
     if sdk is not None and isinstance(obj, sdk.BaseModel):
         return obj.to_dict()
+    if isinstance(obj, str | bytes):  # the SDK hands over a body that is not JSON as it came
+        text = obj.decode("utf-8", "replace") if isinstance(obj, bytes) else obj
+        head = text.lstrip()[:200].lower()
+        if head.startswith(("<!doctype html", "<html", "<head", "<body")) or "<html" in head:
+            raise BadResponse(
+                "the model server answered with HTML, not JSON (is --base-url right? "
+                "it should end in /v1)"
+            )
+        shown = " ".join(text.split())[:80]
+        raise BadResponse(f"the model server answered with text, not JSON: {shown!r}")
     raise BadResponse(f"the model server sent a {type(obj).__name__}, not a chat completion")
 
 
