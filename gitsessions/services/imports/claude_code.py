@@ -59,6 +59,10 @@ METADATA = (
     "last-prompt",
     "tag",
     "agent-name",
+    "attachment",
+    "permission-mode",
+    "pr-link",
+    "teleported-from",
 )
 FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn")
 
@@ -76,6 +80,7 @@ class Scan:
     branch: str | None = None
     version: str | None = None
     title: str | None = None
+    custom_title: bool = False  # `title` is one the user set (not Claude Code's own)
     summary: str | None = None
     forked_from: str | None = None
     first_time: str | None = None
@@ -161,6 +166,9 @@ def _metadata(result: Scan, obj: dict[str, Any]) -> None:
     kind = obj.get("type")
     if kind == "custom-title" and isinstance(obj.get("customTitle"), str):
         result.title = obj["customTitle"]
+        result.custom_title = True
+    elif kind == "ai-title" and isinstance(obj.get("aiTitle"), str) and not result.custom_title:
+        result.title = obj["aiTitle"]  # the one the user set wins
     elif kind == "summary" and isinstance(obj.get("summary"), str):
         result.summary = obj["summary"]
     if kind not in CHAINED:
@@ -231,8 +239,9 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
         if obj.get("isCompactSummary"):
             yield Summary(_text(content), n, time)
             return
+        injected = obj.get("isMeta") is True  # text Claude Code added, not a prompt typed
         if isinstance(content, str):
-            yield Prompt(content, n, time)
+            yield Prompt(content, n, time, injected=injected)
             return
         parts: list[dict[str, Any]] = []
         for block in content if isinstance(content, list) else []:
@@ -249,7 +258,8 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
                 parts.append(_image(block))
         if parts:
             only_text = all(p["type"] == "text" for p in parts)
-            yield Prompt("\n\n".join(p["text"] for p in parts) if only_text else parts, n, time)
+            text = "\n\n".join(p["text"] for p in parts) if only_text else parts
+            yield Prompt(text, n, time, injected=injected)
         return
     if kind == "assistant":
         key = message.get("id") if isinstance(message.get("id"), str) else obj.get("uuid")

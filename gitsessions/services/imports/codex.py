@@ -27,6 +27,7 @@ from typing import Any
 from gitsessions.services.imports.assemble import (
     Assembler,
     Boundary,
+    End,
     Item,
     Prompt,
     Reply,
@@ -48,6 +49,9 @@ from gitsessions.services.imports.mirror import Source
 NAME = "codex"
 TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
 ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
+ENDS = ("task_complete", "turn_aborted")  # events that end a turn: nothing before them grows
+# a user message Codex writes itself (the workspace, AGENTS.md), not one the user typed
+INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 
 
 @dataclass
@@ -140,7 +144,8 @@ def items(
         if marks is not None and obj.get("type") == "response_item":
             marks[n] = Reading(**vars(state))
         for item in _mapped(n, obj, state, tally):
-            if marks is not None and not isinstance(item, Reply | Result | Usage):
+            settles = isinstance(item, Prompt) and item.role == "user" and not item.injected
+            if marks is not None and (settles or isinstance(item, Boundary | Rollback | End)):
                 marks.clear()  # what came before is settled: no read goes on from there
             yield item
 
@@ -176,6 +181,8 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             state.after_result = False
         elif event == "thread_rolled_back":
             yield Rollback(_int(payload.get("num_turns")), n)
+        elif event in ENDS:
+            yield End(n)
         else:
             tally.ignored[f"event_msg lines ({str(event)[:40]})"] += 1
     elif kind == "response_item":
@@ -191,7 +198,9 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             if role is None:
                 tally.ignored[f"messages of role {str(payload.get('role'))[:20]}"] += 1
                 return
-            yield Prompt(_content(payload.get("content")), n, time, role=role)
+            content = _content(payload.get("content"))
+            injected = isinstance(content, str) and content.lstrip().startswith(INJECTED)
+            yield Prompt(content, n, time, role=role, injected=injected)
             return
         if state.after_result:
             state.response += 1
@@ -212,10 +221,21 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             reply.calls.append(call(payload["call_id"], "local_shell", payload.get("action")))
         elif item_type == "reasoning":
             reply.reasoning.append({k: v for k, v in payload.items() if k != "type"})
+        elif item_type == "web_search_call":
+            reply.text.append(_web_search(payload.get("action")))
         else:
             tally.ignored[f"response items ({str(item_type)[:40]})"] += 1
             return
         yield reply
+
+
+def _web_search(action: Any) -> str:
+    """A web search the model ran (Codex keeps no call id and no output for it), as a
+    note in its reply's text."""
+    action = action if isinstance(action, dict) else {}
+    what = action.get("query") or action.get("url") or action.get("pattern")
+    kind = str(action.get("type") or "search")[:40]
+    return f"[web {kind}: {str(what)[:500]}]" if isinstance(what, str) else f"[web {kind}]"
 
 
 def _instructions(value: Any) -> str | None:

@@ -76,6 +76,9 @@ class Source:
     start: dict[str, Any] | None = None
     # where the next import may start reading, once this one has read to the end
     resume_point: Callable[[Assembler], dict[str, Any] | None] | None = None
+    # nothing more will be written to the file (`finished.is_finished`): its end settles
+    # everything, a call never answered stubbed; else what may still grow is held back
+    finished: bool = False
 
 
 @dataclass
@@ -89,6 +92,7 @@ class Outcome:
     compactions: int = 0
     held: int | None = None  # the first line held back (may still grow)
     orphans: int = 0  # tool results without their call
+    stubbed: int = 0  # calls the source holds no result for (given a stub result)
     read_from_line: int | None = None  # only the lines from here on were read
     redacted: dict[str, int] = field(default_factory=dict)
     detail: str = ""
@@ -156,7 +160,7 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     try:
         if skip == 0 and run.digest != expect:
             raise _Mismatch
-        for output in _outputs(assembler, source.items()):
+        for output in _outputs(assembler, source.items(), source.finished):
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
@@ -184,15 +188,16 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         compactions=run.compactions,
         held=assembler.held,
         orphans=assembler.orphans,
+        stubbed=assembler.stubbed,
         redacted=run.redacted,
         read_from_line=start["line"] + 1 if start is not None else None,
     )
 
 
-def _outputs(assembler: Assembler, items: Iterator[Item]) -> Iterator[Output]:
+def _outputs(assembler: Assembler, items: Iterator[Item], final: bool) -> Iterator[Output]:
     for item in items:
         yield from assembler.feed(item)
-    yield from assembler.finish()
+    yield from assembler.finish(final)
 
 
 class _Run:
