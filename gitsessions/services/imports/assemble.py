@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitsessions.services.imports.tool_names import api_name
 from gitsessions.values.canonical import scrub
 
 NO_RESULT = "[no result was recorded in the imported session]"
@@ -290,14 +291,20 @@ class Assembler:
             self.carried += reply.reasoning
             return []
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        renamed: dict[str, str] = {}  # a name the API accepts -> the source's name
         if reply.calls:
-            message["tool_calls"] = reply.calls
-            self.tools.update(c["function"]["name"] for c in reply.calls)
+            message["tool_calls"] = [_valid(c, renamed) for c in reply.calls]
+            self.tools.update(c["function"]["name"] for c in message["tool_calls"])
         reasoning, self.carried = self.carried + reply.reasoning, []
         self.step += 1
         meta: dict[str, Any] = {"model": reply.model, "usage": reply.usage}
+        source: dict[str, Any] = {}
         if reasoning:
-            meta["source"] = {"reasoning": reasoning}
+            source["reasoning"] = reasoning
+        if renamed:
+            source["tool_names"] = renamed
+        if source:
+            meta["source"] = source
         out: list[Output] = [self._entry(message, reply.time, **meta)]
         for one in reply.calls:
             result = group.results.get(one["id"])
@@ -338,7 +345,26 @@ def _record(boundary: Boundary, summary: str | None) -> dict[str, Any]:
 
 
 def call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """An OpenAI tool call; `arguments` a JSON string (an object is encoded)."""
+    """An OpenAI tool call; `arguments` a JSON string (an object is encoded; a string
+    that is not a JSON object wrapped as a freeform tool's input is, `{"input": ...}`)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            arguments = {"input": arguments}
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _valid(one: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:
+    """`one` with a function name the API accepts (`tool_names.api_name`); a name
+    changed is recorded in `renamed`."""
+    name = one["function"]["name"]
+    valid = api_name(name)
+    if valid == name:
+        return one
+    renamed[valid] = name
+    return {**one, "function": {**one["function"], "name": valid}}
