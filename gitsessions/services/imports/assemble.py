@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitsessions.services.imports.titles import prompt_title
 from gitsessions.services.imports.tool_names import api_name
 from gitsessions.values.canonical import scrub
 
@@ -160,6 +161,7 @@ class Assembler:
         self.stubbed = 0  # calls given `NO_RESULT`: the source holds no result for them
         self.held: int | None = None  # after finish(): first line held back
         self.tools: set[str] = set()
+        self.title: str | None = None  # the first prompt the user typed, as a title
 
     def feed(self, item: Item) -> list[Output]:
         out: list[Output] = []
@@ -240,6 +242,8 @@ class Assembler:
         if item.role == "user":
             self.turn += 1
             self.step = 0
+            if self.title is None and not item.injected:
+                self.title = prompt_title(item.content)
         else:
             self.step += 1 if self.turn else 0
         return [self._entry({"role": item.role, "content": item.content}, item.time)]

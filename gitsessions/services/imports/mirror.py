@@ -149,8 +149,8 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
                 " the source's new lines are not merged into it",
             )
         skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
-    run = _Run(store, source, head, now)
     assembler = Assembler()
+    run = _Run(store, source, head, now, assembler)
     start = source.start
     if start is not None:  # read on from where the last import stopped
         if head is None or (start["outputs"], start["digest"]) != (skip, expect):
@@ -203,8 +203,11 @@ def _outputs(assembler: Assembler, items: Iterator[Item], final: bool) -> Iterat
 class _Run:
     """One import's writing: outputs taken in order, committed in batches."""
 
-    def __init__(self, store: SessionStore, source: Source, head: Head | None, now: str) -> None:
+    def __init__(
+        self, store: SessionStore, source: Source, head: Head | None, now: str, assembler: Assembler
+    ) -> None:
         self.store, self.source, self.head, self.now = store, source, head, now
+        self.assembler = assembler  # its `title`: the first prompt typed
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
@@ -266,7 +269,7 @@ class _Run:
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
         if "time" in meta:
-            meta["time"] = record_time(meta["time"])
+            meta["time"] = record_time(meta["time"], self.now)
             if meta["time"] is None:
                 del meta["time"]
         if "source" in meta and self.store.redact:
@@ -319,7 +322,9 @@ class _Run:
             "parent_id": base.get("parent_id", source.parent),
             "fork_point": base.get("fork_point"),
             "archived": base.get("archived", False),
-            "created_at": base.get("created_at") or header_time(source.first_time) or self.now,
+            "created_at": base.get("created_at")
+            or header_time(source.first_time, self.now)
+            or self.now,
             "workspace": base.get("workspace")
             or {**empty_workspace(source.cwd), "branch": source.branch},
             "model": base.get("model"),
@@ -328,7 +333,10 @@ class _Run:
             value = _title(getattr(source, key)) if key == "title" else source.summary
             if value is not None and value != done.get(key):
                 header[key] = value
-        last = header_time(source.last_time) or header["created_at"]
+        typed = _title(self.assembler.title)
+        if not header["title"] and not header["summary"] and typed:
+            header["title"] = typed  # no title of the source's own: the first prompt typed
+        last = header_time(source.last_time, self.now) or header["created_at"]
         header["updated_at"] = max(base.get("updated_at") or last, last)
         header["active_at"] = max(base.get("active_at") or last, last)
         if header["model"] is None:
@@ -409,22 +417,26 @@ def _title(text: str | None) -> str | None:
     return line or None
 
 
-def _parse(text: Any) -> datetime | None:
+def _parse(text: Any, now: str | None = None) -> datetime | None:
+    """A source's timestamp in UTC; one later than `now` (the import's time) is `now`."""
     if not isinstance(text, str):
         return None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    latest = _parse(now) if now is not None else None
+    return min(when, latest) if latest is not None else when
 
 
-def record_time(text: Any) -> str | None:
-    """A source's timestamp as a record's `time` (UTC, milliseconds); None if it is none."""
-    when = _parse(text)
+def record_time(text: Any, now: str | None = None) -> str | None:
+    """A source's timestamp as a record's `time` (UTC, milliseconds, at most `now`);
+    None if it is none."""
+    when = _parse(text, now)
     return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if when else None
 
 
-def header_time(text: Any) -> str | None:
-    when = _parse(text)
+def header_time(text: Any, now: str | None = None) -> str | None:
+    when = _parse(text, now)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
