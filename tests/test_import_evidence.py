@@ -223,3 +223,24 @@ def test_a_file_of_the_other_format_names_the_right_from(cli, tmp_path):
     assert result.stdout == ""
     result = cli("import", "--from", "codex", str(claude), code=1)
     assert "is a claude-code session file: import it with --from claude-code" in result.stderr
+
+
+def test_a_line_too_big_once_decoded_is_skipped_by_number_and_the_rest_imported(
+    cli, tmp_path, monkeypatch
+):
+    from gitsessions.services.imports import lines
+
+    monkeypatch.setattr(lines, "MAX_DECODED", 16 * 1024)  # the bench measures 128 MiB's
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("hello")
+    f.add({"type": "file-history-snapshot", "snapshot": {"x": [{}] * 1000}})  # ~4 KB
+    f.reply("msg_1", [{"type": "text", "text": "Hi."}], stop="end_turn")
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    [one] = json.loads(result.stdout)
+    [damage] = one["damaged"]
+    assert (
+        damage["line"] == 2
+        and damage["reason"] == "about 144 KiB once decoded, over the 16 KiB limit"
+    )
+    assert "warning: " in result.stderr and "line 2 skipped" in result.stderr
+    assert [m["content"] for m in export(cli, one["session"])["messages"]] == ["hello", "Hi."]
