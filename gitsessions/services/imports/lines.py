@@ -110,11 +110,11 @@ def decoded_size(raw: bytes, cap: int) -> tuple[int, int] | None:
     if size * (4 + PER_VALUE) <= cap:  # even all values, at 4 bytes a character
         return None
     values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
-    width = 1
-    if re.search(rb"[\xf0-\xf4]|\\u[dD][89abAB]", raw):
-        width = 4  # a character outside the BMP: a string of it takes 4 bytes a character
-    elif re.search(rb"[\xc4-\xef]|\\u", raw):
-        width = 2
+    width = 1  # bytes a character of its strings takes decoded
+    if not raw.isascii():
+        width = 4 if re.search(rb"[\xf0-\xf4]", raw) else 2  # outside the BMP, or not
+    if width < 4 and b"\\u" in raw:  # an escape: `\\ud83d` (outside the BMP), or not
+        width = 4 if re.search(rb"\\u[dD][89abAB]", raw) else 2
     if size * width + values * PER_VALUE <= cap:
         return None
     for match in _STRING.finditer(raw):  # structure characters inside strings: text
