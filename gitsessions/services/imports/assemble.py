@@ -160,6 +160,7 @@ class Assembler:
         self.orphans = 0  # results whose call the source does not hold
         self.stubbed = 0  # calls given `NO_RESULT`: the source holds no result for them
         self.held: int | None = None  # after finish(): first line held back
+        self.forced = False  # after finish(final=True): it settled what was open
         self.tools: set[str] = set()
         self.title: str | None = None  # the first prompt the user typed, as a title
 
@@ -220,10 +221,9 @@ class Assembler:
 
     def finish(self, final: bool = False) -> list[Output]:
         """What the end of the file settles. `final`: the file is finished (nothing will
-        be added to it), so everything is settled, an unanswered call stubbed; else what
-        might still grow stays held back (`held`)."""
-        if final:
-            return self._settle_all() + self._settle_boundary()
+        be added to it), so everything is settled, an unanswered call stubbed (`forced`
+        says whether that settled anything a file still growing would hold back); else
+        what might still grow stays held back (`held`)."""
         out = self._drain()
         group = self.group
         done = group is not None and (group.reply.calls or group.reply.final)
@@ -236,7 +236,16 @@ class Assembler:
             self.held = self.group.reply.line
         elif self.boundary is not None:
             self.held = self.boundary.line
+        if final and self.held is not None:
+            self.held, self.forced = None, True
+            out += self.settle()
         return out
+
+    def settle(self) -> list[Output]:
+        """Everything open, out (a call unanswered stubbed): where an earlier import of
+        the file found it finished (`mirror`'s `imported.settled`), a read of the longer
+        file settles the same way there."""
+        return self._settle_all() + self._settle_boundary()
 
     def _prompt(self, item: Prompt) -> list[Output]:
         if item.role == "user":

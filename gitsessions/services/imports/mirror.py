@@ -7,7 +7,8 @@ records what was imported: the source (`from`, `id`, `path`, `cwd`, ...), the by
 assembled source are committed (`outputs`, `messages`) with the SHA-256 of them
 (`digest`, chained: each the SHA-256 of the previous and the output), and, for a
 source that can be read on (`Source.resume_point`), where the next import may start
-reading (`resume`).
+reading (`resume`), and the lines where a finished file's end settled what was open
+(`settled`: a call stubbed, a reply taken without its end).
 
 Invariants:
 - A re-import appends only outputs past `outputs`, as new commits on the same session,
@@ -16,6 +17,9 @@ Invariants:
   chain moved (a prompt edited in the source) is reported (`Outcome.status`) and
   nothing is written. A session continued here since its last import (more messages
   than the import wrote) is reported too, not merged into.
+- A file found finished (`Source.finished`) is settled at its end; if it grows after
+  all, a re-import reads on from there, or, read whole, settles again at each line of
+  `settled`, so what was imported stays how the source's outputs begin.
 - Memory holds one line of the source, one batch of `PART` records and the working
   context (since the source's last compaction), never the whole transcript.
 - Every commit goes through the store's redaction gate (the records' `source` data, the
@@ -51,6 +55,7 @@ from gitsessions.values.records import add_usage, empty_usage, empty_workspace
 from gitsessions.values.secrets import redact_value
 
 PART = 2048  # transcript records per commit
+MAX_SETTLED = 100  # lines where a finished file's end settled what was open, kept
 
 
 @dataclass
@@ -160,12 +165,16 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     try:
         if skip == 0 and run.digest != expect:
             raise _Mismatch
-        for output in _outputs(assembler, source.items(), source.finished):
+        settled = [] if start is not None else list(done_of(head).get("settled") or [])
+        for output in _outputs(assembler, source.items(), source.finished, settled):
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
         if source.resume_point is not None:
             run.resume = source.resume_point(assembler)
+        if assembler.forced and source.tally.lines not in run.settled:
+            # where a read of the file grown since settles the same way
+            run.settled = [*run.settled, source.tally.lines][-MAX_SETTLED:]
         run.flush(final=True)
     except _Mismatch:
         if run.head is not head:  # cannot happen: nothing is written before the check
@@ -194,10 +203,24 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     )
 
 
-def _outputs(assembler: Assembler, items: Iterator[Item], final: bool) -> Iterator[Output]:
+def _outputs(
+    assembler: Assembler, items: Iterator[Item], final: bool, settled: list[int]
+) -> Iterator[Output]:
+    """The assembled outputs; at each line of `settled` (where an earlier import found
+    the file finished and settled what was open), what is open settled again."""
+    points = sorted(settled)
     for item in items:
+        while points and item.line > points[0]:
+            points.pop(0)
+            yield from assembler.settle()
         yield from assembler.feed(item)
     yield from assembler.finish(final)
+
+
+def done_of(head: Head | None) -> dict[str, Any]:
+    """The `imported` record of a session's header ({} for none)."""
+    done = head.header.get("imported") if head is not None else None
+    return done if isinstance(done, dict) else {}
 
 
 class _Run:
@@ -208,6 +231,7 @@ class _Run:
     ) -> None:
         self.store, self.source, self.head, self.now = store, source, head, now
         self.assembler = assembler  # its `title`: the first prompt typed
+        self.settled: list[int] = list(done_of(head).get("settled") or [])
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
@@ -360,6 +384,8 @@ class _Run:
             "tools": sorted(self.tools),
             "resume": self.resume,
         }
+        if self.settled:
+            header["imported"]["settled"] = self.settled
         return header
 
     def _commit(self, event: str, subject: str, trailers: dict[str, Any] | None = None) -> None:
