@@ -46,3 +46,25 @@ def test_a_timestamp_from_the_future_is_clamped_to_the_import_time(cli, tmp_path
     doc = json.loads(cli("export", sid).stdout)
     assert doc["transcript"][0]["time"][:19] <= after
     assert doc["updated_at"][:19] <= after and doc["created_at"][:19] <= after
+
+
+def test_a_claude_1_0_compaction_summary_without_a_parent_continues_the_chain(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("first question")
+    f.reply("msg_1", [{"type": "text", "text": "First answer."}])
+    f.chained(
+        "user",
+        {"role": "user", "content": "This session is being continued: a summary."},
+        parentUuid=None,
+        isCompactSummary=True,
+    )
+    f.prompt("second question")
+    f.reply("msg_2", [{"type": "text", "text": "Second answer."}])
+    cli("import", "--from", "claude-code", str(f.write()))
+    doc = json.loads(cli("export", claude_code.derived_id(f.session)).stdout)
+    said = [t["message"]["content"] for t in doc["transcript"]]
+    assert said[:2] == ["first question", "First answer."]
+    assert [c["summary"] for c in doc["compactions"]] == [
+        "This session is being continued: a summary."
+    ]
+    assert doc["title"] == "first question"

@@ -6,7 +6,8 @@ Claude Code writes one JSON line per event: chained lines (`user`, `assistant`,
 is split over lines sharing `message.id`; tool results are `user` lines of
 `tool_result` blocks; a compaction is a `system` line of subtype `compact_boundary`
 (`parentUuid` null, `logicalParentUuid` the line before it, `compactMetadata.preTokens`)
-followed by a `user` line with `isCompactSummary`. Metadata lines (`summary`,
+followed by a `user` line with `isCompactSummary` (1.0.x: no boundary, the summary
+line's `parentUuid` null: it continues the main chain before it). Metadata lines (`summary`,
 `custom-title`, `file-history-snapshot`, ...) carry no chat.
 
 Invariants:
@@ -115,6 +116,8 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         parent = obj.get("parentUuid")
         if parent is None and obj.get("subtype") == "compact_boundary":
             parent = obj.get("logicalParentUuid")
+        elif parent is None and obj.get("isCompactSummary") is True and not obj.get("isSidechain"):
+            parent = leaf  # 1.0.x: no boundary line; the summary follows the chain so far
         parents[uuid] = (parent if isinstance(parent, str) else None, number)
         if kind in CHAINED:
             if obj.get("isSidechain") is True:

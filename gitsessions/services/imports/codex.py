@@ -51,7 +51,13 @@ TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_ms
 ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
 ENDS = ("task_complete", "turn_aborted")  # events that end a turn: nothing before them grows
 # a user message Codex writes itself (the workspace, AGENTS.md), not one the user typed
-INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+)
 
 
 @dataclass
@@ -164,7 +170,10 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
         state.model = payload.get("model") if isinstance(payload.get("model"), str) else state.model
     elif kind == "compacted":
         yield Boundary(n, state.last_tokens, "auto", time)
-        yield Summary(str(payload.get("message") or ""), n, time)
+        text = payload.get("message")
+        if not isinstance(text, str) or not text:
+            text = _history(payload.get("replacement_history"))
+        yield Summary(text, n, time)
     elif kind == "event_msg":
         event = payload.get("type")
         if event == "token_count":
@@ -227,6 +236,18 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             tally.ignored[f"response items ({str(item_type)[:40]})"] += 1
             return
         yield reply
+
+
+def _history(items: Any) -> str:
+    """A compaction's `replacement_history` (the items the context starts again with,
+    newer versions: kept prompts and a summary) as one summary text."""
+    texts = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == "message":
+            text = _content(item.get("content"))
+            if isinstance(text, str) and text and not text.lstrip().startswith(INJECTED):
+                texts.append(text)
+    return "\n\n".join(texts)
 
 
 def _web_search(action: Any) -> str:

@@ -20,6 +20,8 @@ DROPPED = (
     "task-notification",
     "environment_context",
     "user_instructions",
+    "turn_aborted",
+    "INSTRUCTIONS",
     "ide_opened_file",
     "ide_selection",
 )
