@@ -41,8 +41,8 @@ from gitsessions.services.imports.assemble import (
 )
 from gitsessions.services.imports.lines import (
     Tally,
+    extended_sha256,
     offset_of_line,
-    prefix_sha256,
     read_objects,
     resume_point,
 )
@@ -415,7 +415,7 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     point = resume_point(header_of(derived_id(key)), NAME, key, path)
     if point is None:
         return None
-    done, resume = point
+    done, resume, digest = point
     found = scan(path, resume["offset"], resume["line"])
     if found.side_chains or (found.leaf is not None and found.sidechain != resume["sidechain"]):
         return None  # side-chain lines in a main file: read it whole
@@ -427,7 +427,7 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
             return None  # a branch from an earlier line: read it whole (it diverged)
     tally = found.tally
     tally.bytes = found.end
-    tally.sha256 = prefix_sha256(path, found.end) or ""
+    tally.sha256 = extended_sha256(path, digest, int(done["bytes"]), found.end)
     extra = {k: done[k] for k in ("version", "forked_from", "side_chain_of") if k in done}
     if found.version:
         extra["version"] = found.version

@@ -39,8 +39,8 @@ from gitsessions.services.imports.assemble import (
 )
 from gitsessions.services.imports.lines import (
     Tally,
+    extended_sha256,
     offset_of_line,
-    prefix_sha256,
     read_objects,
     resume_point,
 )
@@ -383,12 +383,12 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     point = resume_point(header_of(derived_id(key)), NAME, key, path)
     if point is None:
         return None
-    done, resume = point
+    done, resume, digest = point
     found = scan(path, resume["offset"], resume["line"])
     tally = found.tally
     tail = tally.bytes
     tally.bytes = resume["offset"] + tail
-    tally.sha256 = prefix_sha256(path, tally.bytes) or ""
+    tally.sha256 = extended_sha256(path, digest, int(done["bytes"]), tally.bytes)
     reading = Reading(**resume["reading"])
     marks: dict[int, Reading] = {}
     extra = {

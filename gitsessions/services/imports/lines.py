@@ -147,8 +147,9 @@ def _size(count: int) -> str:
     return f"{count // 2**20} MiB" if count >= 2**20 else f"{count // 1024} KiB"
 
 
-def prefix_sha256(path: Path, size: int) -> str | None:
-    """SHA-256 of the first `size` bytes of `path`; None when it is shorter."""
+def prefix_hash(path: Path, size: int) -> "hashlib._Hash | None":
+    """A SHA-256 of the first `size` bytes of `path` (to go on with); None when it is
+    shorter."""
     digest = hashlib.sha256()
     left = size
     with open(path, "rb") as file:
@@ -158,16 +159,39 @@ def prefix_sha256(path: Path, size: int) -> str | None:
                 return None
             digest.update(piece)
             left -= len(piece)
+    return digest
+
+
+def prefix_sha256(path: Path, size: int) -> str | None:
+    """SHA-256 of the first `size` bytes of `path`; None when it is shorter."""
+    digest = prefix_hash(path, size)
+    return digest.hexdigest() if digest is not None else None
+
+
+def extended_sha256(path: Path, digest: "hashlib._Hash", start: int, end: int) -> str:
+    """SHA-256 of the first `end` bytes of `path`, `digest` that of the first `start`:
+    only the bytes between are read."""
+    digest = digest.copy()
+    with open(path, "rb") as file:
+        file.seek(start)
+        left = end - start
+        while left > 0:
+            piece = file.read(min(left, 1 << 20))
+            if not piece:
+                break
+            digest.update(piece)
+            left -= len(piece)
     return digest.hexdigest()
 
 
 def resume_point(
     header: Mapping[str, Any] | None, source: str, key: str, path: Path
-) -> tuple[Mapping[str, Any], dict[str, Any]] | None:
+) -> tuple[Mapping[str, Any], dict[str, Any], "hashlib._Hash"] | None:
     """Where a re-import of `path` reads on: the `imported` record the last import of
-    source session `key` (from `source`) left in `header`, and its `resume` point, when
-    `path` still starts with the bytes that import read (as many at least, the same
-    SHA-256); else None, and the file is read whole."""
+    source session `key` (from `source`) left in `header`, its `resume` point, and the
+    SHA-256 of the bytes it read (to go on with), when `path` still starts with those
+    bytes (as many at least, the same SHA-256); else None, and the file is read whole.
+    The file is hashed once here; the rest of the import does not hash it again."""
     done = header.get("imported") if header else None
     resume = done.get("resume") if isinstance(done, Mapping) else None
     if not isinstance(resume, dict) or done.get("from") != source or done.get("id") != key:
@@ -175,9 +199,10 @@ def resume_point(
     read = int(done.get("bytes", 0))
     if path.stat().st_size < read or resume["offset"] > read:
         return None
-    if prefix_sha256(path, read) != done.get("sha256"):
+    digest = prefix_hash(path, read)
+    if digest is None or digest.hexdigest() != done.get("sha256"):
         return None
-    return done, resume
+    return done, resume, digest
 
 
 def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -> int:
