@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "import.json"))
     parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--wide-mb", type=int, default=60, help="the one long line's MB")
+    parser.add_argument("--formats", default="claude-code,codex")
     args = parser.parse_args()
     if args.write:
         write_sources(args.write[0], int(args.write[1]), Path(args.write[2]))
@@ -241,7 +242,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory(prefix="gs-bench-import-") as tmp:
-        for fmt in ("claude-code", "codex"):
+        for fmt in args.formats.split(","):
             for lines in sizes:
                 results.append(measure(Path(tmp), fmt, lines))
                 r = results[-1]

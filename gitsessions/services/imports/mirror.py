@@ -233,6 +233,7 @@ class _Run:
     ) -> None:
         self.store, self.source, self.head, self.now = store, source, head, now
         self.assembler = assembler  # its `title`: the first prompt typed
+        self.latest = _parse(now)  # no time of the source's is later than the import's
         self.settled: list[int] = list(done_of(head).get("settled") or [])
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
@@ -295,7 +296,7 @@ class _Run:
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
         if "time" in meta:
-            meta["time"] = record_time(meta["time"], self.now)
+            meta["time"] = record_time(meta["time"], self.latest)
             if meta["time"] is None:
                 del meta["time"]
         if "source" in meta and self.store.redact:
@@ -445,8 +446,8 @@ def _title(text: str | None) -> str | None:
     return line or None
 
 
-def _parse(text: Any, now: str | None = None) -> datetime | None:
-    """A source's timestamp in UTC; one later than `now` (the import's time) is `now`."""
+def _parse(text: Any, latest: datetime | str | None = None) -> datetime | None:
+    """A source's timestamp in UTC; one later than `latest` (the import's time) is it."""
     if not isinstance(text, str):
         return None
     try:
@@ -454,14 +455,15 @@ def _parse(text: Any, now: str | None = None) -> datetime | None:
         when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
     except (ValueError, OverflowError):
         return None
-    latest = _parse(now) if now is not None else None
+    if isinstance(latest, str):
+        latest = _parse(latest)
     return min(when, latest) if latest is not None else when
 
 
-def record_time(text: Any, now: str | None = None) -> str | None:
-    """A source's timestamp as a record's `time` (UTC, milliseconds, at most `now`);
+def record_time(text: Any, latest: datetime | str | None = None) -> str | None:
+    """A source's timestamp as a record's `time` (UTC, milliseconds, at most `latest`);
     None if it is none."""
-    when = _parse(text, now)
+    when = _parse(text, latest)
     return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if when else None
 
 
