@@ -82,7 +82,7 @@ class ClaudeFile:
             )
         return uuid
 
-    def results(self, *pairs: tuple[str, str], error: bool = False) -> str:
+    def results(self, *pairs: tuple[str, str], error: bool = False, **extra: Any) -> str:
         blocks = [
             {"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": error}
             for tid, text in pairs
@@ -91,6 +91,7 @@ class ClaudeFile:
             "user",
             {"role": "user", "content": blocks},
             toolUseResult={"stdout": pairs[0][1], "stderr": "", "interrupted": False},
+            **extra,
         )
 
     def write(self) -> Path:

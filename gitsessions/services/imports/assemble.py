@@ -31,6 +31,9 @@ from gitsessions.services.imports.tool_names import api_name
 from gitsessions.values.canonical import scrub
 
 NO_RESULT = "[no result was recorded in the imported session]"
+# before a reply that comes first (a file that starts in the middle of a session): a
+# request starts with the user's turn
+NO_PROMPT = "[imported: the source starts in the middle of a session; what came before is lost]"
 
 
 @dataclass
@@ -309,6 +312,9 @@ class Assembler:
             message["tool_calls"] = [_valid(c, renamed) for c in reply.calls]
             self.tools.update(c["function"]["name"] for c in message["tool_calls"])
         reasoning, self.carried = self.carried + reply.reasoning, []
+        out: list[Output] = []
+        if self.turn == 0:  # no prompt before it
+            out += self._prompt(Prompt(NO_PROMPT, reply.line, reply.time, injected=True))
         self.step += 1
         meta: dict[str, Any] = {"model": reply.model, "usage": reply.usage}
         source: dict[str, Any] = {}
@@ -318,7 +324,7 @@ class Assembler:
             source["tool_names"] = renamed
         if source:
             meta["source"] = source
-        out: list[Output] = [self._entry(message, reply.time, **meta)]
+        out.append(self._entry(message, reply.time, **meta))
         for one in reply.calls:
             result = group.results.get(one["id"])
             content: Any = NO_RESULT if result is None else result.content

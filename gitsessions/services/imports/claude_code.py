@@ -105,6 +105,7 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
     leaf: str | None = None
     side: dict[str, None] = {}  # side-chain lines, in file order
     named: set[str] = set()  # the parents side-chain lines name
+    answers: set[str] = set()  # lines of tool results only
     for number, obj in read_objects(path, tally, offset=offset, line=line):
         kind = obj.get("type")
         uuid = obj.get("uuid")
@@ -119,29 +120,68 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         elif parent is None and obj.get("isCompactSummary") is True and not obj.get("isSidechain"):
             parent = leaf  # 1.0.x: no boundary line; the summary follows the chain so far
         parents[uuid] = (parent if isinstance(parent, str) else None, number)
+        answer = kind == "user" and _answers(obj)
+        if answer:
+            answers.add(uuid)
         if kind in CHAINED:
             if obj.get("isSidechain") is True:
                 side[uuid] = None
-                if isinstance(parent, str):
+                if isinstance(parent, str) and not answer:
                     named.add(parent)
-            else:
+            elif not answer:
                 leaf = uuid
     result.end = offset + tally.bytes
     result.sidechain = leaf is None and bool(side)
-    start = leaf if leaf is not None else next(reversed(side), None)
-    result.leaf = start
+    if result.sidechain:
+        start = next((u for u in reversed(side) if u not in answers), None)
+        start = start or next(reversed(side), None)
+    else:
+        start = leaf
     result.chain, on_chain, result.broken_at = _walk(start, parents, tally.lines, None)
-    taken = on_chain
+    taken = on_chain + _attach(result.chain, answers, parents)
+    result.leaf = _newest(result.chain, parents) or start
     if not result.sidechain:  # a main file's side chains (older versions): forks
-        for tip in (u for u in side if u not in named):
+        for tip in (u for u in side if u not in named and u not in answers):
             chain, count, _broken = _walk(tip, parents, tally.lines, side)
             root = next((u for u in side if chain[parents[u][1]]), tip)
             result.side_chains.append((root, chain))
-            taken += count
+            taken += count + _attach(chain, answers, parents)
     off = len(parents) - taken
     if off > 0:
         tally.ignored["lines of an abandoned branch (kept in the source)"] += off
     return result
+
+
+def _answers(obj: dict[str, Any]) -> bool:
+    """Whether a user line holds tool results (Claude Code writes each of a reply's
+    parallel calls' results on a line of its own, whose parent is that call's line)."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _attach(chain: bytearray, answers: set[str], parents: dict[str, tuple[str | None, int]]) -> int:
+    """Mark on `chain` each line of tool results off it whose parent is on it (a
+    parallel call's result: a branch of one line); how many were marked."""
+    marked = 0
+    for uuid in answers:
+        parent, number = parents[uuid]
+        if chain[number] or parent is None or parent not in parents:
+            continue
+        if chain[parents[parent][1]]:
+            chain[number] = 1
+            marked += 1
+    return marked
+
+
+def _newest(chain: bytearray, parents: dict[str, tuple[str | None, int]]) -> str | None:
+    """The uuid of the chain's last line in the file (where its next line continues)."""
+    last = chain.rfind(1)
+    if last <= 0:
+        return None
+    return next((u for u, (_p, n) in parents.items() if n == last), None)
 
 
 def _walk(

@@ -1,0 +1,70 @@
+"""Issue 30: Claude Code's chain as real files hold it: each parallel call's result on
+a line of its own whose parent is that call's line (a branch of one line, not an
+abandoned branch), and a file that starts in the middle of a session."""
+
+import json
+from typing import Any
+
+from gitsessions.services.imports import claude_code
+from gitsessions.services.imports.assemble import NO_PROMPT
+from tests.fake_openai import alternation_error
+from tests.import_fixtures import ClaudeFile
+
+
+def export(cli: Any, sid: str) -> dict[str, Any]:
+    return json.loads(cli("export", sid).stdout)
+
+
+def tool(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": call_id}}
+
+
+def test_parallel_results_whose_parents_are_their_calls_reach_them(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("read three files")
+    a = f.reply("msg_1", [tool("toolu_a")])
+    b = f.reply("msg_1", [tool("toolu_b")])
+    c = f.reply("msg_1", [tool("toolu_c")], stop="tool_use")
+    f.results(("toolu_b", "B"), parentUuid=b)  # as 2.1.x writes them: each under its call
+    f.results(("toolu_a", "A"), parentUuid=a)
+    f.results(("toolu_c", "C"), parentUuid=c)
+    f.reply("msg_2", [{"type": "text", "text": "Read all three."}], stop="end_turn")
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    [one] = json.loads(result.stdout)
+    assert (one["stubbed"], one["orphans"], one["ignored"]) == (0, 0, {})
+    messages = export(cli, one["session"])["messages"]
+    assert [(m["role"], m.get("content")) for m in messages[2:5]] == [
+        ("tool", "A"),
+        ("tool", "B"),
+        ("tool", "C"),
+    ]
+    assert messages[-1]["content"] == "Read all three."
+
+
+def test_a_file_ending_on_parallel_results_keeps_every_call(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("read two files")
+    a = f.reply("msg_1", [tool("toolu_a")])
+    b = f.reply("msg_1", [tool("toolu_b")], stop="tool_use")
+    f.results(("toolu_b", "B"), parentUuid=b)
+    f.results(("toolu_a", "A"), parentUuid=a)  # the newest line: its parent is the first call
+    [one] = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    assert (one["stubbed"], one["orphans"]) == (0, 0)
+    [reply] = [m for m in export(cli, one["session"])["messages"] if m.get("tool_calls")]
+    assert [c["id"] for c in reply["tool_calls"]] == ["toolu_a", "toolu_b"]
+
+
+def test_a_file_that_starts_in_the_middle_of_a_session_is_a_valid_context(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.last = "a-line-not-in-this-file"
+    f.results(("toolu_0", "from before"))
+    f.reply("msg_1", [{"type": "text", "text": "Carrying on."}], stop="end_turn")
+    f.prompt("thanks")
+    [one] = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    assert one["orphans"] == 1
+    messages = export(cli, claude_code.derived_id(f.session))["messages"]
+    assert messages[:2] == [
+        {"role": "user", "content": NO_PROMPT},
+        {"role": "assistant", "content": "Carrying on."},
+    ]
+    assert alternation_error(messages) is None
