@@ -57,7 +57,9 @@ class ClaudeFile:
     def prompt(self, text: str, **extra: Any) -> str:
         return self.chained("user", {"role": "user", "content": text}, **extra)
 
-    def reply(self, mid: str, blocks: list[dict[str, Any]], stop: str | None = None) -> str:
+    def reply(
+        self, mid: str, blocks: list[dict[str, Any]], stop: str | None = None, **extra: Any
+    ) -> str:
         """One line per content block, all sharing `mid` (how Claude Code splits a reply)."""
         uuid = ""
         for n, block in enumerate(blocks):
@@ -79,6 +81,7 @@ class ClaudeFile:
                     },
                 },
                 requestId=f"req_{mid}",
+                **extra,
             )
         return uuid
 

@@ -68,3 +68,37 @@ def test_a_file_that_starts_in_the_middle_of_a_session_is_a_valid_context(cli, t
         {"role": "assistant", "content": "Carrying on."},
     ]
     assert alternation_error(messages) is None
+
+
+def test_a_side_chain_with_tool_calls_in_a_main_file_is_one_session(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("delegate the search")
+    task = f.reply("msg_1", [tool("toolu_task")], stop="tool_use")
+    f.prompt("find the bug", parentUuid=None, isSidechain=True)  # 1.0.x: the subagent inline
+    for n in range(3):
+        f.reply(f"msg_s{n}", [tool(f"toolu_s{n}")], stop="tool_use", isSidechain=True)
+        f.results((f"toolu_s{n}", f"found {n}"), isSidechain=True)
+    f.reply("msg_s9", [{"type": "text", "text": "Found it."}], stop="end_turn", isSidechain=True)
+    f.results(("toolu_task", "Found it."), parentUuid=task)
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    outcomes = json.loads(result.stdout)
+    assert [o["status"] for o in outcomes] == ["created", "created"]
+    side = export(cli, outcomes[1]["session"])["messages"]
+    assert side[0]["content"] == "find the bug" and side[-1]["content"] == "Found it."
+
+
+def test_a_1_0_file_of_a_resumed_session_is_a_session_of_its_own(cli, tmp_path):
+    first, later = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    a = ClaudeFile(tmp_path / f"{first}.jsonl", session=first)
+    a.prompt("start")
+    a.reply("msg_1", [{"type": "text", "text": "Started."}])
+    b = ClaudeFile(tmp_path / f"{later}.jsonl", session=first)  # the lines it resumed from
+    b.lines = list(a.lines)
+    b.last = a.last
+    b.session = later
+    b.prompt("go on")
+    b.reply("msg_2", [{"type": "text", "text": "Went on."}])
+    result = cli("import", "--from", "claude-code", str(b.write()), str(a.write()), "--json")
+    outcomes = json.loads(result.stdout)
+    assert [o["status"] for o in outcomes] == ["created", "created"]
+    assert [o["source_id"] for o in outcomes] == [later, first]

@@ -24,6 +24,7 @@ Invariants:
 """
 
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,8 @@ from gitsessions.services.imports.assemble import (
     Summary,
     call,
 )
+from gitsessions.services.imports.claude_chain import answers as is_answer
+from gitsessions.services.imports.claude_chain import attach, newest, walk
 from gitsessions.services.imports.lines import (
     Tally,
     extended_sha256,
@@ -65,6 +68,7 @@ METADATA = (
     "pr-link",
     "teleported-from",
 )
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn")
 
 
@@ -120,13 +124,13 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         elif parent is None and obj.get("isCompactSummary") is True and not obj.get("isSidechain"):
             parent = leaf  # 1.0.x: no boundary line; the summary follows the chain so far
         parents[uuid] = (parent if isinstance(parent, str) else None, number)
-        answer = kind == "user" and _answers(obj)
+        answer = kind == "user" and is_answer(obj)
         if answer:
             answers.add(uuid)
         if kind in CHAINED:
             if obj.get("isSidechain") is True:
                 side[uuid] = None
-                if isinstance(parent, str) and not answer:
+                if isinstance(parent, str):
                     named.add(parent)
             elif not answer:
                 leaf = uuid
@@ -137,72 +141,19 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         start = start or next(reversed(side), None)
     else:
         start = leaf
-    result.chain, on_chain, result.broken_at = _walk(start, parents, tally.lines, None)
-    taken = on_chain + _attach(result.chain, answers, parents)
-    result.leaf = _newest(result.chain, parents) or start
+    result.chain, on_chain, result.broken_at = walk(start, parents, tally.lines, None)
+    taken = on_chain + attach(result.chain, answers, parents)
+    result.leaf = newest(result.chain, parents) or start
     if not result.sidechain:  # a main file's side chains (older versions): forks
         for tip in (u for u in side if u not in named and u not in answers):
-            chain, count, _broken = _walk(tip, parents, tally.lines, side)
+            chain, count, _broken = walk(tip, parents, tally.lines, side)
             root = next((u for u in side if chain[parents[u][1]]), tip)
             result.side_chains.append((root, chain))
-            taken += count + _attach(chain, answers, parents)
+            taken += count + attach(chain, answers, parents)
     off = len(parents) - taken
     if off > 0:
         tally.ignored["lines of an abandoned branch (kept in the source)"] += off
     return result
-
-
-def _answers(obj: dict[str, Any]) -> bool:
-    """Whether a user line holds tool results (Claude Code writes each of a reply's
-    parallel calls' results on a line of its own, whose parent is that call's line)."""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
-def _attach(chain: bytearray, answers: set[str], parents: dict[str, tuple[str | None, int]]) -> int:
-    """Mark on `chain` each line of tool results off it whose parent is on it (a
-    parallel call's result: a branch of one line); how many were marked."""
-    marked = 0
-    for uuid in answers:
-        parent, number = parents[uuid]
-        if chain[number] or parent is None or parent not in parents:
-            continue
-        if chain[parents[parent][1]]:
-            chain[number] = 1
-            marked += 1
-    return marked
-
-
-def _newest(chain: bytearray, parents: dict[str, tuple[str | None, int]]) -> str | None:
-    """The uuid of the chain's last line in the file (where its next line continues)."""
-    last = chain.rfind(1)
-    if last <= 0:
-        return None
-    return next((u for u, (_p, n) in parents.items() if n == last), None)
-
-
-def _walk(
-    start: str | None,
-    parents: dict[str, tuple[str | None, int]],
-    lines: int,
-    within: dict[str, None] | None,
-) -> tuple[bytearray, int, int | None]:
-    """The chain from `start` back through its parents (only lines in `within`, when
-    given): a bitmap of its line numbers, its length, and the line whose parent is
-    missing from the file (None: the chain reached its root)."""
-    chain = bytearray(lines + 1)
-    seen: set[str] = set()
-    while start is not None and start not in seen and (within is None or start in within):
-        seen.add(start)
-        parent, number = parents[start]
-        chain[number] = 1
-        if parent is not None and parent not in parents:
-            return chain, len(seen), number
-        start = parent
-    return chain, len(seen), None
 
 
 def _metadata(result: Scan, obj: dict[str, Any]) -> None:
@@ -235,11 +186,19 @@ def _metadata(result: Scan, obj: dict[str, Any]) -> None:
 
 
 def session_key(found: Scan, path: Path) -> str:
-    """The source's own id of the session: its `sessionId`, and a subagent's `agentId`."""
+    """The source's own id of the session: its file's name (`<session id>.jsonl`), else
+    its `sessionId`; a subagent's: its main session's `sessionId` and its `agentId`."""
     base = found.session_id or path.stem
     if found.sidechain:  # a subagent's file: its lines carry the main session's id
         return f"{base}/{found.agent_id or path.stem}"
-    return base
+    return _main_key(base, path)
+
+
+def _main_key(session_id: str, path: Path) -> str:
+    """A main file's session id: the file's name when it is a session id (a file of a
+    session resumed in 1.0.x begins with lines copied from the session it resumed,
+    whose `sessionId` they keep), else its lines' `sessionId`."""
+    return path.stem if _UUID.fullmatch(path.stem) else session_id
 
 
 def derived_id(source_id: str) -> str:
@@ -452,6 +411,8 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     if probe.get("isSidechain") is True:
         agent = probe.get("agentId")
         key = f"{key}/{agent if isinstance(agent, str) else path.stem}"
+    else:
+        key = _main_key(key, path)
     point = resume_point(header_of(derived_id(key)), NAME, key, path)
     if point is None:
         return None
