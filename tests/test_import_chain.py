@@ -102,3 +102,11 @@ def test_a_1_0_file_of_a_resumed_session_is_a_session_of_its_own(cli, tmp_path):
     outcomes = json.loads(result.stdout)
     assert [o["status"] for o in outcomes] == ["created", "created"]
     assert [o["source_id"] for o in outcomes] == [later, first]
+
+
+def test_codex_session_index_beside_the_rollouts_is_not_a_session(cli, tmp_path):
+    index = tmp_path / "session_index.jsonl"
+    thread = {"id": "019d47a1-9e9c-7171-b063-752c5657820e", "thread_name": "Hunt", "updated_at": 1}
+    index.write_text(json.dumps(thread) + "\n")
+    result = cli("import", "--from", "codex", str(index), "--json")
+    assert [o["status"] for o in json.loads(result.stdout)] == ["empty"]

@@ -68,3 +68,15 @@ def test_a_resumed_import_sends_a_request_the_api_accepts(server, cli, tmp_path)
     assert json.loads(calls[1]["function"]["arguments"]) == {"input": "ls -la (not JSON)"}
     text = json.dumps(sent)
     assert "First thought." in text and "Second thought." in text
+
+
+def test_text_with_unicode_line_separators_is_stored_and_read_back(cli, tmp_path):
+    r = Rollout(tmp_path / "rollout.jsonl")
+    r.message("user", "split\u2028here\u2029and\x85there")
+    r.message("assistant", "Kept\u2028whole.")
+    cli("import", "--from", "codex", str(r.write()))
+    doc = json.loads(cli("export", codex.derived_id(CODEX_SESSION)).stdout)
+    assert [m["content"] for m in doc["messages"]] == [
+        "split\u2028here\u2029and\x85there",
+        "Kept\u2028whole.",
+    ]

@@ -101,7 +101,7 @@ def _wrapped(obj: dict[str, Any], first: bool) -> dict[str, Any]:
         return obj
     if obj.get("type") in RESPONSE_ITEMS:
         return {"timestamp": obj.get("timestamp"), "type": "response_item", "payload": obj}
-    if first and isinstance(obj.get("id"), str) and "type" not in obj:
+    if first and isinstance(obj.get("id"), str) and "type" not in obj and "timestamp" in obj:
         return {"timestamp": obj.get("timestamp"), "type": "session_meta", "payload": obj}
     if obj.get("record_type") == "state":
         return {"type": "event_msg", "payload": {"type": "state"}}

@@ -36,7 +36,7 @@ def session_files(paths: list[Path]) -> list[Path]:
         if path.is_dir():
             # a subagent's file after every main one: its session is a fork of its main's
             found += sorted(
-                (p for p in path.rglob("*.jsonl") if p.is_file()),
+                (p for p in path.rglob("*.jsonl") if p.is_file() and _session_like(p)),
                 key=lambda p: (
                     "subagents" in p.relative_to(path).parts or p.name.startswith("agent-"),
                     str(p),
@@ -50,6 +50,12 @@ def session_files(paths: list[Path]) -> list[Path]:
     for path in found:
         unique.setdefault(path.resolve(), None)
     return list(unique)
+
+
+def _session_like(path: Path) -> bool:
+    """Whether a file found in a folder may be a session file: not one of Codex's own
+    indexes beside its rollouts (`session_index.jsonl`, `history.jsonl`)."""
+    return path.name not in ("session_index.jsonl", "history.jsonl")
 
 
 def format_of(path: Path) -> str | None:
