@@ -124,8 +124,8 @@ def _notes(outcome: Outcome) -> None:
         err.print(f"note: {name}: unknown line types ignored: {kinds}", markup=False)
     if outcome.held is not None:
         err.print(
-            f"note: {name}: from line {outcome.held} held back (a reply still open);"
-            " the next import takes it",
+            f"note: {name}: from line {outcome.held} held back (the file is still being"
+            " written); the next import takes it",
             markup=False,
         )
     if outcome.stubbed:
