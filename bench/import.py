@@ -1,5 +1,10 @@
 """`import --from claude-code|codex`: sessions of 1k, 10k and 100k source lines in each
-format, the first import and a re-import after 10 new lines: seconds and peak RSS.
+format, the first import and a re-import after 10 new lines: seconds and peak RSS; and
+a Claude Code file with one 60 MB line of nested empty objects (`{"x":[{},{},...]}`,
+which `json.loads` would need about 2 GB for), skipped as damage.
+
+Goals (issue 30): the first import of 100k lines under 150 MB peak RSS, a re-import
+after 10 new lines about a second, the 60 MB line's import under 200 MB.
 
     uv run python bench/import.py                  # all sizes; a few minutes
     uv run python bench/import.py --sizes 1000     # smoke test
@@ -195,11 +200,41 @@ def measure(tmp: Path, fmt: str, lines: int) -> dict[str, Any]:
     }
 
 
+def measure_wide(tmp: Path, megabytes: int = 60) -> dict[str, Any]:
+    """A file of a prompt, one line of `megabytes` MB of `{},` and a reply."""
+    home = tmp / "home-wide"
+    path = tmp / "wide.jsonl"
+    f = ClaudeFile(path)
+    f.prompt("hello")
+    f.reply("msg_1", [{"type": "text", "text": "Hi."}], stop="end_turn")
+    with open(path, "wb") as out:
+        out.write((f.lines[0] + "\n").encode())
+        out.write(b'{"type":"file-history-snapshot","x":[')
+        count = megabytes * 2**20 // 3
+        chunk = b"{}," * 100_000
+        for _ in range(count // 100_000):
+            out.write(chunk)
+        out.write(b"{}]}\n")
+        out.write((f.lines[1] + "\n").encode())
+    size = path.stat().st_size
+    seconds, rss, out_text = run(home, "import", "--from", "claude-code", str(path), "--json")
+    [outcome] = json.loads(out_text)
+    return {
+        "bytes": size,
+        "seconds": seconds,
+        "rss_mb": rss,
+        "damaged": outcome["damaged"],
+        "messages": outcome["messages"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "import.json"))
     parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--wide-mb", type=int, default=60, help="the one long line's MB")
+    parser.add_argument("--formats", default="claude-code,codex")
     args = parser.parse_args()
     if args.write:
         write_sources(args.write[0], int(args.write[1]), Path(args.write[2]))
@@ -207,7 +242,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory(prefix="gs-bench-import-") as tmp:
-        for fmt in ("claude-code", "codex"):
+        for fmt in args.formats.split(","):
             for lines in sizes:
                 results.append(measure(Path(tmp), fmt, lines))
                 r = results[-1]
@@ -218,9 +253,17 @@ def main() -> None:
                     f" | {r['again']['out'].split(chr(9))[1:3]}",
                     flush=True,
                 )
+        wide = measure_wide(Path(tmp), args.wide_mb)
+        print(
+            f"{'claude-code':12} one {wide['bytes'] / 2**20:.0f} MB line of {{}}s:"
+            f" {wide['seconds']:7.2f} s {wide['rss_mb']:6.0f} MB | {wide['messages']} messages,"
+            f" damaged {[(d['line'], d['reason']) for d in wide['damaged']]}",
+            flush=True,
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"load": os.getloadavg(), "results": results}, indent=2) + "\n")
+    report = {"load": os.getloadavg(), "results": results, "wide_line": wide}
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
 
 

@@ -57,7 +57,9 @@ class ClaudeFile:
     def prompt(self, text: str, **extra: Any) -> str:
         return self.chained("user", {"role": "user", "content": text}, **extra)
 
-    def reply(self, mid: str, blocks: list[dict[str, Any]], stop: str | None = None) -> str:
+    def reply(
+        self, mid: str, blocks: list[dict[str, Any]], stop: str | None = None, **extra: Any
+    ) -> str:
         """One line per content block, all sharing `mid` (how Claude Code splits a reply)."""
         uuid = ""
         for n, block in enumerate(blocks):
@@ -79,10 +81,11 @@ class ClaudeFile:
                     },
                 },
                 requestId=f"req_{mid}",
+                **extra,
             )
         return uuid
 
-    def results(self, *pairs: tuple[str, str], error: bool = False) -> str:
+    def results(self, *pairs: tuple[str, str], error: bool = False, **extra: Any) -> str:
         blocks = [
             {"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": error}
             for tid, text in pairs
@@ -91,6 +94,7 @@ class ClaudeFile:
             "user",
             {"role": "user", "content": blocks},
             toolUseResult={"stdout": pairs[0][1], "stderr": "", "interrupted": False},
+            **extra,
         )
 
     def write(self) -> Path:

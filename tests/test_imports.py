@@ -102,7 +102,7 @@ def test_importing_again_is_a_no_op(cli, claude_file, home):
     result = cli("import", "--from", "claude-code", str(path))
     assert rows(result) == [[SID, "unchanged", "0", str(path.resolve())]]
     assert cli.json("info", SID) == before
-    assert "imported 0 of 1" in result.stderr
+    assert "read 1 claude-code session file: 0 sessions imported, 1 unchanged" in result.stderr
 
 
 def test_an_appended_source_imports_only_its_new_lines(cli, claude_file):
@@ -465,7 +465,7 @@ def test_a_session_in_use_is_skipped_with_a_warning_and_the_rest_imported(
         result = cli("import", "--from", "claude-code", str(path), str(other.path), code=1)
     assert "is in use by another gitsessions process" in result.stderr
     assert [r[1] for r in rows(result)] == ["created"]
-    assert "imported 1 of 2 claude-code session files; 1 failed" in result.stderr
+    assert "read 2 claude-code session files: 1 session imported; 1 failed" in result.stderr
     assert rows(cli("import", "--from", "claude-code", str(path)))[0][1:3] == ["appended", "2"]
 
 
@@ -537,24 +537,30 @@ def test_chat_resumes_an_imported_session_in_this_workspace(server, cli, claude_
 
 @pytest.mark.parametrize("make", ["claude", "codex"])
 def test_importing_line_by_line_gives_what_one_import_of_the_whole_file_gives(
-    cli, claude_file, tmp_path, make
+    cli, claude_file, tmp_path, make, monkeypatch
 ):
     """The assembler never takes back what it emitted, and a re-import reads on from
-    where the last stopped: importing after every line the source writes ends where
-    importing the finished file does."""
+    where the last stopped: the hook's import after every line the source writes (the
+    file still being written: what may grow held back) ends where importing the
+    finished file does."""
+    codex_home = tmp_path / "codex"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     if make == "claude":
         lines, fmt = list(claude_file.lines), "claude-code"
+        path = tmp_path / "growing.jsonl"
+        payload = json.dumps({"hook_event_name": "Stop", "transcript_path": str(path)})
     else:
         lines, fmt = codex_session(tmp_path / "whole.jsonl"), "codex"
-    path = tmp_path / "growing.jsonl"
-    read_on = []
+        path = codex_home / "sessions" / f"rollout-2026-10-02T10-00-00-{CODEX_SESSION}.jsonl"
+        path.parent.mkdir(parents=True)
+        payload = json.dumps({"thread-id": CODEX_SESSION})
     for n in range(1, len(lines) + 1):
         path.write_text("".join(x + "\n" for x in lines[:n]))
-        outcomes = json.loads(cli("import", "--from", fmt, str(path), "--json").stdout)
-        assert all(o["status"] in ("created", "appended", "unchanged", "empty") for o in outcomes)
-        read_on += [o["read_from_line"] for o in outcomes if o["read_from_line"]]
+        hooked = cli("import", "--from", fmt, "--hook", "--payload", payload)
+        assert hooked.stderr == ""
     [sid] = [r["id"] for r in cli.json("list")]
     growing = export(cli, sid)
+    assert growing["imported"]["resume"]["line"] > 1  # each import read on from there
     other = tmp_path / "other-home"
     cli("--home", str(other), "import", "--from", fmt, str(path))
     whole = json.loads(cli("--home", str(other), "export", sid).stdout)
@@ -563,7 +569,6 @@ def test_importing_line_by_line_gives_what_one_import_of_the_whole_file_gives(
     assert {k: v for k, v in growing["imported"].items() if k != "resume"} == {
         k: v for k, v in whole["imported"].items() if k != "resume"
     }
-    assert read_on  # each import after the first read on from where the last stopped
 
 
 def test_an_older_subagent_file_beside_its_session_is_imported_after_it(cli, tmp_path):

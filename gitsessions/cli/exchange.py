@@ -84,7 +84,9 @@ def cmd_import(
         typer.Option(
             "--hook",
             help="Run as the source's hook (`hooks install --claude-code` / `--codex`):"
-            " import the session its JSON names (stdin, or --payload); never fails it.",
+            " import the session its JSON names (stdin, or --payload), holding back what"
+            " the agent may still be writing until the file is a minute old or the"
+            " session ends; never fails it.",
         ),
     ] = False,
     payload: Annotated[str | None, typer.Option("--payload", hidden=True)] = None,
@@ -95,7 +97,9 @@ def cmd_import(
     With --from claude-code or --from codex: each source session becomes (or, imported
     again, is brought up to date as) the session its source id names; prints one line
     per source: id, what happened (created, appended, unchanged; shortened, rewritten,
-    diverged, continued: nothing written), new messages, path."""
+    diverged, continued: nothing written), new messages, path. A file is imported whole
+    (a call the source never answered gets a stub result) unless its last line is
+    still being written; a file of the other source's format is refused."""
     state: State = ctx.obj
     if from_ is not None:
         from gitsessions.cli.import_from import run_import_from

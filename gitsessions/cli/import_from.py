@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from gitsessions.cli.plain import one_line, write_json, write_records
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.imports import sources
+from gitsessions.services.imports.finished import is_finished
 from gitsessions.services.imports.mirror import Outcome, Source, import_source
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
@@ -41,6 +42,15 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     failed = 0
     for path in files:
         try:
+            other = sources.format_of(path)
+            if other is not None and other != format_:
+                err.print(
+                    f"error: {one_line(path)} is a {other} session file:"
+                    f" import it with --from {other}",
+                    markup=False,
+                )
+                failed += 1
+                continue
             found = _sources(reader, path, store)
         except OSError as error:
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
@@ -49,6 +59,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
         for one in found:
             if one.parent is not None and not store.exists(one.parent):
                 one.parent = None  # a side chain whose main session was not imported
+            one.finished = is_finished(path, one.tally.partial_tail)
             try:
                 outcome = import_source(store, one, now_iso())
             except OSError as error:
@@ -74,8 +85,11 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
         )
     refused = [o for o in outcomes if o.status in REFUSED]
     written = sum(1 for o in outcomes if o.wrote)
+    unchanged = sum(1 for o in outcomes if o.status == "unchanged")
     err.print(
-        f"imported {written} of {plural(len(files), f'{format_} session file')}"
+        f"read {plural(len(files), f'{format_} session file')}:"
+        f" {plural(written, 'session')} imported"
+        + (f", {unchanged} unchanged" if unchanged else "")
         + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
         + (f"; {failed} failed" if failed else "")
         + f" in {time.monotonic() - started:.1f} s",
@@ -110,8 +124,14 @@ def _notes(outcome: Outcome) -> None:
         err.print(f"note: {name}: unknown line types ignored: {kinds}", markup=False)
     if outcome.held is not None:
         err.print(
-            f"note: {name}: from line {outcome.held} held back (a reply still open);"
-            " the next import takes it",
+            f"note: {name}: from line {outcome.held} held back (the file is still being"
+            " written); the next import takes it",
+            markup=False,
+        )
+    if outcome.stubbed:
+        err.print(
+            f"note: {name}: {plural(outcome.stubbed, 'tool call')} without a result in the"
+            " source (given a stub result)",
             markup=False,
         )
     if outcome.orphans:
@@ -141,6 +161,8 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
         "unknown": dict(tally.unknown),
         "ignored": dict(tally.ignored),
         "held_from_line": outcome.held,
+        "stubbed": outcome.stubbed,
+        "orphans": outcome.orphans,
         "read_from_line": outcome.read_from_line,
         "detail": outcome.detail,
     }
@@ -150,7 +172,7 @@ def run_hook(state: State, format_: str, payload: str) -> None:
     """One source session mirrored as its agent runs (a Claude Code hook, Codex's
     notify): the file its JSON names imported; every failure one line on stderr, never
     an exit code that could stop the agent."""
-    from gitsessions.services.imports.agent_hooks import hook_transcript
+    from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
 
     try:
         if format_ not in sources.FORMATS:
@@ -159,6 +181,7 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         path = hook_transcript(format_, payload, sources.default_root(format_, state.env, home))
         if path is None or not path.is_file():
             raise InvalidInput("the hook named no session file")
+        ended = hook_ended(format_, payload)
         if format_ == "claude-code":
             from gitsessions.services.imports import claude_code as reader
         else:
@@ -167,6 +190,7 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         for one in _sources(reader, path, store):
             if one.parent is not None and not store.exists(one.parent):
                 one.parent = None
+            one.finished = is_finished(path, one.tally.partial_tail, hook=True, ended=ended)
             outcome = import_source(store, one, now_iso())
             if outcome.status in REFUSED:
                 _notes(outcome)

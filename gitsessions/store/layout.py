@@ -41,9 +41,9 @@ def encode_lines(records: Sequence[Record]) -> bytes:
 def decode_lines(data: bytes, where: str) -> list[Record]:
     """The records of a chunk; a format-1 line (a bare message) becomes `{"message": it}`."""
     try:
-        # split at b"\n" only: a JSON string may hold U+2028 or U+0085, which
-        # str.splitlines() would take for line ends
-        lines = [json.loads(line.decode("utf-8")) for line in data.split(b"\n") if line]
+        # split at newlines only: `str.splitlines` also splits at U+2028, U+0085 ...,
+        # which a JSON line holds unescaped inside its strings
+        lines = [json.loads(line) for line in data.decode("utf-8").split("\n") if line]
     except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
         raise StoreCorrupt(f"{where}: {error}") from None
     out: list[Record] = []

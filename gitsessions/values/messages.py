@@ -121,15 +121,21 @@ def text_of(message: Mapping[str, Any]) -> str:
 
 def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     """`messages` as a request strict chat templates accept: each run of consecutive user
-    messages merged into one (their texts joined by a blank line), so user and assistant
-    take turns (tool results aside). A continuation note followed by the kept prompt
+    messages merged into one (their texts joined by a blank line), and an assistant
+    message without tool calls merged into the assistant message after it (an imported
+    source may hold two replies in a row), so user and assistant take turns (tool
+    results aside). A continuation note followed by the kept prompt
     becomes one user message (a prompt after an unanswered one never meets it: the
     agent closes the unanswered one first, `agent/interrupted.py`); what is stored is
     not changed. Other messages are passed on as they are (copied)."""
     merged: list[Message] = []
     for message in messages:
-        if merged and message.get("role") == "user" and merged[-1].get("role") == "user":
-            merged[-1] = {**merged[-1], "content": _joined(merged[-1], message)}
+        last = merged[-1] if merged else {}
+        role = message.get("role")
+        if role == "user" and last.get("role") == "user":
+            merged[-1] = {**last, "content": _joined(last, message)}
+        elif role == "assistant" and last.get("role") == "assistant" and not last.get("tool_calls"):
+            merged[-1] = {**message, "content": _joined(last, message) or None}
         else:
             merged.append(dict(message))
     return merged

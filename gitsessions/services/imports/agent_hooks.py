@@ -163,3 +163,17 @@ def hook_transcript(format_: str, payload: str, sessions_root: Path) -> Path | N
         return None
     found = sorted(sessions_root.rglob(f"rollout-*{thread}.jsonl"))
     return found[-1] if found else None
+
+
+def hook_ended(format_: str, payload: str) -> bool:
+    """Whether a hook's JSON says the session (Claude Code's `SessionEnd`) or the turn
+    (Codex's `agent-turn-complete`) is over: nothing more is written to what it names."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    if format_ == "claude-code":
+        return data.get("hook_event_name") == "SessionEnd"
+    return data.get("type") == "agent-turn-complete"

@@ -7,23 +7,33 @@ and its record's fields), `Compacted` and `RolledBack`.
 
 Invariants:
 - Every assistant message's tool calls are followed, at once, by exactly one `tool`
-  message each, in call order: a call the source never answered gets a stub result, but
-  only once a later line shows it never will be (a prompt, another reply).
-- Output depends only on the lines read so far and is never taken back: what might
-  still grow when the file ends (a reply without its end, a call without its result, a
-  compaction without its summary) is held back, not emitted (`Assembler.held`), so a
-  later import of the longer file emits the same output first, then more.
+  message each, in call order. A result is joined to its call by id wherever it stands
+  after it (other replies, developer messages and event lines between); a call gets a
+  stub result (`NO_RESULT`, counted in `stubbed`) only once the source shows no result
+  will come: a user's prompt, a compaction, the source's end of a turn (`End`), or the
+  end of a finished file (`finish(final=True)`).
+- Output depends only on the lines read so far (and, at the end, on whether the file
+  is finished) and is never taken back: in a file that may still grow, what might
+  still grow (a reply without its end, a call without its result, a compaction
+  without its summary) is held back, not emitted (`Assembler.held`), so a later import
+  of the longer file emits the same output first, then more.
 - Reasoning (Claude's thinking, Codex's reasoning, encrypted or not) is kept as data in
   the record's `source`, never in a message: nothing of it is ever sent to a model.
 """
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitsessions.services.imports.titles import prompt_title
+from gitsessions.services.imports.tool_names import api_name
 from gitsessions.values.canonical import scrub
 
 NO_RESULT = "[no result was recorded in the imported session]"
+# before a reply that comes first (a file that starts in the middle of a session): a
+# request starts with the user's turn
+NO_PROMPT = "[imported: the source starts in the middle of a session; what came before is lost]"
 
 
 @dataclass
@@ -54,6 +64,7 @@ class Prompt:
     line: int
     time: str | None = None
     role: str = "user"
+    injected: bool = False  # written by the agent, not typed (Claude's isMeta, Codex's context)
 
 
 @dataclass
@@ -84,7 +95,15 @@ class Rollback:
     line: int
 
 
-Item = Reply | Result | Prompt | Boundary | Summary | Usage | Rollback
+@dataclass
+class End:
+    """The source's end of a turn (Codex `task_complete`, `turn_aborted`): nothing before
+    it grows any more, and a call still unanswered never will be."""
+
+    line: int
+
+
+Item = Reply | Result | Prompt | Boundary | Summary | Usage | Rollback | End
 
 
 @dataclass
@@ -117,75 +136,159 @@ class _Group:
     reply: Reply
     results: dict[str, Result] = field(default_factory=dict)
 
+    def answered(self) -> bool:
+        return all(c["id"] in self.results for c in self.reply.calls)
+
+
+MAX_WAITING = 512  # replies and prompts queued behind an unanswered call, at most
+
 
 class Assembler:
-    """Feed items in source order; collect what comes out (see the module's invariants)."""
+    """Feed items in source order; collect what comes out (see the module's invariants).
+
+    A reply closed while a call of it is unanswered waits in `queue`, with what comes
+    after it, until every call has its result: results are joined to calls by id
+    (`open`, the index of unanswered call ids) across whatever lines stand between. A
+    user's prompt, a compaction, a rollback or the source's end of a turn (`End`) shows
+    that no result will come: what waits is settled then, an unanswered call stubbed."""
 
     def __init__(self) -> None:
-        self.group: _Group | None = None
+        self.group: _Group | None = None  # the reply being read
+        self.queue: deque[_Group | Prompt] = deque()  # closed, behind an unanswered call
+        self.open: dict[str, _Group] = {}  # unanswered call id -> its reply
         self.boundary: Boundary | None = None
         self.carried: list[Any] = []  # reasoning of a reply with nothing to say
         self.turn = 0
         self.step = 0
         self.orphans = 0  # results whose call the source does not hold
+        self.stubbed = 0  # calls given `NO_RESULT`: the source holds no result for them
         self.held: int | None = None  # after finish(): first line held back
+        self.forced = False  # after finish(final=True): it settled what was open
         self.tools: set[str] = set()
+        self.title: str | None = None  # the first prompt the user typed, as a title
 
     def feed(self, item: Item) -> list[Output]:
         out: list[Output] = []
         if isinstance(item, Reply):
             out += self._settle_boundary()
             if self.group is not None and self.group.reply.key != item.key:
-                out += self._settle(eof=False)
+                out += self._close()
             if self.group is None:
                 self.group = _Group(Reply(item.key, item.line, item.time))
-            reply = self.group.reply
+            group = self.group
+            reply = group.reply
             reply.text += item.text
-            reply.calls += [c for c in item.calls if c["id"] not in {x["id"] for x in reply.calls}]
+            known = {x["id"] for x in reply.calls}
+            for one in item.calls:
+                if one["id"] not in known and one["id"] not in self.open:
+                    reply.calls.append(one)
+                    self.open[one["id"]] = group
             reply.reasoning += item.reasoning
             reply.model = reply.model or item.model
             reply.usage = item.usage or reply.usage
             reply.final = reply.final or item.final
         elif isinstance(item, Result):
-            group = self.group
-            if group is not None and any(c["id"] == item.call_id for c in group.reply.calls):
-                group.results.setdefault(item.call_id, item)
-            else:
+            waiting = self.open.pop(item.call_id, None)
+            if waiting is None:
                 self.orphans += 1
+            else:
+                waiting.results[item.call_id] = item
+                out += self._drain()
         elif isinstance(item, Usage):
             if self.group is not None:
                 self.group.reply.usage = self.group.reply.usage or item.usage
                 self.group.reply.final = True
+        elif isinstance(item, Prompt) and (item.role != "user" or item.injected) and self.open:
+            out += self._close()  # a developer message between a call and its result
+            self.queue.append(item)
+            out += self._drain()
         elif isinstance(item, Prompt):
-            out += self._settle(eof=False) + self._settle_boundary()
-            if item.role == "user":
-                self.turn += 1
-                self.step = 0
-            else:
-                self.step += 1 if self.turn else 0
-            out.append(self._entry({"role": item.role, "content": item.content}, item.time))
+            out += self._settle_all() + self._settle_boundary()
+            out += self._prompt(item)
         elif isinstance(item, Boundary):
-            out += self._settle(eof=False) + self._settle_boundary()
+            out += self._settle_all() + self._settle_boundary()
             self.boundary = item
         elif isinstance(item, Summary):
-            out += self._settle(eof=False)
+            out += self._settle_all()
             boundary = self.boundary or Boundary(item.line, 0, time=item.time)
             self.boundary = None
             self.step += 1
             summary = self._entry({"role": "user", "content": item.text}, item.time)
             out.append(Compacted(_record(boundary, item.text), summary))
         elif isinstance(item, Rollback):
-            out += self._settle(eof=False) + self._settle_boundary()
+            out += self._settle_all() + self._settle_boundary()
             out.append(RolledBack(item.turns))
+        elif isinstance(item, End):
+            out += self._settle_all()
         return out
 
-    def finish(self) -> list[Output]:
-        """What the end of the file settles; what might still grow stays held back."""
-        out = self._settle(eof=True)
-        if self.group is not None:
+    def finish(self, final: bool = False) -> list[Output]:
+        """What the end of the file settles. `final`: the file is finished (nothing will
+        be added to it), so everything is settled, an unanswered call stubbed (`forced`
+        says whether that settled anything a file still growing would hold back); else
+        what might still grow stays held back (`held`)."""
+        out = self._drain()
+        group = self.group
+        done = group is not None and (group.reply.calls or group.reply.final)
+        if group is not None and done and not self.queue and group.answered():
+            out += self._close()
+        if self.queue:
+            first = self.queue[0]
+            self.held = first.reply.line if isinstance(first, _Group) else first.line
+        elif self.group is not None:
             self.held = self.group.reply.line
         elif self.boundary is not None:
             self.held = self.boundary.line
+        if final and self.held is not None:
+            self.held, self.forced = None, True
+            out += self.settle()
+        return out
+
+    def settle(self) -> list[Output]:
+        """Everything open, out (a call unanswered stubbed): where an earlier import of
+        the file found it finished (`mirror`'s `imported.settled`), a read of the longer
+        file settles the same way there."""
+        return self._settle_all() + self._settle_boundary()
+
+    def _prompt(self, item: Prompt) -> list[Output]:
+        if item.role == "user":
+            self.turn += 1
+            self.step = 0
+            if self.title is None and not item.injected:
+                self.title = prompt_title(item.content)
+        else:
+            self.step += 1 if self.turn else 0
+        return [self._entry({"role": item.role, "content": item.content}, item.time)]
+
+    def _close(self) -> list[Output]:
+        """The reply being read is complete: out now, or queued behind a call."""
+        group, self.group = self.group, None
+        if group is None:
+            return []
+        self.queue.append(group)
+        out = self._drain()
+        while len(self.queue) > MAX_WAITING:  # bounded: the oldest waits no longer
+            out += self._pop()
+        return out
+
+    def _drain(self) -> list[Output]:
+        out: list[Output] = []
+        while self.queue and (not isinstance(self.queue[0], _Group) or self.queue[0].answered()):
+            out += self._pop()
+        return out
+
+    def _pop(self) -> list[Output]:
+        first = self.queue.popleft()
+        if isinstance(first, Prompt):
+            return self._prompt(first)
+        return self._emit(first)
+
+    def _settle_all(self) -> list[Output]:
+        """Everything queued or being read, out: the source shows no result will come."""
+        out: list[Output] = []
+        out += self._close()
+        while self.queue:
+            out += self._pop()
         return out
 
     def _settle_boundary(self) -> list[Output]:
@@ -195,38 +298,44 @@ class Assembler:
         boundary, self.boundary = self.boundary, None
         return [Compacted(_record(boundary, None), None)]
 
-    def _settle(self, eof: bool) -> list[Output]:
-        group = self.group
-        if group is None:
-            return []
+    def _emit(self, group: _Group) -> list[Output]:
         reply = group.reply
-        answered = all(c["id"] in group.results for c in reply.calls)
-        if eof and (not answered or (not reply.calls and not reply.final)):
-            return []  # held back: it may still grow
-        self.group = None
+        for one in reply.calls:
+            self.open.pop(one["id"], None)
         text = "\n\n".join(t for t in reply.text if t)
         if not text and not reply.calls:
             self.carried += reply.reasoning
             return []
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        renamed: dict[str, str] = {}  # a name the API accepts -> the source's name
         if reply.calls:
-            message["tool_calls"] = reply.calls
-            self.tools.update(c["function"]["name"] for c in reply.calls)
+            message["tool_calls"] = [_valid(c, renamed) for c in reply.calls]
+            self.tools.update(c["function"]["name"] for c in message["tool_calls"])
         reasoning, self.carried = self.carried + reply.reasoning, []
+        out: list[Output] = []
+        if self.turn == 0:  # no prompt before it
+            out += self._prompt(Prompt(NO_PROMPT, reply.line, reply.time, injected=True))
         self.step += 1
         meta: dict[str, Any] = {"model": reply.model, "usage": reply.usage}
+        source: dict[str, Any] = {}
         if reasoning:
-            meta["source"] = {"reasoning": reasoning}
-        out: list[Output] = [self._entry(message, reply.time, **meta)]
-        for call in reply.calls:
-            result = group.results.get(call["id"])
+            source["reasoning"] = reasoning
+        if renamed:
+            source["tool_names"] = renamed
+        if source:
+            meta["source"] = source
+        out.append(self._entry(message, reply.time, **meta))
+        for one in reply.calls:
+            result = group.results.get(one["id"])
             content: Any = NO_RESULT if result is None else result.content
-            if result is not None and result.error and isinstance(content, str):
+            if result is None:
+                self.stubbed += 1
+            elif result.error and isinstance(content, str):
                 content = content if content.startswith("error") else f"error: {content}"
             self.step += 1
             out.append(
                 self._entry(
-                    {"role": "tool", "tool_call_id": call["id"], "content": content},
+                    {"role": "tool", "tool_call_id": one["id"], "content": content},
                     (result.time if result else None) or reply.time,
                 )
             )
@@ -255,7 +364,26 @@ def _record(boundary: Boundary, summary: str | None) -> dict[str, Any]:
 
 
 def call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """An OpenAI tool call; `arguments` a JSON string (an object is encoded)."""
+    """An OpenAI tool call; `arguments` a JSON string (an object is encoded; a string
+    that is not a JSON object wrapped as a freeform tool's input is, `{"input": ...}`)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            arguments = {"input": arguments}
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _valid(one: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:
+    """`one` with a function name the API accepts (`tool_names.api_name`); a name
+    changed is recorded in `renamed`."""
+    name = one["function"]["name"]
+    valid = api_name(name)
+    if valid == name:
+        return one
+    renamed[valid] = name
+    return {**one, "function": {**one["function"], "name": valid}}

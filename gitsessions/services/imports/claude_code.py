@@ -6,7 +6,8 @@ Claude Code writes one JSON line per event: chained lines (`user`, `assistant`,
 is split over lines sharing `message.id`; tool results are `user` lines of
 `tool_result` blocks; a compaction is a `system` line of subtype `compact_boundary`
 (`parentUuid` null, `logicalParentUuid` the line before it, `compactMetadata.preTokens`)
-followed by a `user` line with `isCompactSummary`. Metadata lines (`summary`,
+followed by a `user` line with `isCompactSummary` (1.0.x: no boundary, the summary
+line's `parentUuid` null: it continues the main chain before it). Metadata lines (`summary`,
 `custom-title`, `file-history-snapshot`, ...) carry no chat.
 
 Invariants:
@@ -23,6 +24,7 @@ Invariants:
 """
 
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +40,12 @@ from gitsessions.services.imports.assemble import (
     Summary,
     call,
 )
+from gitsessions.services.imports.claude_chain import answers as is_answer
+from gitsessions.services.imports.claude_chain import attach, newest, walk
 from gitsessions.services.imports.lines import (
     Tally,
+    extended_sha256,
     offset_of_line,
-    prefix_sha256,
     read_objects,
     resume_point,
 )
@@ -59,7 +63,12 @@ METADATA = (
     "last-prompt",
     "tag",
     "agent-name",
+    "attachment",
+    "permission-mode",
+    "pr-link",
+    "teleported-from",
 )
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn")
 
 
@@ -76,6 +85,7 @@ class Scan:
     branch: str | None = None
     version: str | None = None
     title: str | None = None
+    custom_title: bool = False  # `title` is one the user set (not Claude Code's own)
     summary: str | None = None
     forked_from: str | None = None
     first_time: str | None = None
@@ -99,6 +109,7 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
     leaf: str | None = None
     side: dict[str, None] = {}  # side-chain lines, in file order
     named: set[str] = set()  # the parents side-chain lines name
+    answers: set[str] = set()  # lines of tool results only
     for number, obj in read_objects(path, tally, offset=offset, line=line):
         kind = obj.get("type")
         uuid = obj.get("uuid")
@@ -110,57 +121,48 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         parent = obj.get("parentUuid")
         if parent is None and obj.get("subtype") == "compact_boundary":
             parent = obj.get("logicalParentUuid")
+        elif parent is None and obj.get("isCompactSummary") is True and not obj.get("isSidechain"):
+            parent = leaf  # 1.0.x: no boundary line; the summary follows the chain so far
         parents[uuid] = (parent if isinstance(parent, str) else None, number)
+        answer = kind == "user" and is_answer(obj)
+        if answer:
+            answers.add(uuid)
         if kind in CHAINED:
             if obj.get("isSidechain") is True:
                 side[uuid] = None
                 if isinstance(parent, str):
                     named.add(parent)
-            else:
+            elif not answer:
                 leaf = uuid
     result.end = offset + tally.bytes
     result.sidechain = leaf is None and bool(side)
-    start = leaf if leaf is not None else next(reversed(side), None)
-    result.leaf = start
-    result.chain, on_chain, result.broken_at = _walk(start, parents, tally.lines, None)
-    taken = on_chain
+    if result.sidechain:
+        start = next((u for u in reversed(side) if u not in answers), None)
+        start = start or next(reversed(side), None)
+    else:
+        start = leaf
+    result.chain, on_chain, result.broken_at = walk(start, parents, tally.lines, None)
+    taken = on_chain + attach(result.chain, answers, parents)
+    result.leaf = newest(result.chain, parents) or start
     if not result.sidechain:  # a main file's side chains (older versions): forks
-        for tip in (u for u in side if u not in named):
-            chain, count, _broken = _walk(tip, parents, tally.lines, side)
+        for tip in (u for u in side if u not in named and u not in answers):
+            chain, count, _broken = walk(tip, parents, tally.lines, side)
             root = next((u for u in side if chain[parents[u][1]]), tip)
             result.side_chains.append((root, chain))
-            taken += count
+            taken += count + attach(chain, answers, parents)
     off = len(parents) - taken
     if off > 0:
         tally.ignored["lines of an abandoned branch (kept in the source)"] += off
     return result
 
 
-def _walk(
-    start: str | None,
-    parents: dict[str, tuple[str | None, int]],
-    lines: int,
-    within: dict[str, None] | None,
-) -> tuple[bytearray, int, int | None]:
-    """The chain from `start` back through its parents (only lines in `within`, when
-    given): a bitmap of its line numbers, its length, and the line whose parent is
-    missing from the file (None: the chain reached its root)."""
-    chain = bytearray(lines + 1)
-    seen: set[str] = set()
-    while start is not None and start not in seen and (within is None or start in within):
-        seen.add(start)
-        parent, number = parents[start]
-        chain[number] = 1
-        if parent is not None and parent not in parents:
-            return chain, len(seen), number
-        start = parent
-    return chain, len(seen), None
-
-
 def _metadata(result: Scan, obj: dict[str, Any]) -> None:
     kind = obj.get("type")
     if kind == "custom-title" and isinstance(obj.get("customTitle"), str):
         result.title = obj["customTitle"]
+        result.custom_title = True
+    elif kind == "ai-title" and isinstance(obj.get("aiTitle"), str) and not result.custom_title:
+        result.title = obj["aiTitle"]  # the one the user set wins
     elif kind == "summary" and isinstance(obj.get("summary"), str):
         result.summary = obj["summary"]
     if kind not in CHAINED:
@@ -184,11 +186,19 @@ def _metadata(result: Scan, obj: dict[str, Any]) -> None:
 
 
 def session_key(found: Scan, path: Path) -> str:
-    """The source's own id of the session: its `sessionId`, and a subagent's `agentId`."""
+    """The source's own id of the session: its file's name (`<session id>.jsonl`), else
+    its `sessionId`; a subagent's: its main session's `sessionId` and its `agentId`."""
     base = found.session_id or path.stem
     if found.sidechain:  # a subagent's file: its lines carry the main session's id
         return f"{base}/{found.agent_id or path.stem}"
-    return base
+    return _main_key(base, path)
+
+
+def _main_key(session_id: str, path: Path) -> str:
+    """A main file's session id: the file's name when it is a session id (a file of a
+    session resumed in 1.0.x begins with lines copied from the session it resumed,
+    whose `sessionId` they keep), else its lines' `sessionId`."""
+    return path.stem if _UUID.fullmatch(path.stem) else session_id
 
 
 def derived_id(source_id: str) -> str:
@@ -231,8 +241,9 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
         if obj.get("isCompactSummary"):
             yield Summary(_text(content), n, time)
             return
+        injected = obj.get("isMeta") is True  # text Claude Code added, not a prompt typed
         if isinstance(content, str):
-            yield Prompt(content, n, time)
+            yield Prompt(content, n, time, injected=injected)
             return
         parts: list[dict[str, Any]] = []
         for block in content if isinstance(content, list) else []:
@@ -249,7 +260,8 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
                 parts.append(_image(block))
         if parts:
             only_text = all(p["type"] == "text" for p in parts)
-            yield Prompt("\n\n".join(p["text"] for p in parts) if only_text else parts, n, time)
+            text = "\n\n".join(p["text"] for p in parts) if only_text else parts
+            yield Prompt(text, n, time, injected=injected)
         return
     if kind == "assistant":
         key = message.get("id") if isinstance(message.get("id"), str) else obj.get("uuid")
@@ -399,10 +411,12 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     if probe.get("isSidechain") is True:
         agent = probe.get("agentId")
         key = f"{key}/{agent if isinstance(agent, str) else path.stem}"
+    else:
+        key = _main_key(key, path)
     point = resume_point(header_of(derived_id(key)), NAME, key, path)
     if point is None:
         return None
-    done, resume = point
+    done, resume, digest = point
     found = scan(path, resume["offset"], resume["line"])
     if found.side_chains or (found.leaf is not None and found.sidechain != resume["sidechain"]):
         return None  # side-chain lines in a main file: read it whole
@@ -414,7 +428,7 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
             return None  # a branch from an earlier line: read it whole (it diverged)
     tally = found.tally
     tally.bytes = found.end
-    tally.sha256 = prefix_sha256(path, found.end) or ""
+    tally.sha256 = extended_sha256(path, digest, int(done["bytes"]), found.end)
     extra = {k: done[k] for k in ("version", "forked_from", "side_chain_of") if k in done}
     if found.version:
         extra["version"] = found.version

@@ -27,6 +27,7 @@ from typing import Any
 from gitsessions.services.imports.assemble import (
     Assembler,
     Boundary,
+    End,
     Item,
     Prompt,
     Reply,
@@ -38,8 +39,8 @@ from gitsessions.services.imports.assemble import (
 )
 from gitsessions.services.imports.lines import (
     Tally,
+    extended_sha256,
     offset_of_line,
-    prefix_sha256,
     read_objects,
     resume_point,
 )
@@ -48,6 +49,15 @@ from gitsessions.services.imports.mirror import Source
 NAME = "codex"
 TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
 ROLES = {"user": "user", "assistant": "assistant", "developer": "system", "system": "system"}
+ENDS = ("task_complete", "turn_aborted")  # events that end a turn: nothing before them grows
+# a user message Codex writes itself (the workspace, AGENTS.md), not one the user typed
+INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+)
 
 
 @dataclass
@@ -91,7 +101,7 @@ def _wrapped(obj: dict[str, Any], first: bool) -> dict[str, Any]:
         return obj
     if obj.get("type") in RESPONSE_ITEMS:
         return {"timestamp": obj.get("timestamp"), "type": "response_item", "payload": obj}
-    if first and isinstance(obj.get("id"), str) and "type" not in obj:
+    if first and isinstance(obj.get("id"), str) and "type" not in obj and "timestamp" in obj:
         return {"timestamp": obj.get("timestamp"), "type": "session_meta", "payload": obj}
     if obj.get("record_type") == "state":
         return {"type": "event_msg", "payload": {"type": "state"}}
@@ -140,7 +150,8 @@ def items(
         if marks is not None and obj.get("type") == "response_item":
             marks[n] = Reading(**vars(state))
         for item in _mapped(n, obj, state, tally):
-            if marks is not None and not isinstance(item, Reply | Result | Usage):
+            settles = isinstance(item, Prompt) and item.role == "user" and not item.injected
+            if marks is not None and (settles or isinstance(item, Boundary | Rollback | End)):
                 marks.clear()  # what came before is settled: no read goes on from there
             yield item
 
@@ -159,7 +170,10 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
         state.model = payload.get("model") if isinstance(payload.get("model"), str) else state.model
     elif kind == "compacted":
         yield Boundary(n, state.last_tokens, "auto", time)
-        yield Summary(str(payload.get("message") or ""), n, time)
+        text = payload.get("message")
+        if not isinstance(text, str) or not text:
+            text = _history(payload.get("replacement_history"))
+        yield Summary(text, n, time)
     elif kind == "event_msg":
         event = payload.get("type")
         if event == "token_count":
@@ -176,6 +190,8 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             state.after_result = False
         elif event == "thread_rolled_back":
             yield Rollback(_int(payload.get("num_turns")), n)
+        elif event in ENDS:
+            yield End(n)
         else:
             tally.ignored[f"event_msg lines ({str(event)[:40]})"] += 1
     elif kind == "response_item":
@@ -191,7 +207,9 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             if role is None:
                 tally.ignored[f"messages of role {str(payload.get('role'))[:20]}"] += 1
                 return
-            yield Prompt(_content(payload.get("content")), n, time, role=role)
+            content = _content(payload.get("content"))
+            injected = isinstance(content, str) and content.lstrip().startswith(INJECTED)
+            yield Prompt(content, n, time, role=role, injected=injected)
             return
         if state.after_result:
             state.response += 1
@@ -212,10 +230,33 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             reply.calls.append(call(payload["call_id"], "local_shell", payload.get("action")))
         elif item_type == "reasoning":
             reply.reasoning.append({k: v for k, v in payload.items() if k != "type"})
+        elif item_type == "web_search_call":
+            reply.text.append(_web_search(payload.get("action")))
         else:
             tally.ignored[f"response items ({str(item_type)[:40]})"] += 1
             return
         yield reply
+
+
+def _history(items: Any) -> str:
+    """A compaction's `replacement_history` (the items the context starts again with,
+    newer versions: kept prompts and a summary) as one summary text."""
+    texts = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == "message":
+            text = _content(item.get("content"))
+            if isinstance(text, str) and text and not text.lstrip().startswith(INJECTED):
+                texts.append(text)
+    return "\n\n".join(texts)
+
+
+def _web_search(action: Any) -> str:
+    """A web search the model ran (Codex keeps no call id and no output for it), as a
+    note in its reply's text."""
+    action = action if isinstance(action, dict) else {}
+    what = action.get("query") or action.get("url") or action.get("pattern")
+    kind = str(action.get("type") or "search")[:40]
+    return f"[web {kind}: {str(what)[:500]}]" if isinstance(what, str) else f"[web {kind}]"
 
 
 def _instructions(value: Any) -> str | None:
@@ -342,12 +383,12 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
     point = resume_point(header_of(derived_id(key)), NAME, key, path)
     if point is None:
         return None
-    done, resume = point
+    done, resume, digest = point
     found = scan(path, resume["offset"], resume["line"])
     tally = found.tally
     tail = tally.bytes
     tally.bytes = resume["offset"] + tail
-    tally.sha256 = prefix_sha256(path, tally.bytes) or ""
+    tally.sha256 = extended_sha256(path, digest, int(done["bytes"]), tally.bytes)
     reading = Reading(**resume["reading"])
     marks: dict[int, Reading] = {}
     extra = {

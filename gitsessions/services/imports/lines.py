@@ -3,12 +3,19 @@
 Invariants:
 - Only whole lines are read: a last line without its newline (a writer still writing
   it) is left for the next import and not counted as read (`Tally.bytes` stops before it).
-- A line that is not a JSON object (or longer than `MAX_LINE`) is damage: reported with
-  its 1-based line number, skipped, and the rest of the file still read.
+- A line that is not a JSON object (or longer than `MAX_LINE`, or that would take more
+  than `MAX_DECODED` bytes of memory once decoded) is damage: reported with its 1-based
+  line number, skipped, and the rest of the file still read.
+- A line's decoded size is estimated from its bytes before it is decoded
+  (`decoded_size`): what its text takes as Python strings, plus `PER_VALUE` bytes for
+  each object, array and item (a `{`, `[` or `,` outside a string). A short line is
+  never counted (it cannot reach the cap); nesting deeper than the decoder's recursion
+  limit is damage too (the decoder stops with a RecursionError).
 """
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +26,11 @@ from typing import Any
 # over 64 MiB either, so no message of such a line could be stored
 MAX_LINE = 64 * 1024 * 1024
 KEPT_DAMAGE = 20  # damaged lines named in a report; the rest counted
+# a line that would take more memory than this once decoded is damage too: 128 MiB, twice
+# what a line's bytes may be (a JSON value takes more room decoded than written)
+MAX_DECODED = 128 * 1024 * 1024
+PER_VALUE = 72  # bytes a decoded value takes at least (an empty dict: 64, and its slot)
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"')  # a JSON string (possessive: no backtracking)
 
 
 @dataclass
@@ -89,8 +101,35 @@ def read_objects(
         tally.sha256 = digest.hexdigest()
 
 
+def decoded_size(raw: bytes, cap: int) -> tuple[int, int] | None:
+    """An estimate of the memory `raw` (one JSON line) takes decoded, and how many
+    values it holds, when that estimate is over `cap`; None when it is not. Counting
+    is C-speed byte counting (`bytes.count`, one regular expression for the strings),
+    nothing is copied; a line too short to reach `cap` is not looked at."""
+    size = len(raw)
+    if size * (4 + PER_VALUE) <= cap:  # even all values, at 4 bytes a character
+        return None
+    values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    width = 1  # bytes a character of its strings takes decoded
+    if not raw.isascii():
+        width = 4 if re.search(rb"[\xf0-\xf4]", raw) else 2  # outside the BMP, or not
+    if width < 4 and b"\\u" in raw:  # an escape: `\\ud83d` (outside the BMP), or not
+        width = 4 if re.search(rb"\\u[dD][89abAB]", raw) else 2
+    if size * width + values * PER_VALUE <= cap:
+        return None
+    for match in _STRING.finditer(raw):  # structure characters inside strings: text
+        start, end = match.span()
+        if end - start > 2:
+            values -= sum(raw.count(c, start, end) for c in (b"{", b"[", b","))
+    estimate = size * width + values * PER_VALUE
+    return (estimate, values) if estimate > cap else None
+
+
 def _decode(raw: bytes) -> dict[str, Any] | str:
     """The line's object, or why it is not one."""
+    big = decoded_size(raw, MAX_DECODED)
+    if big is not None:
+        return f"about {_size(big[0])} once decoded, over the {_size(MAX_DECODED)} limit"
     try:
         value = json.loads(raw)
     except UnicodeDecodeError as error:
@@ -104,8 +143,13 @@ def _decode(raw: bytes) -> dict[str, Any] | str:
     return value
 
 
-def prefix_sha256(path: Path, size: int) -> str | None:
-    """SHA-256 of the first `size` bytes of `path`; None when it is shorter."""
+def _size(count: int) -> str:
+    return f"{count // 2**20} MiB" if count >= 2**20 else f"{count // 1024} KiB"
+
+
+def prefix_hash(path: Path, size: int) -> "hashlib._Hash | None":
+    """A SHA-256 of the first `size` bytes of `path` (to go on with); None when it is
+    shorter."""
     digest = hashlib.sha256()
     left = size
     with open(path, "rb") as file:
@@ -115,16 +159,39 @@ def prefix_sha256(path: Path, size: int) -> str | None:
                 return None
             digest.update(piece)
             left -= len(piece)
+    return digest
+
+
+def prefix_sha256(path: Path, size: int) -> str | None:
+    """SHA-256 of the first `size` bytes of `path`; None when it is shorter."""
+    digest = prefix_hash(path, size)
+    return digest.hexdigest() if digest is not None else None
+
+
+def extended_sha256(path: Path, digest: "hashlib._Hash", start: int, end: int) -> str:
+    """SHA-256 of the first `end` bytes of `path`, `digest` that of the first `start`:
+    only the bytes between are read."""
+    digest = digest.copy()
+    with open(path, "rb") as file:
+        file.seek(start)
+        left = end - start
+        while left > 0:
+            piece = file.read(min(left, 1 << 20))
+            if not piece:
+                break
+            digest.update(piece)
+            left -= len(piece)
     return digest.hexdigest()
 
 
 def resume_point(
     header: Mapping[str, Any] | None, source: str, key: str, path: Path
-) -> tuple[Mapping[str, Any], dict[str, Any]] | None:
+) -> tuple[Mapping[str, Any], dict[str, Any], "hashlib._Hash"] | None:
     """Where a re-import of `path` reads on: the `imported` record the last import of
-    source session `key` (from `source`) left in `header`, and its `resume` point, when
-    `path` still starts with the bytes that import read (as many at least, the same
-    SHA-256); else None, and the file is read whole."""
+    source session `key` (from `source`) left in `header`, its `resume` point, and the
+    SHA-256 of the bytes it read (to go on with), when `path` still starts with those
+    bytes (as many at least, the same SHA-256); else None, and the file is read whole.
+    The file is hashed once here; the rest of the import does not hash it again."""
     done = header.get("imported") if header else None
     resume = done.get("resume") if isinstance(done, Mapping) else None
     if not isinstance(resume, dict) or done.get("from") != source or done.get("id") != key:
@@ -132,9 +199,10 @@ def resume_point(
     read = int(done.get("bytes", 0))
     if path.stat().st_size < read or resume["offset"] > read:
         return None
-    if prefix_sha256(path, read) != done.get("sha256"):
+    digest = prefix_hash(path, read)
+    if digest is None or digest.hexdigest() != done.get("sha256"):
         return None
-    return done, resume
+    return done, resume, digest
 
 
 def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -> int:

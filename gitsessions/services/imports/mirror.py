@@ -7,7 +7,8 @@ records what was imported: the source (`from`, `id`, `path`, `cwd`, ...), the by
 assembled source are committed (`outputs`, `messages`) with the SHA-256 of them
 (`digest`, chained: each the SHA-256 of the previous and the output), and, for a
 source that can be read on (`Source.resume_point`), where the next import may start
-reading (`resume`).
+reading (`resume`), and the lines where a finished file's end settled what was open
+(`settled`: a call stubbed, a reply taken without its end).
 
 Invariants:
 - A re-import appends only outputs past `outputs`, as new commits on the same session,
@@ -16,6 +17,9 @@ Invariants:
   chain moved (a prompt edited in the source) is reported (`Outcome.status`) and
   nothing is written. A session continued here since its last import (more messages
   than the import wrote) is reported too, not merged into.
+- A file found finished (`Source.finished`) is settled at its end; if it grows after
+  all, a re-import reads on from there, or, read whole, settles again at each line of
+  `settled`, so what was imported stays how the source's outputs begin.
 - Memory holds one line of the source, one batch of `PART` records and the working
   context (since the source's last compaction), never the whole transcript.
 - Every commit goes through the store's redaction gate (the records' `source` data, the
@@ -51,6 +55,7 @@ from gitsessions.values.records import add_usage, empty_usage, empty_workspace
 from gitsessions.values.secrets import redact_value
 
 PART = 2048  # transcript records per commit
+MAX_SETTLED = 100  # lines where a finished file's end settled what was open, kept
 
 
 @dataclass
@@ -76,6 +81,9 @@ class Source:
     start: dict[str, Any] | None = None
     # where the next import may start reading, once this one has read to the end
     resume_point: Callable[[Assembler], dict[str, Any] | None] | None = None
+    # nothing more will be written to the file (`finished.is_finished`): its end settles
+    # everything, a call never answered stubbed; else what may still grow is held back
+    finished: bool = False
 
 
 @dataclass
@@ -89,6 +97,7 @@ class Outcome:
     compactions: int = 0
     held: int | None = None  # the first line held back (may still grow)
     orphans: int = 0  # tool results without their call
+    stubbed: int = 0  # calls the source holds no result for (given a stub result)
     read_from_line: int | None = None  # only the lines from here on were read
     redacted: dict[str, int] = field(default_factory=dict)
     detail: str = ""
@@ -135,7 +144,9 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
             return Outcome(
                 source, "shortened", detail=f"{read} bytes were imported, it now has fewer"
             )
-        if prefix_sha256(source.path, read) != done.get("sha256"):
+        # a source read on from the last import's end (`start`) had its first bytes
+        # checked by its reader (`lines.resume_point`): not hashed twice
+        if source.start is None and prefix_sha256(source.path, read) != done.get("sha256"):
             return Outcome(source, "rewritten", detail=f"its first {read} bytes changed")
         if head.counts.get("messages") != done.get("messages"):
             return Outcome(
@@ -145,8 +156,8 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
                 " the source's new lines are not merged into it",
             )
         skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
-    run = _Run(store, source, head, now)
     assembler = Assembler()
+    run = _Run(store, source, head, now, assembler)
     start = source.start
     if start is not None:  # read on from where the last import stopped
         if head is None or (start["outputs"], start["digest"]) != (skip, expect):
@@ -156,12 +167,16 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     try:
         if skip == 0 and run.digest != expect:
             raise _Mismatch
-        for output in _outputs(assembler, source.items()):
+        settled = [] if start is not None else list(done_of(head).get("settled") or [])
+        for output in _outputs(assembler, source.items(), source.finished, settled):
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
         if source.resume_point is not None:
             run.resume = source.resume_point(assembler)
+        if assembler.forced and source.tally.lines not in run.settled:
+            # where a read of the file grown since settles the same way
+            run.settled = [*run.settled, source.tally.lines][-MAX_SETTLED:]
         run.flush(final=True)
     except _Mismatch:
         if run.head is not head:  # cannot happen: nothing is written before the check
@@ -184,22 +199,42 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         compactions=run.compactions,
         held=assembler.held,
         orphans=assembler.orphans,
+        stubbed=assembler.stubbed,
         redacted=run.redacted,
         read_from_line=start["line"] + 1 if start is not None else None,
     )
 
 
-def _outputs(assembler: Assembler, items: Iterator[Item]) -> Iterator[Output]:
+def _outputs(
+    assembler: Assembler, items: Iterator[Item], final: bool, settled: list[int]
+) -> Iterator[Output]:
+    """The assembled outputs; at each line of `settled` (where an earlier import found
+    the file finished and settled what was open), what is open settled again."""
+    points = sorted(settled)
     for item in items:
+        while points and item.line > points[0]:
+            points.pop(0)
+            yield from assembler.settle()
         yield from assembler.feed(item)
-    yield from assembler.finish()
+    yield from assembler.finish(final)
+
+
+def done_of(head: Head | None) -> dict[str, Any]:
+    """The `imported` record of a session's header ({} for none)."""
+    done = head.header.get("imported") if head is not None else None
+    return done if isinstance(done, dict) else {}
 
 
 class _Run:
     """One import's writing: outputs taken in order, committed in batches."""
 
-    def __init__(self, store: SessionStore, source: Source, head: Head | None, now: str) -> None:
+    def __init__(
+        self, store: SessionStore, source: Source, head: Head | None, now: str, assembler: Assembler
+    ) -> None:
         self.store, self.source, self.head, self.now = store, source, head, now
+        self.assembler = assembler  # its `title`: the first prompt typed
+        self.latest = _parse(now)  # no time of the source's is later than the import's
+        self.settled: list[int] = list(done_of(head).get("settled") or [])
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
@@ -261,7 +296,7 @@ class _Run:
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
         if "time" in meta:
-            meta["time"] = record_time(meta["time"])
+            meta["time"] = record_time(meta["time"], self.latest)
             if meta["time"] is None:
                 del meta["time"]
         if "source" in meta and self.store.redact:
@@ -314,7 +349,9 @@ class _Run:
             "parent_id": base.get("parent_id", source.parent),
             "fork_point": base.get("fork_point"),
             "archived": base.get("archived", False),
-            "created_at": base.get("created_at") or header_time(source.first_time) or self.now,
+            "created_at": base.get("created_at")
+            or header_time(source.first_time, self.now)
+            or self.now,
             "workspace": base.get("workspace")
             or {**empty_workspace(source.cwd), "branch": source.branch},
             "model": base.get("model"),
@@ -323,7 +360,10 @@ class _Run:
             value = _title(getattr(source, key)) if key == "title" else source.summary
             if value is not None and value != done.get(key):
                 header[key] = value
-        last = header_time(source.last_time) or header["created_at"]
+        typed = _title(self.assembler.title)
+        if not header["title"] and not header["summary"] and typed:
+            header["title"] = typed  # no title of the source's own: the first prompt typed
+        last = header_time(source.last_time, self.now) or header["created_at"]
         header["updated_at"] = max(base.get("updated_at") or last, last)
         header["active_at"] = max(base.get("active_at") or last, last)
         if header["model"] is None:
@@ -347,6 +387,8 @@ class _Run:
             "tools": sorted(self.tools),
             "resume": self.resume,
         }
+        if self.settled:
+            header["imported"]["settled"] = self.settled
         return header
 
     def _commit(self, event: str, subject: str, trailers: dict[str, Any] | None = None) -> None:
@@ -404,22 +446,27 @@ def _title(text: str | None) -> str | None:
     return line or None
 
 
-def _parse(text: Any) -> datetime | None:
+def _parse(text: Any, latest: datetime | str | None = None) -> datetime | None:
+    """A source's timestamp in UTC; one later than `latest` (the import's time) is it."""
     if not isinstance(text, str):
         return None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    if isinstance(latest, str):
+        latest = _parse(latest)
+    return min(when, latest) if latest is not None else when
 
 
-def record_time(text: Any) -> str | None:
-    """A source's timestamp as a record's `time` (UTC, milliseconds); None if it is none."""
-    when = _parse(text)
+def record_time(text: Any, latest: datetime | str | None = None) -> str | None:
+    """A source's timestamp as a record's `time` (UTC, milliseconds, at most `latest`);
+    None if it is none."""
+    when = _parse(text, latest)
     return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z" if when else None
 
 
-def header_time(text: Any) -> str | None:
-    when = _parse(text)
+def header_time(text: Any, now: str | None = None) -> str | None:
+    when = _parse(text, now)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
