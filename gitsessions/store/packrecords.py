@@ -25,15 +25,14 @@ Invariants:
   refuses it), so the bound never hides what this build wrote.
 """
 
+import contextlib
+import mmap
 import zlib
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+
+from dulwich.pack import Pack
 
 from gitsessions.store.errors import StoreCorrupt
-
-if TYPE_CHECKING:
-    import mmap
-
-    from dulwich.pack import Pack
 
 OFS_DELTA, REF_DELTA = 6, 7
 WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
@@ -53,7 +52,24 @@ class DamagedObject(StoreCorrupt):
         )
 
 
-def record_header(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int, int, int | bytes | None]:
+def map_pack(pack: Pack) -> mmap.mmap:
+    """The pack's data file mapped read-only (found beside its index: `pack-<id>.pack`);
+    the caller closes it. `OSError` when it is gone or empty."""
+    with open(pack.index.path[: -len(".idx")] + ".pack", "rb") as data:
+        return mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@contextlib.contextmanager
+def mapped(pack: Pack) -> Iterator[mmap.mmap]:
+    """`map_pack` for the length of a block."""
+    contents = map_pack(pack)
+    try:
+        yield contents
+    finally:
+        contents.close()
+
+
+def record_header(buf: mmap.mmap | bytes, at: int) -> tuple[int, int, int, int | bytes | None]:
     """`(type, declared size, payload offset, delta base)` of the record at `at`; the
     base is the distance back to it (an offset delta), its binary id (a reference delta)
     or None. `ValueError` for a header that is cut short or absurdly long."""
@@ -91,7 +107,7 @@ def record_header(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int, int, int
     return kind, size, at, base
 
 
-def delta_sizes(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int]:
+def delta_sizes(buf: mmap.mmap | bytes, at: int) -> tuple[int, int]:
     """`(base size, result size)` a delta whose zlib data starts at `at` declares."""
     inflate = zlib.decompressobj()
     head = b""
@@ -119,7 +135,7 @@ Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its 
 
 
 def check_chain(
-    pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes, checked: Checked
+    pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes, checked: Checked
 ) -> None:
     """Refuse (`DamagedObject`) the object `sha` at `offset` of `pack` (whose mapped
     contents are `buf`) unless its chain is within the bounds of the invariant.

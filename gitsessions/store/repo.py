@@ -19,6 +19,7 @@ Invariants:
 """
 
 import contextlib
+import mmap
 import os
 import struct
 import time
@@ -39,11 +40,10 @@ from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
-from gitsessions.store.dulwich_private import cached_packs, pack_contents, rescan_packs
 from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain
+from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain, map_pack
 from gitsessions.store.packwrite import write_objects
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
@@ -99,8 +99,10 @@ class GitStore:
         self.objects.fsync_object_files = True
         self._has_main = False
         self._stored_format: int | None = None
-        # {id(pack): (the pack, what `packrecords.check_chain` found of it)}
-        self._checked: dict[int, tuple[Pack, Checked]] = {}
+        # the packs dulwich listed, as last asked (`rescan`)
+        self._packs: list[Pack] = []
+        # {id(pack): (the pack, its data mapped, what `packrecords.check_chain` found)}
+        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -181,6 +183,7 @@ class GitStore:
         return created
 
     def close(self) -> None:
+        self._forget_maps(keep=())
         if self._repo is not None:
             self._repo.close()  # closes the shared object store too
         else:
@@ -289,8 +292,24 @@ class GitStore:
         return sha in self.objects
 
     def rescan(self) -> None:
-        """See the packs another process (stock git's fetch) added."""
-        rescan_packs(self.objects)
+        """See the packs another process (stock git's fetch or repack) added, and forget
+        those it removed."""
+        # the property lists the pack directory again; asked twice, as the first answer
+        # may still hold packs it found gone (and closed)
+        self.objects.packs  # noqa: B018
+        self._packs = self.objects.packs
+        self._forget_maps(keep=self._packs)
+
+    def packs(self) -> list[Pack]:
+        """The packs in the pack directory now (listed again)."""
+        self.rescan()
+        return list(self._packs)
+
+    def _forget_maps(self, keep: "list[Pack] | tuple[()]") -> None:
+        alive = {id(pack) for pack in keep}
+        for key in [key for key in self._checked if key not in alive]:
+            with contextlib.suppress(BufferError):
+                self._checked.pop(key)[1].close()
 
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`
@@ -304,7 +323,7 @@ class GitStore:
                 self.check_packed(sha)
                 return fetch(store)
             except KeyError:
-                rescan_packs(store)  # packs may have been rewritten by a purge
+                self.rescan()  # packs may have been rewritten by a purge
             try:
                 self.check_packed(sha)
                 return fetch(store)
@@ -337,22 +356,23 @@ class GitStore:
             return False  # dulwich says what is wrong with the name
         store = self.objects
         for attempt in range(2):
-            for pack in cached_packs(store):
+            for pack in self._packs:
                 try:
                     offset = pack.index.object_offset(binsha)
-                    contents = pack_contents(pack)
-                except KeyError:
-                    continue
-                except PackFileDisappeared:
-                    continue  # dulwich drops it and lists the directory again
+                except (KeyError, PackFileDisappeared, ValueError, OSError):
+                    continue  # not there, or closed or gone: the next `rescan` drops it
                 kept = self._checked.get(id(pack))
                 if kept is None or kept[0] is not pack:
-                    kept = self._checked[id(pack)] = (pack, {})
-                check_chain(pack, contents, offset, sha, kept[1])
+                    try:
+                        contents = map_pack(pack)
+                    except (OSError, ValueError):
+                        continue  # removed meanwhile (or empty): dulwich says the rest
+                    kept = self._checked[id(pack)] = (pack, contents, {})
+                check_chain(pack, kept[1], offset, sha, kept[2])
                 return True
             if attempt or store.contains_loose(sha):
                 return False
-            store.packs  # noqa: B018 -- the property lists the pack directory again
+            self.rescan()
         return False
 
     def has_loose(self, sha: bytes) -> bool:
