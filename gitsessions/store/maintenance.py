@@ -125,7 +125,7 @@ def _walk_one(git: GitStore, root: bytes, reached: Walk) -> None:
 def _git(git: GitStore, *args: str, stdin: bytes = b"") -> bytes:
     """Run stock git on the store; a failure is one `StoreError` line."""
     try:
-        return stockgit.run(git.path, args, os.environ, stdin)
+        return stockgit.run(git.path, args, None, stdin)
     except stockgit.GitFailed as error:
         raise StoreError(f"git {args[0]} failed on {git.path}: {error}") from None
     except OSError as error:  # no git on PATH, or it could not start
