@@ -35,12 +35,12 @@ from dulwich.errors import (
     ObjectFormatException,
 )
 from dulwich.file import FileLocked
-from dulwich.objects import ShaFile
+from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
-from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.errors import NotACommit, ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
 from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain, map_pack
@@ -287,6 +287,27 @@ class GitStore:
         `ObjectMissing` if it is gone (a concurrent delete purged it), `StoreCorrupt`
         if it cannot be read."""
         return self._read(sha, lambda store: store[sha])
+
+    def commit(self, sha: bytes) -> Commit:
+        """A commit (dulwich's parse); `NotACommit` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Commit):
+            raise NotACommit(f"{sha.decode()} is not a commit")
+        return obj
+
+    def tree(self, sha: bytes) -> Tree:
+        """A tree (dulwich's parse); `StoreCorrupt` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Tree):
+            raise StoreCorrupt(f"object {sha.decode()} is not a tree")
+        return obj
+
+    def blob(self, sha: bytes) -> bytes:
+        """A blob's content; `StoreCorrupt` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Blob):
+            raise StoreCorrupt(f"object {sha.decode()} is not a blob")
+        return obj.as_raw_string()
 
     def has(self, sha: bytes) -> bool:
         return sha in self.objects
