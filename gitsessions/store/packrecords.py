@@ -131,6 +131,29 @@ def delta_sizes(buf: mmap.mmap | bytes, at: int) -> tuple[int, int]:
     raise ValueError("a delta whose sizes cannot be read")
 
 
+def check_loose(path: str, sha: bytes) -> None:
+    """Refuse (`DamagedObject`) the loose object file at `path` when its header (`type
+    size\\0`, the first bytes inflated) declares more than `MAX_OBJECT_BYTES` or cannot
+    be read: dulwich allocates and inflates what the header declares. A missing file
+    passes (dulwich says what is missing)."""
+    try:
+        with open(path, "rb") as file:
+            start = file.read(512)
+    except FileNotFoundError:
+        return
+    try:
+        head = zlib.decompressobj().decompress(start, 32)
+    except zlib.error as error:
+        raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
+    kind, space, rest = head.partition(b" ")
+    size, nul, _ = rest.partition(b"\0")
+    if not space or not nul or not size.isdigit() or len(size) > 20:
+        raise DamagedObject(sha, "a loose object whose header cannot be read")
+    if int(size) > MAX_OBJECT_BYTES:
+        shown = kind.decode("ascii", "replace")
+        raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+
+
 Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
 
 

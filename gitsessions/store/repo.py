@@ -43,7 +43,13 @@ from gitsessions.store.diskopen import open_plain
 from gitsessions.store.errors import NotACommit, ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain, map_pack
+from gitsessions.store.packrecords import (
+    MAX_OBJECT_BYTES,
+    Checked,
+    check_chain,
+    check_loose,
+    map_pack,
+)
 from gitsessions.store.packwrite import write_objects
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
@@ -310,7 +316,8 @@ class GitStore:
         return obj.as_raw_string()
 
     def has(self, sha: bytes) -> bool:
-        return sha in self.objects
+        # not `sha in self.objects`: dulwich's `contains_loose` reads the whole object
+        return self.has_loose(sha) or self.objects.contains_packed(sha)
 
     def rescan(self) -> None:
         """See the packs another process (stock git's fetch or repack) added, and forget
@@ -375,7 +382,6 @@ class GitStore:
             binsha = bytes.fromhex(sha.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             return False  # dulwich says what is wrong with the name
-        store = self.objects
         for attempt in range(2):
             for pack in self._packs:
                 try:
@@ -391,13 +397,21 @@ class GitStore:
                     kept = self._checked[id(pack)] = (pack, contents, {})
                 check_chain(pack, kept[1], offset, sha, kept[2])
                 return True
-            if attempt or store.contains_loose(sha):
+            loose = self._loose_path(sha)
+            if os.path.exists(loose):  # dulwich's `contains_loose` reads the whole object
+                check_loose(loose, sha)
+                return False
+            if attempt:
                 return False
             self.rescan()
         return False
 
     def has_loose(self, sha: bytes) -> bool:
-        return bool(self.objects.contains_loose(sha))
+        return os.path.exists(self._loose_path(sha))
+
+    def _loose_path(self, sha: bytes) -> str:
+        """Where git keeps `sha` (40 hex) as a loose object."""
+        return os.path.join(self.objects.path, sha[:2].decode(), sha[2:].decode())
 
     # -- refs ---------------------------------------------------------------------------
 
