@@ -3,9 +3,9 @@
 with too.
 
 Invariants:
-- Nothing here writes. Objects are read raw through `git` (an `ObjectSource`:
-  `repo.GitStore`, dulwich's object store with the store's checks) and parsed by
-  `rawobjects`, so a reading command and a writer read the same way.
+- Nothing here writes. Objects are read through `git` (an `ObjectSource`:
+  `repo.GitStore`, dulwich's object store with the store's checks) as dulwich's
+  `Commit`, `Tree` and blob bytes, so a reading command and a writer read the same way.
 - `SessionReader.open` answers only for a store that is there and of this build's
   format (as `refs.StoreRefs.open`); for anything else the caller opens the full
   `SessionStore`, which creates, upgrades or refuses the store as it always did.
