@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from dulwich.errors import ObjectFormatException
 from dulwich.objects import parse_tree
 
 from gitsessions.store import stockgit
@@ -38,7 +39,11 @@ def check_entries(tree_id: str, raw: bytes) -> None:
     (`NAME` never starts with `.` nor holds `~`: no `.git` in any case, no `git~1`.)"""
     if LAYOUT.fullmatch(raw):
         return
-    for name, mode, _sha in parse_tree(raw):
+    try:
+        entries = list(parse_tree(raw, 20))
+    except (ObjectFormatException, ValueError) as error:
+        raise Refused(f"object {tree_id[:12]}: a tree that cannot be read ({error})") from None
+    for name, mode, _sha in entries:
         shown = name.decode("utf-8", "replace")
         if not NAME.fullmatch(name) or name.lower().rstrip(b". ") in (b".git", b"git~1"):
             raise Refused(f"object {tree_id[:12]}: tree entry {shown!r} is not a session file")
