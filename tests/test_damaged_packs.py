@@ -138,6 +138,8 @@ def crafted(case: str, target: bytes) -> list[list[Record]]:
         return [[(other, BLOB, None, base, None, None), (target, OFS_DELTA, 0, delta, None, None)]]
     if case == "zlib bomb":
         return [[(target, BLOB, None, b"", 256 << 20, _bomb())]]
+    if case == "loose zlib bomb":
+        return []  # `damaged_store` writes it loose
     raise AssertionError(case)
 
 
@@ -147,7 +149,17 @@ CASES = [
     "offset delta on itself",
     "delta claiming 4 GiB",
     "zlib bomb",
+    "loose zlib bomb",
 ]
+
+
+def _loose_bomb() -> bytes:
+    """A loose blob declaring 1 GiB of zeros (about 1 MB of zlib): dulwich allocates and
+    inflates what a loose object's header declares."""
+    squeeze = zlib.compressobj(9)
+    out = [squeeze.compress(b"blob %d\0" % (1 << 30))]
+    out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 10)]
+    return b"".join(out) + squeeze.flush()
 
 
 def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
@@ -173,6 +185,9 @@ def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
     loose.unlink()
     for records in crafted(case, sha):
         write_pack(objects / "pack", records)
+    if case == "loose zlib bomb":
+        loose.parent.mkdir(exist_ok=True)
+        loose.write_bytes(_loose_bomb())
     return home, sid, sha.hex()
 
 

@@ -22,13 +22,10 @@ the same way; the first commit of format 2 on such a transcript files its segmen
 import bisect
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+
+from dulwich.objects import Tree
 
 from gitsessions.store.errors import StoreCorrupt
-from gitsessions.store.rawobjects import ReadTree
-
-if TYPE_CHECKING:  # trees are built (dulwich) only when writing: a reader never imports it
-    from dulwich.objects import Tree
 
 FANOUT = 16
 V1_SEGMENT = 256
@@ -39,7 +36,7 @@ _DIR = re.compile(rb"[0-9]{10}")
 _V1 = re.compile(rb"([0-9]{6})\.jsonl")
 
 Entry = tuple[int, bytes, bool]  # (first message index, object id, is a directory)
-Get = Callable[[bytes], ReadTree]  # reads a tree (a store's, or a draft's not yet written)
+Get = Callable[[bytes], Tree]  # reads a tree (a store's, or a draft's not yet written)
 
 
 def chunk_name(first: int) -> bytes:
@@ -53,7 +50,7 @@ def dir_name(first: int) -> bytes:
 def entries(get: Get, tree_id: bytes) -> list[Entry]:
     """A transcript directory's entries in message order."""
     tree = get(tree_id)
-    if not isinstance(tree, ReadTree):
+    if not isinstance(tree, Tree):
         raise StoreCorrupt(f"transcript: {tree_id.decode()[:12]} is not a directory")
     out: list[Entry] = []
     for item in tree.items():

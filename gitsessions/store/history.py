@@ -15,11 +15,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gitsessions.store.rawobjects import COMMIT, TREE, parse_commit, parse_tree, read_blob
+from dulwich.objects import Commit, Tree
 
 if TYPE_CHECKING:
-    from dulwich.objects import Commit
-
     from gitsessions.store.repo import GitStore
     from gitsessions.store.tracking import Git
 
@@ -44,9 +42,9 @@ def ancestors(git: Git, sha: bytes, stop: set[bytes] | None = None) -> Iterator[
             yield current
             if stop is not None and current in stop:
                 continue
-            kind, raw = git.raw(current)
-            if kind == COMMIT:
-                following.extend(parse_commit(raw).parents)
+            obj = git.get(current)
+            if isinstance(obj, Commit):
+                following.extend(obj.parents)
         frontier = following
 
 
@@ -78,16 +76,13 @@ def merge_base(git: Git, one: bytes, other: bytes) -> bytes | None:
 
 def tombstone_ids(git: Git, commit_id: bytes) -> set[str]:
     """The deleted session ids a tombstone commit lists (its `deleted` file)."""
-    kind, raw = git.raw(commit_id)
-    if kind != COMMIT:
+    commit = git.get(commit_id)
+    if not isinstance(commit, Commit):
         return set()
-    kind, raw = git.raw(parse_commit(raw).tree)
-    if kind != TREE:
+    tree = git.get(commit.tree)
+    if not isinstance(tree, Tree) or b"deleted" not in tree:
         return set()
-    tree = parse_tree(raw)
-    if b"deleted" not in tree:
-        return set()
-    text = read_blob(git, tree[b"deleted"][1]).decode("ascii", "replace")
+    text = git.blob(tree[b"deleted"][1]).decode("ascii", "replace")
     return {line for line in text.split() if re.fullmatch(r"[0-9a-f]{32}", line)}
 
 

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store import chunks
 from gitsessions.store.errors import StoreCorrupt
-from gitsessions.store.rawobjects import read_blob, read_tree
 from gitsessions.values.canonical import dumps_line
 
 if TYPE_CHECKING:
-    from gitsessions.store.rawobjects import RawSource
+    from gitsessions.store.repo import GitStore
 
 FILE_MODE = chunks.FILE_MODE
 DIR_MODE = chunks.DIR_MODE
@@ -57,27 +56,27 @@ def decode_lines(data: bytes, where: str) -> list[Record]:
     return out
 
 
-def _trees(git: "RawSource") -> chunks.Get:
-    return lambda sha: read_tree(git, sha)
+def _trees(git: "GitStore") -> chunks.Get:
+    return git.tree
 
 
-def transcript_tree(git: "RawSource", tree_id: bytes) -> bytes | None:
-    root = read_tree(git, tree_id)
+def transcript_tree(git: "GitStore", tree_id: bytes) -> bytes | None:
+    root = git.tree(tree_id)
     return root[TRANSCRIPT][1] if TRANSCRIPT in root else None
 
 
-def transcript_chunks(git: "RawSource", tree_id: bytes) -> list[tuple[int, bytes]]:
+def transcript_chunks(git: "GitStore", tree_id: bytes) -> list[tuple[int, bytes]]:
     """`(index of the chunk's first message, blob id)` for each transcript chunk."""
     sub = transcript_tree(git, tree_id)
     return [] if sub is None else list(chunks.all_chunks(_trees(git), sub))
 
 
-def read_chunk(git: "RawSource", blob_id: bytes) -> list[Record]:
-    return decode_lines(read_blob(git, blob_id), f"transcript chunk {blob_id.decode()[:12]}")
+def read_chunk(git: "GitStore", blob_id: bytes) -> list[Record]:
+    return decode_lines(git.blob(blob_id), f"transcript chunk {blob_id.decode()[:12]}")
 
 
 def iter_records(
-    git: "RawSource", tree_id: bytes, count: int, start: int = 0, end: int | None = None
+    git: "GitStore", tree_id: bytes, count: int, start: int = 0, end: int | None = None
 ) -> Iterator[tuple[int, Record]]:
     """`(index, record)` for records `start:end`, reading only the chunks holding them."""
     end = count if end is None else min(end, count)
@@ -101,7 +100,7 @@ def iter_records(
 
 
 def read_transcript(
-    git: "RawSource", tree_id: bytes, count: int, start: int = 0, end: int | None = None
+    git: "GitStore", tree_id: bytes, count: int, start: int = 0, end: int | None = None
 ) -> list[Record]:
     """Records `start:end` of the transcript in `tree_id`, reading only their chunks."""
     return [record for _index, record in iter_records(git, tree_id, count, start, end)]

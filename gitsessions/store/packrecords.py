@@ -25,15 +25,14 @@ Invariants:
   refuses it), so the bound never hides what this build wrote.
 """
 
+import contextlib
+import mmap
 import zlib
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+
+from dulwich.pack import Pack
 
 from gitsessions.store.errors import StoreCorrupt
-
-if TYPE_CHECKING:
-    import mmap
-
-    from dulwich.pack import Pack
 
 OFS_DELTA, REF_DELTA = 6, 7
 WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
@@ -53,7 +52,24 @@ class DamagedObject(StoreCorrupt):
         )
 
 
-def record_header(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int, int, int | bytes | None]:
+def map_pack(pack: Pack) -> mmap.mmap:
+    """The pack's data file mapped read-only (found beside its index: `pack-<id>.pack`);
+    the caller closes it. `OSError` when it is gone or empty."""
+    with open(pack.index.path[: -len(".idx")] + ".pack", "rb") as data:
+        return mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@contextlib.contextmanager
+def mapped(pack: Pack) -> Iterator[mmap.mmap]:
+    """`map_pack` for the length of a block."""
+    contents = map_pack(pack)
+    try:
+        yield contents
+    finally:
+        contents.close()
+
+
+def record_header(buf: mmap.mmap | bytes, at: int) -> tuple[int, int, int, int | bytes | None]:
     """`(type, declared size, payload offset, delta base)` of the record at `at`; the
     base is the distance back to it (an offset delta), its binary id (a reference delta)
     or None. `ValueError` for a header that is cut short or absurdly long."""
@@ -91,7 +107,7 @@ def record_header(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int, int, int
     return kind, size, at, base
 
 
-def delta_sizes(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int]:
+def delta_sizes(buf: mmap.mmap | bytes, at: int) -> tuple[int, int]:
     """`(base size, result size)` a delta whose zlib data starts at `at` declares."""
     inflate = zlib.decompressobj()
     head = b""
@@ -115,11 +131,34 @@ def delta_sizes(buf: "mmap.mmap | bytes", at: int) -> tuple[int, int]:
     raise ValueError("a delta whose sizes cannot be read")
 
 
+def check_loose(path: str, sha: bytes) -> None:
+    """Refuse (`DamagedObject`) the loose object file at `path` when its header (`type
+    size\\0`, the first bytes inflated) declares more than `MAX_OBJECT_BYTES` or cannot
+    be read: dulwich allocates and inflates what the header declares. A missing file
+    passes (dulwich says what is missing)."""
+    try:
+        with open(path, "rb") as file:
+            start = file.read(512)
+    except FileNotFoundError:
+        return
+    try:
+        head = zlib.decompressobj().decompress(start, 32)
+    except zlib.error as error:
+        raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
+    kind, space, rest = head.partition(b" ")
+    size, nul, _ = rest.partition(b"\0")
+    if not space or not nul or not size.isdigit() or len(size) > 20:
+        raise DamagedObject(sha, "a loose object whose header cannot be read")
+    if int(size) > MAX_OBJECT_BYTES:
+        shown = kind.decode("ascii", "replace")
+        raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+
+
 Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
 
 
 def check_chain(
-    pack: "Pack", buf: "mmap.mmap | bytes", offset: int, sha: bytes, checked: Checked
+    pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes, checked: Checked
 ) -> None:
     """Refuse (`DamagedObject`) the object `sha` at `offset` of `pack` (whose mapped
     contents are `buf`) unless its chain is within the bounds of the invariant.

@@ -13,6 +13,7 @@ others of its size, and so on: an object is rewritten about log2(store / pack) t
 in all, never at every run, and a few packs per size class stay between runs.
 """
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -30,6 +31,30 @@ def estimate_loose(store: Path) -> int:
         return len(os.listdir(store / "objects" / "17")) * 256
     except FileNotFoundError:
         return 0
+
+
+HEX = frozenset(b"0123456789abcdef")
+
+
+def loose_ids(store: Path) -> list[bytes]:
+    """Hex ids of every loose object (`objects/xx/<38 hex>`), by listing the fan-out
+    directories; lock and temporary files are not objects."""
+    objects = store / "objects"
+    found: list[bytes] = []
+    try:
+        fanout = [d for d in os.listdir(objects) if len(d) == 2]
+    except FileNotFoundError:
+        return found
+    for directory in fanout:
+        prefix = directory.encode()
+        if not HEX.issuperset(prefix):
+            continue
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for name in os.listdir(objects / directory):
+                rest = name.encode()
+                if len(rest) == 38 and HEX.issuperset(rest):
+                    found.append(prefix + rest)
+    return found
 
 
 def loose_refs(store: Path) -> int:

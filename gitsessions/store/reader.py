@@ -3,9 +3,9 @@
 with too.
 
 Invariants:
-- Nothing here writes. Objects are read raw through `git` (an `ObjectSource`:
-  `repo.GitStore`, dulwich's object store with the store's checks) and parsed by
-  `rawobjects`, so a reading command and a writer read the same way.
+- Nothing here writes. Objects are read through `git` (an `ObjectSource`:
+  `repo.GitStore`, dulwich's object store with the store's checks) as dulwich's
+  `Commit`, `Tree` and blob bytes, so a reading command and a writer read the same way.
 - `SessionReader.open` answers only for a store that is there and of this build's
   format (as `refs.StoreRefs.open`); for anything else the caller opens the full
   `SessionStore`, which creates, upgrades or refuses the store as it always did.
@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dulwich.objects import Commit, Tree
+
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
@@ -24,13 +26,6 @@ from gitsessions.store.layout import (
     read_chunk,
     read_transcript,
     transcript_chunks,
-)
-from gitsessions.store.rawobjects import (
-    COMMIT,
-    ReadCommit,
-    parse_commit,
-    read_blob,
-    read_tree,
 )
 from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
 from gitsessions.values.ids import is_session_id
@@ -56,7 +51,11 @@ if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
 
         path: Path
 
-        def raw(self, sha: bytes) -> tuple[int, bytes]: ...
+        def commit(self, sha: bytes) -> Commit: ...
+
+        def tree(self, sha: bytes) -> Tree: ...
+
+        def blob(self, sha: bytes) -> bytes: ...
 
         def ref(self, name: bytes) -> bytes | None: ...
 
@@ -186,20 +185,17 @@ class SessionReader:
         version = check_header(header, session_id)
         return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
 
-    def read_commit(self, commit_id: bytes) -> ReadCommit:
+    def read_commit(self, commit_id: bytes) -> Commit:
         """A commit of the store (`NotACommit` if the object is something else)."""
-        kind, raw = self.git.raw(commit_id)
-        if kind != COMMIT:
-            raise NotACommit(f"{commit_id.decode()} is not a commit")
-        return parse_commit(raw)
+        return self.git.commit(commit_id)
 
     def _json_at(self, tree_id: bytes, name: str) -> Any:
-        tree = read_tree(self.git, tree_id)
+        tree = self.git.tree(tree_id)
         key = name.encode()
         if key not in tree:
             return None
         try:
-            return json.loads(read_blob(self.git, tree[key][1]))
+            return json.loads(self.git.blob(tree[key][1]))
         except ValueError as error:  # bad UTF-8, bad JSON, an integer too long
             raise StoreCorrupt(f"{name} at {tree_id.decode()[:12]}: {error}") from None
 
@@ -288,7 +284,7 @@ class SessionReader:
     ) -> list[dict[str, Any]]:
         return [record["message"] for record in self.records(head, start, end)]
 
-    def history(self, head: Head) -> Iterator[tuple[bytes, ReadCommit]]:
+    def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:
         """The commits of a session, newest first, following first parents."""
         commit_id: bytes | None = head.commit
         while commit_id is not None:

@@ -19,6 +19,7 @@ Invariants:
 """
 
 import contextlib
+import mmap
 import os
 import struct
 import time
@@ -34,16 +35,21 @@ from dulwich.errors import (
     ObjectFormatException,
 )
 from dulwich.file import FileLocked
-from dulwich.objects import ShaFile
+from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
-from gitsessions.store.dulwich_private import cached_packs, pack_contents, rescan_packs
-from gitsessions.store.errors import ObjectMissing, StoreBusy, StoreCorrupt, StoreError
+from gitsessions.store.errors import NotACommit, ObjectMissing, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_store
 from gitsessions.store.mainbranch import MAIN_REF, main_commit
-from gitsessions.store.packrecords import MAX_OBJECT_BYTES, Checked, check_chain
+from gitsessions.store.packrecords import (
+    MAX_OBJECT_BYTES,
+    Checked,
+    check_chain,
+    check_loose,
+    map_pack,
+)
 from gitsessions.store.packwrite import write_objects
 from gitsessions.store.refpack import check_packed, current, delete_ref
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
@@ -99,8 +105,10 @@ class GitStore:
         self.objects.fsync_object_files = True
         self._has_main = False
         self._stored_format: int | None = None
-        # {id(pack): (the pack, what `packrecords.check_chain` found of it)}
-        self._checked: dict[int, tuple[Pack, Checked]] = {}
+        # the packs dulwich listed, as last asked (`rescan`)
+        self._packs: list[Pack] = []
+        # {id(pack): (the pack, its data mapped, what `packrecords.check_chain` found)}
+        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -181,6 +189,7 @@ class GitStore:
         return created
 
     def close(self) -> None:
+        self._forget_maps(keep=())
         if self._repo is not None:
             self._repo.close()  # closes the shared object store too
         else:
@@ -285,12 +294,50 @@ class GitStore:
         if it cannot be read."""
         return self._read(sha, lambda store: store[sha])
 
+    def commit(self, sha: bytes) -> Commit:
+        """A commit (dulwich's parse); `NotACommit` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Commit):
+            raise NotACommit(f"{sha.decode()} is not a commit")
+        return obj
+
+    def tree(self, sha: bytes) -> Tree:
+        """A tree (dulwich's parse); `StoreCorrupt` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Tree):
+            raise StoreCorrupt(f"object {sha.decode()} is not a tree")
+        return obj
+
+    def blob(self, sha: bytes) -> bytes:
+        """A blob's content; `StoreCorrupt` when the object is something else."""
+        obj = self.get(sha)
+        if not isinstance(obj, Blob):
+            raise StoreCorrupt(f"object {sha.decode()} is not a blob")
+        return obj.as_raw_string()
+
     def has(self, sha: bytes) -> bool:
-        return sha in self.objects
+        # not `sha in self.objects`: dulwich's `contains_loose` reads the whole object
+        return self.has_loose(sha) or self.objects.contains_packed(sha)
 
     def rescan(self) -> None:
-        """See the packs another process (stock git's fetch) added."""
-        rescan_packs(self.objects)
+        """See the packs another process (stock git's fetch or repack) added, and forget
+        those it removed."""
+        # the property lists the pack directory again; asked twice, as the first answer
+        # may still hold packs it found gone (and closed)
+        self.objects.packs  # noqa: B018
+        self._packs = self.objects.packs
+        self._forget_maps(keep=self._packs)
+
+    def packs(self) -> list[Pack]:
+        """The packs in the pack directory now (listed again)."""
+        self.rescan()
+        return list(self._packs)
+
+    def _forget_maps(self, keep: "list[Pack] | tuple[()]") -> None:
+        alive = {id(pack) for pack in keep}
+        for key in [key for key in self._checked if key not in alive]:
+            with contextlib.suppress(BufferError):
+                self._checked.pop(key)[1].close()
 
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`
@@ -304,7 +351,7 @@ class GitStore:
                 self.check_packed(sha)
                 return fetch(store)
             except KeyError:
-                rescan_packs(store)  # packs may have been rewritten by a purge
+                self.rescan()  # packs may have been rewritten by a purge
             try:
                 self.check_packed(sha)
                 return fetch(store)
@@ -335,28 +382,36 @@ class GitStore:
             binsha = bytes.fromhex(sha.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             return False  # dulwich says what is wrong with the name
-        store = self.objects
         for attempt in range(2):
-            for pack in cached_packs(store):
+            for pack in self._packs:
                 try:
                     offset = pack.index.object_offset(binsha)
-                    contents = pack_contents(pack)
-                except KeyError:
-                    continue
-                except PackFileDisappeared:
-                    continue  # dulwich drops it and lists the directory again
+                except (KeyError, PackFileDisappeared, ValueError, OSError):
+                    continue  # not there, or closed or gone: the next `rescan` drops it
                 kept = self._checked.get(id(pack))
                 if kept is None or kept[0] is not pack:
-                    kept = self._checked[id(pack)] = (pack, {})
-                check_chain(pack, contents, offset, sha, kept[1])
+                    try:
+                        contents = map_pack(pack)
+                    except (OSError, ValueError):
+                        continue  # removed meanwhile (or empty): dulwich says the rest
+                    kept = self._checked[id(pack)] = (pack, contents, {})
+                check_chain(pack, kept[1], offset, sha, kept[2])
                 return True
-            if attempt or store.contains_loose(sha):
+            loose = self._loose_path(sha)
+            if os.path.exists(loose):  # dulwich's `contains_loose` reads the whole object
+                check_loose(loose, sha)
                 return False
-            store.packs  # noqa: B018 -- the property lists the pack directory again
+            if attempt:
+                return False
+            self.rescan()
         return False
 
     def has_loose(self, sha: bytes) -> bool:
-        return bool(self.objects.contains_loose(sha))
+        return os.path.exists(self._loose_path(sha))
+
+    def _loose_path(self, sha: bytes) -> str:
+        """Where git keeps `sha` (40 hex) as a loose object."""
+        return os.path.join(self.objects.path, sha[:2].decode(), sha[2:].decode())
 
     # -- refs ---------------------------------------------------------------------------
 

@@ -178,11 +178,14 @@ def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
     return {k: v for k, v in env.items() if k not in LOCAL_ENV}
 
 
-def _command(store: Path, args: Iterable[str]) -> list[str]:
+def _command(store: Path, args: Iterable[str], inherit: bool = False) -> list[str]:
+    """The command line; with `inherit` (no environment given: the child inherits this
+    process's), through `env -u` for each of `LOCAL_ENV`."""
     settings = [part for item in SETTINGS for part in ("-c", item)]
     if version() < FSYNC_SETTING:
         settings += ["-c", "core.fsyncObjectFiles=true"]
-    return ["git", "--git-dir", str(store), *settings, *args]
+    scrub = ["env", *(part for name in sorted(LOCAL_ENV) for part in ("-u", name))]
+    return [*(scrub if inherit else []), "git", "--git-dir", str(store), *settings, *args]
 
 
 def message(stderr: bytes) -> str:
@@ -208,9 +211,10 @@ def run(
     stdin: bytes = b"",
     relay: Relay | None = None,
 ) -> bytes:
-    """Run git on the store; its stdout. stderr goes to `relay` as it comes (progress)."""
+    """Run git on the store; its stdout. stderr goes to `relay` as it comes (progress).
+    With `env` None, git inherits this process's environment but `LOCAL_ENV`."""
     process = subprocess.Popen(
-        _command(store, args),
+        _command(store, args, inherit=env is None),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

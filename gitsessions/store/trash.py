@@ -20,9 +20,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dulwich.objects import Commit
+
 from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.history import own_commit
-from gitsessions.store.rawobjects import COMMIT, parse_commit
 from gitsessions.store.refpack import read_loose, read_packed
 from gitsessions.values.ids import is_session_id
 
@@ -73,10 +74,9 @@ def entries(git: GitStore) -> list[SetAside]:
         sid = name[len(TRASH) :].decode("ascii", "replace") if name.startswith(TRASH) else ""
         if not is_session_id(sid) or not git.has(sha):
             continue
-        kind, raw = git.raw(sha)
-        if kind != COMMIT:
+        commit = git.get(sha)
+        if not isinstance(commit, Commit):
             continue
-        commit = parse_commit(raw)
         if len(commit.parents) != 1:
             continue
         why = commit.message.decode("utf-8", "replace").strip().removeprefix("set aside: ")

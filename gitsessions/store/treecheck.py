@@ -16,9 +16,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from dulwich.errors import ObjectFormatException
+from dulwich.objects import parse_tree
+
 from gitsessions.store import stockgit
 from gitsessions.store.errors import StoreError
-from gitsessions.store.rawobjects import parse_tree
 
 NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 MODES = frozenset({0o100644, 0o040000})  # what the session layout holds
@@ -37,13 +39,16 @@ def check_entries(tree_id: str, raw: bytes) -> None:
     (`NAME` never starts with `.` nor holds `~`: no `.git` in any case, no `git~1`.)"""
     if LAYOUT.fullmatch(raw):
         return
-    for entry in parse_tree(raw).items():
-        name = entry.path
+    try:
+        entries = list(parse_tree(raw, 20))
+    except (ObjectFormatException, ValueError) as error:
+        raise Refused(f"object {tree_id[:12]}: a tree that cannot be read ({error})") from None
+    for name, mode, _sha in entries:
         shown = name.decode("utf-8", "replace")
         if not NAME.fullmatch(name) or name.lower().rstrip(b". ") in (b".git", b"git~1"):
             raise Refused(f"object {tree_id[:12]}: tree entry {shown!r} is not a session file")
-        if entry.mode not in MODES:
-            raise Refused(f"object {tree_id[:12]}: tree entry {shown!r} has mode {entry.mode:o}")
+        if mode not in MODES:
+            raise Refused(f"object {tree_id[:12]}: tree entry {shown!r} has mode {mode:o}")
 
 
 def refused(store: Path, commits: list[bytes], env: Mapping[str, str] | None) -> dict[bytes, str]:

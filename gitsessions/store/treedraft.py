@@ -18,7 +18,6 @@ from gitsessions.store.layout import (
     Record,
     encode_lines,
 )
-from gitsessions.store.rawobjects import ReadTree, read_tree
 from gitsessions.store.repo import GitStore
 
 
@@ -32,7 +31,7 @@ class TreeDraft:
         self.new_objects: list[ShaFile] = []
         self._trees: dict[bytes, Tree] = {}  # transcript trees made here, not yet written
         if base_tree is not None:
-            for item in read_tree(git, base_tree).items():
+            for item in git.tree(base_tree).items():
                 self.root.add(item.path, item.mode, item.sha)
             if TRANSCRIPT in self.root:
                 self.transcript = self.root[TRANSCRIPT][1]
@@ -67,11 +66,9 @@ class TreeDraft:
         self._trees.update((tree.id, tree) for tree in trees)
         self.transcript = trees[-1].id
 
-    def _get(self, sha: bytes) -> ReadTree:
+    def _get(self, sha: bytes) -> Tree:
         made = self._trees.get(sha)
-        if made is None:
-            return read_tree(self.git, sha)
-        return ReadTree({item.path: (item.mode, item.sha) for item in made.items()})
+        return self.git.tree(sha) if made is None else made
 
     def finish(self) -> bytes:
         """Add the root tree to `new_objects`; returns its id."""

@@ -241,7 +241,7 @@ def session_problem(
     if walk.broken:
         return next(iter(walk.broken.values()))
     for sha, type_num, path in walk.entries:
-        if type_num == 3 and sha not in git.repo.object_store:
+        if type_num == 3 and not git.has(sha):
             return f"object {sha.decode()[:12]} is missing"
         if sha in damaged and not git.has_loose(sha):
             return f"object {sha.decode()[:12]} is in a damaged pack"

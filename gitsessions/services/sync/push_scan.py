@@ -12,12 +12,13 @@ import json
 from typing import Any
 
 from gitsessions.store import history, transport
-from gitsessions.store.rawobjects import BLOB, COMMIT
 from gitsessions.store.sessions import SessionStore
 from gitsessions.store.tracking import SESSIONS
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
 from gitsessions.values.secrets import HINT_BYTES, hinted, may_hold_secret, redact, redact_value
+
+COMMIT, BLOB = 1, 3  # git's object type numbers (what `transport` lists objects by)
 
 
 class SecretsInPush(GitsessionsError):
