@@ -233,9 +233,10 @@ def test_retry_after_undo_sends_the_undone_prompt(server, ws):
     say(child, "second question")
     assert "undone: turn 2" in say(child, "\\undo")
     server.reply(content="answer two again")
-    assert "the undone prompt again: second question" in say(child, "\\retry")
+    said = say(child, "\\retry")
     sent = server.requests[-1]["messages"]
     assert [m["content"] for m in sent[1:]] == ["first question", "answer one", "second question"]
+    assert "the undone prompt again: second question" in said
     server.reply(content="answer two, third time")
     say(child, "\\retry")  # no undo just before: the last prompt, as always
     sent = server.requests[-1]["messages"]
