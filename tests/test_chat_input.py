@@ -189,6 +189,26 @@ def test_keys_typed_before_an_approval_do_not_answer_it_and_wait_at_the_next_pro
     assert prompts(server)[-1] == "y\nnext idea"
 
 
+def test_keys_typed_with_a_prompt_do_not_answer_its_question(server, ws):
+    """Typed in one go with the prompt's Enter: the line editor reads them with it."""
+    server.reply(
+        content=None,
+        tool_calls=[{"name": "write_file", "arguments": {"path": "x.txt", "content": "x\n"}}],
+    )
+    server.reply(content="not written, then")
+    child = spawn(server.base_url, ws)
+    child.send("write x\ry\rnext idea")
+    child.expect_exact("[y/N/a] ")
+    assert AHEAD_NOTE in plain(child.before)
+    child.send("\r")  # no
+    child.expect(PROMPT)
+    say(child, "")  # what was typed ahead is the next prompt's line: Enter sends it
+    leave(child)
+    assert not (ws / "x.txt").exists()
+    sent = prompts(server)  # the prompt, the denial sent back, the typed-ahead prompt
+    assert (len(sent), sent[0], sent[-1]) == (3, "write x", "y\nnext idea")
+
+
 def test_ctrl_d_typed_while_a_turn_runs_leaves_at_its_end(server, ws):
     held = threading.Event()
     server.reply(content="zebra answer", hold=held)

@@ -22,6 +22,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import History as Entries
+from prompt_toolkit.input.typeahead import get_typeahead
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output.vt100 import Vt100_Output
 
@@ -32,6 +33,7 @@ from gitsessions.cli.chat_input import (
     EmptyCancel,
     History,
     is_command,
+    keep_ahead,
 )
 
 
@@ -135,4 +137,8 @@ def read(history: History | None, ahead: str, shown: Callable[[], None]) -> str:
     def drawn() -> None:
         asyncio.get_running_loop().call_soon(shown)
 
-    return _prompt_session(history).prompt(default=ahead, pre_run=drawn)
+    session = _prompt_session(history)
+    try:
+        return session.prompt(default=ahead, pre_run=drawn)
+    finally:  # what it read past its Enter would be fed to the next prompt as keys
+        keep_ahead("".join(key.data for key in get_typeahead(session.input)))

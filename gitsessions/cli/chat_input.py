@@ -159,12 +159,20 @@ _ended = threading.Event()  # a Ctrl-D was typed ahead (on a line of its own)
 
 def set_aside() -> str:
     """What waits in the terminal's input queue, taken now (a question is being shown:
-    none of it is an answer) and kept for the next prompt; the text, "" when none (or
-    stdin is not a terminal)."""
+    none of it is an answer) and kept for the next prompt; all that is kept for it,
+    "" when nothing (or stdin is not a terminal)."""
     text = _clean(_pending(0)) if on_terminal() else ""
     if text:
         _ahead.append(text)
-    return text
+    return "\n".join(_ahead)
+
+
+def keep_ahead(typed: str) -> None:
+    """Keys the line editor read past the end of its prompt (typed with its Enter, in
+    the same read): kept for the next prompt, like keys typed during a turn."""
+    text = _clean(typed.encode("utf-8", "surrogatepass"))
+    if text:
+        _ahead.append(text)
 
 
 def _take_ahead() -> str:
