@@ -15,7 +15,6 @@ Invariants:
 """
 
 import asyncio
-import sys
 from collections.abc import Callable, Iterable, Iterator
 
 from prompt_toolkit import PromptSession
@@ -35,6 +34,7 @@ from gitsessions.cli.chat_input import (
     is_command,
     keep_ahead,
 )
+from gitsessions.cli.plain import StreamOf
 
 
 class _Entries(Entries):
@@ -115,7 +115,7 @@ _for: History | None = None
 def _prompt_session(history: History | None) -> "PromptSession[str]":
     global _session, _for
     if _session is None or _for is not history:
-        output = Vt100_Output.from_pty(sys.stdout)
+        output = Vt100_Output.from_pty(StreamOf("stdout").file)
         output.enable_cpr = False
         _session = PromptSession(
             PROMPT,

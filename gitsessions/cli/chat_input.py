@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from gitsessions.cli.plain import Sink, StreamOf
 from gitsessions.services.sessions import chat_history
 
 PROMPT = "> "
@@ -119,8 +120,9 @@ def _plain() -> str:
         while typed[-1].endswith("\\") and not is_command(typed[0]):
             typed.append(input(CONTINUATION))
     except (EOFError, KeyboardInterrupt):
-        sys.stderr.write("\n")  # where the chat's notes go, as before
-        sys.stderr.flush()
+        notes = Sink(StreamOf("stderr").file, colour=False)  # where notes go, as before
+        notes.line()
+        notes.flush()
         raise
     return "\n".join(line[:-1] if n < len(typed) - 1 else line for n, line in enumerate(typed))
 
@@ -240,6 +242,7 @@ class _held:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.saved: list | None = None
+        self.out = Sink(StreamOf("stdout").file, colour=False)
 
     def __enter__(self) -> None:
         try:
@@ -250,11 +253,11 @@ class _held:
             termios.tcsetattr(self.fd, termios.TCSANOW, mode)
         except termios.error:
             self.saved = None
-        sys.stdout.write(PROMPT)
-        sys.stdout.flush()
+        self.out.text(PROMPT)
+        self.out.flush()
 
     def __exit__(self, *_: object) -> None:
-        sys.stdout.write("\r")
-        sys.stdout.flush()
+        self.out.line_start()
+        self.out.flush()
         if self.saved is not None:
             termios.tcsetattr(self.fd, termios.TCSANOW, self.saved)

@@ -104,6 +104,10 @@ class Sink:
         self.text(text, style, one_line=one_line)
         self.file.write("\n")
 
+    def line_start(self) -> None:
+        """The cursor back to the start of its line (a carriage return: no data)."""
+        self.file.write("\r")
+
     def json(self, text: str) -> None:
         """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""
         self.file.write(json_visible(text))
