@@ -85,9 +85,10 @@ def cmd_chat(
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
 
-    Type \\help for commands. Ctrl-C cancels the current request (what streamed is
-    kept in the transcript), \\retry sends the last prompt again, \\undo drops the last
-    turn from the working context, Ctrl-D leaves.
+    Type \\help for commands (Tab completes them). Enter sends; Alt-Enter or Ctrl-J
+    starts a new line, and a pasted block is one prompt. Ctrl-C cancels the current
+    request (what streamed is kept in the transcript), \\retry sends the last prompt
+    again, \\undo drops the last turn from the working context, Ctrl-D leaves.
     """
     state: State = ctx.obj
     settings, shell, snapshots = options.agent_settings(
