@@ -134,7 +134,7 @@ def _chat(workspace: Path, *args: str) -> pexpect.spawn:
     import os
 
     env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
-    return pexpect.spawn(
+    child = pexpect.spawn(
         sys.executable,
         ["-m", "gitsessions", "chat", "--workspace", str(workspace), *args],
         env=env,
@@ -143,6 +143,8 @@ def _chat(workspace: Path, *args: str) -> pexpect.spawn:
         cwd=str(REPO),
         dimensions=(50, 120),
     )
+    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
+    return child
 
 
 def test_chat_banner_when_auto_approve_is_on(server, workspace):

@@ -17,7 +17,9 @@ import pytest
 
 from tests.conftest import REPO, exec_args, run_gitsessions
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
+# the line editor is reading: it turns the terminal's bracketed paste on as it starts
+# (its first prompt is written before it is loaded; keys typed then wait for it)
+PROMPT = re.compile(r"\x1b\[\?2004h")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -47,6 +49,7 @@ def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
         cwd=str(REPO),
         dimensions=(50, 120),
     )
+    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
     child.expect(PROMPT)
     return child
 
@@ -626,12 +629,14 @@ def test_a_chat_opened_and_left_makes_no_session(server, ws, home):
 def spawn_picker(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
     """`chat` that starts with a picker (no prompt to wait for yet)."""
     env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
-    return pexpect.spawn(
+    child = pexpect.spawn(
         sys.executable,
         ["-m", "gitsessions", "chat", "--base-url", server_url, "--model", "fake-model",
          "--workspace", str(workspace), *args],
         env=env, encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(50, 120),
     )  # fmt: skip
+    child.linesep = "\r"  # Enter, as a terminal sends it
+    return child
 
 
 def test_resume_without_an_id_and_sessions_pick_from_this_workspace(server, ws, tmp_path):

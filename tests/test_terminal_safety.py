@@ -503,7 +503,9 @@ def test_exec_with_a_hostile_model(server, tmp_path, home) -> None:
     assert "exit code: 0" in shown.stdout and "\\x1b[2Kred" in shown.stdout  # tool output
 
 
-PROMPT = re.compile(r"(?:^|[\r\n]|\x1b\[\?25h|\x1b\[2K)> ")
+# the line editor is reading: it turns the terminal's bracketed paste on as it starts
+# (its first prompt is written before it is loaded; keys typed then wait for it)
+PROMPT = re.compile(r"\x1b\[\?2004h")
 
 
 def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO]:
@@ -519,6 +521,7 @@ def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO
         cwd=str(REPO),
         dimensions=(50, 120),
     )
+    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
     child.logfile_read = log
     child.expect(PROMPT)
     return child, log

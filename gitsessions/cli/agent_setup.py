@@ -289,7 +289,7 @@ def code_snapshots(
     if not settings.enabled:
         return None
     if no_repository(workspace, env):  # said without loading the snapshot machinery
-        err.print(vtext(NO_REPOSITORY_NOTE, style="yellow"), highlight=False)
+        notes.print(vtext(NO_REPOSITORY_NOTE, style="yellow"), highlight=False)
         return None
     from gitsessions.services.code.snapshots import Snapshotter
 

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, set_aside
 from gitsessions.cli.plain import one_line
 from gitsessions.cli.shell_scope import NoScope, Scope, scope_of
 from gitsessions.services.tools import FileChange
@@ -238,11 +239,16 @@ class ChatApprover:
         self.console.print(Text(" · ".join(choices), style="dim"), highlight=False)
         keys = "y/N" + ("" if isinstance(offer, NoScope) else "/a") + ("/v" if hidden else "")
         prompt = f"[{keys}] "  # letters only: nothing of the model's reaches input()
+        if set_aside():  # keys typed before the question: for the next prompt, not this
+            self.console.print(Text(AHEAD_NOTE, style="dim"), highlight=False)
         while True:
+            restore = echoed()
             try:
                 answer = input(prompt).strip().lower()
             except EOFError:
                 return False
+            finally:
+                restore()
             if answer in ("y", "yes"):
                 return True
             if answer in ("n", "no", ""):

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gitsessions.cli import options
-from gitsessions.cli.chat_input import PROMPT_SHOWN, History, is_command, read_prompt
+from gitsessions.cli.chat_input import (
+    LEAVE_HINT,
+    PROMPT_SHOWN,
+    EmptyCancel,
+    History,
+    is_command,
+    read_prompt,
+    unechoed,
+)
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.opening import Notes, Opening
@@ -78,9 +86,10 @@ def cmd_chat(
 ) -> None:
     """Chat with the agent in this workspace; every turn is a commit.
 
-    Type \\help for commands. Ctrl-C cancels the current request (what streamed is
-    kept in the transcript), \\retry sends the last prompt again, \\undo drops the last
-    turn from the working context, Ctrl-D leaves.
+    Type \\help for commands (Tab completes them). Enter sends; Alt-Enter or Ctrl-J
+    starts a new line, and a pasted block is one prompt. Ctrl-C cancels the current
+    request (what streamed is kept in the transcript), \\retry sends the last prompt
+    again, \\undo drops the last turn from the working context, Ctrl-D leaves.
     """
     state: State = ctx.obj
     settings, shell, snapshots = options.agent_settings(
@@ -107,6 +116,7 @@ def cmd_chat(
     )  # fmt: skip
     redact = redact_setting(state.config(), str(config_path(state.home)))
     history = History(state.home, redact=redact)
+    history.sessions = lambda: session_ids(state)
     first_run = not (state.home / "store.git").exists()
     if resume or continue_:
         opened = resumed(chat, history, first_run)
@@ -209,12 +219,13 @@ def opened(
         probing = Opening(lambda _: endpoint.probe(settings), PROMPT_SHOWN, "probe")
     with interrupts_kept():
         while True:
-            line = first_line(plain, empty)
+            line = first_line(plain, history, empty)
             if line is None:  # left before sending anything: let go of what was built
                 from gitsessions.cli.chat_session import finish
 
                 finish(building.wait(), history)
                 return None
+            restore = unechoed()  # a ^C echoed would wrap the spinner's line
             try:
                 run = building.wait()
                 found = probed(probing, settings) if probing is not None else None
@@ -226,6 +237,8 @@ def opened(
                     kept = f"your prompt was not sent, here it is: {line}"
                     write_plain([(kept, "yellow")], plain)
                 raise
+            finally:
+                restore()
         from gitsessions.cli.chat_session import converse
 
         try:
@@ -265,18 +278,18 @@ def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpo
         return probing.wait()
 
 
-def first_line(plain: Sink, empty: str | None = None) -> str | None:
+def first_line(plain: Sink, history: History, empty: str | None = None) -> str | None:
     """The first line to act on; None at end of input. Ctrl-C and an empty line ask
-    again; an empty line is told `empty` (a resumed chat's unanswered prompt: how to
-    send it again), as the chat tells it later."""
+    again (Ctrl-C on an empty line says how to leave); an empty line is told `empty` (a
+    resumed chat's unanswered prompt: how to send it again), as the chat tells it later."""
     while True:
         try:
-            line = read_prompt()
+            line = read_prompt(history)
         except EOFError:
-            write_plain([("", "")], plain)
             return None
-        except KeyboardInterrupt:
-            write_plain([("", "")], plain)
+        except KeyboardInterrupt as error:
+            if isinstance(error, EmptyCancel):
+                write_plain([(LEAVE_HINT, "dim")], plain)
             continue
         if line.strip():
             return line
@@ -376,6 +389,14 @@ def write_rich(lines: "list[Line] | Notes") -> None:
         return
     for text, style in lines:
         err.print(vtext(text, style=style), highlight=False)
+
+
+def session_ids(state: State) -> list[tuple[str, str]]:
+    """The sessions `\\diff ID` completes at the prompt: id and label, newest first."""
+    from gitsessions.cli import listing
+
+    rows = listing.session_rows(state.store, include_archived=False)
+    return [(row["id"], listing.label(row)) for row in rows]
 
 
 def pick_session(state: State, workspace: Path) -> str | None:

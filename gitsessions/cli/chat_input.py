@@ -1,23 +1,51 @@
-"""The chat's input line: the prompt, continuation lines, the readline history.
+"""The chat's input line: the prompt, keys typed ahead, the input history.
 
-Invariant: nothing here imports rich, the store or the agent. `chat` shows its first
-prompt with only this module, its settings and a plain banner loaded; everything else
-is built while the user types (cli/opening.py). `PROMPT_SHOWN` is set once a prompt is
-on the screen (by readline's pre-input hook, right after it drew the prompt; without
-readline or a terminal, as the prompt is about to show): what runs in the background
-waits for it, so it never competes with the prompt for the interpreter.
+Invariants:
+- Nothing here imports rich, the store or the agent. `chat` shows its first prompt with
+  only this module, its settings and a plain banner loaded; everything else is built
+  while the user types (cli/opening.py). `PROMPT_SHOWN` is set once a prompt is on the
+  screen: what runs in the background waits for it, so it never competes with the
+  prompt for the interpreter.
+- On a terminal (stdin and stdout both) the line editor is prompt_toolkit's
+  (cli/chat_editor.py). Its import takes longer than everything else before the first
+  prompt, so the first prompt is written at once and the keys typed meanwhile wait in
+  the terminal, unechoed and raw (`_held`), until the editor takes them, redrawing the
+  same prompt. Anywhere else (a pipe) a plain line reader: a line ending in a
+  backslash continues on the next one.
+- Nothing typed before a question answers it: a question (an approval, `\\rewind`'s
+  confirmation, the session picker) calls `set_aside` as it is shown, which takes
+  what waits in the terminal's input queue; that text, and whatever was typed while
+  a turn ran, is put in the next prompt's line, shown and never sent until Enter.
 """
 
 import os
+import re
+import select
+import sys
+import termios
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
+from gitsessions.cli.plain import Sink, StreamOf
 from gitsessions.services.sessions import chat_history
 
 PROMPT = "> "
 CONTINUATION = ". "
+# the in-chat commands, for completion (tests/test_chat_input.py: Slash's own)
+COMMANDS = (
+    "compact", "diff", "exit", "fork", "help", "info", "mcp", "pin", "plan", "quit",
+    "retry", "rewind", "search", "sessions", "title", "undo",
+)  # fmt: skip
+LEAVE_HINT = "(Ctrl-D or \\exit to leave)"
+AHEAD_NOTE = "(what you typed before this question is not its answer: it waits at your next prompt)"
+AHEAD_LIMIT = 64 * 1024  # bytes of typed-ahead text kept; more is read and dropped
 
 PROMPT_SHOWN = threading.Event()
+
+
+class EmptyCancel(KeyboardInterrupt):
+    """Ctrl-C at a prompt with nothing typed: the chat says how to leave."""
 
 
 def is_command(line: str) -> bool:
@@ -25,85 +53,211 @@ def is_command(line: str) -> bool:
     return line[:1] in ("\\", "/") and line[1:2].isalpha()
 
 
-def read_prompt() -> str:
-    """One prompt; a line ending in a backslash continues on the next line. A prompt of
-    several lines is one entry of the input history, whole (readline kept each line)."""
-    if not _hooked():
-        PROMPT_SHOWN.set()
-    typed = [input(PROMPT)]
-    while typed[-1].endswith("\\") and not is_command(typed[0]):
-        typed.append(input(CONTINUATION))
-    prompt = "\n".join(line[:-1] if n < len(typed) - 1 else line for n, line in enumerate(typed))
-    if len(typed) > 1:
-        _one_entry(typed, prompt)
-    return prompt
-
-
-def _one_entry(typed: list[str], prompt: str) -> None:
-    """Replace the history's entries of the lines `typed` (each as readline added it:
-    a non-empty line, its backslash kept) with one entry, `prompt`, which the Up arrow
-    brings back whole."""
-    import sys
-
-    readline = sys.modules.get("readline")  # imported by `History`; none: no history
-    if readline is None:
-        return
-    for line in reversed(typed):
-        length = readline.get_current_history_length()
-        if not line or length == 0:
-            continue
-        if readline.get_history_item(length) == line:  # 1-based, as readline counts
-            readline.remove_history_item(length - 1)  # 0-based
-    readline.add_history(prompt)
-
-
-def _hooked() -> bool:
-    """Whether readline draws this prompt (it does when stdin and stdout are terminals)
-    and then calls `PROMPT_SHOWN.set` (the hook `History` installs)."""
-    return _hook_installed.is_set() and os.isatty(0) and os.isatty(1)
-
-
-_hook_installed = threading.Event()
+def on_terminal() -> bool:
+    """Whether the line editor can run: stdin and stdout are terminals."""
+    return os.isatty(0) and os.isatty(1)
 
 
 class History:
-    """Readline input history, kept in `<home>/chat_history` with each line tagged by its
-    session (`services.sessions.chat_history`), so deleting a session drops what was typed in it;
-    with `redact`, secrets typed at the prompt are redacted before the file is written."""
+    """The input history: the entries of `<home>/chat_history` (each tagged with its
+    session: `services.sessions.chat_history`, so deleting a session drops what was
+    typed in it) and the prompts typed since the chat began, each one entry (a prompt
+    of several lines too); with `redact`, secrets typed at the prompt are redacted
+    before the file is written. Only the line editor adds to it, as readline did."""
 
     def __init__(self, home: Path, redact: bool = True) -> None:
         self.home = home
         self.redact = redact
-        try:
-            import readline
-        except ImportError:  # pragma: no cover - not on this platform
-            self.readline = None
-            return
-        self.readline = readline
-        if hasattr(readline, "set_pre_input_hook"):
-            readline.set_pre_input_hook(lambda: PROMPT_SHOWN.set())
-            _hook_installed.set()
-        for _session, line in chat_history.load(home)[-chat_history.LIMIT :]:
-            readline.add_history(line)
-        self.start = readline.get_current_history_length()
+        self.loaded = [line for _session, line in chat_history.load(home)[-chat_history.LIMIT :]]
+        self.typed: list[str] = []
+        # the session ids `\\diff ID` completes, read when first asked (set by cli/chat.py)
+        self.sessions: Callable[[], list[tuple[str, str]]] = list
+
+    def add(self, prompt: str) -> None:
+        if prompt.strip():
+            self.typed.append(prompt)
 
     def save(self, session: str) -> str | None:
-        """Store the lines typed since the chat began, tagged with `session`; why they
+        """Store the prompts typed since the last save, tagged with `session`; why they
         could not be (a read-only or full home), else None."""
-        if self.readline is None:
-            return None
         from gitsessions.values.secrets import redact
 
-        rl = self.readline
-        typed = [
-            rl.get_history_item(n)
-            for n in range(self.start + 1, rl.get_current_history_length() + 1)
-        ]
+        typed, self.typed = self.typed, []
         if self.redact:
-            typed = [redact(line)[0] if line else line for line in typed]
-        self.start = rl.get_current_history_length()
+            typed = [redact(line)[0] for line in typed]
         try:
-            chat_history.append(self.home, session, [line for line in typed if line])
+            chat_history.append(self.home, session, typed)
         except OSError as error:
             return error.strerror or type(error).__name__
         return None
+
+
+def read_prompt(history: History | None = None) -> str:
+    """One prompt. On a terminal the line editor's, starting with what was typed ahead
+    (`set_aside`); raises KeyboardInterrupt (`EmptyCancel` on an empty line) for Ctrl-C
+    and EOFError for Ctrl-D on an empty line (or the end of input), the cursor then at
+    the start of the next line."""
+    if not on_terminal():
+        PROMPT_SHOWN.set()
+        return _plain()
+    ahead = "\n".join(text for text in (_take_ahead(), _clean(_pending(0))) if text)
+    if not ahead and _ended.is_set():  # Ctrl-D typed while a turn ran: leave, as asked
+        _ended.clear()
+        raise EOFError
+    _ended.clear()
+    editor = sys.modules.get("gitsessions.cli.chat_editor")
+    if editor is None:  # the first prompt: shown now, the editor takes over once imported
+        with _held(0):
+            from gitsessions.cli import chat_editor as editor
+    return editor.read(history, ahead, PROMPT_SHOWN.set)
+
+
+def _plain() -> str:
+    """Lines read by `input`; at the end of input (or Ctrl-C) the line is ended, as
+    the editor ends it."""
+    try:
+        typed = [input(PROMPT)]
+        while typed[-1].endswith("\\") and not is_command(typed[0]):
+            typed.append(input(CONTINUATION))
+    except (EOFError, KeyboardInterrupt):
+        notes = Sink(StreamOf("stderr").file, colour=False)  # where notes go, as before
+        notes.line()
+        notes.flush()
+        raise
+    return "\n".join(line[:-1] if n < len(typed) - 1 else line for n, line in enumerate(typed))
+
+
+def unechoed() -> Callable[[], None]:
+    """Keys typed from now on are not echoed (a turn runs: an echo would land in the
+    reply or the spinner, and an echoed `^C` at the end of a spinner's full-width line
+    wraps it, leaving its last frame on the screen); they wait for the next prompt,
+    which shows them. Returns what restores the terminal's modes."""
+    return _modes(lambda mode: mode & ~termios.ECHO)
+
+
+def echoed() -> Callable[[], None]:
+    """Keys typed are echoed (a question is read by a plain line read); the restorer."""
+    return _modes(lambda mode: mode | termios.ECHO)
+
+
+def _modes(change: Callable[[int], int]) -> Callable[[], None]:
+    if not on_terminal():
+        return lambda: None
+    try:
+        saved = termios.tcgetattr(0)
+        mode = termios.tcgetattr(0)
+        mode[3] = change(mode[3])
+        termios.tcsetattr(0, termios.TCSANOW, mode)
+    except termios.error:
+        return lambda: None
+    return lambda: termios.tcsetattr(0, termios.TCSANOW, saved)
+
+
+# -- keys typed ahead ---------------------------------------------------------------------
+
+_ahead: list[str] = []
+_ended = threading.Event()  # a Ctrl-D was typed ahead (on a line of its own)
+
+
+def set_aside() -> str:
+    """What waits in the terminal's input queue, taken now (a question is being shown:
+    none of it is an answer) and kept for the next prompt; all that is kept for it,
+    "" when nothing (or stdin is not a terminal)."""
+    text = _clean(_pending(0)) if on_terminal() else ""
+    if text:
+        _ahead.append(text)
+    return "\n".join(_ahead)
+
+
+def keep_ahead(typed: str) -> None:
+    """Keys the line editor read past the end of its prompt (typed with its Enter, in
+    the same read): kept for the next prompt, like keys typed during a turn."""
+    text = _clean(typed.encode("utf-8", "surrogatepass"))
+    if text:
+        _ahead.append(text)
+
+
+def _take_ahead() -> str:
+    text = "\n".join(_ahead)
+    _ahead.clear()
+    return text
+
+
+def _pending(fd: int) -> bytes:
+    """The bytes waiting in terminal `fd`'s input queue, a line not yet ended included,
+    read without waiting; the terminal's modes are restored after."""
+    try:
+        saved = termios.tcgetattr(fd)
+    except termios.error:
+        return b""
+    mode = termios.tcgetattr(fd)
+    mode[3] &= ~(termios.ICANON | termios.ECHO)
+    mode[6][termios.VMIN], mode[6][termios.VTIME] = 0, 0
+    read = bytearray()
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            if len(read) < AHEAD_LIMIT:
+                read += chunk[: AHEAD_LIMIT - len(read)]
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+    # a Ctrl-D typed in the terminal's line mode waits in the queue as a NUL byte
+    # (the end of input a line read would have returned): the chat is asked to end
+    before, nul, _after = bytes(read).partition(b"\x00")
+    if nul and (not before or before.endswith((b"\r", b"\n"))):
+        _ended.set()
+    return before
+
+
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|[^\[O])?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _clean(data: bytes) -> str:
+    """Typed bytes as text for a prompt: line ends as newlines, a backspace applied,
+    escape sequences (arrow keys) and other control characters dropped."""
+    if not data:
+        return ""
+    text = _ESCAPES.sub("", data.decode("utf-8", "replace"))
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    kept: list[str] = []
+    for char in text:
+        if char in "\x7f\x08":
+            if kept and kept[-1] != "\n":
+                kept.pop()
+        else:
+            kept.append(char)
+    return _CONTROLS.sub("", "".join(kept)).strip("\n")
+
+
+class _held:
+    """The prompt written at once, the terminal raw and unechoed until the editor is
+    imported: keys typed meanwhile (Enter, Ctrl-C included) wait for it, not echoed
+    after the prompt. Then the cursor goes back to the start of the line, where the
+    editor draws the same prompt."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.saved: list | None = None
+        self.out = Sink(StreamOf("stdout").file, colour=False)
+
+    def __enter__(self) -> None:
+        try:
+            self.saved = termios.tcgetattr(self.fd)
+            mode = termios.tcgetattr(self.fd)
+            mode[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR | termios.IXON)
+            mode[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            termios.tcsetattr(self.fd, termios.TCSANOW, mode)
+        except termios.error:
+            self.saved = None
+        self.out.text(PROMPT)
+        self.out.flush()
+
+    def __exit__(self, *_: object) -> None:
+        self.out.line_start()
+        self.out.flush()
+        if self.saved is not None:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self.saved)

@@ -15,7 +15,14 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent, PromptNotSaved, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.approvals import ChatApprover
-from gitsessions.cli.chat_input import PROMPT_SHOWN, History, read_prompt
+from gitsessions.cli.chat_input import (
+    LEAVE_HINT,
+    PROMPT_SHOWN,
+    EmptyCancel,
+    History,
+    read_prompt,
+    unechoed,
+)
 from gitsessions.cli.chat_ui import ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
 from gitsessions.cli.plain import one_line, vtext
@@ -89,7 +96,10 @@ def converse(run: ChatRun, history: History, quiet: bool, first: str | None = No
     """The chat until the user leaves; `first` is a prompt already typed. Returns the
     session `\\sessions` picked to go on in, if any."""
     try:
-        repl(run.agent, run.events, status=not quiet, workspace=run.workspace, first=first)
+        repl(
+            run.agent, run.events, status=not quiet, workspace=run.workspace, first=first,
+            history=history,
+        )  # fmt: skip
     except SwitchSession as picked:
         return picked.session_id
     finally:
@@ -131,6 +141,7 @@ def repl(
     status: bool = True,
     workspace: Path | None = None,
     first: str | None = None,
+    history: History | None = None,
 ) -> None:
     slash = Slash(agent, out, err, workspace)
     pending = first
@@ -141,13 +152,14 @@ def repl(
         else:
             agent.settle_title(wait=False)  # the title asked after the last reply, if done
             try:
-                line = read_prompt()
+                line = read_prompt(history)
             except EOFError:
-                err.print()
                 return
-            except KeyboardInterrupt:
-                err.print()
+            except KeyboardInterrupt as error:
+                if isinstance(error, EmptyCancel):
+                    err.print(Text(LEAVE_HINT, style="dim"), highlight=False)
                 continue
+        restore = unechoed()  # until the next prompt, which shows what was typed
         try:
             if Slash.is_command(line.strip()):
                 turn = slash.run(line.strip())
@@ -182,6 +194,8 @@ def repl(
         except GitsessionsError as error:
             events.reset()
             err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
+        finally:
+            restore()
 
 
 def status_line(agent: Agent, spent_before: float) -> str:

@@ -10,7 +10,7 @@ Invariants:
 - The thread, and every thread it starts, blocks SIGINT (`main_thread_signals`): POSIX
   lets the kernel give a process's Ctrl-C to any thread that does not block it (Linux
   prefers the main thread, not every system does), and one taken by a background
-  thread would leave the main thread waiting in readline, the prompt deaf to it.
+  thread would leave the main thread waiting in the line editor, the prompt deaf to it.
 """
 
 import signal

@@ -116,6 +116,10 @@ class Sink:
     def _styled(self, shown: str, style: str) -> None:
         self.file.write(f"{ansi(style)}{shown}\x1b[0m" if self.colour and style else shown)
 
+    def line_start(self) -> None:
+        """The cursor back to the start of its line (a carriage return: no data)."""
+        self.file.write("\r")
+
     def json(self, text: str) -> None:
         """JSON text, its unsafe characters as \\uXXXX escapes (see `write_json`)."""
         self.file.write(json_visible(text))

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gitsessions.agent.loop import Agent, TurnResult
 from gitsessions.cli import diff_cmd, picker
-from gitsessions.cli.chat_input import is_command
+from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, is_command, set_aside
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
 from gitsessions.cli.search import held_by, highlighted
@@ -72,6 +72,8 @@ class Slash:
         self.workspace = workspace or Path.cwd()
         self.out = out
         self.err = err
+        # the prompt `\\undo` took out, and the context it left (its length, last message)
+        self.undone: tuple[str, int, object] | None = None
         self.commands: dict[str, Callable[[str], Turn | None]] = {
             "retry": self.retry,
             "undo": self.undo,
@@ -132,13 +134,23 @@ class Slash:
         raise Exit
 
     def retry(self, _: str) -> Turn:
+        """The last prompt again; right after `\\undo`, the prompt it took out."""
+        undone, self.undone = self.undone, None
+        context = self.agent.session.context
+        if undone is not None and undone[1:] == (len(context), context[-1] if context else None):
+            prompt = undone[0]
+            self._say(f"sending the undone prompt again: {one_line(prompt)[:60]}", "dim")
+            return lambda: self.agent.run_turn(prompt)
         return self.agent.retry
 
     def undo(self, _: str) -> None:
+        self.undone = None
         undone = self.agent.undo()
         if undone is None:
             self._say("nothing to undo: the working context holds no prompt")
             return
+        context = self.agent.session.context  # as `\\retry` must find it to resend
+        self.undone = (undone.prompt, len(context), context[-1] if context else None)
         which = f"turn {undone.turn}" if undone.turn else "the last prompt"
         self._say(
             f"undone: {which} ({one_line(undone.prompt)[:60]}) left the working context; "
@@ -281,13 +293,19 @@ class Slash:
             self._say(f"rewound to turn {turn}")
 
     def _confirm(self, question: str) -> bool:
-        """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no)."""
+        """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no); keys typed
+        before it was asked are no answer (kept for the next prompt)."""
+        if set_aside():
+            self._say(AHEAD_NOTE, "dim")
         self.err.print(vtext(question), end=" ", highlight=False)
+        restore = echoed()
         try:
             answer = input("[y/N] ")
         except (EOFError, KeyboardInterrupt):
             self.err.print()
             return False
+        finally:
+            restore()
         return answer.strip().lower() in ("y", "yes")
 
     def pin(self, text: str) -> None:
