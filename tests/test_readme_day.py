@@ -86,6 +86,7 @@ class Machine:
             timeout=60,
             dimensions=(50, 120),
         )
+        child.linesep = "\r"  # Enter, as a terminal sends it (\n is Ctrl-J: a new line)
         child.expect(PROMPT)
         shown = plain(child.before)
         for prompt in prompts:

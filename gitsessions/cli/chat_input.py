@@ -34,7 +34,7 @@ PROMPT = "> "
 CONTINUATION = ". "
 # the in-chat commands, for completion (tests/test_chat_input.py: Slash's own)
 COMMANDS = (
-    "compact", "diff", "exit", "fork", "help", "info", "mcp", "pin", "plan", "quit",
+    "blame", "compact", "diff", "exit", "fork", "help", "info", "mcp", "pin", "plan", "quit",
     "retry", "rewind", "search", "sessions", "title", "undo",
 )  # fmt: skip
 LEAVE_HINT = "(Ctrl-D or \\exit to leave)"
