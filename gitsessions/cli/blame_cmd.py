@@ -90,9 +90,9 @@ def cmd_blame(
         for line in found.lines:
             if json_:
                 sink.json(json.dumps(_record(line), ensure_ascii=False))
-                sink.file.write("\n")
+                sink.line()
             elif piped(plain_out):
-                sink.file.write("\t".join(_cells(line, headers)) + "\n")  # each one_line
+                sink.line("\t".join(_cells(line, headers)))  # each cell one_line already
             else:
                 sink.line(_row(line, headers, len(found.lines)), one_line=True)
 
