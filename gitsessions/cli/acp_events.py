@@ -26,12 +26,12 @@ from acp.helpers import (
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
 from gitsessions.agent.loop import CANCELLED, Events
+from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
 from gitsessions.cli.acp_outbox import Outbox
-from gitsessions.cli.approvals import Preview, always_offer, offer_words
-from gitsessions.cli.progress import describe_call
-from gitsessions.cli.shell_scope import NoScope, Scope
 from gitsessions.cli.state import err
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.services.tools.describe import describe_call
+from gitsessions.services.tools.registry import Preview
 from gitsessions.values.messages import Message, text_of
 
 KINDS: dict[str, ToolKind] = {
