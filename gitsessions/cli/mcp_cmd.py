@@ -132,7 +132,7 @@ def handlers(
         return session_diff.diff(store, side(args["a"]), side(args["b"]))
 
     def blame(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.sessions.line_origin import line_origin
+        from gitsessions.services.code.line_origin import line_origin
 
         found = line_origin(store, state.env, workspace / args["file"], args["line"],
                             reach(), inside=workspace)  # fmt: skip
