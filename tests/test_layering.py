@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitsessions"
-LAYERS = ["values", "store", "services", "agent", "cli"]
+LAYERS = ["values", "store", "services", "agent", "protocols", "cli"]
 # services/ packages, bottom floor first: a package imports only its own and lower floors
 SERVICE_FLOORS: list[set[str]] = [
     {"settings", "tools"},

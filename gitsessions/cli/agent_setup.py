@@ -5,8 +5,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gitsessions.agent.assembly import Built
 from gitsessions.agent.loop import Agent, AgentConfig, Events
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
@@ -65,13 +66,6 @@ def _import_markdown(after: threading.Event | None) -> None:
     if after is not None:
         after.wait(2.0)
     import rich.markdown  # noqa: F401 - the first reply renders markdown
-
-
-class Built(NamedTuple):
-    agent: Agent
-    settings: ModelSettings
-    workspace: Path
-    resumed: bool
 
 
 def pick_session(

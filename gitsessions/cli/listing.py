@@ -61,16 +61,6 @@ def session_rows(
     return rows
 
 
-def label(row: Mapping[str, Any]) -> str:
-    """What names a session: its title, else its summary, else its first prompt (quoted)."""
-    if row.get("title"):
-        return str(row["title"])
-    if row.get("summary"):
-        return str(row["summary"])
-    prompt = row.get("first_prompt") or ""
-    return f'"{prompt}"' if prompt else "(no prompt yet)"
-
-
 def marks(row: Mapping[str, Any]) -> str:
     """What a listing appends to a session's label: ` (no reply)` when no request of it
     ever reached a model (a failed start), ` (archived)`."""

@@ -16,9 +16,9 @@ from gitsessions.cli.render import instructions_line
 from gitsessions.cli.search import held_by, highlighted
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
+from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
-from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage
