@@ -25,8 +25,6 @@ def cmd_mcp(
     unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code with
     `claude mcp add gitsessions -- gitsessions mcp`, to Codex with
     `[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`."""
-    import anyio
-
     from gitsessions.cli.listing import session_rows
 
     state = state_of(ctx)
@@ -35,7 +33,7 @@ def cmd_mcp(
         return session_rows(state.store, include_archived, workspace)
 
     server = build(state.store, state.env, Path.cwd(), rows, all_sessions, allow_writes)
-    anyio.run(serve, server)
+    serve(server)
 
 
 def register(app: typer.Typer) -> None:

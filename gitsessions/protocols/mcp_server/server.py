@@ -237,7 +237,14 @@ def build(
     )
 
 
-async def serve(server: Any) -> None:
+def serve(server: Any) -> None:
+    """Run `server` over stdin and stdout until the client closes stdin."""
+    import anyio
+
+    anyio.run(_serve, server)
+
+
+async def _serve(server: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
