@@ -5,7 +5,8 @@ included.
 
 Invariants:
 - Scoped as the agent's own session tools are (`agent.scope`), through the same
-  resolver (`agent.session_tools.resolve_in`): the sessions of the project of the
+  session tools (services/sessions/session_tools.py: `resolve_in`, `messages_in`,
+  `search`): the sessions of the project of the
   directory it was started in (by identity, in any clone) and their forks, unless
   `--all-sessions`. An id or prefix the scope does not hold, another project's or one
   that exists nowhere, gets one and the same answer.
@@ -63,9 +64,8 @@ def handlers(
     `GitsessionsError` (one line) for an expected failure. `rows` lists the sessions
     (`list` rows, the most recent first) of a workspace, or all with None."""
     from gitsessions.agent.scope import workspace_sessions
-    from gitsessions.agent.session_tools import resolve_in
     from gitsessions.services.code.workspace import project_of
-    from gitsessions.services.tools import ToolError
+    from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
     from gitsessions.store.catalog import Catalog
     from gitsessions.values.messages import text_of
 
@@ -95,13 +95,7 @@ def handlers(
         }
 
     def search_sessions(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.sessions.search import SearchIndex
-
-        if not args["query"].strip():
-            raise ToolError("an empty query matches nothing: send some words")
-        hits = SearchIndex(store).search(
-            args["query"], include_archived=False, limit=args["limit"], sessions=reach()
-        )
+        hits = search(store, args["query"], args["limit"], reach())
         return {"hits": [h.as_dict() for h in hits]}
 
     def read_session(args: dict[str, Any]) -> dict[str, Any]:
@@ -109,15 +103,14 @@ def handlers(
         total = head.counts.get("messages", 0)
         start = args["start"]
         end = min(total, start + args["count"])
-        messages = store.transcript(head, start, end) if start < total else []
         page = [
             {
-                "index": start + n,
+                "index": n,
                 "role": m.get("role"),
                 "text": _cut(text_of(m)),
                 **({"tool_calls": m["tool_calls"]} if m.get("tool_calls") else {}),
             }
-            for n, m in enumerate(messages)
+            for n, m in messages_in(store, head, start, end)
         ]
         following = end if end < total else None
         return {"session": head.id, "total": total, "messages": page, "next": following}
