@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
+from gitsessions.values.records import label as label  # `listing.label`: what names a row
 from gitsessions.values.records import made_by, never_answered
 
 if TYPE_CHECKING:
