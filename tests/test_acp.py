@@ -696,7 +696,7 @@ def test_lines_are_capped_and_errors_echo_no_input():
     """A line over the 16 MiB cap is answered with one short error (the request's id,
     -32600), never read whole nor echoed; a rejected request within the cap gets its
     error without its input; a line that is not JSON gets -32700; the server goes on."""
-    from gitsessions.cli.acp_lines import LINE_CAP
+    from gitsessions.protocols.acp.lines import LINE_CAP
 
     child = subprocess.Popen(
         [sys.executable, "-m", "gitsessions", "acp"],

@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from gitsessions.cli.approvals import always_offer, describe_approval, offer_words
-from gitsessions.cli.shell_scope import NoScope, Scope, scope_of
+from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words, scope_of
+from gitsessions.cli.approvals import describe_approval
 from gitsessions.services.tools import create_registry
 
 

@@ -1,6 +1,8 @@
 """The layering of docs/architecture.md, checked on the source: each module imports only
 from its own layer or below, third-party libraries stay in their modules, and only the
-CLI reads the environment or prints.
+CLI reads the environment or prints. The layers, bottom first: values, store, services,
+agent, protocols (the ACP and MCP server adapters: never typer or rich), cli; the `acp`
+and `mcp` SDKs stay in their adapters (and the MCP client in services/tools/).
 
 Every import form counts: `import a.b`, `from a.b import c`, `from a import b` (b may be
 a module), relative imports (`from ..cli import app`, `from .. import cli`) resolved
@@ -25,7 +27,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitsessions"
-LAYERS = ["values", "store", "services", "agent", "cli"]
+LAYERS = ["values", "store", "services", "agent", "protocols", "cli"]
 # services/ packages, bottom floor first: a package imports only its own and lower floors
 SERVICE_FLOORS: list[set[str]] = [
     {"settings", "tools"},
@@ -41,6 +43,9 @@ CONFINED = {
     "rich": ("cli/",),
     "openai": ("services/model/model.py",),
     "dulwich": ("store/",),
+    "acp": ("protocols/acp/",),
+    "mcp": ("protocols/mcp_server/", "services/tools/mcp_hub.py", "services/tools/mcp_stdio.py"),
+    "mcp_types": ("protocols/mcp_server/",),
 }
 ENV_READERS = ("cli/",)
 PRINTERS = ("cli/",)
@@ -212,6 +217,17 @@ PLANTED = [
     ("store/x.py", "from os import environ\n"),
     ("store/x.py", "from os import getenv as g\n"),
     ("agent/x.py", "print('hello')\n"),
+    # protocols/: below cli/, above agent/, no typer, rich, environment or print
+    ("protocols/acp/x.py", "from gitsessions.cli.state import err\n"),
+    ("protocols/mcp_server/x.py", "def f():\n    from gitsessions.cli import listing\n"),
+    ("agent/x.py", "from gitsessions.protocols.acp.agent import GitsessionsAcp\n"),
+    ("services/sessions/x.py", "from ...protocols import mcp_server\n"),
+    ("protocols/acp/x.py", "import typer\n"),
+    ("protocols/mcp_server/x.py", "from rich.text import Text\n"),
+    ("protocols/acp/x.py", "import os\nx = os.environ.get('A')\n"),
+    ("protocols/x.py", "print('hello')\n"),
+    ("cli/x.py", "from acp import run_agent\n"),
+    ("agent/x.py", "from mcp.server.lowlevel import Server\n"),
     # services/ packages: only lower floors
     ("services/sessions/x.py", "from gitsessions.services.sync import sync\n"),
     ("services/sessions/x.py", "def f():\n    from gitsessions.services.code import rewind\n"),
@@ -263,6 +279,21 @@ def test_every_service_module_is_on_a_floor() -> None:
         assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], (
             f"services/{package}/__init__.py imports: every import of the package pays for it"
         )
+
+
+def test_every_package_says_what_it_owns() -> None:
+    """Each layer's and each protocol adapter's `__init__.py` has a docstring saying what
+    it owns; an adapter's imports nothing (the CLI's command imports only what it runs)."""
+    for layer in LAYERS:
+        tree = ast.parse((PACKAGE / layer / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{layer}/__init__.py says what it owns"
+    protocols = PACKAGE / "protocols"
+    adapters = sorted(p.parent.name for p in protocols.glob("*/__init__.py"))
+    assert adapters == ["acp", "mcp_server"]
+    for init in [protocols / "__init__.py", *(protocols / a / "__init__.py" for a in adapters)]:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert "Never" in (ast.get_docstring(tree) or ""), f"{init} says what it must never do"
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def module_level_imports(relative: str, source: str) -> set[str]:

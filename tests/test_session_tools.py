@@ -1,6 +1,7 @@
-"""The session tools' real handlers (agent/session_tools.py), registered as the agent
-registers them, on sessions stored in a real store: read_session pages chain with the
-`start` the tool tells the model to use, to the end, and the last page says so."""
+"""The session tools' real handlers (agent/session_tools.py, which runs
+services/sessions/session_tools.py), registered as the agent registers them, on sessions
+stored in a real store: read_session pages chain with the `start` the tool tells the
+model to use, to the end, and the last page says so."""
 
 import json
 import re
@@ -11,7 +12,8 @@ import pytest
 
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
-from gitsessions.agent.session_tools import READ_LIMIT, register_session_tools
+from gitsessions.agent.session_tools import register_session_tools
+from gitsessions.services.sessions.session_tools import READ_LIMIT
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.store.sessions import SessionStore
 

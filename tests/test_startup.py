@@ -324,7 +324,8 @@ main()
 """
 # (not `socket`: typer's option conversion imports it, through pydantic's plugin loader)
 BEFORE_PROMPT = (*HEAVY, "rich.console", "dulwich", "gitsessions.store.sessions",
-                 "gitsessions.cli.agent_setup", "urllib.request")  # fmt: skip
+                 "gitsessions.cli.agent_setup", "gitsessions.agent.assembly",
+                 "urllib.request")  # fmt: skip
 
 
 def test_a_new_chat_prompts_before_loading_rich_the_store_or_the_agent(server, workspace):
@@ -362,8 +363,8 @@ def test_a_resumed_chat_prompts_before_loading_rich_the_store_or_the_agent(
 def test_a_sure_budget_needs_no_count_before_the_prompt():
     """`chat` accepts a budget of SURE_BUDGET plus the workspace path's length without
     counting tokens: the exact check agrees, for short and long paths."""
+    from gitsessions.agent.assembly import check_budget
     from gitsessions.agent.prompts import system_prompt
-    from gitsessions.cli.agent_setup import check_budget
     from gitsessions.cli.chat import SURE_BUDGET
 
     for path in ("/", "/home/someone/project", "/" + "deep/" * 400):

@@ -7,8 +7,8 @@ answers the old prompt in the context, saying that its request was interrupted a
 partial reply had arrived (cut to `PARTIAL_CHARS`). User and assistant still take turns,
 the old prompt is never sent as part of the new one, and only `\\retry` sends it again.
 
-Invariant: a note is recognised by its text alone (`is_interruption`): it starts with
-`LEAD`, so nothing but its content is sent to the model.
+Invariant: a note is recognised by its text alone: it starts with `LEAD` (an ACP
+client's replay leaves it out by it), so nothing but its content is sent to the model.
 """
 
 from collections.abc import Mapping
@@ -41,8 +41,3 @@ def interruption_note(partial: Mapping[str, Any] | None) -> Message:
         f"asks. The user's next message is a new request.]\n{said}"
     )
     return {"role": "assistant", "content": content}
-
-
-def is_interruption(message: Mapping[str, Any]) -> bool:
-    """Whether `message` is a note written by `interruption_note`."""
-    return message.get("role") == "assistant" and text_of(message).startswith(LEAD)

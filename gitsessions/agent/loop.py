@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitsessions.agent.session import AgentSession
+from gitsessions.agent.loop_session import LoopSession
 from gitsessions.agent.subjects import first_line, step_subject, turn_subject
 from gitsessions.services.compaction.compaction_policy import (
     CompactionError,
@@ -154,7 +154,7 @@ class ReplyNotSaved(GitsessionsError):
 class Agent:
     def __init__(
         self,
-        session: AgentSession,
+        session: LoopSession,
         client: ModelClient,
         registry: ToolRegistry,
         counter: TokenCounter,
@@ -677,7 +677,7 @@ class Agent:
         )
 
 
-def last_step(session: AgentSession) -> int:
+def last_step(session: LoopSession) -> int:
     """The newest step saved in the session's current turn (0: only its prompt)."""
     for _commit_id, commit in session.store.history(session.head):
         trailers = parse_trailers(commit.message)[1]

@@ -209,11 +209,6 @@ class AgentSession:
         self.plan = items
         self._dirty = True
 
-    def add_pin(self, text: str) -> int:
-        self.pins = [*self.pins, text]
-        self._dirty = True
-        return len(self.pins)
-
     def count_usage(self, model: str, prompt: int, completion: int, cost: float) -> None:
         self.usage = add_usage(self.usage, model, prompt, completion, cost)
         self._dirty = True

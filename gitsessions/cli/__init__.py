@@ -1,1 +1,3 @@
-"""The typer application: the only layer that prints or reads the environment."""
+"""The typer application: commands parse their arguments, call the agent, a service or
+a protocol adapter, and print with rich; the only layer that prints or reads the
+environment."""

@@ -1,52 +1,23 @@
-"""`gitsessions acp`: the agent served over the Agent Client Protocol (stdio), for Zed
-and other ACP clients.
-
-Invariant: stdout carries the protocol and nothing else (notes, the sandbox line and
-warnings go to stderr, which editors log); stdin is read a line at a time, each line
-capped at 16 MiB (cli/acp_lines.py: an over-long line is answered with a short error).
-The protocol runs on its own thread's event loop (the `agent-client-protocol` package's
-`run_agent`); the agent runs on the main thread (cli/acp_worker.py), built by
-`build_agent` as `chat` and `exec` build it.
+"""`gitsessions acp`: its arguments parsed, the agent's settings resolved, and the ACP
+adapter (protocols/acp/) served with them: how it builds an agent (`build_agent`, as
+`chat` and `exec` build it), lists sessions, and where its notes go (stderr, which
+editors log: stdout carries the protocol and nothing else).
 """
 
-import asyncio
-import os
-import stat
-import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from gitsessions.agent.assembly import Built
 from gitsessions.cli import options
-from gitsessions.cli.acp_agent import GitsessionsAcp
-from gitsessions.cli.acp_events import AcpApprover, AcpEvents
-from gitsessions.cli.acp_lines import serve_stdio
-from gitsessions.cli.acp_worker import Worker
-from gitsessions.cli.agent_setup import Built, build_agent, warm_up
-from gitsessions.cli.state import State
-from gitsessions.values.errors import BadUsage, GitsessionsError
-
-
-class ConnectionFailed(GitsessionsError):
-    """The protocol's connection broke (not a request: those are answered with errors)."""
-
-
-def check_stdio() -> None:
-    """The protocol needs stdin and stdout it can wait on: pipes, sockets or a terminal
-    (a regular file or /dev/null is refused with one line instead of a traceback)."""
-    for name, fd in (("stdin", 0), ("stdout", 1)):  # by descriptor: nothing written here
-        try:
-            mode = os.fstat(fd).st_mode
-            usable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-        except OSError:  # closed
-            usable = False
-        if not usable:
-            raise BadUsage(
-                f"acp talks to an editor over pipes ({name} is not one); start it from "
-                'the editor (Zed: "agent_servers" with command "gitsessions", args ["acp"])'
-            )
+from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.state import State, err
+from gitsessions.protocols.acp.agent import GitsessionsAcp
+from gitsessions.protocols.acp.events import AcpApprover, AcpEvents
+from gitsessions.protocols.acp.serve import check_stdio, serve
+from gitsessions.protocols.acp.worker import Worker
 
 
 def cmd_acp(
@@ -114,33 +85,12 @@ def cmd_acp(
 
         return session_rows(state.catalog(), False, cwd)
 
+    def say(line: str) -> None:
+        err.print(line, markup=False, highlight=False)
+
     worker = Worker()
-    server = GitsessionsAcp(worker, build, rows)
+    server = GitsessionsAcp(worker, build, rows, say)
     serve(server, worker)
-
-
-def serve(server: GitsessionsAcp, worker: Worker) -> None:
-    """The protocol on its thread until the client closes stdin; the jobs here. A turn
-    running when the client leaves is cancelled (and saved) as a cancel would."""
-    failed: list[Exception] = []
-
-    def protocol() -> None:
-        try:
-            asyncio.run(serve_stdio(server))
-        except Exception as error:  # said once, as an error line, when the jobs are done
-            failed.append(error)
-        finally:
-            if worker.turn_of is not None:  # the editor left mid-turn: stop it, save it
-                worker.cancel(worker.turn_of)
-            worker.stop()
-
-    thread = threading.Thread(target=protocol, daemon=True, name="acp")
-    try:
-        worker.run(ready=thread.start)
-    finally:
-        server.close()
-    if failed:
-        raise ConnectionFailed(f"the ACP connection failed: {failed[0]}")
 
 
 def register(app: typer.Typer) -> None:

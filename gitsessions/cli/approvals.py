@@ -7,7 +7,7 @@ diff against the file as it is now, with the file's own line numbers and a few l
 context (`services/tools/preview.py` reads it). What does not fit (a new file's lines past
 the first 20, a long diff) is counted, and `v` shows it all.
 
-"Always" for run_shell is the scope `cli/shell_scope.py` gives the command (`git log`, not
+"Always" for run_shell is the scope `agent/shell_scope.py` gives the command (`git log`, not
 `git`), said in words before it is chosen; it is not offered for a command line that does
 more than run one command, and a stored rule allows exactly the commands whose scope it
 is. For the other tools "always" is the tool, for the rest of the chat.
@@ -21,9 +21,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
 from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, set_aside
 from gitsessions.cli.plain import one_line
-from gitsessions.cli.shell_scope import NoScope, Scope, scope_of
 from gitsessions.services.tools import FileChange
 from gitsessions.values.plural import plural
 from gitsessions.values.visible import visible
@@ -185,26 +185,6 @@ def _argument(text: Text, key: str, value: Any) -> None:
     else:
         text.append(f"\n  {one_line(key)}: ", style="bold")
         text.append(one_line(shown))
-
-
-def always_offer(name: str, arguments: Mapping[str, Any]) -> Scope | NoScope | str:
-    """What "always" would allow for this call: a run_shell scope (or why none), else
-    the tool's name."""
-    command = arguments.get("command")
-    if name == "run_shell":  # never the whole tool: every command would run unasked
-        return scope_of(command) if isinstance(command, str) else NoScope("it has no command")
-    return name
-
-
-def offer_words(offer: Scope | NoScope | str) -> str:
-    """The `a:` choice in words, or why there is none."""
-    if isinstance(offer, NoScope):
-        return f'no "always" here: {one_line(offer.reason)}'
-    if isinstance(offer, Scope) and offer.exact:
-        return "a: always allow exactly this command in this session"
-    if isinstance(offer, Scope):
-        return f"a: always allow `{one_line(offer.shown())}` commands in this session"
-    return f"a: always allow {one_line(offer)} in this session"
 
 
 class ChatApprover:

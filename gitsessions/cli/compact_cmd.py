@@ -5,8 +5,9 @@ from typing import Annotated, Any
 
 import typer
 
+from gitsessions.agent.assembly import RETRIES
 from gitsessions.cli import options
-from gitsessions.cli.agent_setup import RETRIES, cost_function
+from gitsessions.cli.agent_setup import cost_function
 from gitsessions.cli.args import IdArg, OptionalIdArg, session_or_latest
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
+from gitsessions.values.records import label as label  # `listing.label`: what names a row
 from gitsessions.values.records import made_by, never_answered
 
 if TYPE_CHECKING:
@@ -59,16 +60,6 @@ def session_rows(
         rows = [r for r in rows if r["id"] in reached]
     rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
     return rows
-
-
-def label(row: Mapping[str, Any]) -> str:
-    """What names a session: its title, else its summary, else its first prompt (quoted)."""
-    if row.get("title"):
-        return str(row["title"])
-    if row.get("summary"):
-        return str(row["summary"])
-    prompt = row.get("first_prompt") or ""
-    return f'"{prompt}"' if prompt else "(no prompt yet)"
 
 
 def marks(row: Mapping[str, Any]) -> str:

@@ -7,7 +7,6 @@ Tool arguments and outputs come from the model and the tools: escaped with `one_
 before they are cut to width, so an escape is never split into something raw.
 """
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,64 +14,12 @@ from gitsessions.agent.loop import Events
 from gitsessions.cli.plain import Styled, one_line, vtext
 from gitsessions.services.model.model import Retry
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.services.tools.describe import cut, describe_call
 from gitsessions.services.tools.output import CUT_NOTE, cut_in
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
     from gitsessions.services.compaction.compaction import CompactionResult
-
-
-MAIN_ARGUMENTS = ("command", "pattern", "query", "path", "session")
-WHOLE_ARGUMENTS = ("content", "old", "new", "items")  # said by their size, not shown
-DEFAULT_PATHS = {"list_files": ".", "search_files": "."}
-
-
-def describe_call(call: dict[str, Any], width: int = 100) -> str:
-    """A tool call as a person reads it: its name, the argument that says what it does
-    (`read_file: app.py`, `run_shell: pytest -q`; `list_files: .` for the default
-    path), then the others given, in words (`offset 40`, `in src`); null arguments left
-    out, tabs and runs of whitespace one space, cut at a word with an ellipsis."""
-    function = call.get("function") or {}
-    name = str(function.get("name") or "?")
-    raw = function.get("arguments") or ""
-    try:
-        arguments = json.loads(raw) if raw else {}
-    except ValueError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        return cut(one_line(f"{name}: {' '.join(str(raw).split())}"), width)
-    given = {k: v for k, v in arguments.items() if v is not None and v != ""}
-    main = next((k for k in MAIN_ARGUMENTS if isinstance(given.get(k), str)), None)
-    words = [str(given.pop(main))] if main else []
-    if main == "pattern" and isinstance(given.get("path"), str):
-        words.append(f"in {given.pop('path')}")
-    elif not words and name in DEFAULT_PATHS:
-        words.append(DEFAULT_PATHS[name])
-    extras = []
-    for key, value in given.items():
-        if key == "content" and isinstance(value, str):
-            extras.append(plural(value.count("\n") + (not value.endswith("\n")), "line"))
-        elif key == "items" and isinstance(value, list):
-            extras.append(plural(len(value), "item"))
-        elif key not in WHOLE_ARGUMENTS:
-            extras.append(
-                f"{key} {value if isinstance(value, str | int | float) else json.dumps(value)}"
-            )
-    text = " ".join(" ".join(words).split())
-    if extras:
-        text = f"{text} ({', '.join(extras)})" if text else ", ".join(extras)
-    return cut(one_line(f"{name}: {text}" if text else name), width)
-
-
-def cut(text: str, width: int) -> str:
-    """`text` in at most `width` characters: cut at a word, with an ellipsis."""
-    if len(text) <= width:
-        return text
-    head = text[: max(1, width - 1)]
-    at = head.rfind(" ")
-    if at > width // 2:
-        head = head[:at]
-    return head.rstrip() + "\u2026"
 
 
 SHELL_TAIL = 5  # lines of a shell run's output shown after it

@@ -129,3 +129,13 @@ def made_by(header: Mapping[str, Any]) -> str | None:
     if not isinstance(user, str) or not isinstance(host, str) or not user or not host:
         return None
     return f"{user}@{host}"
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """What names a session: its title, else its summary, else its first prompt (quoted)."""
+    if row.get("title"):
+        return str(row["title"])
+    if row.get("summary"):
+        return str(row["summary"])
+    prompt = row.get("first_prompt") or ""
+    return f'"{prompt}"' if prompt else "(no prompt yet)"

@@ -85,15 +85,8 @@ class InvalidExport(InvalidInput):
     """An export document that cannot be imported."""
 
 
-def export_redacted(store: SessionStore, head: Head) -> tuple[dict[str, Any], dict[str, int]]:
-    """The export document and `{rule: count}` of what was redacted in it just now, held
-    whole in memory (`export_bytes` writes the same bytes a record at a time)."""
-    doc = _document(store, head, store.records(head))
-    return redact_value(doc) if store.redact else (doc, {})
-
-
 def export_bytes(store: SessionStore, head: Head, redacted: Counter[str]) -> Iterator[bytes]:
-    """The export document's bytes (as `dumps(export_redacted(...)[0])`) in pieces, a
+    """The export document's bytes (the whole document's `dumps`, redacted) in pieces, a
     transcript record at a time: memory holds one record, not the session. What is
     redacted is counted into `redacted` as the pieces are made."""
     marker = f"\x00transcript {uuid.uuid4().hex}\x00"

@@ -4,7 +4,7 @@ a stored session's transcript replayed as the updates that made it.
 Invariants: every tool call the model makes is one `tool_call` (pending), then, when
 it runs, `tool_call_update`s (in_progress, the last output line while it runs), then
 one final update (completed or failed, with the result the model got). "Allow always"
-is the chat's "always" (cli/approvals.py `always_offer`): the tool for the rest of this
+is the chat's "always" (agent/shell_scope.py `always_offer`): the tool for the rest of this
 session, for run_shell the command's scope, and never offered where chat offers none.
 """
 
@@ -26,12 +26,11 @@ from acp.helpers import (
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
 from gitsessions.agent.loop import CANCELLED, Events
-from gitsessions.cli.acp_outbox import Outbox
-from gitsessions.cli.approvals import Preview, always_offer, offer_words
-from gitsessions.cli.progress import describe_call
-from gitsessions.cli.shell_scope import NoScope, Scope
-from gitsessions.cli.state import err
+from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
+from gitsessions.protocols.acp.outbox import Outbox
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.services.tools.describe import describe_call
+from gitsessions.services.tools.registry import Preview
 from gitsessions.values.messages import Message, text_of
 
 KINDS: dict[str, ToolKind] = {
@@ -82,8 +81,9 @@ def call_finished(call_id: str, content: str, ok: bool) -> Any:
 class AcpEvents(Events):
     """One session's events, sent through `outbox`."""
 
-    def __init__(self, outbox: Outbox, session_id: str) -> None:
+    def __init__(self, outbox: Outbox, session_id: str, say: Callable[[str], None]) -> None:
         self.outbox = outbox
+        self.say = say  # notices: a line for the log, never the protocol's stdout
         self.session_id = session_id
         self.call: dict[str, Any] | None = None  # the tool call being dispatched
         self._running: str | None = None  # the call whose output lines are sent
@@ -126,7 +126,7 @@ class AcpEvents(Events):
                 self._send(call_finished(str(call.get("id") or ""), CANCELLED, False))
 
     def notice(self, text: str) -> None:
-        err.print(text, markup=False, highlight=False)
+        self.say(text)
 
 
 class AcpApprover:

@@ -21,11 +21,17 @@ second command (`;`, `&&`, `||`, `&`, a newline), substitutes one (`$(...)`, bac
 `<(...)`), redirects output into a file (`>`, `>>`; `2>&1` and `> /dev/null` are fine),
 pipes into anything but a reader (head, tail, grep, wc, ...: never tee, sh, xargs), or
 asks for an output file (`--output`); nor for one the shell's quoting leaves unbalanced.
+
+`always_offer` and `offer_words` are what chat (cli/approvals.py) and an ACP client
+(protocols/acp/events.py) both offer as "always", in the same words.
 """
 
 import re
 import shlex
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from gitsessions.values.visible import visible
 
 # fmt: off
 # Tools whose second word is a subcommand: their scope never stops at the first word.
@@ -195,3 +201,27 @@ def _words(words: list[str], line: str) -> Scope | NoScope:
             return Scope((line,), exact=True)
         return Scope((name, second))
     return Scope((name,))
+
+
+def always_offer(name: str, arguments: Mapping[str, Any]) -> Scope | NoScope | str:
+    """What "always" would allow for this call: a run_shell scope (or why none), else
+    the tool's name."""
+    command = arguments.get("command")
+    if name == "run_shell":  # never the whole tool: every command would run unasked
+        return scope_of(command) if isinstance(command, str) else NoScope("it has no command")
+    return name
+
+
+def offer_words(offer: Scope | NoScope | str) -> str:
+    """The `a:` choice in words, or why there is none."""
+    if isinstance(offer, NoScope):
+        return f'no "always" here: {_one_line(offer.reason)}'
+    if isinstance(offer, Scope) and offer.exact:
+        return "a: always allow exactly this command in this session"
+    if isinstance(offer, Scope):
+        return f"a: always allow `{_one_line(offer.shown())}` commands in this session"
+    return f"a: always allow {_one_line(offer)} in this session"
+
+
+def _one_line(text: str) -> str:
+    return visible(text, keep_newlines=False)

@@ -1,6 +1,6 @@
 """The main thread's work for `gitsessions acp`: every agent job (build a session, run a
 turn, replay a history) runs here, one at a time, as chat runs them; the protocol runs
-in a thread of its own (cli/acp_agent.py) and hands jobs over.
+in a thread of its own (protocols/acp/agent.py) and hands jobs over.
 
 Invariant: a `session/cancel` reaches a running turn exactly as Ctrl-C reaches chat's:
 as SIGINT to the main thread, so a held request, a running command or a pending approval

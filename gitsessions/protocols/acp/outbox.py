@@ -4,7 +4,7 @@ Invariant: session updates leave in the order they were made, from whichever thr
 (one queue, one sender task on the protocol's event loop), and every update a turn made
 is written before that turn's `session/prompt` answer or a permission request
 (`flush`). A permission request waits on the calling thread, interruptibly: a cancel
-(SIGINT, cli/acp_worker.py) stops the wait and withdraws the request. No wait outlives
+(SIGINT, protocols/acp/worker.py) stops the wait and withdraws the request. No wait outlives
 the protocol's loop: once the client is gone a flush returns and a request raises
 ClientGone.
 """

@@ -1,6 +1,6 @@
 """The ACP agent: `initialize`, `session/list`, `session/new`, `session/load`,
 `session/prompt` and `session/cancel`, answered on the protocol's event loop, the work
-done on the main thread (cli/acp_worker.py).
+done on the main thread (protocols/acp/worker.py).
 
 Invariants: an ACP session id is the gitsessions session id, so `session/load` takes
 any stored session (by its id or a unique prefix, which then names it in the updates
@@ -38,20 +38,22 @@ from acp.schema import (
     SessionListCapabilities,
 )
 
+from gitsessions.agent.assembly import Built
 from gitsessions.agent.loop import Agent
-from gitsessions.cli.acp_events import AcpApprover, AcpEvents, replay
-from gitsessions.cli.acp_outbox import Outbox
-from gitsessions.cli.acp_worker import Worker
-from gitsessions.cli.agent_setup import Built
-from gitsessions.cli.listing import label
-from gitsessions.cli.state import err
+from gitsessions.protocols.acp.events import AcpApprover, AcpEvents, replay
+from gitsessions.protocols.acp.outbox import Outbox
+from gitsessions.protocols.acp.worker import Worker
 from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound
 from gitsessions.values.errors import GitsessionsError, InvalidInput
+from gitsessions.values.records import label
 
 # builds an agent for a workspace (and a session to resume, else a new one) into `stack`
 Build = Callable[[ExitStack, Path, str | None, AcpApprover, AcpEvents], Built]
-# `list` rows (cli/listing.py), the most recent first: a project's (`--here`), or all
+# `list` rows (values/records.py `label` names one), the most recent first: a
+# project's (`--here`), or all
 Rows = Callable[[Path | None], list[dict[str, Any]]]
+# a line for the log (stderr, which editors keep): never stdout, the protocol's
+Say = Callable[[str], None]
 PAGE = 100  # sessions a session/list answer holds
 # what a request naming a session (or a folder) gets wrong: answered -32602, invalid params
 NOT_THERE = (SessionNotFound, AmbiguousSessionId, InvalidInput)
@@ -111,8 +113,9 @@ class GitsessionsAcp:
     """The ACP `Agent` (acp.interfaces.Agent, duck-typed as the package's router
     expects): one per connection."""
 
-    def __init__(self, worker: Worker, build: Build, rows: Rows) -> None:
+    def __init__(self, worker: Worker, build: Build, rows: Rows, say: Say) -> None:
         self.worker = worker
+        self.say = say
         self.build = build
         self.rows = rows
         self.live: dict[str, OpenSession] = {}
@@ -155,7 +158,7 @@ class GitsessionsAcp:
         if session_id is not None and session_id in self.live:
             return self.live[session_id]
         assert self.outbox is not None
-        events = AcpEvents(self.outbox, session_id or "")  # its id once built
+        events = AcpEvents(self.outbox, session_id or "", self.say)  # its id once built
         approver = AcpApprover(events, self.worker.interrupt_turn)
         stack = ExitStack()
         try:
@@ -269,7 +272,7 @@ class GitsessionsAcp:
             try:
                 live.agent.save()
             except (OSError, GitsessionsError) as error:
-                err.print(f"error: session {live.agent.session.id}: {error}", markup=False)
+                self.say(f"error: session {live.agent.session.id}: {error}")
             finally:
                 live.stack.close()
         self.live.clear()
