@@ -3,7 +3,7 @@ on a real pty, `a` for `rm -f one.txt` does not let `rm -f two.txt` run unasked.
 
 import pytest
 
-from gitsessions.cli.shell_scope import Scope, scope_of
+from gitsessions.agent.shell_scope import Scope, scope_of
 from tests.test_chat import PROMPT, leave, plain, spawn
 
 
