@@ -20,21 +20,9 @@ from jsonschema import Draft202012Validator
 from tests.acp_raw import PARAMS, RESPONSES, RawEditor, Schema
 from tests.fake_openai import FakeOpenAI
 from tests.real_tools import INSPECTOR, acp_schema, need, node
+from tests.test_mcp_server import exec_turn
 
 WAIT = 60  # seconds any one step may take (never reached when well)
-
-
-def exec_turn(server: FakeOpenAI, cwd: Path, prompt: str, *flags: str) -> str:
-    server.reply(content=f"answer to {prompt}")
-    server.reply(content=f"summary of {prompt}")
-    done = subprocess.run(
-        [sys.executable, "-m", "gitsessions", "exec", prompt, "--base-url", server.base_url,
-         "--model", "m", "--json", *flags],
-        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["session"]
 
 
 def project(tmp_path: Path) -> Path:
