@@ -44,6 +44,7 @@ class Tally:
     damaged_count: int = 0
     unknown: Counter[str] = field(default_factory=Counter)  # line types this build does not know
     ignored: Counter[str] = field(default_factory=Counter)  # known, and not part of the chat
+    partial_tail: bool = False
 
     def damage(self, number: int, reason: str) -> None:
         self.damaged_count += 1
@@ -69,6 +70,8 @@ def read_objects(
                 break
             if not raw.endswith(b"\n"):
                 if len(raw) < MAX_LINE:  # the end of the file: a line still being written
+                    if tally is not None:
+                        tally.partial_tail = True
                     break
                 number += 1
                 size = len(raw)
