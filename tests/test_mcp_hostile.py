@@ -6,12 +6,11 @@ real processes (tests/hostile_servers.py, run as `mcp KIND`) driven by real `exe
 processes against the fake model server."""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from tests.fake_openai import FakeOpenAI
+from tests.test_mcp_tools import call, exec_
 
 HOSTILE = Path(__file__).parent / "hostile_servers.py"
 CALC = Path(__file__).parent / "fixtures" / "mcp_calc.py"
@@ -28,19 +27,6 @@ def table(name: str, kind: str, arg: str = "", extra: str = "") -> str:
 def configure(home: Path, *tables: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("\n".join(tables))
-
-
-def exec_(server: FakeOpenAI, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", "exec", *args, "--base-url", server.base_url,
-         "--model", "m", "--json"],
-        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=180,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-
-
-def call(name: str, arguments: dict) -> dict:  # type: ignore[type-arg]
-    return {"name": name, "arguments": arguments}
 
 
 def offered(request: dict) -> list[str]:  # type: ignore[type-arg]

@@ -27,7 +27,7 @@ def exec_(server: FakeOpenAI, cwd: Path, *args: str) -> subprocess.CompletedProc
     return subprocess.run(
         [sys.executable, "-m", "gitsessions", "exec", *args, "--base-url", server.base_url,
          "--model", "m", "--json"],
-        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=120,
+        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=180,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
 

@@ -25,6 +25,7 @@ from gitsessions.services.settings.config import ModelSettings
 from gitsessions.store.sessions import Change, SessionStore
 from tests.acp_raw import RawEditor, Schema
 from tests.real_tools import LLAMA_SERVER, MODEL, NODE_LLAMA_CPP, NODE_MODULES, need, node
+from tests.test_acp import transcript
 
 pytestmark = pytest.mark.real_model
 MODEL_ID = MODEL.name.removesuffix(".gguf")
@@ -75,14 +76,6 @@ def gitsessions(*args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> dict[st
 
 def model_flags(llama: Llama) -> list[str]:
     return ["--base-url", llama.base_url, "--model", MODEL_ID, "--max-steps", "2"]
-
-
-def transcript(home: Path, session_id: str) -> list[dict[str, Any]]:
-    store = SessionStore(home)
-    try:
-        return store.transcript(store.head(session_id))
-    finally:
-        store.close()
 
 
 def stored_as_sent(served: list[dict[str, Any]], stored: list[dict[str, Any]]) -> None:

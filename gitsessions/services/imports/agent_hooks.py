@@ -146,14 +146,20 @@ def _write(link: Path, text: str) -> None:
         raise
 
 
-def hook_transcript(format_: str, payload: str, sessions_root: Path) -> Path | None:
-    """The source file a hook's JSON names: Claude Code's `transcript_path`; for Codex's
-    notify, the rollout whose name ends with its `thread-id` under `sessions_root`."""
+def _object(payload: str) -> dict[str, Any] | None:
+    """A hook's JSON payload as an object, or None when it is not one."""
     try:
         data = json.loads(payload)
     except ValueError:
         return None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def hook_transcript(format_: str, payload: str, sessions_root: Path) -> Path | None:
+    """The source file a hook's JSON names: Claude Code's `transcript_path`; for Codex's
+    notify, the rollout whose name ends with its `thread-id` under `sessions_root`."""
+    data = _object(payload)
+    if data is None:
         return None
     if format_ == "claude-code":
         path = data.get("transcript_path")
@@ -168,11 +174,8 @@ def hook_transcript(format_: str, payload: str, sessions_root: Path) -> Path | N
 def hook_ended(format_: str, payload: str) -> bool:
     """Whether a hook's JSON says the session (Claude Code's `SessionEnd`) or the turn
     (Codex's `agent-turn-complete`) is over: nothing more is written to what it names."""
-    try:
-        data = json.loads(payload)
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
+    data = _object(payload)
+    if data is None:
         return False
     if format_ == "claude-code":
         return data.get("hook_event_name") == "SessionEnd"
