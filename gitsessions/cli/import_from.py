@@ -10,6 +10,7 @@ from gitsessions.cli.state import State, err, out
 from gitsessions.services.imports import sources
 from gitsessions.services.imports.finished import is_finished
 from gitsessions.services.imports.mirror import Outcome, Source, import_source
+from gitsessions.store.lease import HomeNotWritable, check_writable, home_failure, not_writable
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import short
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
 
 REFUSED = ("shortened", "rewritten", "diverged", "continued")
+LEFT = "the files left were not imported"
+THEN = "import again"  # what a home that cannot be written asks of the user
 
 
 def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) -> int:
@@ -38,8 +41,11 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     files = sources.session_files(paths)
     started = time.monotonic()
     store = state.store
+    if files:  # a home that cannot be written fails every file alike: said once, first
+        check_writable(state.home, "nothing was imported", THEN)
     outcomes: list[Outcome] = []
     failed = 0
+    stopped: HomeNotWritable | None = None
     for path in files:
         try:
             other = sources.format_of(path)
@@ -53,6 +59,9 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
                 continue
             found = _sources(reader, path, store)
         except OSError as error:
+            if folder := home_failure(error, state.home):
+                stopped = not_writable(folder, error, LEFT, THEN)
+                break
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
             failed += 1
             continue
@@ -63,6 +72,9 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
             try:
                 outcome = import_source(store, one, now_iso())
             except OSError as error:
+                if folder := home_failure(error, state.home):
+                    stopped = not_writable(folder, error, LEFT, THEN)
+                    break
                 err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
                 failed += 1
                 continue
@@ -72,6 +84,8 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
                 continue
             _notes(outcome)
             outcomes.append(outcome)
+        if stopped is not None:
+            break
     if json_:
         write_json(out, [_as_json(o) for o in outcomes])
     else:
@@ -92,9 +106,12 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
         + (f", {unchanged} unchanged" if unchanged else "")
         + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
         + (f"; {failed} failed" if failed else "")
+        + ("; stopped" if stopped is not None else "")
         + f" in {time.monotonic() - started:.1f} s",
         markup=False,
     )
+    if stopped is not None:
+        raise stopped  # the one line of the cause every file left would have met
     return 1 if refused or failed else 0
 
 
@@ -195,4 +212,8 @@ def run_hook(state: State, format_: str, payload: str) -> None:
             if outcome.status in REFUSED:
                 _notes(outcome)
     except (GitsessionsError, OSError) as error:  # in use, refused, a file that went away
+        if isinstance(error, OSError) and (folder := home_failure(error, state.home)):
+            error = not_writable(
+                folder, error, "this turn is not imported yet", "the next hook run imports it"
+            )
         err.print(f"gitsessions: import hook: {one_line(error)}", markup=False)

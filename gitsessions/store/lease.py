@@ -7,6 +7,7 @@ deleted session is removed by the delete, under the lease (`discard`).
 """
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -66,13 +67,46 @@ class Lease:
 
 class HomeNotWritable(StoreError):
     """The home cannot be written (read-only, full, no permission): no session can be
-    leased or saved, so `chat` says so before its prompt."""
+    leased or saved, so `chat` says so before its prompt, and a command that writes
+    several sessions (`import --from`) says so once, not once per session."""
 
 
-def check_writable(home: Path) -> None:
+# what no read fails with: a failed write of the home, whatever file it named
+_WRITE_ONLY = (errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+
+
+def not_writable(
+    folder: Path, error: OSError, lost: str, then: str = "start again"
+) -> HomeNotWritable:
+    """The one line of a home that cannot be written: where, why, what was `lost`, and
+    what to do."""
+    reason = error.strerror or type(error).__name__
+    if error.errno in (errno.EEXIST, errno.ENOTDIR):  # a file where a folder should be
+        reason = "not a folder"
+    return HomeNotWritable(
+        f"cannot write in {folder} ({reason}): {lost}; free space or fix its permissions "
+        f"(or set GITSESSIONS_HOME), then {then}"
+    )
+
+
+def home_failure(error: OSError, home: Path) -> Path | None:
+    """The folder of the home a failed write was in (read-only, full, no permission on a
+    file under it): a cause every later write there shares, not one source's; None when
+    `error` is not the home's."""
+    name = error.filename if isinstance(error.filename, str | bytes) else None
+    path = Path(os.fsdecode(name)).absolute() if name else None
+    if path is not None and path.is_relative_to(home.absolute()):
+        return path if error.errno == errno.EEXIST else path.parent  # EEXIST: a mkdir
+    return home if error.errno in _WRITE_ONLY else None
+
+
+def check_writable(
+    home: Path, lost: str = "no prompt could be saved", then: str = "start again"
+) -> None:
     """Write, sync and remove a small file where a chat first writes (the lease folder)
     and in the store, so a read-only or full home is refused before a prompt is typed
-    (a lease on its own may still open a file that exists: not proof enough)."""
+    (a lease on its own may still open a file that exists: not proof enough); `lost`
+    says what could not be done."""
     folders = [home / "leases"] + ([home / "store.git"] if (home / "store.git").is_dir() else [])
     for folder in folders:
         probe = folder / f".write-check-{os.getpid()}"
@@ -86,11 +120,7 @@ def check_writable(home: Path) -> None:
             finally:
                 os.close(fd)
         except OSError as error:
-            reason = error.strerror or type(error).__name__
-            raise HomeNotWritable(
-                f"cannot write in {folder} ({reason}): no prompt could be saved; free "
-                "space or fix its permissions (or set GITSESSIONS_HOME), then start again"
-            ) from None
+            raise not_writable(folder, error, lost, then) from None
         finally:
             with contextlib.suppress(OSError):
                 probe.unlink()
