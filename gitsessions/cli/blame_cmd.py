@@ -79,8 +79,9 @@ def cmd_blame(
     path = relative(project, where)
     text, before = file_text(project, state.env, path, at)
     found = blame(project, state.env, path, text, before, cache_dir(state.home, project))
-    headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in found.sessions}
-    _say_unseen(state, found, project.root)
+    every = state.catalog().headers()  # read once: the titles and the unseen note
+    headers = {h["id"]: h for h in every if h["id"] in found.sessions}
+    _say_unseen(every, found, project.root)
     if format_ == "agent-trace":
         revision = commit_of(project, state.env, at)[0] if at else head_commit(project, state.env)
         files = [trace.file_entry(found, _models(headers))]
@@ -183,10 +184,11 @@ def _row(line: Line, headers: dict[str, dict[str, Any]], total: int) -> str:
     return f"{who} {line.number:>{width}}) {line.text}"
 
 
-def _say_unseen(state: Any, found: Blame, root: Path) -> None:
-    """Once: the sessions of this project whose snapshots are not here (pruned, off, or
-    taken in another clone): what they wrote shows as a person's."""
-    rows = listing.session_rows(state.catalog(), include_archived=True, workspace=root)
+def _say_unseen(headers: list[dict[str, Any]], found: Blame, root: Path) -> None:
+    """Once: the sessions of this project (of every session's `headers`) whose snapshots
+    are not here (pruned, off, or taken in another clone): what they wrote shows as a
+    person's."""
+    rows = listing.rows_of(headers, include_archived=True, workspace=root)
     unseen = [r for r in rows if r["id"] not in found.sessions and r.get("turns", 1)]
     if unseen:
         err.print(

@@ -48,6 +48,13 @@ def session_rows(
     """`list` rows, the most recently active first (`parent_deleted` set); with
     `workspace`, only the sessions of that workspace and their forks."""
     headers = (store if isinstance(store, Catalog) else Catalog(store)).headers()
+    return rows_of(headers, include_archived, workspace)
+
+
+def rows_of(
+    headers: list[dict[str, Any]], include_archived: bool, workspace: Path | None = None
+) -> list[dict[str, Any]]:
+    """`session_rows` of headers already read (`Catalog.headers`)."""
     rows = [list_row(h) for h in headers]
     mark_deleted_parents(rows, (h["id"] for h in headers))
     if not include_archived:
