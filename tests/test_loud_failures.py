@@ -50,3 +50,27 @@ def test_push_and_pull_code_without_the_projects_remote_say_so_once(tmp_path):
     named = gs(home, proj, "push", "--all", "--code", "--code-remote", "upstream")
     assert named.returncode == 0, named.stderr
     assert git("for-each-ref", "refs/gitsessions/snapshots/", cwd=bare).count("\n") == 3
+
+
+def test_push_and_pull_code_to_a_project_remote_that_is_down_say_so_once(tmp_path):
+    """The project's remote is there but no server answers at its address: one line for
+    every session's code, and exit 1 (the sessions themselves went)."""
+    proj = project_without_remote(tmp_path)
+    git("remote", "add", "origin", "http://127.0.0.1:9/code.git", cwd=proj)
+    home = tmp_path / "home"
+    sessions_remote(tmp_path, home)
+    with FakeOpenAI(strict=True) as server:
+        for n in range(3):
+            exec_turn(server, home, proj, f"work {n}")
+    other = tmp_path / "other-home"
+    sessions_remote_of(tmp_path, other)
+    for done, verb in (
+        (gs(home, proj, "push", "--all", "--code"), "pushed"),
+        (gs(other, proj, "pull", "--code"), "pulled"),
+    ):
+        assert done.returncode == 1, done.stderr
+        lines = [line for line in done.stderr.splitlines() if "127.0.0.1:9" in line]
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith("code of 3 sessions: refused (") and "connect" in lines[0]
+        assert f"{verb} " in done.stderr and "3 " in done.stderr  # the sessions went
+    assert len(gs(other, proj, "list").stdout.splitlines()) == 3

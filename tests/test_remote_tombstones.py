@@ -206,3 +206,24 @@ def test_pull_here_deletes_only_this_projects_sessions(tmp_path):
         mine: "deleted here",
         theirs: "deleted",
     }
+
+
+def test_a_delete_hook_that_cannot_start_is_said_once_for_every_session_a_pull_deletes(
+    cli: Cli, home, tmp_path
+):
+    """Issue 31, item 4: the cause every hook run of a pull shares (a hook file that is
+    not executable) is one line with the count, not one line per session."""
+    other = tmp_path / "home-b"
+    origin = bare(tmp_path / "origin.git")
+    ids = shared_with(cli, home, other, origin, "one", "two", "three")
+    for sid in ids:
+        cli("delete", sid, "--yes")
+    cli("push", "--prune")
+    hook = write_hook(other, "post-delete", "exit 0\n", mode=0o644)
+    pulled = cli("--home", str(other), "pull")
+    lines = [line for line in pulled.stderr.splitlines() if line.startswith("hook ")]
+    assert lines == [
+        f"hook post-delete could not start: {hook} is not executable; nothing was lost"
+        " (see `gitsessions hooks list`) (the same for 3 sessions)"
+    ], pulled.stderr
+    assert refs(other / "store.git", SESSIONS) == {}

@@ -427,7 +427,7 @@ def test_code_snapshots_travel_with_the_chat(cli, home, other, bare_remote, tmp_
     assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{fork}"] == v2
     _pgit(proj, "update-ref", f"refs/gitsessions/snapshots/{sid}", v2)  # moved back here
     # the project's remote never has a snapshot moved back (v3 -> v2 is refused)
-    again = summary(cli, home, "push", sid, "--code")
+    again = summary(cli, home, "push", sid, "--code", code=1)  # like git: exit 1
     assert again["sessions"] == [{"id": sid, "result": "up to date"}]
     assert [c["result"] for c in again["code"]] == ["refused"]
     assert refs(origin, "refs/gitsessions/")[f"refs/gitsessions/snapshots/{sid}"] == v3

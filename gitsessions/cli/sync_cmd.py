@@ -8,6 +8,7 @@ the consoles.
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -57,7 +58,8 @@ def _progress(line: str) -> None:
 
 def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") -> None:
     """The report: its table (or JSON) on stdout, notes on stderr; exit 1 (after it is
-    all said) when `--code` found the project without the remote it needs."""
+    all said) when `--code` found the project without the remote it needs, or git
+    refused a session's code (a remote that is down, a ref moved differently there)."""
     if json_:
         write_json(plain_out, report.as_dict())
         if _show_code_causes(report, code_remote, json_):
@@ -82,19 +84,19 @@ def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") ->
         state.out.print(table, markup=False, highlight=False)
     for sid, why in report.kept:
         _note(f"kept {short(sid)}: {why}")
-    missing = _show_code_causes(report, code_remote, json_)
+    failed = _show_code_causes(report, code_remote, json_)
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
     _note(f"{verb} {report.url}: {summary}")
-    if missing:
+    if failed:
         raise typer.Exit(1)
 
 
 def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> bool:
     """What `--code` did, a cause the sessions share said once: a project repository
     without the remote (an error line, whether JSON was asked or not), the same refusal
-    for several sessions; else one line per session (not with `--json`). Whether a
-    repository lacked the remote."""
+    for several sessions; else one line per session (not with `--json`). Whether some
+    code did not move: a repository lacked the remote, or git refused it."""
     from gitsessions.services.code.code_sync import NO_REMOTE
 
     outcomes = report.code or []
@@ -105,8 +107,9 @@ def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> boo
             "project's remote with --code-remote NAME",
             "red",
         )
+    failed = any(c.result in (NO_REMOTE, "refused") for c in outcomes)
     if json_:
-        return any(c.result == NO_REMOTE for c in outcomes)
+        return failed
     shared: dict[tuple[str, str], list[str]] = {}
     for c in outcomes:
         if c.result != NO_REMOTE:
@@ -116,7 +119,7 @@ def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> boo
         many = result in ("refused", "no repository") and len(ids) > 1
         for sid in [f"of {plural(len(ids), 'session')}"] if many else map(short, ids):
             _note(f"code {sid}: {result}{said}")
-    return any(c.result == NO_REMOTE for c in outcomes)
+    return failed
 
 
 Here = Annotated[
@@ -298,12 +301,22 @@ def cmd_pull(
 
 def _run_hooks(st: "state.State", report: sync.Report) -> None:
     """The lifecycle hooks a pull calls for, once it is done: post-fork for each fork it
-    made, post-delete for each session a remote's tombstone deleted here."""
+    made, post-delete for each session a remote's tombstone deleted here; a problem
+    several runs share is said once, with their count."""
     calls = [call for outcome in report.sessions for call in outcome.hooks]
-    if calls:
-        hooks = st.hooks
-        for event, session, commit, details in calls:
-            hooks.run(event, session, commit, **details)
+    if not calls:
+        return
+    hooks = st.hooks
+    said: dict[str, int] = {}  # a hook's problem as it is told, and for how many sessions
+
+    def tally(line: str) -> None:
+        said[line] = said.get(line, 0) + 1
+
+    quiet = replace(hooks, report=tally)
+    for event, session, commit, details in calls:
+        quiet.run(event, session, commit, **details)
+    for line, count in said.items():  # a cause they share (a hook that cannot start): once
+        hooks.report(line if count == 1 else f"{line} (the same for {count} sessions)")
 
 
 def cmd_sync(
