@@ -10,7 +10,7 @@ code the prompt found; every fifth turn a person edited two lines before it) and
 `N.1` (the turn's step: five lines rewritten). They are written by one `git fast-import`
 (taking them through the agent, 10,000 snapshots of a few git processes each, takes far
 longer than the blame being measured); then three more turns are taken by the real
-snapshot code (`snapshots.take`), so the blame reads both. Prints a table; writes JSON.
+snapshot code (`snapshotter.take`), so the blame reads both. Prints a table; writes JSON.
 
     uv run python bench/blame.py --quick
     uv run python bench/blame.py            # 200 sessions, 5,000 turns, 2,000 lines
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from gitsessions.services.code import snapshots  # noqa: E402
+from gitsessions.services.code import snapshots, snapshotter  # noqa: E402
 
 REPS = 5
 START = 1_790_000_000
@@ -113,12 +113,12 @@ def build(root: Path, sessions: int, turns: int, lines: int, seed: int = 7) -> i
     assert project is not None
     sid = uuid.uuid4().hex
     for t in (1, 2, 3):
-        snapshots.take(
+        snapshotter.take(
             project, os.environ, sid, f"gitsessions snapshot: session {sid[:8]} turn {t}.0"
         )
         body[t] = f"line {t:05d} = the real snapshot code, turn {t}"
         (root / "big.py").write_text("\n".join(body) + "\n")
-        snapshots.take(
+        snapshotter.take(
             project, os.environ, sid, f"gitsessions snapshot: session {sid[:8]} turn {t}.1"
         )
     git(root, "gc", "-q")
@@ -158,7 +158,7 @@ def main() -> None:
         assert project is not None
         sid = uuid.uuid4().hex
         (root / "big.py").write_text((root / "big.py").read_text().replace("line 00010", "x 10"))
-        snapshots.take(
+        snapshotter.take(
             project, os.environ, sid, f"gitsessions snapshot: session {sid[:8]} turn 1.1"
         )
         after_turn = timed(cmd, env, root)[0]

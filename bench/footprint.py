@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
 from gitsessions.agent.session import AgentSession  # noqa: E402
-from gitsessions.services.code import footprint, retention, snapshots  # noqa: E402
+from gitsessions.services.code import footprint, retention, snapshots, snapshotter  # noqa: E402
 from gitsessions.services.code.workspace import head_of  # noqa: E402
 from gitsessions.services.compaction.compaction_policy import Policy  # noqa: E402
 from gitsessions.services.model.model import ModelClient  # noqa: E402
@@ -108,7 +108,7 @@ def run_sessions(root: Path, sessions: int, tidied: bool) -> float:
     started = time.perf_counter()
     for _ in range(sessions):
         sid = new_id()
-        taker = snapshots.Snapshotter(root, env, sid)
+        taker = snapshotter.Snapshotter(root, env, sid)
         if not tidied:
             taker._tidy = lambda project: None  # type: ignore[method-assign]
         message = f"gitsessions snapshot: session {sid[:8]} turn 1.0"
@@ -143,7 +143,7 @@ def retention_run(work: Path, files: int, turns: int, output: int, keep: int) ->
             ),
             lambda *a: 0.0,
             workspace_head=lambda: head_of(root, env),
-            code_snapshot=snapshots.Snapshotter(root, env, session.id),
+            code_snapshot=snapshotter.Snapshotter(root, env, session.id),
         )
         build = root / "build"
         build.mkdir(exist_ok=True)

@@ -8,7 +8,7 @@ commits it, then makes a few changes (staged, unstaged, untracked, an ignored bu
 directory) and measures, as medians of `--runs`:
 
 - `git status --porcelain` on that tree (the baseline), and a snapshot of the unchanged
-  tree (`snapshots.take` when the previous snapshot holds the same tree: the common case
+  tree (`snapshotter.take` when the previous snapshot holds the same tree: the common case
   at every step of a turn). Goal: at most 2x status.
 - one turn (`Agent.run_turn`: the prompt's commit, one reply) against an instant model
   server (the tests' fake on 127.0.0.1), with and without snapshots, in-process; and the
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
 from gitsessions.agent.session import AgentSession  # noqa: E402
-from gitsessions.services.code import snapshots, worktrees  # noqa: E402
+from gitsessions.services.code import snapshots, snapshotter, worktrees  # noqa: E402
 from gitsessions.services.code.workspace import head_of  # noqa: E402
 from gitsessions.services.compaction.compaction_policy import Policy  # noqa: E402
 from gitsessions.services.model.model import ModelClient  # noqa: E402
@@ -103,7 +103,7 @@ def make_agent(
 ) -> Agent:
     settings = resolve_model_settings({"base_url": server.base_url, "model": "m"}, {}, {})
     env = dict(os.environ)
-    taker = snapshots.Snapshotter(root, env, session.id) if snap else None
+    taker = snapshotter.Snapshotter(root, env, session.id) if snap else None
     return Agent(
         session,
         ModelClient(settings),
@@ -173,12 +173,12 @@ def run(work: Path, args: argparse.Namespace, results: dict[str, Any]) -> None:
     assert project is not None
     sid = new_id()
     first = time.perf_counter()
-    snapshots.take(project, env, sid, "gitsessions snapshot: bench first")
+    snapshotter.take(project, env, sid, "gitsessions snapshot: bench first")
     first_s = time.perf_counter() - first
     take_s = median_of(
-        args.runs, lambda: snapshots.take(project, env, sid, "gitsessions snapshot: bench")
+        args.runs, lambda: snapshotter.take(project, env, sid, "gitsessions snapshot: bench")
     )
-    taker = snapshots.Snapshotter(root, env, sid)  # what a turn uses: remembers the last one
+    taker = snapshotter.Snapshotter(root, env, sid)  # what a turn uses: remembers the last one
     taker("gitsessions snapshot: bench warm")
     unchanged = median_of(args.runs, lambda: taker("gitsessions snapshot: bench"))
     assert (root / ".git" / "index").read_bytes() == index_before, "the user's index changed"
@@ -262,7 +262,7 @@ def run(work: Path, args: argparse.Namespace, results: dict[str, Any]) -> None:
     rows = [
         ("git status --porcelain", ms(status), ""),
         ("first snapshot (cold)", ms(first_s), ""),
-        ("snapshots.take, unchanged tree", ms(take_s), f"{take_s / status:.2f}x status"),
+        ("snapshotter.take, unchanged tree", ms(take_s), f"{take_s / status:.2f}x status"),
         (
             "snapshot in a turn, unchanged",
             ms(unchanged),

@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.store import Messages, make_header, turn_change  # noqa: E402
-from gitsessions.services.sync import sync  # noqa: E402
+from gitsessions.services.sync import remotes  # noqa: E402
 from gitsessions.store import maintenance  # noqa: E402
 from gitsessions.store.sessions import Change, SessionStore  # noqa: E402
 from gitsessions.values.records import empty_usage  # noqa: E402
@@ -136,8 +136,8 @@ def measure(
         shutil.copytree(reuse, home_a)
         store = SessionStore(home_a)
         ids = sorted(store.ids())
-        for remote in sync.list_remotes(store):  # a kept home remembers its remote
-            sync.remove_remote(store, remote["name"])
+        for remote in remotes.list_remotes(store):  # a kept home remembers its remote
+            remotes.remove_remote(store, remote["name"])
         store.close()
         res["sessions"] = len(ids)
     else:

@@ -47,7 +47,9 @@ from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.compaction.compactor import compact_session
 from gitsessions.services.compaction.continuation import SummaryRequest, SummaryResult
 from gitsessions.services.sessions import manage
-from gitsessions.services.sync import sync
+from gitsessions.services.sync.pull import pull
+from gitsessions.services.sync.push import push
+from gitsessions.services.sync.remotes import add_remote
 from gitsessions.store import tombstones
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, SessionStore
@@ -171,9 +173,9 @@ def sync_once(run: Run, name: str, how: str) -> list[dict[str, Any]]:
     try:
         with opened(run.homes[name]) as store:
             if how == "pull":
-                report = sync.pull(store, "origin")
+                report = pull(store, "origin")
             else:
-                report = sync.push(store, "origin", None, prune=how == "push --prune")
+                report = push(store, "origin", None, prune=how == "push --prune")
     except GitsessionsError as error:  # a lost race on the remote is one error line
         with run.lock:
             run.errors.append(f"{name} {how}: {error}")
@@ -229,7 +231,7 @@ def simulate(root: Path, seed: int, rounds: int, cli: bool = False, busy: bool =
     run = Run(seed, rounds, remote, homes, cli=cli, busy=busy)
     for path in run.homes.values():
         with opened(path) as store:
-            sync.add_remote(store, "origin", str(remote), root)
+            add_remote(store, "origin", str(remote), root)
     for step in range(rounds):
         for name in rng.sample(HOMES, rng.randint(1, 2)):
             work(run, rng, name, step)

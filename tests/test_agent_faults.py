@@ -10,7 +10,8 @@ import pytest
 from gitsessions.agent.loop import Agent, AgentConfig, ReplyNotSaved
 from gitsessions.agent.session import AgentSession
 from gitsessions.services.compaction.compaction_policy import Policy
-from gitsessions.services.model.model import IncompleteReply, ModelClient
+from gitsessions.services.model.errors import IncompleteReply
+from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import resolve_model_settings
 from gitsessions.services.tools import approve_all, create_registry
 from gitsessions.store.sessions import SessionStore

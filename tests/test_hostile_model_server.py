@@ -51,7 +51,8 @@ STREAMED = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from gitsessions.services.settings.config import resolve_model_settings
-from gitsessions.services.model.model import ModelClient, ModelError
+from gitsessions.services.model.errors import ModelError
+from gitsessions.services.model.model import ModelClient
 settings = resolve_model_settings({"base_url": sys.argv[2], "timeout": 8}, {}, {})
 try:
     with ModelClient(settings) as client:

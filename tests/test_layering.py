@@ -229,7 +229,7 @@ PLANTED = [
     ("cli/x.py", "from acp import run_agent\n"),
     ("agent/x.py", "from mcp.server.lowlevel import Server\n"),
     # services/ packages: only lower floors
-    ("services/sessions/x.py", "from gitsessions.services.sync import sync\n"),
+    ("services/sessions/x.py", "from gitsessions.services.sync import pull\n"),
     ("services/sessions/x.py", "def f():\n    from gitsessions.services.code import rewind\n"),
     ("services/settings/x.py", "from ..hooks.audit import audit\n"),
     ("services/model/x.py", "from gitsessions.services import hooks\n"),

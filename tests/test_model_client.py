@@ -11,13 +11,12 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from gitsessions.services.model.model import (
+from gitsessions.services.model.completion import Completion, Usage
+from gitsessions.services.model.errors import (
     AuthenticationFailed,
     BadResponse,
-    Completion,
     EndpointUnreachable,
     IncompleteReply,
-    ModelClient,
     ModelError,
     ModelNotFound,
     ModelTimeout,
@@ -25,8 +24,8 @@ from gitsessions.services.model.model import (
     RedirectRefused,
     RequestRejected,
     ServerError,
-    Usage,
 )
+from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import resolve_model_settings
 from gitsessions.values.messages import text_of
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gitsessions.services.model.model import EndpointUnreachable, ModelClient, RedirectRefused
+from gitsessions.services.model.errors import EndpointUnreachable, RedirectRefused
+from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import resolve_model_settings
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (a pytest fixture)
 from tests.hostile_servers import raw_answer, redirector

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitsessions.services.code import code_sync, snapshots
+from gitsessions.services.code import code_sync, snapshots, snapshotter
 from gitsessions.services.code.projectgit import command
 from gitsessions.services.code.workspace import describe
 from tests.project_helpers import (
@@ -131,7 +131,7 @@ def test_code_push_and_fetch_run_no_hook_or_remote_program(tmp_path):
     env = dict(os.environ)
     project = snapshots.find_project(root, env)
     assert project is not None
-    taken = snapshots.take(project, env, sid, "gitsessions snapshot: test")
+    taken = snapshotter.take(project, env, sid, "gitsessions snapshot: test")
     markers = tmp_path / "markers"
     plant(root, markers)
     for side in ("receive", "upload"):
@@ -168,7 +168,7 @@ def test_a_snapshot_keeps_git_s_file_modes(tmp_path):
     (root / "run.sh").chmod(0o755)
     project = snapshots.find_project(root, env)
     assert project is not None
-    taken = snapshots.take(project, env, sid, "gitsessions snapshot: test")
+    taken = snapshotter.take(project, env, sid, "gitsessions snapshot: test")
     assert pgit(root, "ls-tree", taken.commit, "run.sh").startswith("100755 ")
     pgit(root, "add", "run.sh")
     pgit(root, "config", "core.fileMode", "false")
@@ -176,7 +176,7 @@ def test_a_snapshot_keeps_git_s_file_modes(tmp_path):
     (root / "run.sh").chmod(0o644)
     (root / "new.sh").write_text("echo new\n")
     (root / "new.sh").chmod(0o755)
-    again = snapshots.take(project, env, sid, "gitsessions snapshot: test")
+    again = snapshotter.take(project, env, sid, "gitsessions snapshot: test")
     assert pgit(root, "ls-tree", again.commit, "run.sh").startswith("100755 ")
     assert pgit(root, "ls-tree", again.commit, "new.sh").startswith("100644 ")
     assert tree_files(root, again.commit)["run.sh"] == b"echo two\n"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitsessions.services.code import footprint, snapshots
+from gitsessions.services.code import footprint, snapshots, snapshotter
 from gitsessions.values.ids import new_id
 from tests.project_helpers import fsck_project, make_project, pgit, user_state
 
@@ -16,7 +16,7 @@ def sessions(root: Path, count: int) -> list[tuple[str, str]]:
     made = []
     for _ in range(count):
         sid = new_id()
-        taker = snapshots.Snapshotter(root, os.environ, sid)
+        taker = snapshotter.Snapshotter(root, os.environ, sid)
         commit = taker(f"gitsessions snapshot: session {sid[:8]} turn 1.0")
         assert commit is not None, taker.notes
         made.append((sid, commit))
@@ -55,7 +55,7 @@ def test_snapshot_refs_and_objects_are_packed_as_sessions_come(tmp_path):
 def test_a_long_session_packs_its_objects_too(tmp_path):
     root = make_project(tmp_path / "project")
     sid = new_id()
-    taker = snapshots.Snapshotter(root, os.environ, sid)
+    taker = snapshotter.Snapshotter(root, os.environ, sid)
     commits = []
     for turn in range(footprint.TIDY_AFTER):
         (root / "notes.txt").write_text(f"turn {turn}\n")
@@ -89,7 +89,7 @@ def test_gc_packs_what_is_loose_and_doctor_reports_a_pile(tmp_path, home):
     piled = []
     for _ in range(2 * footprint.LOOSE_REFS_AT):  # as an older gitsessions left them
         sid = new_id()
-        piled.append((sid, snapshots.take(project, os.environ, sid, "gitsessions snapshot: x")))
+        piled.append((sid, snapshotter.take(project, os.environ, sid, "gitsessions snapshot: x")))
     found = in_project(root, "doctor")
     assert found.returncode == 1
     assert f"found loose {root} {2 * footprint.LOOSE_REFS_AT} loose snapshot refs" in " ".join(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.services.code import retention, snapshots
+from gitsessions.services.code import retention, snapshots, snapshotter
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from tests.conftest import exec_args, run_gitsessions
@@ -157,7 +157,7 @@ def test_refs_of_sessions_this_home_never_had_are_left_unless_orphans(server, tm
     project = snapshots.find_project(root, os.environ)
     assert project is not None
     (root / "theirs.txt").write_text("their work\n")
-    snapshots.take(project, os.environ, stranger, "gitsessions snapshot: session 00000000")
+    snapshotter.take(project, os.environ, stranger, "gitsessions snapshot: session 00000000")
     plain = in_project(root, "snapshot", "prune", "--json")
     assert json.loads(plain.stdout)["skipped"] == [stranger]
     assert in_project(root, "doctor").returncode == 0  # maybe another home's: no finding

@@ -4,7 +4,7 @@ import json
 import os
 from pathlib import Path
 
-from gitsessions.services.code import snapshots
+from gitsessions.services.code import snapshots, snapshotter
 from gitsessions.values.ids import new_id
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import (
@@ -29,7 +29,7 @@ def test_snapshot_is_the_working_tree_minus_ignored_files_and_touches_nothing(tm
     project = snapshots.find_project(root / "src", os.environ)
     assert project is not None and project.root == root
     sid = new_id()
-    snap = snapshots.take(project, os.environ, sid, "gitsessions snapshot: test")
+    snap = snapshotter.take(project, os.environ, sid, "gitsessions snapshot: test")
     # the user's index file is byte for byte the same, and so is everything they see
     assert (root / ".git" / "index").read_bytes() == index_bytes
     assert user_state(root) == before
@@ -43,11 +43,11 @@ def test_snapshot_is_the_working_tree_minus_ignored_files_and_touches_nothing(tm
     assert pgit(root, "rev-parse", ref).strip() == snap.commit
     assert pgit(root, "rev-parse", f"{snap.commit}^1").strip() == before["head"].strip()
     # an unchanged tree on the same HEAD reuses the snapshot: no new commit
-    again = snapshots.take(project, os.environ, sid, "gitsessions snapshot: again")
+    again = snapshotter.take(project, os.environ, sid, "gitsessions snapshot: again")
     assert again.commit == snap.commit and not again.new
     # a change makes a new one on HEAD alone; a keep commit on the ref holds both
     (root / "notes.txt").write_text("more notes\n")
-    third = snapshots.take(project, os.environ, sid, "gitsessions snapshot: third")
+    third = snapshotter.take(project, os.environ, sid, "gitsessions snapshot: third")
     assert third.new and third.commit != snap.commit
     assert pgit(root, "rev-parse", f"{third.commit}^@").split() == [before["head"].strip()]
     assert pgit(root, "rev-parse", f"{ref}^1", f"{ref}^2").split() == [third.commit, snap.commit]
@@ -65,12 +65,12 @@ def test_large_files_are_left_out_and_named(tmp_path):
     (root / "big.dat").write_bytes(b"x" * 5000)
     project = snapshots.find_project(root, os.environ)
     assert project is not None
-    snap = snapshots.take(project, os.environ, new_id(), "gitsessions snapshot: big", 1000)
+    snap = snapshotter.take(project, os.environ, new_id(), "gitsessions snapshot: big", 1000)
     assert snap.left_out == ("big.dat",)
     assert "big.dat" not in tree_files(root, snap.commit)
     message = pgit(root, "log", "-1", "--format=%B", snap.commit)
     assert "big.dat" in message
-    taker = snapshots.Snapshotter(root, os.environ, new_id(), max_file_bytes=1000)
+    taker = snapshotter.Snapshotter(root, os.environ, new_id(), max_file_bytes=1000)
     taker("gitsessions snapshot: one")
     taker("gitsessions snapshot: two")
     assert taker.notes == ["note: left out of the code snapshot (over 1,000 bytes): big.dat"]
@@ -83,7 +83,7 @@ def test_a_repository_without_commits_is_snapshotted(tmp_path):
     (root / "a.txt").write_text("a\n")
     project = snapshots.find_project(root, os.environ)
     assert project is not None
-    snap = snapshots.take(project, os.environ, new_id(), "gitsessions snapshot: unborn")
+    snap = snapshotter.take(project, os.environ, new_id(), "gitsessions snapshot: unborn")
     assert snap.head is None and tree_files(root, snap.commit) == {"a.txt": b"a\n"}
     assert pgit(root, "status", "--porcelain") == "?? a.txt\n"
 

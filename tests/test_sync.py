@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.services.code.workspace import describe
-from gitsessions.services.sync import sync
+from gitsessions.services.sync import pull
 from gitsessions.store import history, maintenance, tracking, transport
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.lease import Lease
@@ -666,18 +666,18 @@ def test_a_branch_that_moves_during_a_pull_is_left_and_nothing_is_lost(
     cli("--home", str(other), "pull")
     say(home, sid, "from the laptop")
     cli("push", sid)
-    real = sync._bring
+    real = pull._bring
 
     def bring_then_write(*args, **kwargs):  # type: ignore[no-untyped-def]
         decided = real(*args, **kwargs)
         say(other, sid, "typed here meanwhile")  # a real commit by another writer
         return decided
 
-    monkeypatch.setattr(sync, "_bring", bring_then_write)
+    monkeypatch.setattr(pull, "_bring", bring_then_write)
     held = summary(cli, other, "pull")["sessions"]
     assert held == [{"id": sid, "result": "busy", "detail": "changed here meanwhile; pull again"}]
     assert "typed here meanwhile" in contents(other, sid)
-    monkeypatch.setattr(sync, "_bring", real)
+    monkeypatch.setattr(pull, "_bring", real)
     forked = summary(cli, other, "pull")["sessions"]
     assert forked[0]["result"] == "forked"
     assert "typed here meanwhile" in contents(other, forked[0]["fork"])

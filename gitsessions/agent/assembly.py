@@ -224,7 +224,7 @@ def code_snapshots(
     if no_repository(workspace, env):  # said without loading the snapshot machinery
         notes(NO_REPOSITORY_NOTE, "yellow")  # before the prompt: with the other notes
         return None
-    from gitsessions.services.code.snapshots import Snapshotter
+    from gitsessions.services.code.snapshotter import Snapshotter
 
     snapshotter = Snapshotter(
         workspace, env, session_id, settings.max_file_bytes, settings.budget_bytes

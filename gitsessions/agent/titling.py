@@ -20,7 +20,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from gitsessions.services.model.model import Completion
+from gitsessions.services.model.completion import Completion
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message
 

@@ -29,7 +29,7 @@ from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import RETRY, RETRY_HINT
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import err, out, replies
-from gitsessions.services.model.model import ModelError
+from gitsessions.services.model.errors import ModelError
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short

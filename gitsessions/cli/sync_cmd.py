@@ -1,7 +1,7 @@
 """`remote add|list|remove`, `push`, `pull` and `sync`: sessions synced through git remotes.
 
 Data (the result table, `--json`) goes to stdout; progress and notes to stderr. A URL is
-only ever shown masked (`services.sync.sync` hands out nothing else). Into a pipe both are
+only ever shown masked (`services.sync` hands out nothing else). Into a pipe both are
 written plain (the table as one tab-separated record per session, as `list` writes
 it), so a scripted or scheduled sync never loads rich; on a terminal they go through
 the consoles.
@@ -18,7 +18,11 @@ from gitsessions.cli import state
 from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import plain_out
-from gitsessions.services.sync import sync
+from gitsessions.services.sync.pull import fetch_snapshots, pull
+from gitsessions.services.sync.push import push, push_snapshots
+from gitsessions.services.sync.remotes import add_remote, list_remotes, pick_remote, remove_remote
+from gitsessions.services.sync.report import NOT_SENT, Report
+from gitsessions.store import remoteconfig
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -56,7 +60,7 @@ def _progress(line: str) -> None:
     _note(line, "dim")
 
 
-def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") -> None:
+def _show(report: Report, json_: bool, verb: str, code_remote: str = "") -> None:
     """The report: its table (or JSON) on stdout, notes on stderr; exit 1 (after it is
     all said) when `--code` found the project without the remote it needs, or git
     refused a session's code (a remote that is down, a ref moved differently there)."""
@@ -92,7 +96,7 @@ def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") ->
         raise typer.Exit(1)
 
 
-def _show_code_causes(report: sync.Report, code_remote: str, json_: bool) -> bool:
+def _show_code_causes(report: Report, code_remote: str, json_: bool) -> bool:
     """What `--code` did, a cause the sessions share said once: a project repository
     without the remote (an error line, whether JSON was asked or not), the same refusal
     for several sessions; else one line per session (not with `--json`). Whether some
@@ -170,14 +174,14 @@ def cmd_remote_add(
     ],
 ) -> None:
     """Add a remote to sync sessions with."""
-    stored = sync.add_remote(state_of(ctx).store, name, url, Path.cwd())
-    _note(f"added remote {name}: {sync.remoteconfig.mask(stored)}")
+    stored = add_remote(state_of(ctx).store, name, url, Path.cwd())
+    _note(f"added remote {name}: {remoteconfig.mask(stored)}")
 
 
 @remote_app.command("list")
 def cmd_remote_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
     """List the remotes (credentials in a URL are masked)."""
-    rows = sync.list_remotes(state_of(ctx).store)
+    rows = list_remotes(state_of(ctx).store)
     if json_:
         write_json(plain_out, rows)
         return
@@ -191,7 +195,7 @@ def cmd_remote_remove(
     ctx: typer.Context, name: Annotated[str, typer.Argument(help="The remote's name.")]
 ) -> None:
     """Forget a remote (nothing on the remote changes)."""
-    sync.remove_remote(state_of(ctx).store, name)
+    remove_remote(state_of(ctx).store, name)
     _note(f"removed remote {name}")
 
 
@@ -231,16 +235,16 @@ def cmd_push(
     store = state_of(ctx).store
     words = list(args or [])
     remote = None
-    if words and words[0] in {r["name"] for r in sync.list_remotes(store)}:
+    if words and words[0] in {r["name"] for r in list_remotes(store)}:
         remote = words.pop(0)
     elif words and not is_id_prefix(words[0]):
-        sync.pick_remote(store, words[0])  # names the remotes there are
+        pick_remote(store, words[0])  # names the remotes there are
     if sum((bool(words), all_, here)) > 1:
         raise BadUsage("name sessions, or use --all or --here: one of them")
     if not words and not all_ and not prune and not here:
         raise BadUsage("say which sessions to push: ID ..., --here or --all")
     ids = _here_ids(store) if here else None if all_ else words
-    report = sync.push(
+    report = push(
         store,
         remote,
         ids,
@@ -250,7 +254,7 @@ def cmd_push(
         env=state_of(ctx).env,
     )
     if code:
-        sync.push_snapshots(store, report, code_remote, state_of(ctx).env, Path.cwd())
+        push_snapshots(store, report, code_remote, state_of(ctx).env, Path.cwd())
     _show(report, json_, "pushed", code_remote)
     if report.remaining_deleted:
         _note(
@@ -258,7 +262,7 @@ def cmd_push(
             f"{'has' if report.remaining_deleted == 1 else 'have'} a copy on "
             f"{one_line(report.remote)} (push --prune deletes them)"
         )
-    if any(o.result in sync.NOT_SENT for o in report.sessions):
+    if any(o.result in NOT_SENT for o in report.sessions):
         raise typer.Exit(1)  # like git: some branch did not go
 
 
@@ -289,17 +293,17 @@ def cmd_pull(
     store = st.store
     keys = _here_keys(st.env) if here else None
     scope = set(_project_ids(store)) if here else None
-    report = sync.pull(
+    report = pull(
         store, remote, progress=_progress, env=st.env, writable=lambda: st.store, keys=keys,
         scope=scope,
     )  # fmt: skip
     _run_hooks(st, report)
     if code:
-        sync.fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
+        fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
     _show(report, json_, "pulled", code_remote)
 
 
-def _run_hooks(st: "state.State", report: sync.Report) -> None:
+def _run_hooks(st: "state.State", report: Report) -> None:
     """The lifecycle hooks a pull calls for, once it is done: post-fork for each fork it
     made, post-delete for each session a remote's tombstone deleted here; a problem
     several runs share is said once, with their count."""
@@ -334,10 +338,10 @@ def cmd_sync(
     store = st.store
     keys = _here_keys(st.env) if here else None
     scope = set(_project_ids(store)) if here else None
-    pulled = sync.pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope)
+    pulled = pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope)
     _run_hooks(st, pulled)
     ids = _here_ids(store) if here else None
-    pushed = sync.push(store, pulled.remote, ids, env=st.env)
+    pushed = push(store, pulled.remote, ids, env=st.env)
     if json_:
         write_json(plain_out, {"pull": pulled.as_dict(), "push": pushed.as_dict()})
     else:
@@ -345,12 +349,12 @@ def cmd_sync(
             _note(f"kept {short(sid)}: {why}")
         quiet = {"up to date", "unchanged", "deleted here"}  # nothing moved for these
 
-        def moved(report: sync.Report) -> str:
+        def moved(report: Report) -> str:
             counts = {w: n for w, n in report.counts().items() if w not in quiet}
             return ", ".join(f"{n} {w}" for w, n in sorted(counts.items())) or "nothing"
 
         _note(f"synced {pulled.url}: pulled {moved(pulled)}; pushed {moved(pushed)}")
-    if any(o.result in sync.NOT_SENT for o in pushed.sessions):
+    if any(o.result in NOT_SENT for o in pushed.sessions):
         raise typer.Exit(1)
 
 

@@ -11,7 +11,7 @@ Invariants:
   other ref.
 - The index is written only by a push, next to the branch it indexes (the same
   compare-and-swap: a create or a fast-forward of what was seen), and pruned with it.
-  It is a hint: what a pull brings is judged as any pull's is (`sync.pull`), so a stale,
+  It is a hint: what a pull brings is judged as any pull's is (`sync/pull.py`), so a stale,
   missing or forged entry can leave a session out of `pull --here` or bring one a whole
   pull would bring too, and never loses anything here.
 """

@@ -1,5 +1,6 @@
-"""Code: the user's project. Code snapshots (`snapshots.py`), fork worktrees and their
-marks (`worktrees.py`, `worktree_mark.py`), `rewind` (`rewind.py`), `snapshot restore`
+"""Code: the user's project. Code snapshots (`snapshots.py`; their tree `capture.py`,
+taken by `snapshotter.py`), fork worktrees and their marks (`worktrees.py`,
+`worktree_mark.py`), `rewind` (`rewind.py`), `snapshot restore`
 (`restore.py`), `diff --code` (`code_diff.py`), `push/pull --code` (`code_sync.py`), the
 project's git hooks (`git_hooks.py`), the project's git facts (`workspace.py`), a
 session's delete with

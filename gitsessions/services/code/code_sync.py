@@ -16,7 +16,7 @@ Invariants:
   nothing else happens. The sessions' own sync is done before
   and is not undone by anything here.
 - A pull that finds a session diverged makes this home's line a fork and gives the
-  session the remote's line (`services.sync.sync`): the fork takes this repository's
+  session the remote's line (`services.sync.pull`): the fork takes this repository's
   snapshots of the session under its own id (created, never moved), the session the
   remote's, so the turns of both check out the code they ran on.
 - Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.services.code import snapshots
+from gitsessions.services.code import capture, snapshots
 from gitsessions.services.code.rewind import RewindRefused, apply_changes, tree_changes
 from gitsessions.services.code.snapshots import REF_PREFIX, Project, find_project, git, out
 from gitsessions.values.errors import BadUsage, InvalidInput
@@ -53,7 +53,7 @@ def restore(
     commit = _snapshot_commit(project, env, snapshot)
     target = snapshots.tree_of(project, env, commit)
     result = Restored(commit, project.root)
-    captured = snapshots.capture(project, env)
+    captured = capture.capture(project, env)
     if captured.tree == target:
         result.unchanged = True
         return result

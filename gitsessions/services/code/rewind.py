@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code import snapshots
+from gitsessions.services.code import capture, snapshots
 from gitsessions.services.code.snapshots import Project, find_project, git
 from gitsessions.services.sessions import points, writer
 from gitsessions.services.sessions.writer import Edit
@@ -166,7 +166,7 @@ def _rewind_code(
     holds would be lost, unless `force`); returns what applies it (the save first)."""
     result.root = project.root
     target_tree = snapshots.tree_of(project, env, snap)
-    captured = snapshots.capture(project, env)
+    captured = capture.capture(project, env)
     recorded = points.all_snapshots(store, head)
     known = snapshots.trees_of(project, env, recorded)
     if captured.tree not in known:

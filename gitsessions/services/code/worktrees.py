@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code import snapshots
+from gitsessions.services.code import snapshots, snapshotter
 from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.snapshots import (
     IDENTITY,
@@ -137,7 +137,7 @@ def fork(
                 f"{at} of session {short(session_id)} has no code snapshot (snapshots were "
                 "off, or its workspace was not a git repository)"
             )
-        taken = snapshots.take(
+        taken = snapshotter.take(
             project, env, session_id, f"gitsessions snapshot: session {short(session_id)} fork"
         )
         snap = taken.commit
@@ -287,7 +287,7 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
                 )
             project = find_project(path, env)
             if project is not None:
-                snap = snapshots.take(
+                snap = snapshotter.take(
                     project,
                     env,
                     session_id,

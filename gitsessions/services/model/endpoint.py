@@ -28,7 +28,8 @@ class Probe(NamedTuple):
 
 def probe(settings: ModelSettings) -> Probe:
     """GET {base_url}/models within a few seconds."""
-    from gitsessions.services.model.model import EndpointUnreachable, ModelClient, ModelError
+    from gitsessions.services.model.errors import EndpointUnreachable, ModelError
+    from gitsessions.services.model.model import ModelClient
 
     quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))
     try:

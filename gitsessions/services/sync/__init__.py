@@ -1,6 +1,8 @@
-"""Sync: sessions pushed to and pulled from git remotes (`sync.py`), deleted ids merged
-as a set union (tombstones), and the secret scan of everything a push sends
-(`push_scan.py`); `--code` hands the project's snapshot refs to `code/code_sync.py`.
+"""Sync: sessions pushed to and pulled from git remotes (`push.py`, `pull.py`; a pull's
+forks `forks.py`; what both report `report.py`; the remotes `remotes.py`), deleted ids
+merged as a set union (tombstones, `deletions.py`), and the secret scan of everything a
+push sends (`push_scan.py`); `--code` hands the project's snapshot refs to
+`code/code_sync.py`.
 
 Owns: what leaves this home and what arrives in it. Must never force a ref, move a
 session whose lease is held, send anything the scan has not passed, create a session

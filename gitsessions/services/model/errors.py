@@ -1,0 +1,213 @@
+"""The model request's failures: one `ModelError` subclass each, and the one mapper from
+what the SDK, httpx or the server raised to them.
+
+Invariants:
+- Every failure the server or the network can cause surfaces as one `ModelError`
+  subclass whose message is one line naming what to check (the flag, variable or
+  config key; `map_error` is the one mapper of the SDK's errors). A Ctrl-C is
+  `RequestInterrupted`, a KeyboardInterrupt: never a `ModelError`.
+- An error carries, in `partial`, what a stream delivered before it (reassembly.py
+  attaches it), and for an HTTP status its `status` and the `retry_after` the server
+  asked for (`Retry-After`, `retry-after-ms`, or an HTTP date).
+- The API key never appears in a message: a library's message that quotes it (a key of
+  8 characters or more) shows `<the API key>` instead.
+- The SDK is handed in (`sdk`), never imported here: only model.py imports `openai`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.services.settings.config import ModelSettings
+from gitsessions.values.errors import GitsessionsError
+
+if TYPE_CHECKING:
+    from gitsessions.services.model.completion import Completion
+
+
+class RequestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a request: a KeyboardInterrupt carrying, in `partial`, what a stream
+    delivered before it (None when nothing arrived)."""
+
+    def __init__(self, partial: Completion | None = None) -> None:
+        super().__init__()
+        self.partial = partial
+
+
+class ModelError(GitsessionsError):
+    """The model request failed. `partial` holds what a stream delivered before it failed
+    (None when nothing arrived, and for requests that were not streamed); `status` the
+    HTTP status and `retry_after` the seconds the server asked to wait, when it said."""
+
+    partial: Completion | None = None
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class EndpointUnreachable(ModelError):
+    """No connection to the model server (refused, DNS, unreachable, dropped).
+    `dropped`: the server closed the connection before it answered at all (a kept
+    connection it had timed out as the request went out, most often): sent once more."""
+
+    dropped: bool = False
+
+
+class AuthenticationFailed(ModelError):
+    """The server rejected the API key (401/403)."""
+
+
+class ModelNotFound(ModelError):
+    """The server does not know the model, or the URL path is wrong (404)."""
+
+
+class RateLimited(ModelError):
+    """The server asked us to slow down (429)."""
+
+
+class ServerError(ModelError):
+    """The server failed (5xx) or reported an error inside a stream."""
+
+
+class RequestRejected(ModelError):
+    """The server refused the request itself (other 4xx, e.g. context too long)."""
+
+
+class RedirectRefused(ModelError):
+    """The server redirected the request to another origin; it was not followed."""
+
+
+class ModelTimeout(ModelError):
+    """The server did not finish its answer within the timeout."""
+
+
+class IncompleteReply(ModelError):
+    """The stream ended before the model finished its reply (no finish reason)."""
+
+
+class BadResponse(ModelError):
+    """The server answered with something that is not a chat completion."""
+
+
+def timeout_error(settings: ModelSettings) -> ModelTimeout:
+    source = settings.sources.get("timeout", "settings")
+    return ModelTimeout(
+        f"the model did not finish within {settings.timeout:g} s (timeout from "
+        f"{source}); check that the server at {settings.base_url} is running, or "
+        "raise GITSESSIONS_TIMEOUT or timeout in config.toml"
+    )
+
+
+def unreachable(settings: ModelSettings, reason: str) -> EndpointUnreachable:
+    url = settings.base_url
+    where = f"(base URL from {settings.sources.get('base_url', 'settings')})"
+    hint = " check --base-url or GITSESSIONS_BASE_URL"
+    if settings.sources.get("base_url") == "default":
+        hint = (
+            f" the default is Ollama: start it with `ollama serve` and `ollama pull "
+            f"{settings.model}`, or point elsewhere with --base-url"
+        )
+    key = settings.api_key
+    if len(key) >= 8:  # a library's message may quote the header (never short keys)
+        reason = reason.replace(key, "<the API key>")
+    return EndpointUnreachable(f"cannot reach the model server at {url}: {reason} {where};{hint}")
+
+
+def redirect_refused(source: object, target: object) -> RedirectRefused:
+    return RedirectRefused(
+        f"the model server at {source} redirected the request to {target}; refusing "
+        "to send the conversation to another origin; check --base-url or "
+        "GITSESSIONS_BASE_URL"
+    )
+
+
+def broken(settings: ModelSettings, reason: str) -> IncompleteReply:
+    return IncompleteReply(
+        f"the connection to the model server at {settings.base_url} "
+        f"broke before the reply was finished: {reason}"
+    )
+
+
+def malformed(settings: ModelSettings, error: ValueError) -> BadResponse:
+    return BadResponse(
+        f"the model server at {settings.base_url} sent a malformed response: {error}"
+    )
+
+
+def map_error(sdk: ModuleType, error: Exception, settings: ModelSettings, model: str) -> ModelError:
+    """`error`, one of the SDK's (`sdk.OpenAIError`), as the `ModelError` it means."""
+    url = settings.base_url
+    if isinstance(error, sdk.APITimeoutError):
+        return timeout_error(settings)
+    if isinstance(error, sdk.APIConnectionError):
+        mapped = unreachable(settings, str(error.__cause__ or error))
+        # httpx's RemoteProtocolError: the server closed the connection unanswered
+        mapped.dropped = type(error.__cause__).__name__ == "RemoteProtocolError"
+        return mapped
+    if isinstance(error, sdk.APIResponseValidationError):
+        return BadResponse(f"the model server at {url} sent a malformed response")
+    if isinstance(error, sdk.APIStatusError):
+        after = _retry_after(error.response.headers)
+        mapped = _status_error(error.status_code, _message_of(error.body), model, url, after)
+        mapped.status, mapped.retry_after = error.status_code, after
+        return mapped
+    if isinstance(error, sdk.APIError):  # an error event inside a stream
+        return ServerError(f"the model server at {url} reported an error: {error.message}")
+    return BadResponse(f"model request to {url} failed: {error}")
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a 429 or 503 asks for: `retry-after-ms`, or `Retry-After` in seconds or
+    as an HTTP date; None when absent or unreadable."""
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        if value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        import email.utils  # an HTTP date: rare, and the email package is slow to import
+
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _status_error(
+    status: int, detail: str, model: str, url: str, retry_after: float | None = None
+) -> ModelError:
+    said = f" (server said: {detail})" if detail else ""
+    if retry_after is not None:
+        said += f" (retry after {retry_after:.0f} s)"
+    if status in (401, 403):
+        return AuthenticationFailed(
+            f"the model server at {url} rejected the API key (HTTP {status}){said};"
+            " check OPENAI_API_KEY or api_key in config.toml"
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"model {model!r} not found at {url} (HTTP 404){said};"
+            " check --model or GITSESSIONS_MODEL (Ollama: `ollama pull`) and the base URL path"
+        )
+    if status == 429:
+        return RateLimited(
+            f"the model server at {url} is rate limiting requests (HTTP 429){said};"
+            " wait and retry, or check your plan's limits"
+        )
+    if status >= 500:
+        return ServerError(f"the model server at {url} failed with HTTP {status}{said}")
+    return RequestRejected(f"the model server at {url} rejected the request (HTTP {status}){said}")
+
+
+def _message_of(body: Any) -> str:
+    """The server's message in an error answer's body, on one line (at most 200 chars)."""
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, Mapping) else inner
+        if isinstance(message, str):
+            return " ".join(message.split())[:200]
+    return ""

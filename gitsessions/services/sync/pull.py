@@ -1,0 +1,315 @@
+"""Pull: the remote's session branches brought here, never forced, never lost.
+
+Invariants:
+- A pull only creates branches, fast-forwards them, or, when both sides changed, makes
+  this home's line a new session (a fork: fresh id, `parent_id` the original,
+  `fork_point` the merge base, committed through `services.sessions.writer`; forks.py)
+  and then moves the branch to the remote's line (compare-and-swap on ours). So sync
+  converges: the id holds the line the remote took first in every home, the other line
+  goes to the remote as the fork on the next push, and one divergence makes one fork,
+  whichever homes pull it (bench/convergence.py).
+- A session whose lease is held (a running agent) is not moved; it is reported and
+  left for the next pull.
+- The remote's tombstones are merged first (deletions.py): a pull never creates a
+  session deleted on either side, and a session live here that the remote lists as
+  deleted is set aside (or its new line forked) there.
+- What arrives is checked before a branch names it: a remote's head must be a readable
+  header of its own id (`checked_head`), objects that fail the checks are `refused`.
+- A remote that is down or refuses fails with one line before any branch here moves;
+  so does a pull without stock git 2.29 or newer (`transport.require_git`).
+- A pull loads only what it needs: the writer, the catalog and the code-snapshot sync
+  are imported where they are used (a fork, `--code`); it never imports the secret
+  rules. Nothing is read for a session whose branch here already holds the remote's
+  commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitsessions.services.sessions.revisions import checked_head
+from gitsessions.services.sync.deletions import delete_here, fetch_tombstones, remote_had
+from gitsessions.services.sync.forks import fork_hooks, fork_line
+from gitsessions.services.sync.remotes import pick_remote
+from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report, quiet
+from gitsessions.store import history, remoteconfig, tracking, transport
+from gitsessions.store.errors import StoreCorrupt, StoreError
+from gitsessions.store.formats import check_header
+from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.refs import ref_name
+from gitsessions.store.tracking import SESSIONS, TOMBSTONES
+from gitsessions.store.transport import RemoteError
+from gitsessions.values.ids import is_session_id, short
+from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.reader import SessionReader
+    from gitsessions.store.sessions import SessionStore
+
+    Store = SessionStore | SessionReader
+
+
+def pull(
+    store: Store,
+    remote: str | None,
+    *,
+    progress: Progress = quiet,
+    env: transport.Env = None,
+    writable: Callable[[], SessionStore] | None = None,
+    keys: list[bytes] | None = None,
+    scope: set[str] | None = None,
+) -> Report:
+    """Fetch the remote's session branches and bring each here; see the invariants.
+    `env`: the environment stock git runs in (None: this process's). `writable`: the
+    full store, opened when a fork is to be written (default: `store` itself). `keys`:
+    only the sessions the remote's project index lists under them (`pull --here`: one
+    project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
+    the only sessions here a remote's tombstone may delete (None: any).
+
+    Nothing is read for a session whose branch here already holds the remote's
+    commit; the branches that move (created, fast-forwarded) and the remote-tracking
+    refs go in one `packed-refs` write per 256 branches, each a compare-and-swap."""
+    git = store.git
+    transport.require_git(git)
+    name = pick_remote(store, remote)
+    url = remoteconfig.url_of(git, name)
+    report = Report(name, remoteconfig.mask(url))
+    full = writable or (lambda: store)  # type: ignore[assignment,return-value]
+    with git.locked():
+        progress(f"reading {remoteconfig.mask(url)}")
+        indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
+        listed, dead, remote_dead, report.kept = fetch_tombstones(
+            store, name, url, progress, env, track=False, listed=indexed
+        )
+        local = store.ids()
+        doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
+        wants: list[bytes] = []
+
+        def brought(sid: str) -> bool:  # a remote session this pull may bring here
+            return sid not in doomed and (sid in local or sid not in dead)
+
+        seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
+
+        def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
+            seen[:] = [(refs, _sessions(refs))]
+            wants[:] = [
+                sha for sid, sha in seen[0][1].items() if local.get(sid) != sha and brought(sid)
+            ]
+            return wants
+
+        refused: dict[bytes, str] = {}  # commits whose objects failed the checks: why
+        refs = transport.fetch(
+            git, url, wanted, progress, name=name, env=env, listed=listed,
+            track=False, refused=refused,
+        )  # fmt: skip
+        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
+        theirs = {s: sha for s, sha in remote_sessions.items() if brought(s)}
+        tracked: dict[bytes, bytes | None] = {
+            ref_name(s): sha for s, sha in theirs.items() if sha not in refused
+        }
+        if TOMBSTONES in refs and history.has(git, refs[TOMBSTONES]):
+            tracked[TOMBSTONES] = refs[TOMBSTONES]
+        report.tombstones = len(dead)
+        progress(f"merging {plural(len(theirs), 'session')}")
+        outcomes, arriving, behind = _judge(
+            store, full, name, remote_sessions, theirs, local, refused
+        )
+        for sid in sorted(doomed):
+            outcomes[sid] = delete_here(store, full, name, refs, sid, local[sid])
+            had = [] if outcomes[sid].result == "deleted" else remote_had(store, name, refs, sid)
+            if had:  # left here: the next pull still knows what the remote had of it
+                tracked[ref_name(sid)] = had[0]
+        for sid, why in _check_arriving(store, arriving, env).items():
+            if why is not None:
+                outcomes[sid] = Outcome(sid, "refused", why)
+        new = {sid: sha for sid, sha in arriving.items() if sid not in outcomes}
+        replace = keys is None  # one project's pull leaves the others' tracking refs alone
+        outcomes |= _move(store, new, behind, tracking.Tracking(name, tracked, replace=replace))
+    if wants and getattr(store, "background_maintenance", True):
+        _maintain(store)
+    report.sessions = [outcomes[sid] for sid in sorted(outcomes)]
+    return report
+
+
+def _judge(
+    store: Store,
+    full: Callable[[], SessionStore],
+    name: str,
+    remote_sessions: dict[str, bytes],
+    theirs: dict[str, bytes],
+    local: dict[str, bytes],
+    refused: dict[bytes, str],
+) -> tuple[dict[str, Outcome], dict[str, bytes], dict[str, tuple[bytes, bytes]]]:
+    """Each session the remote lists (`theirs`: those this pull may bring), judged: (the
+    outcomes decided now, a diverged one forked by `_bring`; those new here; those
+    behind, `id -> (ours, theirs)`, to fast-forward)."""
+    outcomes: dict[str, Outcome] = {}
+    arriving: dict[str, bytes] = {}
+    behind: dict[str, tuple[bytes, bytes]] = {}  # id -> (ours, theirs): fast-forwards
+    for sid, sha in sorted(remote_sessions.items()):
+        mine = local.get(sid)
+        if sid not in theirs:
+            outcomes[sid] = Outcome(sid, "deleted here", "not created")
+        elif sha in refused:
+            outcomes[sid] = Outcome(sid, "refused", refused[sha])
+        elif mine == sha:
+            outcomes[sid] = Outcome(sid, "unchanged")
+        elif mine is None:
+            arriving[sid] = sha
+        else:
+            outcome = _bring(store, full, name, sid, mine, sha)
+            if outcome is None:
+                behind[sid] = (mine, sha)
+            else:
+                outcomes[sid] = outcome
+    return outcomes, arriving, behind
+
+
+def _move(
+    store: Store,
+    new: dict[str, bytes],
+    behind: dict[str, tuple[bytes, bytes]],
+    tracked: tracking.Tracking,
+    batch: int = 256,
+) -> dict[str, Outcome]:
+    """Create the sessions `new` here and fast-forward those `behind`, each branch by
+    compare-and-swap, `batch` branches a `packed-refs` write (the first also writes
+    `tracked`). A fast-forward holds the session's lease: one a running agent holds
+    is left for the next pull."""
+    git = store.git
+    outcomes: dict[str, Outcome] = {}
+    order = sorted({*new, *behind})
+    for start in range(0, max(len(order), 1), batch):
+        with contextlib.ExitStack() as leases:
+            moves: dict[bytes, tuple[bytes | None, bytes]] = {}
+            for sid in order[start : start + batch]:
+                if sid in new:
+                    moves[ref_name(sid)] = (None, new[sid])
+                    continue
+                try:
+                    leases.enter_context(Lease(store.home, sid))
+                except SessionInUse:
+                    why = "in use by a running agent; left for the next pull"
+                    outcomes[sid] = Outcome(sid, "busy", why)
+                    continue
+                moves[ref_name(sid)] = behind[sid]
+            moved = tracking.update_refs_if_equal(git, moves, tracked if start == 0 else None)
+        for ref in moves:
+            sid = ref[len(SESSIONS) :].decode()
+            if ref in moved:
+                outcomes[sid] = Outcome(sid, "created" if sid in new else "updated")
+            elif sid in new:
+                outcomes[sid] = Outcome(sid, "busy", "created here meanwhile; pull again")
+            else:
+                outcomes[sid] = Outcome(sid, "busy", "changed here meanwhile; pull again")
+    return outcomes
+
+
+def _maintain(store: Store) -> None:
+    """What a pull fetched piles up like a writer's commits (packs, here): background
+    maintenance merges them past the same thresholds."""
+    from gitsessions.store import background, piles
+
+    if piles.needs_maintenance(store.git.path):
+        background.schedule(store.git.path)
+
+
+def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for ref, sha in refs.items():
+        if ref.startswith(SESSIONS):
+            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
+            if is_session_id(sid):
+                out[sid] = sha
+    return out
+
+
+def _bring(
+    store: Store,
+    full: Callable[[], SessionStore],
+    name: str,
+    sid: str,
+    mine: bytes,
+    theirs: bytes,
+) -> Outcome | None:
+    """A session both sides have, at different commits: None when ours is behind the
+    remote's (the caller fast-forwards it), else what happened to it. Diverged: our line
+    becomes a fork (written through `full()`, the full store), then the branch moves to
+    the remote's line, holding the lease (a branch that moved here meanwhile stays, and
+    the next pull forks its newer line)."""
+    git = store.git
+    try:
+        checked_head(store, sid, theirs)  # the remote's line is a readable session of sid
+        relation = history.relation(git, mine, theirs)
+        if relation == "behind":
+            return None
+        if relation == "ahead":
+            return Outcome(sid, "unchanged")
+        try:
+            lease = Lease(store.home, sid)
+        except SessionInUse:
+            return Outcome(sid, "busy", "in use by a running agent; left for the next pull")
+        with lease:
+            writing = full()
+            base = history.merge_base(git, mine, theirs)
+            ours = writing.head_at(sid, mine)
+            fork = fork_line(writing, ours, f"diverged from {name}", base)
+            ref = ref_name(sid)
+            why = SWAPPED
+            if ref not in tracking.update_refs_if_equal(git, {ref: (mine, theirs)}):
+                why = "diverged; changed here meanwhile, so it stays: pull again"
+            return Outcome(sid, "forked", why, fork=fork.id, hooks=fork_hooks(fork, name))
+    except RemoteError:
+        raise
+    except StoreError as error:
+        return Outcome(sid, "refused", str(error))
+
+
+def _check_arriving(
+    store: Store, arriving: dict[str, bytes], env: transport.Env
+) -> dict[str, str | None]:
+    """`{id: None when the remote's head of a session new here is a readable header of
+    that id, else why not}`, as `checked_head` decides, all headers read in one go."""
+    order = sorted(arriving)
+    raws = transport.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    out: dict[str, str | None] = {}
+    for sid, raw in zip(order, raws, strict=True):
+        try:
+            if raw is None:
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            try:
+                header = json.loads(raw)
+            except ValueError as error:
+                raise StoreCorrupt(f"session.json of {short(sid)}: {error}") from None
+            if not isinstance(header, dict):
+                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
+            check_header(header, sid)
+            if header.get("id") != sid:
+                raise StoreError(f"the remote's branch of {short(sid)} holds another session")
+            out[sid] = None
+        except StoreError as error:
+            out[sid] = str(error)
+    return out
+
+
+def fetch_snapshots(
+    store: Store, report: Report, code_remote: str, env: Mapping[str, str], here: Path
+) -> None:
+    """After a pull: each session it brought fetches its code snapshots (a diverged
+    one's here go to the fork that now holds this home's line first)."""
+    from gitsessions.services.code.code_sync import CodeSession, fetch_code
+
+    sessions: list[CodeSession] = []
+    for o in report.sessions:
+        if o.result in ("created", "updated"):
+            sessions.append(CodeSession(o.id, o.id, store.head(o.id).header.get("workspace") or {}))
+        elif o.result == "forked" and o.fork and o.detail == SWAPPED:  # else it stays here
+            workspace = store.head(o.id).header.get("workspace") or {}
+            sessions.append(CodeSession(o.id, o.id, workspace, kept_as=o.fork))
+    from gitsessions.services.code.workspace import project_of
+
+    report.code = fetch_code(sessions, code_remote, env, project_of(here, env))
