@@ -35,6 +35,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # A fresh exec asks for the list summary after it prints its reply: by default in a
+    # process of its own after exec exits, here by exec itself, so the scripted server's
+    # replies keep their order (tests/test_exec_summary.py runs the default).
+    monkeypatch.setenv("GITSESSIONS_EXEC_SUMMARY", "wait")
     # Every test starts gitsessions processes: with bytecode caching off (as on some CI
     # machines) each one compiled openai, rich and dulwich from source again (~2 s).
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)

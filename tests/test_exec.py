@@ -31,13 +31,13 @@ def test_multi_step_tool_turn_changes_files_and_commits(server, tmp_path, home):
     )
     server.reply(content=None, tool_calls=[tool("run_shell", command="python3 hello.py")])
     server.reply(content="Created hello.py and ran it.", usage=(300, 20))
-    server.reply(content="Hello script")  # the list summary written after the first turn
+    server.reply(content="Hello script")  # the list summary, asked after the reply is out
     done = exec_(server, ws, "write a hello script", "--auto-approve", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["reply"] == "Created hello.py and ran it."
     assert (ws / "hello.py").read_text() == "print('hello')\n"
-    assert result["usage"]["requests"] == 4 and result["compacted"] is False
+    assert result["usage"]["requests"] == 3 and result["compacted"] is False  # the turn's
     # the second request carried the write_file result, the third the shell output
     tool_results = [m for m in server.requests[2]["messages"] if m["role"] == "tool"]
     assert tool_results[-1]["content"].startswith("exit code: 0")
@@ -47,14 +47,15 @@ def test_multi_step_tool_turn_changes_files_and_commits(server, tmp_path, home):
     log = git(
         home / "store.git", "log", "--format=%s|%(trailers:key=Event,valueonly,separator=)", branch
     ).stdout.splitlines()
-    assert log[:4] == [  # every step says what it did
+    assert log[:5] == [  # every step says what it did
+        'turn 1: summary "Hello script"|turn',
         'turn 1.3: reply "Created hello.py and ran it."|turn',
         "turn 1.2: run_shell python3 hello.py|turn",
         "turn 1.1: write_file hello.py|turn",
         "turn 1: write a hello script|turn",
     ]
     assert log[-1].endswith("|create")
-    assert git(home / "store.git", "rev-parse", branch).stdout.strip() == result["commit"]
+    assert git(home / "store.git", "rev-parse", f"{branch}~1").stdout.strip() == result["commit"]
     info = json.loads(run_gitsessions("info", sid, "--json").stdout)
     assert info["summary"] == "Hello script" and info["messages"] == 7
     audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]

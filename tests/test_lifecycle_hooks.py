@@ -95,7 +95,8 @@ def test_failing_hook_is_one_line_and_the_turn_is_stored(server, workspace, home
         "(see `gitsessions hooks list`)"
     ]
     branch = f"refs/heads/sessions/{result['session']}"
-    assert git(home / "store.git", "rev-parse", branch).stdout.strip() == result["commit"]
+    stored = git(home / "store.git", "rev-parse", f"{branch}~1").stdout.strip()
+    assert stored == result["commit"]  # the summary's own commit came after it
     info = json.loads(run_gitsessions("info", result["session"], "--json").stdout)
     assert info["messages"] == 3  # system, prompt, reply
     assert audit_lines(home, "hook")[-1]["outcome"] == "failed"

@@ -174,6 +174,7 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
         "rename: checked",
         'turn 2.1: reply "Nothing else."',
         "turn 2: anything else?",
+        'turn 1: summary "App check"',  # asked after the reply, committed on its own
         'turn 1.3: reply "It prints hi."',
         "turn 1.2: read_file app.py; run_shell python3 app.py",
         "turn 1.1: read_file app.py",
@@ -192,8 +193,8 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     one = turns[2]
     assert one["turn"] == 1 and one["steps"] == 3
     assert one["tools"] == {"read_file": 2, "run_shell": 1}
-    assert [c["subject"] for c in one["commits"]] == subjects.splitlines()[3:7]
-    assert one["commit"] == steps[3]["commit"] and one["time"] == steps[6]["time"]
+    assert [c["subject"] for c in one["commits"]] == subjects.splitlines()[3:8]
+    assert one["commit"] == steps[3]["commit"] and one["time"] == steps[7]["time"]
     assert turns[1]["steps"] == 1 and turns[1]["tools"] == {}
 
     wide = dict(os.environ, COLUMNS="200")
@@ -207,7 +208,7 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     assert rows[2][4:] == ["turn 1: what does app.py print?", "3 steps: read_file x2, run_shell"]
     text = run_gitsessions("log", sid, "--steps", env=wide).stdout
     assert "turn 1.2: read_file app.py; run_shell python3 app.py" in text
-    assert len(text.strip().splitlines()) == 8
+    assert len(text.strip().splitlines()) == 9
 
 
 def test_a_compaction_inside_a_turn_is_its_own_record(store):

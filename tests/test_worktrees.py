@@ -88,7 +88,7 @@ def test_fork_at_an_earlier_turn_has_that_turns_files(server, tmp_path, home):
     # the chat starts at turn 1's last commit
     turn_one = git(home / "store.git", "log", "--format=%H %s", f"refs/heads/sessions/{sid}")
     commits = [line.split(" ", 1) for line in turn_one.stdout.splitlines()]
-    newest_of_turn_one = next(c for c, s in commits if s.startswith("turn 1."))
+    newest_of_turn_one = next(c for c, s in commits if s.startswith(("turn 1.", "turn 1:")))
     assert made["fork_point"] == newest_of_turn_one
     bad = gitsessions("fork", sid, "--worktree", "--at", "turn:9", cwd=tmp_path)
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "no turn 9" in bad.stderr

@@ -103,7 +103,7 @@ def assemble(
     stream: bool = True,
     all_sessions: bool = False,
     snapshots: SnapshotSettings | None = None,
-    title_in_background: bool = False,
+    summary: str = "background",
 ) -> Iterator[Built]:
     """The agent for `picked` (None: a new session, a draft until its first
     checkpoint) working in `workspace`, its session leased (`lease`: one taken before,
@@ -182,7 +182,7 @@ def assemble(
             ),
             max_steps=max_steps,
             stream=stream,
-            title_in_background=title_in_background,
+            summary=summary,
         )
         with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(

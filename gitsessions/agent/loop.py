@@ -32,7 +32,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.agent.loop_session import LoopSession
-from gitsessions.agent.subjects import first_line, step_subject, turn_subject
+from gitsessions.agent.subjects import step_subject, turn_subject
+from gitsessions.agent.titling import (
+    SummaryDue,
+    TitleJob,
+    summary_line,
+    summary_subject,
+    title_request,
+)
 from gitsessions.services.compaction.compaction_policy import (
     CompactionError,
     ContextStillTooLarge,
@@ -57,7 +64,6 @@ from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
-    from gitsessions.agent.titling import TitleJob
     from gitsessions.services.compaction.compaction import CompactionResult
     from gitsessions.services.compaction.compactor import Cost
     from gitsessions.services.tools.mcp_hub import McpHub
@@ -73,8 +79,11 @@ class AgentConfig(NamedTuple):
     max_failed_steps: int = 3
     stream: bool = True
     summary_every: int = 10
-    # the list summary asked while the prompt is back (chat); else before the turn ends
-    title_in_background: bool = False
+    # when the list summary is asked (`agent/titling.py`): "background", in a thread after
+    # the reply's commit, taken up later (chat, acp); "wait", the same but retried as any
+    # request (exec waits for it after printing); "later", not asked here: `summary_due`
+    # holds the request for the caller to hand on (exec's worker); "off", never
+    summary: str = "background"
 
 
 class Events:
@@ -183,6 +192,7 @@ class Agent:
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._failed_turn = -1  # the turn in which auto-compaction last failed
         self._title: TitleJob | None = None  # the list summary, asked in the background
+        self.summary_due: SummaryDue | None = None  # with summary="later": to hand on
         self._kept = TokenCounts(session.store.home, counter)  # counts earlier turns made
         self._recalled = False  # whether the context's kept counts were read back
 
@@ -341,13 +351,8 @@ class Agent:
                 calls = message.get("tool_calls") or []
                 if not calls:
                     result = TurnResult(text_of(message), taken, compacted)
-                    background = self.config.title_in_background
-                    if not background:  # recorded with the reply's commit
-                        self._refresh_summary()
-                        self.settle_title()
                     self._commit(step, message, result)
-                    if background:  # the prompt comes back now; taken up later
-                        self._refresh_summary()
+                    self._refresh_summary()  # after the commit: the reply never waits for it
                     return result
                 outcomes = self._run_tools(calls)
             except KeyboardInterrupt:
@@ -590,16 +595,17 @@ class Agent:
 
     def _refresh_summary(self) -> None:
         """After the first turn and every `summary_every` turns: ask for the list summary
-        in a thread (`agent/titling.py`; exec waits for it at once, chat goes on);
-        `settle_title` takes it up."""
+        as `config.summary` says (`agent/titling.py`); `settle_title` takes it up."""
         turn = self.session.turn
-        if turn != 1 and turn % self.config.summary_every:
+        mode = self.config.summary
+        if mode == "off" or (turn != 1 and turn % self.config.summary_every):
             return
-        from gitsessions.agent.titling import TitleJob, title_request
-
         request = title_request(self.session.context)
+        if mode == "later":
+            self.summary_due = SummaryDue(request, self.config.summary_model, turn)
+            return
         client, model = self.client, self.config.summary_model
-        retry = not self.config.title_in_background  # no countdown over the prompt
+        retry = mode == "wait"  # no countdown over the prompt
         self._title = TitleJob(
             lambda: client.complete(
                 request, model=model, temperature=0.0, max_tokens=40, retry=retry
@@ -615,10 +621,7 @@ class Agent:
         if job is None or (not wait and not job.done.is_set()):
             return
         if not job.done.is_set():
-            reason = "writing the session title"
-            self.events.busy(
-                f"{reason} (Ctrl-C skips it)" if self.config.title_in_background else reason
-            )
+            self.events.busy("writing the session title (Ctrl-C skips it)")
             try:
                 while not job.done.wait(0.05):
                     pass
@@ -633,12 +636,12 @@ class Agent:
             return
         completion = job.completion
         self._count(completion.model or self.config.summary_model, completion)
-        summary = first_line(text_of(completion.message), 80).strip("\"' ")
+        summary = summary_line(completion)
         if summary:
             self.session.update_header(summary=summary)
         if self.session.pending:  # inside a turn: its next commit records it
             return
-        subject = f'turn {self.session.turn}: summary "{first_line(summary, 40)}"'
+        subject = summary_subject(self.session.turn, summary)
         try:  # a commit of its own, `turn N: summary "..."`, at the turn's last step
             trailers = self._trailers(last_step(self.session), fresh=False)
             self.session.checkpoint(subject, trailers=trailers)

@@ -1,10 +1,11 @@
 """The list summary (a session's one-line title in `list`), written in the background.
 
 After the first reply (and every `summary_every` turns) the agent asks the summary model
-for a one-line title. That request never stands in the user's way: it runs in a thread
-of its own while the prompt is back on the screen, and its result is taken up by the
-main thread (`Agent.settle_title`) when the user is idle, before the next request, or
-on leaving.
+for a one-line title. That request never stands in the user's way: it is asked after the
+reply's commit. In chat it runs in a thread of its own while the prompt is back on the
+screen, and its result is taken up by the main thread (`Agent.settle_title`) when the
+user is idle, before the next request, or on leaving. A fresh `exec` hands it to a
+process of its own and exits (`agent/summary_later.py`).
 
 Invariants:
 - The thread touches nothing of the session: it only asks the model and keeps the
@@ -19,10 +20,12 @@ Invariants:
 import signal
 import threading
 from collections.abc import Callable
+from typing import NamedTuple
 
+from gitsessions.agent.subjects import first_line
 from gitsessions.services.model.completion import Completion
 from gitsessions.values.errors import GitsessionsError
-from gitsessions.values.messages import Message
+from gitsessions.values.messages import Message, text_of
 
 SUMMARY_PROMPT = (
     "Write a one-line title for this coding session: at most 60 characters, no quotes, "
@@ -31,10 +34,26 @@ SUMMARY_PROMPT = (
 )
 
 
+class SummaryDue(NamedTuple):
+    """A list summary to ask for: the request, the model, and the turn it is for."""
+
+    request: list[Message]
+    model: str
+    turn: int
+
+
+def summary_line(completion: Completion) -> str:
+    """The summary a reply gives: its first line, cut to 80 characters, unquoted."""
+    return first_line(text_of(completion.message), 80).strip("\"' ")
+
+
+def summary_subject(turn: int, summary: str) -> str:
+    """The subject of a summary's own commit: `turn N: summary "..."`."""
+    return f'turn {turn}: summary "{first_line(summary, 40)}"'
+
+
 def title_request(context: list[Message]) -> list[Message]:
     """What is sent for the title: the prompt and the conversation's texts, cut."""
-    from gitsessions.values.messages import text_of
-
     lines = [
         f"{m['role']}: {text_of(m)[:400]}"
         for m in context[1:]

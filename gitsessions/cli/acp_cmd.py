@@ -76,7 +76,6 @@ def cmd_acp(
                 events=events,
                 all_sessions=all_sessions,
                 snapshots=snapshots,
-                title_in_background=True,  # the prompt answers without waiting for it
             )
         )
 

@@ -114,7 +114,7 @@ def build_agent(
     snapshots: SnapshotSettings | None = None,
     notes: Printer = err,
     resuming: Resuming | None = None,
-    title_in_background: bool = False,
+    summary: str = "background",
 ) -> Iterator[Built]:
     """The agent (agent/assembly.py), its session leased, for what the command line
     asked: the session to resume and the folder to work in. Its notes (the workspace,
@@ -156,7 +156,7 @@ def build_agent(
         stream=stream,
         all_sessions=all_sessions,
         snapshots=snapshots,
-        title_in_background=title_in_background,
+        summary=summary,
     ) as built:
         yield built
 

@@ -80,7 +80,6 @@ def open_chat(
                 snapshots=options.snapshots,
                 notes=notes,
                 resuming=resuming,
-                title_in_background=True,  # the prompt comes back at once
             )
         )
         approver.preview = built.agent.registry.preview  # reads the files as the tools will

@@ -13,11 +13,14 @@ from gitsessions.cli.plain import piped, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.services.settings.config import ModelSettings
 from gitsessions.services.tools import NotAsked, approve_all
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import check_text
 
 EXIT_STOPPED = 3
+# exec_summary (config.toml) -> when the agent asks for the list summary (AgentConfig)
+SUMMARY_MODES = {"background": "later", "wait": "wait", "off": "off"}
 WHY_NOT_RUN = "exec needs --auto-approve to write files or run commands"
 NOT_RUN = f"not run: {WHY_NOT_RUN}"
 
@@ -98,6 +101,7 @@ def cmd_exec(
             stream=False,
             all_sessions=all_sessions,
             snapshots=snapshots,
+            summary=SUMMARY_MODES[settings.exec_summary],
         ) as built:
             agent = built.agent
             fresh = agent.session.is_draft
@@ -115,11 +119,28 @@ def cmd_exec(
                     said = None if unsent else agent.session.id
                     print_json(out, {"session": said, "error": str(error)})
                 raise
-            _finish(agent, result, unsaved, before, denied, json_)
+            try:
+                _finish(agent, result, unsaved, before, denied, json_)
+            finally:  # after the reply is printed: no script waits on it
+                _summary_after(state, agent, built.settings)
     except GitsessionsError:
         if unsent is not None:
             forget(state, unsent)
         raise
+
+
+def _summary_after(state: State, agent: Agent, settings: ModelSettings) -> None:
+    """The list summary the turn made due, once its reply is out: handed to a process
+    of its own (exec_summary "background"), or waited for ("wait")."""
+    due = agent.summary_due
+    if due is not None:
+        from gitsessions.agent.summary_later import hand_on
+
+        try:
+            hand_on(state.store, agent.session.id, due, settings)
+        except OSError as error:
+            err.print(vtext(f"note: the list summary is not asked: {error}"), highlight=False)
+    agent.settle_title()
 
 
 def unanswered(agent: Agent) -> bool:

@@ -10,10 +10,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from gitsessions.store.errors import StoreError
 from gitsessions.values.ids import is_session_id, short
+
+BRIEF = 2.0  # seconds another process waits for a summary's write to end
 
 
 class SessionInUse(StoreError):
@@ -21,24 +24,34 @@ class SessionInUse(StoreError):
 
 
 class Lease:
-    def __init__(self, home: Path, session_id: str) -> None:
+    """The lease on one session. `holder` is written beside the pid: "summary" marks the
+    brief write of a list summary after `exec` (`agent/summary_later.py`), which another
+    process waits for, up to `BRIEF` seconds, instead of failing as "in use"."""
+
+    def __init__(self, home: Path, session_id: str, holder: str = "") -> None:
         assert is_session_id(session_id)
         folder = home / "leases"
         folder.mkdir(mode=0o700, exist_ok=True)
         self.path = folder / f"{session_id}.lock"
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip()
-            os.close(self.fd)
-            raise SessionInUse(
-                f"session {short(session_id)} is in use by another gitsessions process"
-                f"{f' (pid {holder})' if holder else ''}; wait for it to finish, or work on "
-                f"a fork: gitsessions fork {short(session_id)}"
-            ) from None
+        deadline = time.monotonic() + BRIEF
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                found = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip()
+                if found.endswith(" summary") and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                os.close(self.fd)
+                raise SessionInUse(
+                    f"session {short(session_id)} is in use by another gitsessions process"
+                    f"{f' (pid {found.split()[0]})' if found else ''}; wait for it to finish,"
+                    f" or work on a fork: gitsessions fork {short(session_id)}"
+                ) from None
         os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, str(os.getpid()).encode(), 0)
+        os.pwrite(self.fd, f"{os.getpid()} {holder}".strip().encode(), 0)
 
     def release(self) -> None:
         if self.fd >= 0:

@@ -296,7 +296,7 @@ def _check_leases(
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # a live process holds it
-            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").partition(" ")[0].strip()
             if not pid and sid in refs:
                 continue  # released properly; the file is reused
             detail = f"held by pid {pid}, which is gone" if pid else "its session is gone"

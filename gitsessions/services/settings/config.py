@@ -35,6 +35,9 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
 DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
 DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
+# when a fresh exec's list summary is asked: by a process of its own after exec exits,
+# by exec after it printed its reply, or never
+EXEC_SUMMARY = ("background", "wait", "off")
 
 # setting -> (CLI flag or None, environment variables in priority order)
 _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
@@ -46,6 +49,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
     "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
+    "exec_summary": (None, ("GITSESSIONS_EXEC_SUMMARY",)),
 }
 
 
@@ -66,6 +70,7 @@ class ModelSettings:
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
     ledger_share: float = DEFAULT_LEDGER_SHARE
     compact_target: float = DEFAULT_COMPACT_TARGET
+    exec_summary: str = EXEC_SUMMARY[0]
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -146,6 +151,7 @@ def resolve_model_settings(
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
         "ledger_share": DEFAULT_LEDGER_SHARE,
         "compact_target": DEFAULT_COMPACT_TARGET,
+        "exec_summary": EXEC_SUMMARY[0],
     }
     for name, default in defaults.items():
         if name not in values:
@@ -167,6 +173,9 @@ def resolve_model_settings(
         ),
         ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
         compact_target=_check_target(values["compact_target"], sources["compact_target"]),
+        exec_summary=_check_choice(
+            "exec_summary", values["exec_summary"], sources["exec_summary"], EXEC_SUMMARY
+        ),
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
     )
@@ -249,6 +258,12 @@ def _check_target(value: Any, source: str) -> float:
             "(compaction starts at 0.8 of max_context_tokens)"
         )
     return number
+
+
+def _check_choice(name: str, value: Any, source: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{name} {value!r} from {source} must be one of {', '.join(choices)}")
+    return str(value)
 
 
 def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:

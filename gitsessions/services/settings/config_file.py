@@ -24,6 +24,7 @@ KNOWN_KEYS = (
     "max_context_tokens",
     "ledger_share",
     "compact_target",
+    "exec_summary",
     "redact",
     "prices",
     "shell",

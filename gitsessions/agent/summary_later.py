@@ -1,0 +1,152 @@
+"""A fresh `exec`'s list summary, asked after `exec` exits, by a process of its own.
+
+`exec` commits its reply, prints it and exits; the one-line summary `list` shows is then
+asked for by a detached child (`hand_on`), so no script waits on a second request.
+
+Invariants:
+- The child gets what it needs as JSON on its stdin (the API key never in its argv): the
+  request, the session, the turn, the model settings. It runs in a session of its own
+  (no terminal's signals reach it), its stdout and stderr on /dev/null: it prints
+  nothing, and every outcome is one audit line (`summary`: ok, unchanged or error).
+- It writes through the one write path (`writer.update`: under the session's lease, on
+  the current head): the summary and its usage, in a commit of its own (`turn N:
+  summary "..."`, with the trailers of the commit it follows). A session another
+  process works on is waited for, up to `LEASE_WAIT` seconds, then left as it is. A
+  summary written for a later turn is never replaced, and a deleted session stays so.
+- Its lease is marked "summary" (`store/lease.py`): an agent opening the session meanwhile
+  waits for the write (milliseconds) instead of failing as "in use".
+"""
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from gitsessions.agent.titling import SummaryDue, summary_line, summary_subject
+from gitsessions.services.hooks.audit import audit
+from gitsessions.services.model.completion import Completion
+from gitsessions.services.model.model import ModelClient
+from gitsessions.services.model.pricing import estimate_cost
+from gitsessions.services.sessions import writer
+from gitsessions.services.sessions.writer import Edit
+from gitsessions.services.settings.config import ModelSettings
+from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.store.trailers import parse_trailers
+from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.records import add_usage
+
+LEASE_WAIT = 60.0  # seconds: a chat resumed meanwhile keeps the session longer than this
+RETRIES = 3  # as a turn's request: a 429 or 5xx is sent again
+KEPT_TRAILERS = ("Turn", "Step", "Workspace-Head", "Code-Snapshot")
+
+
+def hand_on(store: SessionStore, session_id: str, due: SummaryDue, settings: ModelSettings) -> None:
+    """Start the child that asks for `due` and records it; return at once."""
+    payload = {
+        "home": str(store.home),
+        "redact": store.redact,
+        "session": session_id,
+        "turn": due.turn,
+        "model": due.model,
+        "request": due.request,
+        "settings": {k: v for k, v in asdict(settings).items() if k != "sources"},
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gitsessions.agent.summary_later"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert child.stdin is not None
+    with child.stdin:
+        child.stdin.write(json.dumps(payload).encode())
+    child.returncode = 0  # never waited for: it outlives exec by design
+
+
+def record(
+    store: SessionStore, session_id: str, turn: int, completion: Completion, cost: float
+) -> writer.Written:
+    """Commit the summary `completion` gives (and its usage) for `turn`, unless a later
+    turn's summary is there already. The caller holds the session's lease."""
+    summary = summary_line(completion)
+    model = completion.model or ""
+    usage = completion.usage
+
+    def edit(head: Head) -> Edit | None:
+        trailers = _trailers(store, head)
+        at = int(trailers.get("Turn", "0") or 0)
+        if not summary or (at > turn and head.header.get("summary")):
+            return None
+        counted = add_usage(
+            store.read(head, "usage"),
+            model,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+            cost,
+        )
+        change = Change(header=touch(head.header, summary=summary), usage=counted)
+        return Edit(change, "turn", summary_subject(at or turn, summary), trailers)
+
+    return writer.update(store, session_id, edit, operation="summary", lease_held=True)
+
+
+def _trailers(store: SessionStore, head: Head) -> dict[str, Any]:
+    message = store.read_commit(head.commit).message
+    found = parse_trailers(message)[1]
+    return {name: found[name] for name in KEPT_TRAILERS if name in found}
+
+
+def _lease(home: Path, session_id: str) -> Lease | None:
+    deadline = time.monotonic() + LEASE_WAIT
+    while True:
+        try:
+            return Lease(home, session_id, holder="summary")
+        except SessionInUse:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.5)
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.buffer.read())
+    home, session_id, turn = Path(job["home"]), job["session"], int(job["turn"])
+    settings = ModelSettings(**job["settings"])
+    try:
+        with ModelClient(settings, retries=RETRIES) as client:
+            completion = client.complete(
+                job["request"], model=job["model"], temperature=0.0, max_tokens=40
+            )
+    except GitsessionsError as error:
+        audit(home, "summary", session_id, "error", error=type(error).__name__)
+        return
+    model = completion.model or job["model"]
+    usage = completion.usage
+    cost = estimate_cost(
+        model,
+        usage.prompt_tokens if usage else 0,
+        usage.completion_tokens if usage else 0,
+        settings.prices,
+    )[0]
+    lease = _lease(home, session_id)
+    if lease is None:
+        audit(home, "summary", session_id, "error", error="SessionInUse")
+        return
+    try:
+        store = SessionStore(home, redact=bool(job["redact"]))
+        record(store, session_id, turn, completion, cost)
+    except GitsessionsError:
+        pass  # said in the audit log by `writer.update`
+    except OSError as error:
+        audit(home, "summary", session_id, "error", error=type(error).__name__)
+    finally:
+        lease.release()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""A fresh `exec`'s list summary is asked after exec exits, by a process of its own
+(`agent/summary_later.py`), as exec_summary's default "background" does; "off" never
+asks. Real exec processes against the scripted server, whose title answer the test
+holds until exec has exited."""
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitsessions.agent.titling import SUMMARY_PROMPT
+from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.values.ids import new_id
+from tests.conftest import exec_args, git, run_gitsessions
+
+
+@pytest.fixture(autouse=True)
+def default_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITSESSIONS_EXEC_SUMMARY")  # the default, not the tests' "wait"
+
+
+def is_title(request: dict[str, Any]) -> bool:
+    return request["messages"][0]["content"] == SUMMARY_PROMPT
+
+
+def held_titles(server, gate: threading.Event, reply: str = "done") -> None:
+    """Answer a title request only once `gate` is set; any other with `reply`."""
+
+    def respond(request: dict[str, Any]) -> str:
+        if is_title(request):
+            gate.wait(60)
+            return "A title"
+        return reply
+
+    server.responder = respond
+
+
+def summary_audits(home: Path) -> list[dict[str, Any]]:
+    lines = (home / "audit.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["operation"] == "summary"]
+
+
+def wait_for_summary_audit(home: Path) -> dict[str, Any]:
+    """The worker's audit line, once it wrote one (it is a process we do not wait on)."""
+    for _ in range(600):
+        if (home / "audit.jsonl").exists() and (found := summary_audits(home)):
+            return found[-1]
+        time.sleep(0.1)
+    raise AssertionError("the summary worker wrote no audit line in 60 s")
+
+
+def subjects(home: Path, sid: str) -> list[str]:
+    branch = f"refs/heads/sessions/{sid}"
+    return git(home / "store.git", "log", "--format=%s", branch).stdout.splitlines()
+
+
+def test_exec_exits_before_the_summary_is_answered_then_it_is_recorded(server, tmp_path, home):
+    gate = threading.Event()
+    held_titles(server, gate)
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    # exec is over while the title request is still held by the server
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    sid = result["session"]
+    assert result["reply"] == "done" and result["usage"]["requests"] == 1
+    assert not gate.is_set()
+    for _ in range(600):  # the worker's request reaches the server after exec exited
+        if any(is_title(r) for r in server.requests):
+            break
+        time.sleep(0.1)
+    assert any(is_title(r) for r in server.requests)
+    assert subjects(home, sid)[0] == 'turn 1.1: reply "done"'
+    gate.set()
+    assert wait_for_summary_audit(home)["outcome"] == "ok"
+    assert subjects(home, sid)[:2] == ['turn 1: summary "A title"', 'turn 1.1: reply "done"']
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert info["summary"] == "A title"
+    assert info["usage"]["requests"] == 2  # the summary's request is counted too
+    ref = f"refs/heads/sessions/{sid}"
+    trailers = git(home / "store.git", "log", "-1", "--format=%(trailers)", ref).stdout
+    assert "Turn: 1" in trailers and "Step: 1" in trailers  # those of the reply it follows
+
+
+def test_a_turn_run_while_the_summary_is_asked_is_not_refused_nor_lost(server, tmp_path, home):
+    gate = threading.Event()
+    held_titles(server, gate)
+    first = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    sid = json.loads(first.stdout)["session"]
+    for _ in range(600):
+        if any(is_title(r) for r in server.requests):
+            break
+        time.sleep(0.1)
+    # the worker waits on its request; a second exec goes on with the session meanwhile
+    second = run_gitsessions(*exec_args(server, tmp_path), "again", "--resume", sid)
+    assert second.returncode == 0, second.stderr
+    gate.set()
+    assert wait_for_summary_audit(home)["outcome"] == "ok"
+    shown = subjects(home, sid)
+    assert shown[:3] == ['turn 2: summary "A title"', 'turn 2.1: reply "done"', "turn 2: again"]
+    assert 'turn 1.1: reply "done"' in shown
+
+
+def test_exec_summary_off_asks_nothing(server, tmp_path, home, monkeypatch):
+    monkeypatch.setenv("GITSESSIONS_EXEC_SUMMARY", "off")
+    server.reply(content="done")
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    time.sleep(1)  # a worker, were one started, would have asked by now
+    assert len(server.requests) == 1
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert not info.get("summary")
+
+
+def test_an_unknown_exec_summary_is_one_line(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITSESSIONS_EXEC_SUMMARY", "later")
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: exec_summary 'later' from env GITSESSIONS_EXEC_SUMMARY must be one of"
+        " background, wait, off"
+    ]
+    assert server.requests == []
+
+
+def test_a_failed_summary_changes_nothing_and_is_audited(server, tmp_path, home):
+    def respond(request: dict[str, Any]) -> Any:
+        if is_title(request):
+            return {"content": None, "finish_reason": "length"}  # no text: nothing to keep
+        return "done"
+
+    server.responder = respond
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    result = json.loads(done.stdout)
+    assert wait_for_summary_audit(home)["outcome"] == "unchanged"
+    ref = f"refs/heads/sessions/{result['session']}"
+    assert git(home / "store.git", "rev-parse", ref).stdout.strip() == result["commit"]
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from gitsessions.store.lease import Lease
+lease = Lease(Path(sys.argv[1]), sys.argv[2], holder=sys.argv[3])
+print("held", flush=True)
+time.sleep(0.5)
+"""
+
+
+@pytest.mark.parametrize("holder", ["summary", ""])
+def test_a_summary_s_lease_is_waited_for_another_is_refused(home, holder):
+    home.mkdir(parents=True, exist_ok=True)
+    sid = new_id()
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(home), sid, holder], stdout=subprocess.PIPE, text=True
+    )
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    try:
+        if holder:
+            Lease(home, sid).release()  # waited for the brief write, then taken
+        else:
+            with pytest.raises(SessionInUse, match=r"in use by another gitsessions process"):
+                Lease(home, sid)
+    finally:
+        other.wait(10)
