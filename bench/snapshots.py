@@ -36,8 +36,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitsessions.agent.loop import Agent, AgentConfig  # noqa: E402
+from gitsessions.agent.loop import Agent  # noqa: E402
 from gitsessions.agent.session import AgentSession  # noqa: E402
+from gitsessions.agent.turns import AgentConfig  # noqa: E402
 from gitsessions.services.code import snapshots, snapshotter, worktrees  # noqa: E402
 from gitsessions.services.code.workspace import head_of  # noqa: E402
 from gitsessions.services.compaction.compaction_policy import Policy  # noqa: E402

@@ -26,7 +26,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from gitsessions.agent.loop import CANCELLED
+from gitsessions.agent.turns import CANCELLED
 from gitsessions.store.sessions import SessionStore
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI

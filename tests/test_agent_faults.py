@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gitsessions.agent.loop import Agent, AgentConfig, ReplyNotSaved
+from gitsessions.agent.loop import Agent
 from gitsessions.agent.session import AgentSession
+from gitsessions.agent.turns import AgentConfig, ReplyNotSaved
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.model.errors import IncompleteReply
 from gitsessions.services.model.model import ModelClient

@@ -5,8 +5,9 @@ import stat
 
 import pytest
 
-from gitsessions.agent.loop import Agent, AgentConfig, Events
+from gitsessions.agent.loop import Agent
 from gitsessions.agent.session import AgentSession
+from gitsessions.agent.turns import AgentConfig, Events
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import resolve_model_settings

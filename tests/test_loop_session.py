@@ -8,8 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitsessions.agent.loop import Agent, AgentConfig
+from gitsessions.agent.loop import Agent
 from gitsessions.agent.loop_session import LoopSession
+from gitsessions.agent.turns import AgentConfig
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import resolve_model_settings

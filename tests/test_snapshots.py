@@ -98,13 +98,13 @@ def test_each_turn_commit_names_its_code_snapshot(server, tmp_path, home):
     assert done.returncode == 0, done.stderr
     sid = json.loads(done.stdout)["session"]
     snaps = trailers(home, sid, "Code-Snapshot")
-    # turn 1.2 (reply), 1.1 (write_file), 1 (prompt), create: the prompt's snapshot is
-    # taken while the model answers; a step that ran tools takes its own; a reply alone
-    # changes no file and names the one before it
-    assert len(snaps) == 4 and snaps[2:] == ["", ""] and snaps[0] == snaps[1] != ""
+    # the summary, turn 1.2 (reply), 1.1 (write_file), 1 (prompt), create: the prompt's
+    # snapshot is taken while the model answers; a step that ran tools takes its own; a
+    # reply alone (and the summary after it) changes no file and names the one before it
+    assert len(snaps) == 5 and snaps[3:] == ["", ""] and snaps[0] == snaps[1] == snaps[2] != ""
     ref_name = f"refs/gitsessions/snapshots/{sid}"
     newest, before_tools = pgit(root, "rev-parse", f"{ref_name}^1", f"{ref_name}^2").split()
-    assert newest == snaps[1]  # the keep commit's first parent; the prompt's below it
+    assert newest == snaps[2]  # the keep commit's first parent; the prompt's below it
     assert tree_files(root, before_tools) == {
         k: v for k, v in working_files(root).items() if k != "made.txt"
     }

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from gitsessions.agent.loop import Agent, AgentConfig, Events
+from gitsessions.agent.loop import Agent
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
+from gitsessions.agent.turns import AgentConfig, Events
 from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.model.model import ModelClient

@@ -26,12 +26,12 @@ Invariants:
 """
 
 import functools
-import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from gitsessions.agent.budget import ContextBudget
 from gitsessions.agent.loop_session import LoopSession
+from gitsessions.agent.step_snapshots import StepSnapshots
 from gitsessions.agent.subjects import step_subject, turn_subject
 from gitsessions.agent.titling import (
     SummaryDue,
@@ -40,11 +40,20 @@ from gitsessions.agent.titling import (
     summary_subject,
     title_request,
 )
+from gitsessions.agent.turn_history import last_kept_turn, last_step
+from gitsessions.agent.turns import (
+    CANCELLED,
+    AgentConfig,
+    Events,
+    NothingToRetry,
+    PromptNotSaved,
+    ReplyNotSaved,
+    TurnResult,
+    Undone,
+    reply_meta,
+)
 from gitsessions.services.compaction.compaction_policy import (
     CompactionError,
-    ContextStillTooLarge,
-    Policy,
-    should_compact,
 )
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
@@ -53,11 +62,8 @@ from gitsessions.services.model.model import (
     ModelClient,
     ModelError,
     RequestInterrupted,
-    Retry,
 )
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
-from gitsessions.store.tokencounts import TokenCounts
-from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.plural import plural
@@ -67,97 +73,6 @@ if TYPE_CHECKING:  # the compaction engine is imported when a context first need
     from gitsessions.services.compaction.compaction import CompactionResult
     from gitsessions.services.compaction.compactor import Cost
     from gitsessions.services.tools.mcp_hub import McpHub
-
-CANCELLED = "error: cancelled by the user before this tool finished"
-
-
-class AgentConfig(NamedTuple):
-    model: str
-    summary_model: str
-    policy: Policy
-    max_steps: int = 50
-    max_failed_steps: int = 3
-    stream: bool = True
-    summary_every: int = 10
-    # when the list summary is asked (`agent/titling.py`): "background", in a thread after
-    # the reply's commit, taken up later (chat, acp); "wait", the same but retried as any
-    # request (exec waits for it after printing); "later", not asked here: `summary_due`
-    # holds the request for the caller to hand on (exec's worker); "off", never
-    summary: str = "background"
-
-
-class Events:
-    """What the loop reports as it goes; the CLI renders it. Defaults do nothing."""
-
-    def waiting(self, active: bool) -> None: ...
-    def busy(self, reason: str | None) -> None:
-        """Work the user waits for besides a reply (compaction, the title): `reason` while
-        it runs, None when it is over."""
-
-    def text(self, delta: str) -> None: ...
-    def reply(self, message: Message) -> None: ...
-    def tool_started(self, call: dict[str, Any]) -> None: ...
-    def tool_running(self, call: dict[str, Any]) -> None:
-        """The call is approved and runs now (until `tool_finished`)."""
-
-    def tool_output(self, line: str) -> None:
-        """A running tool's last output line, as it changes (from another thread)."""
-
-    def tool_finished(self, outcome: ToolOutcome) -> None: ...
-    def compacted(self, result: "CompactionResult") -> None: ...
-    def notice(self, text: str) -> None: ...
-
-    def retrying(self, retry: Retry) -> None:
-        """Wait before a refused request (429, 5xx) is sent again; the CLI counts down."""
-        time.sleep(retry.seconds)
-
-
-class TurnResult(NamedTuple):
-    reply: str
-    steps: int
-    compacted: bool
-    stopped: str | None = None  # why the turn ended before the model finished
-
-
-class Undone(NamedTuple):
-    """A turn taken out of the working context: its number (None when the history does
-    not say) and its prompt."""
-
-    turn: int | None
-    prompt: str
-
-
-class NothingToRetry(GitsessionsError):
-    """`retry` with no prompt in the context."""
-
-
-class PromptNotSaved(GitsessionsError):
-    """The commit of a turn's prompt failed (a read-only or full home, a lost race):
-    nothing was sent and the session is as it was; the CLI says where the prompt still
-    is (chat: its input history)."""
-
-    def __init__(self, cause: Exception) -> None:
-        if isinstance(cause, OSError):
-            where = f": {cause.filename}" if cause.filename else ""
-            reason = f"{cause.strerror or type(cause).__name__}{where}"
-        else:
-            reason = str(cause)
-        super().__init__(f"the prompt could not be saved, so it was not sent: {reason}")
-        self.exit_code = getattr(cause, "exit_code", 1)
-
-
-class ReplyNotSaved(GitsessionsError):
-    """The model replied but committing the step failed. `result` is the turn as far as it
-    got (its reply included) so the CLI can still show it; the step stays pending in the
-    session, and the next checkpoint commits it."""
-
-    def __init__(self, cause: Exception, result: TurnResult) -> None:
-        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else cause
-        super().__init__(
-            f"the reply could not be saved: {reason}; the session keeps its last saved step"
-        )
-        self.result = result
-        self.exit_code = getattr(cause, "exit_code", 1)
 
 
 class Agent:
@@ -185,16 +100,12 @@ class Agent:
         self.events = events or Events()
         self.workspace_head = workspace_head
         # takes a code snapshot (its message) -> its commit in the project, or None
-        self.code_snapshot = code_snapshot
-        self._snapshot: str | None = None  # the newest snapshot this agent recorded
-        self._pending: tuple[threading.Thread, dict[str, str | None]] | None = None
+        self.snapshots = StepSnapshots(code_snapshot) if code_snapshot else None
         self.hooks = hooks
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
-        self._failed_turn = -1  # the turn in which auto-compaction last failed
         self._title: TitleJob | None = None  # the list summary, asked in the background
         self.summary_due: SummaryDue | None = None  # with summary="later": to hand on
-        self._kept = TokenCounts(session.store.home, counter)  # counts earlier turns made
-        self._recalled = False  # whether the context's kept counts were read back
+        self.budget = ContextBudget(counter, self.tools, session.store.home, config.policy)
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -214,7 +125,8 @@ class Agent:
             session.turn -= 1
             session.withdraw(2 if closed else 1)  # never stored: the session is as it was
             raise PromptNotSaved(error) from error
-        self._start_snapshot()  # the code the prompt found, taken while the model thinks
+        if self.snapshots is not None:  # the code the prompt found, taken as the model thinks
+            self.snapshots.start(f"session {session.id[:8]} turn {session.turn}.0")
         return self._after_turn(self._steps)
 
     def retry_turn(self) -> TurnResult:
@@ -222,7 +134,7 @@ class Agent:
         the model never finished (it was down, or the process was stopped)."""
         assert self.session.unanswered_prompt() is not None
         self.settle_title()
-        first = last_step(self.session) + 1
+        first = last_step(self.session.store, self.session.head, self.session.turn) + 1
         return self._after_turn(lambda: self._steps(first=first))
 
     def _close_unanswered(self) -> bool:
@@ -293,33 +205,12 @@ class Agent:
         if not prompts:
             return None
         at = prompts[-1]
-        turn = self._last_kept_turn()
+        turn = last_kept_turn(self.session.store, self.session.head)
         self.session.set_context(context[:at])
         subject = f"undo: turn {turn}" if turn else "undo: the last prompt"
         trailers = {"Undone-Turn": turn} if turn else {}
         self.session.checkpoint(subject, event="undo", trailers=trailers)
         return Undone(turn, text_of(context[at]))
-
-    def _last_kept_turn(self) -> int | None:
-        """The newest turn whose prompt is still in the context: the newest turn that
-        started (a `Step: 0` commit) and was not undone since, nor rewound away (a
-        rewind of the chat to turn N drops the later turns of the commits before it)."""
-        undone: set[str] = set()
-        below: int | None = None  # turns after this one were rewound away
-        for _commit_id, commit in self.session.store.history(self.session.head):
-            subject, trailers = parse_trailers(commit.message)
-            event = trailers.get("Event")
-            if event == "undo":
-                undone.add(trailers.get("Undone-Turn", ""))
-            elif event == "rewind" and "chat" in subject.rpartition("(")[2]:
-                to = trailers.get("Rewind-To", "")
-                if to.isdigit():
-                    below = int(to) if below is None else min(below, int(to))
-            elif event == "turn" and trailers.get("Step") == "0":
-                turn = trailers.get("Turn", "")
-                if turn.isdigit() and turn not in undone and (below is None or int(turn) <= below):
-                    return int(turn)
-        return None
 
     def save(self) -> None:
         """Commit whatever is pending, first answering any tool call left without a result
@@ -341,7 +232,7 @@ class Agent:
         failed_in_a_row = 0
         for taken in range(1, self.config.max_steps + 1):
             step = first + taken - 1
-            raw, compacted_now = self.ensure_budget()
+            raw, compacted_now = self.budget.ensure(self.session, self._auto_compact)
             compacted |= compacted_now
             completion = self._request(raw, step)
             try:
@@ -391,92 +282,18 @@ class Agent:
         else name the last one (the one taken while the model answered, if any);
         `snapshot=False`: name none (the prompt's commit: its snapshot is being taken)."""
         trailers: dict[str, Any] = {"Step": step, "Workspace-Head": self.workspace_head()}
-        if self.code_snapshot is not None and snapshot:
-            self._settle()
-            if fresh or self._snapshot is None:
-                label = f"session {self.session.id[:8]} turn {self.session.turn}.{step}"
-                self._snapshot = self.code_snapshot(f"gitsessions snapshot: {label}")
-            trailers["Code-Snapshot"] = self._snapshot
+        if self.snapshots is not None and snapshot:
+            label = f"session {self.session.id[:8]} turn {self.session.turn}.{step}"
+            trailers["Code-Snapshot"] = self.snapshots.named(label, fresh)
         return trailers
-
-    def _start_snapshot(self) -> None:
-        """Take a code snapshot in a thread (its git runs while the model answers); the
-        next commit, or the next tool call, waits for it (`_settle`)."""
-        if self.code_snapshot is None:
-            return
-        self._settle()
-        take = self.code_snapshot
-        label = f"session {self.session.id[:8]} turn {self.session.turn}.0"
-        result: dict[str, str | None] = {}
-
-        def run() -> None:
-            result["commit"] = take(f"gitsessions snapshot: {label}")
-
-        thread = threading.Thread(target=run, name="code-snapshot")
-        thread.start()
-        self._pending = (thread, result)
-
-    def _settle(self) -> None:
-        """Wait for the snapshot taken in the background, if any: it becomes the last."""
-        if self._pending is None:
-            return
-        thread, result = self._pending
-        self._pending = None
-        thread.join()
-        self._snapshot = result.get("commit")
 
     # -- budget --------------------------------------------------------------------------
 
     def estimate(self) -> int:
-        return self.counter.estimate(self.session.context, self.tools)
+        return self.budget.estimate(self.session.context)
 
-    def ensure_budget(self) -> tuple[int | None, bool]:
-        """Compact automatically when over the threshold. Returns the raw (uncalibrated)
-        token count of the context about to be sent (None when it was not counted: under
-        the threshold by a bound that needs no tokenizer, which then need not be loaded
-        at all), and whether it compacted. The bound adds the counts kept by earlier
-        turns (`tokens.sqlite`) and the bytes of what was never counted; only when it
-        says the context may be near the threshold is the context counted exactly (the
-        tokenizer encoding only messages without a kept count), and what it counted is
-        kept. After a failed attempt, auto-compaction waits for the next turn instead
-        of paying for the same failing summary at every step."""
-        policy = self.config.policy
-        context = self.session.context
-        if not self.counter.loaded:
-            bound = self.counter.bound(context, self.tools, recall=self._kept.lookup)
-            if bound <= policy.trim_threshold * policy.max_context_tokens:
-                return None, False
-        elif not self._recalled:  # loaded ahead (chat): what is kept need not be encoded
-            self._kept.recall(self.counter.keys(context, self.tools))
-        self._recalled = True
-        try:
-            return self._budget(policy)
-        finally:
-            self._kept.keep()
-
-    def _budget(self, policy: Policy) -> tuple[int, bool]:
-        """The exact count of the context (compacting it when over the threshold)."""
-        raw = self.counter.count_context(self.session.context, self.tools)
-        tokens = self.counter.scaled(raw)
-        compacted = False
-        if should_compact(tokens, policy) and self._failed_turn != self.session.turn:
-            share = 100 * tokens // policy.max_context_tokens
-            reason = f"context at {share}% of {policy.max_context_tokens:,} tokens: compacting"
-            result = self.compact("auto", reason=reason)
-            if result is None:
-                self._failed_turn = self.session.turn
-            elif result.changed:
-                compacted = True
-                raw = self.counter.count_context(self.session.context, self.tools)
-                tokens = result.after_tokens
-        if tokens > policy.max_context_tokens:
-            raise ContextStillTooLarge(
-                f"the context is {tokens} tokens, over --max-context-tokens "
-                f"{policy.max_context_tokens}, even after compaction; the session is saved. "
-                f"Try `gitsessions compact {self.session.id[:8]} --focus TEXT`, a fork, or a "
-                "larger --max-context-tokens"
-            )
-        return raw, compacted
+    def _auto_compact(self, reason: str) -> "CompactionResult | None":
+        return self.compact("auto", reason=reason)
 
     def compact(
         self,
@@ -643,7 +460,9 @@ class Agent:
             return
         subject = summary_subject(self.session.turn, summary)
         try:  # a commit of its own, `turn N: summary "..."`, at the turn's last step
-            trailers = self._trailers(last_step(self.session), fresh=False)
+            trailers = self._trailers(
+                last_step(self.session.store, self.session.head, self.session.turn), fresh=False
+            )
             self.session.checkpoint(subject, trailers=trailers)
         except (OSError, GitsessionsError) as error:  # still pending: the next commit has it
             self.events.notice(f"the list summary is not saved yet: {error}")
@@ -651,7 +470,8 @@ class Agent:
     # -- tools ---------------------------------------------------------------------------
 
     def _run_tools(self, calls: list[dict[str, Any]]) -> list[ToolOutcome]:
-        self._settle()  # a snapshot still running must not see the tools' writes
+        if self.snapshots is not None:  # a snapshot being taken must not see the tools' writes
+            self.snapshots.settle()
         outcomes: list[ToolOutcome] = []
         for call in calls:
             self.events.tool_started(call)
@@ -678,28 +498,3 @@ class Agent:
             duration=round(outcome.duration, 3),
             **({"exit_code": outcome.exit_code} if outcome.exit_code is not None else {}),
         )
-
-
-def last_step(session: LoopSession) -> int:
-    """The newest step saved in the session's current turn (0: only its prompt)."""
-    for _commit_id, commit in session.store.history(session.head):
-        trailers = parse_trailers(commit.message)[1]
-        if "Turn" not in trailers:
-            continue  # a compaction inside the turn
-        if trailers["Turn"] != str(session.turn):
-            return 0
-        if trailers.get("Step", "").isdigit() and int(trailers["Step"]) > 0:
-            return int(trailers["Step"])
-    return 0
-
-
-def reply_meta(completion: Completion, model: str) -> dict[str, Any]:
-    """What a reply's transcript record adds to the message: the model that answered and
-    the request's usage (never sent to a model)."""
-    usage = completion.usage
-    return {
-        "model": completion.model or model,
-        "usage": None
-        if usage is None
-        else {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
-    }

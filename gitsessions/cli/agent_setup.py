@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.assembly import Built, assemble
 from gitsessions.agent.assembly import check_budget as check_budget  # cli/chat.py imports it here
-from gitsessions.agent.loop import Events
+from gitsessions.agent.turns import Events
 from gitsessions.cli.opening import Printer
 from gitsessions.cli.options import workspace_dir
 from gitsessions.cli.plain import one_line, vtext

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from gitsessions.agent.loop import Agent, PromptNotSaved, TurnResult
+from gitsessions.agent.loop import Agent
+from gitsessions.agent.turns import PromptNotSaved, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.approvals import ChatApprover
 from gitsessions.cli.chat_input import (

@@ -5,7 +5,8 @@ from typing import Annotated, Any
 
 import typer
 
-from gitsessions.agent.loop import Agent, PromptNotSaved, ReplyNotSaved, TurnResult
+from gitsessions.agent.loop import Agent
+from gitsessions.agent.turns import PromptNotSaved, ReplyNotSaved, TurnResult
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
 from gitsessions.cli.options import AUTO_APPROVE_BANNER

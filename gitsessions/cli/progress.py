@@ -10,7 +10,7 @@ before they are cut to width, so an escape is never split into something raw.
 import time
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.agent.loop import Events
+from gitsessions.agent.turns import Events
 from gitsessions.cli.plain import Styled, one_line, vtext
 from gitsessions.services.model.model import Retry
 from gitsessions.services.tools import ToolOutcome

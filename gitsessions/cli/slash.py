@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gitsessions.agent.loop import Agent, TurnResult
+from gitsessions.agent.loop import Agent
+from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, is_command, set_aside
 from gitsessions.cli.plain import one_line, vtext

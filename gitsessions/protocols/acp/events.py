@@ -25,8 +25,8 @@ from acp.helpers import (
 )
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
-from gitsessions.agent.loop import CANCELLED, Events
 from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
+from gitsessions.agent.turns import CANCELLED, Events
 from gitsessions.protocols.acp.outbox import Outbox
 from gitsessions.services.tools import ToolOutcome
 from gitsessions.services.tools.describe import describe_call

@@ -1,0 +1,96 @@
+"""The context budget of one agent: before every request, whether the context fits
+`max_context_tokens`, compacting it (through the agent) when over the threshold.
+
+Invariants:
+- The tokenizer is loaded only when a bound that needs none says the context may be near
+  the threshold; counts made by earlier turns are kept (`tokens.sqlite`) and recalled,
+  so only messages never counted are encoded.
+- After a failed automatic compaction, the next is tried at the next turn, not at every
+  step of this one.
+- No request is sent over `max_context_tokens`: `ContextStillTooLarge` instead.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.agent.loop_session import LoopSession
+from gitsessions.services.compaction.compaction_policy import (
+    ContextStillTooLarge,
+    Policy,
+    should_compact,
+)
+from gitsessions.store.tokencounts import TokenCounts
+from gitsessions.values.messages import Message
+from gitsessions.values.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from gitsessions.services.compaction.compaction import CompactionResult
+
+
+class ContextBudget:
+    def __init__(
+        self, counter: TokenCounter, tools: list[dict[str, Any]], home: Path, policy: Policy
+    ) -> None:
+        self.counter = counter
+        self.tools = tools  # sent with every request, so counted with the context
+        self.policy = policy
+        self._failed_turn = -1  # the turn in which auto-compaction last failed
+        self._kept = TokenCounts(home, counter)  # counts earlier turns made
+        self._recalled = False  # whether the context's kept counts were read back
+
+    def estimate(self, context: list[Message]) -> int:
+        return self.counter.estimate(context, self.tools)
+
+    def ensure(
+        self, session: LoopSession, compact: Callable[[str], "CompactionResult | None"]
+    ) -> tuple[int | None, bool]:
+        """Compact automatically when over the threshold. Returns the raw (uncalibrated)
+        token count of the context about to be sent (None when it was not counted: under
+        the threshold by a bound that needs no tokenizer, which then need not be loaded
+        at all), and whether it compacted. The bound adds the counts kept by earlier
+        turns (`tokens.sqlite`) and the bytes of what was never counted; only when it
+        says the context may be near the threshold is the context counted exactly (the
+        tokenizer encoding only messages without a kept count), and what it counted is
+        kept. After a failed attempt, auto-compaction waits for the next turn instead
+        of paying for the same failing summary at every step."""
+        policy = self.policy
+        context = session.context
+        if not self.counter.loaded:
+            bound = self.counter.bound(context, self.tools, recall=self._kept.lookup)
+            if bound <= policy.trim_threshold * policy.max_context_tokens:
+                return None, False
+        elif not self._recalled:  # loaded ahead (chat): what is kept need not be encoded
+            self._kept.recall(self.counter.keys(context, self.tools))
+        self._recalled = True
+        try:
+            return self._exact(session, compact)
+        finally:
+            self._kept.keep()
+
+    def _exact(
+        self, session: LoopSession, compact: Callable[[str], "CompactionResult | None"]
+    ) -> tuple[int, bool]:
+        """The exact count of the context (compacting it when over the threshold)."""
+        policy = self.policy
+        raw = self.counter.count_context(session.context, self.tools)
+        tokens = self.counter.scaled(raw)
+        compacted = False
+        if should_compact(tokens, policy) and self._failed_turn != session.turn:
+            share = 100 * tokens // policy.max_context_tokens
+            reason = f"context at {share}% of {policy.max_context_tokens:,} tokens: compacting"
+            result = compact(reason)
+            if result is None:
+                self._failed_turn = session.turn
+            elif result.changed:
+                compacted = True
+                raw = self.counter.count_context(session.context, self.tools)
+                tokens = result.after_tokens
+        if tokens > policy.max_context_tokens:
+            raise ContextStillTooLarge(
+                f"the context is {tokens} tokens, over --max-context-tokens "
+                f"{policy.max_context_tokens}, even after compaction; the session is saved. "
+                f"Try `gitsessions compact {session.id[:8]} --focus TEXT`, a fork, or a "
+                "larger --max-context-tokens"
+            )
+        return raw, compacted
