@@ -57,12 +57,9 @@ from gitsessions.services.compaction.compaction_policy import (
 )
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
-from gitsessions.services.model.model import (
-    Completion,
-    ModelClient,
-    ModelError,
-    RequestInterrupted,
-)
+from gitsessions.services.model.completion import Completion
+from gitsessions.services.model.errors import ModelError, RequestInterrupted
+from gitsessions.services.model.model import ModelClient
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of

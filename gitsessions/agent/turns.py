@@ -14,7 +14,8 @@ from gitsessions.values.messages import Message
 
 if TYPE_CHECKING:
     from gitsessions.services.compaction.compaction import CompactionResult
-    from gitsessions.services.model.model import Completion, Retry
+    from gitsessions.services.model.completion import Completion
+    from gitsessions.services.model.model import Retry
     from gitsessions.services.tools import ToolOutcome
 
 CANCELLED = "error: cancelled by the user before this tool finished"
