@@ -29,7 +29,13 @@ from gitsessions.services.settings.config import (
     SnapshotSettings,
     session_settings,
 )
-from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS, Approver, create_registry
+from gitsessions.services.tools import (
+    BUILTIN_TOOLS,
+    SESSION_TOOLS,
+    Approver,
+    ToolRegistry,
+    create_registry,
+)
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.store.lease import Lease
@@ -122,26 +128,9 @@ def assemble(
     try:
         if picked is not None and lease is None:
             lease = Lease(store.home, picked.id)
+        session = open_session(store, picked, settings, prompt, workspace, env, notes)
         if picked is None:
-            # a draft: stored with its first prompt, so a chat opened and left makes none
-            session = AgentSession.draft(
-                store,
-                prompt,
-                describe(workspace, env),
-                settings.model,
-                session_settings(settings),
-            )
             lease = Lease(store.home, session.id)
-        else:
-            session = AgentSession(store, store.head(picked.id))  # re-read under the lease
-            if session.head.header.get("settings") != session_settings(settings):
-                session.note_header(settings=session_settings(settings))
-            if session.use_system_prompt(prompt):
-                notes(
-                    "note: the system prompt stored with this session is not sent; "
-                    "gitsessions' own prompt for this workspace replaces it",
-                    "yellow",
-                )
         if picked is None or picked.header.get("instructions") != in_force:
             session.note_header(instructions=in_force)
         snapshot = code_snapshots(
@@ -155,36 +144,12 @@ def assemble(
             output_limit=max(1000, min(16_000, settings.max_context_tokens)),
         )
         register_session_tools(registry, session, Scope(None if all_sessions else workspace, env))
-        imported = session.head.header.get("imported") if picked is not None else None
-        if isinstance(imported, dict) and imported.get("tools"):
-            from gitsessions.services.imports.tool_names import equivalent
-
-            source = str(imported.get("from"))
-            lacking = [t for t in imported["tools"] if t not in registry.names]
-            instead = {t: e for t in lacking if (e := equivalent(source, t, registry.names))}
-            registry.refuse_foreign(lacking, source, instead)
-            if lacking:
-                notes(
-                    f"note: imported from {source}: its tools {', '.join(lacking)} are"
-                    " not this agent's; a call to them is refused (this agent's own"
-                    " tools do those jobs)",
-                    "yellow",
-                )
+        if picked is not None:
+            refuse_imported_tools(registry, session.head.header.get("imported"), notes)
         hub = mcp_tools(state, env, registry, notes, settings.max_context_tokens, prompt)
         if hub is not None:
             check_budget(settings.max_context_tokens, prompt, registry.definitions())
-        config = AgentConfig(
-            model=settings.model,
-            summary_model=settings.summary_model,
-            policy=Policy(
-                max_context_tokens=settings.max_context_tokens,
-                ledger_share=settings.ledger_share,
-                target=settings.compact_target,
-            ),
-            max_steps=max_steps,
-            stream=stream,
-            summary=summary,
-        )
+        config = agent_config(settings, max_steps=max_steps, stream=stream, summary=summary)
         with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(
                 session,
@@ -207,6 +172,73 @@ def assemble(
             lease.discard()  # never stored: leave no lease file behind
         elif lease is not None:
             lease.release()
+
+
+def agent_config(
+    settings: ModelSettings, *, max_steps: int, stream: bool, summary: str
+) -> AgentConfig:
+    """What the loop runs with, from the model settings and the command's choices."""
+    policy = Policy(
+        max_context_tokens=settings.max_context_tokens,
+        ledger_share=settings.ledger_share,
+        target=settings.compact_target,
+    )
+    return AgentConfig(
+        model=settings.model,
+        summary_model=settings.summary_model,
+        policy=policy,
+        max_steps=max_steps,
+        stream=stream,
+        summary=summary,
+    )
+
+
+def open_session(
+    store: SessionStore,
+    picked: Head | None,
+    settings: ModelSettings,
+    prompt: str,
+    workspace: Path,
+    env: Mapping[str, str],
+    notes: Say,
+) -> AgentSession:
+    """A draft for a new session (stored with its first prompt, so a chat opened and
+    left makes none), else `picked` re-read (under its lease): the settings it now runs
+    with and this workspace's system prompt ride with its next commit."""
+    if picked is None:
+        return AgentSession.draft(
+            store, prompt, describe(workspace, env), settings.model, session_settings(settings)
+        )
+    session = AgentSession(store, store.head(picked.id))
+    if session.head.header.get("settings") != session_settings(settings):
+        session.note_header(settings=session_settings(settings))
+    if session.use_system_prompt(prompt):
+        notes(
+            "note: the system prompt stored with this session is not sent; "
+            "gitsessions' own prompt for this workspace replaces it",
+            "yellow",
+        )
+    return session
+
+
+def refuse_imported_tools(registry: ToolRegistry, imported: Any, notes: Say) -> None:
+    """An imported session's calls to the other agent's tools are refused, naming this
+    agent's tool that does the job where there is one (said once in `notes`)."""
+    if not isinstance(imported, dict) or not imported.get("tools"):
+        return
+    from gitsessions.services.imports.tool_names import equivalent
+
+    source = str(imported.get("from"))
+    lacking = [t for t in imported["tools"] if t not in registry.names]
+    instead = {t: e for t in lacking if (e := equivalent(source, t, registry.names))}
+    registry.refuse_foreign(lacking, source, instead)
+    if lacking:
+        notes(
+            f"note: imported from {source}: its tools {', '.join(lacking)} are"
+            " not this agent's; a call to them is refused (this agent's own"
+            " tools do those jobs)",
+            "yellow",
+        )
 
 
 def code_snapshots(

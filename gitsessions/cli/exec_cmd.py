@@ -57,17 +57,7 @@ def cmd_exec(
     """
     state: State = ctx.obj
     warm_up()  # the SDK imports while the prompt, the settings and the store are read
-    if prompt == "-":
-        try:
-            text = sys.stdin.buffer.read().decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidInput(
-                f"the prompt on stdin is not valid UTF-8 (byte {error.start})"
-            ) from None
-    else:
-        text = prompt
-    if not check_text(text, "the prompt").strip():
-        raise BadUsage("the prompt is empty")
+    text = read_prompt(prompt)
     settings, shell, snapshots = options.agent_settings(
         state,
         model=model,
@@ -81,12 +71,7 @@ def cmd_exec(
     )
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
-    denied: list[str] = []
-
-    def deny(name: str, arguments: Any) -> NotAsked:
-        denied.append(name)
-        return NotAsked(WHY_NOT_RUN)
-
+    denied = Denials()
     unsent: str | None = None  # a fresh session whose first request failed: not kept
     try:
         with build_agent(
@@ -96,7 +81,7 @@ def cmd_exec(
             resume=resume,
             continue_=continue_,
             workspace_flag=workspace,
-            approve=approve_all if auto_approve else deny,
+            approve=approve_all if auto_approve else denied,
             events=progress_events(),
             max_steps=max_steps,
             stream=False,
@@ -108,17 +93,10 @@ def cmd_exec(
             fresh = agent.session.is_draft
             err.print(f"session {agent.session.id}", style="dim", highlight=False)
             before = dict(agent.session.usage)
-            unsaved: ReplyNotSaved | None = None
             try:
-                result = agent.run_turn(text)
-            except ReplyNotSaved as error:  # the reply is still the user's: print it, fail
-                result, unsaved = error.result, error
-            except GitsessionsError as error:  # a script still learns which session it was
-                if fresh and not isinstance(error, PromptNotSaved) and unanswered(agent):
-                    unsent = agent.session.id
-                if json_:
-                    said = None if unsent else agent.session.id
-                    print_json(out, {"session": said, "error": str(error)})
+                result, unsaved = run_turn(agent, text)
+            except GitsessionsError as error:
+                unsent = failed(agent, error, fresh, json_)
                 raise
             try:
                 _finish(agent, result, unsaved, before, denied, json_)
@@ -128,6 +106,51 @@ def cmd_exec(
         if unsent is not None:
             forget(state, unsent)
         raise
+
+
+def run_turn(agent: Agent, text: str) -> tuple[TurnResult, ReplyNotSaved | None]:
+    """The turn's result, and the error when its reply could not be saved (the reply is
+    still the user's: it is printed, then exec fails)."""
+    try:
+        return agent.run_turn(text), None
+    except ReplyNotSaved as error:
+        return error.result, error
+
+
+def read_prompt(prompt: str) -> str:
+    """The prompt given, or stdin's for '-': UTF-8 and not empty."""
+    if prompt == "-":
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInput(
+                f"the prompt on stdin is not valid UTF-8 (byte {error.start})"
+            ) from None
+    else:
+        text = prompt
+    if not check_text(text, "the prompt").strip():
+        raise BadUsage("the prompt is empty")
+    return text
+
+
+class Denials(list[str]):
+    """The approver without --auto-approve: each mutating call is not run (the model is
+    told why), and its tool's name kept for the exit code."""
+
+    def __call__(self, name: str, arguments: Any) -> NotAsked:
+        self.append(name)
+        return NotAsked(WHY_NOT_RUN)
+
+
+def failed(agent: Agent, error: GitsessionsError, fresh: bool, json_: bool) -> str | None:
+    """A turn that failed: the id of a fresh session that holds nothing but the prompt
+    (not kept), else None; with --json a script still learns which session it was."""
+    unsent = None
+    if fresh and not isinstance(error, PromptNotSaved) and unanswered(agent):
+        unsent = agent.session.id
+    if json_:
+        print_json(out, {"session": None if unsent else agent.session.id, "error": str(error)})
+    return unsent
 
 
 def _summary_after(state: State, agent: Agent, settings: ModelSettings) -> None:
