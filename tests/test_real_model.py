@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,39 @@ def test_exec_and_a_resumed_turn_reach_the_model_with_tools_and_store_its_replie
     stored = transcript(home, sid)
     assert [m["content"] for m in stored if m["role"] == "user"][-1] == "Now say goodbye."
     stored_as_sent(resumed, stored)
+
+
+def test_a_fresh_exec_exits_and_its_list_summary_is_asked_by_a_process_of_its_own(
+    llama, tmp_path, home, monkeypatch
+):
+    """exec_summary's default: the title request reaches the real server after exec
+    printed its reply, and what the model answered becomes the session's summary."""
+    monkeypatch.delenv("GITSESSIONS_EXEC_SUMMARY")  # the tests' "wait" off: the default
+    ws = tmp_path / "project"
+    ws.mkdir()
+    before = len(llama.requests())
+    done = gitsessions("exec", "Say hello in one short sentence.", *model_flags(llama),
+                       "--max-steps", "6", cwd=ws, codes=(0, 3))  # fmt: skip
+    assert done["usage"]["requests"] == len(turns(llama, before))  # the title is not its
+    if "stopped" in done:  # a 135M model may call tools until the step limit
+        pytest.skip("the turn ended at --max-steps without a reply: no summary was due")
+    audit = home / "audit.jsonl"
+    for _ in range(2400):  # the summary's process, which nothing waits for, ends on its own
+        lines = audit.read_text().splitlines() if audit.exists() else []
+        said = [json.loads(line) for line in lines]
+        if any(r["operation"] == "summary" for r in said):
+            break
+        time.sleep(0.1)
+    outcome = next(r["outcome"] for r in said if r["operation"] == "summary")
+    titles = [r for r in llama.requests()[before:] if not r["request"].get("tools")]
+    assert len(titles) == 1 and outcome in ("ok", "unchanged")  # unchanged: no text came
+    answered = titles[0]["reply"]["content"].strip().splitlines()
+    info = gitsessions("info", done["session"], cwd=ws)
+    if outcome == "ok":
+        assert info["summary"] == answered[0][:80].strip("\"' ")
+        assert info["usage"]["requests"] == done["usage"]["requests"] + 1
+    else:
+        assert not info.get("summary")
 
 
 def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(llama, tmp_path, home):
