@@ -80,7 +80,8 @@ def record(
 
     def edit(head: Head) -> Edit | None:
         trailers = _trailers(store, head)
-        at = int(trailers.get("Turn", "0") or 0)
+        turn_there = str(trailers.get("Turn", ""))
+        at = int(turn_there) if turn_there.isdigit() else 0
         if not summary or (at > turn and head.header.get("summary")):
             return None
         counted = add_usage(
