@@ -96,9 +96,24 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Sample
         # a commit may have started store maintenance in the background (never waited
         # for by the command): let it end, or it would run beside the next one timed
         wait_for_maintenance(Path(env["GITSESSIONS_HOME"]) / "store.git")
+        wait_for_summaries()  # a fresh exec's list summary, asked after it exited, likewise
         return seconds, cpu
 
     return once
+
+
+def wait_for_summaries() -> None:
+    """Until no process asks for an exec's list summary (agent/summary_later.py)."""
+    while True:
+        busy = False
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                busy |= b"gitsessions.agent.summary_later" in cmdline.read_bytes()
+            except OSError:  # gone meanwhile
+                continue
+        if not busy:
+            return
+        time.sleep(0.02)
 
 
 def _process_cpu(pid: int) -> float:
