@@ -1,6 +1,7 @@
 """Stage 1 of compaction ("clear"): giant messages cut, old tool outputs stubbed.
 
-Invariant: clearing works on a copy and never loses text the transcript does not hold.
+Invariant: clearing never changes its input (what it cuts or clears is in a new list)
+and never loses text the transcript does not hold.
 A giant message is cut only when it is found in the transcript, and a cleared tool
 output becomes a stub naming its transcript message index and `read_session`, so every
 removed character can be read back. A context tool message is matched to the transcript

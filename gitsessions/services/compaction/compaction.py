@@ -7,13 +7,14 @@ messages are valid and smaller than before, or an unchanged-context outcome
 context stays exactly as it was. The transcript is never rewritten: a cleared tool
 output becomes a stub naming its transcript message index and `read_session`.
 
-Stage 1 ("clear", see `clearing`) first cuts every giant message (over `giant_share` of the budget and
-GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user message, anywhere
-in the context, the current turn included) to a head and a tail that name its transcript
-message, then replaces old tool outputs with stubs, oldest first, until the context is
-at or under the target. Protected: the newest tool result always; in the current turn
-(after the latest user message) the newest outputs within `current_turn_allowance`
-tokens; before it, any of the last `keep_recent_tool_results` tool results.
+Stage 1 ("clear", in `clearing`) first cuts every giant message (over `giant_share` of
+the budget and GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user
+message, anywhere in the context, the current turn included) to a head and a tail that
+name its transcript message, then replaces old tool outputs with stubs, oldest first,
+until the context is at or under the target. Protected: the newest tool result always;
+in the current turn (after the latest user message) the newest outputs within
+`current_turn_allowance` tokens; before it, any of the last `keep_recent_tool_results`
+tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
 prompt and everything from the cut on, and replaces the rest with one continuation note
 (a user message, see `continuation`) holding the summary and the ledger (see `ledger`).
