@@ -9,13 +9,8 @@ from typing import Any
 
 import pytest
 
-from gitsessions.services.compaction.compaction import (
-    STUB_PREFIX,
-    CompactionResult,
-    compact,
-    is_stub,
-    transcript_indices,
-)
+from gitsessions.services.compaction.clearing import STUB_PREFIX, is_stub, transcript_indices
+from gitsessions.services.compaction.compaction import CompactionResult, compact
 from gitsessions.services.compaction.compaction_policy import (
     CompactionRejected,
     InvalidPolicy,
@@ -655,7 +650,7 @@ def test_record_holds_what_compactions_json_needs() -> None:
 
 
 def test_reused_tool_call_ids_map_to_the_latest_results():
-    from gitsessions.services.compaction.compaction import transcript_indices
+    from gitsessions.services.compaction.clearing import transcript_indices
 
     def turn(n: int) -> list[dict]:
         return [

@@ -114,14 +114,7 @@ def cmd_chat(
         state, settings, shell, snapshots, resume, continue_, workspace,
         auto_approve, all_sessions, max_steps, quiet,
     )  # fmt: skip
-    redact = redact_setting(state.config(), str(config_path(state.home)))
-    history = History(state.home, redact=redact)
-    history.sessions = lambda: session_ids(state)
-    first_run = not (state.home / "store.git").exists()
-    if resume or continue_:
-        opened = resumed(chat, history, first_run)
-    else:
-        opened = new(chat, history, first_run)
+    opened = _chat(chat)
     if opened is not None:  # `\sessions` picked another one: the same chat, resumed there
         cmd_chat(
             ctx,
@@ -140,6 +133,19 @@ def cmd_chat(
             max_steps=max_steps,
             quiet=quiet,
         )
+
+
+def _chat(chat: ChatOptions) -> str | None:
+    """Run the chat, a new session or a resumed one, with this home's prompt history;
+    the session `\\sessions` picked to go on in, if one was."""
+    state = chat.state
+    redact = redact_setting(state.config(), str(config_path(state.home)))
+    history = History(state.home, redact=redact)
+    history.sessions = lambda: session_ids(state)
+    first_run = not (state.home / "store.git").exists()
+    if chat.resume or chat.continue_:
+        return resumed(chat, history, first_run)
+    return new(chat, history, first_run)
 
 
 def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:

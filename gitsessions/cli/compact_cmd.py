@@ -15,15 +15,15 @@ from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import spinning
 from gitsessions.services.compaction.compaction_policy import Policy
-from gitsessions.services.compaction.compactor import compact_session, make_summarizer
+from gitsessions.services.compaction.compactor import Recorded, compact_session, make_summarizer
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.sessions import manage
-from gitsessions.services.settings.config import with_session_settings
+from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.lease import Lease
 from gitsessions.store.tokencounts import TokenCounts
 from gitsessions.values.ids import short
-from gitsessions.values.tokens import default_counter
+from gitsessions.values.tokens import TokenCounter, default_counter
 
 
 def cmd_compact(
@@ -73,8 +73,31 @@ def cmd_compact(
     )
     recorded_settings = store.head(session_id).header.get("settings")
     settings = with_session_settings(settings, recorded_settings, short(session_id))
-    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     counter = default_counter()
+    recorded = _compact(
+        state, session_id, settings, counter, clear_only=clear_only, dry_run=dry_run, focus=focus
+    )
+    if not dry_run:  # the counts made are facts of the messages: the next turn reads them
+        TokenCounts(store.home, counter).keep()
+    _report(session_id, recorded, dry_run=dry_run, json_=json_)
+    if not json_ and counter.method.startswith("estimate"):
+        err.print(f"note: token counts are estimates ({counter.method})", style="dim")
+
+
+def _compact(
+    state: State,
+    session_id: str,
+    settings: ModelSettings,
+    counter: TokenCounter,
+    *,
+    clear_only: bool,
+    dry_run: bool,
+    focus: str | None,
+) -> Recorded:
+    """Compact the session under its lease, a spinner on a terminal while the model
+    works (none for a dry run, which asks no model)."""
+    store = state.store
+    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     progress = ProgressEvents(err)
     waiting = (
         spinning(err, f"compacting {short(session_id)}")
@@ -86,7 +109,7 @@ def cmd_compact(
         ModelClient(settings, retries=RETRIES, wait=progress.retrying) as client,
         waiting,
     ):
-        recorded = compact_session(
+        return compact_session(
             store,
             store.head(session_id),
             policy=Policy(
@@ -103,8 +126,11 @@ def cmd_compact(
             focus=focus,
             hooks=state.hooks,
         )
-    if not dry_run:  # the counts made are facts of the messages: the next turn reads them
-        TokenCounts(store.home, counter).keep()
+
+
+def _report(session_id: str, recorded: Recorded, *, dry_run: bool, json_: bool) -> None:
+    """What the compaction did: a JSON result on stdout, or its notes and one line on
+    stderr."""
     result = recorded.result
     report: dict[str, Any] = {
         "session": session_id,
@@ -140,8 +166,6 @@ def cmd_compact(
             f"compacted {short(session_id)}: {result.before_tokens:,} -> "
             f"{result.after_tokens:,} tokens ({', '.join(result.stages)})"
         )
-    if counter.method.startswith("estimate"):
-        err.print(f"note: token counts are estimates ({counter.method})", style="dim")
 
 
 def cmd_pin(

@@ -102,24 +102,44 @@ def cmd_import(
     still being written; a file of the other source's format is refused."""
     state: State = ctx.obj
     if from_ is not None:
-        from gitsessions.cli.import_from import run_import_from
-
-        if new_id:
-            raise BadUsage("--new-id is for export files; an imported source keeps its id")
-        if hook:
-            from gitsessions.cli.import_from import run_hook
-
-            run_hook(state, from_, payload if payload is not None else sys.stdin.read())
-            return
-        code = run_import_from(state, from_, paths or [], json_)
-        if code:
-            raise typer.Exit(code)
+        _import_from(state, from_, paths or [], json_, new_id=new_id, hook=hook, payload=payload)
         return
     if json_:
         raise BadUsage("--json is for --from imports")
     if not paths or len(paths) != 1:
         raise BadUsage("import takes one export FILE (or --from SOURCE [PATH ...])")
-    file = paths[0]
+    out.print(_import_file(state, paths[0], new_id))
+
+
+def _import_from(
+    state: State,
+    source: str,
+    paths: list[Path],
+    json_: bool,
+    *,
+    new_id: bool,
+    hook: bool,
+    payload: str | None,
+) -> None:
+    """`import --from SOURCE`: the source's session files, or (`--hook`) the one session
+    its hook's payload names; exits 1 when a source was refused or failed."""
+    from gitsessions.cli.import_from import run_import_from
+
+    if new_id:
+        raise BadUsage("--new-id is for export files; an imported source keeps its id")
+    if hook:
+        from gitsessions.cli.import_from import run_hook
+
+        run_hook(state, source, payload if payload is not None else sys.stdin.read())
+        return
+    code = run_import_from(state, source, paths, json_)
+    if code:
+        raise typer.Exit(code)
+
+
+def _import_file(state: State, file: Path, new_id: bool) -> str:
+    """The id of the session made from the export `file` ('-': stdin, spooled to a
+    private copy since it is read twice: checked whole, then stored)."""
     with ExitStack() as stack:
         path = file
         if str(file) == "-":  # read twice (checked, then stored): keep a private copy
@@ -139,7 +159,7 @@ def cmd_import(
             raise InvalidInput(f"cannot read {file}: {error.strerror}") from None
         store = state.store
         head = import_export(store, export, fresh_id=new_id, now=now_iso())
-    out.print(head.id)
+    return head.id
 
 
 def register(app: typer.Typer) -> None:

@@ -65,38 +65,11 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
             err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
             failed += 1
             continue
-        for one in found:
-            if one.parent is not None and not store.exists(one.parent):
-                one.parent = None  # a side chain whose main session was not imported
-            one.finished = is_finished(path, one.tally.partial_tail)
-            try:
-                outcome = import_source(store, one, now_iso())
-            except OSError as error:
-                if folder := home_failure(error, state.home):
-                    stopped = not_writable(folder, error, LEFT, THEN)
-                    break
-                err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
-                failed += 1
-                continue
-            except GitsessionsError as error:  # in use by another process, not an import...
-                err.print(f"warning: {one_line(path)}: {error}", markup=False)
-                failed += 1
-                continue
-            _notes(outcome)
-            outcomes.append(outcome)
+        not_imported, stopped = _import_all(state, path, found, outcomes)
+        failed += not_imported
         if stopped is not None:
             break
-    if json_:
-        write_json(out, [_as_json(o) for o in outcomes])
-    else:
-        write_records(
-            out,
-            (
-                (o.source.session_id, o.status, o.messages, str(o.source.path))
-                for o in outcomes
-                if o.status != "empty"
-            ),
-        )
+    _report(outcomes, json_)
     refused = [o for o in outcomes if o.status in REFUSED]
     written = sum(1 for o in outcomes if o.wrote)
     unchanged = sum(1 for o in outcomes if o.status == "unchanged")
@@ -113,6 +86,51 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     if stopped is not None:
         raise stopped  # the one line of the cause every file left would have met
     return 1 if refused or failed else 0
+
+
+def _import_all(
+    state: State, path: Path, found: list[Source], outcomes: list[Outcome]
+) -> tuple[int, HomeNotWritable | None]:
+    """Import the source sessions read from `path`, their outcomes added to `outcomes`
+    (each one's notes said); how many failed, and the error that stops the whole import
+    (a home that cannot be written), if one did."""
+    store = state.store
+    failed = 0
+    for one in found:
+        if one.parent is not None and not store.exists(one.parent):
+            one.parent = None  # a side chain whose main session was not imported
+        one.finished = is_finished(path, one.tally.partial_tail)
+        try:
+            outcome = import_source(store, one, now_iso())
+        except OSError as error:
+            if folder := home_failure(error, state.home):
+                return failed, not_writable(folder, error, LEFT, THEN)
+            err.print(f"warning: cannot read {one_line(path)}: {error.strerror}", markup=False)
+            failed += 1
+            continue
+        except GitsessionsError as error:  # in use by another process, not an import...
+            err.print(f"warning: {one_line(path)}: {error}", markup=False)
+            failed += 1
+            continue
+        _notes(outcome)
+        outcomes.append(outcome)
+    return failed, None
+
+
+def _report(outcomes: list[Outcome], json_: bool) -> None:
+    """One line (or JSON object) per source session on stdout; an empty one is left out
+    of the lines."""
+    if json_:
+        write_json(out, [_as_json(o) for o in outcomes])
+        return
+    write_records(
+        out,
+        (
+            (o.source.session_id, o.status, o.messages, str(o.source.path))
+            for o in outcomes
+            if o.status != "empty"
+        ),
+    )
 
 
 def _sources(reader: Any, path: Path, store: "SessionStore") -> list[Source]:

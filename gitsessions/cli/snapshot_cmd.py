@@ -13,6 +13,7 @@ from gitsessions.cli.plain import one_line
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.code.restore import restore, restore_command
+from gitsessions.services.code.retention import Pruned
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -144,6 +145,11 @@ def cmd_prune(
     if json_:
         print_json(out, pruned.as_dict())
         return
+    _report_prune(pruned, dry_run)
+
+
+def _report_prune(pruned: Pruned, dry_run: bool) -> None:
+    """One line per session with snapshots dropped on stdout, the summary on stderr."""
     verb = "would drop" if dry_run else "dropped"
     for sid, dropped in pruned.dropped.items():
         gone = " (its ref deleted)" if sid in pruned.refs_deleted else ""

@@ -17,13 +17,13 @@ Invariants:
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dulwich.objects import Commit
 
 from gitsessions.store import context_refs
+from gitsessions.store.change import Change, next_header, transcript_records
 from gitsessions.store.errors import (
     ConcurrentUpdate,
     ObjectMissing,
@@ -33,7 +33,6 @@ from gitsessions.store.errors import (
     StoreError,
 )
 from gitsessions.store.formats import FORMAT, wrap
-from gitsessions.store.layout import Record
 from gitsessions.store.reader import (
     INLINE,
     JSON_FILES,
@@ -46,10 +45,9 @@ from gitsessions.store.repo import GitStore
 from gitsessions.store.trailers import commit_message
 from gitsessions.store.treedraft import TreeDraft
 from gitsessions.values.canonical import dumps
-from gitsessions.values.clock import now_iso, now_iso_ms, parse_iso
+from gitsessions.values.clock import now_iso, parse_iso
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import (
-    HEADER_FORMAT,
     empty_usage,
     usage_since,
     without_local_marks,
@@ -59,28 +57,6 @@ if TYPE_CHECKING:  # writing only: a reader never imports maintenance or the sec
     from gitsessions.store.redaction import Finding, OnRedacted
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
-ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
-RECORD_KEYS = ("time", "turn", "step", "model", "usage", "source")  # what a record may add
-
-
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(eq=False, repr=False)
-class Change:
-    """What one commit changes. `None` leaves a file as it is. A commit with redaction on
-    replaces what it redacted in here."""
-
-    header: dict[str, Any] | None = None
-    context: list[dict[str, Any]] | None = None
-    append: list[dict[str, Any]] = field(default_factory=list)
-    # per appended message, what its transcript record adds: a reply's "model" and
-    # "usage"; with `as_recorded` (an import) each record's own "time", "turn", "step"
-    # and nothing is stamped
-    append_meta: list[dict[str, Any]] = field(default_factory=list)
-    as_recorded: bool = False
-    compactions: list[dict[str, Any]] | None = None
-    plan: list[Any] | None = None
-    pins: list[str] | None = None
-    usage: dict[str, Any] | None = None
 
 
 class SessionStore(SessionReader):
@@ -258,47 +234,8 @@ class SessionStore(SessionReader):
         keys: list[bytes] | None = None  # the context's message keys, once computed
         if self.redact:
             subject, findings, keys = self._redact(change, subject, counts["messages"], base)
-        if base is not None and base.version < FORMAT:
-            self._upgrading(base, change)
-        draft = TreeDraft(self.git, base.tree if base else None)
-        if base is not None and base.version < FORMAT:
-            draft.refile_transcript()
-            draft.remove(V1_USAGE)
-        for what, name in JSON_FILES.items():
-            value = getattr(change, what)
-            if value is not None and what != "context":
-                draft.set(name, dumps(wrap(what, value)))
-        first = counts["messages"]
-        if change.append:
-            draft.append_transcript(self._records(change, trailers), first)
-            counts["messages"] += len(change.append)
-        candidates: list[context_refs.Candidate] | None = None
-        if change.context is not None:
-            counts["context_messages"] = len(change.context)
-            known = self._candidates(base) if base is not None else []
-            appended = [(context_refs.key(m), first + i) for i, m in enumerate(change.append)]
-            candidates = context_refs.match(change.context, known + appended, keys)
-            items, inline = context_refs.encode(change.context, [r for _k, r in candidates])
-            draft.set("context.json", dumps(wrap("context", items)))
-            draft.set(INLINE, dumps(wrap("inline", inline)))
-        if change.compactions is not None:
-            counts["compactions"] = len(change.compactions)
-        header = dict(change.header if change.header is not None else base.header)  # type: ignore[union-attr]
-        header.pop("counts", None)
-        header["format"] = HEADER_FORMAT
-        header["id"] = session_id
-        header["counts"] = counts
-        if change.usage is not None:
-            header["usage"] = change.usage
-        elif base is not None:
-            header["usage"] = base.header.get("usage") or empty_usage()
-        if event in ACTIVE_EVENTS and event != "import":
-            header["active_at"] = header.get("updated_at")
-        elif event == "import" and change.header is not None and change.header.get("active_at"):
-            pass  # an import says when its source was last active
-        elif base is not None:
-            header["active_at"] = base.header.get("active_at", header.get("updated_at"))
-        header.setdefault("active_at", header.get("updated_at"))
+        draft, candidates = self._draft(base, change, trailers, counts, keys)
+        header = next_header(session_id, base, change, event, counts)
         if skip_unchanged and base is not None and not change.append:
             times = {k: base.header.get(k) for k in ("updated_at", "active_at")}
             draft.set("session.json", dumps({**header, **times}))
@@ -318,13 +255,65 @@ class SessionStore(SessionReader):
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = commit_message(subject, session_id, event, trailers)
-        ref = ref_name(session_id)
         if not publish:
             with self.git.locked():
                 self.git.add_objects([*draft.new_objects, commit])
             if candidates is not None:
                 self._contexts[session_id] = (commit.id, candidates)
             return Head(session_id, commit.id, tree_id, header)
+        self._publish(session_id, base, expected, held_by, [*draft.new_objects, commit])
+        self._published(session_id, base, commit.id, findings, candidates)
+        return Head(session_id, commit.id, tree_id, header)
+
+    def _draft(
+        self,
+        base: Head | None,
+        change: Change,
+        trailers: Mapping[str, Any],
+        counts: dict[str, int],
+        keys: list[bytes] | None,
+    ) -> tuple[TreeDraft, list[context_refs.Candidate] | None]:
+        """The new tree (all but session.json) of `change` on `base`, a format-1 base's
+        files rewritten as format 2, and `counts` updated; with the new context's
+        (message key, transcript index) candidates when `change` sets a context."""
+        if base is not None and base.version < FORMAT:
+            self._upgrading(base, change)
+        draft = TreeDraft(self.git, base.tree if base else None)
+        if base is not None and base.version < FORMAT:
+            draft.refile_transcript()
+            draft.remove(V1_USAGE)
+        for what, name in JSON_FILES.items():
+            value = getattr(change, what)
+            if value is not None and what != "context":
+                draft.set(name, dumps(wrap(what, value)))
+        first = counts["messages"]
+        if change.append:
+            draft.append_transcript(transcript_records(change, trailers), first)
+            counts["messages"] += len(change.append)
+        candidates: list[context_refs.Candidate] | None = None
+        if change.context is not None:
+            counts["context_messages"] = len(change.context)
+            known = self._candidates(base) if base is not None else []
+            appended = [(context_refs.key(m), first + i) for i, m in enumerate(change.append)]
+            candidates = context_refs.match(change.context, known + appended, keys)
+            items, inline = context_refs.encode(change.context, [r for _k, r in candidates])
+            draft.set("context.json", dumps(wrap("context", items)))
+            draft.set(INLINE, dumps(wrap("inline", inline)))
+        if change.compactions is not None:
+            counts["compactions"] = len(change.compactions)
+        return draft, candidates
+
+    def _publish(
+        self,
+        session_id: str,
+        base: Head | None,
+        expected: bytes | None,
+        held_by: bytes | None,
+        objects: list[Any],
+    ) -> None:
+        """Write `objects` (the commit last) and move the session's branch from `expected`
+        to the commit by compare-and-swap; a fork only while its source's objects are kept."""
+        ref = ref_name(session_id)
         staged = base is not None and base.id == session_id and expected is None
         with self.git.locked(), self.git.ref_locked(ref):
             if (
@@ -335,14 +324,25 @@ class SessionStore(SessionReader):
             ):
                 # A fork whose source was deleted meanwhile: its objects may be purged.
                 raise SessionNotFound(f"session {base.id[:8]} was deleted; nothing was forked")
-            self.git.add_objects([*draft.new_objects, commit])
-            if not self.git.move_ref(ref, expected, commit.id):
+            self.git.add_objects(objects)
+            if not self.git.move_ref(ref, expected, objects[-1].id):
                 if expected is None:
                     raise SessionExists(f"session {session_id} already exists")
                 raise ConcurrentUpdate(
                     f"session {session_id[:8]} was changed by another process; "
                     "nothing was overwritten, try again"
                 )
+
+    def _published(
+        self,
+        session_id: str,
+        base: Head | None,
+        commit: bytes,
+        findings: "list[Finding]",
+        candidates: list[context_refs.Candidate] | None,
+    ) -> None:
+        """After a commit moved the branch: maintenance scheduled when due, the redaction
+        heard, and the context's candidates kept for the next commit."""
         if self.background_maintenance:
             from gitsessions.store import background, maintenance
 
@@ -351,10 +351,9 @@ class SessionStore(SessionReader):
         if findings and self.on_redacted is not None:  # only for a commit that happened
             self.on_redacted(session_id, findings)
         if candidates is not None:
-            self._contexts[session_id] = (commit.id, candidates)
+            self._contexts[session_id] = (commit, candidates)
         elif base is not None and self._contexts.get(session_id, (None,))[0] == base.commit:
-            self._contexts[session_id] = (commit.id, self._contexts[session_id][1])
-        return Head(session_id, commit.id, tree_id, header)
+            self._contexts[session_id] = (commit, self._contexts[session_id][1])
 
     def _candidates(self, base: Head) -> list[context_refs.Candidate]:
         """The base's context as (message key, transcript index): what a new context is
@@ -371,23 +370,6 @@ class SessionStore(SessionReader):
         for what in (*JSON_FILES, "usage"):
             if getattr(change, what) is None:
                 setattr(change, what, self.read(base, what))
-
-    def _records(self, change: Change, trailers: Mapping[str, Any]) -> list[Record]:
-        """The transcript records of the appended messages: written now (UTC, ms), in
-        the turn and step the trailers name, with what the writer added (model, usage)."""
-        stamp: dict[str, Any] = {"time": now_iso_ms()}
-        for name in ("Turn", "Step"):
-            value = str(trailers.get(name, ""))
-            if value.isdigit():
-                stamp[name.lower()] = int(value)
-        if change.as_recorded:
-            stamp = {}
-        records: list[Record] = []
-        for i, message in enumerate(change.append):
-            meta = change.append_meta[i] if i < len(change.append_meta) else {}
-            extra = {k: v for k, v in meta.items() if k in RECORD_KEYS and v is not None}
-            records.append({"message": message, **stamp, **extra})
-        return records
 
     def _redact(
         self, change: Change, subject: str, first: int, base: Head | None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.protocols.mcp_server.tools import TEXT, TOOLS, BadArguments, Spec, check_arguments
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
 
 if TYPE_CHECKING:
@@ -67,7 +68,6 @@ def handlers(
     from gitsessions.services.code.workspace import project_of
     from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
     from gitsessions.store.catalog import Catalog
-    from gitsessions.values.messages import text_of
 
     project = None if all_sessions else project_of(workspace, env)  # once, not per call
 
@@ -82,17 +82,7 @@ def handlers(
     def list_sessions(args: dict[str, Any]) -> dict[str, Any]:
         scope = None if all_sessions else workspace
         found = rows(args["include_archived"], scope)[: args["limit"]]
-        fields = ("id", "messages", "active_at", "parent_id", "archived", "workspace")
-        return {
-            "sessions": [
-                {
-                    **{f: r[f] for f in fields},
-                    "label": label(r),
-                    "made_by": r.get("made_by"),
-                }
-                for r in found
-            ]
-        }
+        return {"sessions": [_listed(r) for r in found]}
 
     def search_sessions(args: dict[str, Any]) -> dict[str, Any]:
         hits = search(store, args["query"], args["limit"], reach())
@@ -103,15 +93,7 @@ def handlers(
         total = head.counts.get("messages", 0)
         start = args["start"]
         end = min(total, start + args["count"])
-        page = [
-            {
-                "index": n,
-                "role": m.get("role"),
-                "text": _cut(text_of(m)),
-                **({"tool_calls": m["tool_calls"]} if m.get("tool_calls") else {}),
-            }
-            for n, m in messages_in(store, head, start, end)
-        ]
+        page = [_shown(n, m) for n, m in messages_in(store, head, start, end)]
         following = end if end < total else None
         return {"session": head.id, "total": total, "messages": page, "next": following}
 
@@ -146,25 +128,48 @@ def handlers(
         "diff_sessions": diff_sessions,
     }
     if allow_writes:
-        from gitsessions.services.sessions import manage
-
-        def pin(args: dict[str, Any]) -> dict[str, Any]:
-            sid = resolve(args["session"])
-            _written, pins = manage.pin(store, sid, args["text"])
-            return {"session": sid, "pins": len(pins)}
-
-        def rename(args: dict[str, Any]) -> dict[str, Any]:
-            sid = resolve(args["session"])
-            manage.rename(store, sid, args["title"])
-            return {"session": sid, "title": args["title"]}
-
-        def fork(args: dict[str, Any]) -> dict[str, Any]:
-            sid = resolve(args["session"])
-            head = manage.fork(store, sid, at=args["at"], title=args["title"])
-            return {"id": head.id, "parent_id": head.header.get("parent_id")}
-
-        done.update(pin=pin, rename=rename, fork=fork)
+        done.update(_write_handlers(store, resolve))
     return done
+
+
+def _write_handlers(store: "SessionStore", resolve: Callable[[str], str]) -> dict[str, Handler]:
+    """The tools offered only with `--allow-writes`, through the CLI's services; `resolve`
+    turns a session argument into an id in the server's scope."""
+    from gitsessions.services.sessions import manage
+
+    def pin(args: dict[str, Any]) -> dict[str, Any]:
+        sid = resolve(args["session"])
+        _written, pins = manage.pin(store, sid, args["text"])
+        return {"session": sid, "pins": len(pins)}
+
+    def rename(args: dict[str, Any]) -> dict[str, Any]:
+        sid = resolve(args["session"])
+        manage.rename(store, sid, args["title"])
+        return {"session": sid, "title": args["title"]}
+
+    def fork(args: dict[str, Any]) -> dict[str, Any]:
+        sid = resolve(args["session"])
+        head = manage.fork(store, sid, at=args["at"], title=args["title"])
+        return {"id": head.id, "parent_id": head.header.get("parent_id")}
+
+    return {"pin": pin, "rename": rename, "fork": fork}
+
+
+def _listed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `list` row as list_sessions answers it."""
+    fields = ("id", "messages", "active_at", "parent_id", "archived", "workspace")
+    return {**{f: row[f] for f in fields}, "label": label(row), "made_by": row.get("made_by")}
+
+
+def _shown(index: int, message: Mapping[str, Any]) -> dict[str, Any]:
+    """A transcript message as read_session answers it: its text cut at `TEXT`."""
+    calls = message.get("tool_calls")
+    return {
+        "index": index,
+        "role": message.get("role"),
+        "text": _cut(text_of(message)),
+        **({"tool_calls": calls} if calls else {}),
+    }
 
 
 def build(

@@ -130,17 +130,7 @@ def fork(
     point = points.resolve(store, head, at)
     source = store.head_at(session_id, point) if point != head.commit else head
     project, relative = _project_of(source.header, env)
-    snap = points.snapshot_at(store, head, point)
-    if snap is None:
-        if at is not None:
-            raise WorktreeError(
-                f"{at} of session {short(session_id)} has no code snapshot (snapshots were "
-                "off, or its workspace was not a git repository)"
-            )
-        taken = snapshotter.take(
-            project, env, session_id, f"gitsessions snapshot: session {short(session_id)} fork"
-        )
-        snap = taken.commit
+    snap = _fork_snapshot(store, env, head, point, at, project)
     fork_id = new_id()
     label = f"session {short(session_id)}" + (f" at {at}" if at else "")
     repo = _main_root(project, env)
@@ -155,13 +145,7 @@ def fork(
         "repo": str(repo),
         "removed_at": None,
     }
-    # recorded before the worktree is added: a crash leaves at most a record no session names
-    remember(store.home, fork_id, mark)
-    try:
-        git(project.root, env, "worktree", "add", "-q", "-b", branch, str(path), base_commit)
-    except BaseException:
-        forget(store.home, fork_id)
-        raise
+    _add_worktree(store, env, project, fork_id, mark, base_commit)
     workspace_path = path / relative
     updates = {
         "worktree": mark,
@@ -199,6 +183,49 @@ def fork(
         worktree=mark,
     )
     return Forked(new, mark)
+
+
+def _fork_snapshot(
+    store: SessionStore,
+    env: Mapping[str, str],
+    head: Head,
+    point: bytes,
+    at: str | None,
+    project: Project,
+) -> str:
+    """The code snapshot the fork's worktree starts from: the one recorded at `point`;
+    at the head with none recorded, one taken of the workspace now."""
+    snap = points.snapshot_at(store, head, point)
+    if snap is not None:
+        return snap
+    if at is not None:
+        raise WorktreeError(
+            f"{at} of session {short(head.id)} has no code snapshot (snapshots were "
+            "off, or its workspace was not a git repository)"
+        )
+    taken = snapshotter.take(
+        project, env, head.id, f"gitsessions snapshot: session {short(head.id)} fork"
+    )
+    return taken.commit
+
+
+def _add_worktree(
+    store: SessionStore,
+    env: Mapping[str, str],
+    project: Project,
+    fork_id: str,
+    mark: dict[str, Any],
+    base_commit: str,
+) -> None:
+    """`git worktree add` of the fork's branch at `mark`'s path; the mark is recorded
+    first, so a crash leaves at most a record no session names (forgotten on failure)."""
+    remember(store.home, fork_id, mark)
+    try:
+        branch, path = mark["branch"], mark["path"]
+        git(project.root, env, "worktree", "add", "-q", "-b", branch, path, base_commit)
+    except BaseException:
+        forget(store.home, fork_id)
+        raise
 
 
 def state_of(checked: Checked, env: Mapping[str, str]) -> str:

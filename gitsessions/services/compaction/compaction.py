@@ -7,13 +7,14 @@ messages are valid and smaller than before, or an unchanged-context outcome
 context stays exactly as it was. The transcript is never rewritten: a cleared tool
 output becomes a stub naming its transcript message index and `read_session`.
 
-Stage 1 ("clear") first cuts every giant message (over `giant_share` of the budget and
-GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user message, anywhere
-in the context, the current turn included) to a head and a tail that name its transcript
-message, then replaces old tool outputs with stubs, oldest first, until the context is
-at or under the target. Protected: the newest tool result always; in the current turn
-(after the latest user message) the newest outputs within `current_turn_allowance`
-tokens; before it, any of the last `keep_recent_tool_results` tool results.
+Stage 1 ("clear", in `clearing`) first cuts every giant message (over `giant_share` of
+the budget and GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user
+message, anywhere in the context, the current turn included) to a head and a tail that
+name its transcript message, then replaces old tool outputs with stubs, oldest first,
+until the context is at or under the target. Protected: the newest tool result always;
+in the current turn (after the latest user message) the newest outputs within
+`current_turn_allowance` tokens; before it, any of the last `keep_recent_tool_results`
+tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
 prompt and everything from the cut on, and replaces the rest with one continuation note
 (a user message, see `continuation`) holding the summary and the ledger (see `ledger`).
@@ -28,7 +29,6 @@ pass the transcript and nothing parallel to the messages. Without a transcript t
 context is taken to be the transcript (a session never compacted before).
 """
 
-import bisect
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from gitsessions.services.compaction.clearing import Count, candidates, clear
 from gitsessions.services.compaction.compaction_policy import (
-    GIANT_MIN_TOKENS,
     CompactionRejected,
     Policy,
     SummarizerFailed,
@@ -49,19 +49,16 @@ from gitsessions.services.compaction.continuation import (
     make_note,
     summary_request,
 )
-from gitsessions.services.compaction.giants import cut_message, last_index_of
 from gitsessions.services.compaction.ledger import Ledger, build_ledger
 from gitsessions.values.clock import iso, now_iso
 from gitsessions.values.errors import GitsessionsError
-from gitsessions.values.messages import Message, pairing_errors, text_of, validate_messages
+from gitsessions.values.messages import Message, pairing_errors, validate_messages
 from gitsessions.values.plural import plural
 
-Count = Callable[[Sequence[Message]], int]
 Summarize = Callable[[SummaryRequest], SummaryResult]
 Mode = Literal["auto", "manual"]
 Outcome = Literal["compacted", "not_needed", "nothing_to_compact"]
 
-STUB_PREFIX = "[cleared tool output:"
 UNCHANGED = "; the context is unchanged"
 
 
@@ -154,277 +151,35 @@ def compact(
     """
     validate_messages(list(messages), "context", check_pairing=False)
     work = copy.deepcopy(list(messages))
-    paired = not pairing_errors(work)
-    record = work if transcript is None else list(transcript)
     before = count(work)
     base = _Base(before, mode, policy.max_context_tokens, dry_run)
-
+    record = work if transcript is None else list(transcript)
     start = transcript_start if transcript is not None else 0
-    cleared_msgs, clearing, unmatched, giants = _clear(work, record, start, policy, count, before)
-    after_clear = count(cleared_msgs) if clearing else before
-    notes: list[str] = []
-    if unmatched:
-        notes.append(f"kept {unmatched} tool outputs not found in the transcript")
-    if clearing:
-        what = f"{len(clearing) - giants} tool outputs"
-        if giants:
-            what = f"{giants} giant messages (cut to a head and a tail) and {what}"
-        notes.append(f"cleared {what}: {before:,} -> {after_clear:,} tokens")
-    stage1 = None
-    if clearing:
-        stage1 = base.result(cleared_msgs, after_clear, ("clear",), [i for _, i in clearing])
+    call = _Call(work, record, start, policy, count, base, paired=not pairing_errors(work))
+    stage1 = call.cleared()
     boundaries = [i for i, m in enumerate(work) if i > 1 and m["role"] == "user"]
 
-    summarizing = not clear_only and (mode == "manual" or after_clear > policy.target_tokens)
+    summarizing = not clear_only and (mode == "manual" or stage1.tokens > policy.target_tokens)
     if summarizing and not boundaries:
-        notes.append("cannot summarize: no user message after the first one to cut at")
+        call.notes.append("cannot summarize: no user message after the first one to cut at")
         summarizing = False
-    if not summarizing and stage1 is not None:
-        return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
     if not summarizing:
-        if (boundaries and not clear_only) or _candidates(work, record, start, policy, count)[0]:
-            notes.append(f"already at or under the target ({before:,} tokens); nothing changed")
-            return base.result(work, before, (), (), notes, outcome="not_needed")
-        notes.append("nothing to compact: no older turns and no clearable tool output")
-        return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
+        return call.unsummarized(stage1, has_older=bool(boundaries) and not clear_only)
 
     cut = boundaries[-1]
-    older = work[1:cut]  # unstubbed: they are summarized away, so the summarizer sees all
-    if all(is_note(m) for m in older):  # only the last note: nothing new to summarize
-        notes.append("nothing new to summarize since the last compaction")
-        if stage1 is not None:
-            return _guarded(stage1.but(notes=tuple(notes)), paired, work if dry_run else None)
-        return base.result(work, before, (), (), notes, outcome="nothing_to_compact")
-    fixed = count([{"role": "user", "content": ""}])
+    if all(is_note(m) for m in work[1:cut]):  # only the last note: nothing new to summarize
+        call.notes.append("nothing new to summarize since the last compaction")
+        if stage1.result is not None:
+            return call.keep(stage1.result)
+        return base.result(work, before, (), (), call.notes, outcome="nothing_to_compact")
     if ledger is None:
         ledger = build_ledger(record, plan, pins)
-    ledger_text = ledger.render(
-        policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
-    )
-    kept_clear = [index for position, index in clearing if position >= cut]
-    stages = ("clear", "summarize") if kept_clear else ("summarize",)
-    budget = policy.max_context_tokens - policy.summary_max_tokens
-    request = summary_request(
-        older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
-    )
-    notes.extend(request.notes)
-    # One decision for the run and the dry run: the context with an empty summary. When
-    # even that is not smaller than what the summary must beat (the input; auto mode: the
-    # cleared context), summarizing cannot help and no model is asked.
-    floor = count([cleared_msgs[0], make_note("", ledger_text), *cleared_msgs[cut:]])
-    beat = after_clear if mode == "auto" else before
+    planned = call.plan(stage1, cut, ledger, focus)
+    if planned.floor >= planned.beat:
+        return call.not_asked(stage1, planned)
     if dry_run:
-        notes.append(
-            f"would summarize {plural(len(older), 'message')} before message {cut} "
-            f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
-            f"{policy.summary_max_tokens:,})"
-        )
-    if floor >= beat:
-        notes.append(
-            f"summarizing cannot make the context smaller ({floor:,} tokens without any "
-            f"summary, {beat:,} now); the model is not asked"
-        )
-        if stage1 is not None and (mode == "manual" or not stage1.over_limit):
-            kept = stage1.but(notes=tuple(notes))
-            return _guarded(kept, paired, work if dry_run else None)
-        if mode == "auto":
-            raise CompactionRejected(f"compaction rejected: {notes[-1]}{UNCHANGED}")
-        return base.result(work, before, (), (), notes, outcome="not_needed")
-    if dry_run:  # what the run does: summarize, keep the result only if it is smaller
-        estimate = floor + policy.summary_max_tokens
-        if estimate >= beat:
-            notes.append(
-                f"the run keeps the summary only if it is under {beat - floor:,} tokens; "
-                "a longer one is refused and nothing changes"
-            )
-        return base.result(
-            work, estimate, stages, kept_clear, notes, summarized=len(older), after_min=floor
-        )
-    try:
-        summary = _summarize(request, summarize)
-        compacted = [cleared_msgs[0], make_note(summary.text, ledger_text), *cleared_msgs[cut:]]
-        after = count(compacted)
-        if after > policy.target_tokens:  # the kept turn itself is big: clear inside it too
-            compacted, more, _, _ = _clear(compacted, record, start, policy, count, after)
-            after = count(compacted) if more else after
-            kept_clear = sorted([*kept_clear, *(index for _, index in more)])
-            stages = ("clear", "summarize") if kept_clear else stages
-        if mode == "auto" and after >= after_clear:  # manual: compared with the input below
-            raise CompactionRejected(
-                f"compaction rejected: the summarized context is not smaller "
-                f"({after} >= {after_clear} tokens){UNCHANGED}"
-            )
-    except (SummarizerFailed, CompactionRejected) as error:
-        if mode == "auto" and stage1 is not None and not stage1.over_limit:
-            reason = str(error).removesuffix(UNCHANGED)
-            kept = stage1.but(notes=(*notes, f"kept the cleared tool outputs only: {reason}"))
-            return _guarded(kept, paired, None)
-        raise
-    notes.append(f"summarized {plural(len(older), 'message')}: {after_clear:,} -> {after:,} tokens")
-    final = base.result(
-        compacted,
-        after,
-        stages,
-        kept_clear,
-        notes,
-        summarized=len(older),
-        summary=summary.text.strip(),
-        summarizer_model=summary.model,
-        usage=summary.usage(),
-    )
-    return _guarded(final, paired, None)
-
-
-def stub_for(message: Mapping[str, Any], index: int, tokens: int) -> str:
-    """The text that replaces a cleared tool output: its size and how to read it back."""
-    chars = len(text_of(message))
-    return (
-        f"{STUB_PREFIX} {chars} chars, ~{tokens} tokens. Read it back with "
-        f"read_session(start={index}, end={index + 1}): transcript message {index}.]"
-    )
-
-
-def is_stub(message: Mapping[str, Any]) -> bool:
-    """Whether a tool message was already cleared."""
-    return message.get("role") == "tool" and text_of(message).startswith(STUB_PREFIX)
-
-
-def transcript_indices(
-    messages: Sequence[Mapping[str, Any]], transcript: Sequence[Mapping[str, Any]]
-) -> list[int | None]:
-    """For each message, the transcript index of the same tool result (None for other
-    messages or when not found), matching tool_call_id from the end backwards: the
-    context's tail is the transcript's tail, and servers that reuse ids (`call_0` every
-    turn) would otherwise match an earlier turn's result."""
-    where: dict[Any, list[int]] = {}
-    for j, message in enumerate(transcript):
-        if message.get("role") == "tool":
-            where.setdefault(message.get("tool_call_id"), []).append(j)
-    result: list[int | None] = [None] * len(messages)
-    position = len(transcript)
-    for at in range(len(messages) - 1, -1, -1):
-        message = messages[at]
-        if message.get("role") != "tool":
-            continue
-        found = where.get(message.get("tool_call_id"), [])
-        k = bisect.bisect_left(found, position) - 1
-        if k >= 0:
-            result[at] = found[k]
-            position = found[k]
-    return result
-
-
-# -- stage 1 -------------------------------------------------------------------------
-
-
-def _located(
-    messages: Sequence[Message], record: Sequence[Message], start: int
-) -> list[int | None]:
-    """`transcript_indices` of `messages` in `record`, the transcript from `start` on."""
-    return [None if i is None else i + start for i in transcript_indices(messages, record)]
-
-
-def _candidates(
-    messages: list[Message], record: Sequence[Message], start: int, policy: Policy, count: Count
-) -> tuple[list[tuple[int, int, str, int]], int]:
-    """Clearable (position, transcript index, stub, tokens saved), oldest first, and how many
-    unprotected outputs were kept because the transcript does not hold them."""
-    tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
-    if not tools:
-        return [], 0
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-    latest_user = users[-1] if users else 0
-    protected = {tools[-1]}
-    fixed = count([])  # per-request overhead (tool schemas, priming): not the message's
-    used = 0
-    for position in reversed([i for i in tools if i > latest_user]):
-        used += count([messages[position]]) - fixed
-        if used > policy.current_turn_allowance:
-            break
-        protected.add(position)
-    keep = policy.keep_recent_tool_results
-    protected |= {i for i in (tools[-keep:] if keep else []) if i < latest_user}
-    indices = _located(messages, record, start)
-    found: list[tuple[int, int, str, int]] = []
-    unmatched = 0
-    for position in tools:
-        message = messages[position]
-        if position in protected or is_stub(message):
-            continue
-        index = indices[position]
-        if index is None:
-            unmatched += 1
-            continue
-        tokens = count([message]) - fixed
-        stub = stub_for(message, index, tokens)
-        saved = tokens + fixed - count([{**message, "content": stub}])
-        if saved > 0:
-            found.append((position, index, stub, saved))
-    return found, unmatched
-
-
-def _clear(
-    messages: list[Message],
-    record: Sequence[Message],
-    start: int,
-    policy: Policy,
-    count: Count,
-    total: int,
-) -> tuple[list[Message], list[tuple[int, int]], int, int]:
-    """Stage 1: a copy with giant messages cut and old outputs stubbed until at or under
-    the target, the (position, transcript index) of each cut or cleared message, the
-    unmatched count and how many giants were cut."""
-    if total <= policy.target_tokens:
-        return messages, [], 0, 0
-    result, cleared = _cut_giants(messages, record, start, policy, count)
-    giants = len(cleared)
-    estimate = count(result) if cleared else total
-    if estimate <= policy.target_tokens:
-        return result, cleared, 0, giants
-    found, unmatched = _candidates(result, record, start, policy, count)
-    cut = {position for position, _ in cleared}
-    for position, index, stub, saved in found:
-        result[position] = {**result[position], "content": stub}
-        if position not in cut:  # a cut giant output stubbed after all: listed once
-            cleared.append((position, index))
-        estimate -= saved
-        if estimate <= policy.target_tokens:
-            estimate = count(result)  # the per-message savings are an estimate: verify
-            if estimate <= policy.target_tokens:
-                break
-    return result, sorted(cleared), unmatched, giants
-
-
-def _cut_giants(
-    messages: list[Message], record: Sequence[Message], start: int, policy: Policy, count: Count
-) -> tuple[list[Message], list[tuple[int, int]]]:
-    """A copy with each giant message found in the transcript cut to a head and a tail,
-    and the (position, transcript index) of each."""
-    fixed = count([])
-    limit = max(GIANT_MIN_TOKENS, policy.giant_share * policy.max_context_tokens)
-    giants = [
-        p
-        for p, m in enumerate(messages)
-        if p and m.get("role") != "system" and count([m]) - fixed > limit
-    ]
-    if not giants:
-        return list(messages), []
-    tools = _located(messages, record, start)
-    result = list(messages)
-    cut: list[tuple[int, int]] = []
-    bound = start + len(record)
-    for position in reversed(giants):
-        message = messages[position]
-        index = tools[position] if message.get("role") == "tool" else None
-        if index is None:
-            found = last_index_of(record, message, bound - start)
-            index = None if found is None else found + start
-        if index is None:
-            continue  # not in the transcript: cutting it would lose its text
-        bound = index
-        result[position] = cut_message(message, index, policy.giant_keep_chars)
-        cut.append((position, index))
-    return result, sorted(cut)
+        return call.estimate(planned)
+    return call.summarize(stage1, planned, summarize)
 
 
 # -- stage 2 and guards --------------------------------------------------------------
@@ -489,3 +244,186 @@ def _guarded(
         if errors:
             raise CompactionRejected(f"compaction rejected: it would break pairing: {errors[0]}")
     return result if original is None else result.but(messages=original)
+
+
+# -- one call's phases ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stage1:
+    """What stage 1 did to the context of one `compact` call."""
+
+    messages: list[Message]  # the context with giants cut and old outputs stubbed
+    clearing: list[tuple[int, int]]  # (position, transcript index) of each cut or cleared
+    tokens: int  # the count of `messages`
+    result: CompactionResult | None  # stage 1 alone as a result, when it changed anything
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Stage 2 of one `compact` call as decided before the model is asked."""
+
+    cut: int  # the latest user message after index 1: kept, with everything after it
+    older: list[Message]  # what the summary replaces (unstubbed: the summarizer sees all)
+    ledger_text: str
+    request: SummaryRequest
+    kept_clear: list[int]  # transcript indices stage 1 cleared after the cut
+    stages: tuple[str, ...]
+    floor: int  # the context's tokens with an empty summary
+    beat: int  # what the summarized context must be smaller than
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One `compact` call: its inputs, the notes its phases add, and the phases."""
+
+    work: list[Message]  # a deep copy of the input context
+    record: Sequence[Message]  # the transcript, from message `start` on
+    start: int
+    policy: Policy
+    count: Count
+    base: _Base
+    paired: bool  # whether the input's tool calls and results pair up
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def keep(self, result: CompactionResult, *more: str) -> CompactionResult:
+        """Stage 1's `result` with the notes (and `more`), guarded; a dry run returns the
+        input messages."""
+        original = self.work if self.base.dry_run else None
+        return _guarded(result.but(notes=(*self.notes, *more)), self.paired, original)
+
+    def cleared(self) -> _Stage1:
+        """Stage 1: cut giants and clear old tool outputs, noting what was done."""
+        before = self.base.before_tokens
+        messages, clearing, unmatched, giants = clear(
+            self.work, self.record, self.start, self.policy, self.count, before
+        )
+        after = self.count(messages) if clearing else before
+        if unmatched:
+            self.notes.append(f"kept {unmatched} tool outputs not found in the transcript")
+        if not clearing:
+            return _Stage1(messages, clearing, after, None)
+        what = f"{len(clearing) - giants} tool outputs"
+        if giants:
+            what = f"{giants} giant messages (cut to a head and a tail) and {what}"
+        self.notes.append(f"cleared {what}: {before:,} -> {after:,} tokens")
+        result = self.base.result(messages, after, ("clear",), [i for _, i in clearing])
+        return _Stage1(messages, clearing, after, result)
+
+    def unsummarized(self, stage1: _Stage1, has_older: bool) -> CompactionResult:
+        """The result when stage 2 does not run: stage 1's, or the context unchanged."""
+        if stage1.result is not None:
+            return self.keep(stage1.result)
+        before = self.base.before_tokens
+        if has_older or candidates(self.work, self.record, self.start, self.policy, self.count)[0]:
+            self.notes.append(
+                f"already at or under the target ({before:,} tokens); nothing changed"
+            )
+            return self.base.result(self.work, before, (), (), self.notes, outcome="not_needed")
+        self.notes.append("nothing to compact: no older turns and no clearable tool output")
+        return self.base.result(self.work, before, (), (), self.notes, outcome="nothing_to_compact")
+
+    def plan(self, stage1: _Stage1, cut: int, ledger: Ledger, focus: str | None) -> _Plan:
+        """Stage 2's request and what its result must beat; a dry run notes what it would do."""
+        policy, count = self.policy, self.count
+        older = self.work[1:cut]
+        fixed = count([{"role": "user", "content": ""}])
+        ledger_text = ledger.render(
+            policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
+        )
+        kept_clear = [index for position, index in stage1.clearing if position >= cut]
+        stages = ("clear", "summarize") if kept_clear else ("summarize",)
+        budget = policy.max_context_tokens - policy.summary_max_tokens
+        request = summary_request(
+            older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
+        )
+        self.notes.extend(request.notes)
+        # One decision for the run and the dry run: the context with an empty summary. When
+        # even that is not smaller than what the summary must beat (the input; auto mode: the
+        # cleared context), summarizing cannot help and no model is asked.
+        floor = count([stage1.messages[0], make_note("", ledger_text), *stage1.messages[cut:]])
+        beat = stage1.tokens if self.base.trigger == "auto" else self.base.before_tokens
+        if self.base.dry_run:
+            self.notes.append(
+                f"would summarize {plural(len(older), 'message')} before message {cut} "
+                f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
+                f"{policy.summary_max_tokens:,})"
+            )
+        return _Plan(cut, older, ledger_text, request, kept_clear, stages, floor, beat)
+
+    def not_asked(self, stage1: _Stage1, plan: _Plan) -> CompactionResult:
+        """Summarizing cannot make the context smaller: stage 1's result, or the context
+        unchanged (auto mode: refused)."""
+        self.notes.append(
+            f"summarizing cannot make the context smaller ({plan.floor:,} tokens without any "
+            f"summary, {plan.beat:,} now); the model is not asked"
+        )
+        mode = self.base.trigger
+        if stage1.result is not None and (mode == "manual" or not stage1.result.over_limit):
+            return self.keep(stage1.result)
+        if mode == "auto":
+            raise CompactionRejected(f"compaction rejected: {self.notes[-1]}{UNCHANGED}")
+        before = self.base.before_tokens
+        return self.base.result(self.work, before, (), (), self.notes, outcome="not_needed")
+
+    def estimate(self, plan: _Plan) -> CompactionResult:
+        """A dry run's result: what the run does is summarize, and keep the result only if
+        it is smaller."""
+        estimate = plan.floor + self.policy.summary_max_tokens
+        if estimate >= plan.beat:
+            self.notes.append(
+                f"the run keeps the summary only if it is under {plan.beat - plan.floor:,} "
+                "tokens; a longer one is refused and nothing changes"
+            )
+        return self.base.result(
+            self.work,
+            estimate,
+            plan.stages,
+            plan.kept_clear,
+            self.notes,
+            summarized=len(plan.older),
+            after_min=plan.floor,
+        )
+
+    def summarize(self, stage1: _Stage1, plan: _Plan, summarize: Summarize) -> CompactionResult:
+        """Stage 2: ask for the summary and keep it only if the context gets smaller; auto
+        mode falls back to stage 1's result when that fits under max_context_tokens."""
+        kept_clear, stages, count = plan.kept_clear, plan.stages, self.count
+        try:
+            summary = _summarize(plan.request, summarize)
+            note = make_note(summary.text, plan.ledger_text)
+            compacted = [stage1.messages[0], note, *stage1.messages[plan.cut :]]
+            after = count(compacted)
+            if after > self.policy.target_tokens:  # the kept turn itself is big: clear it too
+                compacted, more, _, _ = clear(
+                    compacted, self.record, self.start, self.policy, count, after
+                )
+                after = count(compacted) if more else after
+                kept_clear = sorted([*kept_clear, *(index for _, index in more)])
+                stages = ("clear", "summarize") if kept_clear else stages
+            # manual mode: compared with the input by the guard
+            if self.base.trigger == "auto" and after >= stage1.tokens:
+                raise CompactionRejected(
+                    f"compaction rejected: the summarized context is not smaller "
+                    f"({after} >= {stage1.tokens} tokens){UNCHANGED}"
+                )
+        except (SummarizerFailed, CompactionRejected) as error:
+            fallback = stage1.result
+            if self.base.trigger == "auto" and fallback is not None and not fallback.over_limit:
+                reason = str(error).removesuffix(UNCHANGED)
+                return self.keep(fallback, f"kept the cleared tool outputs only: {reason}")
+            raise
+        summarized = plural(len(plan.older), "message")
+        self.notes.append(f"summarized {summarized}: {stage1.tokens:,} -> {after:,} tokens")
+        final = self.base.result(
+            compacted,
+            after,
+            stages,
+            kept_clear,
+            self.notes,
+            summarized=len(plan.older),
+            summary=summary.text.strip(),
+            summarizer_model=summary.model,
+            usage=summary.usage(),
+        )
+        return _guarded(final, self.paired, None)

@@ -212,6 +212,23 @@ class ToolRegistry:
         except (OSError, ValueError):  # a path the OS cannot take: the tool will say so
             return None
 
+    def _not_registered(self, name: str) -> str:
+        """Why a call of `name`, a tool not registered, was not run: an imported session's
+        source's tool (naming this agent's tool for its job) or an unknown one."""
+        available = ", ".join(self._tools) or "none"
+        if name not in self._foreign:
+            return f"unknown tool {name!r}; available: {available}"
+        source, instead = self._foreign[name]
+        use = (
+            f"Use {instead} (with its own arguments), or one of: {available}"
+            if instead
+            else f"Use one of: {available}"
+        )
+        return (
+            f"{name!r} is a tool of {source}, where this session was imported"
+            f" from; this agent does not have it. {use}"
+        )
+
     def dispatch(
         self,
         call: Mapping[str, Any],
@@ -223,13 +240,7 @@ class ToolRegistry:
         `running()` is called once the handler is about to run (after any approval),
         `output(line)` with a streaming tool's last output line as it changes (from
         another thread)."""
-        call_id = call.get("id")
-        call_id = call_id if isinstance(call_id, str) else ""
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
-        name = function.get("name")
-        name = name if isinstance(name, str) else ""
-        raw = function.get("arguments", "")
+        call_id, name, raw = _call_parts(call)
         parsed: dict[str, Any] | None = None
 
         def failed(message: str, **extra: Any) -> ToolOutcome:
@@ -245,19 +256,7 @@ class ToolRegistry:
 
         spec = self._tools.get(name)
         if spec is None:
-            available = ", ".join(self._tools) or "none"
-            if name in self._foreign:
-                source, instead = self._foreign[name]
-                use = (
-                    f"Use {instead} (with its own arguments), or one of: {available}"
-                    if instead
-                    else f"Use one of: {available}"
-                )
-                return failed(
-                    f"{name!r} is a tool of {source}, where this session was imported"
-                    f" from; this agent does not have it. {use}"
-                )
-            return failed(f"unknown tool {name!r}; available: {available}")
+            return failed(self._not_registered(name))
         try:
             parsed = parse_arguments(raw)
             schema = spec.definition["function"]["parameters"]
@@ -303,3 +302,17 @@ class ToolRegistry:
             arguments_digest=arguments_digest(raw, parsed),
             exit_code=result.exit_code,
         )
+
+
+def _call_parts(call: Mapping[str, Any]) -> tuple[str, str, Any]:
+    """A tool call dict's id, tool name ("" for a missing or non-string one) and raw
+    arguments (as sent, unchecked)."""
+    call_id = call.get("id")
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    name = function.get("name")
+    return (
+        call_id if isinstance(call_id, str) else "",
+        name if isinstance(name, str) else "",
+        function.get("arguments", ""),
+    )

@@ -209,30 +209,7 @@ def run_shell(
     the output's last non-blank line each time it changes, from the reading thread.
     """
     said = set() if said is None else said
-    sandbox_options, ruleset_fds = _rulesets(sandbox)
-    read_end, write_end = os.pipe()
-    status_read, status_write = os.pipe()
-    try:
-        process = subprocess.Popen(
-            [*_launcher(status_write, sandbox_options), command],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=write_end,
-            stderr=write_end,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(status_write, *ruleset_fds),
-        )
-    except BaseException:
-        os.close(read_end)
-        os.close(status_read)
-        raise
-    finally:
-        os.close(write_end)
-        os.close(status_write)
-        for fd in ruleset_fds:
-            os.close(fd)
+    process, read_end, status_read = _start(command, cwd, env, sandbox)
     capture = _Capture(max(256 * 1024, output_limit * 4), on_output)
     reader = threading.Thread(target=capture.drain, args=(read_end,), daemon=True)
     reader.start()
@@ -266,13 +243,7 @@ def run_shell(
         if line.startswith("fallback ") and FALLBACK_NOTE not in said:
             said.add(FALLBACK_NOTE)
             notes.append(fallback_note(line[len("fallback ") :].strip()))
-    exit_code: int | None = None
-    killed = 0
-    if finished:
-        exit_code = process.returncode  # the launcher died without a report: its own code
-        if len(words) == 4 and words[0] == "exit" and words[2] == "killed":
-            exit_code = None if words[1] == "none" else int(words[1])
-            killed = int(words[3])
+    exit_code, killed = _exit_of(words, process.returncode) if finished else (None, 0)
     if exit_code is not None and killed > 0:
         notes.append(
             f"[{killed} background process{'es were' if killed > 1 else ' was'} still "
@@ -286,3 +257,44 @@ def run_shell(
     parts = [exit_line(exit_code, timeout), body.rstrip("\n") if body.strip() else "(no output)"]
     parts.extend(notes)
     return ToolResult("\n".join(parts) + "\n", ok=exit_code is not None, exit_code=exit_code)
+
+
+def _start(
+    command: str, cwd: str, env: Mapping[str, str], sandbox: Sandbox | None
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The launcher started on `command` in a new session, its output and its report
+    each on a pipe: the process and the two pipes' read ends (the caller's to close)."""
+    sandbox_options, ruleset_fds = _rulesets(sandbox)
+    read_end, write_end = os.pipe()
+    status_read, status_write = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [*_launcher(status_write, sandbox_options), command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=write_end,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(status_write, *ruleset_fds),
+        )
+    except BaseException:
+        os.close(read_end)
+        os.close(status_read)
+        raise
+    finally:
+        os.close(write_end)
+        os.close(status_write)
+        for fd in ruleset_fds:
+            os.close(fd)
+    return process, read_end, status_read
+
+
+def _exit_of(words: list[str], returncode: int | None) -> tuple[int | None, int]:
+    """The command's exit code and how many background processes were killed, from the
+    launcher's last report line (`exit CODE killed N`); without one, the launcher died
+    and its own `returncode` stands."""
+    if len(words) == 4 and words[0] == "exit" and words[2] == "killed":
+        return (None if words[1] == "none" else int(words[1])), int(words[3])
+    return returncode, 0
