@@ -386,3 +386,39 @@ def test_the_circle_finder_catches_planted_circles() -> None:
         ["gitsessions.cli.chat", "gitsessions.cli.state"],
     ]
     assert graph["gitsessions.cli.plain"] == set()  # an import inside a function: none
+
+
+MAX_MODULE_LINES = 500  # issue 33's goals: small modules with one job each
+MAX_FUNCTION_LINES = 80  # from `def` to its last line, docstring included
+
+
+def oversized(relative: str, source: str) -> list[str]:
+    """What in a module is over the limits: the module, then each function."""
+    found = []
+    lines = source.count("\n") + (not source.endswith("\n") and bool(source))
+    if lines > MAX_MODULE_LINES:
+        found.append(f"{relative}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{relative}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_module_over_500_lines_nor_function_over_80() -> None:
+    found = [
+        problem
+        for path in modules()
+        for problem in oversized(
+            path.relative_to(PACKAGE).as_posix(), path.read_text(encoding="utf-8")
+        )
+    ]
+    assert found == []
+
+
+def test_the_size_check_catches_a_long_module_and_function() -> None:
+    body = "".join(f"    x = {n}\n" for n in range(80))
+    source = f"def long():\n{body}\n" + "y = 1\n" * 420
+    assert oversized("m.py", source) == ["m.py: 502 lines", "m.py:1 long: 81 lines"]
+    assert oversized("m.py", "def short():\n    return 1\n") == []
