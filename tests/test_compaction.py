@@ -650,8 +650,6 @@ def test_record_holds_what_compactions_json_needs() -> None:
 
 
 def test_reused_tool_call_ids_map_to_the_latest_results():
-    from gitsessions.services.compaction.clearing import transcript_indices
-
     def turn(n: int) -> list[dict]:
         return [
             {"role": "user", "content": f"turn {n}"},
