@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gitsessions.cli.damage import warn_damaged
+from gitsessions.store.errors import SessionNotFound
+
 if TYPE_CHECKING:
     from gitsessions.cli.state import State
 
@@ -38,8 +41,6 @@ def session_or_latest(state: "State", session: str | None) -> str:
     from pathlib import Path
 
     from gitsessions.cli import listing
-    from gitsessions.cli.damage import warn_damaged
-    from gitsessions.store.errors import SessionNotFound
 
     catalog = state.catalog()
     here = Path.cwd()

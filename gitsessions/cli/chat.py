@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gitsessions.agent.prompts import system_prompt
 from gitsessions.cli import options
 from gitsessions.cli.chat_input import (
     LEAVE_HINT,
@@ -37,14 +38,17 @@ from gitsessions.cli.chat_input import (
 )
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
+from gitsessions.cli.once import first_time
 from gitsessions.cli.opening import Notes, Opening
-from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
+from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, vtext
 from gitsessions.cli.state import State
 from gitsessions.services.model import endpoint
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.services.settings.config_file import config_path, redact_setting
+from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import check_writable
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import short
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
@@ -166,7 +170,6 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     without the agent (cli/resuming.py: its own settings, its workspace,
     an unanswered prompt), leased; the agent built while the user types."""
     from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
-    from gitsessions.values.ids import short
 
     here = options.workspace_dir(chat.workspace_flag)
     found = read_resumed(
@@ -302,7 +305,6 @@ def check_budget_early(max_context_tokens: int, workspace: Path) -> None:
     SURE_BUDGET (plus the workspace path) is counted, which loads the tool schemas."""
     if max_context_tokens >= SURE_BUDGET + len(str(workspace).encode()):
         return
-    from gitsessions.agent.prompts import system_prompt
     from gitsessions.cli.agent_setup import check_budget
 
     check_budget(max_context_tokens, system_prompt(str(workspace)))
@@ -358,7 +360,6 @@ def _first(home: Path | None, settings: ModelSettings) -> bool:
     """Whether the model missing from the server's list was not said yet in `home`."""
     if home is None:
         return True
-    from gitsessions.cli.once import first_time
 
     return first_time(home, "unlisted model", f"{settings.base_url} {settings.model}")
 
@@ -381,7 +382,6 @@ def write_plain(lines: list[Line], sink: Sink) -> None:
 
 def write_rich(lines: "list[Line] | Notes") -> None:
     """Lines, or kept notes, on the chat's stderr console."""
-    from gitsessions.cli.plain import vtext
     from gitsessions.cli.state import err
 
     if isinstance(lines, Notes):
@@ -403,7 +403,6 @@ def pick_session(state: State, workspace: Path) -> str | None:
     """`chat --resume` without an id: the session picked among this workspace's."""
     from gitsessions.cli.picker import pick, recent
     from gitsessions.cli.state import err
-    from gitsessions.store.errors import SessionNotFound
 
     choices = recent(state.store, workspace)
     if not choices:

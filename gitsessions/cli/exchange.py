@@ -13,6 +13,7 @@ from typing import IO, Annotated
 import typer
 
 from gitsessions.cli.args import JsonFlag
+from gitsessions.cli.import_from import run_hook, run_import_from
 from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.hooks.audit import audit
@@ -102,13 +103,9 @@ def cmd_import(
     still being written; a file of the other source's format is refused."""
     state: State = ctx.obj
     if from_ is not None:
-        from gitsessions.cli.import_from import run_import_from
-
         if new_id:
             raise BadUsage("--new-id is for export files; an imported source keeps its id")
         if hook:
-            from gitsessions.cli.import_from import run_hook
-
             run_hook(state, from_, payload if payload is not None else sys.stdin.read())
             return
         code = run_import_from(state, from_, paths or [], json_)

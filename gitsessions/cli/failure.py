@@ -6,6 +6,8 @@ import os
 import select
 import sys
 
+from gitsessions.values.errors import GitsessionsError
+
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
@@ -33,8 +35,6 @@ def reported(error: BaseException) -> tuple[str, int] | None:
     """`(message, exit code)` of a failure the CLI reports as one line: ours (its own
     code), the system's (a read-only home, a full disk: 1), a cache file sqlite cannot
     write (1); None for anything else."""
-    from gitsessions.values.errors import GitsessionsError
-
     if isinstance(error, GitsessionsError):
         return str(error), error.exit_code
     if isinstance(error, OSError):

@@ -24,12 +24,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line
 from gitsessions.services.code.worktree_mark import Checked, check, mark_of, workspace_for
 from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.store.errors import SessionNotFound
+from gitsessions.store.lease import Lease
+from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
+from gitsessions.values.messages import text_of
+from gitsessions.values.records import never_answered
 
 if TYPE_CHECKING:
     from gitsessions.cli.state import State
@@ -90,8 +95,6 @@ def catalog_of(state: "State") -> "Catalog":
 
 def lease_of(state: "State", session_id: str) -> "Lease":
     """The session's lease (SessionInUse, exit 1, when another process holds it)."""
-    from gitsessions.store.lease import Lease
-
     return Lease(state.home, session_id)
 
 
@@ -114,7 +117,6 @@ def pick(
         return head
     if continue_:
         from gitsessions.agent.scope import continued_here
-        from gitsessions.cli.damage import warn_damaged
 
         listed = catalog()
         unarchived = (h for h in listed.headers() if not h.get("archived"))
@@ -132,8 +134,6 @@ def pick(
 def preference(header: dict[str, Any]) -> tuple[bool, str, str]:
     """How `--continue` ranks a workspace's sessions: one a model ever answered before a
     failed start (`never_answered`), then the most recently active."""
-    from gitsessions.values.records import never_answered
-
     active = header.get("active_at") or header.get("updated_at") or ""
     return (not never_answered(header), active, header["id"])
 
@@ -220,8 +220,6 @@ RECAP_WIDTH = 100
 def last_turn(reader: "SessionReader", head: "Head") -> int | None:
     """The number of the session's last turn (the N of `\\rewind N`): the `Turn`
     trailer of its newest commit that has one (as `AgentSession` counts)."""
-    from gitsessions.store.trailers import parse_trailers
-
     for _commit_id, commit in reader.history(head):
         turn = parse_trailers(commit.message)[1].get("Turn", "")
         if turn.isdigit():
@@ -233,8 +231,6 @@ def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) 
     """Where a resumed session was: its title (else summary), then its last exchange in
     the working context (the last prompt and the reply's text), a few lines each, cut;
     `turn`, the last turn's number, is said with it."""
-    from gitsessions.values.messages import text_of
-
     header = head.header
     name = header.get("title") or header.get("summary") or ""
     lines: list[Line] = [(f"title: {one_line(name)}", "bold")] if name else []

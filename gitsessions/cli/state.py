@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
-from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits
+from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits, vtext
 from gitsessions.services.settings.config_file import (
     config_path,
     load_config,
@@ -166,7 +166,6 @@ class State:
     @property
     def hooks(self) -> "Hooks":
         """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
-        from gitsessions.cli.plain import vtext
         from gitsessions.services.hooks.hooks import Hooks, hook_timeout
 
         path = config_path(self.home)

@@ -18,6 +18,7 @@ from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import plain_out
 from gitsessions.services.sync import sync
+from gitsessions.store.projectrefs import keys
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -147,7 +148,6 @@ def _here_ids(store: "SessionStore") -> list[str]:
 def _here_keys(env: Mapping[str, str]) -> list[bytes]:
     """The project index keys of the current directory's repository."""
     from gitsessions.services.code.workspace import project_of
-    from gitsessions.store.projectrefs import keys
 
     found = keys(project_of(Path.cwd(), env)[1])
     if not found:
