@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dulwich.objects import Commit, Tree
 
+from gitsessions.store import context_refs
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
@@ -28,6 +29,7 @@ from gitsessions.store.layout import (
     transcript_chunks,
 )
 from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
+from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
@@ -128,7 +130,6 @@ class SessionReader:
         """A reader of a store that is there and of this build's format, else None."""
         if StoreRefs.open(home) is None:
             return None
-        from gitsessions.store.repo import GitStore  # dulwich: imported when a store is read
 
         return cls(home, GitStore(home / "store.git"))
 
@@ -217,8 +218,6 @@ class SessionReader:
     def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
         """The working context at `head`, each message with its transcript index (None:
         a message the transcript does not hold, such as compaction's note)."""
-        from gitsessions.store import context_refs
-
         where = f"context.json of session {head.id[:8]}"
         doc = self._json_at(head.tree, "context.json")
         if doc is None:

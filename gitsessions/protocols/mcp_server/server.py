@@ -26,8 +26,15 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitsessions.agent.scope import workspace_sessions
 from gitsessions.protocols.mcp_server.tools import TEXT, TOOLS, BadArguments, Spec, check_arguments
+from gitsessions.services.code.line_origin import line_origin
+from gitsessions.services.code.workspace import project_of
+from gitsessions.services.sessions import manage, revisions, session_diff
+from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
+from gitsessions.store.catalog import Catalog
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
 
 if TYPE_CHECKING:
@@ -63,12 +70,6 @@ def handlers(
     """Each offered tool's work: checked arguments in, its structured answer out;
     `GitsessionsError` (one line) for an expected failure. `rows` lists the sessions
     (`list` rows, the most recent first) of a workspace, or all with None."""
-    from gitsessions.agent.scope import workspace_sessions
-    from gitsessions.services.code.workspace import project_of
-    from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
-    from gitsessions.store.catalog import Catalog
-    from gitsessions.values.messages import text_of
-
     project = None if all_sessions else project_of(workspace, env)  # once, not per call
 
     def reach() -> set[str] | None:
@@ -122,8 +123,6 @@ def handlers(
         return {**header, "id": head.id, "head": head.commit.decode()}
 
     def diff_sessions(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.sessions import revisions, session_diff
-
         def side(text: str) -> Any:
             name = text.split("@", 1)[0].split("~", 1)[0]
             return revisions.resolve(store, resolve(name) + text[len(name) :])
@@ -131,8 +130,6 @@ def handlers(
         return session_diff.diff(store, side(args["a"]), side(args["b"]))
 
     def blame(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.code.line_origin import line_origin
-
         found = line_origin(store, env, workspace / args["file"], args["line"],
                             reach(), inside=workspace)  # fmt: skip
         return found.as_dict()
@@ -146,7 +143,6 @@ def handlers(
         "diff_sessions": diff_sessions,
     }
     if allow_writes:
-        from gitsessions.services.sessions import manage
 
         def pin(args: dict[str, Any]) -> dict[str, Any]:
             sid = resolve(args["session"])
