@@ -21,6 +21,7 @@ Invariants:
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,7 +40,6 @@ from gitsessions.values.records import never_answered
 if TYPE_CHECKING:
     from gitsessions.cli.state import State
     from gitsessions.store.catalog import Catalog
-    from gitsessions.store.lease import Lease
     from gitsessions.store.reader import Head, SessionReader
 
 Line = tuple[str, str]  # a line of text and its style
@@ -47,14 +47,14 @@ RETRY = "\\retry sends it again"
 RETRY_HINT = f"the last prompt has no reply yet: {RETRY} (a new prompt is sent on its own)"
 
 
-class Resuming(NamedTuple):
-    """A resumed session as found before the prompt, for the agent's build (a tuple: a
-    dataclass costs start-up time)."""
+@dataclass(frozen=True)
+class Resuming:
+    """A resumed session as found before the prompt, for the agent's build."""
 
     session_id: str
     settings: ModelSettings  # its own (a flag or the environment still wins)
     workspace: Path  # where its tools work (said before the prompt)
-    lease: "Lease"  # held: the build re-reads the session under it
+    lease: Lease  # held: the build re-reads the session under it
 
 
 class Read(NamedTuple):

@@ -13,6 +13,7 @@ Invariants:
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,45 +67,15 @@ if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
         def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
 class Head:
-    """A session as of one commit: its header (session.json) and where to read the rest.
-    Immutable, compared by value (a frozen dataclass, written out: the decorator costs a
-    reading command's start-up more than the rest of this module)."""
+    """A session as of one commit: its header (session.json) and where to read the rest."""
 
-    __slots__ = ("commit", "header", "id", "tree", "version")
     id: str
     commit: bytes
     tree: bytes
     header: dict[str, Any]
-    version: int
-
-    def __init__(
-        self, id: str, commit: bytes, tree: bytes, header: dict[str, Any], version: int = FORMAT
-    ) -> None:
-        for name, value in zip(self.__slots__, (commit, header, id, tree, version), strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.id, self.commit, self.tree, self.header, self.version)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return "Head(id={!r}, commit={!r}, tree={!r}, header={!r}, version={!r})".format(
-            *self._fields()
-        )
+    version: int = FORMAT
 
     @property
     def counts(self) -> dict[str, int]:

@@ -58,8 +58,7 @@ def _ignore(_line: str) -> None:
     return None
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Hooks:
     """Runs the lifecycle hooks of one home. `home` None: no hooks at all (tests, tools)."""
 
