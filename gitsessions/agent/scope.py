@@ -10,14 +10,12 @@ or not, is out of reach whatever id or query the model sends.
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.services.code.project_id import recorded as recorded_identity
 from gitsessions.services.code.project_id import same_project
 from gitsessions.services.code.workspace import project_of
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
+from gitsessions.store.sessions import SessionStore
 
 
 def _resolved(path: Any) -> str | None:

@@ -4,15 +4,13 @@ the `--json` flag, and the resolved `State` a command reads from its context (ty
 only; nothing heavy), and the current directory when it still exists."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from gitsessions.cli.damage import warn_damaged
+from gitsessions.cli.state import State
 from gitsessions.store.errors import SessionNotFound
-
-if TYPE_CHECKING:
-    from gitsessions.cli.state import State
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 LATEST = ("@", "-")  # what names this project's latest session, like an omitted ID

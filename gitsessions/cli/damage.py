@@ -8,12 +8,9 @@ session itself still fails with its one-line error (the store raises it).
 """
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from gitsessions.cli.plain import one_line, vtext
-
-if TYPE_CHECKING:
-    from gitsessions.store.refs import DamagedRef
+from gitsessions.store.refs import DamagedRef
 
 
 def warning(damage: "DamagedRef") -> str:

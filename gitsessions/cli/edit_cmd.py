@@ -5,7 +5,7 @@ none, one audit line); a delete also takes what the session left in the project
 (services/code/delete.py). Stored strings are shown through `one_line`.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -18,13 +18,11 @@ from gitsessions.services.sessions import manage
 from gitsessions.store import trash
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import StoreError
+from gitsessions.store.sessions import SessionStore
+from gitsessions.store.trash import SetAside
 from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
-    from gitsessions.store.trash import SetAside
 
 
 def cmd_rename(

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line
+from gitsessions.cli.state import State
 from gitsessions.services.code.worktree_mark import Checked, check, mark_of, workspace_for
 from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
+from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
@@ -38,9 +40,7 @@ from gitsessions.values.messages import text_of
 from gitsessions.values.records import never_answered
 
 if TYPE_CHECKING:
-    from gitsessions.cli.state import State
     from gitsessions.store.catalog import Catalog
-    from gitsessions.store.reader import Head, SessionReader
 
 Line = tuple[str, str]  # a line of text and its style
 RETRY = "\\retry sends it again"

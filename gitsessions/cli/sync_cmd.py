@@ -9,7 +9,7 @@ the consoles.
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,12 +19,10 @@ from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, w
 from gitsessions.cli.state import plain_out
 from gitsessions.services.sync import sync
 from gitsessions.store.projectrefs import keys
+from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from dulwich.objects import Commit, Tree
 
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
-    from gitsessions.store.tracking import Git
+from gitsessions.store.repo import GitStore
+from gitsessions.store.tracking import Git
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 

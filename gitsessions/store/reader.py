@@ -15,11 +15,12 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dulwich.objects import Commit, Tree
 
 from gitsessions.store import context_refs
+from gitsessions.store.context_refs import Candidate
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
@@ -43,28 +44,23 @@ JSON_FILES = {
 V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 
-if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
-    # `show --context` and a writer match a context (context_refs)
-    from typing import Protocol
 
-    from gitsessions.store.context_refs import Candidate
+class ObjectSource(Protocol):
+    """What a reader reads through: raw objects and refs (`GitStore`)."""
 
-    class ObjectSource(Protocol):
-        """What a reader reads through: raw objects and refs (`GitStore`)."""
+    path: Path
 
-        path: Path
+    def commit(self, sha: bytes) -> Commit: ...
 
-        def commit(self, sha: bytes) -> Commit: ...
+    def tree(self, sha: bytes) -> Tree: ...
 
-        def tree(self, sha: bytes) -> Tree: ...
+    def blob(self, sha: bytes) -> bytes: ...
 
-        def blob(self, sha: bytes) -> bytes: ...
+    def ref(self, name: bytes) -> bytes | None: ...
 
-        def ref(self, name: bytes) -> bytes | None: ...
+    def session_refs(self) -> dict[bytes, bytes]: ...
 
-        def session_refs(self) -> dict[bytes, bytes]: ...
-
-        def close(self) -> None: ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +85,7 @@ class Head:
 class SessionReader:
     """Sessions in `<home>/store.git`, read-only."""
 
-    def __init__(self, home: Path, git: "ObjectSource") -> None:
+    def __init__(self, home: Path, git: ObjectSource) -> None:
         self.home = home
         self.git = git
         # {session id: (commit, the context there as (message key, transcript index))}:

@@ -25,16 +25,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitsessions.store import headlog
 from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed
+from gitsessions.store.repo import GitStore
 
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
-
-    Git = GitStore  # what a pull, a push, a fork read through
+Git = GitStore  # what a pull, a push, a fork read through
 
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dulwich.objects import Commit
 
 from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.history import own_commit
 from gitsessions.store.refpack import read_loose, read_packed
+from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
-
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
 
 TRASH = b"refs/gitsessions/trash/"
 KEEP_DAYS = 30

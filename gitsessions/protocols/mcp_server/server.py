@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Mapping
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.agent.scope import workspace_sessions
 from gitsessions.protocols.mcp_server.tools import TEXT, TOOLS, BadArguments, Spec, check_arguments
@@ -33,12 +33,10 @@ from gitsessions.services.code.workspace import project_of
 from gitsessions.services.sessions import manage, revisions, session_diff
 from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
 from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 OUT_OF_SCOPE = (
     "no session {text!r} among this project's sessions (the server reaches only this "
