@@ -110,6 +110,7 @@ def cmd_chat(
     if resume == "" and not continue_:  # `--resume` without an id: pick one
         resume = pick_session(state, options.workspace_dir(workspace))
         if resume is None:
+            # `err` is made (a console) on first use
             from gitsessions.cli.state import err
 
             err.print("no session picked")
@@ -152,6 +153,7 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     workspace = options.workspace_dir(chat.workspace_flag)
     check_budget_early(settings.max_context_tokens, workspace)
     if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        # the sandbox and the tools: over 2 ms before the prompt
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
@@ -169,6 +171,7 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     """A resumed chat, the same way: the session found and read before its prompt,
     without the agent (cli/resuming.py: its own settings, its workspace,
     an unanswered prompt), leased; the agent built while the user types."""
+    # what a resumed chat reads: 19 ms a new chat's prompt does not need
     from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
 
     here = options.workspace_dir(chat.workspace_flag)
@@ -180,6 +183,7 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     write_plain(found.notes, plain)  # where its tools work, before anything is refused
     check_budget_early(settings.max_context_tokens, workspace)
     if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        # the sandbox and the tools: over 2 ms before the prompt
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
@@ -224,6 +228,7 @@ def opened(
         while True:
             line = first_line(plain, history, empty)
             if line is None:  # left before sending anything: let go of what was built
+                # the agent, the store and rich: built after the prompt shows
                 from gitsessions.cli.chat_session import finish
 
                 finish(building.wait(), history)
@@ -242,6 +247,7 @@ def opened(
                 raise
             finally:
                 restore()
+        # the agent, the store and rich: built after the prompt shows
         from gitsessions.cli.chat_session import converse
 
         try:
@@ -274,6 +280,7 @@ def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpo
     server slow to list its models: at most `endpoint.PROBE_SECONDS`)."""
     if probing.done:
         return probing.wait()
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
     from gitsessions.cli.terminal import spinning
 
@@ -305,6 +312,7 @@ def check_budget_early(max_context_tokens: int, workspace: Path) -> None:
     SURE_BUDGET (plus the workspace path) is counted, which loads the tool schemas."""
     if max_context_tokens >= SURE_BUDGET + len(str(workspace).encode()):
         return
+    # the agent's assembly and the store: only for a budget too small to accept unread
     from gitsessions.cli.agent_setup import check_budget
 
     check_budget(max_context_tokens, system_prompt(str(workspace)))
@@ -382,6 +390,7 @@ def write_plain(lines: list[Line], sink: Sink) -> None:
 
 def write_rich(lines: "list[Line] | Notes") -> None:
     """Lines, or kept notes, on the chat's stderr console."""
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
 
     if isinstance(lines, Notes):
@@ -393,6 +402,7 @@ def write_rich(lines: "list[Line] | Notes") -> None:
 
 def session_ids(state: State) -> list[tuple[str, str]]:
     """The sessions `\\diff ID` completes at the prompt: id and label, newest first."""
+    # the header cache (sqlite): over 2 ms before the prompt
     from gitsessions.cli import listing
 
     rows = listing.session_rows(state.store, include_archived=False)
@@ -401,6 +411,7 @@ def session_ids(state: State) -> list[tuple[str, str]]:
 
 def pick_session(state: State, workspace: Path) -> str | None:
     """`chat --resume` without an id: the session picked among this workspace's."""
+    # rich and the store: only to pick a session
     from gitsessions.cli.picker import pick, recent
     from gitsessions.cli.state import err
 

@@ -22,6 +22,7 @@ def warning(damage: "DamagedRef") -> str:
 
 def warn_damaged(damaged: Iterable["DamagedRef"]) -> None:
     """Each damaged ref's warning on stderr, once."""
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
 
     said: set[str] = set()

@@ -65,6 +65,7 @@ def _headers(env: Mapping[str, str], home: Path) -> list[dict[str, Any]]:
     """Every session header, or none when the home has no store (never creates one)."""
     if not (home / "store.git").is_dir():
         return []
+    # the header cache (sqlite): 11-15 ms, only where rows are read
     from gitsessions.store.catalog import Catalog
     from gitsessions.store.sessions import SessionStore
 

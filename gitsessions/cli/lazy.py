@@ -183,6 +183,7 @@ def print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
+        # `out` is made (a console) on first use
         from gitsessions.cli.state import out
 
         out.print(f"gitsessions {version('gitsessions')}", highlight=False)

@@ -87,6 +87,7 @@ def read_resumed(
 
 def catalog_of(state: "State") -> "Catalog":
     """The header cache (`--continue` picks from it), a stale row read by the reader."""
+    # the header cache (sqlite): 11-15 ms, only where rows are read
     from gitsessions.store.catalog import Catalog
 
     # a stale row needs `head_at` and `transcript`, which the reader has
@@ -116,6 +117,7 @@ def pick(
             )
         return head
     if continue_:
+        # the project identity: over 2 ms, only for a workspace
         from gitsessions.agent.scope import continued_here
 
         listed = catalog()
@@ -251,6 +253,7 @@ def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) 
 
 def _note(message: dict[str, Any]) -> bool:
     """A continuation note (compaction's summary), not a prompt the user typed."""
+    # the compaction engine: 13 ms, only for a compacted session
     from gitsessions.services.compaction.continuation import is_note
 
     return is_note(message)

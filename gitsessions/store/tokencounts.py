@@ -48,6 +48,7 @@ class TokenCounts:
             return {}
         import sqlite3
 
+        # sqlite: 11 ms, only when counts are kept
         from gitsessions.store.cache import open_cache
 
         found: dict[bytes, int] = {}
@@ -73,6 +74,7 @@ class TokenCounts:
             return 0
         import sqlite3
 
+        # sqlite: 11 ms, only when counts are kept
         from gitsessions.store.cache import open_cache
 
         encoding = self.counter.encoding_name

@@ -28,6 +28,7 @@ class Probe(NamedTuple):
 
 def probe(settings: ModelSettings) -> Probe:
     """GET {base_url}/models within a few seconds."""
+    # the model client: 24 ms a chat's prompt does not need
     from gitsessions.services.model.model import EndpointUnreachable, ModelClient, ModelError
 
     quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))

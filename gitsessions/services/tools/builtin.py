@@ -49,6 +49,8 @@ def create_registry(
     said: set[str] = set()  # run_shell's notes given once per registry (a session)
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
 
+    # Each tool's module is imported when the model first calls it (files, listing and
+    # shell: 7-10 ms together, which an exec turn that calls no tool never pays).
     def do_read(a: dict[str, Any]) -> ToolResult:
         from gitsessions.services.tools.files import read_file
 
