@@ -65,8 +65,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def started() -> None:
     """Start-up is over: the modules, classes and functions made so far live as long as
     the process. `cli/entry.py` turns the cycle collector off until now (it would scan
-    them over and over as they pile up: several milliseconds of each command's start);
-    they are moved out of its reach (`gc.freeze`) and it runs again from here on."""
+    them over and over as they pile up: about 8 ms of `list`'s CPU); they are moved out
+    of its reach (`gc.freeze`: without it, the collections after start-up and at exit
+    scan them all, about 30 ms) and it runs again from here on."""
     gc.freeze()
     gc.enable()
 
