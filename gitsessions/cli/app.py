@@ -5,6 +5,7 @@ single line on stderr with its exit code; nothing else is caught, so a bug still
 its traceback.
 """
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -111,8 +112,6 @@ def _shown_by_click(error: Exception) -> bool:
 
 def _click_error(error: Any) -> int:
     """Print a click error as click would, `Error:` written `error:`; its exit code."""
-    import io
-
     # cli.state and the settings it reads: 11 ms --help does not need
     from gitsessions.cli.state import err
 

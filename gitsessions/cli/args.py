@@ -36,7 +36,6 @@ def session_or_latest(state: "State", session: str | None) -> str:
     active session: the first row of `list --here` in the current directory."""
     if session is not None and session not in LATEST:
         return session
-    from pathlib import Path
 
     # the header cache (sqlite): 12-14 ms show and pull do not need
     from gitsessions.cli import listing

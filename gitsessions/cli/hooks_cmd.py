@@ -1,6 +1,7 @@
 """`gitsessions hooks install|uninstall|list` and `show --commit`'s lookup (`hook NAME`,
 what the installed git hook shims run, is `cli/githook.py`)."""
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -104,8 +105,6 @@ def cmd_uninstall(
 def _agent_hooks(state: State, claude_code: bool, codex: bool, *, install: bool) -> None:
     """Claude Code's hooks and Codex's notify: each runs this gitsessions (this Python)
     on this home, `import --from ... --hook`."""
-    import shlex
-
     home = Path(state.env.get("HOME") or Path.home())
     base = [str(Path(sys.executable).absolute()), "-m", "gitsessions", "--home", str(state.home)]
     if claude_code:

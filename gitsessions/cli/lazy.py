@@ -182,6 +182,7 @@ def bare_resume(argv: list[str]) -> list[str]:
 
 def print_version(value: bool) -> None:
     if value:
+        # importlib.metadata: over 2 ms, only for --version
         from importlib.metadata import version
 
         # `out` is made (a console) on first use

@@ -71,6 +71,7 @@ def _show(report: sync.Report, json_: bool, verb: str, code_remote: str = "") ->
     if rows and piped(plain_out):
         write_records(plain_out, rows)
     elif rows:
+        # rich: only for a table on a terminal
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False)

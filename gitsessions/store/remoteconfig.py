@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
+from dulwich.config import ConfigFile
+
 from gitsessions.store.errors import StoreError
 from gitsessions.store.storelock import private_files
 from gitsessions.store.tracking import Git, set_tracking
@@ -97,8 +99,6 @@ def normalize(url: str, cwd: Path) -> str:
 
 
 def _config(git: Git) -> ConfigFile:
-    from dulwich.config import ConfigFile
-
     return ConfigFile.from_path(str(git.path / "config"))
 
 

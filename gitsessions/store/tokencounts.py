@@ -46,9 +46,9 @@ class TokenCounts:
         """The kept counts of those of `keys` that have one (for the counter's encoding)."""
         if not keys or not self.path.exists():
             return {}
+        # sqlite: 11 ms, only when counts are kept
         import sqlite3
 
-        # sqlite: 11 ms, only when counts are kept
         from gitsessions.store.cache import open_cache
 
         found: dict[bytes, int] = {}
@@ -72,9 +72,9 @@ class TokenCounts:
         fresh = self.counter.fresh()
         if not fresh:
             return 0
+        # sqlite: 11 ms, only when counts are kept
         import sqlite3
 
-        # sqlite: 11 ms, only when counts are kept
         from gitsessions.store.cache import open_cache
 
         encoding = self.counter.encoding_name

@@ -170,6 +170,7 @@ def build(
     allow_writes: bool,
 ) -> Any:
     """The MCP server over `store` (made, not run)."""
+    # the mcp SDK (pydantic): only when the server is built
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
@@ -226,12 +227,14 @@ def build(
 
 def serve(server: Any) -> None:
     """Run `server` over stdin and stdout until the client closes stdin."""
+    # anyio and the mcp SDK: only when the server runs
     import anyio
 
     anyio.run(_serve, server)
 
 
 async def _serve(server: Any) -> None:
+    # the mcp SDK: only when the server runs
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):

@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -119,8 +120,6 @@ class Hooks:
         }
         started = time.monotonic()
         try:
-            import tempfile  # only when a hook runs
-
             with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as output:
                 stdin.write(json.dumps(payload).encode() + b"\n")
                 stdin.seek(0)
