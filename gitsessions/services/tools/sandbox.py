@@ -163,7 +163,7 @@ def _parents(path: str) -> list[str]:
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (or it is disabled)."""
     try:
-        import landlockpy
+        import landlockpy  # here: only a sandboxed shell pays its import
 
         return landlockpy.abi_version()
     except (ImportError, OSError):  # LandlockError is an OSError
