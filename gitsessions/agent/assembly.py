@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.prompts import system_prompt
@@ -20,8 +20,17 @@ from gitsessions.agent.scope import Scope
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.agent.turns import AgentConfig, Events
-from gitsessions.services.code.workspace import NO_REPOSITORY_NOTE, describe, head_of, no_repository
+from gitsessions.services.code import instructions
+from gitsessions.services.code.workspace import (
+    NO_REPOSITORY_NOTE,
+    describe,
+    head_of,
+    no_repository,
+    repo_root,
+)
 from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.hooks.hooks import Hooks
+from gitsessions.services.imports.tool_names import equivalent
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import (
     ModelSettings,
@@ -29,6 +38,7 @@ from gitsessions.services.settings.config import (
     SnapshotSettings,
     session_settings,
 )
+from gitsessions.services.settings.config_file import config_path
 from gitsessions.services.tools import (
     BUILTIN_TOOLS,
     SESSION_TOOLS,
@@ -36,16 +46,14 @@ from gitsessions.services.tools import (
     ToolRegistry,
     create_registry,
 )
+from gitsessions.services.tools.mcp_hub import McpHub, definition
+from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.tokens import default_counter
-
-if TYPE_CHECKING:
-    from gitsessions.services.hooks.hooks import Hooks
-    from gitsessions.services.tools.mcp_hub import McpHub
 
 RETRIES = 3  # a 429 or 5xx is sent again up to 3 times (Retry-After honoured)
 # a note for the user: (text, style); the CLI prints it
@@ -226,8 +234,6 @@ def refuse_imported_tools(registry: ToolRegistry, imported: Any, notes: Say) -> 
     agent's tool that does the job where there is one (said once in `notes`)."""
     if not isinstance(imported, dict) or not imported.get("tools"):
         return
-    from gitsessions.services.imports.tool_names import equivalent
-
     source = str(imported.get("from"))
     lacking = [t for t in imported["tools"] if t not in registry.names]
     instead = {t: e for t in lacking if (e := equivalent(source, t, registry.names))}
@@ -257,7 +263,7 @@ def code_snapshots(
     if no_repository(workspace, env):  # said without loading the snapshot machinery
         notes(NO_REPOSITORY_NOTE, "yellow")  # before the prompt: with the other notes
         return None
-    from gitsessions.services.code.snapshotter import Snapshotter
+    from gitsessions.services.code.snapshotter import Snapshotter  # 6 ms, only with git
 
     snapshotter = Snapshotter(
         workspace, env, session_id, settings.max_file_bytes, settings.budget_bytes
@@ -286,9 +292,6 @@ def project_prompt(
     """The system prompt for `workspace` with its project instructions (AGENTS.md, read
     again at every start and resume), and the record of which files are in force; one
     warning when they take more than a quarter of the context `budget` (in tokens)."""
-    from gitsessions.services.code import instructions
-    from gitsessions.services.code.workspace import repo_root
-
     found, skipped = instructions.find(workspace, repo_root(workspace, env), home)
     for line in skipped:
         notes(line, "yellow")
@@ -325,13 +328,9 @@ def mcp_tools(
     whose tools do not fit what the context `budget` leaves them (half of it at most,
     and never so much that the system prompt, the tools and a turn no longer fit) is
     left out, in one line naming it and the tokens it needs; the agent starts anyway."""
-    from gitsessions.services.settings.config_file import config_path
-    from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
-
     servers = resolve_mcp_servers(state.config(), config_source=str(config_path(state.home)))
     if not servers:
         return None
-    from gitsessions.services.tools.mcp_hub import McpHub, definition
 
     def say(line: str) -> None:
         notes(line, "yellow")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.budget import ContextBudget
+from gitsessions.agent.interrupted import interruption_note
 from gitsessions.agent.loop_session import LoopSession
 from gitsessions.agent.step_snapshots import StepSnapshots
 from gitsessions.agent.subjects import step_subject, turn_subject
@@ -61,6 +62,7 @@ from gitsessions.services.model.completion import Completion
 from gitsessions.services.model.errors import ModelError, RequestInterrupted
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.tools import ToolOutcome, ToolRegistry
+from gitsessions.services.tools.mcp_hub import McpHub
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.plural import plural
@@ -69,7 +71,6 @@ from gitsessions.values.tokens import TokenCounter
 if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
     from gitsessions.services.compaction.compaction import CompactionResult
     from gitsessions.services.compaction.compactor import Cost
-    from gitsessions.services.tools.mcp_hub import McpHub
 
 
 class Agent:
@@ -141,7 +142,7 @@ class Agent:
         session = self.session
         if session.unanswered_prompt() is None:
             return False
-        from gitsessions.agent.interrupted import interruption_note
+        # the compaction package (13 ms on an exec) only when a prompt was left unanswered
         from gitsessions.services.compaction.continuation import is_note
 
         if is_note(session.context[-1]):
@@ -192,7 +193,7 @@ class Agent:
         """Drop the last turn (its prompt and everything after it) from the working
         context, recorded as one `undo` commit; the transcript keeps it. None when the
         context holds no prompt to drop (a continuation note is not one)."""
-        from gitsessions.services.compaction.continuation import is_note
+        from gitsessions.services.compaction.continuation import is_note  # as above
 
         self.save()
         context = self.session.context
@@ -311,6 +312,7 @@ class Agent:
     def _compact(
         self, trigger: str, focus: str | None, clear_only: bool
     ) -> "CompactionResult | None":
+        # the compaction engine (13 ms on an exec): only when a context needs it
         from gitsessions.services.compaction.compactor import compact_session, make_summarizer
 
         tools = self.tools

@@ -14,12 +14,10 @@ turn; compaction, undo and a retried turn's step number read its history too.
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from gitsessions.store.reader import Head
 from gitsessions.values.messages import Message
-
-if TYPE_CHECKING:
-    from gitsessions.store.reader import Head
 
 
 class LoopStore(Protocol):

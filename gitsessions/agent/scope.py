@@ -10,13 +10,12 @@ or not, is out of reach whatever id or query the model sends.
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.services.code.project_id import recorded as recorded_identity
 from gitsessions.services.code.project_id import same_project
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
+from gitsessions.services.code.workspace import project_of
+from gitsessions.store.sessions import SessionStore
 
 
 def _resolved(path: Any) -> str | None:
@@ -78,7 +77,6 @@ def continued_here(
     here = [h for h in listed if (h.get("workspace") or {}).get("path") == str(workspace)]
     if here:
         return here
-    from gitsessions.services.code.workspace import project_of
 
     root, identity = project_of(workspace, env)
     if root is None or identity is None:
@@ -121,8 +119,6 @@ class Scope:
         from gitsessions.store.catalog import Catalog  # sqlite: when a session tool runs
 
         if self._project is None:  # two git commands, not two for every tool call
-            from gitsessions.services.code.workspace import project_of
-
             found = project_of(self.workspace, self.env) if self.env is not None else None
             self._project = found or (None, None)
         root, identity = self._project

@@ -13,6 +13,7 @@ import typer
 from gitsessions.agent.assembly import Built
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, warm_up
+from gitsessions.cli.listing import session_rows
 from gitsessions.cli.state import State, err
 from gitsessions.protocols.acp.agent import GitsessionsAcp
 from gitsessions.protocols.acp.events import AcpApprover, AcpEvents
@@ -80,8 +81,6 @@ def cmd_acp(
         )
 
     def rows(cwd: Path | None) -> list[dict[str, Any]]:
-        from gitsessions.cli.listing import session_rows
-
         return session_rows(state.catalog(), False, cwd)
 
     def say(line: str) -> None:

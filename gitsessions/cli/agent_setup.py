@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from gitsessions.agent.assembly import Built, assemble
 from gitsessions.agent.assembly import check_budget as check_budget  # cli/chat.py imports it here
 from gitsessions.agent.turns import Events
+from gitsessions.cli.once import first_time
 from gitsessions.cli.opening import Printer
 from gitsessions.cli.options import workspace_dir
 from gitsessions.cli.plain import one_line, vtext
@@ -80,11 +81,8 @@ def cost_function(
         value, known = estimate_cost(model, prompt, completion, settings.prices)
         if not known and model not in unknown:
             unknown.add(model)
-            if home is not None:
-                from gitsessions.cli.once import first_time
-
-                if not first_time(home, "no price", model):
-                    return value
+            if home is not None and not first_time(home, "no price", model):
+                return value
             err.print(
                 f"note: no price known for model {one_line(model)}; tokens are recorded, cost "
                 'counts as 0 (set [prices."MODEL"] in config.toml)',

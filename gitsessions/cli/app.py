@@ -5,6 +5,7 @@ single line on stderr with its exit code; nothing else is caught, so a bug still
 its traceback.
 """
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -67,6 +68,7 @@ def _main(
         ),
     ] = False,
 ) -> None:
+    # cli.state and the settings it reads: 11 ms --help does not need
     from gitsessions.cli.state import State
 
     ctx.obj = State.from_env(home, os.environ)
@@ -87,6 +89,7 @@ def main() -> None:
             args=lazy.bare_resume(sys.argv[1:]), prog_name="gitsessions", standalone_mode=False
         )
     except (KeyboardInterrupt, typer.Abort):  # click makes an EOF at a prompt an Abort
+        # cli.state and the settings it reads: 11 ms --help does not need
         from gitsessions.cli.state import err
 
         err.print("interrupted")
@@ -109,8 +112,7 @@ def _shown_by_click(error: Exception) -> bool:
 
 def _click_error(error: Any) -> int:
     """Print a click error as click would, `Error:` written `error:`; its exit code."""
-    import io
-
+    # cli.state and the settings it reads: 11 ms --help does not need
     from gitsessions.cli.state import err
 
     shown = io.StringIO()

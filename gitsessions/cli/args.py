@@ -4,12 +4,13 @@ the `--json` flag, and the resolved `State` a command reads from its context (ty
 only; nothing heavy), and the current directory when it still exists."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from gitsessions.cli.state import State
+from gitsessions.cli.damage import warn_damaged
+from gitsessions.cli.state import State
+from gitsessions.store.errors import SessionNotFound
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
 LATEST = ("@", "-")  # what names this project's latest session, like an omitted ID
@@ -35,11 +36,9 @@ def session_or_latest(state: "State", session: str | None) -> str:
     active session: the first row of `list --here` in the current directory."""
     if session is not None and session not in LATEST:
         return session
-    from pathlib import Path
 
+    # the header cache (sqlite): 12-14 ms show and pull do not need
     from gitsessions.cli import listing
-    from gitsessions.cli.damage import warn_damaged
-    from gitsessions.store.errors import SessionNotFound
 
     catalog = state.catalog()
     here = Path.cwd()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gitsessions.agent.prompts import system_prompt
 from gitsessions.cli import options
 from gitsessions.cli.chat_input import (
     LEAVE_HINT,
@@ -37,14 +38,17 @@ from gitsessions.cli.chat_input import (
 )
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
+from gitsessions.cli.once import first_time
 from gitsessions.cli.opening import Notes, Opening
-from gitsessions.cli.plain import Sink, StreamOf, one_line, piped
+from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, vtext
 from gitsessions.cli.state import State
 from gitsessions.services.model import endpoint
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.services.settings.config_file import config_path, redact_setting
+from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import check_writable
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import short
 
 if TYPE_CHECKING:
     from gitsessions.cli.chat_session import ChatRun
@@ -106,6 +110,7 @@ def cmd_chat(
     if resume == "" and not continue_:  # `--resume` without an id: pick one
         resume = pick_session(state, options.workspace_dir(workspace))
         if resume is None:
+            # `err` is made (a console) on first use
             from gitsessions.cli.state import err
 
             err.print("no session picked")
@@ -154,6 +159,7 @@ def new(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     workspace = options.workspace_dir(chat.workspace_flag)
     check_budget_early(settings.max_context_tokens, workspace)
     if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        # the sandbox and the tools: over 2 ms before the prompt
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
@@ -171,8 +177,8 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     """A resumed chat, the same way: the session found and read before its prompt,
     without the agent (cli/resuming.py: its own settings, its workspace,
     an unanswered prompt), leased; the agent built while the user types."""
+    # what a resumed chat reads: 19 ms a new chat's prompt does not need
     from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
-    from gitsessions.values.ids import short
 
     here = options.workspace_dir(chat.workspace_flag)
     found = read_resumed(
@@ -183,6 +189,7 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     write_plain(found.notes, plain)  # where its tools work, before anything is refused
     check_budget_early(settings.max_context_tokens, workspace)
     if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once
+        # the sandbox and the tools: over 2 ms before the prompt
         from gitsessions.services.tools.sandbox import workspace_write
 
         workspace_write(workspace, network=chat.shell.sandbox_network)
@@ -227,6 +234,7 @@ def opened(
         while True:
             line = first_line(plain, history, empty)
             if line is None:  # left before sending anything: let go of what was built
+                # the agent, the store and rich: built after the prompt shows
                 from gitsessions.cli.chat_session import finish
 
                 finish(building.wait(), history)
@@ -245,6 +253,7 @@ def opened(
                 raise
             finally:
                 restore()
+        # the agent, the store and rich: built after the prompt shows
         from gitsessions.cli.chat_session import converse
 
         try:
@@ -277,6 +286,7 @@ def probed(probing: "Opening[endpoint.Probe]", settings: ModelSettings) -> endpo
     server slow to list its models: at most `endpoint.PROBE_SECONDS`)."""
     if probing.done:
         return probing.wait()
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
     from gitsessions.cli.terminal import spinning
 
@@ -308,7 +318,7 @@ def check_budget_early(max_context_tokens: int, workspace: Path) -> None:
     SURE_BUDGET (plus the workspace path) is counted, which loads the tool schemas."""
     if max_context_tokens >= SURE_BUDGET + len(str(workspace).encode()):
         return
-    from gitsessions.agent.prompts import system_prompt
+    # the agent's assembly and the store: only for a budget too small to accept unread
     from gitsessions.cli.agent_setup import check_budget
 
     check_budget(max_context_tokens, system_prompt(str(workspace)))
@@ -364,7 +374,6 @@ def _first(home: Path | None, settings: ModelSettings) -> bool:
     """Whether the model missing from the server's list was not said yet in `home`."""
     if home is None:
         return True
-    from gitsessions.cli.once import first_time
 
     return first_time(home, "unlisted model", f"{settings.base_url} {settings.model}")
 
@@ -387,7 +396,7 @@ def write_plain(lines: list[Line], sink: Sink) -> None:
 
 def write_rich(lines: "list[Line] | Notes") -> None:
     """Lines, or kept notes, on the chat's stderr console."""
-    from gitsessions.cli.plain import vtext
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
 
     if isinstance(lines, Notes):
@@ -399,6 +408,7 @@ def write_rich(lines: "list[Line] | Notes") -> None:
 
 def session_ids(state: State) -> list[tuple[str, str]]:
     """The sessions `\\diff ID` completes at the prompt: id and label, newest first."""
+    # the header cache (sqlite): over 2 ms before the prompt
     from gitsessions.cli import listing
 
     rows = listing.session_rows(state.store, include_archived=False)
@@ -407,9 +417,9 @@ def session_ids(state: State) -> list[tuple[str, str]]:
 
 def pick_session(state: State, workspace: Path) -> str | None:
     """`chat --resume` without an id: the session picked among this workspace's."""
+    # rich and the store: only to pick a session
     from gitsessions.cli.picker import pick, recent
     from gitsessions.cli.state import err
-    from gitsessions.store.errors import SessionNotFound
 
     choices = recent(state.store, workspace)
     if not choices:

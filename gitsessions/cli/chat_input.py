@@ -80,6 +80,7 @@ class History:
     def save(self, session: str) -> str | None:
         """Store the prompts typed since the last save, tagged with `session`; why they
         could not be (a read-only or full home), else None."""
+        # the secret rules: 10 ms a chat's prompt does not need
         from gitsessions.values.secrets import redact
 
         typed, self.typed = self.typed, []
@@ -108,6 +109,7 @@ def read_prompt(history: History | None = None) -> str:
     editor = sys.modules.get("gitsessions.cli.chat_editor")
     if editor is None:  # the first prompt: shown now, the editor takes over once imported
         with _held(0):
+            # prompt_toolkit: imported once the prompt shows
             from gitsessions.cli import chat_editor as editor
     return editor.read(history, ahead, PROMPT_SHOWN.set)
 

@@ -8,7 +8,6 @@ store); a chat, new or resumed, builds it in a background thread while the user 
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -24,20 +23,17 @@ from gitsessions.cli.chat_input import (
     read_prompt,
     unechoed,
 )
+from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.chat_ui import ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
 from gitsessions.cli.plain import one_line, vtext
-from gitsessions.cli.resuming import RETRY, RETRY_HINT
+from gitsessions.cli.resuming import RETRY, RETRY_HINT, Resuming
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import err, out, replies
 from gitsessions.services.model.errors import ModelError
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.ids import short
-
-if TYPE_CHECKING:
-    from gitsessions.cli.chat_options import ChatOptions
-    from gitsessions.cli.resuming import Resuming
 
 KEPT = "your prompt is kept in the input history: the Up arrow brings it back"
 

@@ -8,12 +8,9 @@ session itself still fails with its one-line error (the store raises it).
 """
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from gitsessions.cli.plain import one_line, vtext
-
-if TYPE_CHECKING:
-    from gitsessions.store.refs import DamagedRef
+from gitsessions.store.refs import DamagedRef
 
 
 def warning(damage: "DamagedRef") -> str:
@@ -25,6 +22,7 @@ def warning(damage: "DamagedRef") -> str:
 
 def warn_damaged(damaged: Iterable["DamagedRef"]) -> None:
     """Each damaged ref's warning on stderr, once."""
+    # `err` is made (a console) on first use
     from gitsessions.cli.state import err
 
     said: set[str] = set()

@@ -7,6 +7,7 @@ import typer
 from gitsessions.cli.args import cwd_or_none
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.services.code import project_care
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.sessions.doctor import doctor
 from gitsessions.values.plural import plural
@@ -32,7 +33,6 @@ def cmd_doctor(
 
     Exits 0 when nothing is wrong (or all of it was repaired), 1 otherwise."""
     state: State = ctx.obj
-    from gitsessions.services.code import project_care
 
     report = doctor(state.store, repair=repair)
     where = project_care.projects(state.store, state.env, cwd_or_none())

@@ -5,7 +5,7 @@ none, one audit line); a delete also takes what the session left in the project
 (services/code/delete.py). Stored strings are shown through `one_line`.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -13,13 +13,16 @@ from gitsessions.cli import state as consoles
 from gitsessions.cli.args import IdArg, JsonFlag, state_of
 from gitsessions.cli.plain import one_line, write_json
 from gitsessions.cli.state import plain_out
+from gitsessions.services.code.delete import delete
+from gitsessions.services.sessions import manage
+from gitsessions.store import trash
+from gitsessions.store.catalog import Catalog
 from gitsessions.store.errors import StoreError
+from gitsessions.store.sessions import SessionStore
+from gitsessions.store.trash import SetAside
+from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
-    from gitsessions.store.trash import SetAside
 
 
 def cmd_rename(
@@ -28,8 +31,6 @@ def cmd_rename(
     title: Annotated[str, typer.Argument(help="The new title (one line).")],
 ) -> None:
     """Set the session's title (yours; the model-written list summary is separate)."""
-    from gitsessions.services.sessions import manage
-
     store = state_of(ctx).store
     written = manage.rename(store, store.resolve(session), title)
     head = written.head
@@ -41,8 +42,6 @@ def cmd_rename(
 
 def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
     """Hide a session from `list` (and from search); it stays readable by id."""
-    from gitsessions.services.sessions import manage
-
     store = state_of(ctx).store
     written = manage.set_archived(store, store.resolve(session), True)
     state = "archived" if written.committed else "already archived"
@@ -51,8 +50,6 @@ def cmd_archive(ctx: typer.Context, session: IdArg) -> None:
 
 def cmd_unarchive(ctx: typer.Context, session: IdArg) -> None:
     """Bring an archived session back."""
-    from gitsessions.services.sessions import manage
-
     store = state_of(ctx).store
     written = manage.set_archived(store, store.resolve(session), False)
     state = "unarchived" if written.committed else "not archived"
@@ -65,9 +62,6 @@ def cmd_delete(
     yes: Annotated[bool, typer.Option("--yes", help="Really delete.")] = False,
 ) -> None:
     """Delete a session for good: its branch and every object only it used are purged."""
-    from gitsessions.services.code.delete import delete
-    from gitsessions.store.catalog import Catalog
-
     store = state_of(ctx).store
     session_id = store.resolve(session)
     forks = sum(1 for h in Catalog(store).headers() if h.get("parent_id") == session_id)
@@ -110,10 +104,6 @@ def cmd_undelete(ctx: typer.Context, session: SetAsideArg = None, json_: JsonFla
     pull sets such a session aside for 30 days; `gc` drops it after that). It comes
     back as a new session, forked from the head it had: its old id stays deleted
     everywhere. Without ID: list what is set aside."""
-    from gitsessions.services.sessions import manage
-    from gitsessions.store import trash
-    from gitsessions.values.clock import iso_of_timestamp
-
     store = state_of(ctx).store
     if session is None:
         entries = trash.entries(store.git)

@@ -13,6 +13,7 @@ from typing import IO, Annotated
 import typer
 
 from gitsessions.cli.args import JsonFlag
+from gitsessions.cli.import_from import run_import_from
 from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.hooks.audit import audit
@@ -123,7 +124,6 @@ def _import_from(
 ) -> None:
     """`import --from SOURCE`: the source's session files, or (`--hook`) the one session
     its hook's payload names; exits 1 when a source was refused or failed."""
-    from gitsessions.cli.import_from import run_import_from
 
     if new_id:
         raise BadUsage("--new-id is for export files; an imported source keeps its id")

@@ -6,6 +6,8 @@ import os
 import select
 import sys
 
+from gitsessions.values.errors import GitsessionsError
+
 DISK_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
@@ -33,8 +35,6 @@ def reported(error: BaseException) -> tuple[str, int] | None:
     """`(message, exit code)` of a failure the CLI reports as one line: ours (its own
     code), the system's (a read-only home, a full disk: 1), a cache file sqlite cannot
     write (1); None for anything else."""
-    from gitsessions.values.errors import GitsessionsError
-
     if isinstance(error, GitsessionsError):
         return str(error), error.exit_code
     if isinstance(error, OSError):
@@ -50,6 +50,7 @@ def stdout_gone(error: BaseException) -> bool:
     the reader's end of stdout is closed, which poll reports as an error on our end."""
     if not isinstance(error, BrokenPipeError):
         return False
+    # cli.state and the settings it reads: 11 ms --help does not need
     from gitsessions.cli.state import plain_out
 
     try:
@@ -62,6 +63,7 @@ def stdout_gone(error: BaseException) -> bool:
 
 def quiet_stdout() -> None:
     """Point stdout at /dev/null so Python's exit flush does not complain again."""
+    # cli.state and the settings it reads: 11 ms --help does not need
     from gitsessions.cli.state import plain_out
 
     try:
@@ -73,6 +75,7 @@ def quiet_stdout() -> None:
 
 
 def say_error(message: str) -> None:
+    # cli.plain: 4-6 ms --help does not need
     from gitsessions.cli.plain import one_line
     from gitsessions.cli.state import err
 

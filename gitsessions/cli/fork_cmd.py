@@ -9,6 +9,8 @@ from gitsessions.cli import state as consoles
 from gitsessions.cli.args import IdArg, JsonFlag, state_of
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import plain_out
+from gitsessions.cli.worktree_cmd import fork_worktree
+from gitsessions.services.sessions import manage
 
 
 def cmd_fork(
@@ -35,11 +37,7 @@ def cmd_fork(
 ) -> None:
     """Fork a session: a new branch at its head (or --at an earlier turn); nothing is
     copied, nothing switched."""
-    from gitsessions.services.sessions import manage
-
     if worktree:
-        from gitsessions.cli.worktree_cmd import fork_worktree
-
         fork_worktree(state_of(ctx), session, at, title, json_)
         return
     store = state_of(ctx).store

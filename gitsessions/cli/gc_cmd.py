@@ -5,6 +5,9 @@ import typer
 
 from gitsessions.cli import state as consoles
 from gitsessions.cli.args import cwd_or_none, state_of
+from gitsessions.services.code import project_care
+from gitsessions.services.sessions import manage
+from gitsessions.store.trash import KEEP_DAYS
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 
@@ -14,9 +17,6 @@ def cmd_gc(ctx: typer.Context) -> None:
     sessions a pull set aside more than 30 days ago (`undelete` lists them); in the
     projects the sessions worked in, drop the snapshots of sessions deleted here and
     pack the loose snapshot refs and objects."""
-    from gitsessions.services.code import project_care
-    from gitsessions.services.sessions import manage
-
     state = state_of(ctx)
     stats = manage.gc(state.store)
     broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
@@ -31,8 +31,6 @@ def cmd_gc(ctx: typer.Context) -> None:
         f"(from {stats['loose_before']} loose and {plural(stats['packs_before'], 'pack')})"
     )
     if stats["set_aside_dropped"]:
-        from gitsessions.store.trash import KEEP_DAYS
-
         consoles.err.print(
             f"dropped {plural(stats['set_aside_dropped'], 'session')} a pull set aside "  # type: ignore[arg-type]
             f"more than {KEEP_DAYS} days ago"

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gitsessions.cli.plain import vtext
 from gitsessions.cli.state import State
 from gitsessions.services.code import git_hooks
 from gitsessions.values.errors import BadUsage, GitsessionsError
@@ -53,7 +54,6 @@ def run_hook(
         if session is not None:
             git_hooks.add_trailer(Path(args[0]), session, cwd, env)
     except (GitsessionsError, OSError, sqlite3.Error, subprocess.SubprocessError) as error:
-        from gitsessions.cli.plain import vtext
         from gitsessions.cli.state import err  # loaded only to say something
 
         message = f"gitsessions: no session trailer added: {error}"
@@ -65,6 +65,7 @@ def _headers(env: Mapping[str, str], home: Path) -> list[dict[str, Any]]:
     """Every session header, or none when the home has no store (never creates one)."""
     if not (home / "store.git").is_dir():
         return []
+    # the header cache (sqlite): 11-15 ms, only where rows are read
     from gitsessions.store.catalog import Catalog
     from gitsessions.store.sessions import SessionStore
 

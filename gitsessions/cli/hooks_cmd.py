@@ -1,6 +1,7 @@
 """`gitsessions hooks install|uninstall|list` and `show --commit`'s lookup (`hook NAME`,
 what the installed git hook shims run, is `cli/githook.py`)."""
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.code import git_hooks
 from gitsessions.services.hooks import hooks
+from gitsessions.services.imports import agent_hooks
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 
@@ -103,10 +105,6 @@ def cmd_uninstall(
 def _agent_hooks(state: State, claude_code: bool, codex: bool, *, install: bool) -> None:
     """Claude Code's hooks and Codex's notify: each runs this gitsessions (this Python)
     on this home, `import --from ... --hook`."""
-    import shlex
-
-    from gitsessions.services.imports import agent_hooks
-
     home = Path(state.env.get("HOME") or Path.home())
     base = [str(Path(sys.executable).absolute()), "-m", "gitsessions", "--home", str(state.home)]
     if claude_code:

@@ -3,21 +3,20 @@ one line per source session (stdout), what was damaged, ignored or held back (st
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.cli.plain import one_line, write_json, write_records
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.imports import sources
+from gitsessions.services.imports import claude_code, codex, sources
+from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
 from gitsessions.services.imports.finished import is_finished
 from gitsessions.services.imports.mirror import Outcome, Source, import_source
 from gitsessions.store.lease import HomeNotWritable, check_writable, home_failure, not_writable
+from gitsessions.store.sessions import SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, GitsessionsError, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 REFUSED = ("shortened", "rewritten", "diverged", "continued")
 LEFT = "the files left were not imported"
@@ -29,10 +28,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     exit code: 1 when a source was refused or failed (nothing written for it), else 0."""
     if format_ not in sources.FORMATS:
         raise BadUsage(f"unknown source {format_!r}: expected one of {', '.join(sources.FORMATS)}")
-    if format_ == "claude-code":
-        from gitsessions.services.imports import claude_code as reader
-    else:
-        from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
+    reader = claude_code if format_ == "claude-code" else codex
     if not paths:
         root = sources.default_root(format_, state.env, Path(state.env.get("HOME") or Path.home()))
         if not root.is_dir():
@@ -207,8 +203,6 @@ def run_hook(state: State, format_: str, payload: str) -> None:
     """One source session mirrored as its agent runs (a Claude Code hook, Codex's
     notify): the file its JSON names imported; every failure one line on stderr, never
     an exit code that could stop the agent."""
-    from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
-
     try:
         if format_ not in sources.FORMATS:
             raise InvalidInput(f"unknown source {format_!r}")

@@ -65,8 +65,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def started() -> None:
     """Start-up is over: the modules, classes and functions made so far live as long as
     the process. `cli/entry.py` turns the cycle collector off until now (it would scan
-    them over and over as they pile up: several milliseconds of each command's start);
-    they are moved out of its reach (`gc.freeze`) and it runs again from here on."""
+    them over and over as they pile up: about 8 ms of `list`'s CPU); they are moved out
+    of its reach (`gc.freeze`: without it, the collections after start-up and at exit
+    scan them all, about 30 ms) and it runs again from here on."""
     gc.freeze()
     gc.enable()
 
@@ -181,8 +182,10 @@ def bare_resume(argv: list[str]) -> list[str]:
 
 def print_version(value: bool) -> None:
     if value:
+        # importlib.metadata: over 2 ms, only for --version
         from importlib.metadata import version
 
+        # `out` is made (a console) on first use
         from gitsessions.cli.state import out
 
         out.print(f"gitsessions {version('gitsessions')}", highlight=False)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli.args import state_of
+from gitsessions.cli.listing import session_rows
 from gitsessions.protocols.mcp_server.server import build, serve
 
 
@@ -25,8 +26,6 @@ def cmd_mcp(
     unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code with
     `claude mcp add gitsessions -- gitsessions mcp`, to Codex with
     `[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`."""
-    from gitsessions.cli.listing import session_rows
-
     state = state_of(ctx)
 
     def rows(include_archived: bool, workspace: Path | None) -> list[dict[str, Any]]:

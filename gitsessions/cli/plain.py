@@ -160,6 +160,7 @@ class Styled:
         self.style = style
 
     def __rich__(self) -> Any:
+        # rich: only when a rich console draws this
         from rich.text import Text
 
         return Text(self.text, style=self.style)

@@ -14,6 +14,7 @@ from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, is_command, set_aside
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
+from gitsessions.cli.rewind_cmd import report, session_workspace
 from gitsessions.cli.search import held_by, highlighted
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
@@ -260,7 +261,6 @@ class Slash:
         words = text.split()
         force = "--force" in words
         words = [w for w in words if w != "--force"]
-        from gitsessions.cli.rewind_cmd import report, session_workspace
 
         try:
             turn = points.parse_turn(words[0] if len(words) == 1 else "")

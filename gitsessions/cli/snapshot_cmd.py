@@ -12,8 +12,10 @@ from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import one_line
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
+from gitsessions.services.code import retention
 from gitsessions.services.code.restore import restore, restore_command
 from gitsessions.services.code.retention import Pruned
+from gitsessions.services.code.snapshots import find_project
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
@@ -124,9 +126,6 @@ def cmd_prune(
     and `worktree remove --force` saved; it drops those of sessions deleted here. The
     objects freed go at the project's next `git gc` (after gc.pruneExpire, two weeks by
     default; `git gc --prune=now` frees them now)."""
-    from gitsessions.services.code import retention
-    from gitsessions.services.code.snapshots import find_project
-
     state: State = ctx.obj
     where = (project or Path.cwd()).expanduser().absolute()
     found = find_project(where, state.env)

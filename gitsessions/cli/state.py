@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.cli.home import resolve_home
-from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits
+from gitsessions.cli.plain import PlainConsole, StreamOf, plain_console_fits, vtext
 from gitsessions.services.settings.config_file import (
     config_path,
     load_config,
@@ -46,6 +46,7 @@ def _make(name: str) -> "VisibleConsole":
 
 
 def _visible_console(name: str) -> "VisibleConsole":
+    # rich: over 50 ms that output into a pipe does not need
     from gitsessions.cli.terminal import VisibleConsole
 
     # Markup and highlighting are off: titles, summaries and model text are data, and a
@@ -73,7 +74,9 @@ def __getattr__(name: str) -> Any:
 
 
 class State:
-    """What a command shares (a plain class: `@dataclass` costs start-up time)."""
+    """What a command shares: its home and environment, and what it opens on first use.
+    (Not a dataclass: `list`, `info` and `--help` import no `dataclasses`, and importing
+    it and building this class would cost them over 2 ms.)"""
 
     def __init__(self, home: Path, env: Mapping[str, str]) -> None:
         self.home = home
@@ -107,6 +110,7 @@ class State:
         malformed one does not stop `list`."""
         if self._store is not None:
             return self._store
+        # the refs reader: 10 ms the git hook does not need
         from gitsessions.store.refs import StoreRefs
 
         refs = StoreRefs.open(self.home)
@@ -123,6 +127,7 @@ class State:
         if self._store is not None:
             return self._store
         if self._reader is None:
+            # dulwich: only when a session is read
             from gitsessions.store.reader import SessionReader
 
             reader = SessionReader.open(self.home)
@@ -133,6 +138,7 @@ class State:
 
     def catalog(self) -> "Catalog":
         """The header cache, on the refs alone until a row must be read again."""
+        # the header cache (sqlite): 11-15 ms, only where rows are read
         from gitsessions.store.catalog import Catalog
 
         return Catalog(self.refs, self._opened)
@@ -151,11 +157,13 @@ class State:
         """The store as reading needs it: no settings read (redaction stays on, the
         default, until `store` reads the setting)."""
         if self._store is None:
+            # the writing store (dulwich): only when a command writes
             from gitsessions.store.sessions import SessionStore
 
             home = self.home
 
             def on_redacted(session: str, findings: "list[Finding]") -> None:
+                # the lifecycle hooks and the audit log: over 2 ms, only when one runs
                 from gitsessions.services.hooks.audit import audit
 
                 audit(home, "redact", session, "ok", findings=[f.as_dict() for f in findings])
@@ -166,7 +174,7 @@ class State:
     @property
     def hooks(self) -> "Hooks":
         """The lifecycle hooks of this home; each problem is one yellow line on stderr."""
-        from gitsessions.cli.plain import vtext
+        # the lifecycle hooks and the audit log: over 2 ms, only when one runs
         from gitsessions.services.hooks.hooks import Hooks, hook_timeout
 
         path = config_path(self.home)

@@ -10,7 +10,7 @@ the consoles.
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -23,12 +23,11 @@ from gitsessions.services.sync.push import push, push_snapshots
 from gitsessions.services.sync.remotes import add_remote, list_remotes, pick_remote, remove_remote
 from gitsessions.services.sync.report import NOT_SENT, Report
 from gitsessions.store import remoteconfig
+from gitsessions.store.projectrefs import keys
+from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 plain_err = StreamOf("stderr")  # where `state.err` writes, without making it
 
@@ -78,6 +77,7 @@ def _show(report: Report, json_: bool, verb: str, code_remote: str = "") -> None
     if rows and piped(plain_out):
         write_records(plain_out, rows)
     elif rows:
+        # rich: only for a table on a terminal
         from rich.table import Table
 
         table = Table(box=None, pad_edge=False)
@@ -101,6 +101,7 @@ def _show_code_causes(report: Report, code_remote: str, json_: bool) -> bool:
     without the remote (an error line, whether JSON was asked or not), the same refusal
     for several sessions; else one line per session (not with `--json`). Whether some
     code did not move: a repository lacked the remote, or git refused it."""
+    # the code sync: over 2 ms, only when code moves
     from gitsessions.services.code.code_sync import NO_REMOTE
 
     outcomes = report.code or []
@@ -138,6 +139,7 @@ Here = Annotated[
 
 def _project_ids(store: "SessionStore") -> list[str]:
     """The sessions of the project of the current directory (and their forks)."""
+    # the header cache (sqlite): 12-14 ms a pull does not need
     from gitsessions.cli.listing import session_rows
 
     return [row["id"] for row in session_rows(store, include_archived=True, workspace=Path.cwd())]
@@ -153,8 +155,8 @@ def _here_ids(store: "SessionStore") -> list[str]:
 
 def _here_keys(env: Mapping[str, str]) -> list[bytes]:
     """The project index keys of the current directory's repository."""
+    # the project identity (socket): over 2 ms, only for a workspace
     from gitsessions.services.code.workspace import project_of
-    from gitsessions.store.projectrefs import keys
 
     found = keys(project_of(Path.cwd(), env)[1])
     if not found:
@@ -320,7 +322,7 @@ def _run_hooks(st: "state.State", report: Report) -> None:
     for event, session, commit, details in calls:
         quiet.run(event, session, commit, **details)
     for line, count in said.items():  # a cause they share (a hook that cannot start): once
-        hooks.report(line if count == 1 else f"{line} (the same for {count} sessions)")
+        hooks.report(line if count == 1 else f"{line} (the same for {plural(count, 'session')})")
 
 
 def cmd_sync(

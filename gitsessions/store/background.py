@@ -20,6 +20,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from gitsessions.store import maintenance
+from gitsessions.store.repo import GitStore
+
 LOCK_NAME = "maintenance.lock"
 ROUNDS = 64  # runs at most, while writers keep piling things up
 
@@ -73,9 +76,6 @@ def wait_for_maintenance(store_path: Path) -> None:
 
 
 def _main(argv: list[str]) -> int:
-    from gitsessions.store import maintenance
-    from gitsessions.store.repo import GitStore
-
     store_path = Path(argv[0])
     held = int(argv[1]) if len(argv) > 1 else -1
     git = GitStore(store_path)

@@ -19,8 +19,7 @@ ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_
 RECORD_KEYS = ("time", "turn", "step", "model", "usage", "source")  # what a record may add
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(eq=False, repr=False)
+@dataclass
 class Change:
     """What one commit changes. `None` leaves a file as it is. A commit with redaction on
     replaces what it redacted in here."""

@@ -154,8 +154,6 @@ def _build(chunks: list[tuple[int, bytes]]) -> "list[Tree]":
 
 
 def _tree(items: list[Entry]) -> "Tree":
-    from dulwich.objects import Tree
-
     tree = Tree()
     for first, sha, is_dir in items:
         if is_dir:

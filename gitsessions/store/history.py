@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from dulwich.objects import Commit, Tree
+from dulwich.objects import Blob, Commit, Tree
 
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
-    from gitsessions.store.tracking import Git
+from gitsessions.store.repo import GitStore
+from gitsessions.store.tracking import Git
 
 AUTHOR = b"gitsessions <gitsessions@localhost>"
 
@@ -89,8 +87,6 @@ def tombstone_ids(git: Git, commit_id: bytes) -> set[str]:
 def tombstone_commit(git: GitStore, ids: set[str], parents: list[bytes], when: int) -> bytes:
     """A commit whose `deleted` file lists `ids` (sorted), on top of `parents`; its
     objects are written (the caller holds `git.locked()` and names it by a ref)."""
-    from dulwich.objects import Blob, Tree
-
     blob = Blob.from_string("".join(f"{i}\n" for i in sorted(ids)).encode())
     tree = Tree()
     tree.add(b"deleted", 0o100644, blob.id)
@@ -102,8 +98,6 @@ def tombstone_commit(git: GitStore, ids: set[str], parents: list[bytes], when: i
 def own_commit(tree: bytes, parents: list[bytes], subject: str, when: int) -> Commit:
     """A commit of gitsessions' own (a tombstone list, a set-aside session), not of a
     session: `AUTHOR`, dated `when` in UTC; its objects are the caller's to write."""
-    from dulwich.objects import Commit
-
     commit = Commit()
     commit.tree = tree
     commit.parents = parents

@@ -17,14 +17,12 @@ Invariants:
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.store import chunks
 from gitsessions.store.errors import StoreCorrupt
+from gitsessions.store.repo import GitStore
 from gitsessions.values.canonical import dumps_line
-
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
 
 FILE_MODE = chunks.FILE_MODE
 DIR_MODE = chunks.DIR_MODE

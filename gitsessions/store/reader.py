@@ -13,11 +13,14 @@ Invariants:
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dulwich.objects import Commit, Tree
 
+from gitsessions.store import context_refs
+from gitsessions.store.context_refs import Candidate
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
 from gitsessions.store.layout import (
@@ -28,6 +31,7 @@ from gitsessions.store.layout import (
     transcript_chunks,
 )
 from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
+from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
@@ -40,69 +44,34 @@ JSON_FILES = {
 V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
 INLINE = "context-inline.json"
 
-if TYPE_CHECKING:  # types only: a Protocol class costs start-up time, and only
-    # `show --context` and a writer match a context (context_refs)
-    from typing import Protocol
 
-    from gitsessions.store.context_refs import Candidate
+class ObjectSource(Protocol):
+    """What a reader reads through: raw objects and refs (`GitStore`)."""
 
-    class ObjectSource(Protocol):
-        """What a reader reads through: raw objects and refs (`GitStore`)."""
+    path: Path
 
-        path: Path
+    def commit(self, sha: bytes) -> Commit: ...
 
-        def commit(self, sha: bytes) -> Commit: ...
+    def tree(self, sha: bytes) -> Tree: ...
 
-        def tree(self, sha: bytes) -> Tree: ...
+    def blob(self, sha: bytes) -> bytes: ...
 
-        def blob(self, sha: bytes) -> bytes: ...
+    def ref(self, name: bytes) -> bytes | None: ...
 
-        def ref(self, name: bytes) -> bytes | None: ...
+    def session_refs(self) -> dict[bytes, bytes]: ...
 
-        def session_refs(self) -> dict[bytes, bytes]: ...
-
-        def close(self) -> None: ...
+    def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
 class Head:
-    """A session as of one commit: its header (session.json) and where to read the rest.
-    Immutable, compared by value (a frozen dataclass, written out: the decorator costs a
-    reading command's start-up more than the rest of this module)."""
+    """A session as of one commit: its header (session.json) and where to read the rest."""
 
-    __slots__ = ("commit", "header", "id", "tree", "version")
     id: str
     commit: bytes
     tree: bytes
     header: dict[str, Any]
-    version: int
-
-    def __init__(
-        self, id: str, commit: bytes, tree: bytes, header: dict[str, Any], version: int = FORMAT
-    ) -> None:
-        for name, value in zip(self.__slots__, (commit, header, id, tree, version), strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.id, self.commit, self.tree, self.header, self.version)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return "Head(id={!r}, commit={!r}, tree={!r}, header={!r}, version={!r})".format(
-            *self._fields()
-        )
+    version: int = FORMAT
 
     @property
     def counts(self) -> dict[str, int]:
@@ -116,7 +85,7 @@ class Head:
 class SessionReader:
     """Sessions in `<home>/store.git`, read-only."""
 
-    def __init__(self, home: Path, git: "ObjectSource") -> None:
+    def __init__(self, home: Path, git: ObjectSource) -> None:
         self.home = home
         self.git = git
         # {session id: (commit, the context there as (message key, transcript index))}:
@@ -128,7 +97,6 @@ class SessionReader:
         """A reader of a store that is there and of this build's format, else None."""
         if StoreRefs.open(home) is None:
             return None
-        from gitsessions.store.repo import GitStore  # dulwich: imported when a store is read
 
         return cls(home, GitStore(home / "store.git"))
 
@@ -217,8 +185,6 @@ class SessionReader:
     def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
         """The working context at `head`, each message with its transcript index (None:
         a message the transcript does not hold, such as compaction's note)."""
-        from gitsessions.store import context_refs
-
         where = f"context.json of session {head.id[:8]}"
         doc = self._json_at(head.tree, "context.json")
         if doc is None:

@@ -15,8 +15,7 @@ from typing import Any
 from gitsessions.values.secrets import redact, redact_value
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Finding:
     """Secrets of one rule found in one place (a docstring also spares `dataclass`
     computing one from the signature at import)."""

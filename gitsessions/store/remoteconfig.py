@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
+from dulwich.config import ConfigFile
+
 from gitsessions.store.errors import StoreError
 from gitsessions.store.storelock import private_files
-from gitsessions.store.tracking import set_tracking
+from gitsessions.store.tracking import Git, set_tracking
 from gitsessions.values.errors import BadUsage
 
 if TYPE_CHECKING:
     from dulwich.config import ConfigFile
 
-    from gitsessions.store.tracking import Git
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")
@@ -98,8 +99,6 @@ def normalize(url: str, cwd: Path) -> str:
 
 
 def _config(git: Git) -> ConfigFile:
-    from dulwich.config import ConfigFile
-
     return ConfigFile.from_path(str(git.path / "config"))
 
 

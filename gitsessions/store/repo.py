@@ -85,6 +85,7 @@ class GitStore:
         self._repo: DulwichRepo | None = None
         opened = None if created else open_plain(path)
         if created:
+            # dulwich.repo (hooks, reflogs, worktrees): only to create, repair or maintain
             from dulwich.repo import Repo
 
             with private_files():
@@ -117,6 +118,7 @@ class GitStore:
             self._check_format(opened.format if opened is not None else self._config_format())
 
     def _open_repo(self) -> "DulwichRepo":
+        # dulwich.repo (hooks, reflogs, worktrees): only to create, repair or maintain
         from dulwich.repo import Repo
 
         try:
@@ -133,6 +135,7 @@ class GitStore:
         """dulwich's repository (the sync code and `gc` use it), sharing this store's
         objects; opened at first use (a plain store's turn never needs it)."""
         if self._repo is None:
+            # dulwich.repo (hooks, reflogs, worktrees): only to create, repair or maintain
             from dulwich.repo import Repo
 
             self._repo = Repo(str(self.path), object_store=self.objects)

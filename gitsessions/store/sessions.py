@@ -344,6 +344,7 @@ class SessionStore(SessionReader):
         """After a commit moved the branch: maintenance scheduled when due, the redaction
         heard, and the context's candidates kept for the next commit."""
         if self.background_maintenance:
+            # writing only: 11-15 ms a command that only reads does not need
             from gitsessions.store import background, maintenance
 
             if maintenance.needs_maintenance(self.git):
@@ -379,6 +380,7 @@ class SessionStore(SessionReader):
         A context message already stored (the base context's) or appended now (redacted
         with the transcript) is not scanned again: a commit's redaction costs what it
         adds, not the whole context."""
+        # writing only: 11-15 ms a command that only reads does not need
         from gitsessions.store.redaction import redact_messages, redact_named, redact_subject
 
         findings: list[Finding] = []
@@ -423,6 +425,7 @@ class SessionStore(SessionReader):
 
         The id is recorded as deleted first (so `doctor` never brings it back from its
         leftover commits), then the branch goes, then its objects."""
+        # writing only: 11-15 ms a command that only reads does not need
         from gitsessions.store import maintenance, tombstones
 
         ref = ref_name(head.id)
@@ -439,6 +442,7 @@ class SessionStore(SessionReader):
         `undelete` can bring back (`keep=False`: what a fork of its whole line holds
         already; no trash). The trash ref is written before the branch goes; False
         (nothing deleted) when the branch moved meanwhile."""
+        # writing only: 11-15 ms a command that only reads does not need
         from gitsessions.store import tombstones, trash
 
         ref = ref_name(head.id)

@@ -46,6 +46,7 @@ class TokenCounts:
         """The kept counts of those of `keys` that have one (for the counter's encoding)."""
         if not keys or not self.path.exists():
             return {}
+        # sqlite: 11 ms, only when counts are kept
         import sqlite3
 
         from gitsessions.store.cache import open_cache
@@ -71,6 +72,7 @@ class TokenCounts:
         fresh = self.counter.fresh()
         if not fresh:
             return 0
+        # sqlite: 11 ms, only when counts are kept
         import sqlite3
 
         from gitsessions.store.cache import open_cache

@@ -30,19 +30,22 @@ import contextlib
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
 
 from gitsessions.store import history, stockgit, treecheck
 from gitsessions.store.errors import StoreError
-from gitsessions.store.projectrefs import PROJECTS
+from gitsessions.store.projectrefs import PROJECTS, session_of
 from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import read_loose, read_packed
 from gitsessions.store.remoteconfig import clean, mask
-from gitsessions.store.tracking import SESSIONS, TOMBSTONES, sending, set_tracking, tracking_name
-
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
-    from gitsessions.store.tracking import Git
+from gitsessions.store.repo import GitStore
+from gitsessions.store.tracking import (
+    SESSIONS,
+    TOMBSTONES,
+    Git,
+    sending,
+    set_tracking,
+    tracking_name,
+)
 
 ZERO_SHA = b"0" * 40
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
@@ -174,8 +177,6 @@ def fetch_indexed(
     for `fetch` (`listed`), their objects already here and checked (a refusal fails the
     whole fetch: one `RemoteError`). git writes what came under this process's
     `sending` space, dropped before this returns. The caller holds `git.locked()`."""
-    from gitsessions.store.projectrefs import session_of
-
     stockgit.remember_version(git.path)
     listed: dict[bytes, bytes] = {}
     with _talking(url, "fetch from"), sending(git, {}) as space:

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dulwich.objects import Commit
+from dulwich.objects import Commit, Tree
 
 from gitsessions.store.errors import ConcurrentUpdate
 from gitsessions.store.history import own_commit
 from gitsessions.store.refpack import read_loose, read_packed
+from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
-
-if TYPE_CHECKING:
-    from gitsessions.store.repo import GitStore
 
 TRASH = b"refs/gitsessions/trash/"
 KEEP_DAYS = 30
@@ -51,8 +48,6 @@ def set_aside(git: GitStore, session_id: str, head: bytes, why: str, when: int) 
     """Write the trash commit for `head` and point the session's trash ref at it (one
     set aside before, by an older delete of the same id, is replaced); the caller
     holds the store's lock."""
-    from dulwich.objects import Tree
-
     assert is_session_id(session_id)
     tree = Tree()
     commit = own_commit(tree.id, [head], f"set aside: {why}", when)

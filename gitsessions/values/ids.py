@@ -6,6 +6,7 @@ name or a file name without any risk of path traversal.
 """
 
 import re
+import uuid
 
 from gitsessions.values.errors import BadUsage, InvalidInput
 
@@ -18,8 +19,6 @@ MAX_TITLE = 200
 
 def new_id() -> str:
     """A fresh session id."""
-    import uuid  # here: it loads `platform` (3 ms), and most commands make no id
-
     return uuid.uuid4().hex
 
 

@@ -18,6 +18,7 @@ The providers' formats (Stripe, Hugging Face, npm, PyPI, JWT and more) are the r
 
 import bisect
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -218,8 +219,6 @@ def rules_id() -> int:
     """A number (2 or more) that changes when the rules do (a name, hint or pattern): a
     cache of text redacted under other rules, e.g. before a provider rule was added, is
     rebuilt (services/sessions/search.py)."""
-    import zlib
-
     parts = [
         f"{rule.name}\0{rule.hints}\0{rule.group}\0{rule.lower_hints}\0"
         + (repr(rule.pattern._source) if isinstance(rule.pattern, _Lazy) else rule.pattern.pattern)

@@ -57,7 +57,7 @@ def _load_offline_encoding(name: str) -> _Encoding | None:
     if not name.endswith("_offline"):
         return None  # tiktoken's own encodings fetch their data over the network
     try:
-        import tiktoken
+        import tiktoken  # heavy: loaded only when a count must be exact
 
         return tiktoken.get_encoding(name)
     except Exception:  # a missing, corrupt or unregistered encoding: degrade, never fail

@@ -18,6 +18,7 @@ params), as is a prompt holding a block of a kind not offered (an image, audio).
 import asyncio
 from collections.abc import Callable
 from contextlib import ExitStack
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -141,7 +142,6 @@ class GitsessionsAcp:
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:  # fmt: skip
-        from importlib.metadata import version
 
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),

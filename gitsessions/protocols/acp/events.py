@@ -25,9 +25,11 @@ from acp.helpers import (
 )
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
+from gitsessions.agent.interrupted import LEAD
 from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
 from gitsessions.agent.turns import CANCELLED, Events
 from gitsessions.protocols.acp.outbox import Outbox
+from gitsessions.services.compaction.continuation import is_note
 from gitsessions.services.tools import ToolOutcome
 from gitsessions.services.tools.describe import describe_call
 from gitsessions.services.tools.registry import Preview
@@ -200,9 +202,6 @@ def replay(messages: Iterable[Message]) -> Iterable[Any]:
     result (failed when the result is an error or a denial). The system prompt and
     notes gitsessions writes for the model (a compaction's continuation note, the note
     closing a cancelled prompt) are not shown."""
-    from gitsessions.agent.interrupted import LEAD
-    from gitsessions.services.compaction.continuation import is_note
-
     for message in messages:
         role = message.get("role")
         if role == "user" and not is_note(message):

@@ -139,6 +139,7 @@ class LineTransport:
 
 async def serve_stdio(agent: Any) -> None:
     """Run the ACP `agent` on stdin and stdout, lines capped, until stdin closes."""
+    # the acp SDK (pydantic): only when the adapter serves
     from acp import run_agent, stdio_streams
 
     reader, writer = await stdio_streams(limit=LINE_CAP)

@@ -24,15 +24,19 @@ import json
 from collections.abc import Callable, Mapping
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gitsessions.agent.scope import workspace_sessions
 from gitsessions.protocols.mcp_server.tools import TEXT, TOOLS, BadArguments, Spec, check_arguments
+from gitsessions.services.code.line_origin import line_origin
+from gitsessions.services.code.workspace import project_of
+from gitsessions.services.sessions import manage, revisions, session_diff
+from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
+from gitsessions.store.catalog import Catalog
+from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 OUT_OF_SCOPE = (
     "no session {text!r} among this project's sessions (the server reaches only this "
@@ -64,11 +68,6 @@ def handlers(
     """Each offered tool's work: checked arguments in, its structured answer out;
     `GitsessionsError` (one line) for an expected failure. `rows` lists the sessions
     (`list` rows, the most recent first) of a workspace, or all with None."""
-    from gitsessions.agent.scope import workspace_sessions
-    from gitsessions.services.code.workspace import project_of
-    from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
-    from gitsessions.store.catalog import Catalog
-
     project = None if all_sessions else project_of(workspace, env)  # once, not per call
 
     def reach() -> set[str] | None:
@@ -104,8 +103,6 @@ def handlers(
         return {**header, "id": head.id, "head": head.commit.decode()}
 
     def diff_sessions(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.sessions import revisions, session_diff
-
         def side(text: str) -> Any:
             name = text.split("@", 1)[0].split("~", 1)[0]
             return revisions.resolve(store, resolve(name) + text[len(name) :])
@@ -113,8 +110,6 @@ def handlers(
         return session_diff.diff(store, side(args["a"]), side(args["b"]))
 
     def blame(args: dict[str, Any]) -> dict[str, Any]:
-        from gitsessions.services.code.line_origin import line_origin
-
         found = line_origin(store, env, workspace / args["file"], args["line"],
                             reach(), inside=workspace)  # fmt: skip
         return found.as_dict()
@@ -135,7 +130,6 @@ def handlers(
 def _write_handlers(store: "SessionStore", resolve: Callable[[str], str]) -> dict[str, Handler]:
     """The tools offered only with `--allow-writes`, through the CLI's services; `resolve`
     turns a session argument into an id in the server's scope."""
-    from gitsessions.services.sessions import manage
 
     def pin(args: dict[str, Any]) -> dict[str, Any]:
         sid = resolve(args["session"])
@@ -181,6 +175,7 @@ def build(
     allow_writes: bool,
 ) -> Any:
     """The MCP server over `store` (made, not run)."""
+    # the mcp SDK (pydantic): only when the server is built
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
@@ -237,12 +232,14 @@ def build(
 
 def serve(server: Any) -> None:
     """Run `server` over stdin and stdout until the client closes stdin."""
+    # anyio and the mcp SDK: only when the server runs
     import anyio
 
     anyio.run(_serve, server)
 
 
 async def _serve(server: Any) -> None:
+    # the mcp SDK: only when the server runs
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):

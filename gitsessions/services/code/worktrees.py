@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code import snapshots, snapshotter
+from gitsessions.services.code.project_id import recorded, same_project
 from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.snapshots import (
     IDENTITY,
@@ -35,7 +36,7 @@ from gitsessions.services.code.snapshots import (
     git,
     out,
 )
-from gitsessions.services.code.workspace import describe
+from gitsessions.services.code.workspace import describe, project_of
 from gitsessions.services.code.worktree_mark import Checked, check, forget, remember
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import points, writer
@@ -368,9 +369,6 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     (`gitsessions/<short id>`, made at the fork's code snapshot when this clone lacks
     it, which `pull --code` brings). Nothing of the pulled mark is used but its snapshot
     id, checked to be a commit here; the path it names is never touched."""
-    from gitsessions.services.code.project_id import recorded, same_project
-    from gitsessions.services.code.workspace import project_of
-
     said = head.header.get("worktree") or {}
     root, identity = project_of(here, env)
     if root is None or not same_project(identity, recorded(head.header)):

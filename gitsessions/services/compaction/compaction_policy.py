@@ -32,8 +32,7 @@ class ContextStillTooLarge(CompactionError):
     """Even after compaction the context is over max_context_tokens."""
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
     (None: trim_threshold); compaction aims to end at or under it. The ledger of a

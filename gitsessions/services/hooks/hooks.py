@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -58,8 +59,7 @@ def _ignore(_line: str) -> None:
     return None
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Hooks:
     """Runs the lifecycle hooks of one home. `home` None: no hooks at all (tests, tools)."""
 
@@ -120,8 +120,6 @@ class Hooks:
         }
         started = time.monotonic()
         try:
-            import tempfile  # only when a hook runs
-
             with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as output:
                 stdin.write(json.dumps(payload).encode() + b"\n")
                 stdin.seek(0)

@@ -12,6 +12,7 @@ sends nothing: it only opens a TCP connection to a server on this machine
 "cannot reach" before its prompt at the cost of a connect.
 """
 
+import _socket
 from dataclasses import replace
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ class Probe(NamedTuple):
 
 def probe(settings: ModelSettings) -> Probe:
     """GET {base_url}/models within a few seconds."""
+    # the model client: 24 ms a chat's prompt does not need
     from gitsessions.services.model.errors import EndpointUnreachable, ModelError
     from gitsessions.services.model.model import ModelClient
 
@@ -75,7 +77,6 @@ def refused_here(settings: ModelSettings) -> str | None:
         return None
     # `_socket`, the socket module's C half: the module itself and a name lookup (its
     # IDNA codec) cost more than the connect, and this runs before chat's prompt.
-    import _socket
 
     refused: OSError | None = None
     for family, address in _here(host or ""):

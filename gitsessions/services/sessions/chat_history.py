@@ -62,6 +62,7 @@ def load(home: Path) -> list[tuple[str, str]]:
 
 
 def _replace(home: Path, entries: Sequence[tuple[str, str]]) -> None:
+    # json: only when there is a history to rewrite
     import json
 
     path = _path(home)

@@ -14,7 +14,7 @@ from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import chat_history, points, writer
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.services.sessions.writer import Edit, Written
-from gitsessions.store import background, maintenance
+from gitsessions.store import background, maintenance, tracking, trash
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
@@ -97,8 +97,6 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Hea
     """Delete the session from the store, with its cache rows, chat history lines and
     lease file; the head it had. What it left in the project goes with it through
     `code/delete.py` (the command's delete)."""
-    from gitsessions.store import tracking  # sync's refs: imported only to delete
-
     deleted: list[Head] = []
 
     def run() -> None:
@@ -122,7 +120,6 @@ def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> b
     line): its cache rows, chat history lines and remote-tracking refs go as a delete's
     do. The caller holds the session's lease (and discards it). False when the branch
     moved meanwhile (nothing changed)."""
-    from gitsessions.store import tracking
 
     def run() -> bool:
         if not store.set_aside(head, why, keep):
@@ -140,8 +137,6 @@ def undelete(store: SessionStore, session_id: str) -> Head:
     """Bring back a session a remote's tombstone set aside: a new session (its id is
     deleted everywhere) forked from the head it had, titled as it was; the trash
     entry goes once the fork is written. `session_id`: the id or a prefix of it."""
-    from gitsessions.store import trash
-
     prefix = check_prefix(session_id)
     found = [e for e in trash.entries(store.git) if e.id.startswith(prefix)]
     if not found:
@@ -166,8 +161,6 @@ def undelete(store: SessionStore, session_id: str) -> Head:
 def drop_expired(store: SessionStore) -> int:
     """`gc`'s part: trash entries older than `trash.KEEP_DAYS` days go (their objects
     with the repack that follows); how many."""
-    from gitsessions.store import trash
-
     return sum(trash.drop(store.git, e) for e in trash.expired(store.git))
 
 

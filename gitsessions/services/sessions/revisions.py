@@ -18,17 +18,15 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.store.errors import StoreError
 from gitsessions.store.reader import Head, SessionReader
+from gitsessions.store.sessions import SessionStore
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.ids import is_session_id, short
 from gitsessions.values.plural import plural
 from gitsessions.values.revision import BadRevision, Revision, parse_revision, shown
-
-if TYPE_CHECKING:
-    from gitsessions.store.sessions import SessionStore
 
 
 @dataclass(frozen=True)

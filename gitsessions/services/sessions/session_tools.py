@@ -19,12 +19,12 @@ from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.tools import ToolError
+from gitsessions.store.reader import Head, SessionReader
 from gitsessions.values.messages import text_of
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
     from gitsessions.services.sessions.search import Hit
-    from gitsessions.store.reader import Head, SessionReader
 
 READ_LIMIT = 40  # messages per read_session call
 SEARCH_LIMIT = 20  # hits per search_sessions call

@@ -30,11 +30,9 @@ RETRIES = 5
 T = TypeVar("T")
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class Edit:
-    """What a writer asks to commit (a docstring also spares `dataclass` computing one
-    from the signature at import)."""
+    """What a writer asks to commit."""
 
     change: Change
     event: str

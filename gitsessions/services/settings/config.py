@@ -57,8 +57,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
 SESSION_KEYS = ("model", "base_url", "max_context_tokens")
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class ModelSettings:
     """Everything needed to talk to a model server, and where each value came from."""
 
@@ -295,8 +294,7 @@ DEFAULT_SANDBOX = "none"
 SANDBOX_MODES = ("none", "workspace-write")
 
 
-# no generated __eq__/__repr__: nothing compares or prints it, and each costs start-up
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True)
 class ShellSettings:
     """What run_shell may see and reach: kept variables, sandbox mode, network, and
     whether the sandbox lets it write the project's git directory."""

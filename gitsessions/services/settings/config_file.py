@@ -5,6 +5,7 @@ a commit stores), so this part is kept apart from the model settings
 (`services/settings/config.py`, which names all of it too): `list` imports only this.
 """
 
+import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -85,7 +86,6 @@ def unknown_keys(config: Mapping[str, Any]) -> list[str]:
     unknown = sorted(k for k in config if k not in KNOWN_KEYS and k not in RETIRED_KEYS)
     if not unknown:
         return retired
-    import difflib  # only when something is wrong: every command reads the config
 
     lines = []
     for key in unknown:

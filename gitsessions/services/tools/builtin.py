@@ -11,12 +11,13 @@ no tool never loads them.
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitsessions.services.tools.output import DEFAULT_OUTPUT_LIMIT
 from gitsessions.services.tools.preview import FileChange, file_change
 from gitsessions.services.tools.registry import Approver, Output, ToolRegistry, deny_all
 from gitsessions.services.tools.result import ToolResult
+from gitsessions.services.tools.sandbox import Sandbox
 from gitsessions.services.tools.schemas import (
     DEFAULT_TIMEOUT,
     EDIT_FILE,
@@ -28,9 +29,6 @@ from gitsessions.services.tools.schemas import (
     WRITE_FILE,
 )
 from gitsessions.services.tools.workspace import Workspace
-
-if TYPE_CHECKING:
-    from gitsessions.services.tools.sandbox import Sandbox
 
 
 def create_registry(
@@ -51,6 +49,8 @@ def create_registry(
     said: set[str] = set()  # run_shell's notes given once per registry (a session)
     registry = ToolRegistry(approve=approve, output_limit=output_limit)
 
+    # Each tool's module is imported when the model first calls it (files, listing and
+    # shell: 7-10 ms together, which an exec turn that calls no tool never pays).
     def do_read(a: dict[str, Any]) -> ToolResult:
         from gitsessions.services.tools.files import read_file
 

@@ -155,6 +155,7 @@ class McpHub:
     async def _hold(
         self, server: McpServer, ready: "asyncio.Future[tuple[list[Any], bool]]"
     ) -> None:
+        # the mcp SDK (pydantic): only with an MCP server configured
         from mcp import ClientSession
 
         self.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -179,6 +180,7 @@ class McpHub:
 
     def _transport(self, server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
         if server.url is not None:
+            # the HTTP transport: only for a server given by URL
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
@@ -295,6 +297,7 @@ class McpHub:
 async def _list_tools(session: Any) -> tuple[list[Any], bool]:
     """At most MAX_TOOLS of the server's tools, from at most MAX_PAGES pages; and whether
     it has more."""
+    # the mcp SDK: only with an MCP server configured
     from mcp.types import PaginatedRequestParams
 
     tools: list[Any] = []

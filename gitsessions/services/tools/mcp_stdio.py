@@ -82,6 +82,7 @@ def use_log(log: Path) -> None:
 
 
 def _parse(line: bytes, log: Path) -> Any:
+    # the mcp SDK: only with an MCP server configured
     from mcp.shared.message import SessionMessage
     from mcp.types import jsonrpc_message_adapter
 
@@ -104,6 +105,7 @@ async def stdio_transport(
     link: Link,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The server's (read, write) streams for `ClientSession` (see the invariants)."""
+    # the mcp SDK: only with an MCP server configured
     from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
 

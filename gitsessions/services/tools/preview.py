@@ -65,6 +65,7 @@ def file_change(workspace: Workspace, name: str, arguments: Mapping[str, Any]) -
         content = arguments.get("content")
         after = content if isinstance(content, str) else None
         return FileChange(shown, True, before, after, len(data))
+    # the file tools: 2.5 ms, only to preview an edit
     from gitsessions.services.tools.files import EditFailed, locate_edit
 
     old, new = arguments.get("old"), arguments.get("new")

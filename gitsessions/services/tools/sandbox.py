@@ -33,6 +33,7 @@ Either way a writable root that lies in a protected path gets no rule at all.
 """
 
 import os
+import tempfile
 from typing import NamedTuple
 
 from gitsessions.values.errors import GitsessionsError
@@ -162,7 +163,7 @@ def _parents(path: str) -> list[str]:
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (or it is disabled)."""
     try:
-        import landlockpy
+        import landlockpy  # here: only a sandboxed shell pays its import
 
         return landlockpy.abi_version()
     except (ImportError, OSError):  # LandlockError is an OSError
@@ -194,7 +195,6 @@ def workspace_write(
             f"this kernel's Landlock (ABI {abi}) cannot block network access, which needs "
             f"ABI {NETWORK_ABI} (Linux >= 6.7); add --sandbox-network to allow the network"
         )
-    import tempfile  # here: a shell without a sandbox (the default) never needs it
 
     roots = [os.path.realpath(workspace), os.path.realpath(temp_dir or tempfile.gettempdir())]
     roots += [device for device in DEVICES if os.path.exists(device)]
