@@ -70,12 +70,16 @@ def hand_on(store: SessionStore, session_id: str, due: SummaryDue, settings: Mod
 
 
 def record(
-    store: SessionStore, session_id: str, turn: int, completion: Completion, cost: float
+    store: SessionStore,
+    session_id: str,
+    turn: int,
+    completion: Completion,
+    model: str,
+    cost: float,
 ) -> writer.Written:
-    """Commit the summary `completion` gives (and its usage) for `turn`, unless a later
-    turn's summary is there already. The caller holds the session's lease."""
+    """Commit the summary `completion` gives (and its usage, `model`'s) for `turn`,
+    unless a later turn's summary is there already. The caller holds the lease."""
     summary = summary_line(completion)
-    model = completion.model or ""
     usage = completion.usage
 
     def edit(head: Head) -> Edit | None:
@@ -140,7 +144,7 @@ def main() -> None:
         return
     try:
         store = SessionStore(home, redact=bool(job["redact"]))
-        record(store, session_id, turn, completion, cost)
+        record(store, session_id, turn, completion, model, cost)
     except GitsessionsError:
         pass  # said in the audit log by `writer.update`
     except OSError as error:
