@@ -183,3 +183,9 @@ def test_an_old_config_naming_a_client_still_works_and_says_the_key_is_retired()
         "key 'client' is no longer used (the openai SDK is the only model client); it is ignored",
         "unknown key 'modle' (did you mean 'model'?); it is ignored",
     ]
+
+
+def test_the_api_key_never_shows_in_the_settings_repr() -> None:
+    settings = resolve_model_settings({}, {"OPENAI_API_KEY": "sk-do-not-print"}, {})
+    assert settings.api_key == "sk-do-not-print"
+    assert "sk-do-not-print" not in repr(settings) and "model=" in repr(settings)

@@ -128,7 +128,7 @@ def test_an_unknown_exec_summary_is_one_line(server, tmp_path, monkeypatch):
     assert server.requests == []
 
 
-def test_a_failed_summary_changes_nothing_and_is_audited(server, tmp_path, home):
+def test_a_summary_without_text_keeps_none_but_counts_its_tokens(server, tmp_path, home):
     def respond(request: dict[str, Any]) -> Any:
         if is_title(request):
             return {"content": None, "finish_reason": "length"}  # no text: nothing to keep
@@ -137,7 +137,19 @@ def test_a_failed_summary_changes_nothing_and_is_audited(server, tmp_path, home)
     server.responder = respond
     done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
     result = json.loads(done.stdout)
-    assert wait_for_summary_audit(home)["outcome"] == "unchanged"
+    assert wait_for_summary_audit(home)["outcome"] == "ok"
+    sid = result["session"]
+    assert subjects(home, sid)[:2] == ['turn 1: summary "(none kept)"', 'turn 1.1: reply "done"']
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert not info.get("summary") and info["usage"]["requests"] == 2  # the tokens were spent
+
+
+def test_a_summary_the_server_refuses_changes_nothing_and_is_audited(server, tmp_path, home):
+    server.reply(content="done")
+    server.fail(400, "no titles here")  # the summary's request, asked after exec exited
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    result = json.loads(done.stdout)
+    assert wait_for_summary_audit(home)["outcome"] == "error"
     ref = f"refs/heads/sessions/{result['session']}"
     assert git(home / "store.git", "rev-parse", ref).stdout.strip() == result["commit"]
 

@@ -77,16 +77,19 @@ def record(
     model: str,
     cost: float,
 ) -> writer.Written:
-    """Commit the summary `completion` gives (and its usage, `model`'s) for `turn`,
-    unless a later turn's summary is there already. The caller holds the lease."""
+    """Commit the summary `completion` gives for `turn`, unless a later turn's summary
+    is there already, and its usage (`model`'s) whatever became of it: the tokens were
+    spent. Nothing when there is neither. The caller holds the lease."""
     summary = summary_line(completion)
     usage = completion.usage
+    spent = bool(usage and (usage.prompt_tokens or usage.completion_tokens)) or cost > 0
 
     def edit(head: Head) -> Edit | None:
         trailers = _trailers(store, head)
         turn_there = str(trailers.get("Turn", ""))
         at = int(turn_there) if turn_there.isdigit() else 0
-        if not summary or (at > turn and head.header.get("summary")):
+        kept = bool(summary) and not (at > turn and head.header.get("summary"))
+        if not kept and not spent:
             return None
         counted = add_usage(
             store.read(head, "usage"),
@@ -95,8 +98,9 @@ def record(
             usage.completion_tokens if usage else 0,
             cost,
         )
-        change = Change(header=touch(head.header, summary=summary), usage=counted)
-        return Edit(change, "turn", summary_subject(at or turn, summary), trailers)
+        header = touch(head.header, summary=summary) if kept else touch(head.header)
+        subject = summary_subject(at or turn, summary if kept else "(none kept)")
+        return Edit(Change(header=header, usage=counted), "turn", subject, trailers)
 
     return writer.update(store, session_id, edit, operation="summary", lease_held=True)
 
@@ -120,6 +124,14 @@ def _lease(home: Path, session_id: str) -> Lease | None:
 
 def main() -> None:
     job = json.loads(sys.stdin.buffer.read())
+    try:
+        ask_and_record(job)
+    except Exception as error:  # no one sees this process: the audit log says it
+        audit(Path(job["home"]), "summary", job["session"], "error", error=type(error).__name__)
+
+
+def ask_and_record(job: dict[str, Any]) -> None:
+    """Ask for the summary `job` names, then record it under the session's lease."""
     home, session_id, turn = Path(job["home"]), job["session"], int(job["turn"])
     settings = ModelSettings(**job["settings"])
     try:
@@ -144,11 +156,14 @@ def main() -> None:
         return
     try:
         store = SessionStore(home, redact=bool(job["redact"]))
+    except GitsessionsError as error:
+        lease.release()
+        audit(home, "summary", session_id, "error", error=type(error).__name__)
+        return
+    try:
         record(store, session_id, turn, completion, model, cost)
     except GitsessionsError:
         pass  # said in the audit log by `writer.update`
-    except OSError as error:
-        audit(home, "summary", session_id, "error", error=type(error).__name__)
     finally:
         lease.release()
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.config import ConfigFile
@@ -26,10 +25,6 @@ from gitsessions.store.errors import StoreError
 from gitsessions.store.storelock import private_files
 from gitsessions.store.tracking import Git, set_tracking
 from gitsessions.values.errors import BadUsage
-
-if TYPE_CHECKING:
-    from dulwich.config import ConfigFile
-
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SCP = re.compile(r"^(?:[^@/:]+@)?[^/:]+:(?!//)")

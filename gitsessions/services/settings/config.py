@@ -63,7 +63,7 @@ class ModelSettings:
 
     model: str
     base_url: str
-    api_key: str
+    api_key: str = field(repr=False)  # never shown, whatever prints these settings
     summary_model: str
     timeout: float = DEFAULT_TIMEOUT
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
