@@ -27,9 +27,9 @@ from typing import Any
 
 from gitsessions.agent.titling import SummaryDue, summary_line, summary_subject
 from gitsessions.services.hooks.audit import audit
-from gitsessions.services.model.completion import Completion
+from gitsessions.services.model.completion import Completion, Usage
 from gitsessions.services.model.model import ModelClient
-from gitsessions.services.model.pricing import estimate_cost
+from gitsessions.services.model.pricing import Prices, estimate_cost
 from gitsessions.services.sessions import writer
 from gitsessions.services.sessions.writer import Edit
 from gitsessions.services.settings.config import ModelSettings
@@ -75,14 +75,16 @@ def record(
     turn: int,
     completion: Completion,
     model: str,
-    cost: float,
+    prices: Prices,
 ) -> writer.Written:
     """Commit the summary `completion` gives for `turn`, unless a later turn's summary
-    is there already, and its usage (`model`'s) whatever became of it: the tokens were
-    spent. Nothing when there is neither. The caller holds the lease."""
+    is there already, and its usage (`model`'s, costed by `prices`) whatever became of
+    it: the tokens were spent. Nothing when there is neither. The caller holds the
+    lease."""
     summary = summary_line(completion)
-    usage = completion.usage
-    spent = bool(usage and (usage.prompt_tokens or usage.completion_tokens)) or cost > 0
+    usage = completion.usage or Usage(0, 0)
+    cost = estimate_cost(model, usage.prompt_tokens, usage.completion_tokens, prices)[0]
+    spent = bool(usage.prompt_tokens or usage.completion_tokens) or cost > 0
 
     def edit(head: Head) -> Edit | None:
         trailers = _trailers(store, head)
@@ -92,11 +94,7 @@ def record(
         if not kept and not spent:
             return None
         counted = add_usage(
-            store.read(head, "usage"),
-            model,
-            usage.prompt_tokens if usage else 0,
-            usage.completion_tokens if usage else 0,
-            cost,
+            store.read(head, "usage"), model, usage.prompt_tokens, usage.completion_tokens, cost
         )
         header = touch(head.header, summary=summary) if kept else touch(head.header)
         subject = summary_subject(at or turn, summary if kept else "(none kept)")
@@ -142,26 +140,18 @@ def ask_and_record(job: dict[str, Any]) -> None:
     except GitsessionsError as error:
         audit(home, "summary", session_id, "error", error=type(error).__name__)
         return
-    model = completion.model or job["model"]
-    usage = completion.usage
-    cost = estimate_cost(
-        model,
-        usage.prompt_tokens if usage else 0,
-        usage.completion_tokens if usage else 0,
-        settings.prices,
-    )[0]
+    try:
+        store = SessionStore(home, redact=bool(job["redact"]))
+    except GitsessionsError as error:
+        audit(home, "summary", session_id, "error", error=type(error).__name__)
+        return
     lease = _lease(home, session_id)
     if lease is None:
         audit(home, "summary", session_id, "error", error="SessionInUse")
         return
     try:
-        store = SessionStore(home, redact=bool(job["redact"]))
-    except GitsessionsError as error:
-        lease.release()
-        audit(home, "summary", session_id, "error", error=type(error).__name__)
-        return
-    try:
-        record(store, session_id, turn, completion, model, cost)
+        model = completion.model or job["model"]
+        record(store, session_id, turn, completion, model, settings.prices)
     except GitsessionsError:
         pass  # said in the audit log by `writer.update`
     finally:
