@@ -2,10 +2,11 @@
 bump the format (`gitsessions.header/2`) and read the old one instead of editing the
 expectation. docs/format.md shows the same bytes (`tests/test_format_doc.py`)."""
 
+import io
 import json
 import re
 
-from gitsessions.services.sessions.exchange import import_session, parse_export
+from gitsessions.services.sessions.exchange import import_export, load_export
 from tests.conftest import REPO, git
 
 FORMAT_DOC = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
@@ -21,11 +22,19 @@ def block(tag: str) -> str:
 DOC = json.loads(block("export"))
 SID = DOC["id"]
 IMPORTED_AT = "2026-12-01T09:00:00Z"  # the commit is dated at the import, not updated_at
+
+
+def import_doc(store) -> None:
+    """The export above imported as `gitsessions import` reads a file."""
+    text = json.dumps(DOC)
+    import_export(store, load_export(lambda: io.StringIO(text)), fresh_id=False, now=IMPORTED_AT)
+
+
 FILES = ("session.json", "context.json", "context-inline.json", "transcript/0000000000.jsonl")
 
 
 def test_a_known_session_encodes_to_the_bytes_docs_format_shows(store, home):
-    import_session(store, parse_export(json.dumps(DOC).encode()), fresh_id=False, now=IMPORTED_AT)
+    import_doc(store)
     branch = f"refs/heads/sessions/{SID}"
     repo = home / "store.git"
     for name in FILES:
@@ -43,7 +52,7 @@ def test_a_known_session_encodes_to_the_bytes_docs_format_shows(store, home):
 
 
 def test_the_golden_session_reads_back_as_it_was_written(store):
-    import_session(store, parse_export(json.dumps(DOC).encode()), fresh_id=False, now=IMPORTED_AT)
+    import_doc(store)
     head = store.head(SID)
     assert store.read(head, "context") == DOC["messages"]
     assert store.records(head) == DOC["transcript"]

@@ -9,10 +9,8 @@ from gitsessions.services.compaction.ledger import (
     LEDGER_HEADING,
     MAX_COMMANDS,
     build_ledger,
-    exit_code_of,
     exit_status,
     is_failure,
-    tool_events,
 )
 
 
@@ -61,10 +59,9 @@ def transcript() -> list[dict[str, Any]]:
 
 def test_exit_status_follows_the_run_shell_convention() -> None:
     assert exit_status("exit code: 0\nok") == "0"
-    assert exit_code_of("exit code: 2\n") == 2
-    assert exit_code_of("Exit code: -9") == -9
+    assert exit_status("exit code: 2\n") == "2"
+    assert exit_status("Exit code: -9") == "-9"
     assert exit_status("exit code: timeout after 30s\n") == "timeout after 30s"
-    assert exit_code_of("exit code: timeout after 30s") is None
     assert exit_status("output\nexit code: 1") is None  # only the first line counts
     assert exit_status("") is None
 
@@ -75,14 +72,6 @@ def test_failure_convention() -> None:
     assert not is_failure("run_shell", "exit code: 0\nerror: in output is fine")
     assert is_failure("edit_file", "error: old text not found")
     assert not is_failure("read_file", "x = 'error: not at the start'")
-
-
-def test_tool_events_pair_calls_with_results() -> None:
-    events = tool_events(transcript())
-    assert [e.name for e in events][:3] == ["read_file", "edit_file", "write_file"]
-    assert events[0].arguments == {"path": "src/http.py"}
-    assert events[0].result == "def get(): ..." and events[0].result_index == 3
-    assert events[-1].result is None and events[-1].result_index is None
 
 
 def test_modified_files_are_listed_once_with_their_actions() -> None:

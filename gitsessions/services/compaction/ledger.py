@@ -44,7 +44,6 @@ MAX_ERROR_CHARS = 2000
 MORE_FILES = "- and {count:,} more files; read_session lists them (query: write_file, edit_file)"
 
 _EXIT_LINE = re.compile(r"\s*exit code:\s*(.*?)\s*", re.IGNORECASE)
-_INTEGER = re.compile(r"-?\d+")
 
 
 @dataclass(frozen=True)
@@ -144,12 +143,6 @@ def exit_status(result: str) -> str | None:
     return match.group(1) if match and match.group(1) else None
 
 
-def exit_code_of(result: str) -> int | None:
-    """The integer exit code of a `run_shell` result, None when unknown or timed out."""
-    status = exit_status(result)
-    return int(status) if status is not None and _INTEGER.fullmatch(status) else None
-
-
 def is_failure(name: str, result: str) -> bool:
     """Whether a tool result reports a failure under the convention above."""
     if result.lstrip().lower().startswith("error:"):
@@ -158,32 +151,6 @@ def is_failure(name: str, result: str) -> bool:
         status = exit_status(result)
         return status is not None and status != "0"
     return False
-
-
-def tool_events(transcript: Sequence[Mapping[str, Any]]) -> list[ToolEvent]:
-    """Every tool call in the transcript with its result, in call order."""
-    events: list[ToolEvent] = []
-    pending: dict[str, int] = {}
-    for index, message in enumerate(transcript):
-        role = message.get("role")
-        if role == "tool":
-            slot = pending.pop(str(message.get("tool_call_id")), None)
-            if slot is not None:
-                event = events[slot]
-                events[slot] = ToolEvent(
-                    event.call_index, index, event.name, event.arguments, text_of(message)
-                )
-            continue
-        pending = {}
-        if role != "assistant":
-            continue
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            pending[str(call.get("id"))] = len(events)
-            events.append(
-                ToolEvent(index, None, str(function.get("name", "")), _arguments(function), None)
-            )
-    return events
 
 
 def build_ledger(

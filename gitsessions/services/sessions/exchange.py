@@ -123,22 +123,6 @@ def _document(store: SessionStore, head: Head, transcript: Any) -> dict[str, Any
     }
 
 
-def parse_export(data: bytes) -> dict[str, Any]:
-    """Decode and validate an export held in memory (see `load_export` for a file)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidExport(f"not valid UTF-8 (byte {error.start})") from None
-    with _json_errors():
-        doc = _decoder().decode(text)
-    validate_export(doc)
-    try:
-        dumps(doc)  # lone surrogates (\ud800 escapes) cannot be stored
-    except InvalidInput as error:
-        raise InvalidExport(str(error)) from None
-    return doc
-
-
 @dataclass(frozen=True)
 class Export:
     """An export file checked whole but held without its transcript: `doc` has every
@@ -398,13 +382,6 @@ def _validate_project(project: Any) -> None:
             raise InvalidExport(f"'workspace.project.{key}' must be a list of at most 16")
         if not all(isinstance(item, str) and len(item) <= 4096 for item in items):
             raise InvalidExport(f"'workspace.project.{key}' must hold strings")
-
-
-def import_session(
-    store: SessionStore, doc: Mapping[str, Any], *, fresh_id: bool, now: str
-) -> Head:
-    """Create a session from a validated document held in memory."""
-    return _import(store, doc, records_of(doc["format"], doc["transcript"]), fresh_id, now)
 
 
 def import_export(store: SessionStore, export: Export, *, fresh_id: bool, now: str) -> Head:
