@@ -44,7 +44,12 @@ CONFINED = {
     "openai": ("services/model/model.py",),
     "dulwich": ("store/",),
     "acp": ("protocols/acp/",),
-    "mcp": ("protocols/mcp_server/", "services/tools/mcp_hub.py", "services/tools/mcp_stdio.py"),
+    "mcp": (
+        "protocols/mcp_server/",
+        "services/tools/mcp_hub.py",
+        "services/tools/mcp_stdio.py",
+        "services/tools/mcp_http.py",
+    ),
     "mcp_types": ("protocols/mcp_server/",),
 }
 ENV_READERS = ("cli/",)

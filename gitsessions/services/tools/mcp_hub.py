@@ -7,7 +7,8 @@ Invariants:
   the agent's thread calls into it and waits at most the server's `tool_timeout`; a
   call past it is cancelled and the server's connection closed (its process stopped),
   as is one answered with a message over `mcp_stdio.MAX_MESSAGE` bytes (cut while it is
-  read); the next call to the server opens its connection again.
+  read; over HTTP also a compressed answer: `mcp_http`); the next call to the server
+  opens its connection again.
 - A server that fails to start within its `startup_timeout`, or dies later, is one
   line (`notes`), and the chat goes on without its tools: a call to one of them is an
   error result saying so. Nothing of a server reaches the terminal but one line (its
@@ -179,10 +180,10 @@ class McpHub:
             self._sessions.pop(server.name, None)
 
     def _transport(self, server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
+        log = self.logs / f"{server.name}.log"
         if server.url is not None:
-            # the HTTP transport: only for a server given by URL
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
+            # the HTTP transport (httpx2): only for a server given by URL
+            from gitsessions.services.tools.mcp_http import http_transport
 
             headers = dict(server.headers)
             for header, variable in server.env_headers.items():
@@ -190,9 +191,7 @@ class McpHub:
                     headers[header] = self.env[variable]
             if server.bearer_env and self.env.get(server.bearer_env):
                 headers["Authorization"] = f"Bearer {self.env[server.bearer_env]}"
-            client = httpx2.AsyncClient(headers=headers)
-            return streamable_http_client(server.url, http_client=client)
-        log = self.logs / f"{server.name}.log"
+            return http_transport(server.url, headers, self._links[server.name], log)
         errlog = stack.enter_context(open(log, "a"))  # noqa: SIM115
         return stdio_transport(
             str(server.command),

@@ -1,0 +1,90 @@
+"""The streamable HTTP transport of an MCP server given by `url`: the `mcp` SDK's client,
+over an httpx2 client whose answers are held to the byte cap of a stdio server's lines.
+
+Invariants:
+- Every request asks for `Accept-Encoding: identity`, and an answer compressed anyway
+  is refused before a byte of it is unpacked (a 1 MiB gzip body can unpack to a
+  gigabyte before anything counts it).
+- An answer that is not an event stream (a JSON-RPC message as `application/json`) is
+  read up to `MAX_MESSAGE` bytes: past it, the read stops and `link.cut` says why. An
+  event stream's events are capped by the SDK itself (`max_sse_event_size`, given the
+  same `MAX_MESSAGE`).
+- A refused answer fails as a broken stream (`Refused`, an `httpx2.StreamError`), which
+  the SDK turns into an error answer to the request it belonged to: the call ends at
+  once, in one line, and the hub closes the connection (`link.cut` is set). What was
+  refused is one line in the server's log.
+"""
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp.client.streamable_http import streamable_http_client
+
+from gitsessions.services.tools.mcp_stdio import MAX_MESSAGE, Link, log_line
+
+EVENT_STREAM = "text/event-stream"
+
+
+class Refused(httpx2.StreamError):
+    """An answer over the byte cap, or compressed though identity was asked."""
+
+
+class _Capped(httpx2.AsyncByteStream):
+    """An answer's bytes as they arrive, refused past `limit` (or at once, when `why`)."""
+
+    def __init__(self, inner: Any, link: Link, log: Path, limit: int, why: str | None) -> None:
+        self._inner = inner
+        self._link = link
+        self._log = log
+        self._limit = limit
+        self._why = why
+
+    def _refuse(self, why: str) -> Refused:
+        self._link.cut = why
+        log_line(self._log, f"{why}: refused, and the connection closed")
+        return Refused(f"the server sent {why}")
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._why is not None:
+            raise self._refuse(self._why)
+        held = 0
+        async for chunk in self._inner:
+            held += len(chunk)
+            if held > self._limit:
+                raise self._refuse(f"a message over {self._limit:,} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _CappedTransport(httpx2.AsyncBaseTransport):
+    """httpx2's own transport, each answer's stream wrapped in `_Capped`."""
+
+    def __init__(self, link: Link, log: Path) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._link = link
+        self._log = log
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        why = None
+        if encoding not in ("", "identity"):
+            why = f"an answer compressed as {encoding[:20]!r} though none was asked"
+        streamed = response.headers.get("content-type", "").lower().startswith(EVENT_STREAM)
+        limit = 1 << 62 if streamed else MAX_MESSAGE  # the SDK caps each event itself
+        response.stream = _Capped(response.stream, self._link, self._log, limit, why)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def http_transport(url: str, headers: Mapping[str, str], link: Link, log: Path) -> Any:
+    """The SDK's (read, write) streams context for the server at `url`."""
+    sent = {**headers, "Accept-Encoding": "identity"}
+    client = httpx2.AsyncClient(headers=sent, transport=_CappedTransport(link, log))
+    return streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE)
