@@ -45,13 +45,6 @@ class TreeDraft:
         if name.encode() in self.root:
             del self.root[name.encode()]
 
-    def refile_transcript(self) -> None:
-        """File a format-1 transcript (flat segments) as format 2's tree of chunks."""
-        if self.transcript is not None:
-            trees = chunks.refile(self._get, self.transcript)
-            if trees:
-                self._add_trees(trees)
-
     def append_transcript(self, records: Sequence[Record], first: int) -> None:
         """New chunks holding `records` (the first of them message `first`): one, or
         one per `CHUNK_LINES` for a long batch such as an import."""
@@ -59,12 +52,13 @@ class TreeDraft:
             blob = Blob.from_string(encode_lines(records[at : at + CHUNK_LINES]))
             trees = chunks.append(self._get, self.transcript, first + at, blob.id)
             self.new_objects.append(blob)
-            self._add_trees(trees)
+            self.add_trees(trees)
 
-    def _add_trees(self, trees: list[Tree]) -> None:
+    def add_trees(self, trees: list[Tree]) -> None:
+        """New transcript trees (the last, if any, the transcript's new top)."""
         self.new_objects += trees
         self._trees.update((tree.id, tree) for tree in trees)
-        self.transcript = trees[-1].id
+        self.transcript = trees[-1].id if trees else self.transcript
 
     def _get(self, sha: bytes) -> Tree:
         made = self._trees.get(sha)
