@@ -326,4 +326,8 @@ def test_a_format_1_session_made_by_stock_git_reads_as_it_does_once_upgraded(hom
     new_blobs = set(_plumb(repo, "ls-tree", "-r", f"sessions/{sid}", "transcript").split())
     assert {b for b in old_blobs if len(b) == 40} == {b for b in new_blobs if len(b) == 40}
     assert git(repo, "cat-file", "-t", old.commit.decode()).stdout.strip() == "commit"
+    reply = {"role": "assistant", "content": "after the upgrade"}
+    last = store.commit(store.head(sid), Change(append=[reply]), event="turn", subject="turn")
+    assert store.transcript(last) == [*messages, reply]  # appended to the filed tree
+    assert store.segments(last)[-1][0] == len(messages)
     fsck(home)

@@ -35,6 +35,11 @@ Entry = tuple[int, bytes, bool]  # (first message index, object id, is a directo
 Get = Callable[[bytes], Tree]  # reads a tree (a store's, or a draft's not yet written)
 
 
+def overlay(made: dict[bytes, Tree], get: Get) -> Get:
+    """Reads a tree from `made` (trees not written yet), else through `get`."""
+    return lambda sha: made[sha] if sha in made else get(sha)
+
+
 def chunk_name(first: int) -> bytes:
     return f"{first:010d}.jsonl".encode()
 

@@ -187,10 +187,10 @@ class SessionReader:
         top = transcript_tree(self.git, head.tree)
         if top is None or head.version == FORMAT:
             return self.git.tree, top
-        made = {tree.id: tree for tree in upgrades.transcript(self.git.tree, top, head.version)}
+        made = upgrades.transcript(self.git.tree, top, head.version)
         if not made:
             return self.git.tree, top
-        return (lambda sha: made[sha] if sha in made else self.git.tree(sha)), [*made][-1]
+        return chunks.overlay({tree.id: tree for tree in made}, self.git.tree), made[-1].id
 
     def read(self, head: Head, what: str) -> Any:
         """One of context, compactions, plan, pins, usage at `head`."""

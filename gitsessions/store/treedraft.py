@@ -1,5 +1,5 @@
 """A session tree being edited (see `layout` for the tree): the files of a base tree,
-set, removed or appended to, and the new objects that make the result.
+set or appended to, and the new objects that make the result.
 
 Invariant: nothing is written here; `SessionStore` writes `new_objects` (blobs and trees
 before the root tree, the root last) and only then makes a commit name them.
@@ -30,6 +30,7 @@ class TreeDraft:
         self.transcript: bytes | None = None
         self.new_objects: list[ShaFile] = []
         self._trees: dict[bytes, Tree] = {}  # transcript trees made here, not yet written
+        self._get = chunks.overlay(self._trees, git.tree)
         if base_tree is not None:
             for item in git.tree(base_tree).items():
                 self.root.add(item.path, item.mode, item.sha)
@@ -40,10 +41,6 @@ class TreeDraft:
         blob = Blob.from_string(data)
         self.new_objects.append(blob)
         self.root.add(name.encode(), FILE_MODE, blob.id)
-
-    def remove(self, name: str) -> None:
-        if name.encode() in self.root:
-            del self.root[name.encode()]
 
     def append_transcript(self, records: Sequence[Record], first: int) -> None:
         """New chunks holding `records` (the first of them message `first`): one, or
@@ -59,10 +56,6 @@ class TreeDraft:
         self.new_objects += trees
         self._trees.update((tree.id, tree) for tree in trees)
         self.transcript = trees[-1].id if trees else self.transcript
-
-    def _get(self, sha: bytes) -> Tree:
-        made = self._trees.get(sha)
-        return self.git.tree(sha) if made is None else made
 
     def finish(self) -> bytes:
         """Add the root tree to `new_objects`; returns its id."""

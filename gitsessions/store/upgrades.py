@@ -110,9 +110,8 @@ def transcript(get: chunks.Get, top: bytes, version: int) -> list[Tree]:
     commit of format `version` as this build's format does; none when it needs none."""
     out: list[Tree] = []
     for step in STEPS[version - 1 :]:
-        made = {tree.id: tree for tree in out}
-        get_made = lambda sha, m=made: m[sha] if sha in m else get(sha)  # noqa: E731
-        out += step.transcript(get_made, out[-1].id if out else top)
+        made = chunks.overlay({tree.id: tree for tree in out}, get)
+        out += step.transcript(made, out[-1].id if out else top)
     return out
 
 
