@@ -221,3 +221,113 @@ def test_resuming_reads_only_the_chunks_the_context_refers_to(home, server, work
     assert done.returncode == 0, done.stderr
     sent = [m.get("content") for m in server.requests[0]["messages"]]
     assert sent[-3:] == ["q299", "a299", "go on"]
+
+
+def test_the_upgrade_steps_are_one_per_format_in_order():
+    from gitsessions.store import upgrades
+    from gitsessions.store.formats import FORMAT
+
+    assert [step.source for step in upgrades.STEPS] == list(range(1, FORMAT))
+    assert [step.file.__name__ for step in upgrades.STEPS] == [
+        f"v{n}_to_v{n + 1}_file" for n in range(1, FORMAT)
+    ]
+
+
+def _plumb(repo: Path, *args: str, stdin: bytes = b"") -> str:
+    """Stock git plumbing against the store (no gitsessions code)."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    done = subprocess.run(["git", "--git-dir", str(repo), *args], input=stdin,
+                          capture_output=True, check=True, env=env)  # fmt: skip
+    return done.stdout.decode().strip()
+
+
+def _format_1_session(repo: Path, sid: str, messages: list[dict], context: list[dict]) -> None:
+    """A session as format 1 stored it, written with stock git: a header without
+    `active_at` or usage, `usage.json`, bare JSON files, the context as messages, and the
+    transcript as flat segments of 256 bare messages (`000017.jsonl`)."""
+    usage = {"prompt_tokens": 7, "completion_tokens": 3, "requests": 2, "cost_usd": 0.5,
+             "by_model": {"m": {"prompt_tokens": 7, "completion_tokens": 3, "requests": 2,
+                                "cost_usd": 0.5}}}  # fmt: skip
+    header = {"format": "gitsessions.header/1", "id": sid, "title": "old", "summary": "",
+              "parent_id": None, "fork_point": None, "archived": False,
+              "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-02T00:00:00Z",
+              "workspace": {"path": "/w", "repo_root": None, "branch": None, "head": None},
+              "model": "m", "counts": {"messages": len(messages),
+              "context_messages": len(context), "compactions": 1}}  # fmt: skip
+    files = {
+        "session.json": header,
+        "usage.json": usage,
+        "context.json": context,
+        "plan.json": [{"step": "read", "status": "done"}],
+        "pins.json": ["keep this"],
+        "compactions.json": [{"trigger": "manual", "summary": "s"}],
+    }
+
+    def blob(data: bytes) -> str:
+        return _plumb(repo, "hash-object", "-w", "--stdin", stdin=data)
+
+    def lines(part: list[dict]) -> bytes:
+        return b"".join(json.dumps(m).encode() + b"\n" for m in part)
+
+    segments = [
+        f"100644 blob {blob(lines(messages[at : at + 256]))}\t{at // 256:06d}.jsonl"
+        for at in range(0, len(messages), 256)
+    ]
+    transcript = _plumb(repo, "mktree", stdin="\n".join(segments).encode() + b"\n")
+    entries = [f"100644 blob {blob(json.dumps(v).encode())}\t{k}" for k, v in files.items()]
+    entries.append(f"040000 tree {transcript}\ttranscript")
+    tree = _plumb(repo, "mktree", stdin="\n".join(entries).encode() + b"\n")
+    message = f"turn 9\n\nSession: {sid}\nEvent: turn\n".encode()
+    commit = _plumb(repo, "commit-tree", tree, stdin=message)
+    _plumb(repo, "update-ref", f"refs/heads/sessions/{sid}", commit)
+
+
+def test_a_format_1_session_made_by_stock_git_reads_as_it_does_once_upgraded(home):
+    from gitsessions.store.sessions import Change
+    from gitsessions.values.ids import new_id
+
+    store = SessionStore(home, background_maintenance=False)
+    sid, repo = new_id(), home / "store.git"
+    system = {"role": "system", "content": "agent"}
+    messages = [system]  # 17 full segments and a partial one: a tree of two levels once filed
+    for n in range(17 * 128 + 2):
+        messages += [
+            {"role": "user", "content": f"q{n}"},
+            {"content": f"a{n}", "role": "assistant"},
+        ]
+    context = [system, {"role": "user", "content": "a note no line holds"}, *messages[-3:]]
+    _format_1_session(repo, sid, messages, context)
+    old_blobs = set(_plumb(repo, "ls-tree", "-r", f"sessions/{sid}", "transcript").split())
+
+    def everything(head):
+        reads = {what: store.read(head, what) for what in ("plan", "pins", "compactions", "usage")}
+        return (reads, store.context_lines(head), store.records(head), store.segments(head),
+                list(store.iter_records(head, 250, 260)))  # fmt: skip
+
+    old = store.head(sid)
+    assert old.version == 1
+    assert old.header["active_at"] == old.header["updated_at"] == "2026-01-02T00:00:00Z"
+    assert old.header["usage"]["requests"] == 2  # usage.json, read into the header
+    before = everything(old)
+    assert before[0]["plan"] == [{"step": "read", "status": "done"}]
+    assert [ref for _m, ref in before[1]] == [0, None, len(messages) - 3, len(messages) - 2,
+                                              len(messages) - 1]  # fmt: skip
+    assert [r["message"] for r in before[2]] == messages  # bare lines read as records
+    assert [first for first, _blob in before[3]] == list(range(0, len(messages), 256))
+
+    new = store.commit(old, Change(), event="rename", subject="rename: old")
+    assert new.version == 2 and store.head(sid).version == 2
+    assert store.head(sid).header == {**old.header, "format": "gitsessions.header/2"}
+    assert everything(store.head(sid)) == before
+    names = set(_plumb(repo, "ls-tree", "--name-only", f"sessions/{sid}").split())
+    assert names == {"session.json", "context.json", "context-inline.json", "plan.json",
+                     "pins.json", "compactions.json", "transcript"}  # fmt: skip
+    new_blobs = set(_plumb(repo, "ls-tree", "-r", f"sessions/{sid}", "transcript").split())
+    assert {b for b in old_blobs if len(b) == 40} == {b for b in new_blobs if len(b) == 40}
+    assert git(repo, "cat-file", "-t", old.commit.decode()).stdout.strip() == "commit"
+    reply = {"role": "assistant", "content": "after the upgrade"}
+    last = store.commit(store.head(sid), Change(append=[reply]), event="turn", subject="turn")
+    assert store.transcript(last) == [*messages, reply]  # appended to the filed tree
+    assert store.segments(last)[-1][0] == len(messages)
+    fsck(home)

@@ -14,9 +14,7 @@ directory on the edge is full, a new top level is made whose first entry is the 
 top (its tree object reused as it is). A commit therefore rewrites at most `height`
 trees of at most `FANOUT` entries, and reading message `i` descends by bisection.
 
-Format 1 kept flat segments of 256 messages (`000003.jsonl` holds 768-1023). They read
-the same way; the first commit of format 2 on such a transcript files its segments
-(blobs untouched) into the tree above, and the last partial segment stays a chunk.
+Format 1's flat segments are filed in this tree when they are read (`upgrades`).
 """
 
 import bisect
@@ -28,15 +26,18 @@ from dulwich.objects import Tree
 from gitsessions.store.errors import StoreCorrupt
 
 FANOUT = 16
-V1_SEGMENT = 256
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
 _CHUNK = re.compile(rb"([0-9]{10})\.jsonl")
 _DIR = re.compile(rb"[0-9]{10}")
-_V1 = re.compile(rb"([0-9]{6})\.jsonl")
 
 Entry = tuple[int, bytes, bool]  # (first message index, object id, is a directory)
 Get = Callable[[bytes], Tree]  # reads a tree (a store's, or a draft's not yet written)
+
+
+def overlay(made: dict[bytes, Tree], get: Get) -> Get:
+    """Reads a tree from `made` (trees not written yet), else through `get`."""
+    return lambda sha: made[sha] if sha in made else get(sha)
 
 
 def chunk_name(first: int) -> bytes:
@@ -58,8 +59,6 @@ def entries(get: Get, tree_id: bytes) -> list[Entry]:
             out.append((int(item.path), item.sha, True))
         elif (match := _CHUNK.fullmatch(item.path)) is not None:
             out.append((int(match.group(1)), item.sha, False))
-        elif (match := _V1.fullmatch(item.path)) is not None:
-            out.append((int(match.group(1)) * V1_SEGMENT, item.sha, False))
         else:
             raise StoreCorrupt(f"transcript: unexpected entry {item.path!r}")
     out.sort()
@@ -91,12 +90,10 @@ def covering(get: Get, tree_id: bytes, start: int, end: int) -> Iterator[tuple[i
 
 def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> "list[Tree]":
     """The new trees for the transcript with one more chunk (`first`, `blob_id`); the
-    last of them is the transcript's new top. A format-1 transcript is filed first."""
+    last of them is the transcript's new top."""
     if tree_id is None:
         return [_tree([(first, blob_id, False)])]
     top = entries(get, tree_id)
-    if top and not top[0][2] and len(top) > FANOUT:  # flat: format 1 (or damaged)
-        return _build([*((f, s) for f, s, _ in top), (first, blob_id)])
     path = [top]  # the right edge, top first
     while path[-1] and path[-1][-1][2]:
         path.append(entries(get, path[-1][-1][1]))
@@ -109,10 +106,7 @@ def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> "list
         child = (first, tree.id, True)
     level = _deepest_with_room(path)
     if level < 0:  # every directory on the edge is full: a new top level
-        old_top = _tree(top)  # the same object, unless it still had format-1 names
-        if old_top.id != tree_id:
-            new.append(old_top)
-        new.append(_tree([(top[0][0], old_top.id, True), child]))
+        new.append(_tree([(top[0][0], tree_id, True), child]))
         return new
     for depth in range(level, -1, -1):
         items = list(path[depth])
@@ -126,13 +120,6 @@ def append(get: Get, tree_id: bytes | None, first: int, blob_id: bytes) -> "list
     return new
 
 
-def refile(get: Get, tree_id: bytes) -> "list[Tree]":
-    """The trees that file a format-1 transcript's segments as chunks (blobs untouched);
-    the last is the new top."""
-    found = list(all_chunks(get, tree_id))
-    return _build(found) if found else []
-
-
 def _deepest_with_room(path: list[list[Entry]]) -> int:
     for depth in range(len(path) - 1, -1, -1):
         if len(path[depth]) < FANOUT:
@@ -140,7 +127,7 @@ def _deepest_with_room(path: list[list[Entry]]) -> int:
     return -1
 
 
-def _build(chunks: list[tuple[int, bytes]]) -> "list[Tree]":
+def build(chunks: list[tuple[int, bytes]]) -> "list[Tree]":
     """A whole tree for `chunks` (all directories full but the right edge)."""
     new: list[Tree] = []
     level: list[Entry] = [(first, sha, False) for first, sha in chunks]

@@ -10,7 +10,8 @@ Invariants:
   newer gitsessions is never rewritten by an older one.
 - A format this build does not know the shape of, or a file whose format names another
   file, is damage (`StoreCorrupt`), not a newer version.
-- Format 1 is read as it is; the next commit of a session writes it whole as format 2.
+- An older format is read as it is, through `upgrades`; the next commit of a session
+  writes it whole as `FORMAT`.
 """
 
 import re
@@ -45,14 +46,6 @@ def check_header(header: dict[str, Any], session_id: str) -> int:
     if version > FORMAT:
         raise newer(f"session {session_id[:8]}", version)
     return version
-
-
-def upgrade_header(header: dict[str, Any], version: int) -> dict[str, Any]:
-    """A header as format 2 reads it: format 1 had no `active_at` (its `updated_at`
-    stood for both)."""
-    if version >= 2:
-        return header
-    return {**header, "active_at": header.get("updated_at")}
 
 
 def wrap(kind: str, value: Any) -> dict[str, Any]:

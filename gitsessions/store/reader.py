@@ -9,40 +9,35 @@ Invariants:
 - `SessionReader.open` answers only for a store that is there and of this build's
   format (as `refs.StoreRefs.open`); for anything else the caller opens the full
   `SessionStore`, which creates, upgrades or refuses the store as it always did.
+- Everything is read as this build's format: a head of an older one through `upgrades`
+  (`Head.version` says which format the commit holds).
 """
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
 from dulwich.objects import Commit, Tree
 
-from gitsessions.store import context_refs
+from gitsessions.store import chunks, context_refs, upgrades
 from gitsessions.store.context_refs import Candidate
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
-from gitsessions.store.formats import FORMAT, check_header, unwrap, upgrade_header
+from gitsessions.store.formats import FORMAT, check_header, unwrap
 from gitsessions.store.layout import (
+    INLINE,
+    JSON_FILES,
     Record,
     iter_records,
     read_chunk,
-    read_transcript,
-    transcript_chunks,
+    transcript_tree,
 )
 from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
 from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
-
-JSON_FILES = {
-    "context": "context.json",
-    "compactions": "compactions.json",
-    "plan": "plan.json",
-    "pins": "pins.json",
-}
-V1_USAGE = "usage.json"  # format 1 kept usage in a file; format 2 in the header
-INLINE = "context-inline.json"
 
 
 class ObjectSource(Protocol):
@@ -71,7 +66,7 @@ class Head:
     commit: bytes
     tree: bytes
     header: dict[str, Any]
-    version: int = FORMAT
+    version: int = FORMAT  # the format the commit holds (the header is read as FORMAT's)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -150,8 +145,10 @@ class SessionReader:
         header = self._json_at(commit.tree, "session.json")
         if not isinstance(header, dict):
             raise StoreCorrupt(f"session {session_id}: session.json is missing")
-        version = check_header(header, session_id)
-        return Head(session_id, commit_id, commit.tree, upgrade_header(header, version), version)
+        head = Head(session_id, commit_id, commit.tree, header, check_header(header, session_id))
+        if head.version == FORMAT:
+            return head
+        return replace(head, header=upgrades.file(self._older(head), head.version, "session.json"))
 
     def read_commit(self, commit_id: bytes) -> Commit:
         """A commit of the store (`NotACommit` if the object is something else)."""
@@ -169,35 +166,54 @@ class SessionReader:
 
     # -- reading a session ----------------------------------------------------------------
 
+    def _older(self, head: Head) -> upgrades.Older:
+        """`head`'s files as its own format holds them (its transcript read once at most)."""
+
+        def json_file(name: str) -> Any:
+            return head.header if name == "session.json" else self._json_at(head.tree, name)
+
+        messages = cache(lambda: self.transcript(head))
+        return upgrades.Older(json_file, messages, f"session {head.id[:8]}")
+
+    def _doc(self, head: Head, name: str, older: upgrades.Older | None = None) -> Any:
+        """File `name` at `head` as this build's format holds it."""
+        if head.version == FORMAT:
+            return self._json_at(head.tree, name)
+        return upgrades.file(older or self._older(head), head.version, name)
+
+    def _transcript_at(self, head: Head) -> tuple[chunks.Get, bytes | None]:
+        """How to read the transcript's trees at `head`, and its top (an older head's
+        filed as this build's format files it, in memory)."""
+        top = transcript_tree(self.git, head.tree)
+        if top is None or head.version == FORMAT:
+            return self.git.tree, top
+        made = upgrades.transcript(self.git.tree, top, head.version)
+        if not made:
+            return self.git.tree, top
+        return chunks.overlay({tree.id: tree for tree in made}, self.git.tree), made[-1].id
+
     def read(self, head: Head, what: str) -> Any:
         """One of context, compactions, plan, pins, usage at `head`."""
         if what == "context":
             return [message for message, _ref in self.context_lines(head)]
-        if what == "usage" and head.version >= 2:
+        if what == "usage":
             return head.header.get("usage") or empty_usage()
-        value = self._json_at(head.tree, JSON_FILES.get(what, V1_USAGE))
+        value = self._doc(head, JSON_FILES[what])
         if value is None:
-            return empty_usage() if what == "usage" else []
-        if head.version >= 2:
-            value = unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
-        return value
+            return []
+        return unwrap(what, value, f"{JSON_FILES[what]} of session {head.id[:8]}")
 
     def context_lines(self, head: Head) -> list[tuple[dict[str, Any], int | None]]:
         """The working context at `head`, each message with its transcript index (None:
         a message the transcript does not hold, such as compaction's note)."""
         where = f"context.json of session {head.id[:8]}"
-        doc = self._json_at(head.tree, "context.json")
+        older = self._older(head)  # an older head's transcript read once for both files
+        doc = self._doc(head, "context.json", older)
         if doc is None:
             pairs: list[tuple[dict[str, Any], int | None]] = []
-        elif head.version < 2:
-            if not isinstance(doc, list):
-                raise StoreCorrupt(f"{where}: not a list")
-            transcript = [(context_refs.key(m), i) for i, m in enumerate(self.transcript(head))]
-            found = context_refs.match(doc, transcript)
-            pairs = [(m, ref) for m, (_key, ref) in zip(doc, found, strict=True)]
         else:
             items = unwrap("context", doc, where)
-            inline = unwrap("inline", self._json_at(head.tree, INLINE) or {}, where)
+            inline = unwrap("inline", self._doc(head, INLINE, older) or {}, where)
             if not isinstance(inline, list):
                 raise StoreCorrupt(f"{where}: the inline messages are not a list")
             refs = context_refs.references(items, len(inline), head.counts.get("messages", 0))
@@ -220,15 +236,15 @@ class SessionReader:
                 runs[-1][1] = index + 1
             else:
                 runs.append([index, index + 1])
-        count = head.counts.get("messages", 0)
         for start, end in runs:
-            for index, record in iter_records(self.git, head.tree, count, start, end):
+            for index, record in self.iter_records(head, start, end):
                 out[index] = record["message"]
         return out
 
     def segments(self, head: Head) -> list[tuple[int, bytes]]:
         """The transcript's chunks as `(first message index, blob id)`."""
-        return transcript_chunks(self.git, head.tree)
+        get, top = self._transcript_at(head)
+        return [] if top is None else list(chunks.all_chunks(get, top))
 
     def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
         """The messages of one transcript chunk."""
@@ -237,13 +253,14 @@ class SessionReader:
     def records(self, head: Head, start: int = 0, end: int | None = None) -> list[Record]:
         """Transcript records `start:end`: `{"message", "time", "turn", "step", ...}`
         (a line written by format 1 has only `message`)."""
-        return read_transcript(self.git, head.tree, head.counts.get("messages", 0), start, end)
+        return [record for _index, record in self.iter_records(head, start, end)]
 
     def iter_records(
         self, head: Head, start: int = 0, end: int | None = None
     ) -> Iterator[tuple[int, Record]]:
         """`(index, record)` for records `start:end`, one chunk in memory at a time."""
-        return iter_records(self.git, head.tree, head.counts.get("messages", 0), start, end)
+        get, top = self._transcript_at(head)
+        return iter_records(self.git, get, top, head.counts.get("messages", 0), start, end)
 
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dulwich.objects import Commit
 
-from gitsessions.store import context_refs
+from gitsessions.store import context_refs, upgrades
 from gitsessions.store.change import Change, next_header, transcript_records
 from gitsessions.store.errors import (
     ConcurrentUpdate,
@@ -33,10 +33,10 @@ from gitsessions.store.errors import (
     StoreError,
 )
 from gitsessions.store.formats import FORMAT, wrap
+from gitsessions.store.layout import transcript_tree
 from gitsessions.store.reader import (
     INLINE,
     JSON_FILES,
-    V1_USAGE,
     Head,
     SessionReader,
 )
@@ -273,15 +273,13 @@ class SessionStore(SessionReader):
         counts: dict[str, int],
         keys: list[bytes] | None,
     ) -> tuple[TreeDraft, list[context_refs.Candidate] | None]:
-        """The new tree (all but session.json) of `change` on `base`, a format-1 base's
-        files rewritten as format 2, and `counts` updated; with the new context's
+        """The new tree (all but session.json) of `change` on `base` (one of an older
+        format written whole as this build's), and `counts` updated; with the new context's
         (message key, transcript index) candidates when `change` sets a context."""
-        if base is not None and base.version < FORMAT:
-            self._upgrading(base, change)
-        draft = TreeDraft(self.git, base.tree if base else None)
-        if base is not None and base.version < FORMAT:
-            draft.refile_transcript()
-            draft.remove(V1_USAGE)
+        older = base is not None and base.version < FORMAT
+        draft = TreeDraft(self.git, None if base is None or older else base.tree)
+        if base is not None and older:
+            self._upgrading(base, change, draft)
         for what, name in JSON_FILES.items():
             value = getattr(change, what)
             if value is not None and what != "context":
@@ -365,12 +363,16 @@ class SessionStore(SessionReader):
         self.context_lines(base)
         return self._contexts[base.id][1]
 
-    def _upgrading(self, base: Head, change: Change) -> None:
-        """A commit on a format-1 head writes every file as format 2: fill in what the
-        change leaves as it was."""
+    def _upgrading(self, base: Head, change: Change, draft: TreeDraft) -> None:
+        """A commit on a head of an older format writes it whole as this build's: every
+        file as `upgrades` reads it (what the change leaves as it was filled in), the
+        transcript's chunks filed in this format's trees (their blobs as they are)."""
         for what in (*JSON_FILES, "usage"):
             if getattr(change, what) is None:
                 setattr(change, what, self.read(base, what))
+        draft.transcript = transcript_tree(self.git, base.tree)
+        if draft.transcript is not None:
+            draft.add_trees(upgrades.transcript(self.git.tree, draft.transcript, base.version))
 
     def _redact(
         self, change: Change, subject: str, first: int, base: Head | None

@@ -1,5 +1,5 @@
 """A session tree being edited (see `layout` for the tree): the files of a base tree,
-set, removed or appended to, and the new objects that make the result.
+set or appended to, and the new objects that make the result.
 
 Invariant: nothing is written here; `SessionStore` writes `new_objects` (blobs and trees
 before the root tree, the root last) and only then makes a commit name them.
@@ -30,6 +30,7 @@ class TreeDraft:
         self.transcript: bytes | None = None
         self.new_objects: list[ShaFile] = []
         self._trees: dict[bytes, Tree] = {}  # transcript trees made here, not yet written
+        self._get = chunks.overlay(self._trees, git.tree)
         if base_tree is not None:
             for item in git.tree(base_tree).items():
                 self.root.add(item.path, item.mode, item.sha)
@@ -41,17 +42,6 @@ class TreeDraft:
         self.new_objects.append(blob)
         self.root.add(name.encode(), FILE_MODE, blob.id)
 
-    def remove(self, name: str) -> None:
-        if name.encode() in self.root:
-            del self.root[name.encode()]
-
-    def refile_transcript(self) -> None:
-        """File a format-1 transcript (flat segments) as format 2's tree of chunks."""
-        if self.transcript is not None:
-            trees = chunks.refile(self._get, self.transcript)
-            if trees:
-                self._add_trees(trees)
-
     def append_transcript(self, records: Sequence[Record], first: int) -> None:
         """New chunks holding `records` (the first of them message `first`): one, or
         one per `CHUNK_LINES` for a long batch such as an import."""
@@ -59,16 +49,13 @@ class TreeDraft:
             blob = Blob.from_string(encode_lines(records[at : at + CHUNK_LINES]))
             trees = chunks.append(self._get, self.transcript, first + at, blob.id)
             self.new_objects.append(blob)
-            self._add_trees(trees)
+            self.add_trees(trees)
 
-    def _add_trees(self, trees: list[Tree]) -> None:
+    def add_trees(self, trees: list[Tree]) -> None:
+        """New transcript trees (the last, if any, the transcript's new top)."""
         self.new_objects += trees
         self._trees.update((tree.id, tree) for tree in trees)
-        self.transcript = trees[-1].id
-
-    def _get(self, sha: bytes) -> Tree:
-        made = self._trees.get(sha)
-        return self.git.tree(sha) if made is None else made
+        self.transcript = trees[-1].id if trees else self.transcript
 
     def finish(self) -> bytes:
         """Add the root tree to `new_objects`; returns its id."""

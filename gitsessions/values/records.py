@@ -85,7 +85,8 @@ def usage_since(now: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, An
 def never_answered(header: Mapping[str, Any]) -> bool:
     """Whether no request of a session ever reached a model: a start that failed (the
     server down, the request cancelled before any reply). A fork (its usage starts at
-    zero) and a header without usage (format 1: unknown) are never counted as one."""
+    zero) and a header without usage (unknown: a format-1 header cached by a build that
+    read it without its usage.json) are never counted as one."""
     usage = header.get("usage")
     if header.get("parent_id") or not isinstance(usage, Mapping):
         return False
