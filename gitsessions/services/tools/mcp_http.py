@@ -85,6 +85,7 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
 
 def http_transport(url: str, headers: Mapping[str, str], link: Link, log: Path) -> Any:
     """The SDK's (read, write) streams context for the server at `url`."""
-    sent = {**headers, "Accept-Encoding": "identity"}
+    sent = dict(headers)
+    sent["Accept-Encoding"] = "identity"  # over any header of the config
     client = httpx2.AsyncClient(headers=sent, transport=_CappedTransport(link, log))
     return streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE)
