@@ -34,7 +34,11 @@ def test_h_is_help_for_the_app_and_for_each_command():
 def test_completion_can_be_installed_and_shown():
     helped = run_gitsessions("--help").stdout
     assert "--install-completion" in helped and "--show-completion" in helped
-    script = run_gitsessions("--show-completion", "bash")
+    # typer finds the shell among the process's ancestors (shellingham), which under
+    # pytest are python and uv, so the shell is given: typer's own switch makes
+    # `--show-completion` take it as its value
+    env = {**_env(), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    script = run_gitsessions("--show-completion", "bash", env=env)
     assert script.returncode == 0, script.stderr
     assert "_GITSESSIONS_COMPLETE" in script.stdout
 
