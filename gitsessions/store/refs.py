@@ -1,11 +1,12 @@
-"""Session refs read from the files of `store.git`, without dulwich: what `list` and
-`info` need on a warm catalog (an id resolved, each session's head commit).
+"""Session refs read from the files of `store.git`, without dulwich's repository: what
+`list` and `info` need on a warm catalog (an id resolved, each session's head commit).
 
 Invariants:
 - Loose ref files are read first and `packed-refs` after, as git does (see
   `refpack`): a ref is always found, with a value no older than when the read started.
-- `StoreRefs.open` answers only for a store that is plainly there and of this build's
-  format (its `config` says `formatVersion = FORMAT`); for anything else (no store yet,
+- `StoreRefs.open` answers only for a store that is there and of this build's format
+  (its `config`, read by dulwich's parser as the store reads it, says `formatVersion =
+  FORMAT`); for anything else (no store yet,
   an older or newer format, a config it cannot read) it returns None and the caller
   opens the full `SessionStore`, which creates, upgrades or refuses as it always did.
 - `SessionStore` answers `ids`, `exists` and `resolve` through the same functions, so
@@ -21,6 +22,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
+
+from dulwich.config import ConfigFile
 
 from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT
@@ -165,24 +168,14 @@ def resolve_id(text: str, scan: Callable[[], ScannedRefs], exists: Callable[[str
     return matches[0]
 
 
-def plain_format(config: bytes) -> int | None:
-    """`gitsessions.formatVersion` of a git config file, when it is written plainly (one
-    `[gitsessions]` section, one `formatVersion = N` line); None otherwise."""
-    section = b""
-    found: int | None = None
-    for raw in config.splitlines():
-        line = raw.strip()
-        if not line or line.startswith((b"#", b";")):
-            continue
-        if line.startswith(b"["):
-            section = line.lower()
-            continue
-        key, sep, value = line.partition(b"=")
-        if section == b"[gitsessions]" and key.strip().lower() == b"formatversion":
-            if not sep or found is not None or not value.strip().isdigit():
-                return None
-            found = int(value.strip())
-    return found
+def store_format(path: Path) -> int | None:
+    """`gitsessions.formatVersion` of the store at `path`; None when its config is not
+    there, cannot be parsed, or does not say."""
+    try:
+        value = ConfigFile.from_path(str(path / "config")).get((b"gitsessions",), b"formatVersion")
+    except (OSError, ValueError, KeyError):
+        return None
+    return int(value) if value.isdigit() else None
 
 
 class StoreRefs:
@@ -196,11 +189,7 @@ class StoreRefs:
     def open(cls, home: Path) -> "StoreRefs | None":
         """The refs of a store that is there and of this build's format, else None."""
         path = home / "store.git"
-        try:
-            config = (path / "config").read_bytes()
-        except OSError:
-            return None
-        if not (path / "HEAD").is_file() or plain_format(config) != FORMAT:
+        if not (path / "HEAD").is_file() or store_format(path) != FORMAT:
             return None
         return cls(home)
 
