@@ -62,6 +62,19 @@ def test_a_real_http_server_answers_and_an_answer_over_the_cap_is_one_line(tmp_p
     assert after == "2"  # the server still answers after the refused message
 
 
+def test_a_call_slower_than_the_http_clients_default_timeout_is_answered(tmp_path, home):
+    """httpx2 gives up on a read after 5 s by default; a tool may take its server's
+    `tool_timeout_sec` (60 s by default) to answer."""
+    with calc_over_http("json") as url, FakeOpenAI(strict=True) as server:
+        configure(home, url)
+        server.reply(content=None, tool_calls=[call("mcp__calc__nap", {"seconds": 6})])
+        server.reply(content="Rested.")
+        server.reply(content="Nap")
+        done = exec_(server, tmp_path, "take a nap", "--auto-approve")
+        assert done.returncode == 0, done.stderr
+        assert tool_messages(server.requests[1]) == ["slept 6"]
+
+
 def test_a_compressed_answer_is_refused_before_it_is_unpacked(tmp_path, home):
     bomb = gzip.compress(b" " * (64 << 20))  # 64 MiB of JSON whitespace, ~64 KiB sent
     answer = (

@@ -9,6 +9,9 @@ Invariants:
   read up to `MAX_MESSAGE` bytes: past it, the read stops and `link.cut` says why. An
   event stream's events are capped by the SDK itself (`max_sse_event_size`, given the
   same `MAX_MESSAGE`).
+- A call is bounded by the hub's `tool_timeout`, never sooner by the HTTP client: its
+  read timeout is at least that (httpx2's own default, 5 s, cut slower tools short),
+  and an idle event stream is held as long as the SDK's default (300 s).
 - A refused answer fails as a broken stream (`Refused`, an `httpx2.StreamError`), which
   the SDK turns into an error answer to the request it belonged to: the call ends at
   once, in one line, and the hub closes the connection (`link.cut` is set). What was
@@ -83,9 +86,18 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def http_transport(url: str, headers: Mapping[str, str], link: Link, log: Path) -> Any:
+CONNECT = 30.0  # seconds to connect, send or wait for a pooled connection
+IDLE_STREAM = 300.0  # seconds an event stream may stay silent (the SDK's default)
+
+
+def http_transport(
+    url: str, headers: Mapping[str, str], tool_timeout: float, link: Link, log: Path
+) -> Any:
     """The SDK's (read, write) streams context for the server at `url`."""
     sent = dict(headers)
     sent["Accept-Encoding"] = "identity"  # over any header of the config
-    client = httpx2.AsyncClient(headers=sent, transport=_CappedTransport(link, log))
+    timeout = httpx2.Timeout(CONNECT, read=max(IDLE_STREAM, tool_timeout + CONNECT))
+    client = httpx2.AsyncClient(
+        headers=sent, timeout=timeout, transport=_CappedTransport(link, log)
+    )
     return streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE)

@@ -191,7 +191,8 @@ class McpHub:
                     headers[header] = self.env[variable]
             if server.bearer_env and self.env.get(server.bearer_env):
                 headers["Authorization"] = f"Bearer {self.env[server.bearer_env]}"
-            return http_transport(server.url, headers, self._links[server.name], log)
+            link = self._links[server.name]
+            return http_transport(server.url, headers, server.tool_timeout, link, log)
         errlog = stack.enter_context(open(log, "a"))  # noqa: SIM115
         return stdio_transport(
             str(server.command),
