@@ -283,8 +283,9 @@ def test_ctrl_c_cancels_request_and_keeps_session(server, ws):
         "slow question",
         "next question",
     ]
-    # the next prompt is sent alone; the cancelled one is closed by a note (strict server)
-    sent = server.requests[-1]["messages"]
+    # the next prompt is sent alone; the cancelled one is closed by a note (strict server);
+    # the list summary is asked after it (the cancelled first turn had none asked)
+    sent = [r for r in server.requests if r.get("tools")][-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert sent[1]["content"] == "slow question" and sent[3]["content"] == "next question"
     assert "interrupted" in sent[2]["content"] and "no reply had arrived" in sent[2]["content"]
@@ -427,7 +428,8 @@ def test_ctrl_c_mid_stream_keeps_the_partial_reply_marked_interrupted(server, ws
     roles = [m["role"] for m in transcript[1:]]
     assert roles == ["user", "assistant", "assistant", "user", "assistant"]
     # the new prompt is sent alone, after a note saying the last request was interrupted
-    sent = server.requests[-1]["messages"]
+    # (the list summary is asked after it: the cancelled first turn had none asked)
+    sent = [r for r in server.requests if r.get("tools")][-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert sent[1]["content"] == "a long answer please" and sent[3]["content"] == "shorter then"
     assert "interrupted by the user (Ctrl-C)" in sent[2]["content"]

@@ -13,9 +13,14 @@ from typing import Any
 
 import pytest
 
-from gitsessions.agent.titling import SUMMARY_PROMPT
+from gitsessions.agent.summary_later import record
+from gitsessions.agent.titling import SUMMARY_PROMPT, summary_wanted
+from gitsessions.services.model.completion import Completion, Usage
 from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.sessions import Change, SessionStore, touch
+from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
+from gitsessions.values.records import new_header
 from tests.conftest import exec_args, git, run_gitsessions
 
 
@@ -45,13 +50,14 @@ def summary_audits(home: Path) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, lines) if r["operation"] == "summary"]
 
 
-def wait_for_summary_audit(home: Path) -> dict[str, Any]:
-    """The worker's audit line, once it wrote one (it is a process we do not wait on)."""
-    for _ in range(600):
-        if (home / "audit.jsonl").exists() and (found := summary_audits(home)):
-            return found[-1]
+def wait_for_summary_audit(home: Path, count: int = 1) -> dict[str, Any]:
+    """The workers' `count`-th audit line, once they wrote as many (they are processes
+    we do not wait on)."""
+    for _ in range(900):
+        if (home / "audit.jsonl").exists() and len(found := summary_audits(home)) >= count:
+            return found[count - 1]
         time.sleep(0.1)
-    raise AssertionError("the summary worker wrote no audit line in 60 s")
+    raise AssertionError(f"the summary workers wrote no {count} audit lines in 90 s")
 
 
 def subjects(home: Path, sid: str) -> list[str]:
@@ -95,14 +101,50 @@ def test_a_turn_run_while_the_summary_is_asked_is_not_refused_nor_lost(server, t
         if any(is_title(r) for r in server.requests):
             break
         time.sleep(0.1)
-    # the worker waits on its request; a second exec goes on with the session meanwhile
+    # the worker waits on its request; a second exec goes on with the session meanwhile,
+    # and, finding it without a summary, asks for one too (it cannot tell whether the
+    # first will land)
     second = run_gitsessions(*exec_args(server, tmp_path), "again", "--resume", sid)
     assert second.returncode == 0, second.stderr
     gate.set()
-    assert wait_for_summary_audit(home)["outcome"] == "ok"
+    assert wait_for_summary_audit(home, 2)["outcome"] == "ok"
+    assert summary_audits(home)[0]["outcome"] == "ok"
     shown = subjects(home, sid)
-    assert shown[:3] == ['turn 2: summary "A title"', 'turn 2.1: reply "done"', "turn 2: again"]
+    # whichever lands last: turn 2's summary again, or turn 1's not kept over turn 2's
+    assert shown[0] in ('turn 2: summary "A title"', 'turn 2: summary "(none kept)"')
+    assert shown[1:4] == ['turn 2: summary "A title"', 'turn 2.1: reply "done"', "turn 2: again"]
     assert 'turn 1.1: reply "done"' in shown
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert info["summary"] == "A title" and info["usage"]["requests"] == 4
+
+
+def test_a_session_left_without_a_summary_gets_one_after_its_next_turn(server, tmp_path, home):
+    """The first turn's summary failed (as one a chat's lease kept out for a minute):
+    the next turn, not the tenth, asks again."""
+    server.reply(content="done")
+    server.fail(400, "no titles now")  # the first turn's summary
+    server.responder = lambda request: "A title" if is_title(request) else "done"
+    first = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    sid = json.loads(first.stdout)["session"]
+    assert wait_for_summary_audit(home)["outcome"] == "error"
+    second = run_gitsessions(*exec_args(server, tmp_path), "again", "--resume", sid)
+    assert second.returncode == 0, second.stderr
+    assert wait_for_summary_audit(home, 2)["outcome"] == "ok"
+    assert subjects(home, sid)[0] == 'turn 2: summary "A title"'
+    info = json.loads(run_gitsessions("info", sid, "--json").stdout)
+    assert info["summary"] == "A title"
+
+
+def test_when_the_list_summary_is_asked() -> None:
+    every = 10
+    assert summary_wanted(1, every, {"summary": "kept"}, asked=True)
+    assert summary_wanted(20, every, {"summary": "kept"}, asked=True)
+    assert not summary_wanted(2, every, {"summary": "kept"}, asked=False)
+    assert not summary_wanted(2, every, {"title": "mine"}, asked=False)
+    # none yet: asked once by a process that has not asked itself (an earlier one's
+    # attempt may have given up); after its own attempt, not again before the tenth
+    assert summary_wanted(2, every, {"summary": ""}, asked=False)
+    assert not summary_wanted(3, every, {"summary": ""}, asked=True)
 
 
 def test_exec_summary_off_asks_nothing(server, tmp_path, home, monkeypatch):
@@ -180,3 +222,58 @@ def test_a_summary_s_lease_is_waited_for_another_is_refused(home, holder):
                 Lease(home, sid)
     finally:
         other.wait(10)
+
+
+def turns_with_summaries(store: SessionStore, summaries: dict[int, str], turns: int) -> str:
+    """A session of `turns` turns (each one commit with its `Turn` trailer), its summary
+    set by the commit of each turn `summaries` names."""
+    sid = new_id()
+    head = store.create(new_header(sid, now_iso()), Change(context=[], append=[]))
+    for turn in range(1, turns + 1):
+        header = touch(head.header, **({"summary": summaries[turn]} if turn in summaries else {}))
+        head = store.commit(
+            head,
+            Change(header=header),
+            event="turn",
+            subject=f"turn {turn}.1: reply",
+            trailers={"Turn": turn, "Step": 1},
+        )
+    return sid
+
+
+def record_for(store: SessionStore, sid: str, turn: int, summary: str) -> None:
+    completion = Completion({"role": "assistant", "content": summary}, Usage(9, 3), "stop", "m")
+    with Lease(store.home, sid, holder="summary"):
+        record(store, sid, turn, completion, "m", {})
+
+
+def test_a_late_summary_replaces_an_older_one_not_a_later_one(store):
+    # turn 11's summary lands after turn 12 was committed: the summary there is turn 1's
+    older = turns_with_summaries(store, {1: "Turn one"}, turns=12)
+    record_for(store, older, 11, "Turn eleven")
+    assert store.head(older).header["summary"] == "Turn eleven"
+    # the one there was written for turn 12: kept (turn 11's tokens are counted)
+    later = turns_with_summaries(store, {1: "Turn one", 12: "Turn twelve"}, turns=12)
+    record_for(store, later, 11, "Turn eleven")
+    head = store.head(later)
+    assert head.header["summary"] == "Turn twelve"
+    assert store.read_commit(head.commit).message.startswith(b'turn 12: summary "(none kept)"')
+
+
+def test_a_summary_for_a_session_deleted_meanwhile_leaves_no_lease_file(server, tmp_path, home):
+    gate = threading.Event()
+    held_titles(server, gate)
+    done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
+    sid = json.loads(done.stdout)["session"]
+    for _ in range(600):
+        if any(is_title(r) for r in server.requests):
+            break
+        time.sleep(0.1)
+    assert run_gitsessions("delete", sid, "--yes").returncode == 0
+    assert not (home / "leases" / f"{sid}.lock").exists()  # the delete removed it
+    gate.set()
+    line = wait_for_summary_audit(home)
+    assert (line["outcome"], line.get("reason")) == ("skipped", "deleted")
+    assert not (home / "leases" / f"{sid}.lock").exists()
+    doctor = run_gitsessions("doctor", "--json")
+    assert doctor.returncode == 0, doctor.stdout

@@ -39,6 +39,7 @@ from gitsessions.agent.titling import (
     TitleJob,
     summary_line,
     summary_subject,
+    summary_wanted,
     title_request,
 )
 from gitsessions.agent.turn_history import last_kept_turn, last_step
@@ -53,9 +54,7 @@ from gitsessions.agent.turns import (
     Undone,
     reply_meta,
 )
-from gitsessions.services.compaction.compaction_policy import (
-    CompactionError,
-)
+from gitsessions.services.compaction.compaction_policy import CompactionError
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.model.completion import Completion
@@ -103,6 +102,7 @@ class Agent:
         self.tools = registry.definitions()  # fixed once the agent is built: sent every request
         self._title: TitleJob | None = None  # the list summary, asked in the background
         self.summary_due: SummaryDue | None = None  # with summary="later": to hand on
+        self._summary_asked = False  # by this process (`titling.summary_wanted`)
         self.budget = ContextBudget(counter, self.tools, session.store.home, config.policy)
 
     # -- turns ---------------------------------------------------------------------------
@@ -410,12 +410,13 @@ class Agent:
         self.session.count_usage(model, prompt, answer, self.cost(model, prompt, answer))
 
     def _refresh_summary(self) -> None:
-        """After the first turn and every `summary_every` turns: ask for the list summary
-        as `config.summary` says (`agent/titling.py`); `settle_title` takes it up."""
-        turn = self.session.turn
-        mode = self.config.summary
-        if mode == "off" or (turn != 1 and turn % self.config.summary_every):
+        """After the turns `titling.summary_wanted` names: ask for the list summary as
+        `config.summary` says (`agent/titling.py`); `settle_title` takes it up."""
+        turn, mode, header = self.session.turn, self.config.summary, self.session.head.header
+        every = self.config.summary_every
+        if mode == "off" or not summary_wanted(turn, every, header, self._summary_asked):
             return
+        self._summary_asked = True
         request = title_request(self.session.context)
         if mode == "later":
             self.summary_due = SummaryDue(request, self.config.summary_model, turn)

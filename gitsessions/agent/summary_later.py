@@ -7,12 +7,15 @@ Invariants:
 - The child gets what it needs as JSON on its stdin (the API key never in its argv): the
   request, the session, the turn, the model settings. It runs in a session of its own
   (no terminal's signals reach it), its stdout and stderr on /dev/null: it prints
-  nothing, and every outcome is one audit line (`summary`: ok, unchanged or error).
+  nothing, and every outcome is one audit line (`summary`: ok, unchanged, skipped or error).
 - It writes through the one write path (`writer.update`: under the session's lease, on
   the current head): the summary and its usage, in a commit of its own (`turn N:
   summary "..."`, with the trailers of the commit it follows). A session another
-  process works on is waited for, up to `LEASE_WAIT` seconds, then left as it is. A
-  summary written for a later turn is never replaced, and a deleted session stays so.
+  process works on is waited for, up to `LEASE_WAIT` seconds, then left as it is (the
+  next turn of a session left without a summary asks again: `titling.summary_wanted`).
+  A summary written for a later turn is never replaced (an older one is, even when later
+  turns were committed meanwhile), and a deleted session stays so: its lease file is
+  removed again, and the audit line says "skipped".
 - Its lease is marked "summary" (`store/lease.py`): an agent opening the session meanwhile
   waits for the write (milliseconds) instead of failing as "in use".
 """
@@ -90,7 +93,7 @@ def record(
         trailers = _trailers(store, head)
         turn_there = str(trailers.get("Turn", ""))
         at = int(turn_there) if turn_there.isdigit() else 0
-        kept = bool(summary) and not (at > turn and head.header.get("summary"))
+        kept = bool(summary) and not newer_summary(store, head, turn)
         if not kept and not spent:
             return None
         counted = add_usage(
@@ -101,6 +104,21 @@ def record(
         return Edit(Change(header=header, usage=counted), "turn", subject, trailers)
 
     return writer.update(store, session_id, edit, operation="summary", lease_held=True)
+
+
+def newer_summary(store: SessionStore, head: Head, turn: int) -> bool:
+    """Whether `head`'s summary was written for a turn after `turn`: it is not the one
+    the session held at its newest commit of `turn` or before (by their `Turn` trailers;
+    the commits after it, of later turns, are what changed it). With no such commit
+    (its turns rewritten) a summary there is kept."""
+    summary = head.header.get("summary")
+    if not summary:
+        return False
+    for commit_id, commit in store.history(head):
+        there = str(parse_trailers(commit.message)[1].get("Turn", ""))
+        if there.isdigit() and int(there) <= turn:
+            return store.head_at(head.id, commit_id).header.get("summary") != summary
+    return True
 
 
 def _trailers(store: SessionStore, head: Head) -> dict[str, Any]:
@@ -148,6 +166,10 @@ def ask_and_record(job: dict[str, Any]) -> None:
     lease = _lease(home, session_id)
     if lease is None:
         audit(home, "summary", session_id, "error", error="SessionInUse")
+        return
+    if not store.exists(session_id):  # deleted while asked: taking its lease made a file
+        lease.discard()
+        audit(home, "summary", session_id, "skipped", reason="deleted")
         return
     try:
         model = completion.model or job["model"]

@@ -1,11 +1,13 @@
 """The list summary (a session's one-line title in `list`), written in the background.
 
 After the first reply (and every `summary_every` turns) the agent asks the summary model
-for a one-line title. That request never stands in the user's way: it is asked after the
-reply's commit. In chat it runs in a thread of its own while the prompt is back on the
-screen, and its result is taken up by the main thread (`Agent.settle_title`) when the
-user is idle, before the next request, or on leaving. A fresh `exec` hands it to a
-process of its own and exits (`agent/summary_later.py`).
+for a one-line title; also after the first turn a process runs on a session that has
+neither a summary nor a title (`summary_wanted`). That request never stands in the
+user's way: it is asked after the reply's commit. In chat it runs in a thread of its
+own while the prompt is back on the screen, and its result is taken up by the main
+thread (`Agent.settle_title`) when the user is idle, before the next request, or on
+leaving. A fresh `exec` hands it to a process of its own and exits
+(`agent/summary_later.py`).
 
 Invariants:
 - The thread touches nothing of the session: it only asks the model and keeps the
@@ -19,8 +21,8 @@ Invariants:
 
 import signal
 import threading
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from gitsessions.agent.subjects import first_line
 from gitsessions.services.model.completion import Completion
@@ -40,6 +42,17 @@ class SummaryDue(NamedTuple):
     request: list[Message]
     model: str
     turn: int
+
+
+def summary_wanted(turn: int, every: int, header: Mapping[str, Any], asked: bool) -> bool:
+    """Whether the list summary is asked after `turn`: the first, every `every`-th, and
+    any other while the session has neither a summary nor a title and this process has
+    not `asked` yet. An earlier process's attempt may have failed or given up (exec's
+    worker waits at most a minute for a lease a chat holds) and this one cannot tell;
+    the outcome of its own it knows, so it asks once, not after every turn."""
+    if turn == 1 or turn % every == 0:
+        return True
+    return not asked and not header.get("summary") and not header.get("title")
 
 
 def summary_line(completion: Completion) -> str:
