@@ -65,10 +65,14 @@ def test_an_mcp_tool_is_offered_approved_and_answers(tmp_path, home):
 
 
 def test_a_server_that_does_not_start_or_dies_is_one_line(tmp_path, home):
+    """A server that does not start is one line and offers nothing; one that ends in the
+    middle of a session (a crash) starts again at the next call to its tools, at most
+    MAX_RESTARTS times, then its calls say it is gone."""
     configure(home, '\n[mcp_servers.broken]\ncommand = "/nonexistent/mcp-server"\n')
+    quit_, add = call("mcp__calc__quit", {}), call("mcp__calc__add", {"a": 1, "b": 2})
     with FakeOpenAI(strict=True) as server:
-        server.reply(content=None, tool_calls=[call("mcp__calc__quit", {})])
-        server.reply(content=None, tool_calls=[call("mcp__calc__add", {"a": 1, "b": 2})])
+        server.reply(content=None, tool_calls=[quit_, add])
+        server.reply(content=None, tool_calls=[quit_, quit_, quit_, add])
         server.reply(content="The calculator is gone.")
         server.reply(content="Gone")
         done = exec_(server, tmp_path, "quit then add", "--auto-approve")
@@ -77,8 +81,13 @@ def test_a_server_that_does_not_start_or_dies_is_one_line(tmp_path, home):
         assert len(lines) == 1 and "did not start" in lines[0], done.stderr
         names = [t["function"]["name"] for t in server.requests[0]["tools"]]
         assert not any(n.startswith("mcp__broken__") for n in names)
-        after = tool_messages(server.requests[2])
-        assert after[-1].startswith("error: MCP server calc is gone"), after
+        first = tool_messages(server.requests[1])
+        later = tool_messages(server.requests[2])[len(first) :]
+    assert first[0].startswith("error: MCP server calc is gone") and "starts again" in first[0]
+    assert first[1] == "3"  # started again (1 of MAX_RESTARTS)
+    assert all(r.startswith("error: MCP server calc is gone") for r in later), later
+    assert "starts again" in later[1] and "starts again" not in later[2]  # the 3rd restart
+    assert "starts again" not in later[3]  # no restart left: the call is not answered
 
 
 def test_a_bad_mcp_table_is_one_config_error(tmp_path, home):

@@ -9,10 +9,12 @@ Invariants:
   as is one answered with a message over `mcp_stdio.MAX_MESSAGE` bytes (cut while it is
   read; over HTTP also a compressed answer: `mcp_http`); the next call to the server
   opens its connection again.
-- A server that fails to start within its `startup_timeout`, or dies later, is one
-  line (`notes`), and the chat goes on without its tools: a call to one of them is an
-  error result saying so. Nothing of a server reaches the terminal but one line (its
-  stderr and the SDK's logging about it go to `<home>/mcp/<name>.log`).
+- A server that fails to start within its `startup_timeout` is one line (`notes`), and
+  the chat goes on without its tools. One that ends later (a crash, an exit) is started
+  again by the next call to one of its tools, at most `MAX_RESTARTS` times a process;
+  a call it cannot answer is an error result saying so. Nothing of a server reaches
+  the terminal but one line (its stderr and the SDK's logging about it go to
+  `<home>/mcp/<name>.log`).
 - A tool is offered as `mcp__<server>__<tool>` when that matches the API's pattern
   `[A-Za-z0-9_-]{1,64}` in full and no other tool gives the same name (a name two
   tools give is offered for neither, in one line naming both servers); at most
@@ -43,6 +45,7 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the API's function names, matched 
 MAX_TOOLS = 5000  # tools read from one server (in at most MAX_PAGES pages of tools/list)
 MAX_PAGES = 4
 MAX_DEFINITION = 32 * 1024  # bytes of one tool's definition (name, description, schema)
+MAX_RESTARTS = 3  # times a server that ended by itself is started again, per process
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -63,6 +66,7 @@ class McpHub:
         self._holds: dict[str, Any] = {}  # server -> the task holding its connection
         self._links: dict[str, Link] = {}
         self._restart: set[str] = set()  # connections we closed: opened again on a call
+        self._restarts: dict[str, int] = {}  # server -> starts after it ended by itself
         self._loop = asyncio.new_event_loop()
         self._tasks: list[Any] = []
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="mcp")
@@ -224,14 +228,25 @@ class McpHub:
             with contextlib.suppress(Exception):
                 self._call(asyncio.wait([task], timeout=5), 6)
 
+    def _may_start_again(self, name: str) -> bool:
+        """Whether a call opens `name`'s connection again: always when we closed it, at
+        most `MAX_RESTARTS` times when the server ended by itself (a crash, an exit)."""
+        if name in self._restart:
+            return True
+        if self._restarts.get(name, 0) >= MAX_RESTARTS:
+            return False
+        self._restarts[name] = self._restarts.get(name, 0) + 1
+        return True
+
     def _reconnect(self, name: str) -> str | None:
-        """Open a connection we closed again; why it failed, or None."""
+        """Open a connection that ended again; why it failed, or None."""
         server = self.servers[name]
         try:
             self._call(self._open(server), server.startup_timeout + 5)
         except Exception as error:  # its line, for the model
             return self._why(name, error)
         self._restart.discard(name)
+        self.failed.pop(name, None)  # running again (`\mcp`)
         return None
 
     def call(self, offered: str, arguments: Mapping[str, Any]) -> ToolResult:
@@ -240,7 +255,7 @@ class McpHub:
         is cancelled and the connection closed; the next call opens it again."""
         name, tool = self.tools[offered]
         server = self.servers[name]
-        if name in self._restart and name not in self._sessions:
+        if name not in self._sessions and self._may_start_again(name):
             why = self._reconnect(name)
             if why is not None:
                 return ToolResult(f"error: MCP server {name} did not start again ({why})", ok=False)
@@ -275,7 +290,9 @@ class McpHub:
             if "closed" in why.lower():  # its process ended, or its connection did
                 self._sessions.pop(name, None)
                 self.failed[name] = why
-                return ToolResult(f"error: MCP server {name} is gone ({why})", ok=False)
+                left = self._restarts.get(name, 0) < MAX_RESTARTS
+                again = " (it starts again on the next call)" if left else ""
+                return ToolResult(f"error: MCP server {name} is gone ({why}){again}", ok=False)
             return ToolResult(f"error: {name}'s {tool.name} failed: {why}", ok=False)
         text = _content(result)
         if getattr(result, "is_error", False):
