@@ -33,6 +33,14 @@ def is_title(request: dict[str, Any]) -> bool:
     return request["messages"][0]["content"] == SUMMARY_PROMPT
 
 
+def wait_for_title_request(server) -> None:
+    """Until the server has received a title request (a minute at most)."""
+    for _ in range(600):
+        if any(is_title(r) for r in server.requests):
+            return
+        time.sleep(0.1)
+
+
 def held_titles(server, gate: threading.Event, reply: str = "done") -> None:
     """Answer a title request only once `gate` is set; any other with `reply`."""
 
@@ -75,10 +83,7 @@ def test_exec_exits_before_the_summary_is_answered_then_it_is_recorded(server, t
     sid = result["session"]
     assert result["reply"] == "done" and result["usage"]["requests"] == 1
     assert not gate.is_set()
-    for _ in range(600):  # the worker's request reaches the server after exec exited
-        if any(is_title(r) for r in server.requests):
-            break
-        time.sleep(0.1)
+    wait_for_title_request(server)  # it reaches the server after exec exited
     assert any(is_title(r) for r in server.requests)
     assert subjects(home, sid)[0] == 'turn 1.1: reply "done"'
     gate.set()
@@ -97,10 +102,7 @@ def test_a_turn_run_while_the_summary_is_asked_is_not_refused_nor_lost(server, t
     held_titles(server, gate)
     first = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
     sid = json.loads(first.stdout)["session"]
-    for _ in range(600):
-        if any(is_title(r) for r in server.requests):
-            break
-        time.sleep(0.1)
+    wait_for_title_request(server)
     # the worker waits on its request; a second exec goes on with the session meanwhile,
     # and, finding it without a summary, asks for one too (it cannot tell whether the
     # first will land)
@@ -265,10 +267,7 @@ def test_a_summary_for_a_session_deleted_meanwhile_leaves_no_lease_file(server, 
     held_titles(server, gate)
     done = run_gitsessions(*exec_args(server, tmp_path), "say done", "--json")
     sid = json.loads(done.stdout)["session"]
-    for _ in range(600):
-        if any(is_title(r) for r in server.requests):
-            break
-        time.sleep(0.1)
+    wait_for_title_request(server)
     assert run_gitsessions("delete", sid, "--yes").returncode == 0
     assert not (home / "leases" / f"{sid}.lock").exists()  # the delete removed it
     gate.set()
