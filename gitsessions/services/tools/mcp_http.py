@@ -35,13 +35,13 @@ class Refused(httpx2.StreamError):
 
 
 class _Capped(httpx2.AsyncByteStream):
-    """An answer's bytes as they arrive, refused past `limit` (or at once, when `why`)."""
+    """An answer's bytes as they arrive, refused past `MAX_MESSAGE` (or at once, when
+    `why`)."""
 
-    def __init__(self, inner: Any, link: Link, log: Path, limit: int, why: str | None) -> None:
+    def __init__(self, inner: Any, link: Link, log: Path, why: str | None) -> None:
         self._inner = inner
         self._link = link
         self._log = log
-        self._limit = limit
         self._why = why
 
     def _refuse(self, why: str) -> Refused:
@@ -55,8 +55,8 @@ class _Capped(httpx2.AsyncByteStream):
         held = 0
         async for chunk in self._inner:
             held += len(chunk)
-            if held > self._limit:
-                raise self._refuse(f"a message over {self._limit:,} bytes")
+            if held > MAX_MESSAGE:
+                raise self._refuse(f"a message over {MAX_MESSAGE:,} bytes")
             yield chunk
 
     async def aclose(self) -> None:
@@ -64,7 +64,8 @@ class _Capped(httpx2.AsyncByteStream):
 
 
 class _CappedTransport(httpx2.AsyncBaseTransport):
-    """httpx2's own transport, each answer's stream wrapped in `_Capped`."""
+    """httpx2's own transport, an answer's stream wrapped in `_Capped` unless it is an
+    event stream sent as it is (the SDK caps each event itself)."""
 
     def __init__(self, link: Link, log: Path) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
@@ -78,8 +79,8 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         if encoding not in ("", "identity"):
             why = f"an answer compressed as {encoding[:20]!r} though none was asked"
         streamed = response.headers.get("content-type", "").lower().startswith(EVENT_STREAM)
-        limit = 1 << 62 if streamed else MAX_MESSAGE  # the SDK caps each event itself
-        response.stream = _Capped(response.stream, self._link, self._log, limit, why)
+        if why is not None or not streamed:
+            response.stream = _Capped(response.stream, self._link, self._log, why)
         return response
 
     async def aclose(self) -> None:

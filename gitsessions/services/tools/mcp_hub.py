@@ -233,10 +233,13 @@ class McpHub:
         most `MAX_RESTARTS` times when the server ended by itself (a crash, an exit)."""
         if name in self._restart:
             return True
-        if self._restarts.get(name, 0) >= MAX_RESTARTS:
+        if not self._restarts_left(name):
             return False
         self._restarts[name] = self._restarts.get(name, 0) + 1
         return True
+
+    def _restarts_left(self, name: str) -> bool:
+        return self._restarts.get(name, 0) < MAX_RESTARTS
 
     def _reconnect(self, name: str) -> str | None:
         """Open a connection that ended again; why it failed, or None."""
@@ -290,8 +293,7 @@ class McpHub:
             if "closed" in why.lower():  # its process ended, or its connection did
                 self._sessions.pop(name, None)
                 self.failed[name] = why
-                left = self._restarts.get(name, 0) < MAX_RESTARTS
-                again = " (it starts again on the next call)" if left else ""
+                again = " (it starts again on the next call)" if self._restarts_left(name) else ""
                 return ToolResult(f"error: MCP server {name} is gone ({why}){again}", ok=False)
             return ToolResult(f"error: {name}'s {tool.name} failed: {why}", ok=False)
         text = _content(result)
