@@ -107,7 +107,6 @@ def claude_session(path: Path) -> ClaudeFile:
     """A session of two turns with a split reply, tool calls (one parallel pair, one
     error), a compaction, metadata lines of several versions and one unknown type."""
     f = ClaudeFile(path)
-    f.add({"type": "summary", "summary": "Fix the flaky parser test", "leafUuid": "x"})
     f.add(
         {
             "type": "file-history-snapshot",
@@ -146,9 +145,10 @@ def claude_session(path: Path) -> ClaudeFile:
     f.results(("toolu_03", "exit code 1"), error=True)
     f.add({"type": "queue-operation", "operation": "enqueue", "timestamp": "2026-10-01T09:10:00Z"})
     f.add({"type": "brand-new-kind", "data": 1})
-    f.reply(
+    leaf = f.reply(
         "msg_03", [{"type": "text", "text": "Fixed: the test now seeds its RNG."}], stop="end_turn"
     )
+    f.add({"type": "summary", "summary": "Fix the flaky parser test", "leafUuid": leaf})
     f.chained("system", None, subtype="turn_duration", content="", durationMs=1200)
     boundary = f.chained(
         "system",

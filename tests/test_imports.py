@@ -141,7 +141,7 @@ def test_a_rewritten_or_shortened_source_is_reported_and_not_merged(cli, claude_
     assert cli.json("info", SID)["head"] == head
 
 
-def test_a_prompt_edited_in_the_source_is_a_divergence(cli, claude_file):
+def test_a_prompt_edited_in_the_source_since_its_import_is_a_fork_of_it(cli, claude_file):
     path = claude_file.write()
     cli("import", "--from", "claude-code", str(path))
     head = cli.json("info", SID)["head"]
@@ -149,9 +149,15 @@ def test_a_prompt_edited_in_the_source_is_a_divergence(cli, claude_file):
     claude_file.last = "00000000-0000-4000-8000-000000000001"
     claude_file.reply("msg_10", [{"type": "text", "text": "A different answer."}], stop="end_turn")
     claude_file.write()
-    result = cli("import", "--from", "claude-code", str(path), code=1)
-    assert rows(result)[0][1] == "diverged"
-    assert cli.json("info", SID)["head"] == head
+    result = cli("import", "--from", "claude-code", str(path), "--json")
+    [fork] = json.loads(result.stdout)
+    assert (fork["status"], fork["parent"], fork["branch"]) == ("created", SID, True)
+    assert "its path moved" in result.stderr
+    assert cli.json("info", SID)["head"] == head  # what was imported stays as it was
+    messages = json.loads(cli("export", fork["session"]).stdout)["messages"]
+    assert messages[-1]["content"] == "A different answer."
+    again = cli("import", "--from", "claude-code", str(path), "--json")
+    assert [o["status"] for o in json.loads(again.stdout)] == ["unchanged"]
 
 
 def test_an_open_reply_is_held_back_until_it_ends(cli, tmp_path):
@@ -511,7 +517,8 @@ def test_a_line_longer_than_the_limit_is_damage_and_the_next_line_still_read(
     [damage] = outcome["damaged"]
     assert damage["line"] == 1 and damage["reason"].startswith("longer than")
     assert outcome["lines"] == 2 and outcome["messages"] == 1  # what the chain still reaches
-    assert outcome["ignored"] == {"chain cut at line 2 (its parent is missing)": 1}
+    # its parent was the damaged line, the file's first: it is a root, nothing is joined
+    assert (outcome["ignored"], outcome["joined"]) == ({}, 0)
     assert export(cli, outcome["session"])["messages"] == [{"role": "user", "content": "small"}]
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from gitsessions.cli.plain import one_line, write_json, write_records
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.imports import claude_code, codex, sources
+from gitsessions.services.imports import claude_code, claude_scan, codex, sources
 from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
 from gitsessions.services.imports.finished import is_finished
+from gitsessions.services.imports.forks import import_branch
 from gitsessions.services.imports.mirror import Outcome, Source, import_source
 from gitsessions.store.lease import HomeNotWritable, check_writable, home_failure, not_writable
 from gitsessions.store.sessions import SessionStore
@@ -36,6 +37,8 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
         paths = [root]
     files = sources.session_files(paths)
     started = time.monotonic()
+    # a summary line may stand in another file of the directory than the session it sums
+    summaries = claude_scan.summaries_in(files) if format_ == "claude-code" else {}
     store = state.store
     if files:  # a home that cannot be written fails every file alike: said once, first
         check_writable(state.home, "nothing was imported", THEN)
@@ -53,7 +56,7 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
                 )
                 failed += 1
                 continue
-            found = _sources(reader, path, store)
+            found = _sources(reader, path, store, summaries)
         except OSError as error:
             if folder := home_failure(error, state.home):
                 stopped = not_writable(folder, error, LEFT, THEN)
@@ -69,9 +72,11 @@ def run_import_from(state: State, format_: str, paths: list[Path], json_: bool) 
     refused = [o for o in outcomes if o.status in REFUSED]
     written = sum(1 for o in outcomes if o.wrote)
     unchanged = sum(1 for o in outcomes if o.status == "unchanged")
+    forks = sum(1 for o in outcomes if o.source.fork_of is not None and o.status == "created")
     err.print(
         f"read {plural(len(files), f'{format_} session file')}:"
         f" {plural(written, 'session')} imported"
+        + (f" ({plural(forks, 'fork')} of a branch in its file)" if forks else "")
         + (f", {unchanged} unchanged" if unchanged else "")
         + (f"; {len(refused)} refused (nothing written for them)" if refused else "")
         + (f"; {failed} failed" if failed else "")
@@ -97,7 +102,9 @@ def _import_all(
             one.parent = None  # a side chain whose main session was not imported
         one.finished = is_finished(path, one.tally.partial_tail)
         try:
-            outcome = import_source(store, one, now_iso())
+            outcome = _import_one(store, one)
+            if outcome is None:
+                continue
         except OSError as error:
             if folder := home_failure(error, state.home):
                 return failed, not_writable(folder, error, LEFT, THEN)
@@ -129,16 +136,39 @@ def _report(outcomes: list[Outcome], json_: bool) -> None:
     )
 
 
-def _sources(reader: Any, path: Path, store: "SessionStore") -> list[Source]:
-    """The source sessions of one file: Claude Code's main file may hold side chains,
-    and one imported before is read from where that import stopped."""
+def _sources(
+    reader: Any, path: Path, store: "SessionStore", summaries: dict[str, str]
+) -> list[Source]:
+    """The source sessions of one file: Claude Code's main file may hold side chains
+    and branches, and one imported before is read from where that import stopped."""
 
     def header_of(session_id: str) -> dict[str, Any] | None:
         return store.head(session_id).header if store.exists(session_id) else None
 
-    if hasattr(reader, "sources"):
-        return reader.sources(path, store.exists, header_of)  # type: ignore[no-any-return]
-    return [reader.source(path, store.exists)]
+    if reader is claude_code:
+        return claude_code.sources(path, store.exists, header_of, summaries)
+    return codex.sources(path, store.exists, header_of)
+
+
+def _import_one(store: SessionStore, one: Source) -> Outcome | None:
+    """One source session into the store: a branch of a file as a fork of its session;
+    a path that moved in the source (a prompt edited or rewound since the last import)
+    as a fork of what was imported of it. None: a branch the session holds whole."""
+    if one.fork_of is not None:
+        return import_branch(store, one, now_iso())
+    outcome = import_source(store, one, now_iso())
+    if outcome.status != "diverged" or one.moved is None:
+        return outcome
+    moved = one.moved(store.head(one.session_id).header)
+    if moved is None:
+        return outcome
+    moved.finished = one.finished
+    err.print(
+        f"note: {one_line(one.path)}: its path moved since session {short(one.session_id)}"
+        " was imported (a prompt edited or rewound): imported as a fork of it",
+        markup=False,
+    )
+    return import_branch(store, moved, now_iso())
 
 
 def _notes(outcome: Outcome) -> None:
@@ -153,6 +183,12 @@ def _notes(outcome: Outcome) -> None:
     if tally.unknown:
         kinds = ", ".join(f"{one_line(k)} ({n})" for k, n in sorted(tally.unknown.items()))
         err.print(f"note: {name}: unknown line types ignored: {kinds}", markup=False)
+    if tally.joined:
+        err.print(
+            f"note: {name}: {plural(tally.joined, 'line')} whose parent is not in the file"
+            " joined to the line before it",
+            markup=False,
+        )
     if outcome.held is not None:
         err.print(
             f"note: {name}: from line {outcome.held} held back (the file is still being"
@@ -190,6 +226,9 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
         "damaged": [{"line": n, "reason": r} for n, r in tally.damaged],
         "damaged_count": tally.damaged_count,
         "unknown": dict(tally.unknown),
+        "joined": tally.joined,
+        "parent": outcome.source.parent or outcome.source.fork_of,
+        "branch": outcome.source.fork_of is not None,
         "ignored": dict(tally.ignored),
         "held_from_line": outcome.held,
         "stubbed": outcome.stubbed,
@@ -216,12 +255,12 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         else:
             from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
         store = state.store
-        for one in _sources(reader, path, store):
+        for one in _sources(reader, path, store, {}):
             if one.parent is not None and not store.exists(one.parent):
                 one.parent = None
             one.finished = is_finished(path, one.tally.partial_tail, hook=True, ended=ended)
-            outcome = import_source(store, one, now_iso())
-            if outcome.status in REFUSED:
+            outcome = _import_one(store, one)
+            if outcome is not None and outcome.status in REFUSED:
                 _notes(outcome)
     except (GitsessionsError, OSError) as error:  # in use, refused, a file that went away
         if isinstance(error, OSError) and (folder := home_failure(error, state.home)):

@@ -112,6 +112,7 @@ class Entry:
 
     message: dict[str, Any]
     meta: dict[str, Any]
+    line: int = 0  # the source line it comes from (not part of what is stored)
 
 
 @dataclass
@@ -213,7 +214,7 @@ class Assembler:
             boundary = self.boundary or Boundary(item.line, 0, time=item.time)
             self.boundary = None
             self.step += 1
-            summary = self._entry({"role": "user", "content": item.text}, item.time)
+            summary = self._entry({"role": "user", "content": item.text}, item.time, item.line)
             out.append(Compacted(_record(boundary, item.text), summary))
         elif isinstance(item, Rollback):
             out += self._settle_all() + self._settle_boundary()
@@ -258,7 +259,7 @@ class Assembler:
                 self.title = prompt_title(item.content)
         else:
             self.step += 1 if self.turn else 0
-        return [self._entry({"role": item.role, "content": item.content}, item.time)]
+        return [self._entry({"role": item.role, "content": item.content}, item.time, item.line)]
 
     def _close(self) -> list[Output]:
         """The reply being read is complete: out now, or queued behind a call."""
@@ -324,7 +325,7 @@ class Assembler:
             source["tool_names"] = renamed
         if source:
             meta["source"] = source
-        out.append(self._entry(message, reply.time, **meta))
+        out.append(self._entry(message, reply.time, reply.line, **meta))
         for one in reply.calls:
             result = group.results.get(one["id"])
             content: Any = NO_RESULT if result is None else result.content
@@ -337,13 +338,15 @@ class Assembler:
                 self._entry(
                     {"role": "tool", "tool_call_id": one["id"], "content": content},
                     (result.time if result else None) or reply.time,
+                    result.line if result else reply.line,
                 )
             )
         return out
 
-    def _entry(self, message: dict[str, Any], time: str | None, **meta: Any) -> Entry:
+    def _entry(self, message: dict[str, Any], time: str | None, line: int, **meta: Any) -> Entry:
         fields = {"time": time, "turn": self.turn, "step": self.step, **meta}
-        return Entry(scrub(message), scrub({k: v for k, v in fields.items() if v is not None}))
+        kept = scrub({k: v for k, v in fields.items() if v is not None})
+        return Entry(scrub(message), kept, line)
 
 
 def _record(boundary: Boundary, summary: str | None) -> dict[str, Any]:

@@ -1,14 +1,38 @@
-"""Claude Code's chain of lines: which lines of a file make a conversation.
+"""Claude Code's file as the tree it is: which lines make each conversation it holds.
 
-Chained lines name their `parentUuid`; a chain is walked from its newest line back to
-its root (`walk`). Claude Code 2.1.x writes each of a reply's parallel calls' results on
-a user line of its own whose parent is that call's line: a branch of one line, which
-`attach` puts on the chain its parent is on (`answers`: lines of tool results only);
-any other line off the chain is an abandoned branch (a prompt edited or retried).
-Memory: an index of uuid -> (parent, line number) and a bitmap of line numbers.
+Chained lines name their `parentUuid`. A conversation is a path from the newest line of
+a branch back to its root (`walk`), plus the lines that belong to the same steps though
+they hang off that path (`close`): Claude Code 2.1.x writes each of a reply's parallel
+calls on a line of its own chained after the one before, and each call's result on a
+user line whose parent is that call's line, and the next turn continues from whichever
+result came last, so a call and its result can be off the path walked back.
+
+Invariants:
+- Every line of the file is in the index (`Index.add`), in file order; a line whose
+  parent is not in the file (an interrupted reply never written, a compaction's
+  `logicalParentUuid` from another file) is joined to the line before it in the file
+  on its own side (main or side chain), counted in `Index.joined` (`repair`); only a
+  file's first line, or a line that says it has no parent, is a root.
+- `close` adds to a path, in file order until nothing changes, each line whose parent
+  is on it and that is a tool result, a further line of the same assistant message, or
+  a line with nothing to import (progress, attachment, hook lines): one step, whatever
+  order its results came in.
+- `branches` covers every line with something to import (`CONTENT`): the main path
+  first, then, newest first, a path for each branch left over (a prompt edited,
+  `/rewind`, a retried reply), each with the line where it leaves the main path.
+Memory: an index of uuid -> (parent, line number), a flag byte per line, the assistant
+lines' message ids, and a bitmap of line numbers per path.
 """
 
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+ANSWER = 1  # a user line of tool results only
+CONTENT = 2  # something to import: a prompt, a reply, a result, a compaction's summary
+SIDE = 4  # on a side chain (`isSidechain`: a subagent's lines)
+ASSISTANT = 8
+MAX_BRANCHES = 200  # branches of one file imported as forks; the rest counted
 
 
 def answers(obj: dict[str, Any]) -> bool:
@@ -21,44 +45,167 @@ def answers(obj: dict[str, Any]) -> bool:
     )
 
 
-def attach(chain: bytearray, answers: set[str], parents: dict[str, tuple[str | None, int]]) -> int:
-    """Mark on `chain` each line of tool results off it whose parent is on it (a
-    parallel call's result: a branch of one line); how many were marked."""
-    marked = 0
-    for uuid in answers:
-        parent, number = parents[uuid]
-        if chain[number] or parent is None or parent not in parents:
-            continue
-        if chain[parents[parent][1]]:
-            chain[number] = 1
-            marked += 1
-    return marked
+def has_content(obj: dict[str, Any]) -> bool:
+    """Whether a chained line holds anything the import keeps: a prompt typed, a reply's
+    text, call or thinking, a tool's result, a compaction's summary."""
+    kind = obj.get("type")
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if kind == "user":
+        if obj.get("isMeta") is True:
+            return False
+        if isinstance(content, str):
+            return bool(content.strip())
+        return isinstance(content, list) and any(isinstance(b, dict) for b in content)
+    if kind == "assistant":
+        return isinstance(content, str) or (
+            isinstance(content, list) and any(isinstance(b, dict) for b in content)
+        )
+    return False
 
 
-def newest(chain: bytearray, parents: dict[str, tuple[str | None, int]]) -> str | None:
-    """The uuid of the chain's last line in the file (where its next line continues)."""
-    last = chain.rfind(1)
-    if last <= 0:
-        return None
-    return next((u for u, (_p, n) in parents.items() if n == last), None)
+@dataclass
+class Index:
+    """What the first pass keeps of each chained line."""
+
+    parents: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+    flags: bytearray = field(default_factory=lambda: bytearray(1))  # per line number
+    messages: dict[int, str] = field(default_factory=dict)  # assistant line -> message id
+    joined: int = 0  # lines whose parent is not in the file, joined to the line before
+    _unseen: list[tuple[str, int, str | None]] = field(default_factory=list)
+    _previous: list[str | None] = field(default_factory=lambda: [None, None])
+
+    def add(self, uuid: str, parent: str | None, number: int, flags: int, message: Any) -> None:
+        """A line, in file order; `parent` None for a root."""
+        if number >= len(self.flags):
+            self.flags.extend(bytes(max(number + 1 - len(self.flags), len(self.flags))))
+        self.flags[number] = flags
+        if flags & ASSISTANT and isinstance(message, str):
+            self.messages[number] = message
+        side = 1 if flags & SIDE else 0
+        if parent is not None and parent not in self.parents:
+            self._unseen.append((uuid, number, self._previous[side]))
+        self.parents[uuid] = (parent, number)
+        self._previous[side] = uuid
+
+    def repair(self, keep: str | None = None) -> None:
+        """Join each line whose parent never came to the line before it on its side (a
+        file's first line stays a root); a parent `keep` is left as it is."""
+        for uuid, number, before in self._unseen:
+            parent = self.parents[uuid][0]
+            if parent is None or parent in self.parents or parent == keep:
+                continue
+            self.parents[uuid] = (before, number)
+            self.joined += before is not None
+        self._unseen = []
+
+    def flag(self, number: int) -> int:
+        return self.flags[number] if number < len(self.flags) else 0
+
+    def uuid_at(self, number: int) -> str | None:
+        return next((u for u, (_p, n) in self.parents.items() if n == number), None)
 
 
 def walk(
-    start: str | None,
-    parents: dict[str, tuple[str | None, int]],
-    lines: int,
-    within: dict[str, None] | None,
-) -> tuple[bytearray, int, int | None]:
-    """The chain from `start` back through its parents (only lines in `within`, when
-    given): a bitmap of its line numbers, its length, and the line whose parent is
-    missing from the file (None: the chain reached its root)."""
-    chain = bytearray(lines + 1)
+    start: str | None, index: Index, lines: int, side: bool | None = None
+) -> tuple[bytearray, int | None]:
+    """The path from `start` back through its parents (only lines of that side, when
+    `side` is given): a bitmap of its line numbers, and the line whose parent is not in
+    the file (None: the path reached its root)."""
+    path = bytearray(lines + 1)
+    parents = index.parents
     seen: set[str] = set()
-    while start is not None and start not in seen and (within is None or start in within):
-        seen.add(start)
+    while start is not None and start not in seen:
         parent, number = parents[start]
-        chain[number] = 1
+        if side is not None and bool(index.flag(number) & SIDE) != side:
+            break
+        seen.add(start)
+        path[number] = 1
         if parent is not None and parent not in parents:
-            return chain, len(seen), number
+            return path, number
         start = parent
-    return chain, len(seen), None
+    return path, None
+
+
+def close(path: bytearray, index: Index, side: bool) -> None:
+    """Mark on `path` the lines of its steps that hang off it (see the invariants)."""
+    parents, messages = index.parents, index.messages
+    changed = True
+    while changed:
+        changed = False
+        for parent, number in parents.values():
+            if path[number] or parent is None or parent not in parents:
+                continue
+            above = parents[parent][1]
+            flags = index.flag(number)
+            if not path[above] or bool(flags & SIDE) != side:
+                continue
+            same_reply = flags & ASSISTANT and messages.get(number) == messages.get(above)
+            if flags & ANSWER or not flags & CONTENT or same_reply:
+                path[number] = 1
+                changed = True
+
+
+@dataclass
+class Branch:
+    """A path of the file other than its main one: its newest line, its lines, the
+    last of them on the main path (None: it shares no line with it), and the first
+    not on it (what names the branch: it stays as the branch grows)."""
+
+    tip: str
+    path: bytearray
+    fork_line: int | None
+    first: str
+
+
+def main_path(start: str | None, index: Index, lines: int, side: bool) -> bytearray:
+    path, _cut = walk(start, index, lines, side)
+    close(path, index, side)
+    return path
+
+
+def branches(main: bytearray, index: Index, lines: int, side: bool) -> Iterator[Branch]:
+    """A path for each branch with content off `main` (of lines on `side`), newest
+    first, until every such line is on a path; at most `MAX_BRANCHES`."""
+    covered = bytearray(main)
+    made = 0
+    for uuid, (_parent, number) in reversed(list(index.parents.items())):
+        flags = index.flag(number)
+        if covered[number] or not flags & CONTENT or bool(flags & SIDE) != side:
+            continue
+        if made == MAX_BRANCHES:
+            return
+        path = main_path(uuid, index, lines, side)
+        last = _and(path, main).rfind(1)
+        first = index.uuid_at(off_path(path, main)) or uuid
+        yield Branch(uuid, path, last if last > 0 else None, first)
+        made += 1
+        covered = bytearray(_or(covered, path))
+
+
+def off_path(path: bytearray, other: bytearray) -> int:
+    """The first line of `path` not on `other` (-1: none)."""
+    return (int.from_bytes(path) & ~int.from_bytes(other)).to_bytes(len(path)).find(1)
+
+
+def _and(a: bytearray, b: bytearray) -> bytes:
+    return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
+
+
+def _or(a: bytearray, b: bytearray) -> bytes:
+    return (int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a))
+
+
+def left_over(covered: bytearray, index: Index, side: bool) -> int:
+    """Lines with content on `side` that no path holds."""
+    return sum(
+        1
+        for _p, n in index.parents.values()
+        if not covered[n] and index.flag(n) & CONTENT and bool(index.flag(n) & SIDE) == side
+    )
+
+
+def newest(path: bytearray, index: Index) -> str | None:
+    """The uuid of the path's last line in the file (where its next line continues)."""
+    last = path.rfind(1)
+    return index.uuid_at(last) if last > 0 else None

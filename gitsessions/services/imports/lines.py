@@ -45,6 +45,7 @@ class Tally:
     unknown: Counter[str] = field(default_factory=Counter)  # line types this build does not know
     ignored: Counter[str] = field(default_factory=Counter)  # known, and not part of the chat
     partial_tail: bool = False
+    joined: int = 0  # lines whose parent is not in the file, joined to the line before
 
     def damage(self, number: int, reason: str) -> None:
         self.damaged_count += 1
@@ -53,13 +54,19 @@ class Tally:
 
 
 def read_objects(
-    path: Path, tally: Tally | None = None, *, offset: int = 0, line: int = 0
+    path: Path,
+    tally: Tally | None = None,
+    *,
+    offset: int = 0,
+    line: int = 0,
+    probe: tuple[bytes, int] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each whole line of `path` that is a JSON object; with
     `tally`, its damage, line count, bytes and SHA-256 are recorded into it. With
     `offset` (the start of a line) and `line` (the lines before it), from there on: line
     numbers and the tally's `lines` count from the file's start, its bytes and SHA-256
-    are of what was read."""
+    are of what was read. With `probe` (bytes, n), only lines holding those bytes in
+    their first n are decoded."""
     digest = hashlib.sha256()
     number = line
     with open(path, "rb") as file:
@@ -88,7 +95,7 @@ def read_objects(
             digest.update(raw)
             if tally is not None:
                 tally.bytes += len(raw)
-            if not raw.strip():
+            if not raw.strip() or (probe is not None and probe[0] not in raw[: probe[1]]):
                 continue
             value = _decode(raw)
             if isinstance(value, str):

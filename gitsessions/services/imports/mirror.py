@@ -84,6 +84,14 @@ class Source:
     # nothing more will be written to the file (`finished.is_finished`): its end settles
     # everything, a call never answered stubbed; else what may still grow is held back
     finished: bool = False
+    # a branch of the file: the store id of the session it leaves (its fork point is the
+    # last commit of that session its outputs begin with; `fork_base`)
+    fork_of: str | None = None
+    # the lines after which this import ends a commit (where a branch of it leaves it)
+    cuts: list[int] = field(default_factory=list)
+    # where the session holds another path of the file than this one (its import
+    # diverged): this path as a branch of it, given the session's header (None: none)
+    moved: Callable[[dict[str, Any]], "Source | None"] | None = None
 
 
 @dataclass
@@ -168,7 +176,7 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         if skip == 0 and run.digest != expect:
             raise _Mismatch
         settled = [] if start is not None else list(done_of(head).get("settled") or [])
-        for output in _outputs(assembler, source.items(), source.finished, settled):
+        for output in assembled(assembler, source.items(), source.finished, settled):
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
@@ -205,7 +213,7 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
     )
 
 
-def _outputs(
+def assembled(
     assembler: Assembler, items: Iterator[Item], final: bool, settled: list[int]
 ) -> Iterator[Output]:
     """The assembled outputs; at each line of `settled` (where an earlier import found
@@ -235,6 +243,7 @@ class _Run:
         self.assembler = assembler  # its `title`: the first prompt typed
         self.latest = _parse(now)  # no time of the source's is later than the import's
         self.settled: list[int] = list(done_of(head).get("settled") or [])
+        self.cuts = list(source.cuts)
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
@@ -253,10 +262,10 @@ class _Run:
         self.starts = [n for n, m in enumerate(self.context) if m.get("role") == "user"]
 
     def take(self, output: Output, skip: int, expect: str) -> None:
-        if self.seen >= skip and not isinstance(output, Entry):
+        if self.seen >= skip and (not isinstance(output, Entry) or self._cut(output.line)):
             self.flush()  # the batch so far, its digest without this output
         self.seen += 1
-        self.digest = hashlib.sha256(self.digest.encode() + _digestible(output)).hexdigest()
+        self.digest = hashlib.sha256(self.digest.encode() + digestible(output)).hexdigest()
         if self.seen < skip:
             return
         if self.seen == skip:
@@ -292,6 +301,14 @@ class _Run:
                 self.context, self.starts = self.context[:cut], self.starts[: -output.turns]
             turns = plural(output.turns, "turn")
             self._commit("import", f"import: {turns} rolled back in the source")
+
+    def _cut(self, line: int) -> bool:
+        """Whether an entry of `line` is the first past a line where a branch leaves."""
+        passed = False
+        while self.cuts and line > self.cuts[0]:
+            self.cuts.pop(0)
+            passed = True
+        return passed
 
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
@@ -420,7 +437,7 @@ class _Run:
         self.batch = []
 
 
-def _digestible(output: Output) -> bytes:
+def digestible(output: Output) -> bytes:
     if isinstance(output, Entry):
         return b"E" + dumps_line([output.message, output.meta]) + b"\n"
     if isinstance(output, Compacted):

@@ -131,17 +131,24 @@ def fork(
     title: str | None,
     created_at: str,
     fork_point: bytes | None = None,
+    header_updates: Mapping[str, Any] | None = None,
     operation: str | None,
     **extra: Any,
 ) -> Head:
     """A new session forked from `source` (any head of a session, also one fetched from
-    a remote): its one fork commit and its branch."""
+    a remote): its one fork commit and its branch; `header_updates`, its header's own
+    fields (an imported branch's `imported`)."""
     return audited(
         store,
         operation,
         source.id,
         lambda: store.fork(
-            source, new_id, title=title, created_at=created_at, fork_point=fork_point
+            source,
+            new_id,
+            title=title,
+            created_at=created_at,
+            fork_point=fork_point,
+            header_updates=header_updates,
         ),
         fork=new_id,
         **extra,

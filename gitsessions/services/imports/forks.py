@@ -1,0 +1,121 @@
+"""A branch of a source file (a prompt edited, a turn rewound) imported as a fork of the
+session it leaves, sharing that session's history up to the branch.
+
+Invariants:
+- The fork point is a commit of the session the branch leaves (`Source.fork_of`): the
+  newest one whose import had written exactly the outputs the branch begins with (the
+  same count and the same chained SHA-256, `imported.outputs` and `digest`). The fork
+  is made there through the store's one fork (nothing copied), and the branch's outputs
+  past it are appended by `mirror.import_source` as on any import read again.
+- A branch that shares no commit with that session is imported as a session of its
+  own, its `parent_id` that session; one with nothing past the fork point (the path a
+  session was imported from before a prompt was edited) is not made.
+- A fork imported before is imported again as any session is (only what is new).
+"""
+
+import hashlib
+from dataclasses import dataclass
+
+from gitsessions.services.imports.assemble import Assembler, Entry
+from gitsessions.services.imports.mirror import (
+    Outcome,
+    Source,
+    assembled,
+    digestible,
+    done_of,
+    header_time,
+    import_source,
+)
+from gitsessions.services.imports.titles import prompt_title
+from gitsessions.services.sessions import writer
+from gitsessions.services.sessions.manage import fork_title
+from gitsessions.store.lease import Lease
+from gitsessions.store.sessions import Head, SessionStore
+
+
+@dataclass
+class Base:
+    """Where a branch leaves its session: that session's state there, the outputs it
+    had written and their digest, all the branch's outputs, and the title of the
+    branch's first prompt past it."""
+
+    head: Head
+    outputs: int
+    digest: str
+    total: int
+    title: str | None
+    first_time: str | None  # of the branch's first output past the fork point
+    last_time: str | None  # of its last output
+
+
+def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | None:
+    """Import `source`, a branch of the session `source.fork_of` (see the invariants);
+    None when the session already holds all of it (nothing made)."""
+    assert source.fork_of is not None
+    if store.exists(source.session_id) or not store.exists(source.fork_of):
+        return import_source(store, source, now)
+    base = find_base(store, source)
+    if base is None:
+        source.parent = source.fork_of
+        return import_source(store, source, now)
+    if base.total == base.outputs:
+        return None
+    source.first_time, source.last_time = base.first_time, base.last_time or source.last_time
+    done = {
+        **done_of(base.head),
+        **source.extra,
+        "id": source.source_id,
+        "title": None,
+        "summary": None,
+        "resume": None,
+    }
+    done.pop("settled", None)
+    with Lease(store.home, source.session_id):
+        writer.fork(
+            store,
+            base.head,
+            source.session_id,
+            title=base.title or fork_title(base.head.header.get("title") or ""),
+            created_at=header_time(base.first_time, now) or now,
+            header_updates={"imported": done, "summary": ""},
+            operation=None,
+        )
+    outcome = import_source(store, source, now)
+    if outcome.status == "appended":
+        outcome.status = "created"
+    return outcome
+
+
+def find_base(store: SessionStore, source: Source) -> Base | None:
+    """The newest commit of `source.fork_of` whose import wrote the outputs the branch
+    begins with; None when there is none. Reads the branch once, writes nothing."""
+    assert source.fork_of is not None
+    main = store.head(source.fork_of)
+    key = done_of(main).get("id")
+    points: dict[tuple[int, str], bytes] = {}
+    for commit_id, _commit in store.history(main):
+        done = done_of(store.head_at(main.id, commit_id))
+        if done.get("id") != key:
+            break  # past the session's own first commit
+        points.setdefault((int(done.get("outputs", 0)), str(done.get("digest"))), commit_id)
+    found: tuple[int, str, bytes] | None = None
+    title = first = last = None
+    digest, count = "", 0
+    for output in assembled(Assembler(), source.items(), source.finished, []):
+        count += 1
+        digest = hashlib.sha256(digest.encode() + digestible(output)).hexdigest()
+        if (count, digest) in points:
+            found, title, first = (count, digest, points[(count, digest)]), None, None
+            continue
+        time = output.meta.get("time") if isinstance(output, Entry) else None
+        first, last = first or time, time or last
+        if title is None and isinstance(output, Entry) and _typed(output):
+            title = prompt_title(output.message.get("content"))
+    if found is None:
+        return None
+    count_at, digest_at, commit = found
+    return Base(store.head_at(main.id, commit), count_at, digest_at, count, title, first, last)
+
+
+def _typed(entry: Entry) -> bool:
+    return entry.message.get("role") == "user" and entry.meta.get("step") == 0
