@@ -44,6 +44,7 @@ CASES = [
     ),
     ("claude-2.1.81", "claude-code", ["claude-2.1.81/cf325176-4a45-4241-a012-9cc9e24d86d7.jsonl"]),
     ("claude-2.1.92", "claude-code", ["claude-2.1.92/876cc65d-fcec-4643-a610-05e1980d26d2.jsonl"]),
+    ("claude-tree", "claude-code", ["claude-tree"]),  # a project folder: tests/test_import_tree.py
     ("codex-legacy", "codex", ["codex-legacy"]),
     ("codex-0.34", "codex", ["codex-0.34"]),
     ("codex-0.63", "codex", ["codex-0.63"]),
