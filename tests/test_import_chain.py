@@ -110,3 +110,51 @@ def test_codex_session_index_beside_the_rollouts_is_not_a_session(cli, tmp_path)
     index.write_text(json.dumps(thread) + "\n")
     result = cli("import", "--from", "codex", str(index), "--json")
     assert [o["status"] for o in json.loads(result.stdout)] == ["empty"]
+
+
+def test_a_compaction_whose_logical_parent_is_not_in_the_file_keeps_what_came_before(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("read the config")
+    f.reply("msg_1", [tool("toolu_a")], stop="tool_use")
+    f.results(("toolu_a", "port = 8080"))
+    f.reply("msg_2", [{"type": "text", "text": "It listens on 8080."}], stop="end_turn")
+    f.chained(
+        "system",
+        None,
+        parentUuid=None,
+        subtype="compact_boundary",
+        logicalParentUuid="a-line-never-written",  # as 2.1.17 and 2.1.42 left some
+        compactMetadata={"trigger": "auto", "preTokens": 150_000},
+    )
+    f.chained("user", {"role": "user", "content": "Summary: the port."}, isCompactSummary=True)
+    f.prompt("and the host?")
+    f.reply("msg_3", [{"type": "text", "text": "localhost."}], stop="end_turn")
+    result = cli("import", "--from", "claude-code", str(f.write()), "--json")
+    [one] = json.loads(result.stdout)
+    assert (one["joined"], one["compactions"], one["ignored"]) == (1, 1, {})
+    assert "1 line whose parent is not in the file joined to the line before it" in result.stderr
+    transcript = export(cli, one["session"])["transcript"]
+    contents = [record["message"].get("content") for record in transcript]
+    assert contents[:4] == ["read the config", None, "port = 8080", "It listens on 8080."]
+    assert contents[-2:] == ["and the host?", "localhost."]
+
+
+def test_parallel_results_out_of_order_with_the_next_turn_under_the_first_call(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("read three files")
+    a = f.reply("msg_1", [tool("toolu_a")])
+    b = f.reply("msg_1", [tool("toolu_b")])
+    c = f.reply("msg_1", [tool("toolu_c")], stop="tool_use")
+    f.results(("toolu_c", "C"), parentUuid=c)
+    f.results(("toolu_b", "B"), parentUuid=b)
+    f.results(("toolu_a", "A"), parentUuid=a)  # the last written: the next turn goes on here
+    f.reply("msg_2", [{"type": "text", "text": "Read all three."}], stop="end_turn")
+    f.prompt("thanks")
+    [one] = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    assert (one["stubbed"], one["orphans"], one["joined"], one["ignored"]) == (0, 0, 0, {})
+    messages = export(cli, one["session"])["messages"]
+    [reply] = [m for m in messages if m.get("tool_calls")]
+    assert [c["id"] for c in reply["tool_calls"]] == ["toolu_a", "toolu_b", "toolu_c"]
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["A", "B", "C"]
+    assert [m["content"] for m in messages[-2:]] == ["Read all three.", "thanks"]
+    assert alternation_error(messages) is None

@@ -151,7 +151,7 @@ def test_a_prompt_edited_in_the_source_since_its_import_is_a_fork_of_it(cli, cla
     claude_file.write()
     result = cli("import", "--from", "claude-code", str(path), "--json")
     [fork] = json.loads(result.stdout)
-    assert (fork["status"], fork["parent"], fork["branch"]) == ("created", SID, True)
+    assert (fork["status"], fork["fork_of"]) == ("created", SID)
     assert "its path moved" in result.stderr
     assert cli.json("info", SID)["head"] == head  # what was imported stays as it was
     messages = json.loads(cli("export", fork["session"]).stdout)["messages"]
