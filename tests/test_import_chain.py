@@ -158,3 +158,37 @@ def test_parallel_results_out_of_order_with_the_next_turn_under_the_first_call(c
     assert [m["content"] for m in messages if m["role"] == "tool"] == ["A", "B", "C"]
     assert [m["content"] for m in messages[-2:]] == ["Read all three.", "thanks"]
     assert alternation_error(messages) is None
+
+
+def test_a_branch_from_a_line_hanging_off_the_main_path_is_a_fork_imported_once(cli, tmp_path):
+    """Claude Code hangs lines with nothing to import (`turn_duration`, hook progress)
+    off a reply, at times after the main path went on from that reply; a prompt typed
+    under one after a rewind branches there."""
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.prompt("list the files")
+    reply = f.reply("msg_1", [{"type": "text", "text": "Three files."}], stop="end_turn")
+    f.prompt("open the last")  # the main path goes on from the reply
+    went_on = f.reply("msg_3", [{"type": "text", "text": "It holds the config."}])
+    f.last = reply
+    f.chained("system", None, subtype="turn_duration", durationMs=900)  # hangs off the reply
+    f.prompt("open the first")  # the branch: under the turn_duration line
+    empty = f.reply("msg_2", [{"type": "text", "text": "It is empty."}], stop="end_turn")
+    f.last = went_on
+    f.prompt("and the second?")  # the main path, written last
+    f.reply("msg_4", [{"type": "text", "text": "Also empty."}], stop="end_turn")
+    path = f.write()
+    result = cli("import", "--from", "claude-code", str(path), "--json")
+    main, fork = json.loads(result.stdout)
+    assert (fork["status"], fork["fork_of"]) == ("created", main["session"])
+    contents = [m["content"] for m in export(cli, fork["session"])["messages"]]
+    assert contents == ["list the files", "Three files.", "open the first", "It is empty."]
+    assert export(cli, main["session"])["messages"][-3]["content"] == "It holds the config."
+    # a summary of the branch's reply: the file is read whole again, the fork assembled
+    # from the file's start this time, and it must begin with what was imported
+    f.add({"type": "summary", "summary": "The first file", "leafUuid": empty})
+    again = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    assert [(o["session"], o["status"], o["messages"]) for o in again] == [
+        (main["session"], "appended", 0),  # the bytes read, in its header
+        (fork["session"], "appended", 0),  # and its summary
+    ]
+    assert export(cli, fork["session"])["summary"] == "The first file"

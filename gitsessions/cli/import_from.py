@@ -11,7 +11,8 @@ from gitsessions.services.imports import claude_code, claude_scan, codex, source
 from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
 from gitsessions.services.imports.finished import is_finished
 from gitsessions.services.imports.forks import import_branch
-from gitsessions.services.imports.mirror import Outcome, Source, import_source
+from gitsessions.services.imports.mirror import import_source
+from gitsessions.services.imports.source import Outcome, Source
 from gitsessions.store.lease import HomeNotWritable, check_writable, home_failure, not_writable
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.clock import now_iso

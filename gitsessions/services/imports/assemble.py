@@ -245,6 +245,15 @@ class Assembler:
             out += self.settle()
         return out
 
+    def close_before(self, item: Item) -> list[Output]:
+        """The reply being read, out now when feeding `item` would close it anyway (so
+        what comes out, and its order, is the same): an import ends a commit there."""
+        if self.group is None or isinstance(item, Result | Usage):
+            return []
+        if isinstance(item, Reply) and item.key == self.group.reply.key:
+            return []
+        return self._close()
+
     def settle(self) -> list[Output]:
         """Everything open, out (a call unanswered stubbed): where an earlier import of
         the file found it finished (`mirror`'s `imported.settled`), a read of the longer

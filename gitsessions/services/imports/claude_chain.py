@@ -149,8 +149,9 @@ def close(path: bytearray, index: Index, side: bool) -> None:
 @dataclass
 class Branch:
     """A path of the file other than its main one: its newest line, its lines, the
-    last of them on the main path (None: it shares no line with it), and the first
-    not on it (what names the branch: it stays as the branch grows)."""
+    line where it leaves the main path (the last they share before either holds a line
+    the other does not: up to it both hold the same lines; None: none), and the uuid of
+    its first line off the main path (what names the branch: it stays as it grows)."""
 
     tip: str
     path: bytearray
@@ -176,9 +177,10 @@ def branches(main: bytearray, index: Index, lines: int, side: bool) -> Iterator[
         if made == MAX_BRANCHES:
             return
         path = main_path(uuid, index, lines, side)
-        last = _and(path, main).rfind(1)
-        first = index.uuid_at(off_path(path, main)) or uuid
-        yield Branch(uuid, path, last if last > 0 else None, first)
+        off = off_path(path, main)
+        ends = [n for n in (off, off_path(main, path)) if n > 0]
+        last = _and(path, main).rfind(1, 0, min(ends, default=len(path)))
+        yield Branch(uuid, path, last if last > 0 else None, index.uuid_at(off) or uuid)
         made += 1
         covered = bytearray(_or(covered, path))
 

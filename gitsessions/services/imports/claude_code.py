@@ -31,7 +31,7 @@ from gitsessions.services.imports.lines import (
     read_objects,
     resume_point,
 )
-from gitsessions.services.imports.mirror import Source
+from gitsessions.services.imports.source import Source
 
 NAME = "claude-code"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -222,6 +222,7 @@ def sources(
         out.append(_part(found, path, main, key, one.path, known, branch_of=main.source_id))
         if one.fork_line is not None:
             out[-1].fork_of = main.session_id
+            out[-1].fork_line, out[-1].snapshots = one.fork_line, main.snapshots
         else:  # it shares no line with the main path: a session of its own beside it
             out[-1].parent = main.session_id
     return out
@@ -265,6 +266,7 @@ def _part(
         session_id=derived_id(key),
         tally=tally,
         items=lambda: items(path, chain, tally),
+        items_after=lambda line: items(path, chain, tally, after=line),
         summary=summary_of(chain, found.index, summaries),
         cwd=main.cwd,
         branch=main.branch,

@@ -24,13 +24,15 @@ FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn
 
 
 def items(
-    path: Path, chain: bytearray, tally: Tally, offset: int = 0, line: int = 0
+    path: Path, chain: bytearray, tally: Tally, offset: int = 0, line: int = 0, after: int = 0
 ) -> Iterator[Item]:
     """The second pass: the lines of `chain` (a bitmap of line numbers) as items, from
-    `offset` (the start of line `line + 1`) on."""
-    for number, obj in read_objects(path, offset=offset, line=line):
-        if number >= len(chain) or not chain[number]:
-            continue
+    `offset` (the start of line `line + 1`) on; only those past line `after`."""
+
+    def on_path(number: int, _raw: bytes) -> bool:
+        return after < number < len(chain) and chain[number] == 1
+
+    for number, obj in read_objects(path, offset=offset, line=line, wanted=on_path):
         yield from _items(number, obj, tally)
 
 

@@ -200,12 +200,16 @@ def summaries_in(paths: Iterable[Path]) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in paths:
         try:
-            for _n, obj in read_objects(path, probe=(b'"summary"', SUMMARY_PROBE)):
+            for _n, obj in read_objects(path, wanted=_may_be_summary):
                 if obj.get("type") == "summary":
                     _summary(found, obj)
         except OSError:
             continue  # said when the file itself is imported
     return found
+
+
+def _may_be_summary(_number: int, raw: bytes) -> bool:
+    return b'"summary"' in raw[:SUMMARY_PROBE]
 
 
 def summary_of(path: bytearray, index: Index, summaries: Mapping[str, str]) -> str | None:

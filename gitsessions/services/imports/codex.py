@@ -44,7 +44,7 @@ from gitsessions.services.imports.lines import (
     read_objects,
     resume_point,
 )
-from gitsessions.services.imports.mirror import Source
+from gitsessions.services.imports.source import Source
 
 NAME = "codex"
 TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")

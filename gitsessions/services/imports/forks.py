@@ -7,25 +7,29 @@ Invariants:
   same count and the same chained SHA-256, `imported.outputs` and `digest`). The fork
   is made there through the store's one fork (nothing copied), and the branch's outputs
   past it are appended by `mirror.import_source` as on any import read again.
+- Where the session's import in the same run passed the branch's fork line, it left a
+  `Snapshot` there (its assembler, outputs and digest, at a commit of its own): the
+  branch goes on from it, reading only its own lines; else (a session imported in an
+  earlier run) its outputs are assembled from the start and matched (`find_base`).
 - A branch that shares no commit with that session is imported as a session of its
   own, its `parent_id` that session; one with nothing past the fork point (the path a
   session was imported from before a prompt was edited) is not made.
 - A fork imported before is imported again as any session is (only what is new).
 """
 
+import copy
 import hashlib
 from dataclasses import dataclass
 
 from gitsessions.services.imports.assemble import Assembler, Entry
 from gitsessions.services.imports.mirror import (
-    Outcome,
-    Source,
     assembled,
     digestible,
     done_of,
     header_time,
     import_source,
 )
+from gitsessions.services.imports.source import Outcome, Source
 from gitsessions.services.imports.titles import prompt_title
 from gitsessions.services.sessions import writer
 from gitsessions.services.sessions.manage import fork_title
@@ -54,13 +58,14 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
     assert source.fork_of is not None
     if store.exists(source.session_id) or not store.exists(source.fork_of):
         return import_source(store, source, now)
-    base = find_base(store, source)
+    base = _from_snapshot(store, source) or find_base(store, source)
     if base is None:
         source.parent = source.fork_of
         return import_source(store, source, now)
     if base.total == base.outputs:
         return None
-    source.first_time, source.last_time = base.first_time, base.last_time or source.last_time
+    if base.first_time is not None:
+        source.first_time, source.last_time = base.first_time, base.last_time
     done = {
         **done_of(base.head),
         **source.extra,
@@ -76,7 +81,7 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
             base.head,
             source.session_id,
             title=base.title or fork_title(base.head.header.get("title") or ""),
-            created_at=header_time(base.first_time, now) or now,
+            created_at=header_time(source.first_time, now) or now,
             header_updates={"imported": done, "summary": ""},
             operation=None,
         )
@@ -84,6 +89,44 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
     if outcome.status == "appended":
         outcome.status = "created"
     return outcome
+
+
+def _from_snapshot(store: SessionStore, source: Source) -> Base | None:
+    """Where the branch leaves its session as that session's import in this run saw it
+    (`Snapshot`, at the branch's fork line): the branch then reads only its lines past
+    it, going on from that import's assembler. None when there is no such snapshot, or
+    the branch's outputs do not begin with what the snapshot's commit holds."""
+    snap = source.snapshots.get(source.fork_line) if source.fork_line is not None else None
+    if snap is None or snap.commit is None or source.items_after is None:
+        return None
+    assert source.fork_of is not None and source.fork_line is not None
+    line, after = source.fork_line, source.items_after
+    count, digest, holds = snap.outputs, snap.digest, snap.committed == snap.outputs
+    title = first = last = None
+    for output in assembled(copy.deepcopy(snap.assembler), after(line), source.finished, []):
+        count += 1
+        digest = hashlib.sha256(digest.encode() + digestible(output)).hexdigest()
+        if count == snap.committed:
+            holds = digest == snap.committed_digest
+        if count <= snap.committed or not isinstance(output, Entry):
+            continue
+        time = output.meta.get("time")
+        first, last = first or time, time or last
+        if title is None and _typed(output):
+            title = prompt_title(output.message.get("content"))
+    if not holds:
+        return None
+    source.items = lambda: after(line)
+    source.assembler = copy.deepcopy(snap.assembler)
+    source.start = {
+        "outputs": snap.outputs,
+        "digest": snap.digest,
+        "turn": snap.assembler.turn,
+        "step": snap.assembler.step,
+        "line": line,
+    }
+    head = store.head_at(source.fork_of, snap.commit)
+    return Base(head, snap.committed, snap.committed_digest, count, title, first, last)
 
 
 def find_base(store: SessionStore, source: Source) -> Base | None:

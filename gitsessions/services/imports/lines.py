@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,14 +59,14 @@ def read_objects(
     *,
     offset: int = 0,
     line: int = 0,
-    probe: tuple[bytes, int] | None = None,
+    wanted: Callable[[int, bytes], bool] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each whole line of `path` that is a JSON object; with
     `tally`, its damage, line count, bytes and SHA-256 are recorded into it. With
     `offset` (the start of a line) and `line` (the lines before it), from there on: line
     numbers and the tally's `lines` count from the file's start, its bytes and SHA-256
-    are of what was read. With `probe` (bytes, n), only lines holding those bytes in
-    their first n are decoded."""
+    are of what was read. With `wanted` (a line's number and bytes -> whether to read
+    it), only the lines it wants are decoded."""
     digest = hashlib.sha256()
     number = line
     with open(path, "rb") as file:
@@ -95,7 +95,7 @@ def read_objects(
             digest.update(raw)
             if tally is not None:
                 tally.bytes += len(raw)
-            if not raw.strip() or (probe is not None and probe[0] not in raw[: probe[1]]):
+            if not raw.strip() or (wanted is not None and not wanted(number, raw)):
                 continue
             value = _decode(raw)
             if isinstance(value, str):

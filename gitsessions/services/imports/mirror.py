@@ -27,11 +27,10 @@ Invariants:
   session's lease.
 """
 
+import copy
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from gitsessions.services.hooks.audit import audit
@@ -43,7 +42,8 @@ from gitsessions.services.imports.assemble import (
     Output,
     RolledBack,
 )
-from gitsessions.services.imports.lines import Tally, prefix_sha256
+from gitsessions.services.imports.lines import prefix_sha256
+from gitsessions.services.imports.source import Outcome, Snapshot, Source
 from gitsessions.services.sessions import writer
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore
@@ -56,63 +56,6 @@ from gitsessions.values.secrets import redact_value
 
 PART = 2048  # transcript records per commit
 MAX_SETTLED = 100  # lines where a finished file's end settled what was open, kept
-
-
-@dataclass
-class Source:
-    """One session of a source, as its format's reader found it (first pass done)."""
-
-    format: str  # "claude-code", "codex"
-    path: Path
-    source_id: str
-    session_id: str
-    tally: Tally
-    items: Callable[[], Iterator[Item]]  # the second pass
-    title: str | None = None
-    summary: str | None = None
-    cwd: str | None = None
-    branch: str | None = None
-    first_time: str | None = None
-    last_time: str | None = None
-    parent: str | None = None  # the store id of the session it was forked from
-    extra: dict[str, Any] = field(default_factory=dict)  # more of `imported`
-    # a source read from where its last import stopped (`imported.resume`): the outputs
-    # and digest so far, the turn and step, and the line it was read from
-    start: dict[str, Any] | None = None
-    # where the next import may start reading, once this one has read to the end
-    resume_point: Callable[[Assembler], dict[str, Any] | None] | None = None
-    # nothing more will be written to the file (`finished.is_finished`): its end settles
-    # everything, a call never answered stubbed; else what may still grow is held back
-    finished: bool = False
-    # a branch of the file: the store id of the session it leaves (its fork point is the
-    # last commit of that session its outputs begin with; `fork_base`)
-    fork_of: str | None = None
-    # the lines after which this import ends a commit (where a branch of it leaves it)
-    cuts: list[int] = field(default_factory=list)
-    # where the session holds another path of the file than this one (its import
-    # diverged): this path as a branch of it, given the session's header (None: none)
-    moved: Callable[[dict[str, Any]], "Source | None"] | None = None
-
-
-@dataclass
-class Outcome:
-    """What an import of one source did. `status`: created, appended, unchanged, or
-    (nothing written) shortened, rewritten, diverged, continued, empty."""
-
-    source: Source
-    status: str
-    messages: int = 0  # transcript messages written now
-    compactions: int = 0
-    held: int | None = None  # the first line held back (may still grow)
-    orphans: int = 0  # tool results without their call
-    stubbed: int = 0  # calls the source holds no result for (given a stub result)
-    read_from_line: int | None = None  # only the lines from here on were read
-    redacted: dict[str, int] = field(default_factory=dict)
-    detail: str = ""
-
-    @property
-    def wrote(self) -> bool:
-        return self.status in ("created", "appended")
 
 
 class _Mismatch(Exception):
@@ -164,19 +107,24 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
                 " the source's new lines are not merged into it",
             )
         skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
-    assembler = Assembler()
+    assembler = source.assembler or Assembler()
     run = _Run(store, source, head, now, assembler)
     start = source.start
-    if start is not None:  # read on from where the last import stopped
-        if head is None or (start["outputs"], start["digest"]) != (skip, expect):
+    if start is not None:  # read on from where the last import (or a branch's) stood
+        at = (start["outputs"], start["digest"])
+        if head is None or at[0] > skip or (at[0] == skip and at[1] != expect):
             raise InvalidInput(f"session {source.session_id[:8]} changed while it was read")
-        run.seen, run.digest, skip = skip, expect, 0
+        run.seen, run.digest = at
         assembler.turn, assembler.step = start["turn"], start["step"]
+    run.skip = skip
     try:
-        if skip == 0 and run.digest != expect:
+        if skip == run.seen and run.digest != expect:
             raise _Mismatch
         settled = [] if start is not None else list(done_of(head).get("settled") or [])
-        for output in assembled(assembler, source.items(), source.finished, settled):
+        outputs = assembled(
+            assembler, source.items(), source.finished, settled, source.cuts, run.snapshot
+        )
+        for output in outputs:
             run.take(output, skip, expect)
         if run.seen < skip:
             raise _Mismatch
@@ -214,15 +162,29 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
 
 
 def assembled(
-    assembler: Assembler, items: Iterator[Item], final: bool, settled: list[int]
+    assembler: Assembler,
+    items: Iterator[Item],
+    final: bool,
+    settled: list[int],
+    cuts: list[int] = (),  # type: ignore[assignment]
+    at_cut: Callable[[int, bool], None] | None = None,
 ) -> Iterator[Output]:
     """The assembled outputs; at each line of `settled` (where an earlier import found
-    the file finished and settled what was open), what is open settled again."""
-    points = sorted(settled)
+    the file finished and settled what was open), what is open settled again; before
+    the first item past each line of `cuts`, `at_cut(line, False)`, then what that item
+    would close anyway closed (`Assembler.close_before`), then `at_cut(line, True)`."""
+    points, forks = sorted(settled), sorted(cuts)
     for item in items:
         while points and item.line > points[0]:
             points.pop(0)
             yield from assembler.settle()
+        while forks and item.line > forks[0]:
+            line = forks.pop(0)
+            if at_cut is not None:
+                at_cut(line, False)
+            yield from assembler.close_before(item)
+            if at_cut is not None:
+                at_cut(line, True)
         yield from assembler.feed(item)
     yield from assembler.finish(final)
 
@@ -243,7 +205,7 @@ class _Run:
         self.assembler = assembler  # its `title`: the first prompt typed
         self.latest = _parse(now)  # no time of the source's is later than the import's
         self.settled: list[int] = list(done_of(head).get("settled") or [])
-        self.cuts = list(source.cuts)
+        self.skip = 0  # outputs a re-import takes without writing them (its first)
         self.digest = ""  # chained: sha256(previous digest, the output), per output
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
@@ -262,7 +224,7 @@ class _Run:
         self.starts = [n for n, m in enumerate(self.context) if m.get("role") == "user"]
 
     def take(self, output: Output, skip: int, expect: str) -> None:
-        if self.seen >= skip and (not isinstance(output, Entry) or self._cut(output.line)):
+        if self.seen >= skip and not isinstance(output, Entry):
             self.flush()  # the batch so far, its digest without this output
         self.seen += 1
         self.digest = hashlib.sha256(self.digest.encode() + digestible(output)).hexdigest()
@@ -302,13 +264,20 @@ class _Run:
             turns = plural(output.turns, "turn")
             self._commit("import", f"import: {turns} rolled back in the source")
 
-    def _cut(self, line: int) -> bool:
-        """Whether an entry of `line` is the first past a line where a branch leaves."""
-        passed = False
-        while self.cuts and line > self.cuts[0]:
-            self.cuts.pop(0)
-            passed = True
-        return passed
+    def snapshot(self, line: int, closed: bool) -> None:
+        """Before the first line past `line`, where a branch of the file leaves: how the
+        import stands kept for the branch (`Snapshot`); once what that line would close
+        is closed (`closed`), what is taken committed, and the commit kept with it."""
+        if not closed:
+            copied = copy.deepcopy(self.assembler)
+            self.source.snapshots[line] = Snapshot(copied, self.seen, self.digest)
+            return
+        snapshot = self.source.snapshots[line]
+        if self.seen >= self.skip:
+            self.flush()
+            if self.head is not None:
+                snapshot.commit = self.head.commit
+                snapshot.committed, snapshot.committed_digest = self.seen, self.digest
 
     def _add(self, entry: Entry, turn_start: bool = True) -> None:
         message, meta = entry.message, dict(entry.meta)
