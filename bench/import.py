@@ -4,7 +4,8 @@ a Claude Code file with one 60 MB line of nested empty objects (`{"x":[{},{},...
 which `json.loads` would need about 2 GB for), skipped as damage.
 
 Goals (issue 30): the first import of 100k lines under 150 MB peak RSS, a re-import
-after 10 new lines about a second, the 60 MB line's import under 200 MB.
+after 10 new lines about a second, the 60 MB line's import under 200 MB. Issue 39 adds
+`claude-code-rewinds`: a turn left every 100 turns, each a branch imported as a fork.
 
     uv run python bench/import.py                  # all sizes; a few minutes
     uv run python bench/import.py --sizes 1000     # smoke test
@@ -33,13 +34,21 @@ sys.path.insert(0, str(ROOT))
 from tests.import_fixtures import ClaudeFile  # noqa: E402
 
 RESULT = "lorem ipsum dolor sit amet, " * 70  # ~2 KB of tool output
+REWINDS = "claude-code-rewinds"  # Claude Code, a turn left every REWIND turns (forks)
+REWIND = 100
 
 
-def claude_source(path: Path, lines: int) -> ClaudeFile:
+def claude_source(path: Path, lines: int, rewind: int = 0) -> ClaudeFile:
+    """Turns of Claude Code's; with `rewind`, every that many turns the turn before is
+    left (the turn goes on from the one before that): a branch, a fork."""
     f = ClaudeFile(path)
     turn = 0
+    before: str | None = None  # where the turn before began
     while len(f.lines) < lines:
         turn += 1
+        if rewind and turn % rewind == 0:
+            f.last = before
+        before = f.last
         if turn % 400 == 0:  # ~2,000 lines: a compaction
             boundary = f.chained(
                 "system", None, parentUuid=None, subtype="compact_boundary",
@@ -168,8 +177,8 @@ def run(home: Path, *args: str) -> tuple[float, float, str]:
 def write_sources(fmt: str, lines: int, path: Path) -> None:
     """`path` with `lines` lines, and `path.more` the same with 10 more (a child process
     writes them: the bench's own memory stays small, so a child's peak RSS is its own)."""
-    if fmt == "claude-code":
-        f = claude_source(path, lines)
+    if fmt.startswith("claude-code"):
+        f = claude_source(path, lines, REWIND if fmt == REWINDS else 0)
         f.write()
         for n in range(10_000_000, 10_000_002):
             claude_turn(f, n)  # 2 turns of 5 lines
@@ -188,9 +197,10 @@ def measure(tmp: Path, fmt: str, lines: int) -> dict[str, Any]:
         [sys.executable, __file__, "--write", fmt, str(lines), str(path)], check=True, cwd=ROOT
     )
     size = path.stat().st_size
-    first = run(home, "import", "--from", fmt, str(path))
+    source = "claude-code" if fmt == REWINDS else fmt
+    first = run(home, "import", "--from", source, str(path))
     path.with_suffix(".more").replace(path)
-    again = run(home, "import", "--from", fmt, str(path))
+    again = run(home, "import", "--from", source, str(path))
     return {
         "format": fmt,
         "lines": lines,
@@ -234,7 +244,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "import.json"))
     parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--wide-mb", type=int, default=60, help="the one long line's MB")
-    parser.add_argument("--formats", default="claude-code,codex")
+    parser.add_argument("--formats", default=f"claude-code,codex,{REWINDS}")
     args = parser.parse_args()
     if args.write:
         write_sources(args.write[0], int(args.write[1]), Path(args.write[2]))
@@ -247,7 +257,7 @@ def main() -> None:
                 results.append(measure(Path(tmp), fmt, lines))
                 r = results[-1]
                 print(
-                    f"{fmt:12} {lines:>7} lines {r['bytes'] / 2**20:7.1f} MB | first"
+                    f"{fmt:19} {lines:>7} lines {r['bytes'] / 2**20:7.1f} MB | first"
                     f" {r['first']['seconds']:7.2f} s {r['first']['rss_mb']:6.0f} MB | again"
                     f" {r['again']['seconds']:7.2f} s {r['again']['rss_mb']:6.0f} MB"
                     f" | {r['again']['out'].split(chr(9))[1:3]}",
