@@ -130,6 +130,8 @@ def import_source(store: SessionStore, source: Source, now: str) -> Outcome:
 
 
 def _import(store: SessionStore, source: Source, now: str) -> Outcome:
+    if source.finished:
+        source.tally.settle_tail()  # a cut last line: nothing will complete it now
     head = store.head(source.session_id) if store.exists(source.session_id) else None
     skip, expect = 0, ""
     if head is not None:
