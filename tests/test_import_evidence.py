@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.imports import claude_code, codex
-from gitsessions.services.imports.assemble import NO_RESULT
+from gitsessions.services.imports.assemble import NO_RESULT, REASONING_ONLY
 from tests.import_fixtures import CODEX_SESSION, ClaudeFile
 
 STALE = 120  # seconds: older than `finished.QUIET`
@@ -246,19 +246,21 @@ def test_a_line_too_big_once_decoded_is_skipped_by_number_and_the_rest_imported(
     assert [m["content"] for m in export(cli, one["session"])["messages"]] == ["hello", "Hi."]
 
 
-def test_a_file_read_whole_again_settles_where_an_earlier_import_found_it_finished(cli, tmp_path):
+def test_a_file_that_grows_after_its_end_was_settled_keeps_what_was_imported(cli, tmp_path):
     f = ClaudeFile(tmp_path / "s.jsonl")
     f.prompt("run it")
     f.reply("msg_1", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}])
     f.reply("msg_2", [{"type": "thinking", "thinking": "waiting", "signature": "s"}])
     path = f.write()
-    first = outcome(cli, "claude-code", path)  # finished: the call stubbed
+    first = outcome(cli, "claude-code", path)  # finished: the call stubbed, the reasoning kept
     assert first["stubbed"] == 1
     f.results(("toolu_1", "late"))  # the file grew after all (a resumed session)
     f.prompt("again")
     f.reply("msg_3", [{"type": "text", "text": "Done."}], stop="end_turn")
     f.write()
-    again = outcome(cli, "claude-code", path)  # read whole (reasoning was carried)
-    assert (again["status"], again["read_from_line"], again["orphans"]) == ("appended", None, 1)
-    contents = [m.get("content") for m in export(cli, first["session"])["messages"]]
-    assert contents == ["run it", None, NO_RESULT, "again", "Done."]
+    again = outcome(cli, "claude-code", path)  # read on from the end of the first import
+    assert (again["status"], again["read_from_line"], again["orphans"]) == ("appended", 4, 1)
+    transcript = export(cli, first["session"])["transcript"]
+    contents = [r["message"].get("content") for r in transcript]
+    assert contents == ["run it", None, NO_RESULT, REASONING_ONLY, "again", "Done."]
+    assert transcript[3]["source"]["reasoning"][0]["thinking"] == "waiting"

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from gitsessions.values.messages import alternating
 from tests.conftest import Cli, git
 
 TREE = Path(__file__).parent / "fixtures" / "real" / "claude-tree"
@@ -396,12 +397,16 @@ def test_every_tool_output_is_stored(imported: Imported):
     assert not lost, f"{len(lost)} of {len(COUNTED.outputs)} tool outputs stored nowhere: {lost}"
 
 
-def test_an_empty_output_is_stored_as_a_text_that_says_so(imported: Imported):
+def test_an_empty_output_is_stored_and_sent_as_a_text_that_says_so(imported: Imported):
     empty = [call_id for call_id, text in COUNTED.outputs.items() if text == ""]
+    assert empty
     for call_id in empty:
         contents = imported.stored.tool.get(call_id)
-        assert contents, f"the empty output of {call_id} is stored nowhere"
-        assert all(c.strip() for c in contents), f"{call_id} is stored with empty content"
+        assert contents == [""], f"the empty output of {call_id} is not stored as it was"
+        for doc in imported.stored.sessions.values():  # what a resumed turn sends
+            for message in alternating(doc["messages"]):
+                if message.get("tool_call_id") == call_id:
+                    assert message["content"].strip(), f"{call_id} is sent empty"
 
 
 def test_every_assistant_text_is_stored(imported: Imported):

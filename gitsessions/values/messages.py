@@ -21,6 +21,9 @@ from gitsessions.values.errors import InvalidInput
 
 Message = dict[str, Any]
 ROLES = ("system", "user", "assistant", "tool")
+# what a tool message with empty content says in a request (some servers refuse empty
+# content; the stored message keeps what the tool returned)
+NO_OUTPUT = "(no output)"
 TRANSCRIPT_ONLY = ("incomplete", "interrupted", "unsent_tool_calls")  # never in a context
 
 
@@ -126,8 +129,9 @@ def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     source may hold two replies in a row), so user and assistant take turns (tool
     results aside). A continuation note followed by the kept prompt
     becomes one user message (a prompt after an unanswered one never meets it: the
-    agent closes the unanswered one first, `agent/interrupted.py`); what is stored is
-    not changed. Other messages are passed on as they are (copied)."""
+    agent closes the unanswered one first, `agent/interrupted.py`); a tool message
+    whose content is empty (none, blank text, no parts) says `NO_OUTPUT`. What is
+    stored is not changed. Other messages are passed on as they are (copied)."""
     merged: list[Message] = []
     for message in messages:
         last = merged[-1] if merged else {}
@@ -136,9 +140,16 @@ def alternating(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
             merged[-1] = {**last, "content": _joined(last, message)}
         elif role == "assistant" and last.get("role") == "assistant" and not last.get("tool_calls"):
             merged[-1] = {**message, "content": _joined(last, message) or None}
+        elif role == "tool" and _empty(message.get("content")):
+            merged.append({**message, "content": NO_OUTPUT})
         else:
             merged.append(dict(message))
     return merged
+
+
+def _empty(content: Any) -> bool:
+    """Whether a message's content says nothing: none, blank text or no parts."""
+    return content is None or content == [] or (isinstance(content, str) and not content.strip())
 
 
 def _joined(first: Mapping[str, Any], second: Mapping[str, Any]) -> str | list[Any]:

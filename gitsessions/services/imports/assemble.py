@@ -18,7 +18,10 @@ Invariants:
   without its summary) is held back, not emitted (`Assembler.held`), so a later import
   of the longer file emits the same output first, then more.
 - Reasoning (Claude's thinking, Codex's reasoning, encrypted or not) is kept as data in
-  the record's `source`, never in a message: nothing of it is ever sent to a model.
+  the record's `source`, never in a message: nothing of it is ever sent to a model. A
+  reply of reasoning only (no text, no call) is carried to the next reply's record; when
+  no reply of its turn follows (a user's prompt, or the end of a finished file), it is
+  kept in the record of an assistant message of its own, `REASONING_ONLY`: never lost.
 """
 
 import json
@@ -34,6 +37,8 @@ NO_RESULT = "[no result was recorded in the imported session]"
 # before a reply that comes first (a file that starts in the middle of a session): a
 # request starts with the user's turn
 NO_PROMPT = "[imported: the source starts in the middle of a session; what came before is lost]"
+# a reply of reasoning only that no reply follows: its reasoning in this message's record
+REASONING_ONLY = "[imported: a reply of reasoning only, kept in this record's source]"
 
 
 @dataclass
@@ -56,6 +61,7 @@ class Result:
     line: int
     time: str | None = None
     error: bool = False
+    images: list[dict[str, str]] = field(default_factory=list)  # kept in its record (images.py)
 
 
 @dataclass
@@ -205,6 +211,8 @@ class Assembler:
             out += self._drain()
         elif isinstance(item, Prompt):
             out += self._settle_all() + self._settle_boundary()
+            if item.role == "user":  # the turn ends: reasoning carried is its own
+                out += self._reasoning_only()
             out += self._prompt(item)
         elif isinstance(item, Boundary):
             out += self._settle_all() + self._settle_boundary()
@@ -240,7 +248,7 @@ class Assembler:
             self.held = self.group.reply.line
         elif self.boundary is not None:
             self.held = self.boundary.line
-        if final and self.held is not None:
+        if final and (self.held is not None or self.carried):
             self.held, self.forced = None, True
             out += self.settle()
         return out
@@ -255,10 +263,17 @@ class Assembler:
         return self._close()
 
     def settle(self) -> list[Output]:
-        """Everything open, out (a call unanswered stubbed): where an earlier import of
-        the file found it finished (`mirror`'s `imported.settled`), a read of the longer
-        file settles the same way there."""
-        return self._settle_all() + self._settle_boundary()
+        """Everything open, out (a call unanswered stubbed, reasoning carried kept in a
+        message of its own): where an earlier import of the file found it finished
+        (`mirror`'s `imported.settled`), a read of the longer file settles the same way
+        there."""
+        return self._settle_all() + self._settle_boundary() + self._reasoning_only()
+
+    def _reasoning_only(self) -> list[Output]:
+        """Reasoning carried that no reply of its turn took: kept in a message's record."""
+        if not self.carried:
+            return []
+        return self._emit(_Group(Reply("", 0, text=[REASONING_ONLY])))
 
     def _prompt(self, item: Prompt) -> list[Output]:
         if item.role == "user":
@@ -343,11 +358,13 @@ class Assembler:
             elif result.error and isinstance(content, str):
                 content = content if content.startswith("error") else f"error: {content}"
             self.step += 1
+            kept = {"source": {"images": result.images}} if result and result.images else {}
             out.append(
                 self._entry(
                     {"role": "tool", "tool_call_id": one["id"], "content": content},
                     (result.time if result else None) or reply.time,
                     result.line if result else reply.line,
+                    **kept,
                 )
             )
         return out

@@ -258,7 +258,10 @@ def _part(
     **extra: Any,
 ) -> Source:
     """A source for a path of the file other than its main one."""
-    tally = Tally(lines=found.tally.lines, bytes=found.tally.bytes, sha256=found.tally.sha256)
+    whole = found.tally  # its damage and cut last line are said once, with the main path's
+    tally = Tally(
+        lines=whole.lines, bytes=whole.bytes, sha256=whole.sha256, partial_tail=whole.partial_tail
+    )
     return Source(
         format=NAME,
         path=path,

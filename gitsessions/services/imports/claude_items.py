@@ -18,6 +18,7 @@ from gitsessions.services.imports.assemble import (
     Summary,
     call,
 )
+from gitsessions.services.imports.images import kept
 from gitsessions.services.imports.lines import Tally, read_objects
 
 FINAL_STOPS = ("end_turn", "stop_sequence", "max_tokens", "refusal", "pause_turn")
@@ -69,9 +70,10 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                images: list[dict[str, str]] = []  # filled by _text, kept in the record
                 yield Result(
-                    block["tool_use_id"], _text(block.get("content")), n, time,
-                    block.get("is_error") is True,
+                    block["tool_use_id"], _text(block.get("content"), images), n, time,
+                    block.get("is_error") is True, images,
                 )  # fmt: skip
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 parts.append({"type": "text", "text": block["text"]})
@@ -106,8 +108,9 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
         yield reply
 
 
-def _text(content: Any) -> str:
-    """A tool result's or summary's content as text (an image named, not kept)."""
+def _text(content: Any, images: list[dict[str, str]] | None = None) -> str:
+    """A tool result's or summary's content as text; an image named, and kept in
+    `images` (a tool result's: `images.kept`)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -117,8 +120,7 @@ def _text(content: Any) -> str:
         if isinstance(block, dict) and block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif isinstance(block, dict) and block.get("type") == "image":
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
-            texts.append(f"[image: {source.get('media_type', 'unknown type')}, not imported]")
+            texts.append(kept(block, images))
     return "\n".join(texts)
 
 

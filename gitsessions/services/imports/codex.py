@@ -11,7 +11,9 @@ Each line is `{"timestamp", "type", "payload"}`: `session_meta` (`id`,
 
 Invariants:
 - One pass for the metadata, one for the items, each a line at a time. An older
-  rollout (the meta object as its first line, then bare response items) reads the same.
+  rollout (the meta object as its first line, then bare response items) reads the same;
+  its cwd, which it keeps only in the `<environment_context>` message, is read from
+  there, its times from the meta object's timestamp and any item's.
 - A reply is the response items between two ends of a model response (a `token_count`
   event, or a tool result followed by more calls); encrypted reasoning stays data.
 - `base_instructions` (Codex's own system prompt) is kept as the transcript's first
@@ -19,6 +21,7 @@ Invariants:
 """
 
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,12 +61,14 @@ INJECTED = (
     "<INSTRUCTIONS>",
     "<turn_aborted>",
 )
+_CWD = re.compile(r"<cwd>([^<\n]{1,4096})</cwd>")  # in an `<environment_context>` message
 
 
 @dataclass
 class Scan:
     tally: Tally
     meta: dict[str, Any] = field(default_factory=dict)
+    cwd: str | None = None  # the first `<environment_context>`'s (an older rollout's only)
     first_time: str | None = None
     last_time: str | None = None
     offset: int = 0
@@ -121,11 +126,24 @@ def scan(path: Path, offset: int = 0, line: int = 0) -> Scan:
         payload = obj.get("payload")
         if kind == "session_meta" and isinstance(payload, dict) and not found.meta:
             found.meta = payload
+        elif kind == "response_item" and found.cwd is None and isinstance(payload, dict):
+            found.cwd = _context_cwd(payload)
         stamp = obj.get("timestamp")
         if isinstance(stamp, str):
             found.first_time = found.first_time or stamp
             found.last_time = stamp
     return found
+
+
+def _context_cwd(item: dict[str, Any]) -> str | None:
+    """The `<cwd>` of an `<environment_context>` user message; None for any other item."""
+    if item.get("type") != "message" or item.get("role") != "user":
+        return None
+    text = _content(item.get("content"))
+    if not isinstance(text, str) or not text.lstrip().startswith("<environment_context>"):
+        return None
+    match = _CWD.search(text)
+    return (match.group(1).strip() or None) if match else None
 
 
 def derived_id(source_id: str) -> str:
@@ -333,7 +351,7 @@ def source(path: Path, exists: Callable[[str], bool]) -> Source:
         tally=found.tally,
         items=lambda: items(path, found.tally, reading, marks),
         resume_point=_resume_point(path, found, reading, marks),
-        cwd=meta.get("cwd") if isinstance(meta.get("cwd"), str) else None,
+        cwd=meta.get("cwd") if isinstance(meta.get("cwd"), str) else found.cwd,
         branch=git.get("branch") if isinstance(git.get("branch"), str) else None,
         first_time=found.first_time,
         last_time=found.last_time,
@@ -406,7 +424,7 @@ def resumed(path: Path, header_of: Callable[[str], dict[str, Any] | None]) -> So
         session_id=derived_id(key),
         tally=tally,
         items=lambda: items(path, tally, reading, marks, resume["offset"], resume["line"]),
-        cwd=done.get("cwd"),
+        cwd=done.get("cwd") or found.cwd,
         last_time=found.last_time,
         extra=extra,
         start={

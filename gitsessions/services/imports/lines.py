@@ -1,8 +1,13 @@
 """A JSONL source read a line at a time: memory holds one line, never the file.
 
 Invariants:
-- Only whole lines are read: a last line without its newline (a writer still writing
-  it) is left for the next import and not counted as read (`Tally.bytes` stops before it).
+- Every whole line is read. A last line without its newline is whole when it is a JSON
+  object (a finished file need not end in a newline): it is read and counted like any
+  other. One that is not (a writer still writing it) is left for the next import, not
+  counted as read (`Tally.bytes` stops before it), and noted (`Tally.partial_tail`,
+  `Tally.tail`): damage once the file is found finished (`Tally.settle_tail`), since
+  nothing will complete it. A read that goes on from the end of a line read without
+  its newline takes the newline written since as that line's, not as a line of its own.
 - A line that is not a JSON object (or longer than `MAX_LINE`, or that would take more
   than `MAX_DECODED` bytes of memory once decoded) is damage: reported with its 1-based
   line number, skipped, and the rest of the file still read.
@@ -20,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 # a line longer than this is damage (read in pieces, skipped): the store holds no object
 # over 64 MiB either, so no message of such a line could be stored
@@ -44,13 +49,22 @@ class Tally:
     damaged_count: int = 0
     unknown: Counter[str] = field(default_factory=Counter)  # line types this build does not know
     ignored: Counter[str] = field(default_factory=Counter)  # known, and not part of the chat
-    partial_tail: bool = False
+    partial_tail: bool = False  # the last line, without its newline, is cut (held back)
+    tail: tuple[int, str] | None = None  # that line's number, and why it is not whole
     joined: int = 0  # lines whose parent is not in the file, joined to the line before
 
     def damage(self, number: int, reason: str) -> None:
         self.damaged_count += 1
         if len(self.damaged) < KEPT_DAMAGE:
             self.damaged.append((number, reason))
+
+    def settle_tail(self) -> None:
+        """The file is finished: a cut last line will never be completed, so it is
+        damage (once, however often this is called)."""
+        if self.tail is not None:
+            number, reason = self.tail
+            self.damage(number, f"cut off (no newline, {reason}), and the file is finished")
+            self.tail = None
 
 
 def read_objects(
@@ -63,22 +77,39 @@ def read_objects(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each whole line of `path` that is a JSON object; with
     `tally`, its damage, line count, bytes and SHA-256 are recorded into it. With
-    `offset` (the start of a line) and `line` (the lines before it), from there on: line
+    `offset` (the start of a line, or the end of a last line an earlier read took without
+    its newline) and `line` (the lines before it), from there on: line
     numbers and the tally's `lines` count from the file's start, its bytes and SHA-256
     are of what was read. With `wanted` (a line's number and bytes -> whether to read
     it), only the lines it wants are decoded."""
     digest = hashlib.sha256()
     number = line
     with open(path, "rb") as file:
-        file.seek(offset)
+        size, more = _rest(file, offset, digest)
+        if tally is not None:
+            tally.bytes += size
+            if more:
+                tally.damage(number, "written on after it was read without its newline")
         while True:
             raw = file.readline(MAX_LINE)
             if not raw:
                 break
             if not raw.endswith(b"\n"):
-                if len(raw) < MAX_LINE:  # the end of the file: a line still being written
+                if len(raw) < MAX_LINE:  # the end of the file, the line without its newline
+                    if not raw.strip():
+                        break  # nothing to read (and not counted: a read goes on from it)
+                    value = _decode(raw)
+                    if isinstance(value, str):  # cut: a writer still writing it
+                        if tally is not None:
+                            tally.partial_tail = True
+                            tally.tail = (number + 1, value)
+                        break
+                    number += 1
+                    digest.update(raw)
                     if tally is not None:
-                        tally.partial_tail = True
+                        tally.bytes += len(raw)
+                    if wanted is None or wanted(number, raw):
+                        yield number, value
                     break
                 number += 1
                 size = len(raw)
@@ -216,7 +247,7 @@ def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -
     """The byte offset where line `number` (1-based) starts, counting from `offset`, the
     start of line `line + 1`."""
     with open(path, "rb") as file:
-        file.seek(offset)
+        offset += _rest(file, offset)[0]
         while line < number - 1:
             raw = file.readline(MAX_LINE)
             if not raw:
@@ -225,3 +256,23 @@ def offset_of_line(path: Path, number: int, *, offset: int = 0, line: int = 0) -
             if raw.endswith(b"\n"):
                 line += 1
     return offset
+
+
+def _rest(file: IO[bytes], offset: int, digest: "hashlib._Hash | None" = None) -> tuple[int, bool]:
+    """`file` positioned at `offset`, past what is left of the line before it when that
+    line was read without its newline (by an earlier import): its newline, written since,
+    belongs to it. The bytes passed (hashed into `digest`), and whether any of them is
+    more than whitespace (the line went on after it was read)."""
+    file.seek(max(offset - 1, 0))
+    if offset == 0 or file.read(1) == b"\n":
+        file.seek(offset)
+        return 0, False
+    size, more = 0, False
+    while True:
+        piece = file.readline(MAX_LINE)
+        size += len(piece)
+        more = more or bool(piece.strip())
+        if digest is not None:
+            digest.update(piece)
+        if not piece or piece.endswith(b"\n"):
+            return size, more

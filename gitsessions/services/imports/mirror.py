@@ -81,31 +81,15 @@ def import_source(store: SessionStore, source: Source, now: str) -> Outcome:
 
 
 def _import(store: SessionStore, source: Source, now: str) -> Outcome:
+    if source.finished:
+        source.tally.settle_tail()  # a cut last line: nothing will complete it now
     head = store.head(source.session_id) if store.exists(source.session_id) else None
     skip, expect = 0, ""
     if head is not None:
-        done = head.header.get("imported") or {}
-        if done.get("from") != source.format or done.get("id") != source.source_id:
-            raise InvalidInput(
-                f"session {source.session_id[:8]} exists and is not an import of"
-                f" {source.format} session {source.source_id}"
-            )
-        read = int(done.get("bytes", 0))
-        if source.tally.bytes < read:
-            return Outcome(
-                source, "shortened", detail=f"{read} bytes were imported, it now has fewer"
-            )
-        # a source read on from the last import's end (`start`) had its first bytes
-        # checked by its reader (`lines.resume_point`): not hashed twice
-        if source.start is None and prefix_sha256(source.path, read) != done.get("sha256"):
-            return Outcome(source, "rewritten", detail=f"its first {read} bytes changed")
-        if head.counts.get("messages") != done.get("messages"):
-            return Outcome(
-                source,
-                "continued",
-                detail="the session was continued here since its last import;"
-                " the source's new lines are not merged into it",
-            )
+        refused = _refusal(source, head)
+        if refused is not None:
+            return refused
+        done = done_of(head)
         skip, expect = int(done.get("outputs", 0)), str(done.get("digest"))
     assembler = source.assembler or Assembler()
     run = _Run(store, source, head, now, assembler)
@@ -159,6 +143,31 @@ def _import(store: SessionStore, source: Source, now: str) -> Outcome:
         redacted=run.redacted,
         read_from_line=start["line"] + 1 if start is not None else None,
     )
+
+
+def _refusal(source: Source, head: Head) -> Outcome | None:
+    """Why the source cannot be imported again into `head` (nothing written), if so."""
+    done = done_of(head)
+    if done.get("from") != source.format or done.get("id") != source.source_id:
+        raise InvalidInput(
+            f"session {source.session_id[:8]} exists and is not an import of"
+            f" {source.format} session {source.source_id}"
+        )
+    read = int(done.get("bytes", 0))
+    if source.tally.bytes < read:
+        return Outcome(source, "shortened", detail=f"{read} bytes were imported, it now has fewer")
+    # a source read on from the last import's end (`start`) had its first bytes checked
+    # by its reader (`lines.resume_point`): not hashed twice
+    if source.start is None and prefix_sha256(source.path, read) != done.get("sha256"):
+        return Outcome(source, "rewritten", detail=f"its first {read} bytes changed")
+    if head.counts.get("messages") != done.get("messages"):
+        return Outcome(
+            source,
+            "continued",
+            detail="the session was continued here since its last import;"
+            " the source's new lines are not merged into it",
+        )
+    return None
 
 
 def assembled(

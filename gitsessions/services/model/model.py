@@ -20,7 +20,8 @@ closed.
   stream's lines): past one, the request fails with `BadResponse` in bounded memory.
 - Every request alternates user and assistant messages (tool results aside): runs of
   user messages are merged on the way out (`values.messages.alternating`), since strict
-  chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else.
+  chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else; a
+  tool result with empty content goes as `(no output)`, which no server refuses.
 - A chat request redirected to another origin (scheme, host, port) is not followed:
   `RedirectRefused` names both origins, and nothing was sent to the other one
   (services/model/origins.py, through an httpx event hook). The model list follows a redirect
