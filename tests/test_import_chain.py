@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from gitsessions.services.imports import claude_code
-from gitsessions.services.imports.assemble import NO_PROMPT
+from gitsessions.services.imports.assemble import NO_PROMPT, ORPHAN
 from tests.fake_openai import alternation_error
 from tests.import_fixtures import ClaudeFile
 
@@ -63,11 +63,20 @@ def test_a_file_that_starts_in_the_middle_of_a_session_is_a_valid_context(cli, t
     [one] = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
     assert one["orphans"] == 1
     messages = export(cli, claude_code.derived_id(f.session))["messages"]
-    assert messages[:2] == [
-        {"role": "user", "content": NO_PROMPT},
+    assert messages[:2] == [  # the result whose call came before the file, kept as a note
+        {"role": "user", "content": f"{ORPHAN} toolu_0]\nfrom before"},
         {"role": "assistant", "content": "Carrying on."},
     ]
     assert alternation_error(messages) is None
+
+
+def test_a_reply_that_comes_first_in_a_file_follows_a_note_saying_so(cli, tmp_path):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    f.last = "a-line-not-in-this-file"
+    f.reply("msg_1", [{"type": "text", "text": "Carrying on."}], stop="end_turn")
+    [one] = json.loads(cli("import", "--from", "claude-code", str(f.write()), "--json").stdout)
+    messages = export(cli, one["session"])["messages"]
+    assert [m["content"] for m in messages] == [NO_PROMPT, "Carrying on."]
 
 
 def test_a_side_chain_with_tool_calls_in_a_main_file_is_one_session(cli, tmp_path):

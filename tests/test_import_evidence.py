@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.imports import claude_code, codex
-from gitsessions.services.imports.assemble import NO_RESULT, REASONING_ONLY
+from gitsessions.services.imports.assemble import NO_RESULT, ORPHAN, REASONING_ONLY
 from tests.import_fixtures import CODEX_SESSION, ClaudeFile
 
 STALE = 120  # seconds: older than `finished.QUIET`
@@ -262,5 +262,6 @@ def test_a_file_that_grows_after_its_end_was_settled_keeps_what_was_imported(cli
     assert (again["status"], again["read_from_line"], again["orphans"]) == ("appended", 4, 1)
     transcript = export(cli, first["session"])["transcript"]
     contents = [r["message"].get("content") for r in transcript]
-    assert contents == ["run it", None, NO_RESULT, REASONING_ONLY, "again", "Done."]
+    late = f"{ORPHAN} toolu_1]\nlate"  # its call was settled without it: kept as a note
+    assert contents == ["run it", None, NO_RESULT, REASONING_ONLY, late, "again", "Done."]
     assert transcript[3]["source"]["reasoning"][0]["thinking"] == "waiting"

@@ -66,7 +66,7 @@ def test_a_whole_read_of_a_grown_file_settles_as_the_first_import_did():
     assert [o.message.get("content") for o in done] == ["run it", None, NO_RESULT, REASONING_ONLY]  # type: ignore[union-attr]
     grown = [*start, Result("t1", "late", 4), Prompt("again", 5), Reply("m3", 6, text=["Done."])]
     again = list(assembled(Assembler(), iter(grown), True, [3]))
-    assert again[: len(done)] == done and len(again) == len(done) + 2
+    assert again[: len(done)] == done and len(again) == len(done) + 3  # the late result a note
 
 
 def test_an_older_codex_rollout_records_its_cwd_and_times(cli):

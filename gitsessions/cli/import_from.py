@@ -204,7 +204,9 @@ def _notes(outcome: Outcome) -> None:
         )
     if outcome.orphans:
         err.print(
-            f"note: {name}: {outcome.orphans} tool results without a call dropped", markup=False
+            f"note: {name}: {plural(outcome.orphans, 'tool result')} without a call in the"
+            " source kept as notes",
+            markup=False,
         )
     if outcome.status in REFUSED:
         err.print(

@@ -37,6 +37,9 @@ NO_RESULT = "[no result was recorded in the imported session]"
 # before a reply that comes first (a file that starts in the middle of a session): a
 # request starts with the user's turn
 NO_PROMPT = "[imported: the source starts in the middle of a session; what came before is lost]"
+# before a tool result whose call the source does not hold (a file that starts in the
+# middle of a session): a note, so no output is lost and the request stays valid
+ORPHAN = "[imported: the result of a call the source does not hold, its id"
 # a reply of reasoning only that no reply follows: its reasoning in this message's record
 REASONING_ONLY = "[imported: a reply of reasoning only, kept in this record's source]"
 
@@ -196,8 +199,9 @@ class Assembler:
             reply.final = reply.final or item.final
         elif isinstance(item, Result):
             waiting = self.open.pop(item.call_id, None)
-            if waiting is None:
+            if waiting is None:  # its call is not in the source: kept as a note
                 self.orphans += 1
+                out += self.feed(Prompt(_orphan(item), item.line, item.time, injected=True))
             else:
                 waiting.results[item.call_id] = item
                 out += self._drain()
@@ -373,6 +377,16 @@ class Assembler:
         fields = {"time": time, "turn": self.turn, "step": self.step, **meta}
         kept = scrub({k: v for k, v in fields.items() if v is not None})
         return Entry(scrub(message), kept, line)
+
+
+def _orphan(result: Result) -> str:
+    """A note holding a result whose call the source does not hold."""
+    content = result.content
+    if not isinstance(content, str):
+        content = "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return f"{ORPHAN} {result.call_id}]\n{content}"
 
 
 def _record(boundary: Boundary, summary: str | None) -> dict[str, Any]:
