@@ -39,6 +39,8 @@ from gitsessions.store.repo import GitStore
 from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
+CONTEXTS_KEPT = 2  # sessions whose last context a reader keeps to match the next against
+
 
 class ObjectSource(Protocol):
     """What a reader reads through: raw objects and refs (`GitStore`)."""
@@ -84,7 +86,8 @@ class SessionReader:
         self.home = home
         self.git = git
         # {session id: (commit, the context there as (message key, transcript index))}:
-        # what the next commit's context is matched against without reading it again
+        # what the next commit's context is matched against without reading it again;
+        # the last `CONTEXTS_KEPT` sessions' only (an import writes many sessions)
         self._contexts: dict[str, tuple[bytes, list[Candidate]]] = {}
 
     @classmethod
@@ -220,11 +223,16 @@ class SessionReader:
             lines = self._lines(head, sorted({r for r in refs if r is not None}))
             spare = iter(inline)
             pairs = [(next(spare) if r is None else lines[r], r) for r in refs]
-        self._contexts[head.id] = (
-            head.commit,
-            [(context_refs.key(m), ref) for m, ref in pairs],
-        )
+        self.keep_context(head.id, head.commit, [(context_refs.key(m), ref) for m, ref in pairs])
         return pairs
+
+    def keep_context(self, session_id: str, commit: bytes, candidates: list[Candidate]) -> None:
+        """Keep a session's context at `commit` to match the next one against; only the
+        last `CONTEXTS_KEPT` sessions' are kept."""
+        self._contexts.pop(session_id, None)
+        self._contexts[session_id] = (commit, candidates)
+        while len(self._contexts) > CONTEXTS_KEPT:
+            del self._contexts[next(iter(self._contexts))]
 
     def _lines(self, head: Head, wanted: list[int]) -> dict[int, dict[str, Any]]:
         """`{index: message}` for the transcript lines `wanted` (sorted), reading only

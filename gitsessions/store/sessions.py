@@ -259,7 +259,7 @@ class SessionStore(SessionReader):
             with self.git.locked():
                 self.git.add_objects([*draft.new_objects, commit])
             if candidates is not None:
-                self._contexts[session_id] = (commit.id, candidates)
+                self.keep_context(session_id, commit.id, candidates)
             return Head(session_id, commit.id, tree_id, header)
         self._publish(session_id, base, expected, held_by, [*draft.new_objects, commit])
         self._published(session_id, base, commit.id, findings, candidates)
@@ -350,9 +350,9 @@ class SessionStore(SessionReader):
         if findings and self.on_redacted is not None:  # only for a commit that happened
             self.on_redacted(session_id, findings)
         if candidates is not None:
-            self._contexts[session_id] = (commit, candidates)
+            self.keep_context(session_id, commit, candidates)
         elif base is not None and self._contexts.get(session_id, (None,))[0] == base.commit:
-            self._contexts[session_id] = (commit, self._contexts[session_id][1])
+            self.keep_context(session_id, commit, self._contexts[session_id][1])
 
     def _candidates(self, base: Head) -> list[context_refs.Candidate]:
         """The base's context as (message key, transcript index): what a new context is
