@@ -20,8 +20,8 @@ Invariants:
 - `branches` covers every line with something to import (`CONTENT`): the main path
   first, then, newest first, a path for each branch left over (a prompt edited,
   `/rewind`, a retried reply), each with the line where it leaves the main path.
-Memory: an index of uuid -> (parent, line number), a flag byte per line, the assistant
-lines' message ids, and a bitmap of line numbers per path.
+Memory: an index of uuid -> (parent, line number), a flag byte and a uuid per line, the
+assistant lines' message ids, and a bitmap of line numbers per path.
 """
 
 from collections.abc import Iterator
@@ -71,6 +71,7 @@ class Index:
     parents: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     flags: bytearray = field(default_factory=lambda: bytearray(1))  # per line number
     messages: dict[int, str] = field(default_factory=dict)  # assistant line -> message id
+    uuids: list[str | None] = field(default_factory=lambda: [None])  # per line number
     joined: int = 0  # lines whose parent is not in the file, joined to the line before
     _unseen: list[tuple[str, int, str | None]] = field(default_factory=list)
     _previous: list[str | None] = field(default_factory=lambda: [None, None])
@@ -78,8 +79,11 @@ class Index:
     def add(self, uuid: str, parent: str | None, number: int, flags: int, message: Any) -> None:
         """A line, in file order; `parent` None for a root."""
         if number >= len(self.flags):
-            self.flags.extend(bytes(max(number + 1 - len(self.flags), len(self.flags))))
+            grown = max(number + 1 - len(self.flags), len(self.flags))
+            self.flags.extend(bytes(grown))
+            self.uuids.extend([None] * grown)
         self.flags[number] = flags
+        self.uuids[number] = uuid
         if flags & ASSISTANT and isinstance(message, str):
             self.messages[number] = message
         side = 1 if flags & SIDE else 0
@@ -103,7 +107,7 @@ class Index:
         return self.flags[number] if number < len(self.flags) else 0
 
     def uuid_at(self, number: int) -> str | None:
-        return next((u for u, (_p, n) in self.parents.items() if n == number), None)
+        return self.uuids[number] if 0 <= number < len(self.uuids) else None
 
 
 def walk(

@@ -115,7 +115,8 @@ def _resume_point(
         else:
             offset = offset_of_line(path, held, offset=found.offset, line=found.line)
             line = held - 1
-            uuid = next((p for p, n in found.index.parents.values() if n == held), None)
+            at = found.index.uuid_at(held)  # the line held back: the one before it
+            uuid = found.index.parents[at][0] if at is not None else None
         if uuid is None:
             return None
         return {
