@@ -189,7 +189,9 @@ def test_a_branch_from_a_line_hanging_off_the_main_path_is_a_fork_imported_once(
     result = cli("import", "--from", "claude-code", str(path), "--json")
     main, fork = json.loads(result.stdout)
     assert (fork["status"], fork["fork_of"]) == ("created", main["session"])
-    contents = [m["content"] for m in export(cli, fork["session"])["messages"]]
+    doc = export(cli, fork["session"])
+    assert doc["title"] == "open the first"  # its first prompt past the fork point
+    contents = [m["content"] for m in doc["messages"]]
     assert contents == ["list the files", "Three files.", "open the first", "It is empty."]
     assert export(cli, main["session"])["messages"][-3]["content"] == "It holds the config."
     # a summary of the branch's reply: the file is read whole again, the fork assembled

@@ -28,6 +28,7 @@ from gitsessions.services.imports.mirror import (
     done_of,
     header_time,
     import_source,
+    stored_title,
 )
 from gitsessions.services.imports.source import Outcome, Source
 from gitsessions.services.imports.titles import prompt_title
@@ -80,7 +81,7 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
             store,
             base.head,
             source.session_id,
-            title=base.title or fork_title(base.head.header.get("title") or ""),
+            title=stored_title(base.title) or fork_title(base.head.header.get("title") or ""),
             created_at=header_time(source.first_time, now) or now,
             header_updates={"imported": done, "summary": ""},
             operation=None,

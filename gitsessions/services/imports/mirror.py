@@ -327,7 +327,7 @@ class _Run:
 
     def _subject(self) -> str:
         if self.head is None:
-            name = _title(self.source.title) or self.source.source_id
+            name = stored_title(self.source.title) or self.source.source_id
             return f"import: {name} (from {self.source.format})"
         return f"import: {plural(len(self.batch), 'message')} from {self.source.format}"
 
@@ -352,10 +352,10 @@ class _Run:
             "model": base.get("model"),
         }
         for key in ("title", "summary"):  # what the source renamed since (not our renames)
-            value = _title(getattr(source, key)) if key == "title" else source.summary
+            value = stored_title(getattr(source, key)) if key == "title" else source.summary
             if value is not None and value != done.get(key):
                 header[key] = value
-        typed = _title(self.assembler.title)
+        typed = stored_title(self.assembler.title)
         if not header["title"] and not header["summary"] and typed:
             header["title"] = typed  # no title of the source's own: the first prompt typed
         last = header_time(source.last_time, self.now) or header["created_at"]
@@ -371,7 +371,7 @@ class _Run:
             "id": source.source_id,
             "path": str(source.path),
             "cwd": source.cwd,
-            "title": _title(source.title),
+            "title": stored_title(source.title),
             "summary": source.summary,
             "bytes": source.tally.bytes,
             "sha256": source.tally.sha256,
@@ -429,7 +429,7 @@ def _comparable(header: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in header.items() if k not in ("format", "counts", "usage")}
 
 
-def _title(text: str | None) -> str | None:
+def stored_title(text: str | None) -> str | None:
     """A source's title as a stored title: one line, no control characters, at most
     `MAX_TITLE` characters (None when nothing is left)."""
     if text is None:
