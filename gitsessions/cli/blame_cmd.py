@@ -36,8 +36,9 @@ from gitsessions.services.code.blame import (
     relative,
 )
 from gitsessions.services.code.snapshots import find_project
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
+from gitsessions.values.line_range import lines_of, parse_range, split_file
 from gitsessions.values.plural import plural
 
 PERSON = "a person"
@@ -45,7 +46,17 @@ PERSON = "a person"
 
 def cmd_blame(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="A file of the project.")],
+    file: Annotated[
+        str, typer.Argument(metavar="FILE[:LINE]", help="A file of the project (:LINE: one line).")
+    ],
+    lines: Annotated[
+        str | None,
+        typer.Option(
+            "-L",
+            metavar="A,B",
+            help="Only lines A to B, as git blame -L: A,B  A,+N  A,-N  A (to the end)  ,B.",
+        ),
+    ] = None,
     at: Annotated[
         str | None,
         typer.Option("--at", metavar="REV", help="Blame the file as it is at this git revision."),
@@ -65,17 +76,25 @@ def cmd_blame(
 ) -> None:
     """Which session and turn last wrote each line of FILE (as it is in the working tree,
     or at --at REV), from the code snapshots of this project's sessions; a line no turn
-    wrote is a person's. --json: one object per line with the fields line, text, session,
-    turn and commit (the code snapshot the line was written in)."""
+    wrote is a person's. FILE:LINE or -L A,B: only those lines, as git blame -L. --json:
+    one object per line with the fields line, text, session, turn and commit (the code
+    snapshot the line was written in)."""
     if format_ not in (None, "agent-trace"):
         raise InvalidInput(f"unknown --format {format_!r}: the one format is agent-trace")
+    name, chosen = split_file(file, lambda whole: Path(whole).expanduser().exists())
+    if lines is not None:
+        if chosen is not None:
+            raise BadUsage(f"{file}: give FILE:LINE or -L, not both")
+        chosen = parse_range(lines)
+    if chosen is not None and format_:
+        raise BadUsage("--format agent-trace records the whole file: leave out :LINE and -L")
     state = state_of(ctx)
-    where = file.expanduser().absolute()
+    where = Path(name).expanduser().absolute()
     project = find_project(where.parent if not where.is_dir() else where, state.env)
     if project is None:
-        raise InvalidInput(f"{file} is not in a git working tree: nothing to blame")
+        raise InvalidInput(f"{name} is not in a git working tree: nothing to blame")
     if where.is_dir():
-        raise InvalidInput(f"{file} is a directory: blame takes a file")
+        raise InvalidInput(f"{name} is a directory: blame takes a file")
     path = relative(project, where)
     text, before = file_text(project, state.env, path, at)
     found = blame(project, state.env, path, text, before, cache_dir(state.home, project))
@@ -87,8 +106,10 @@ def cmd_blame(
         files = [trace.file_entry(found, _models(headers))]
         print_json(out, trace.record(files, revision, _version(), datetime.now(UTC)))
         return
+    numbers = lines_of(chosen, len(found.lines), path) if chosen else None
+    shown = [found.lines[n - 1] for n in numbers] if numbers else found.lines
     with paged(state.env, enabled=not (no_pager or json_)) as sink:
-        for line in found.lines:
+        for line in shown:
             if json_:
                 sink.json(json.dumps(_record(line), ensure_ascii=False))
                 sink.line()

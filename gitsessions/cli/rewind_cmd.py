@@ -104,7 +104,8 @@ def cmd_rewind(
     context and plan are turn N's; the transcript keeps everything and records the
     rewind) and the code (the workspace's files as turn N's snapshot; refused when the
     workspace has changes no snapshot holds, unless --force, which snapshots them first
-    and prints the `gitsessions snapshot restore` command that brings them back).
+    and prints the `gitsessions snapshot restore` command that brings them back; a file
+    whose content HEAD or any commit holds is not refused: a note names its `git show`).
     Default: both. Already at turn N: nothing is committed."""
     state: State = ctx.obj
     store = state.store

@@ -25,6 +25,7 @@ from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import check_title, short
+from gitsessions.values.line_range import lines_of, parse_range, split_file
 from gitsessions.values.plural import plural
 
 HELP = [
@@ -42,7 +43,7 @@ HELP = [
     ("\\search QUERY", "search all sessions"),
     ("\\diff ID", "compare this session with another (or a revision: ID@turn:N, ID~N)"),
     (
-        "\\blame FILE[:LINE]",
+        "\\blame FILE[:LINE] [-L A,B]",
         "which session turn wrote each line of FILE (or LINE, with its prompt)",
     ),
     ("\\mcp", "the MCP servers of config.toml and the tools each offers"),
@@ -372,18 +373,27 @@ class Slash:
         diff_cmd.render(self.err, session_diff.diff(store, here, resolve(store, other)))
 
     def blame(self, arg: str) -> None:
-        """`\\blame FILE[:LINE]`: one line's turn and prompt, or a file's turns by lines."""
-        name, colon, number = arg.rpartition(":")
-        if not (colon and number.isdigit()):
-            name, number = arg, ""
-        if not name:
-            self._say("usage: \\blame FILE[:LINE]")
+        """`\\blame FILE[:LINE]` or `FILE -L A,B` (line_range.py, as the CLI's): one
+        line's turn and prompt, a range's lines with their turns, or a file's turns."""
+        given, flag, spec = arg.rpartition(" -L ")
+        given = given.strip() if flag else arg.strip()
+        if not given or (flag and not spec.strip()):
+            self._say("usage: \\blame FILE[:LINE] or \\blame FILE -L A,B")
             return
+        name, chosen = split_file(given, lambda whole: (self.workspace / whole).exists())
+        chosen = parse_range(spec) if flag else chosen
         file = (self.workspace / name).absolute()
         reader = self.agent.session.store
         env = dict(os.environ)
-        if number:
-            found = line_origin(reader, env, file, int(number))
+        if chosen is not None and chosen[0] != chosen[1]:
+            path, whole = blame_file(reader, env, file)
+            for n in lines_of(chosen, len(whole.lines), path):
+                by = whole.lines[n - 1].by
+                self.err.print(vtext(f"{path}:{n}: {whole.lines[n - 1].text}"), highlight=False)
+                self._say(f"  by {short(by.session)} turn {by.turn}" if by else "  a person's")
+            return
+        if chosen is not None:
+            found = line_origin(reader, env, file, chosen[0])
             self.err.print(vtext(f"{found.path}:{found.line}: {found.text}"), highlight=False)
             if found.session is None:
                 self._say("  a person's line: no turn of a session here wrote it")

@@ -5,8 +5,10 @@ Invariants:
   plan are those turn N left; the transcript keeps every message and gets one record of
   the rewind. Turn numbers go on from the newest turn (the rewind commit has no `Turn`).
 - The code rewinds to turn N's snapshot only when everything in the workspace is held by
-  some snapshot of the session; otherwise nothing changes, unless `force`, which first
-  records the workspace as a new snapshot. Files are written with stock git from a
+  some snapshot of the session, or its files that differ from the nearest snapshot by
+  git (HEAD or any commit of the project: git_held.py; a note names each with its
+  `git show`); otherwise nothing changes, unless `force`, which first records the
+  workspace as a new snapshot. Files are written with stock git from a
   temporary index (`read-tree`, `checkout-index`); HEAD, the index and the stash are
   untouched; files the snapshot lacks are removed (a snapshot holds them).
 - A rewind that would change nothing (the working context and plan already turn N's,
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code import capture, snapshots
+from gitsessions.services.code import capture, git_held, snapshots
 from gitsessions.services.code.snapshots import Project, find_project, git
 from gitsessions.services.sessions import points, writer
 from gitsessions.services.sessions.writer import Edit
@@ -169,11 +171,15 @@ def _rewind_code(
     captured = capture.capture(project, env)
     recorded = points.all_snapshots(store, head)
     known = snapshots.trees_of(project, env, recorded)
+    in_git: list[git_held.Held] = []
     if captured.tree not in known:
         changed = _unsaved(project, env, recorded[:NEAREST], captured.tree)
+        in_git = git_held.held_by_git(project, env, captured.tree, captured.head, changed)
+        changed = [p for p in changed if p not in {h.path for h in in_git}]
+        result.unheld = bool(changed) or not in_git
+    if result.unheld:
         more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         shown = ", ".join(changed[:5]) + more
-        result.unheld = True
         if not force:
             raise RewindRefused(
                 f"the workspace has changes no snapshot of {short(head.id)} holds "
@@ -187,9 +193,11 @@ def _rewind_code(
     }
     result.code = True
     result.snapshot = snap
+    overwritten = {p for _s, p in changes}
+    result.notes.extend(f"note: {h.hint()}" for h in in_git if h.path in overwritten)
 
     def apply() -> None:
-        if captured.tree not in known:
+        if result.unheld:
             saved = snapshots.record(
                 project,
                 env,
