@@ -211,10 +211,22 @@ def test_a_running_command_adds_nothing_into_a_pipe(server, ws):
     assert " s\n" not in result.stderr and "\x1b" not in result.stderr  # no spinner line
 
 
+def test_a_prompt_that_starts_with_a_path_is_sent_and_a_double_slash_is_a_literal_one(server, ws):
+    server.reply(content="Read it.")
+    child = spawn(server.base_url, ws)
+    shown = say(child, " /srv/app/x.py fails, why?")  # a leading space, as a paste may have
+    assert "unknown command" not in shown and "Read it." in shown
+    say(child, "//title is a word here")
+    leave(child)
+    last = [r["messages"][-1].get("content") for r in server.requests]  # the title's too
+    assert " /srv/app/x.py fails, why?" in last and "/title is a word here" in last
+
+
 def test_slash_commands(server, ws, home):
     child = spawn(server.base_url, ws)
     assert "\\compact" in say(child, "\\help")
     assert "unknown command \\nope" in say(child, "\\nope")
+    assert server.requests == []  # not one of those reached the model
     # before the first prompt the session is a draft: a title waits for it, a fork cannot
     titled = say(child, "/title My [first] session").strip()
     assert titled.endswith("title: My [first] session (saved with your first prompt)")

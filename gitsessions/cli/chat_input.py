@@ -49,8 +49,18 @@ class EmptyCancel(KeyboardInterrupt):
 
 
 def is_command(line: str) -> bool:
-    """Whether a line is a slash command (`\\help`, `/sessions`...); `Slash.is_command`."""
-    return line[:1] in ("\\", "/") and line[1:2].isalpha()
+    """Whether a line is a command (`Slash.is_command`): `\\` and a word (an unknown one
+    is said so), or `/` and a command's name (`/sessions`); any other line is a prompt,
+    `/srv/app.py fails` too, and `//text` sends `/text` (`as_prompt`)."""
+    if line[:1] == "\\":
+        return line[1:2].isalpha()
+    words = line[1:].split(maxsplit=1)
+    return line[:1] == "/" and bool(words) and words[0].lower() in COMMANDS
+
+
+def as_prompt(line: str) -> str:
+    """A line as the prompt it sends: `//text` sends `/text` (a slash a command would take)."""
+    return line.replace("//", "/", 1) if line.lstrip().startswith("//") else line
 
 
 def on_terminal() -> bool:

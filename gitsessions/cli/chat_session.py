@@ -20,6 +20,7 @@ from gitsessions.cli.chat_input import (
     PROMPT_SHOWN,
     EmptyCancel,
     History,
+    as_prompt,
     read_prompt,
     unechoed,
 )
@@ -168,7 +169,7 @@ def repl(
                 continue
             else:
                 try:
-                    result = agent.run_turn(line)
+                    result = agent.run_turn(as_prompt(line))
                 except PromptNotSaved as error:
                     events.reset()
                     err.print(vtext(f"error: {one_line(error)}", style="red"), highlight=False)
