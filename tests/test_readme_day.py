@@ -137,8 +137,12 @@ def test_the_readme_day_runs_as_shown(tmp_path: Path):
     remote = tmp_path / "sessions.git"
     git("init", "-q", "--bare", str(remote), cwd=tmp_path)
     desk_project = make_project(tmp_path / "desk" / "shop")
+    code_remote = tmp_path / "shop.git"  # the project's own origin, where code goes
+    git("init", "-q", "--bare", str(code_remote), cwd=tmp_path)
+    git("remote", "add", "origin", str(code_remote), cwd=desk_project)
+    git("push", "-q", "origin", "main", cwd=desk_project)
     laptop_project = tmp_path / "laptop" / "shop"
-    git("clone", "-q", str(desk_project), str(laptop_project), cwd=tmp_path)
+    git("clone", "-q", str(code_remote), str(laptop_project), cwd=tmp_path)
 
     with FakeOpenAI() as server:
         server.responder = responder
@@ -202,6 +206,10 @@ def check(
         assert [(w / "cart.py").read_text() for w in worktrees] == ["TOTAL = 3\n"]
     elif command == "pull":
         assert {s["id"][:8] for s in machine.sessions()} == {ids["3f2a"], ids["9c1e"]}
+        # the remote added with --code: the agent's code came along into the clone
+        snapshots = git("for-each-ref", "--format=%(refname:lstrip=3)",
+                        "refs/gitsessions/snapshots/", cwd=machine.project)  # fmt: skip
+        assert {ids["3f2a"], ids["9c1e"]} <= {sid[:8] for sid in snapshots.split()}
     elif command == "import":
         assert "created" in result.stdout, result.stdout
         imported = [s for s in machine.sessions() if s.get("imported_from") == "claude-code"]

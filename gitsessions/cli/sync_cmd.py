@@ -1,4 +1,4 @@
-"""`remote add|list|remove`, `push`, `pull` and `sync`: sessions synced through git remotes.
+"""`remote add|list|set|remove`, `push`, `pull` and `sync`: sessions synced through git remotes.
 
 Data (the result table, `--json`) goes to stdout; progress and notes to stderr. A URL is
 only ever shown masked (`services.sync` hands out nothing else). Into a pipe both are
@@ -18,9 +18,17 @@ from gitsessions.cli import state
 from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import plain_out
+from gitsessions.cli.sync_code import CodeFlag, code_moved, here_root, show_code, whose
 from gitsessions.services.sync.pull import fetch_snapshots, pull
 from gitsessions.services.sync.push import push, push_snapshots
-from gitsessions.services.sync.remotes import add_remote, list_remotes, pick_remote, remove_remote
+from gitsessions.services.sync.remotes import (
+    add_remote,
+    code_goes_with,
+    list_remotes,
+    pick_remote,
+    remove_remote,
+    set_remote_code,
+)
 from gitsessions.services.sync.report import NOT_SENT, Report
 from gitsessions.store import remoteconfig
 from gitsessions.store.projectrefs import keys
@@ -59,13 +67,15 @@ def _progress(line: str) -> None:
     _note(line, "dim")
 
 
-def _show(report: Report, json_: bool, verb: str, code_remote: str = "") -> None:
+def _show(
+    report: Report, json_: bool, verb: str, code_remote: str = "", strict: str | None = None
+) -> None:
     """The report: its table (or JSON) on stdout, notes on stderr; exit 1 (after it is
-    all said) when `--code` found the project without the remote it needs, or git
-    refused a session's code (a remote that is down, a ref moved differently there)."""
+    all said) when code could not go where `--code` was asked (`strict`, see
+    `sync_code.show_code`), or git refused a session's code."""
     if json_:
         write_json(plain_out, report.as_dict())
-        if _show_code_causes(report, code_remote, json_):
+        if show_code(report, code_remote, _error_only, strict=strict):
             raise typer.Exit(1)
         return
     quiet = {"up to date", "unchanged"}
@@ -88,43 +98,24 @@ def _show(report: Report, json_: bool, verb: str, code_remote: str = "") -> None
         state.out.print(table, markup=False, highlight=False)
     for sid, why in report.kept:
         _note(f"kept {short(sid)}: {why}")
-    failed = _show_code_causes(report, code_remote, json_)
+    failed = show_code(report, code_remote, _note, strict=strict)
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
-    _note(f"{verb} {report.url}: {summary}")
+    _note(f"{verb} {report.url}: {summary}{whose(report.sessions)}")
     if failed:
         raise typer.Exit(1)
 
 
-def _show_code_causes(report: Report, code_remote: str, json_: bool) -> bool:
-    """What `--code` did, a cause the sessions share said once: a project repository
-    without the remote (an error line, whether JSON was asked or not), the same refusal
-    for several sessions; else one line per session (not with `--json`). Whether some
-    code did not move: a repository lacked the remote, or git refused it."""
-    # the code sync: over 2 ms, only when code moves
-    from gitsessions.services.code.code_sync import NO_REMOTE
+def _error_only(line: str, style: str = "") -> None:
+    """With `--json`: a line that fails the run is still said; the rest is in the data."""
+    if line.startswith("error:"):
+        _note(line, style)
 
-    outcomes = report.code or []
-    for repo in dict.fromkeys(c.detail for c in outcomes if c.result == NO_REMOTE):
-        _note(
-            f"error: --code needs the remote {code_remote} in the project repository "
-            f"{repo}: add it there with `git remote add {code_remote} URL`, or name the "
-            "project's remote with --code-remote NAME",
-            "red",
-        )
-    failed = any(c.result in (NO_REMOTE, "refused") for c in outcomes)
-    if json_:
-        return failed
-    shared: dict[tuple[str, str], list[str]] = {}
-    for c in outcomes:
-        if c.result != NO_REMOTE:
-            shared.setdefault((c.result, c.detail), []).append(c.id)
-    for (result, detail), ids in shared.items():
-        said = f" ({detail})" if detail else ""
-        many = result in ("refused", "no repository") and len(ids) > 1
-        for sid in [f"of {plural(len(ids), 'session')}"] if many else map(short, ids):
-            _note(f"code {sid}: {result}{said}")
-    return failed
+
+def _strict(code: bool | None, env: Mapping[str, str]) -> str | None:
+    """The repository whose missing code remote fails the run: the current directory's,
+    when `--code` was asked."""
+    return here_root(env) if code else None
 
 
 Here = Annotated[
@@ -174,10 +165,36 @@ def cmd_remote_add(
             help="A bare repository: a path, file://, ssh://, user@host:path, git:// or http(s)://."
         ),
     ],
+    code: Annotated[
+        bool,
+        typer.Option(
+            "--code",
+            help="Code goes with this remote: push, pull and sync through it move the "
+            "sessions' code snapshots without --code (--no-code leaves them).",
+        ),
+    ] = False,
 ) -> None:
     """Add a remote to sync sessions with."""
-    stored = add_remote(state_of(ctx).store, name, url, Path.cwd())
-    _note(f"added remote {name}: {remoteconfig.mask(stored)}")
+    stored = add_remote(state_of(ctx).store, name, url, Path.cwd(), code)
+    with_code = " (code goes with it)" if code else ""
+    _note(f"added remote {name}: {remoteconfig.mask(stored)}{with_code}")
+
+
+@remote_app.command("set")
+def cmd_remote_set(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The remote's name.")],
+    code: Annotated[
+        bool,
+        typer.Option(
+            "--code/--no-code",
+            help="Whether code goes with this remote (push, pull and sync without --code).",
+        ),
+    ],
+) -> None:
+    """Change a remote's setting: whether code goes with it."""
+    set_remote_code(state_of(ctx).store, name, code)
+    _note(f"remote {name}: code {'goes with it' if code else 'stays unless --code'}")
 
 
 @remote_app.command("list")
@@ -189,7 +206,10 @@ def cmd_remote_list(ctx: typer.Context, json_: JsonFlag = False) -> None:
         return
     if not rows:
         _note("no remotes yet: gitsessions remote add NAME URL")
-    write_records(plain_out, ([row["name"], row["url"]] for row in rows))
+    write_records(
+        plain_out,
+        ([row["name"], row["url"], *(["code"] if row.get("code") else [])] for row in rows),
+    )
 
 
 @remote_app.command("remove")
@@ -219,14 +239,7 @@ def cmd_push(
         bool,
         typer.Option("--allow-secrets", help="Push even when the secret scan finds one."),
     ] = False,
-    code: Annotated[
-        bool,
-        typer.Option(
-            "--code",
-            help="Also push each session's code snapshots "
-            "(refs/gitsessions/snapshots/<id> of its project repository).",
-        ),
-    ] = False,
+    code: CodeFlag = None,
     code_remote: CodeRemote = "origin",
     here: Here = False,
     json_: JsonFlag = False,
@@ -255,9 +268,10 @@ def cmd_push(
         progress=_progress,
         env=state_of(ctx).env,
     )
-    if code:
-        push_snapshots(store, report, code_remote, state_of(ctx).env, Path.cwd())
-    _show(report, json_, "pushed", code_remote)
+    env = state_of(ctx).env
+    if code_goes_with(store, report.remote, code):
+        push_snapshots(store, report, code_remote, env, Path.cwd())
+    _show(report, json_, "pushed", code_remote, _strict(code, env))
     if report.remaining_deleted:
         _note(
             f"{plural(report.remaining_deleted, 'session')} deleted here still "
@@ -273,13 +287,7 @@ def cmd_pull(
     remote: Annotated[
         str | None, typer.Argument(help="The remote (default: the only one, else origin).")
     ] = None,
-    code: Annotated[
-        bool,
-        typer.Option(
-            "--code",
-            help="Also fetch each pulled session's code snapshots into its project repository.",
-        ),
-    ] = False,
+    code: CodeFlag = None,
     code_remote: CodeRemote = "origin",
     here: Here = False,
     json_: JsonFlag = False,
@@ -290,7 +298,9 @@ def cmd_pull(
     session deleted here, or on a machine that pushed its deletes, is never re-created,
     and one deleted there is deleted here too: set aside (`gitsessions undelete` brings
     it back), or, when it has turns the remote never had, forked to a new session
-    first. Needs git 2.29 or newer."""
+    first. With code (--code, or the remote's setting), every session of this project
+    whose snapshots this clone lacks gets them, pulled now or before. Needs git 2.29 or
+    newer."""
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None
@@ -300,9 +310,10 @@ def cmd_pull(
         scope=scope,
     )  # fmt: skip
     _run_hooks(st, report)
-    if code:
-        fetch_snapshots(store, report, code_remote, st.env, Path.cwd())
-    _show(report, json_, "pulled", code_remote)
+    if code_goes_with(store, report.remote, code):
+        lacking = _project_ids(store) if scope is None else scope
+        fetch_snapshots(store, report, code_remote, st.env, Path.cwd(), lacking)
+    _show(report, json_, "pulled", code_remote, _strict(code, st.env))
 
 
 def _run_hooks(st: "state.State", report: Report) -> None:
@@ -330,33 +341,52 @@ def cmd_sync(
     remote: Annotated[
         str | None, typer.Argument(help="The remote (default: the only one, else origin).")
     ] = None,
+    code: CodeFlag = None,
+    code_remote: CodeRemote = "origin",
     here: Here = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Pull, then push every session (or this project's, --here): one line says what
-    moved. Asks nothing and never forces, so it is safe from cron or the post-turn hook;
-    exit 1 when a session could not go (changed on the remote meanwhile: sync again)."""
+    """Pull, then push every session (or this project's, --here), with their code when
+    asked (--code, or the remote's setting): one line says what moved, and names the
+    new id of this machine's work when a session diverged. Asks nothing and never
+    forces, so it is safe from cron or the post-turn hook; exit 1 when a session could
+    not go (changed on the remote meanwhile: sync again)."""
     st = state_of(ctx)
     store = st.store
     keys = _here_keys(st.env) if here else None
     scope = set(_project_ids(store)) if here else None
     pulled = pull(store, remote, env=st.env, writable=lambda: st.store, keys=keys, scope=scope)
     _run_hooks(st, pulled)
+    with_code = code_goes_with(store, pulled.remote, code)
+    if with_code:
+        lacking = _project_ids(store) if scope is None else scope
+        fetch_snapshots(store, pulled, code_remote, st.env, Path.cwd(), lacking)
     ids = _here_ids(store) if here else None
     pushed = push(store, pulled.remote, ids, env=st.env)
+    if with_code:
+        push_snapshots(store, pushed, code_remote, st.env, Path.cwd())
+    strict = _strict(code, st.env)
+    note = _error_only if json_ else _note
+    failed = False
     if json_:
         write_json(plain_out, {"pull": pulled.as_dict(), "push": pushed.as_dict()})
     else:
         for sid, why in pulled.kept:
             _note(f"kept {short(sid)}: {why}")
+    for report in (pulled, pushed):
+        failed = show_code(report, code_remote, note, strict=strict, each=False) or failed
+    if not json_:
         quiet = {"up to date", "unchanged", "deleted here"}  # nothing moved for these
 
         def moved(report: Report) -> str:
             counts = {w: n for w, n in report.counts().items() if w not in quiet}
             return ", ".join(f"{n} {w}" for w, n in sorted(counts.items())) or "nothing"
 
-        _note(f"synced {pulled.url}: pulled {moved(pulled)}; pushed {moved(pushed)}")
-    if any(o.result in NOT_SENT for o in pushed.sessions):
+        _note(
+            f"synced {pulled.url}: pulled {moved(pulled)}; pushed {moved(pushed)}"
+            f"{code_moved((pulled, pushed))}{whose(pulled.sessions)}"
+        )
+    if failed or any(o.result in NOT_SENT for o in pushed.sessions):
         raise typer.Exit(1)
 
 

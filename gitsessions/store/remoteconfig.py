@@ -9,6 +9,8 @@ Invariants:
 - A URL's credentials never leave this module in full: every message names a remote
   by `mask(url)` (`https://***@host/...`, `ssh://user:***@host/...`), and any text that
   may quote the URL passes `clean` first.
+- `remote.NAME.code = true` marks a remote that code goes with: a push, pull or sync
+  through it moves the sessions' code snapshots without `--code` (`code_of`).
 - A name is letters, digits, `.`, `_`, `-` (`check_name`); a URL is a path, `file://`,
   ssh (either form), `git://` or http(s) (`kind`): no remote helpers.
 """
@@ -119,7 +121,25 @@ def url_of(git: Git, name: str) -> str:
     return found[name]
 
 
-def add(git: Git, name: str, url: str) -> None:
+def code_of(git: Git, name: str) -> bool:
+    """Whether code goes with the remote (`remote.NAME.code`, a git boolean)."""
+    try:
+        value = _config(git).get((b"remote", name.encode()), b"code")
+    except KeyError:
+        return False
+    return value.strip().lower() in (b"true", b"yes", b"on", b"1")
+
+
+def set_code(git: Git, name: str, on: bool) -> None:
+    """Mark the remote as one code goes with (`on`), or not."""
+    url_of(git, name)
+    config = _config(git)
+    config.set((b"remote", name.encode()), b"code", b"true" if on else b"false")
+    with private_files():
+        config.write_to_path()
+
+
+def add(git: Git, name: str, url: str, code: bool = False) -> None:
     check_name(name)
     kind(url)
     if name in remotes(git):
@@ -130,6 +150,8 @@ def add(git: Git, name: str, url: str) -> None:
     config.set(
         section, b"fetch", b"+refs/heads/sessions/*:refs/remotes/%s/sessions/*" % name.encode()
     )
+    if code:
+        config.set(section, b"code", b"true")
     with private_files():  # the URL may hold credentials: the file stays 0600
         config.write_to_path()
 

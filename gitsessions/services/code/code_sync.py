@@ -19,6 +19,9 @@ Invariants:
   session the remote's line (`services.sync.pull`): the fork takes this repository's
   snapshots of the session under its own id (created, never moved), the session the
   remote's, so the turns of both check out the code they ran on.
+- A pull's `--code` also covers the sessions of the current project it did not change,
+  but only those whose snapshot ref this repository lacks (`if_missing`): a ref here
+  is never moved by a session the pull left alone.
 - Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and
   `remote.*.uploadpack`/`receivepack` off (projectgit.py).
 """
@@ -56,12 +59,15 @@ class CodeOutcome:
 class CodeSession:
     """A session whose snapshots move: its id, the id they are stored under on the
     remote, and its header's workspace; `kept_as`: a pull found it diverged and made
-    this home's line that fork (this repository's snapshots go there first)."""
+    this home's line that fork (this repository's snapshots go there first);
+    `if_missing`: fetched only when its repository has no snapshot ref of it yet, and
+    nothing said when the remote has none either (a session the pull did not change)."""
 
     id: str
     source: str
     workspace: Mapping[str, Any]
     kept_as: str | None = None
+    if_missing: bool = False
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -114,6 +120,8 @@ def _by_repo(
     missing: list[CodeOutcome] = []
     for session in sessions:
         repo = _repo(session.workspace, here, env, writing, identities)
+        if repo is None and session.if_missing:
+            continue  # not changed by the pull, and no repository here to fetch into
         if repo is None:
             where = str(session.workspace.get("path") or "none recorded")
             hint = "; run it in a clone of the session's project" if writing else ""
@@ -182,6 +190,10 @@ def fetch_code(
     grouped, outcomes = _by_repo(sessions, here, env, writing=True)
     for repo, group in sorted(grouped.items()):
         outcomes += _keep(repo, env, [s for s in group if s.kept_as])
+        present = _refs(repo, env)
+        group = [s for s in group if not (s.if_missing and SNAPSHOTS + s.id in present)]
+        if not group:
+            continue
         if missing := _without_remote(repo, group, remote, env):
             outcomes += missing
             continue
@@ -192,7 +204,11 @@ def fetch_code(
             continue
         there = {line.split("\t")[1] for line in listed.stdout.splitlines() if "\t" in line}
         fetching = [s for s in group if SNAPSHOTS + s.source in there]
-        outcomes += [CodeOutcome(s.id, "no snapshot") for s in group if s not in fetching]
+        outcomes += [
+            CodeOutcome(s.id, "no snapshot")
+            for s in group
+            if s not in fetching and not s.if_missing
+        ]
         if not fetching:
             continue
         before = _refs(repo, env)

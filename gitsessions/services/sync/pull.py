@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -297,10 +297,16 @@ def _check_arriving(
 
 
 def fetch_snapshots(
-    store: Store, report: Report, code_remote: str, env: Mapping[str, str], here: Path
+    store: Store,
+    report: Report,
+    code_remote: str,
+    env: Mapping[str, str],
+    here: Path,
+    lacking: Iterable[str] = (),
 ) -> None:
     """After a pull: each session it brought fetches its code snapshots (a diverged
-    one's here go to the fork that now holds this home's line first)."""
+    one's here go to the fork that now holds this home's line first); so does each of
+    `lacking` (the current project's sessions) whose snapshot ref the repository lacks."""
     from gitsessions.services.code.code_sync import CodeSession, fetch_code
 
     sessions: list[CodeSession] = []
@@ -310,6 +316,11 @@ def fetch_snapshots(
         elif o.result == "forked" and o.fork and o.detail == SWAPPED:  # else it stays here
             workspace = store.head(o.id).header.get("workspace") or {}
             sessions.append(CodeSession(o.id, o.id, workspace, kept_as=o.fork))
+    changed = {s.id for s in sessions}
+    for sid in dict.fromkeys(lacking):
+        if sid not in changed and store.exists(sid):
+            workspace = store.head(sid).header.get("workspace") or {}
+            sessions.append(CodeSession(sid, sid, workspace, if_missing=True))
     from gitsessions.services.code.workspace import project_of
 
     report.code = fetch_code(sessions, code_remote, env, project_of(here, env))

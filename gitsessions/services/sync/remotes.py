@@ -1,14 +1,17 @@
 """The remotes sessions sync with: kept in store.git/config (stock git sees them), added,
-listed, removed, and the one a command means when it names none.
+listed, removed, the one a command means when it names none, and whether code goes
+with it.
 
-Invariant: a URL is handed out masked only (`list_remotes`); adding and removing are
-audited through the writer, and removing one changes nothing on the remote.
+Invariant: a URL is handed out masked only (`list_remotes`); adding, setting and
+removing are audited through the writer, and removing one changes nothing on the
+remote. A sync moves code when `--code` says so, else when its remote's setting does
+(`code_goes_with`); `--no-code` always wins.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.store import remoteconfig
 from gitsessions.values.errors import BadUsage
@@ -35,21 +38,46 @@ def pick_remote(store: Store, name: str | None) -> str:
     raise BadUsage(f"several remotes ({', '.join(sorted(known))}): name one")
 
 
-def add_remote(store: SessionStore, name: str, url: str, cwd: Path) -> str:
-    """Configure a remote; returns its URL as stored (a local path made absolute)."""
+def add_remote(store: SessionStore, name: str, url: str, cwd: Path, code: bool = False) -> str:
+    """Configure a remote (`code`: code goes with it); returns its URL as stored (a local
+    path made absolute)."""
     from gitsessions.services.sessions import writer
 
     url = remoteconfig.normalize(url, cwd)
     writer.audited(
-        store, "remote add", None, lambda: remoteconfig.add(store.git, name, url), remote=name
-    )
+        store, "remote add", None, lambda: remoteconfig.add(store.git, name, url, code),
+        remote=name,
+    )  # fmt: skip
     return url
 
 
-def list_remotes(store: SessionStore) -> list[dict[str, str]]:
-    """Each remote with its URL masked and its kind."""
+def set_remote_code(store: SessionStore, name: str, on: bool) -> None:
+    """Tell a remote that code goes with it, or no longer."""
+    from gitsessions.services.sessions import writer
+
+    writer.audited(
+        store, "remote set", None, lambda: remoteconfig.set_code(store.git, name, on),
+        remote=name,
+    )  # fmt: skip
+
+
+def code_goes_with(store: Store, name: str | None, flag: bool | None) -> bool:
+    """Whether a sync through the remote `name` (None: the one `pick_remote` picks)
+    moves code: `flag` (`--code`, `--no-code`) when given, else the remote's setting."""
+    if flag is not None:
+        return flag
+    return remoteconfig.code_of(store.git, pick_remote(store, name))
+
+
+def list_remotes(store: SessionStore) -> list[dict[str, Any]]:
+    """Each remote with its URL masked and its kind (`code`: code goes with it)."""
     return [
-        {"name": name, "url": remoteconfig.mask(url), "kind": remoteconfig.kind(url)}
+        {
+            "name": name,
+            "url": remoteconfig.mask(url),
+            "kind": remoteconfig.kind(url),
+            **({"code": True} if remoteconfig.code_of(store.git, name) else {}),
+        }
         for name, url in sorted(remoteconfig.remotes(store.git).items())
     ]
 
