@@ -1,12 +1,17 @@
-"""Export and import: format 2 (and format-1 documents), validation, exact round trips."""
+"""Export and import: format 3 (and format-2 and format-1 documents), validation, exact
+round trips, a session's files carried and checked."""
 
+import base64
 import copy
 import json
 from pathlib import Path
 
 import pytest
 
+from gitsessions.store.files import name_of
+from gitsessions.store.sessions import Change
 from tests.conftest import fsck, git
+from tests.test_store_files import PNG, shown, with_image
 
 SID = "0123456789abcdef0123456789abcdef"
 
@@ -75,7 +80,7 @@ def test_import_then_export_round_trips_exactly(cli, tmp_path, home):
     exported = json.loads(first)
     original = document()
     # a format-1 document's transcript imports as records without times
-    assert exported["format"] == "gitsessions.session/2"
+    assert exported["format"] == "gitsessions.session/3"
     assert exported["transcript"] == [{"message": m} for m in original["transcript"]]
     for key in (
         "messages",
@@ -117,7 +122,7 @@ def test_export_to_file(cli, tmp_path, make_session):
     out = tmp_path / "out.json"
     cli("export", head.id, "-o", str(out))
     doc = json.loads(out.read_text())
-    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/2"
+    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/3"
     assert len(doc["transcript"]) == 3
     assert all(r["time"].endswith("Z") for r in doc["transcript"])
 
@@ -227,3 +232,55 @@ def test_huge_integer_anywhere_in_the_file_is_refused(cli, tmp_path):
     result = cli("import", "-", input=text, code=1)
     assert "4400-digit integer" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_sessions_files_travel_once_and_round_trip(cli, tmp_path, home, store):
+    head, name = with_image(store)
+    again = {"role": "user", "content": f"the same: {name}"}
+    context = [*store.read(head, "context"), again]
+    meta = [{"source": {"files": [name, "files/" + "0" * 64 + ".png"]}}]  # one it lacks
+    store.commit(
+        head, Change(context=context, append=[again], append_meta=meta), event="turn", subject="t"
+    )
+    first = cli("export", head.id).stdout
+    doc = json.loads(first)
+    assert doc["format"] == "gitsessions.session/3"
+    assert [r.get("files") for r in doc["transcript"]] == [
+        {name: base64.b64encode(PNG).decode()},
+        None,  # carried once; a name the session holds no file of travels as a name
+    ]
+    cli("delete", head.id, "--yes")
+    cli("import", str(write(tmp_path, first, "again.json")))
+    assert cli("export", head.id).stdout == first
+    assert shown(home, f"refs/heads/sessions/{head.id}:{name}") == PNG
+    fsck(home)
+
+
+def _with_files(files: object, fmt: str = "gitsessions.session/3") -> dict:
+    doc = document()
+    doc["format"] = fmt
+    doc["transcript"] = [{"message": m} for m in doc["transcript"]]
+    doc["transcript"][3]["files"] = files
+    return doc
+
+
+GOOD = name_of(PNG, "image/png")
+B64 = base64.b64encode(PNG).decode()
+
+
+@pytest.mark.parametrize(
+    "doc, why",
+    [
+        (_with_files({GOOD: B64}, "gitsessions.session/2"), "unknown field 'files'"),
+        (_with_files([B64]), "'files' must be an object"),
+        (_with_files({GOOD.replace("png", "svg"): B64}), "is not the name of a session's file"),
+        (_with_files({"files/../session.json": B64}), "is not the name of a session's file"),
+        (_with_files({name_of(b"x", "image/png"): B64}), "another SHA-256"),
+        (_with_files({GOOD: "not base64!"}), "is not base64"),
+        (_with_files({GOOD: "A" * (8 * 1024 * 1024)}), "not base64 of a file's size"),
+    ],
+)
+def test_an_exports_files_are_checked_before_anything_is_written(cli, tmp_path, doc, why):
+    result = cli("import", str(write(tmp_path, doc)), code=1)
+    assert "transcript[3]: " in result.stderr and why in result.stderr
+    assert cli.json("list") == []

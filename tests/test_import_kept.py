@@ -1,10 +1,12 @@
 """Issue 39, item 5: nothing of a source quietly missing. A reply of reasoning only that
 no reply follows is kept; an older Codex rollout's cwd and times are recorded; an empty
-tool output is resumed as a text that says so; an image in a tool result is kept in its
-record and named in the message."""
+tool output is resumed as a text that says so; an image in a tool result is kept as a
+file of the session (a blob of its own, `files/<sha256>.png`) and named in the message."""
 
 import base64
+import hashlib
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,8 @@ from gitsessions.services.imports.assemble import (
     Result,
     call,
 )
-from gitsessions.services.imports.images import MAX_KEPT
 from gitsessions.services.imports.mirror import assembled
+from gitsessions.store.files import MAX_BYTES
 from gitsessions.values.messages import NO_OUTPUT, alternating
 from tests.conftest import exec_args, git, run_gitsessions
 from tests.import_fixtures import ClaudeFile
@@ -153,24 +155,61 @@ def image(media: str, data: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
 
 
-def test_an_image_in_a_tool_result_is_kept_in_its_record_and_named_in_the_message(
-    cli, tmp_path, home
-):
+def stock_show(store: Path, what: str) -> bytes:
+    """`git show <what>` (stock git) as bytes."""
+    args = ["git", "--git-dir", str(store), "show", what]
+    return subprocess.run(args, capture_output=True, check=True).stdout
+
+
+def test_an_image_in_a_tool_result_is_kept_as_a_file_and_named_in_the_message(cli, tmp_path, home):
+    raw = base64.b64decode(PNG)
+    name = f"files/{hashlib.sha256(raw).hexdigest()}.png"
     path = screenshot(ClaudeFile(tmp_path / "s.jsonl"), image("image/png", PNG))
     sid = imported(cli, "claude-code", path)["session"]
+    store = home / "store.git"
+    head = git(store, "rev-parse", f"refs/heads/sessions/{sid}").stdout.strip()
+    assert stock_show(store, f"{head}:{name}") == raw  # the image's exact bytes, a blob
     [record] = [r for r in export(cli, sid)["transcript"] if r["message"]["role"] == "tool"]
-    said = "[image: image/png, 2 KB, kept in this record's source.images[0]]"
+    said = f"[image: image/png, 2 KB, {name}]"
     assert record["message"]["content"] == f"Screenshot:\n{said}"
-    assert record["source"]["images"] == [{"media_type": "image/png", "data": PNG}]
+    assert record["source"] == {"files": [name]}  # named, no base64 in the record
     assert said in cli("show", sid).stdout
-    store = home / "store.git"  # stock git reads the image where the record is
-    tree = git(store, "ls-tree", "-r", f"refs/heads/sessions/{sid}", "transcript").stdout
+    tree = git(store, "ls-tree", "-r", head, "transcript").stdout
     chunks = [git(store, "cat-file", "blob", row.split()[2]).stdout for row in tree.splitlines()]
-    assert sum(PNG in chunk for chunk in chunks) == 1
+    assert not any(PNG[:100] in chunk for chunk in chunks)
+    again = imported(cli, "claude-code", path)  # the same file again writes nothing
+    assert again["status"] == "unchanged"
+    assert git(store, "rev-parse", f"refs/heads/sessions/{sid}").stdout.strip() == head
 
 
-def test_an_image_not_kept_says_why(cli, tmp_path):
-    big = base64.b64encode(bytes(MAX_KEPT)).decode()
+def test_the_same_image_twice_is_one_blob(cli, tmp_path, home):
+    f = ClaudeFile(tmp_path / "s.jsonl")
+    screenshot(f, image("image/png", PNG), image("image/png", PNG))
+    f.prompt("and again")
+    f.reply("msg_3", [tool_use("toolu_2")], stop="tool_use")
+    f.chained("user", tool_result("toolu_2", [image("image/png", PNG)]))
+    f.reply("msg_4", [{"type": "text", "text": "Same page."}], stop="end_turn")
+    sid = imported(cli, "claude-code", f.write())["session"]
+    store = home / "store.git"
+    listed = git(store, "ls-tree", f"refs/heads/sessions/{sid}", "files/").stdout.splitlines()
+    assert len(listed) == 1
+    name = f"files/{hashlib.sha256(base64.b64decode(PNG)).hexdigest()}.png"
+    tools = [r for r in export(cli, sid)["transcript"] if r["message"]["role"] == "tool"]
+    assert [r["message"]["content"].count(name) for r in tools] == [2, 1]
+    assert [r["source"]["files"] for r in tools] == [[name], [name]]
+
+
+def tool_use(call_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": "a.png"}}
+
+
+def tool_result(call_id: str, content: list[Any]) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    return {"role": "user", "content": [block]}
+
+
+def test_an_image_not_kept_says_why(cli, tmp_path, home):
+    big = base64.b64encode(bytes(MAX_BYTES + 1)).decode()
     path = screenshot(
         ClaudeFile(tmp_path / "s.jsonl"),
         image("image/tiff", PNG),
@@ -182,6 +221,8 @@ def test_an_image_not_kept_says_why(cli, tmp_path):
     assert record["message"]["content"].splitlines()[1:] == [
         "[image: image/tiff, 2 KB, not kept: not a PNG, JPEG, GIF or WebP image]",
         "[image: image/png, not kept: its data is not base64]",
-        "[image: image/png, 256 KB, not kept: over the 256 KiB a record keeps]",
+        "[image: image/png, 5.0 MB, not kept: over the 5 MiB an image may hold]",
     ]
     assert "source" not in record
+    listed = git(home / "store.git", "ls-tree", f"refs/heads/sessions/{sid}").stdout
+    assert "files" not in listed

@@ -36,6 +36,8 @@ class Change:
     plan: list[Any] | None = None
     pins: list[str] | None = None
     usage: dict[str, Any] | None = None
+    # files added to the tree's `files/` (`files/<sha256>.<ext>` -> bytes: `store.files`)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 def next_header(

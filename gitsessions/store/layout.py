@@ -5,6 +5,7 @@
     context-inline.json       the context's messages the transcript does not hold
     transcript/...            the full record, a tree of immutable chunks (`chunks`)
     compactions.json  plan.json  pins.json   (usage: in the header)
+    files/<sha256>.<ext>      files the session keeps: images of tool results (`files`)
 
 Invariants:
 - A transcript line, once written, is never rewritten: a commit adds one chunk holding

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from dulwich.objects import Commit, Tree
 
-from gitsessions.store import chunks, context_refs, upgrades
+from gitsessions.store import chunks, context_refs, files, upgrades
 from gitsessions.store.context_refs import Candidate
 from gitsessions.store.errors import NotACommit, ObjectMissing, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT, check_header, unwrap
@@ -269,6 +269,11 @@ class SessionReader:
         """`(index, record)` for records `start:end`, one chunk in memory at a time."""
         get, top = self._transcript_at(head)
         return iter_records(self.git, get, top, head.counts.get("messages", 0), start, end)
+
+    def read_file(self, head: Head, name: str) -> bytes | None:
+        """The bytes of the session's file `name` (`files/<sha256>.<ext>`: `store.files`)
+        at `head`; None when it holds none of that name."""
+        return files.read(self.git.tree, self.git.blob, head.tree, name)
 
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None

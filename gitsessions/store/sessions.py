@@ -284,6 +284,8 @@ class SessionStore(SessionReader):
             value = getattr(change, what)
             if value is not None and what != "context":
                 draft.set(name, dumps(wrap(what, value)))
+        if change.files:  # bytes: the redaction gate does not scan them (store/files.py)
+            draft.add_files(change.files)
         first = counts["messages"]
         if change.append:
             draft.append_transcript(transcript_records(change, trailers), first)

@@ -5,7 +5,8 @@ Invariants:
 - Every tree the fetched commits reach that no ref of the store reaches yet is read and
   each entry checked: a name of the session layout (`[A-Za-z0-9][A-Za-z0-9._-]*`:
   never `.`, `..`, `.git` in any case, a `/`, `git~1`) and a mode the store writes (file
-  or directory). git's own checks (`fetch.fsckObjects`) ran before, on every object.
+  or directory): the session's files (`files/<sha256>.<ext>`) pass as any other.
+  git's own checks (`fetch.fsckObjects`) ran before, on every object.
 - A commit that reaches one bad tree is refused whole (`{commit: why}`), and the caller
   moves no ref to it and writes no remote-tracking ref for it; its objects stay
   unnamed, and the next `gc` removes them.

@@ -1,15 +1,16 @@
 """A session tree being edited (see `layout` for the tree): the files of a base tree,
-set or appended to, and the new objects that make the result.
+set or appended to, and the new objects that make the result. Every entry of the base
+tree is carried as it is (the transcript, `files/`) unless set or appended to here.
 
 Invariant: nothing is written here; `SessionStore` writes `new_objects` (blobs and trees
 before the root tree, the root last) and only then makes a commit name them.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dulwich.objects import Blob, ShaFile, Tree
 
-from gitsessions.store import chunks
+from gitsessions.store import chunks, files
 from gitsessions.store.layout import (
     CHUNK_LINES,
     DIR_MODE,
@@ -41,6 +42,11 @@ class TreeDraft:
         blob = Blob.from_string(data)
         self.new_objects.append(blob)
         self.root.add(name.encode(), FILE_MODE, blob.id)
+
+    def add_files(self, new: Mapping[str, bytes]) -> None:
+        """`new` (`files/<sha256>.<ext>` -> bytes, each checked: `files.check`) added
+        to the tree's `files/`."""
+        self.new_objects += files.added(self.root, self.git.tree, new)
 
     def append_transcript(self, records: Sequence[Record], first: int) -> None:
         """New chunks holding `records` (the first of them message `first`): one, or

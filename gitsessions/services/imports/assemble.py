@@ -64,7 +64,7 @@ class Result:
     line: int
     time: str | None = None
     error: bool = False
-    images: list[dict[str, str]] = field(default_factory=list)  # kept in its record (images.py)
+    files: dict[str, bytes] = field(default_factory=dict)  # its images (images.py)
 
 
 @dataclass
@@ -74,6 +74,7 @@ class Prompt:
     time: str | None = None
     role: str = "user"
     injected: bool = False  # written by the agent, not typed (Claude's isMeta, Codex's context)
+    files: dict[str, bytes] = field(default_factory=dict)  # an orphan result's images
 
 
 @dataclass
@@ -122,6 +123,9 @@ class Entry:
     message: dict[str, Any]
     meta: dict[str, Any]
     line: int = 0  # the source line it comes from (not part of what is stored)
+    # the files its record lists in `source.files` (name -> bytes: `store.files`); the
+    # names, which hash the bytes, are what an import's digest covers
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -201,7 +205,8 @@ class Assembler:
             waiting = self.open.pop(item.call_id, None)
             if waiting is None:  # its call is not in the source: kept as a note
                 self.orphans += 1
-                out += self.feed(Prompt(_orphan(item), item.line, item.time, injected=True))
+                note = Prompt(_orphan(item), item.line, item.time, injected=True, files=item.files)
+                out += self.feed(note)
             else:
                 waiting.results[item.call_id] = item
                 out += self._drain()
@@ -287,7 +292,8 @@ class Assembler:
                 self.title = prompt_title(item.content)
         else:
             self.step += 1 if self.turn else 0
-        return [self._entry({"role": item.role, "content": item.content}, item.time, item.line)]
+        message = {"role": item.role, "content": item.content}
+        return [self._entry(message, item.time, item.line, item.files)]
 
     def _close(self) -> list[Output]:
         """The reply being read is complete: out now, or queued behind a call."""
@@ -362,21 +368,30 @@ class Assembler:
             elif result.error and isinstance(content, str):
                 content = content if content.startswith("error") else f"error: {content}"
             self.step += 1
-            kept = {"source": {"images": result.images}} if result and result.images else {}
             out.append(
                 self._entry(
                     {"role": "tool", "tool_call_id": one["id"], "content": content},
                     (result.time if result else None) or reply.time,
                     result.line if result else reply.line,
-                    **kept,
+                    result.files if result else {},
                 )
             )
         return out
 
-    def _entry(self, message: dict[str, Any], time: str | None, line: int, **meta: Any) -> Entry:
+    def _entry(
+        self,
+        message: dict[str, Any],
+        time: str | None,
+        line: int,
+        files: dict[str, bytes] | None = None,
+        **meta: Any,
+    ) -> Entry:
+        """A transcript message; its `files` listed in its record's `source.files`."""
         fields = {"time": time, "turn": self.turn, "step": self.step, **meta}
+        if files:
+            fields["source"] = {**fields.get("source", {}), "files": list(files)}
         kept = scrub({k: v for k, v in fields.items() if v is not None})
-        return Entry(scrub(message), kept, line)
+        return Entry(scrub(message), kept, line, dict(files or {}))
 
 
 def _orphan(result: Result) -> str:

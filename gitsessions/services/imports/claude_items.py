@@ -70,10 +70,10 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                images: list[dict[str, str]] = []  # filled by _text, kept in the record
+                files: dict[str, bytes] = {}  # its images, filled by _text (images.py)
                 yield Result(
-                    block["tool_use_id"], _text(block.get("content"), images), n, time,
-                    block.get("is_error") is True, images,
+                    block["tool_use_id"], _text(block.get("content"), files), n, time,
+                    block.get("is_error") is True, files,
                 )  # fmt: skip
             elif block.get("type") == "text" and isinstance(block.get("text"), str):
                 parts.append({"type": "text", "text": block["text"]})
@@ -108,9 +108,9 @@ def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
         yield reply
 
 
-def _text(content: Any, images: list[dict[str, str]] | None = None) -> str:
+def _text(content: Any, files: dict[str, bytes] | None = None) -> str:
     """A tool result's or summary's content as text; an image named, and kept in
-    `images` (a tool result's: `images.kept`)."""
+    `files` (a tool result's: `images.kept`)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -120,7 +120,7 @@ def _text(content: Any, images: list[dict[str, str]] | None = None) -> str:
         if isinstance(block, dict) and block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif isinstance(block, dict) and block.get("type") == "image":
-            texts.append(kept(block, images))
+            texts.append(kept(block, files))
     return "\n".join(texts)
 
 

@@ -1,30 +1,31 @@
-"""An image in a source's tool result, kept in the record of the tool message.
+"""An image in a source's tool result, kept as a file of the session (`store.files`).
 
 Invariants:
-- An image's base64 data is kept as the source wrote it, in the tool message's record
-  (`source.images`, a list of `{"media_type", "data"}`), never in the message: the
-  message says what it was and where it is kept (`[image: image/png, 12 KB, kept in
-  this record's source.images[0]]`), so what is resumed sends the reference, not the
-  bytes. The redaction gate applies to it as to all of a record's `source`.
-- Only a PNG, JPEG, GIF or WebP image (`MEDIA_TYPES`) of valid base64 is kept, and at
-  most `MAX_KEPT` characters of base64 in one record (a transcript chunk of 256 records
-  stays far below the store's 64 MiB object limit); any other image is named in the
-  message with why it was not kept.
+- An image's decoded bytes are kept as a blob of their own in the session's tree,
+  `files/<sha256>.<ext>` (the same bytes, the same name: kept once), never in the
+  message nor its record: the message says what it was and names the file
+  (`[image: image/png, 12 KB, files/<sha256>.png]`), so what is resumed sends the
+  reference, not the bytes, and the record lists it (`source.files`). The redaction
+  gate scans the message and the record, not the image's pixels.
+- Only a PNG, JPEG, GIF or WebP image (`MEDIA_TYPES`) of valid base64 is kept, at most
+  `MAX_BYTES` decoded, and at most `MAX_RECORD` bytes of images for one tool result;
+  any other image is named in the message with why it was not kept.
 """
 
 import base64
 import binascii
 from typing import Any
 
-MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-MAX_KEPT = 256 * 1024  # base64 characters of images kept in one record, at most
+from gitsessions.store.files import EXTENSIONS, MAX_BYTES, MAX_RECORD, name_of
+
+MEDIA_TYPES = tuple(EXTENSIONS)
 
 
-def kept(block: dict[str, Any], images: list[dict[str, str]] | None) -> str:
+def kept(block: dict[str, Any], files: dict[str, bytes] | None) -> str:
     """The text a tool result's image `block` (Anthropic's `{"type": "image", "source":
-    {"type": "base64", "media_type", "data"}}`) becomes; the image appended to `images`
-    (the record's `source.images`) when it is kept (never, when `images` is None: a
-    message that keeps none)."""
+    {"type": "base64", "media_type", "data"}}`) becomes; the image added to `files`
+    (name -> bytes, the tool message's) when it is kept (never, when `files` is None:
+    a message that keeps none)."""
     source = block.get("source") if isinstance(block.get("source"), dict) else {}
     media = source.get("media_type")
     shown = str(media)[:60] if isinstance(media, str) else "unknown type"
@@ -32,18 +33,26 @@ def kept(block: dict[str, Any], images: list[dict[str, str]] | None) -> str:
     if source.get("type") != "base64" or not isinstance(data, str):
         return f"[image: {shown}, not kept: no image data in the source]"
     size = _size(len(data) * 3 // 4)
-    if images is None:
+    if files is None:
         return f"[image: {shown}, {size}, not kept]"
     if media not in MEDIA_TYPES:
         return f"[image: {shown}, {size}, not kept: not a PNG, JPEG, GIF or WebP image]"
-    if len(data) + sum(len(i["data"]) for i in images) > MAX_KEPT:
-        return f"[image: {shown}, {size}, not kept: over the {MAX_KEPT // 1024} KiB a record keeps]"
+    too_big = f"not kept: over the {MAX_BYTES // 2**20} MiB an image may hold"
+    if len(data) * 3 // 4 > MAX_BYTES + 2:  # not decoded: too big whatever its padding
+        return f"[image: {shown}, {size}, {too_big}]"
     try:
-        size = _size(len(base64.b64decode(data, validate=True)))
+        raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return f"[image: {shown}, not kept: its data is not base64]"
-    images.append({"media_type": media, "data": data})
-    return f"[image: {shown}, {size}, kept in this record's source.images[{len(images) - 1}]]"
+    size = _size(len(raw))
+    if len(raw) > MAX_BYTES:
+        return f"[image: {shown}, {size}, {too_big}]"
+    name = name_of(raw, media)
+    if name not in files and len(raw) + sum(map(len, files.values())) > MAX_RECORD:
+        limit = MAX_RECORD // 2**20
+        return f"[image: {shown}, {size}, not kept: over the {limit} MiB a tool result keeps]"
+    files[name] = raw
+    return f"[image: {shown}, {size}, {name}]"
 
 
 def _size(count: int) -> str:

@@ -20,11 +20,13 @@ Invariants:
 - A file found finished (`Source.finished`) is settled at its end; if it grows after
   all, a re-import reads on from there, or, read whole, settles again at each line of
   `settled`, so what was imported stays how the source's outputs begin.
-- Memory holds one line of the source, one batch of `PART` records and the working
-  context (since the source's last compaction), never the whole transcript.
+- Memory holds one line of the source, one batch of `PART` records (and of at most
+  `files.MAX_COMMIT` bytes of their images: a batch is committed once it holds that
+  much) and the working context (since the source's last compaction), never the whole
+  transcript.
 - Every commit goes through the store's redaction gate (the records' `source` data, the
   reasoning kept there, is redacted here with the same rules), each commit under the
-  session's lease.
+  session's lease. An image kept as a file (`images.py`) is bytes the gate does not scan.
 """
 
 import copy
@@ -45,6 +47,7 @@ from gitsessions.services.imports.assemble import (
 from gitsessions.services.imports.lines import prefix_sha256
 from gitsessions.services.imports.source import Outcome, Snapshot, Source
 from gitsessions.services.sessions import writer
+from gitsessions.store.files import MAX_COMMIT
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values.canonical import dumps_line
@@ -219,6 +222,7 @@ class _Run:
         self.resume: dict[str, Any] | None = None  # set once the source is read to its end
         self.seen = 0  # outputs of the source taken (imported before or now)
         self.batch: list[Entry] = []
+        self.held_bytes = 0  # of the batch's files
         self.messages = 0
         self.compactions = 0
         self.redacted: dict[str, int] = {}
@@ -245,7 +249,7 @@ class _Run:
             return
         if isinstance(output, Entry):
             self._add(output)
-            if len(self.batch) >= PART:
+            if len(self.batch) >= PART or self.held_bytes >= MAX_COMMIT:
                 self.flush()
         elif isinstance(output, Compacted):
             summary = [output.summary] if output.summary is not None else []
@@ -312,7 +316,8 @@ class _Run:
         if turn_start and message.get("role") == "user" and meta.get("step") == 0:
             self.starts.append(len(self.context))
         self.context.append(message)
-        self.batch.append(Entry(message, meta))
+        self.batch.append(Entry(message, meta, files=entry.files))
+        self.held_bytes += sum(map(len, entry.files.values()))
 
     def flush(self, final: bool = False) -> None:
         """Commit the batch; at the end, a header the source changed (a new title)."""
@@ -396,6 +401,7 @@ class _Run:
             as_recorded=True,
             compactions=list(self.records),
             usage=self.usage,
+            files={name: data for e in self.batch for name, data in e.files.items()},
         )
         count = len(self.batch)
         if self.head is None:
@@ -412,7 +418,7 @@ class _Run:
             edit = writer.Edit(change, event, subject, trailers or {})
             self.head = writer.commit_on(self.store, self.head, edit).head
         self.messages += count
-        self.batch = []
+        self.batch, self.held_bytes = [], 0
 
 
 def digestible(output: Output) -> bytes:

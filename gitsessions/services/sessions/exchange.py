@@ -1,13 +1,15 @@
-"""Export and import: a whole session as one JSON document (`gitsessions.session/2`).
+"""Export and import: a whole session as one JSON document (`gitsessions.session/3`).
 
-Format 2 holds the transcript as records (`{"message", "time", "turn", "step", ...}`, as
-the store keeps them); a format-1 document (bare messages) still imports.
+The transcript is held as records (`{"message", "time", "turn", "step", ...}`, as the
+store keeps them); format 3 adds, to a record, the session's files it is the first to
+name (`files`: `exchange_files`). A format-2 document (records, no files) and a format-1
+document (bare messages) still import.
 
 Invariants:
 - Import validates the whole document before writing anything: a malformed document
   writes nothing and raises `InvalidExport` naming the first problem.
 - Export then import then export gives the same JSON (the import commit keeps the
-  document's own timestamps).
+  document's own timestamps), the session's files with it.
 - With the store's redaction on, an export holds no secret value, even of a session
   stored before redaction existed; an import is redacted by the store as it is written.
 """
@@ -22,9 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
-from gitsessions.services.sessions import writer
+from gitsessions.services.sessions import exchange_files, writer
+from gitsessions.services.sessions.exchange_files import InvalidExport
 from gitsessions.store import context_refs
 from gitsessions.store.errors import SessionExists
+from gitsessions.store.files import MAX_COMMIT
 from gitsessions.store.sessions import Change, Head, SessionStore
 from gitsessions.values import jsonstream
 from gitsessions.values.canonical import dumps, dumps_line
@@ -42,9 +46,10 @@ from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empt
 from gitsessions.values.secrets import redact_value
 
 T = TypeVar("T")
-PART = 2048  # transcript records per commit of a long import (bounds its memory)
-EXPORT_FORMAT = "gitsessions.session/2"
-IMPORTED_FORMATS = ("gitsessions.session/1", EXPORT_FORMAT)
+PART = 2048  # transcript records per commit of a long import (and MAX_COMMIT bytes of files)
+EXPORT_FORMAT = "gitsessions.session/3"
+RECORD_FORMATS = ("gitsessions.session/2", EXPORT_FORMAT)  # whose transcript holds records
+IMPORTED_FORMATS = ("gitsessions.session/1", *RECORD_FORMATS)
 RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage", "source"}
 REQUIRED = ("format", "id", "messages", "transcript")
 OPTIONAL_DEFAULTS: dict[str, Any] = {
@@ -81,10 +86,6 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
 
-class InvalidExport(InvalidInput):
-    """An export document that cannot be imported."""
-
-
 def export_bytes(store: SessionStore, head: Head, redacted: Counter[str]) -> Iterator[bytes]:
     """The export document's bytes (the whole document's `dumps`, redacted) in pieces, a
     transcript record at a time: memory holds one record, not the session. What is
@@ -97,10 +98,12 @@ def export_bytes(store: SessionStore, head: Head, redacted: Counter[str]) -> Ite
     before, after = dumps(doc).split(dumps_line(marker), 1)
     yield before + b"["
     first = True
+    sent: set[str] = set()  # the files carried so far
     for _index, record in store.iter_records(head):
         if store.redact:
             record, found = redact_value(record)
             redacted.update(found)
+        record = exchange_files.attach(store, head, record, sent)
         nested = dumps({"t": [record]})  # the record as indented inside the document
         yield (b"\n" if first else b",\n") + nested[len(b'{\n  "t": [\n') : -len(b"\n  ]\n}\n")]
         first = False
@@ -303,7 +306,7 @@ def validate_export(doc: Any) -> None:
 
 def records_of(format_: str, elements: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """The transcript's elements as records (a format-1 element is a bare message)."""
-    if format_ == EXPORT_FORMAT:
+    if format_ in RECORD_FORMATS:
         return iter(elements)
     return ({"message": message} for message in elements)
 
@@ -316,9 +319,9 @@ def count_records(format_: str, elements: Iterable[Any]) -> int:
     def checked() -> Iterator[Any]:
         nonlocal count
         for n, element in enumerate(elements):
-            record = element if format_ == EXPORT_FORMAT else {"message": element}
-            if format_ == EXPORT_FORMAT:
-                _validate_record(n, record)
+            record = element if format_ in RECORD_FORMATS else {"message": element}
+            if format_ in RECORD_FORMATS:
+                _validate_record(n, record, format_)
             try:
                 validate_message(record["message"], f"transcript[{n}]")
                 dumps_line(record)  # lone surrogates (\ud800 escapes) cannot be stored
@@ -333,11 +336,12 @@ def count_records(format_: str, elements: Iterable[Any]) -> int:
     return count
 
 
-def _validate_record(n: int, record: Any) -> None:
+def _validate_record(n: int, record: Any, format_: str) -> None:
     where = f"transcript[{n}]"
     if not isinstance(record, dict) or "message" not in record:
         raise InvalidExport(f"{where}: a record needs a 'message'")
-    unknown = sorted(set(record) - RECORD_FIELDS)
+    known = RECORD_FIELDS | ({"files"} if format_ == EXPORT_FORMAT else set())
+    unknown = sorted(set(record) - known)
     if unknown:
         raise InvalidExport(f"{where}: unknown field {unknown[0]!r}")
     if "time" in record and not (
@@ -354,6 +358,8 @@ def _validate_record(n: int, record: Any) -> None:
         raise InvalidExport(f"{where}: 'usage' must be an object")
     if not isinstance(record.get("source", {}), dict):
         raise InvalidExport(f"{where}: 'source' must be an object")
+    if "files" in record:
+        exchange_files.decoded(where, record["files"])
 
 
 def _validate_workspace(workspace: Any) -> None:
@@ -444,18 +450,21 @@ def _import(
 
 
 def _parts(records: Iterator[dict[str, Any]], last: Change) -> Iterator[Change]:
-    """The transcript in parts of `PART` records but the last, which goes into `last`.
-    Each part's context holds the messages of the final context met so far (once each),
-    so the final context refers to transcript lines in any part."""
+    """The transcript in parts of `PART` records (or of `MAX_COMMIT` bytes of files) but
+    the last, which goes into `last`. Each part's context holds the messages of the final
+    context met so far (once each), so the final context refers to transcript lines in
+    any part."""
     assert last.context is not None
     wanted = {context_refs.key(message) for message in last.context}
     met: dict[bytes, dict[str, Any]] = {}
     batch: list[dict[str, Any]] = []
+    held = 0  # bytes of the batch's files
     for record in records:
-        if len(batch) == PART:
+        if len(batch) == PART or held >= MAX_COMMIT:
             yield _change(batch, Change(context=list(met.values()), as_recorded=True))
-            batch = []
+            batch, held = [], 0
         batch.append(record)
+        held += exchange_files.held(record)
         if wanted:
             key = context_refs.key(record["message"])
             if key in wanted:
@@ -466,5 +475,10 @@ def _parts(records: Iterator[dict[str, Any]], last: Change) -> Iterator[Change]:
 
 def _change(batch: list[dict[str, Any]], change: Change) -> Change:
     change.append = [record["message"] for record in batch]
-    change.append_meta = [{k: v for k, v in r.items() if k != "message"} for r in batch]
+    change.append_meta = [
+        {k: v for k, v in r.items() if k not in ("message", "files")} for r in batch
+    ]
+    for n, record in enumerate(batch):
+        if "files" in record:  # checked when the document was read
+            change.files.update(exchange_files.decoded(f"transcript[{n}]", record["files"]))
     return change
