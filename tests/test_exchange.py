@@ -80,7 +80,7 @@ def test_import_then_export_round_trips_exactly(cli, tmp_path, home):
     exported = json.loads(first)
     original = document()
     # a format-1 document's transcript imports as records without times
-    assert exported["format"] == "gitsessions.session/3"
+    assert exported["format"] == "gitsessions.session/2"  # it holds no files
     assert exported["transcript"] == [{"message": m} for m in original["transcript"]]
     for key in (
         "messages",
@@ -122,7 +122,7 @@ def test_export_to_file(cli, tmp_path, make_session):
     out = tmp_path / "out.json"
     cli("export", head.id, "-o", str(out))
     doc = json.loads(out.read_text())
-    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/3"
+    assert doc["id"] == head.id and doc["format"] == "gitsessions.session/2"  # no files
     assert len(doc["transcript"]) == 3
     assert all(r["time"].endswith("Z") for r in doc["transcript"])
 

@@ -47,7 +47,7 @@ def test_a_stored_format_reads_whole(version, cli, home):
         "pins", golden["id"]
     ).stdout.count("alpha is the answer")
     exported = json.loads(cli("export", fork["id"]).stdout)
-    assert exported["format"] == "gitsessions.session/3"
+    assert exported["format"] == "gitsessions.session/2"  # it holds no files
     records = exported["transcript"]
     assert records[-1]["message"]["content"] == "in the fork"
     assert ("time" in records[-1]) == (version == 2)

@@ -275,6 +275,10 @@ class SessionReader:
         at `head`; None when it holds none of that name."""
         return files.read(self.git.tree, self.git.blob, head.tree, name)
 
+    def holds_files(self, head: Head) -> bool:
+        """Whether the session holds files (`files/`) at `head`."""
+        return files.FILES in self.git.tree(head.tree)
+
     def transcript(
         self, head: Head, start: int = 0, end: int | None = None
     ) -> list[dict[str, Any]]:

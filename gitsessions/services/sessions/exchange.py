@@ -47,8 +47,9 @@ from gitsessions.values.secrets import redact_value
 
 T = TypeVar("T")
 PART = 2048  # transcript records per commit of a long import (and MAX_COMMIT bytes of files)
-EXPORT_FORMAT = "gitsessions.session/3"
-RECORD_FORMATS = ("gitsessions.session/2", EXPORT_FORMAT)  # whose transcript holds records
+EXPORT_FORMAT = "gitsessions.session/3"  # a session that holds files
+PLAIN_FORMAT = "gitsessions.session/2"  # one that holds none: what older builds import too
+RECORD_FORMATS = (PLAIN_FORMAT, EXPORT_FORMAT)  # whose transcript holds records
 IMPORTED_FORMATS = ("gitsessions.session/1", *RECORD_FORMATS)
 RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage", "source"}
 REQUIRED = ("format", "id", "messages", "transcript")
@@ -113,7 +114,7 @@ def export_bytes(store: SessionStore, head: Head, redacted: Counter[str]) -> Ite
 def _document(store: SessionStore, head: Head, transcript: Any) -> dict[str, Any]:
     h = head.header
     return {
-        "format": EXPORT_FORMAT,
+        "format": EXPORT_FORMAT if store.holds_files(head) else PLAIN_FORMAT,
         "id": head.id,
         **{key: h.get(key, OPTIONAL_DEFAULTS[key]) for key in HEADER_FIELDS},
         **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
