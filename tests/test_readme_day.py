@@ -210,6 +210,10 @@ def check(
         snapshots = git("for-each-ref", "--format=%(refname:lstrip=3)",
                         "refs/gitsessions/snapshots/", cwd=machine.project)  # fmt: skip
         assert {ids["3f2a"], ids["9c1e"]} <= {sid[:8] for sid in snapshots.split()}
+    elif command == "worktree":  # on the laptop: the fork's worktree at its latest turn
+        made = list((machine.home / "worktrees").iterdir())
+        assert [(w / "cart.py").read_text() for w in made] == ["TOTAL = 3\n"], result.stderr
+        assert "turn 3" in result.stderr, result.stderr
     elif command == "import":
         assert "created" in result.stdout, result.stdout
         imported = [s for s in machine.sessions() if s.get("imported_from") == "claude-code"]

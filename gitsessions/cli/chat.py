@@ -178,14 +178,25 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     without the agent (cli/resuming.py: its own settings, its workspace,
     an unanswered prompt), leased; the agent built while the user types."""
     # what a resumed chat reads: 19 ms a new chat's prompt does not need
-    from gitsessions.cli.resuming import RETRY_HINT, Resuming, lease_of, read_resumed
+    from gitsessions.cli.resuming import (
+        RETRY_HINT,
+        Resuming,
+        WorktreeNotHere,
+        lease_of,
+        read_resumed,
+    )
 
     here = options.workspace_dir(chat.workspace_flag)
-    found = read_resumed(
-        chat.state, chat.settings, chat.resume, chat.continue_, here, chat.workspace_flag
-    )
-    settings, workspace = found.settings, found.workspace
     plain = stderr_sink(chat.state)
+    asked = (chat.state, chat.settings, chat.resume, chat.continue_, here, chat.workspace_flag)
+    try:
+        found = read_resumed(*asked)
+    except WorktreeNotHere as refused:  # a pulled worktree fork: its worktree made here?
+        from gitsessions.cli.worktree_offer import offer
+
+        offer(chat.state, refused, here, plain)
+        found = read_resumed(*asked[:-1], None)  # in the worktree, whatever --workspace said
+    settings, workspace = found.settings, found.workspace
     write_plain(found.notes, plain)  # where its tools work, before anything is refused
     check_budget_early(settings.max_context_tokens, workspace)
     if chat.shell.sandbox == "workspace-write":  # a kernel that cannot: refused at once

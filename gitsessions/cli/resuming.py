@@ -57,6 +57,21 @@ class Resuming:
     lease: Lease  # held: the build re-reads the session under it
 
 
+class WorktreeNotHere(InvalidInput):
+    """A worktree fork made on another machine, resumed in a clone of its project before
+    its worktree is made here: its tools would work in this checkout. The message ends
+    with the command that makes it (`worktree restore`)."""
+
+    def __init__(self, session_id: str, here: Path) -> None:
+        self.session_id = session_id
+        self.command = f"gitsessions worktree restore {short(session_id)}"
+        super().__init__(
+            f"session {short(session_id)} is a worktree fork made on another machine; its "
+            f"worktree is not here, and its tools would work in this checkout ({here}); "
+            f"make its worktree here first: {self.command}"
+        )
+
+
 class Read(NamedTuple):
     """What the lines before a resumed chat's prompt need."""
 
@@ -146,14 +161,19 @@ def place(
     """Where a resumed session's tools work, and the lines that say so: a worktree fork
     in its worktree (unless `--workspace` names one) when this home made it
     (`worktree_mark.check`), else here; a note when that is not where the session was
-    recorded."""
+    recorded. A worktree fork this home did not make (made on another machine), resumed
+    in a clone of its project, is refused with the command that makes its worktree here
+    (`WorktreeNotHere`): its tools never work in that checkout."""
     notes: list[Line] = []
     workspace = here
     recorded = (picked.header.get("workspace") or {}).get("path") or ""
-    if workspace_flag is None and mark_of(picked.header):
+    if mark_of(picked.header):
         checked = check(home, picked.id, picked.header, env)
-        workspace, recorded, said = in_worktree(picked, here, checked)
-        notes.append(said)
+        if checked.mark is None and _clone_of(picked, here, env):
+            raise WorktreeNotHere(picked.id, here)  # its tools would work in this checkout
+        if workspace_flag is None:
+            workspace, recorded, said = in_worktree(picked, here, checked)
+            notes.append(said)
     if recorded != str(workspace):
         # The tools work where the user is, never where a (possibly imported) record says.
         from gitsessions.services.code.project_id import recorded as identity_of
@@ -205,6 +225,15 @@ def in_worktree(picked: "Head", here: Path, checked: Checked) -> tuple[Path, str
         f"(branch {one_line(mark['branch'])})"
     )
     return place, str(place), (said, "dim")
+
+
+def _clone_of(picked: "Head", here: Path, env: Mapping[str, str]) -> bool:
+    """Whether `here` is in a clone of the project the session was recorded in."""
+    from gitsessions.services.code.project_id import recorded, same_project
+    from gitsessions.services.code.workspace import project_of
+
+    root, identity = project_of(here, env)
+    return root is not None and same_project(identity, recorded(picked.header))
 
 
 def unanswered(context: list[dict[str, Any]]) -> bool:

@@ -102,7 +102,8 @@ def cmd_remove(
 def cmd_restore(ctx: typer.Context, session: IdArg) -> None:
     """Add a removed (or deleted) worktree again, at its branch. A worktree fork pulled
     from another machine gets its worktree made here, under this home, from the clone of
-    its project you run this in (its code snapshot comes with `pull --code`)."""
+    its project you run this in, at its latest turn's code (its snapshots come with
+    `pull --code`)."""
     state: State = ctx.obj
     store = state.store
     err.print(

@@ -15,6 +15,9 @@ Invariants:
   mark this home did not make for that session (a pulled one) is refused.
 - Every session commit (the fork, a removal, a restore) goes through the writer. Git is
   changed first and undone when the session commit fails, so neither is left half made.
+- `adopt` (restore of a fork made on another machine) checks out the fork's newest
+  code snapshot, its latest turn's, never the fork point's: the branch starts at a
+  commit of that snapshot's tree, as above.
 - `remove` refuses a worktree with uncommitted or untracked changes unless `force`,
   which snapshots them into the session's snapshot ref first: nothing is lost.
 """
@@ -366,10 +369,10 @@ def restore(
 def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -> str:
     """A worktree fork pulled from another machine, made here: a worktree of the clone
     at `here` (the session's project by identity), under this home, on the fork's branch
-    (`gitsessions/<short id>`, made at the fork's code snapshot when this clone lacks
-    it, which `pull --code` brings). Nothing of the pulled mark is used but its snapshot
-    id, checked to be a commit here; the path it names is never touched."""
-    said = head.header.get("worktree") or {}
+    (`gitsessions/<short id>`, made at the fork's newest code snapshot, its latest turn's
+    code, when this clone lacks the branch; `pull --code` brings the snapshot). Nothing of
+    the pulled mark is used; the snapshot id comes from the session's history, checked to
+    be a commit here; the path the mark names is never touched."""
     root, identity = project_of(here, env)
     if root is None or not same_project(identity, recorded(head.header)):
         raise WorktreeError(
@@ -378,10 +381,9 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
             "to make it here"
         )
     project = find_project(root, env)
-    base = str(said.get("base") or "")
-    known = (
-        project is not None and len(base) in (40, 64) and all(c in "0123456789abcdef" for c in base)
-    )
+    newest = points.newest_snapshot(store, head)
+    base, turn = newest if newest is not None else ("", None)
+    known = project is not None and _is_hex_id(base)
     if not known or git(root, env, "cat-file", "-e", f"{base}^{{commit}}", check=False).returncode:
         raise WorktreeError(
             f"the code of session {short(head.id)}'s worktree is not in this clone; "
@@ -395,13 +397,8 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     branch = branch_name(head.id)
     exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{branch}",
                  check=False).returncode == 0  # fmt: skip
-    mark = {
-        "path": str(path),
-        "branch": branch,
-        "base": base,
-        "repo": str(repo),
-        "removed_at": None,
-    }
+    mark = {"path": str(path), "branch": branch, "base": base, "repo": str(repo),
+            "removed_at": None}  # fmt: skip
     remember(store.home, head.id, mark)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
@@ -424,5 +421,10 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
         git(repo, env, "worktree", "remove", "--force", str(path), check=False)
         forget(store.home, head.id)
         raise
-    made = "on its branch" if exists else f"at its code snapshot {base[:12]}"
+    at = f"turn {turn}" if turn is not None else "its newest snapshot"
+    made = "on its branch" if exists else f"at the code of {at} (snapshot {base[:12]})"
     return f"made worktree {path} on branch {branch} ({made}); it was made on another machine"
+
+
+def _is_hex_id(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)

@@ -76,6 +76,16 @@ def snapshot_at(store: SessionStore, head: Head, commit: bytes) -> str | None:
     return None
 
 
+def newest_snapshot(store: SessionStore, head: Head) -> tuple[str, int | None] | None:
+    """The newest code snapshot the session's history names, and the turn whose commit
+    names it (None: a commit of no turn, as a fork's own), or None when none does."""
+    for _commit_id, trailers in _trailers(store, head):
+        if trailers.get("Code-Snapshot"):
+            turn = trailers.get("Turn", "")
+            return trailers["Code-Snapshot"], int(turn) if turn.isdigit() else None
+    return None
+
+
 def all_snapshots(store: SessionStore, head: Head) -> list[str]:
     """Every code snapshot the session's history names, newest first, once each."""
     found: dict[str, None] = {}

@@ -1,0 +1,162 @@
+"""A worktree fork pulled onto another machine is restored at its latest turn, and is
+never resumed in that machine's main checkout (issue 40, item 2).
+
+Two homes, two clones of one project whose `origin` is a bare repository (the code
+remote), a bare `sessions.git` for the sessions (`Day`, as the README's day). On A: a
+session, `fork --worktree`, and real exec turns in the fork that add `new.py` and rewrite
+`sub/f.py`; `push --all --code`. On B: `pull --code`, then the fork. Stock git and the
+files say what B's worktree and main checkout hold."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+from acp import text_block
+
+from tests.fake_openai import FakeOpenAI
+from tests.project_helpers import tool
+from tests.test_acp import Editor, drive
+from tests.test_chat import PROMPT, plain
+from tests.test_code_follows import Day
+from tests.test_project_identity import exec_turn, git, gs
+
+
+def write(server: FakeOpenAI, day: Day, session: str, path: str, content: str) -> None:
+    """One exec turn on A that writes `path` in the fork's worktree (resumed from A's
+    main checkout: the fork works in its worktree from anywhere)."""
+    server.reply(content=None, tool_calls=[tool("write_file", path=path, content=content)])
+    server.reply(content=f"wrote {path}")
+    done = gs(day.home_a, day.clone_a, "exec", f"write {path}", "--resume", session,
+              "--base-url", server.base_url, "--model", "m", "--auto-approve")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def forked_on_a_pulled_on_b(tmp_path: Path) -> tuple[Day, str, int]:
+    """The fork's id and its last turn, pulled with its code onto B."""
+    day = Day(tmp_path)
+    with FakeOpenAI(strict=True) as server:
+        sid = exec_turn(server, day.home_a, day.clone_a, "start")
+        made = gs(day.home_a, day.clone_a, "fork", sid, "--worktree", "--json")
+        assert made.returncode == 0, made.stderr
+        fork = json.loads(made.stdout)["id"]
+        write(server, day, fork, "new.py", "NEW = 1\n")
+        write(server, day, fork, "sub/f.py", "x = 2\n")
+    assert (day.clone_a / "sub" / "f.py").read_text() == "x = 1\n"  # A's checkout untouched
+    day.a("push", "--all", "--code")
+    day.b("pull", "--code")
+    log = git("--git-dir", str(day.home_b / "store.git"), "log",
+              "--format=%(trailers:key=Turn,valueonly)", f"refs/heads/sessions/{fork}")  # fmt: skip
+    last = max(int(n) for n in log.split() if n.isdigit())
+    return day, fork, last
+
+
+def untouched(clone: Path) -> None:
+    """B's main checkout holds only what its origin gave it."""
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=clone) == ""
+    assert (clone / "sub" / "f.py").read_text() == "x = 1\n"
+
+
+def worktree_of(day: Day, fork: str) -> Path:
+    return day.home_b / "worktrees" / f"shop-{fork[:8]}"
+
+
+def test_restore_of_a_pulled_fork_checks_out_its_latest_turn_and_names_it(tmp_path):
+    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+    said = day.b("worktree", "restore", fork[:8])
+    path = worktree_of(day, fork)
+    assert f"turn {last}" in said, said
+    assert (path / "new.py").read_text() == "NEW = 1\n"
+    assert (path / "sub" / "f.py").read_text() == "x = 2\n"
+    # committed on the fork's branch, as stock git sees it; nothing left uncommitted
+    assert git("rev-parse", "--abbrev-ref", "HEAD", cwd=path).strip() == f"gitsessions/{fork[:8]}"
+    assert git("show", "HEAD:new.py", cwd=path) == "NEW = 1\n"
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=path) == ""
+    untouched(day.clone_b)
+
+
+def test_exec_resume_of_a_pulled_fork_without_its_worktree_says_the_command(tmp_path):
+    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+    with FakeOpenAI(strict=True) as server:
+        server.reply(content=None, tool_calls=[tool("write_file", path="oops.py", content="1\n")])
+        server.reply(content="wrote it")
+        done = gs(day.home_b, day.clone_b, "exec", "go on", "--resume", fork[:8],
+                  "--base-url", server.base_url, "--model", "m", "--auto-approve")  # fmt: skip
+        assert server.requests == []  # refused before the model is asked
+    assert done.returncode != 0
+    assert f"gitsessions worktree restore {fork[:8]}" in done.stderr, done.stderr
+    untouched(day.clone_b)
+    assert not worktree_of(day, fork).exists()
+
+
+def test_acp_load_of_a_pulled_fork_without_its_worktree_says_the_command(tmp_path, monkeypatch):
+    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+    monkeypatch.setenv("GITSESSIONS_HOME", str(day.home_b))
+    refused: list[str] = []
+
+    async def load(conn) -> None:  # type: ignore[no-untyped-def]
+        try:
+            await conn.load_session(cwd=str(day.clone_b), session_id=fork, mcp_servers=[])
+            await conn.prompt(session_id=fork, prompt=[text_block("go on")])
+        except Exception as error:  # the ACP error answer the editor gets
+            refused.append(str(error) + json.dumps(getattr(error, "data", None)))
+
+    with FakeOpenAI(strict=True) as server:
+        server.reply(content=None, tool_calls=[tool("write_file", path="oops.py", content="1\n")])
+        drive(server, Editor(), tmp_path, load)
+        assert server.requests == []
+    assert len(refused) == 1 and f"gitsessions worktree restore {fork[:8]}" in refused[0]
+    untouched(day.clone_b)
+
+
+def chat_on_b(day: Day, server: FakeOpenAI, fork: str) -> pexpect.spawn:
+    """`chat --resume FORK` in a real terminal, in B's main checkout."""
+    env = dict(os.environ, TERM="xterm", COLUMNS="200", LINES="50",
+               GITSESSIONS_HOME=str(day.home_b))  # fmt: skip
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "gitsessions", "chat", "--resume", fork[:8], "--base-url", server.base_url,
+         "--model", "fake-model", "--auto-approve"],
+        env=env, encoding="utf-8", timeout=60, cwd=str(day.clone_b), dimensions=(50, 200),
+    )  # fmt: skip
+    child.linesep = "\r"
+    child.expect(r"\[y/N\] ")
+    assert f"worktree restore {fork[:8]}" in plain(child.before)
+    return child
+
+
+def test_chat_resume_offers_the_restore_and_goes_on_in_the_worktree_on_yes(tmp_path):
+    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+    with FakeOpenAI(strict=True) as server:
+        child = chat_on_b(day, server, fork)
+        child.sendline("y")
+        child.expect(PROMPT)
+        path = worktree_of(day, fork)
+        shown = plain(child.before)
+        assert f"turn {last}" in shown and "working in the worktree" in shown, shown
+        server.reply(content=None, tool_calls=[tool("write_file", path="more.py", content="2\n")])
+        server.reply(content="wrote more.py")
+        child.sendline("write more.py")
+        child.expect(PROMPT)
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        child.wait()
+    assert child.exitstatus == 0
+    assert (path / "more.py").read_text() == "2\n"
+    assert (path / "new.py").read_text() == "NEW = 1\n"
+    untouched(day.clone_b)
+
+
+def test_chat_resume_answered_no_stops_with_the_command(tmp_path):
+    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+    with FakeOpenAI(strict=True) as server:
+        child = chat_on_b(day, server, fork)
+        child.sendline("n")
+        child.expect(pexpect.EOF)
+        child.wait()
+        assert server.requests == []
+    assert child.exitstatus != 0
+    assert f"gitsessions worktree restore {fork[:8]}" in plain(child.before)
+    assert not worktree_of(day, fork).exists()
+    untouched(day.clone_b)
