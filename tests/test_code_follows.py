@@ -148,3 +148,30 @@ def test_a_sync_that_forks_names_the_id_that_now_holds_this_machines_work(tmp_pa
         f"this machine's work on {sid[:8]} goes on as {fork[:8]}"
     )
     assert [row["parent_id"] for row in listed if row["id"] == fork] == [sid]
+
+
+def test_blame_names_the_agents_session_and_turn_on_both_machines(tmp_path):
+    """The agent writes a line on A; A commits and pushes the project, and its sessions with
+    their code (a remote marked for code); on B, after `git pull` and one `pull`, `blame`
+    names the same session and turn as on A."""
+    day = Day(tmp_path, code=True)
+    write = {"name": "write_file", "arguments": {"path": "cart.py", "content": "total = 1\n"}}
+    with FakeOpenAI(strict=True) as server:
+        server.reply(content=None, tool_calls=[write])
+        server.reply(content="wrote the cart")
+        server.reply(content="the cart")
+        done = gs(day.home_a, day.clone_a, "exec", "write the cart", "--base-url",
+                  server.base_url, "--model", "m", "--json", "--auto-approve")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    git("add", "cart.py", cwd=day.clone_a)
+    git("commit", "-qm", "the cart", cwd=day.clone_a)
+    git("push", "-q", "origin", "HEAD", cwd=day.clone_a)
+    day.a("push", "--all")  # the remote carries code: no flag
+    git("pull", "-q", "origin", "main", cwd=day.clone_b)
+    day.b("pull")
+    for home, clone in ((day.home_a, day.clone_a), (day.home_b, day.clone_b)):
+        blamed = gs(home, clone, "blame", "cart.py:1", "--json")
+        assert blamed.returncode == 0, blamed.stderr
+        [row] = [json.loads(line) for line in blamed.stdout.splitlines()]
+        assert (row["session"], row["turn"], row["text"]) == (sid, 1, "total = 1"), clone
