@@ -10,8 +10,7 @@ from gitsessions.cli.state import State, err, out
 from gitsessions.services.imports import claude_code, claude_scan, codex, sources
 from gitsessions.services.imports.agent_hooks import hook_ended, hook_transcript
 from gitsessions.services.imports.finished import is_finished
-from gitsessions.services.imports.forks import import_branch
-from gitsessions.services.imports.mirror import import_source
+from gitsessions.services.imports.forks import import_one
 from gitsessions.services.imports.source import Outcome, Source
 from gitsessions.store.lease import HomeNotWritable, check_writable, home_failure, not_writable
 from gitsessions.store.sessions import SessionStore
@@ -152,24 +151,17 @@ def _sources(
 
 
 def _import_one(store: SessionStore, one: Source) -> Outcome | None:
-    """One source session into the store: a branch of a file as a fork of its session;
-    a path that moved in the source (a prompt edited or rewound since the last import)
-    as a fork of what was imported of it. None: a branch the session holds whole."""
-    if one.fork_of is not None:
-        return import_branch(store, one, now_iso())
-    outcome = import_source(store, one, now_iso())
-    if outcome.status != "diverged" or one.moved is None:
-        return outcome
-    moved = one.moved(store.head(one.session_id).header)
-    if moved is None:
-        return outcome
-    moved.finished = one.finished
-    err.print(
-        f"note: {one_line(one.path)}: its path moved since session {short(one.session_id)}"
-        " was imported (a prompt edited or rewound): imported as a fork of it",
-        markup=False,
-    )
-    return import_branch(store, moved, now_iso())
+    """One source session into the store (`forks.import_one`); a path that moved since
+    its session was imported is said in one line."""
+    outcome = import_one(store, one, now_iso())
+    if outcome is not None and outcome.moved_from is not None:
+        err.print(
+            f"note: {one_line(one.path)}: its path moved since session"
+            f" {short(outcome.moved_from)} was imported (a prompt edited or rewound):"
+            " imported as a fork of it",
+            markup=False,
+        )
+    return outcome
 
 
 def _notes(outcome: Outcome) -> None:

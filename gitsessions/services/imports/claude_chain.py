@@ -186,7 +186,7 @@ def branches(main: bytearray, index: Index, lines: int, side: bool) -> Iterator[
         last = _and(path, main).rfind(1, 0, min(ends, default=len(path)))
         yield Branch(uuid, path, last if last > 0 else None, index.uuid_at(off) or uuid)
         made += 1
-        covered = bytearray(_or(covered, path))
+        covered = union(covered, path)
 
 
 def off_path(path: bytearray, other: bytearray) -> int:
@@ -198,17 +198,14 @@ def _and(a: bytearray, b: bytearray) -> bytes:
     return (int.from_bytes(a) & int.from_bytes(b)).to_bytes(len(a))
 
 
-def _or(a: bytearray, b: bytearray) -> bytes:
-    return (int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a))
+def union(a: bytearray, b: bytearray) -> bytearray:
+    """The lines on `a` or on `b`."""
+    return bytearray((int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a)))
 
 
-def left_over(covered: bytearray, index: Index, side: bool) -> int:
-    """Lines with content on `side` that no path holds."""
-    return sum(
-        1
-        for _p, n in index.parents.values()
-        if not covered[n] and index.flag(n) & CONTENT and bool(index.flag(n) & SIDE) == side
-    )
+def left_over(covered: bytearray, index: Index) -> int:
+    """Lines with content that no path holds."""
+    return sum(1 for _p, n in index.parents.values() if not covered[n] and index.flag(n) & CONTENT)
 
 
 def newest(path: bytearray, index: Index) -> str | None:

@@ -38,6 +38,7 @@ from gitsessions.services.imports.claude_chain import (
     has_content,
     left_over,
     newest,
+    union,
     walk,
 )
 from gitsessions.services.imports.lines import Tally, read_objects
@@ -142,22 +143,18 @@ def scan(path: Path, offset: int = 0, line: int = 0, anchor: str | None = None) 
     result.branches = list(branches(result.chain, index, lines, result.sidechain))
     covered = result.chain
     for one in result.branches:
-        covered = _or(covered, one.path)
+        covered = union(covered, one.path)
     if not result.sidechain:  # a main file's side chains (older versions): forks
         empty = bytearray(lines + 1)
         for one in branches(empty, index, lines, True):
             root = index.uuid_at(one.path.find(1)) or one.tip
             result.side_chains.append((root, one.path))
-            covered = _or(covered, one.path)
+            covered = union(covered, one.path)
         result.side_chains.sort(key=lambda pair: pair[1].find(1))
-    off = left_over(covered, index, False) + left_over(covered, index, True)
+    off = left_over(covered, index)
     if off > 0:
         tally.ignored["lines of a branch over the forks made (kept in the source)"] += off
     return result
-
-
-def _or(a: bytearray, b: bytearray) -> bytearray:
-    return bytearray((int.from_bytes(a) | int.from_bytes(b)).to_bytes(len(a)))
 
 
 def _metadata(result: Scan, obj: dict[str, Any]) -> None:

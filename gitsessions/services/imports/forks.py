@@ -18,13 +18,12 @@ Invariants:
 """
 
 import copy
-import hashlib
 from dataclasses import dataclass
 
-from gitsessions.services.imports.assemble import Assembler, Entry
+from gitsessions.services.imports.assemble import Assembler, Entry, Output
 from gitsessions.services.imports.mirror import (
     assembled,
-    digestible,
+    chained,
     done_of,
     header_time,
     import_source,
@@ -39,18 +38,53 @@ from gitsessions.store.sessions import Head, SessionStore
 
 
 @dataclass
+class _Past:
+    """What a branch's outputs past its fork point say: the title of its first prompt
+    typed, its first and its last time."""
+
+    title: str | None = None
+    first: str | None = None
+    last: str | None = None
+
+    def take(self, output: Output) -> None:
+        if not isinstance(output, Entry):
+            return
+        time = output.meta.get("time")
+        self.first, self.last = self.first or time, time or self.last
+        if self.title is None and _typed(output):
+            self.title = prompt_title(output.message.get("content"))
+
+
+@dataclass
 class Base:
     """Where a branch leaves its session: that session's state there, the outputs it
-    had written and their digest, all the branch's outputs, and the title of the
-    branch's first prompt past it."""
+    had written and their digest, all the branch's outputs, and what those past it say."""
 
     head: Head
     outputs: int
     digest: str
     total: int
-    title: str | None
-    first_time: str | None  # of the branch's first output past the fork point
-    last_time: str | None  # of its last output
+    past: _Past  # the title and times of the outputs past the fork point
+
+
+def import_one(store: SessionStore, source: Source, now: str) -> Outcome | None:
+    """Import `source`: a branch of a file as a fork of its session (`import_branch`); a
+    path that moved in the source since its session was imported (a prompt edited or
+    rewound there: the import diverged) as a fork of that session, its outcome's
+    `moved_from` naming it. None: a branch the session holds whole."""
+    if source.fork_of is not None:
+        return import_branch(store, source, now)
+    outcome = import_source(store, source, now)
+    if outcome.status != "diverged" or source.moved is None:
+        return outcome
+    moved = source.moved(store.head(source.session_id).header)
+    if moved is None:
+        return outcome
+    moved.finished = source.finished
+    branch = import_branch(store, moved, now)
+    if branch is not None:
+        branch.moved_from = source.session_id
+    return branch
 
 
 def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | None:
@@ -65,8 +99,8 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
         return import_source(store, source, now)
     if base.total == base.outputs:
         return None
-    if base.first_time is not None:
-        source.first_time, source.last_time = base.first_time, base.last_time
+    if base.past.first is not None:
+        source.first_time, source.last_time = base.past.first, base.past.last
     done = {
         **done_of(base.head),
         **source.extra,
@@ -81,7 +115,7 @@ def import_branch(store: SessionStore, source: Source, now: str) -> Outcome | No
             store,
             base.head,
             source.session_id,
-            title=stored_title(base.title) or fork_title(base.head.header.get("title") or ""),
+            title=stored_title(base.past.title) or fork_title(base.head.header.get("title") or ""),
             created_at=header_time(source.first_time, now) or now,
             header_updates={"imported": done, "summary": ""},
             operation=None,
@@ -103,18 +137,14 @@ def _from_snapshot(store: SessionStore, source: Source) -> Base | None:
     assert source.fork_of is not None and source.fork_line is not None
     line, after = source.fork_line, source.items_after
     count, digest, holds = snap.outputs, snap.digest, snap.committed == snap.outputs
-    title = first = last = None
+    past = _Past()
     for output in assembled(copy.deepcopy(snap.assembler), after(line), source.finished, []):
         count += 1
-        digest = hashlib.sha256(digest.encode() + digestible(output)).hexdigest()
+        digest = chained(digest, output)
         if count == snap.committed:
             holds = digest == snap.committed_digest
-        if count <= snap.committed or not isinstance(output, Entry):
-            continue
-        time = output.meta.get("time")
-        first, last = first or time, time or last
-        if title is None and _typed(output):
-            title = prompt_title(output.message.get("content"))
+        if count > snap.committed:
+            past.take(output)
     if not holds:
         return None
     source.items = lambda: after(line)
@@ -127,7 +157,7 @@ def _from_snapshot(store: SessionStore, source: Source) -> Base | None:
         "line": line,
     }
     head = store.head_at(source.fork_of, snap.commit)
-    return Base(head, snap.committed, snap.committed_digest, count, title, first, last)
+    return Base(head, snap.committed, snap.committed_digest, count, past)
 
 
 def find_base(store: SessionStore, source: Source) -> Base | None:
@@ -143,22 +173,19 @@ def find_base(store: SessionStore, source: Source) -> Base | None:
             break  # past the session's own first commit
         points.setdefault((int(done.get("outputs", 0)), str(done.get("digest"))), commit_id)
     found: tuple[int, str, bytes] | None = None
-    title = first = last = None
+    past = _Past()
     digest, count = "", 0
     for output in assembled(Assembler(), source.items(), source.finished, []):
         count += 1
-        digest = hashlib.sha256(digest.encode() + digestible(output)).hexdigest()
+        digest = chained(digest, output)
         if (count, digest) in points:
-            found, title, first = (count, digest, points[(count, digest)]), None, None
-            continue
-        time = output.meta.get("time") if isinstance(output, Entry) else None
-        first, last = first or time, time or last
-        if title is None and isinstance(output, Entry) and _typed(output):
-            title = prompt_title(output.message.get("content"))
+            found, past = (count, digest, points[(count, digest)]), _Past()
+        else:
+            past.take(output)
     if found is None:
         return None
     count_at, digest_at, commit = found
-    return Base(store.head_at(main.id, commit), count_at, digest_at, count, title, first, last)
+    return Base(store.head_at(main.id, commit), count_at, digest_at, count, past)
 
 
 def _typed(entry: Entry) -> bool:

@@ -240,7 +240,7 @@ class _Run:
         if self.seen >= skip and not isinstance(output, Entry):
             self.flush()  # the batch so far, its digest without this output
         self.seen += 1
-        self.digest = hashlib.sha256(self.digest.encode() + digestible(output)).hexdigest()
+        self.digest = chained(self.digest, output)
         if self.seen < skip:
             return
         if self.seen == skip:
@@ -421,7 +421,12 @@ class _Run:
         self.batch, self.held_bytes = [], 0
 
 
-def digestible(output: Output) -> bytes:
+def chained(digest: str, output: Output) -> str:
+    """The digest of the outputs so far (`digest`) and then `output` (`imported.digest`)."""
+    return hashlib.sha256(digest.encode() + _digestible(output)).hexdigest()
+
+
+def _digestible(output: Output) -> bytes:
     if isinstance(output, Entry):
         return b"E" + dumps_line([output.message, output.meta]) + b"\n"
     if isinstance(output, Compacted):

@@ -86,6 +86,7 @@ class Outcome:
     read_from_line: int | None = None  # only the lines from here on were read
     redacted: dict[str, int] = field(default_factory=dict)
     detail: str = ""
+    moved_from: str | None = None  # a path that moved in the source: the session it left
 
     @property
     def wrote(self) -> bool:
