@@ -23,14 +23,18 @@ from tests.test_code_follows import Day
 from tests.test_project_identity import exec_turn, git, gs
 
 
-def write(server: FakeOpenAI, day: Day, session: str, path: str, content: str) -> None:
-    """One exec turn on A that writes `path` in the fork's worktree (resumed from A's
-    main checkout: the fork works in its worktree from anywhere)."""
+def write(
+    server: FakeOpenAI, day: Day, session: str, path: str, content: str, on: str = "a"
+) -> None:
+    """One exec turn on A (or B) that writes `path` in the fork's worktree (resumed from
+    that machine's main checkout: the fork works in its worktree from anywhere)."""
+    home, clone = (day.home_a, day.clone_a) if on == "a" else (day.home_b, day.clone_b)
     server.reply(content=None, tool_calls=[tool("write_file", path=path, content=content)])
     server.reply(content=f"wrote {path}")
-    done = gs(day.home_a, day.clone_a, "exec", f"write {path}", "--resume", session,
+    done = gs(home, clone, "exec", f"write {path}", "--resume", session,
               "--base-url", server.base_url, "--model", "m", "--auto-approve")  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "not made here" not in done.stderr and "worktree restore" not in done.stderr
 
 
 def forked_on_a_pulled_on_b(tmp_path: Path) -> tuple[Day, str, int]:
@@ -160,3 +164,36 @@ def test_chat_resume_answered_no_stops_with_the_command(tmp_path):
     assert f"gitsessions worktree restore {fork[:8]}" in plain(child.before)
     assert not worktree_of(day, fork).exists()
     untouched(day.clone_b)
+
+
+def test_one_sync_on_each_side_brings_a_worktree_fork_at_its_latest_turn_and_back(tmp_path):
+    """The README's day with a remote that carries code: A forks with a worktree and the
+    agent writes in it; `sync` on A, `sync` on B, and B's worktree of the fork holds its
+    latest turn, blamed to the fork's turns; B's turns come back to A's own worktree."""
+    day = Day(tmp_path, code=True)
+    with FakeOpenAI(strict=True) as server:
+        sid = exec_turn(server, day.home_a, day.clone_a, "start")
+        made = gs(day.home_a, day.clone_a, "fork", sid, "--worktree", "--json")
+        assert made.returncode == 0, made.stderr
+        fork = json.loads(made.stdout)["id"]
+        a_path = Path(json.loads(made.stdout)["worktree"]["path"])
+        write(server, day, fork, "new.py", "NEW = 1\n")
+        write(server, day, fork, "sub/f.py", "x = 2\n")
+        day.a("sync")
+        said = day.b("sync")
+        path = worktree_of(day, fork)
+        blamed = gs(day.home_b, path, "blame", "sub/f.py:1", "--json")
+        [row] = [json.loads(line) for line in blamed.stdout.splitlines()]
+        assert (row["session"], row["text"]) == (fork, "x = 2"), blamed.stderr
+        assert f"made the worktree of {fork[:8]} here at the code of turn {row['turn']}" in said
+        assert (path / "new.py").read_text() == "NEW = 1\n"
+        untouched(day.clone_b)
+        assert "made the worktree" not in day.b("sync")  # once
+
+        write(server, day, fork, "from_b.py", "B = 1\n", on="b")  # in B's worktree
+        assert (path / "from_b.py").exists() and not (day.clone_b / "from_b.py").exists()
+        day.b("sync")
+        day.a("sync")
+        write(server, day, fork, "again.py", "A = 2\n")  # in A's own worktree still
+    assert (a_path / "again.py").read_text() == "A = 2\n"
+    assert not (day.clone_a / "again.py").exists()

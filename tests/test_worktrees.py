@@ -302,3 +302,23 @@ def test_worktree_remove_force_prints_the_command_that_brings_the_changes_back(
     restore_with(removed.stderr, tmp_path)
     assert working_files(path) == before
     assert (path / "scratch.txt").read_text() == "untracked work\n"
+
+
+def test_restore_after_its_branch_was_deleted_is_at_the_forks_newest_turn(server, tmp_path, home):
+    """The worktree removed and its branch deleted by hand: `worktree restore` makes both
+    again at the code of the fork's latest turn, not at its fork point, and says so."""
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    made = fork(home, tmp_path, sid)
+    fid, path = made["id"], Path(made["worktree"]["path"])
+    write_turn(server, path, "two.txt", "two\n", fid)
+    removed = gitsessions("worktree", "remove", fid[:8], "--force", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    pgit(root, "branch", "-D", f"gitsessions/{fid[:8]}")
+    restored = gitsessions("worktree", "restore", fid[:8], cwd=tmp_path)
+    assert restored.returncode == 0, restored.stderr
+    assert "made again at the code of turn 2" in restored.stderr, restored.stderr
+    assert (path / "two.txt").read_text() == "two\n"
+    assert (path / "one.txt").read_text() == "one\n"
+    assert pgit(path, "status", "--porcelain") == ""
+    fsck_project(root)

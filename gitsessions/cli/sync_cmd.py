@@ -18,7 +18,15 @@ from gitsessions.cli import state
 from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import Sink, StreamOf, one_line, piped, write_json, write_records
 from gitsessions.cli.state import plain_out
-from gitsessions.cli.sync_code import CodeFlag, code_moved, here_root, show_code, whose
+from gitsessions.cli.sync_code import (
+    CodeFlag,
+    code_moved,
+    here_root,
+    make_worktrees,
+    show_code,
+    show_worktrees,
+    whose,
+)
 from gitsessions.services.sync.pull import fetch_snapshots, pull
 from gitsessions.services.sync.push import push, push_snapshots
 from gitsessions.services.sync.remotes import (
@@ -361,6 +369,7 @@ def cmd_sync(
     if with_code:
         lacking = _project_ids(store) if scope is None else scope
         fetch_snapshots(store, pulled, code_remote, st.env, Path.cwd(), lacking)
+        make_worktrees(store, pulled, st.env)
     ids = _here_ids(store) if here else None
     pushed = push(store, pulled.remote, ids, env=st.env)
     if with_code:
@@ -376,6 +385,7 @@ def cmd_sync(
     for report in (pulled, pushed):
         failed = show_code(report, code_remote, note, strict=strict, each=False) or failed
     if not json_:
+        show_worktrees(pulled, _note)
         quiet = {"up to date", "unchanged", "deleted here"}  # nothing moved for these
 
         def moved(report: Report) -> str:

@@ -11,13 +11,16 @@ Invariants:
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gitsessions.services.sync.report import Outcome, Report
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import SessionStore
 
 Note = Callable[[str, str], None]  # a line on stderr, and its style on a terminal
 
@@ -82,6 +85,29 @@ def show_code(
         for sid in [f"of {plural(len(ids), 'session')}"] if many else map(short, ids):
             note(f"code {sid}: {result}{said}", "")
     return failed
+
+
+def make_worktrees(store: "SessionStore", report: Report, env: Mapping[str, str]) -> None:
+    """After a pull with code: the worktree of each worktree fork it brought code for, or
+    changed, made here when the current directory is a clone of its project (recorded
+    in `report.worktrees`)."""
+    from gitsessions.services.code.worktree_adopt import adopt_pulled
+
+    ids = [o.id for o in report.sessions if o.result in ("created", "updated", "forked")]
+    ids += [c.id for c in report.code or [] if c.result == "fetched"]
+    made, failed = adopt_pulled(store, env, ids, Path.cwd())
+    report.worktrees += [{"id": a.session, "path": str(a.path), "turn": a.turn} for a in made]
+    report.worktrees += [{"id": sid, "error": why} for sid, why in failed]
+
+
+def show_worktrees(report: Report, note: Note) -> None:
+    """One line for each worktree a pull made here, or could not make."""
+    for row in report.worktrees:
+        if "error" in row:
+            note(f"worktree of {short(row['id'])} not made: {row['error']}", "")
+            continue
+        at = f" at the code of turn {row['turn']}" if row["turn"] is not None else ""
+        note(f"made the worktree of {short(row['id'])} here{at}: {row['path']}", "")
 
 
 def code_moved(reports: Iterable[Report]) -> str:

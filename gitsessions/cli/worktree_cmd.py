@@ -12,7 +12,7 @@ from gitsessions.cli.args import IdArg, JsonFlag
 from gitsessions.cli.plain import one_line, piped, write_records
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
-from gitsessions.services.code import worktrees
+from gitsessions.services.code import worktree_adopt, worktrees
 from gitsessions.values.ids import short
 
 worktree_app = typer.Typer(
@@ -107,7 +107,7 @@ def cmd_restore(ctx: typer.Context, session: IdArg) -> None:
     state: State = ctx.obj
     store = state.store
     err.print(
-        one_line(worktrees.restore(store, state.env, store.resolve(session), Path.cwd())),
+        one_line(worktree_adopt.restore(store, state.env, store.resolve(session), Path.cwd())),
         markup=False,
         highlight=False,
     )

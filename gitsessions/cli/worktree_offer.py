@@ -37,9 +37,9 @@ def offer(state: State, refused: WorktreeNotHere, here: Path, sink: Sink) -> Non
             f"session {session} was not resumed (its tools would work in {here}); "
             f"make its worktree here first: {refused.command}"
         )
-    from gitsessions.services.code import worktrees
+    from gitsessions.services.code import worktree_adopt
 
-    said = worktrees.restore(state.store, state.env, refused.session_id, here)
+    said = worktree_adopt.restore(state.store, state.env, refused.session_id, here)
     sink.line(said, one_line=True)
 
 

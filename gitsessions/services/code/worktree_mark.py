@@ -6,8 +6,10 @@ mark is used only through `check`, which trusts it when, and only when:
 
 - this home made a worktree for that session (the id its branch names, which its
   header repeats): `store.git/gitsessions/worktrees/<id>`, written by `remember` when
-  `fork --worktree` adds the worktree, names the same path, repository and branch (that
-  directory is never pushed, pulled, exported or imported);
+  `fork --worktree` adds the worktree (or a restore makes one of a fork made elsewhere),
+  names the same path, repository and branch (that directory is never pushed, pulled,
+  exported or imported). When the header names another home's worktree (that home
+  made one too, and its commit came with a pull), the record's is used, not removed;
 - and, for the worktree to be worked in (`Checked.live`), the session's header does not
   say it was removed and `git worktree list` of that repository lists that path.
 
@@ -111,6 +113,12 @@ def _recorded(home: Path, session_id: str) -> dict[str, str] | None:
     return {k: record[k] for k in _KEYS}
 
 
+def is_recorded(home: Path, session_id: str) -> bool:
+    """Whether this home has a record of a worktree of the session (made, adopted or
+    removed here), whatever the session's header says."""
+    return _SESSION_ID.fullmatch(session_id) is not None and _record_path(home, session_id).exists()
+
+
 def listed_by_git(repo: Path, path: Path, env: Mapping[str, str]) -> bool:
     """Whether `git worktree list` of the repository at `repo` lists `path` as one of
     its linked worktrees (and `repo` as one of its working trees)."""
@@ -141,8 +149,12 @@ def check(
     if said is None:
         return NO_MARK
     recorded = _recorded(home, session_id) if header.get("id") == session_id else None
-    if recorded is None or any(str(said.get(k)) != recorded[k] for k in _KEYS):
+    if recorded is None:
         return Checked(None, "this home did not make", False)
+    if any(str(said.get(k)) != recorded[k] for k in _KEYS):
+        # another home's mark (it made the fork's worktree there, and its commit came
+        # with a pull): this home's own worktree is the one worked in here
+        said = {"base": said.get("base"), "removed_at": None}
     mark = {**said, **recorded}
     if env is None or mark.get("removed_at") or not Path(recorded["path"]).is_dir():
         return Checked(mark, None, False)

@@ -15,9 +15,7 @@ Invariants:
   mark this home did not make for that session (a pulled one) is refused.
 - Every session commit (the fork, a removal, a restore) goes through the writer. Git is
   changed first and undone when the session commit fails, so neither is left half made.
-- `adopt` (restore of a fork made on another machine) checks out the fork's newest
-  code snapshot, its latest turn's, never the fork point's: the branch starts at a
-  commit of that snapshot's tree, as above.
+- A fork made on another machine is made here by `worktree_adopt`.
 - `remove` refuses a worktree with uncommitted or untracked changes unless `force`,
   which snapshots them into the session's snapshot ref first: nothing is lost.
 """
@@ -29,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code import snapshots, snapshotter
-from gitsessions.services.code.project_id import recorded, same_project
 from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.snapshots import (
     IDENTITY,
@@ -39,7 +36,7 @@ from gitsessions.services.code.snapshots import (
     git,
     out,
 )
-from gitsessions.services.code.workspace import describe, project_of
+from gitsessions.services.code.workspace import describe
 from gitsessions.services.code.worktree_mark import Checked, check, forget, remember
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import points, writer
@@ -69,7 +66,7 @@ def branch_name(session_id: str) -> str:
     return BRANCH_PREFIX + short(session_id)
 
 
-def _main_root(project: Project, env: Mapping[str, str]) -> Path:
+def main_root(project: Project, env: Mapping[str, str]) -> Path:
     """The main working tree of the repository `project` belongs to."""
     common = out(git(project.root, env, "rev-parse", "--path-format=absolute", "--git-common-dir"))
     common_path = Path(common)
@@ -94,7 +91,7 @@ def _project_of(header: Mapping[str, Any], env: Mapping[str, str]) -> tuple[Proj
     return project, relative
 
 
-def _branch_base(project: Project, env: Mapping[str, str], snap: str, label: str) -> str:
+def branch_base(project: Project, env: Mapping[str, str], snap: str, label: str) -> str:
     """The commit the fork's branch starts at: the snapshot's HEAD when its tree is that
     HEAD's, else a commit of the snapshot's tree on that HEAD."""
     tree = snapshots.tree_of(project, env, snap)
@@ -137,10 +134,10 @@ def fork(
     snap = _fork_snapshot(store, env, head, point, at, project)
     fork_id = new_id()
     label = f"session {short(session_id)}" + (f" at {at}" if at else "")
-    repo = _main_root(project, env)
+    repo = main_root(project, env)
     path = store.home / WORKTREES_DIR / f"{repo.name}-{short(fork_id)}"
     branch = branch_name(fork_id)
-    base_commit = _branch_base(project, env, snap, label)
+    base_commit = branch_base(project, env, snap, label)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     mark = {
         "path": str(path),
@@ -336,14 +333,9 @@ def remove(store: SessionStore, env: Mapping[str, str], session_id: str, force: 
     return f"removed worktree {path} (branch {mark['branch']} kept){saved}"
 
 
-def restore(
-    store: SessionStore, env: Mapping[str, str], session_id: str, here: Path | None = None
-) -> str:
-    """Add the session's worktree again at its branch; for a worktree fork made on
-    another machine (a mark this home did not make), make it here (`adopt`)."""
-    head = store.head(session_id)
-    if here is not None and check(store.home, head.id, head.header, None).refused:
-        return adopt(store, env, head, here)
+def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str:
+    """Add the session's worktree, which this home made, again at its branch (at its
+    base snapshot when the branch is gone)."""
     mark = _marked(store, env, session_id).mark
     assert mark is not None
     path = Path(mark["path"])
@@ -355,76 +347,37 @@ def restore(
     git(repo, env, "worktree", "prune")
     exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{mark['branch']}",
                  check=False).returncode == 0  # fmt: skip
+    made = ""
     try:
         if exists:
             git(repo, env, "worktree", "add", "-q", str(path), mark["branch"])
-        else:
-            git(repo, env, "worktree", "add", "-q", "-b", mark["branch"], str(path), mark["base"])
+        else:  # the branch is gone: made again at the newest code the session names
+            snap, made = newest_here(store, env, repo, session_id, mark["base"])
+            project = find_project(repo, env)
+            assert project is not None
+            start = branch_base(project, env, snap, f"session {short(session_id)}")
+            git(repo, env, "worktree", "add", "-q", "-b", mark["branch"], str(path), start)
     except SnapshotError as error:
         raise WorktreeError(f"cannot restore the worktree: {error}") from None
     _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
-    return f"restored worktree {path} on branch {mark['branch']}"
+    return f"restored worktree {path} on branch {mark['branch']}{made}"
 
 
-def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -> str:
-    """A worktree fork pulled from another machine, made here: a worktree of the clone
-    at `here` (the session's project by identity), under this home, on the fork's branch
-    (`gitsessions/<short id>`, made at the fork's newest code snapshot, its latest turn's
-    code, when this clone lacks the branch; `pull --code` brings the snapshot). Nothing of
-    the pulled mark is used; the snapshot id comes from the session's history, checked to
-    be a commit here; the path the mark names is never touched."""
-    root, identity = project_of(here, env)
-    if root is None or not same_project(identity, recorded(head.header)):
-        raise WorktreeError(
-            f"this home did not make session {short(head.id)}'s worktree (it was made on "
-            "another machine); run `gitsessions worktree restore` in a clone of its project "
-            "to make it here"
-        )
-    project = find_project(root, env)
-    newest = points.newest_snapshot(store, head)
-    base, turn = newest if newest is not None else ("", None)
-    known = project is not None and _is_hex_id(base)
-    if not known or git(root, env, "cat-file", "-e", f"{base}^{{commit}}", check=False).returncode:
-        raise WorktreeError(
-            f"the code of session {short(head.id)}'s worktree is not in this clone; "
-            "`gitsessions pull --code` brings it"
-        )
-    assert project is not None
-    repo = _main_root(project, env)
-    path = store.home / WORKTREES_DIR / f"{repo.name}-{short(head.id)}"
-    if path.exists():
-        raise WorktreeError(f"{path} is there already; nothing was changed")
-    branch = branch_name(head.id)
-    exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{branch}",
-                 check=False).returncode == 0  # fmt: skip
-    mark = {"path": str(path), "branch": branch, "base": base, "repo": str(repo),
-            "removed_at": None}  # fmt: skip
-    remember(store.home, head.id, mark)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        if exists:
-            git(repo, env, "worktree", "add", "-q", str(path), branch)
-        else:
-            start = _branch_base(project, env, base, f"session {short(head.id)}")
-            git(repo, env, "worktree", "add", "-q", "-b", branch, str(path), start)
-    except BaseException:
-        forget(store.home, head.id)
-        raise
-
-    def edit(current: Head) -> Edit | None:
-        header = touch(current.header, worktree=mark, workspace=describe(path, env))
-        return Edit(Change(header=header), "worktree-restore", f"worktree: made here {path.name}")
-
-    try:
-        writer.update(store, head.id, edit, operation="worktree-restore")
-    except BaseException:
-        git(repo, env, "worktree", "remove", "--force", str(path), check=False)
-        forget(store.home, head.id)
-        raise
-    at = f"turn {turn}" if turn is not None else "its newest snapshot"
-    made = "on its branch" if exists else f"at the code of {at} (snapshot {base[:12]})"
-    return f"made worktree {path} on branch {branch} ({made}); it was made on another machine"
+def newest_here(
+    store: SessionStore, env: Mapping[str, str], repo: Path, session_id: str, fallback: str
+) -> tuple[str, str]:
+    """The newest code snapshot the session's history names that is a commit of `repo`
+    (else `fallback`), and what to say about it (` (the code of turn N)`)."""
+    newest = points.newest_snapshot(store, store.head(session_id))
+    if newest is not None and is_commit(repo, env, newest[0]):
+        snap, turn = newest
+        at = f"turn {turn}" if turn is not None else "its newest snapshot"
+        return snap, f" (made again at the code of {at}, snapshot {snap[:12]})"
+    return fallback, f" (made again at its fork point, snapshot {fallback[:12]})"
 
 
-def _is_hex_id(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+def is_commit(repo: Path, env: Mapping[str, str], text: str) -> bool:
+    """Whether `text` is a full commit id that names a commit of the repository `repo`."""
+    if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text):
+        return False
+    return git(repo, env, "cat-file", "-e", f"{text}^{{commit}}", check=False).returncode == 0

@@ -59,6 +59,9 @@ class Report:
     tombstones: int = 0  # deleted ids known after the sync
     kept: list[tuple[str, str]] = field(default_factory=list)  # (id, why): deleted there
     code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+    # a pull with code: the worktrees of pulled worktree forks made here, and why others
+    # were not ({"id", "path", "turn"} or {"id", "error"})
+    worktrees: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -76,6 +79,7 @@ class Report:
             "kept": [{"id": sid, "detail": why} for sid, why in self.kept],
             "sessions": [o.as_dict() for o in self.sessions],
             **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
+            **({"worktrees": self.worktrees} if self.worktrees else {}),
         }
 
 

@@ -1,0 +1,140 @@
+"""A worktree fork made on another machine, made here: by `worktree restore` in a clone
+of its project, and by a pull that brings its code (`adopt_pulled`).
+
+Invariants:
+- Nothing of the pulled mark is used, and the path it names is never touched: the
+  worktree is made under this home (`<home>/worktrees/<repo name>-<short id>`), of the
+  clone the command runs in (the session's project by identity), on the fork's branch
+  `gitsessions/<short id>`, which is made at the fork's newest code snapshot (its latest
+  turn's, checked to be a commit of this clone) when the clone lacks it.
+- This home records the worktree (`worktree_mark.remember`) before git makes it, and
+  forgets it when git or the session commit fails: neither is left half made.
+- A pull makes the worktrees of the forks it brought code for, or changed, and only
+  those of the current directory's project; a fork this home has a record of (made,
+  adopted or removed here) is never made again by a pull.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitsessions.services.code.project_id import recorded, same_project
+from gitsessions.services.code.snapshots import find_project, git
+from gitsessions.services.code.workspace import describe, project_of
+from gitsessions.services.code.worktree_mark import check, forget, is_recorded, mark_of, remember
+from gitsessions.services.code.worktrees import (
+    WORKTREES_DIR,
+    WorktreeError,
+    branch_base,
+    branch_name,
+    is_commit,
+    main_root,
+)
+from gitsessions.services.code.worktrees import (
+    restore as restore_own,
+)
+from gitsessions.services.sessions import points, writer
+from gitsessions.services.sessions.writer import Edit
+from gitsessions.store.errors import SessionNotFound
+from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.ids import short
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """A worktree made here: where, and the turn whose code it holds (None: unknown)."""
+
+    session: str
+    path: Path
+    turn: int | None
+    said: str
+
+
+def restore(store: SessionStore, env: Mapping[str, str], session_id: str, here: Path) -> str:
+    """`worktree restore`: the session's own worktree added again, or, for a worktree
+    fork made on another machine, made here from the clone at `here`."""
+    head = store.head(session_id)
+    if check(store.home, head.id, head.header, None).refused:
+        return adopt(store, env, head, here).said
+    return restore_own(store, env, session_id)
+
+
+def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -> Adopted:
+    """The worktree of `head`, a fork made on another machine, made here from the clone
+    at `here`; raises WorktreeError when `here` is not its project or lacks its code."""
+    root, identity = project_of(here, env)
+    if root is None or not same_project(identity, recorded(head.header)):
+        raise WorktreeError(
+            f"this home did not make session {short(head.id)}'s worktree (it was made on "
+            "another machine); run `gitsessions worktree restore` in a clone of its project "
+            "to make it here"
+        )
+    project = find_project(root, env)
+    newest = points.newest_snapshot(store, head)
+    base, turn = newest if newest is not None else ("", None)
+    if project is None or not is_commit(root, env, base):
+        raise WorktreeError(
+            f"the code of session {short(head.id)}'s worktree is not in this clone; "
+            "`gitsessions pull --code` brings it"
+        )
+    repo = main_root(project, env)
+    path = store.home / WORKTREES_DIR / f"{repo.name}-{short(head.id)}"
+    if path.exists():
+        raise WorktreeError(f"{path} is there already; nothing was changed")
+    branch = branch_name(head.id)
+    exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{branch}",
+                 check=False).returncode == 0  # fmt: skip
+    mark = {"path": str(path), "branch": branch, "base": base, "repo": str(repo),
+            "removed_at": None}  # fmt: skip
+    remember(store.home, head.id, mark)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if exists:
+            git(repo, env, "worktree", "add", "-q", str(path), branch)
+        else:
+            start = branch_base(project, env, base, f"session {short(head.id)}")
+            git(repo, env, "worktree", "add", "-q", "-b", branch, str(path), start)
+    except BaseException:
+        forget(store.home, head.id)
+        raise
+
+    def edit(current: Head) -> Edit | None:
+        header = touch(current.header, worktree=mark, workspace=describe(path, env))
+        return Edit(Change(header=header), "worktree-restore", f"worktree: made here {path.name}")
+
+    try:
+        writer.update(store, head.id, edit, operation="worktree-restore")
+    except BaseException:
+        git(repo, env, "worktree", "remove", "--force", str(path), check=False)
+        forget(store.home, head.id)
+        raise
+    at = f"turn {turn}" if turn is not None else "its newest snapshot"
+    made = "on its branch" if exists else f"at the code of {at} (snapshot {base[:12]})"
+    said = f"made worktree {path} on branch {branch} ({made}); it was made on another machine"
+    return Adopted(head.id, path, turn if not exists else None, said)
+
+
+def adopt_pulled(
+    store: SessionStore, env: Mapping[str, str], ids: list[str], here: Path
+) -> tuple[list[Adopted], list[tuple[str, str]]]:
+    """The worktrees of the worktree forks among `ids` (those a pull brought code for, or
+    changed) made here, when they are of the project of the clone at `here` and this home
+    has no record of their worktree; and, for each that could not be made, its id and
+    why."""
+    root, identity = project_of(here, env)
+    made: list[Adopted] = []
+    failed: list[tuple[str, str]] = []
+    for session_id in dict.fromkeys(ids):
+        try:
+            head = store.head(session_id)
+        except SessionNotFound:
+            continue
+        if mark_of(head.header) is None or is_recorded(store.home, session_id):
+            continue
+        if root is None or not same_project(identity, recorded(head.header)):
+            continue
+        try:
+            made.append(adopt(store, env, head, root))
+        except WorktreeError as error:
+            failed.append((session_id, str(error)))
+    return made, failed
