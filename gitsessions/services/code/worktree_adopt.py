@@ -19,14 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitsessions.services.code.project_id import recorded, same_project
-from gitsessions.services.code.snapshots import find_project, git
+from gitsessions.services.code.snapshots import SnapshotError, find_project, git
 from gitsessions.services.code.workspace import describe, project_of
 from gitsessions.services.code.worktree_mark import check, forget, is_recorded, mark_of, remember
 from gitsessions.services.code.worktrees import (
     WORKTREES_DIR,
     WorktreeError,
+    add_worktree,
     branch_base,
     branch_name,
+    clear_unfinished,
     is_commit,
     main_root,
 )
@@ -37,6 +39,7 @@ from gitsessions.services.sessions import points, writer
 from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
+from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 
 
@@ -79,6 +82,7 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
         )
     repo = main_root(project, env)
     path = store.home / WORKTREES_DIR / f"{repo.name}-{short(head.id)}"
+    clear_unfinished(repo, env, path)
     if path.exists():
         raise WorktreeError(f"{path} is there already; nothing was changed")
     branch = branch_name(head.id)
@@ -90,10 +94,10 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         if exists:
-            git(repo, env, "worktree", "add", "-q", str(path), branch)
+            add_worktree(repo, env, path, branch)
         else:
             start = branch_base(project, env, base, f"session {short(head.id)}")
-            git(repo, env, "worktree", "add", "-q", "-b", branch, str(path), start)
+            add_worktree(repo, env, path, start, branch)
     except BaseException:
         forget(store.home, head.id)
         raise
@@ -114,6 +118,16 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     return Adopted(head.id, path, turn if not exists else None, said)
 
 
+def unfinished(store: SessionStore, head: Head) -> Path | None:
+    """The worktree this home recorded for the session when it is not there while the
+    header still names another home's (an adopt killed before its session commit)."""
+    mark = check(store.home, head.id, head.header, None).mark
+    said = mark_of(head.header)
+    if mark is None or said is None or said["path"] == mark["path"]:
+        return None
+    return None if Path(mark["path"]).exists() else Path(mark["path"])
+
+
 def adopt_pulled(
     store: SessionStore, env: Mapping[str, str], ids: list[str], here: Path
 ) -> tuple[list[Adopted], list[tuple[str, str]]]:
@@ -129,12 +143,15 @@ def adopt_pulled(
             head = store.head(session_id)
         except SessionNotFound:
             continue
-        if mark_of(head.header) is None or is_recorded(store.home, session_id):
-            continue
-        if root is None or not same_project(identity, recorded(head.header)):
+        said = mark_of(head.header)
+        if said is None or root is None or not same_project(identity, recorded(head.header)):
             continue
         try:
-            made.append(adopt(store, env, head, root))
-        except WorktreeError as error:
+            if not is_recorded(store.home, session_id):
+                made.append(adopt(store, env, head, root))
+            elif (left := unfinished(store, head)) is not None:
+                restore_own(store, env, session_id)
+                made.append(Adopted(session_id, left, None, ""))
+        except (WorktreeError, InvalidInput, SnapshotError) as error:
             failed.append((session_id, str(error)))
     return made, failed

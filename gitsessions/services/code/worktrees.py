@@ -21,6 +21,7 @@ Invariants:
 """
 
 import contextlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,10 +224,36 @@ def _add_worktree(
     remember(store.home, fork_id, mark)
     try:
         branch, path = mark["branch"], mark["path"]
-        git(project.root, env, "worktree", "add", "-q", "-b", branch, path, base_commit)
+        add_worktree(project.root, env, Path(path), base_commit, branch)
     except BaseException:
         forget(store.home, fork_id)
         raise
+
+
+def add_worktree(
+    repo: Path, env: Mapping[str, str], path: Path, start: str, new_branch: str | None = None
+) -> None:
+    """`git worktree add -q [-b NEW_BRANCH] PATH START` in `repo`, after clearing what a
+    killed one left at `path`."""
+    clear_unfinished(repo, env, path)
+    branch = ["-b", new_branch] if new_branch else []
+    git(repo, env, "worktree", "add", "-q", *branch, str(path), start)
+
+
+def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
+    """Remove what a `git worktree add` of `path` left when it was killed: git's entry,
+    still locked as "initializing" (no one has worked in it), and the directory."""
+    listed = out(git(repo, env, "worktree", "list", "--porcelain", check=False))
+    for block in listed.split("\n\n"):
+        lines = block.splitlines()
+        named = lines[0].removeprefix("worktree ") if lines else ""
+        if (
+            named
+            and os.path.realpath(named) == os.path.realpath(path)
+            and any(line.startswith("locked initializ") for line in lines)
+        ):
+            git(repo, env, "worktree", "remove", "--force", "--force", str(path), check=False)
+            git(repo, env, "worktree", "prune", check=False)
 
 
 def state_of(checked: Checked, env: Mapping[str, str]) -> str:
@@ -350,13 +377,13 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
     made = ""
     try:
         if exists:
-            git(repo, env, "worktree", "add", "-q", str(path), mark["branch"])
+            add_worktree(repo, env, path, mark["branch"])
         else:  # the branch is gone: made again at the newest code the session names
             snap, made = newest_here(store, env, repo, session_id, mark["base"])
             project = find_project(repo, env)
             assert project is not None
             start = branch_base(project, env, snap, f"session {short(session_id)}")
-            git(repo, env, "worktree", "add", "-q", "-b", mark["branch"], str(path), start)
+            add_worktree(repo, env, path, start, mark["branch"])
     except SnapshotError as error:
         raise WorktreeError(f"cannot restore the worktree: {error}") from None
     _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
