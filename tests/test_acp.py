@@ -653,8 +653,8 @@ def test_a_sigint_that_is_no_cancel_is_ignored(server, ws):
 
 def test_stdout_carries_json_rpc_only_while_notes_go_to_stderr(server, ws):
     """Plain JSON-RPC lines, as any client writes them: every line the server writes on
-    stdout is one JSON-RPC message; its notes (no git repository here, no price known
-    for the model) are on stderr."""
+    stdout is one JSON-RPC message; its notes (no git repository here) are on stderr
+    (no price note: the fake server is on this machine, a local model)."""
     server.reply(tool_calls=[{"name": "list_files", "arguments": {}}])
     server.reply(content="listed")
     child = subprocess.Popen(
@@ -691,7 +691,7 @@ def test_stdout_carries_json_rpc_only_while_notes_go_to_stderr(server, ws):
             child.kill()
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in rest.splitlines())
     stderr = child.stderr.read() if child.stderr else ""
-    assert "not in a git repository" in stderr and "no price known" in stderr
+    assert "not in a git repository" in stderr and "no price known" not in stderr
 
 
 def test_lines_are_capped_and_errors_echo_no_input():

@@ -970,14 +970,19 @@ def test_a_prompt_of_several_lines_comes_back_from_the_history_whole(server, ws)
     assert prompts == ["first line\nmiddle line\nlast line"] * 2
 
 
-def test_the_unlisted_model_and_no_price_notes_are_said_once_per_model(server, ws, home):
+def test_the_unlisted_model_note_is_said_once_per_model_and_no_price_never_locally(
+    server, ws, home
+):
     """Defect 10 of issue 20: not at every chat start and session switch. Remembered in
-    the home (notes_said.json): a model not seen yet is said once more."""
+    the home (notes_said.json): a model not seen yet is said once more. Issue 41, item
+    10: a model served on this machine (the fake server is on 127.0.0.1) has no price
+    to know, so "no price known" is never said for it (tests/test_small_defects.py:
+    said once for a remote one)."""
     server.models = ["other-model"]
     child = spawn(server.base_url, ws)
     first = say(child, "hello")
     leave(child)
-    assert "does not list model 'fake-model'" in first and "no price known" in first
+    assert "does not list model 'fake-model'" in first and "no price known" not in first
     for more in ([], ["--continue"]):
         child = spawn(server.base_url, ws, *more)
         again = plain(child.before) + say(child, "again")
@@ -986,7 +991,7 @@ def test_the_unlisted_model_and_no_price_notes_are_said_once_per_model(server, w
     child = spawn(server.base_url, ws, "--model", "third-model")
     third = say(child, "hi")
     leave(child)
-    assert "does not list model 'third-model'" in third and "no price known" in third
+    assert "does not list model 'third-model'" in third and "no price known" not in third
     assert json.loads((home / "notes_said.json").read_text())["format"] == 1
 
 

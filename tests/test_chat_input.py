@@ -18,7 +18,7 @@ import pyte
 import pytest
 from rich.console import Console
 
-from gitsessions.cli.chat_input import AHEAD_NOTE, COMMANDS, LEAVE_HINT
+from gitsessions.cli.chat_input import COMMANDS, LEAVE_HINT
 from gitsessions.cli.slash import Slash
 from tests.conftest import REPO
 from tests.test_chat import PROMPT, leave, plain, say, sessions, spawn
@@ -159,54 +159,67 @@ def test_ctrl_c_at_an_empty_prompt_says_how_to_leave(server, ws):
     leave(child)
 
 
-def test_keys_typed_before_an_approval_do_not_answer_it_and_wait_at_the_next_prompt(server, ws):
+WRITE_X = [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x\n"}}]
+
+
+def test_keys_typed_before_an_approval_are_discarded_and_said_so(server, ws):
+    """Issue 41, item 2: a `y` typed while the model thought was no answer, but it stayed
+    in the next prompt's line, glued to what came next, and Ctrl-D no longer left. It is
+    dropped when the question shows (as sudo flushes before its password prompt)."""
     held = threading.Event()
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "write_file", "arguments": {"path": "x.txt", "content": "x\n"}}],
-        hold=held,
-        hold_at=0,
-    )
+    server.reply(content=None, tool_calls=WRITE_X, hold=held, hold_at=0)
     server.reply(content="not written, then")
     child = spawn(server.base_url, ws)
-    log = recorded(child)
     child.send("write x\r")
     wait_for(lambda: len(prompts(server)) == 1, "the request")
-    child.send("y\rnext idea")  # typed while the model is still answering
-    time.sleep(0.3)  # the keys reach the terminal before the question
+    child.send("y")  # typed while the model is still thinking
+    time.sleep(0.3)  # the key reaches the terminal before the question
     held.set()
     child.expect_exact("[y/N/a] ")
-    assert AHEAD_NOTE in plain(child.before)
-    child.send("\r")  # the answer typed after the question: Enter, no
+    assert "(discarded 1 key typed before the question)" in plain(child.before)
+    child.send("n\r")  # the answer, typed after the question
     child.expect(PROMPT)
-    time.sleep(0.3)
-    assert "> y" in screen(log) and ". next idea" in screen(log)  # in the next prompt
-    say(child, "")  # Enter sends it
-    leave(child)
+    server.reply(content="a clean line")
+    assert "a clean line" in say(child, "next prompt")
+    leave(child)  # Ctrl-D on the empty line leaves
     assert not (ws / "x.txt").exists()
     denied = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][-1]
     assert "denied by the user" in denied["content"]
-    assert prompts(server)[-1] == "y\nnext idea"
+    assert prompts(server)[-1] == "next prompt"
 
 
-def test_keys_typed_with_a_prompt_do_not_answer_its_question(server, ws):
+def test_keys_typed_with_a_prompt_neither_answer_its_question_nor_stay(server, ws):
     """Typed in one go with the prompt's Enter: the line editor reads them with it."""
-    server.reply(
-        content=None,
-        tool_calls=[{"name": "write_file", "arguments": {"path": "x.txt", "content": "x\n"}}],
-    )
+    server.reply(content=None, tool_calls=WRITE_X)
     server.reply(content="not written, then")
     child = spawn(server.base_url, ws)
     child.send("write x\ry\rnext idea")
     child.expect_exact("[y/N/a] ")
-    assert AHEAD_NOTE in plain(child.before)
+    assert "(discarded 11 keys typed before the question)" in plain(child.before)
     child.send("\r")  # no
     child.expect(PROMPT)
-    say(child, "")  # what was typed ahead is the next prompt's line: Enter sends it
+    say(child, "")  # the line is empty: Enter sends nothing
     leave(child)
     assert not (ws / "x.txt").exists()
-    sent = prompts(server)  # the prompt, the denial sent back, the typed-ahead prompt
-    assert (len(sent), sent[0], sent[-1]) == (3, "write x", "y\nnext idea")
+    assert prompts(server)[0] == "write x" and len(prompts(server)) == 2  # and the denial
+
+
+def test_ctrl_c_at_an_approval_ends_its_line_before_saying_cancelled(server, ws):
+    """Issue 41, item 10: `[y/N/a] ^Ccancelled; the session is saved` was one line."""
+    server.reply(content=None, tool_calls=WRITE_X)
+    child = spawn(server.base_url, ws)
+    log = recorded(child)
+    child.send("write x\r")
+    child.expect_exact("[y/N/a] ")
+    child.sendintr()
+    child.expect_exact("cancelled; the session is saved")
+    child.expect(PROMPT)
+    drawn = screen(log)
+    leave(child)
+    asked = [line for line in drawn if line.startswith("[y/N/a]")]
+    assert len(asked) == 1 and "cancelled" not in asked[0], drawn
+    assert "cancelled; the session is saved" in drawn
+    assert not (ws / "x.txt").exists()
 
 
 def test_ctrl_d_typed_while_a_turn_runs_leaves_at_its_end(server, ws):

@@ -237,6 +237,15 @@ def test_readme_is_short():
     assert len(text(README).splitlines()) <= 200
 
 
+def test_the_readme_says_how_long_the_tests_take():
+    """Issue 41, item 10: `uv run pytest` gave no idea of its length."""
+    readme = text(README)
+    quickstart = readme.partition("## Quickstart")[2].partition("\n## ")[0]
+    assert re.search(r"the tests \(about \d+ minutes", quickstart), quickstart
+    commented = [line for line in readme.splitlines() if re.match(r"uv run pytest +#", line)]
+    assert commented and all(re.search(r"about \d+ minutes", line) for line in commented)
+
+
 def test_ci_runs_the_readme_test_command():
     assert "uv run pytest\n" in text(README)
     assert "uv run pytest" in (REPO / ".ci" / "run").read_text()

@@ -5,6 +5,7 @@ and diff, scoped to the project it was started in; writes only with --allow-writ
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib.metadata import version
@@ -224,3 +225,53 @@ def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
     assert renamed.data == {"session": mine, "title": "renamed"}
     assert pinned.data == {"session": mine, "pins": 1}
     assert forked.data["parent_id"] == mine
+
+
+def test_help_names_every_tool_the_server_offers(tmp_path, cli):
+    """Issue 41, item 10: `mcp --help` left out `blame`; it names what tools/list gives,
+    the write tools under --allow-writes."""
+    here = project(tmp_path, "here")
+    reads = set(asyncio.run(serve(here, [])).tools)
+    writes = set(asyncio.run(serve(here, [], "--allow-writes")).tools) - reads
+    assert "blame" in reads and writes == {"pin", "rename", "fork"}
+    shown = " ".join(cli("mcp", "--help").stdout.split())
+    body, _, options = shown.partition("Options:")
+    allow = options.partition("--allow-writes")[2].partition(" -h, --help")[0]
+    said, offered = set(re.findall(r"\w+", body)), set(re.findall(r"\w+", allow))
+    assert reads <= said and not writes & said, body
+    assert writes <= offered and not reads & offered, allow
+
+
+def test_calls_written_with_the_end_of_input_are_all_answered(tmp_path):
+    """Issue 41, item 10: a client that writes its calls and closes stdin at once got no
+    answer to the last of them (the SDK dropped the calls it had not started when its
+    input ended); every call read is now answered before the server exits."""
+    here = project(tmp_path, "here")
+    with FakeOpenAI(strict=True) as server:
+        mine = exec_turn(server, here, "a session to read")
+    calls = [
+        ("list_sessions", {}),
+        ("search_sessions", {"query": "session"}),
+        ("read_session", {"session": mine}),
+        ("session_info", {"session": mine}),
+    ] * 5
+    opening = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "a script", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    requests = opening + [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+         "params": {"name": name, "arguments": arguments}}
+        for n, (name, arguments) in enumerate(calls, 1)
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "gitsessions", "mcp"], cwd=here, capture_output=True, text=True,
+        input="".join(json.dumps(r) + "\n" for r in requests), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == list(range(len(calls) + 1))
+    results = [answers[n].get("result") or {} for n in range(1, len(calls) + 1)]
+    assert all(r.get("isError") is False for r in results), results

@@ -5,6 +5,7 @@ made by `exec` against the fake model server."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -298,11 +299,18 @@ def test_code_adds_the_diffstat_between_the_two_snapshots(cli, store, tmp_path):
     assert code["stat"][-1].strip().startswith("1 file changed, 3 insertions")
     text = cli("diff", parent.id, fork.id, "--code").stdout
     assert "c.txt" in text and "1 file changed" in text
+    # issue 41, item 10: a stat only, said so, with the stock git command for the patch
+    assert "code (diffstat)" in text
+    shown = [line.strip() for line in text.splitlines() if "the whole patch: " in line]
+    command = shlex.split(shown[0].partition("the whole patch: ")[2])
+    assert command == shlex.split(code["full_diff"]) and command[:2] == ["git", "-C"]
+    patch = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "+++ b/c.txt" in patch and patch.count("\n+file 2") == 3
 
     plain = new_session(store, "no snapshots", turns=1, workspace=workspace)
     one_side = cli.json("diff", plain.id, fork.id, "--code")["code"]
     assert one_side["note"] == "side A has no code snapshot: no code diff"
-    assert one_side["stat"] == [] and one_side["b"] == shas[2]
+    assert one_side["stat"] == [] and one_side["b"] == shas[2] and one_side["full_diff"] is None
     text = cli("diff", plain.id, plain.id, "--code").stdout
     assert "neither side has a code snapshot: no code diff" in text
     # a stored value that is not an object id never reaches git's command line

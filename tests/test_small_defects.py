@@ -1,10 +1,14 @@
-"""The smaller defects of issue 31 (item 6), each on a real process: what a user saw,
-then what they see now."""
+"""The smaller defects of issue 31 (item 6), each on a real process, and of issue 41
+(item 10): what a user saw, then what they see now."""
 
 import json
 import os
 from pathlib import Path
 
+import pytest
+
+from gitsessions.cli.agent_setup import cost_function
+from gitsessions.services.settings.config import ModelSettings
 from tests.conftest import exec_args, run_gitsessions
 
 
@@ -113,3 +117,25 @@ def test_info_shows_the_model_last_used(server, tmp_path):
     assert info["model"] == "other-model"
     fields = dict(line.split("\t", 1) for line in run_gitsessions("info", copy).stdout.splitlines())
     assert fields["model"] == "other-model"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "said"),
+    [
+        ("https://models.example.com/v1", True),
+        ("http://127.0.0.1:8080/v1", False),
+        ("http://localhost:11434/v1", False),
+        ("http://[::1]:8000/v1", False),
+    ],
+)
+def test_no_price_known_is_said_once_and_never_for_a_model_on_this_machine(
+    base_url: str, said: bool, home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41, item 10: "no price known" was said for a local model, which nobody bills.
+    In process: `cost_function` only prices tokens (nothing is sent)."""
+    settings = ModelSettings(model="m", base_url=base_url, api_key="", summary_model="m")
+    home.mkdir(parents=True, exist_ok=True)  # where the note is remembered as said
+    for _ in range(2):  # two commands in the same home
+        assert cost_function(settings, home)("m", 1000, 100) == 0.0
+    notes = capfd.readouterr().err
+    assert notes.count("no price known for model m") == (1 if said else 0), notes

@@ -17,6 +17,7 @@ from gitsessions.cli.options import workspace_dir
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.resuming import Resuming, pick, place
 from gitsessions.cli.state import State, err
+from gitsessions.services.model.endpoint import on_this_machine
 from gitsessions.services.model.model import preload
 from gitsessions.services.model.pricing import estimate_cost
 from gitsessions.services.settings.config import (
@@ -74,13 +75,17 @@ def cost_function(
     settings: ModelSettings, home: Path | None = None
 ) -> Callable[[str, int, int], float]:
     """Costs by the settings' prices; a model without one is said once (per process,
-    and with `home` once in that home: cli/once.py)."""
+    and with `home` once in that home: cli/once.py), unless its server is on this
+    machine (a local model: no price to know)."""
     unknown: set[str] = set()
+    local = on_this_machine(settings.base_url)
 
     def cost(model: str, prompt: int, completion: int) -> float:
         value, known = estimate_cost(model, prompt, completion, settings.prices)
         if not known and model not in unknown:
             unknown.add(model)
+            if local:
+                return value
             if home is not None and not first_time(home, "no price", model):
                 return value
             err.print(

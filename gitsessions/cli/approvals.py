@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
-from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, set_aside
+from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed
 from gitsessions.cli.plain import one_line
 from gitsessions.services.tools import FileChange
 from gitsessions.values.plural import plural
@@ -219,14 +219,19 @@ class ChatApprover:
         self.console.print(Text(" · ".join(choices), style="dim"), highlight=False)
         keys = "y/N" + ("" if isinstance(offer, NoScope) else "/a") + ("/v" if hidden else "")
         prompt = f"[{keys}] "  # letters only: nothing of the model's reaches input()
-        if set_aside():  # keys typed before the question: for the next prompt, not this
-            self.console.print(Text(AHEAD_NOTE, style="dim"), highlight=False)
+        dropped = discard_ahead()  # keys typed before the question answer nothing
+        if dropped:
+            self.console.print(Text(discarded_note(dropped), style="dim"), highlight=False)
         while True:
             restore = echoed()
             try:
                 answer = input(prompt).strip().lower()
-            except EOFError:
+            except EOFError:  # Ctrl-D: no, on a line of its own
+                self.console.print()
                 return False
+            except KeyboardInterrupt:  # the turn is cancelled: that is said on the next line
+                self.console.print()
+                raise
             finally:
                 restore()
             if answer in ("y", "yes"):

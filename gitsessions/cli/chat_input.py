@@ -12,10 +12,13 @@ Invariants:
   the terminal, unechoed and raw (`_held`), until the editor takes them, redrawing the
   same prompt. Anywhere else (a pipe) a plain line reader: a line ending in a
   backslash continues on the next one.
-- Nothing typed before a question answers it: a question (an approval, `\\rewind`'s
-  confirmation, the session picker) calls `set_aside` as it is shown, which takes
-  what waits in the terminal's input queue; that text, and whatever was typed while
-  a turn ran, is put in the next prompt's line, shown and never sent until Enter.
+- Keys typed while a turn runs wait in the next prompt's line, shown and never sent
+  until Enter.
+- Nothing typed before a question answers it, nor outlives it: a question (an
+  approval, `\\rewind`'s confirmation, the session picker) calls `discard_ahead` as it
+  is shown (as sudo flushes the terminal before its password prompt), which drops
+  what waits in the terminal's input queue and what was kept for the next prompt (a
+  Ctrl-D too), and says how many keys it dropped (`discarded_note`).
 """
 
 import os
@@ -29,6 +32,7 @@ from pathlib import Path
 
 from gitsessions.cli.plain import Sink, StreamOf
 from gitsessions.services.sessions import chat_history
+from gitsessions.values.plural import plural
 
 PROMPT = "> "
 CONTINUATION = ". "
@@ -38,7 +42,6 @@ COMMANDS = (
     "retry", "rewind", "search", "sessions", "title", "undo",
 )  # fmt: skip
 LEAVE_HINT = "(Ctrl-D or \\exit to leave)"
-AHEAD_NOTE = "(what you typed before this question is not its answer: it waits at your next prompt)"
 AHEAD_LIMIT = 64 * 1024  # bytes of typed-ahead text kept; more is read and dropped
 
 PROMPT_SHOWN = threading.Event()
@@ -105,7 +108,7 @@ class History:
 
 def read_prompt(history: History | None = None) -> str:
     """One prompt. On a terminal the line editor's, starting with what was typed ahead
-    (`set_aside`); raises KeyboardInterrupt (`EmptyCancel` on an empty line) for Ctrl-C
+    (while a turn ran); raises KeyboardInterrupt (`EmptyCancel` on an empty line) for Ctrl-C
     and EOFError for Ctrl-D on an empty line (or the end of input), the cursor then at
     the start of the next line."""
     if not on_terminal():
@@ -171,14 +174,25 @@ _ahead: list[str] = []
 _ended = threading.Event()  # a Ctrl-D was typed ahead (on a line of its own)
 
 
-def set_aside() -> str:
-    """What waits in the terminal's input queue, taken now (a question is being shown:
-    none of it is an answer) and kept for the next prompt; all that is kept for it,
-    "" when nothing (or stdin is not a terminal)."""
-    text = _clean(_pending(0)) if on_terminal() else ""
-    if text:
-        _ahead.append(text)
-    return "\n".join(_ahead)
+def discard_ahead() -> int:
+    """Drop every key typed before a question that is being shown: what waits in the
+    terminal's input queue and what was kept for the next prompt (typed while the turn
+    ran, or read with the prompt's Enter), a Ctrl-D included. None of it answers the
+    question, and none of it is left in the next prompt's line. How many keys (an
+    arrow key is one); 0 when stdin is not a terminal."""
+    keys = sum(len(text) for text in _ahead)
+    _ahead.clear()
+    if on_terminal():
+        keys += _keys(_pending(0))
+    if _ended.is_set():
+        keys += 1
+        _ended.clear()
+    return keys
+
+
+def discarded_note(keys: int) -> str:
+    """What a question says of the keys `discard_ahead` dropped ("" for none)."""
+    return f"(discarded {plural(keys, 'key')} typed before the question)" if keys else ""
 
 
 def keep_ahead(typed: str) -> None:
@@ -226,6 +240,12 @@ def _pending(fd: int) -> bytes:
 
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|O.|[^\[O])?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _keys(data: bytes) -> int:
+    """How many keys typed `data` holds: an escape sequence (an arrow key) is one."""
+    text = _ESCAPES.sub("\x1b", data.decode("utf-8", "replace"))
+    return len(text.replace("\r\n", "\r"))
 
 
 def _clean(data: bytes) -> str:

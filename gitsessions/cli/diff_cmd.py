@@ -34,7 +34,11 @@ def cmd_diff(
     b: Annotated[str, typer.Argument(metavar="B", help=REVISION_HELP)],
     code: Annotated[
         bool,
-        typer.Option("--code", help="Add the project's diffstat between the two code snapshots."),
+        typer.Option(
+            "--code",
+            help="Add the project's diffstat between the two code snapshots, and the git "
+            "command that prints the whole patch.",
+        ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
@@ -240,7 +244,8 @@ def _usage(console: Console, usage: Mapping[str, Any]) -> None:
 
 
 def _code(console: Console, code: Mapping[str, Any]) -> None:
-    head = Text("code  ", style="bold")
+    """The code's diffstat (a stat only, said so), then the git command for the patch."""
+    head = Text("code (diffstat)  ", style="bold")
     head.append(f"{(code['a'] or '-')[:10]} -> {(code['b'] or '-')[:10]}", style="dim")
     if code["repo"]:
         head.append(f"  in {one_line(code['repo'])}", style="dim")
@@ -249,6 +254,9 @@ def _code(console: Console, code: Mapping[str, Any]) -> None:
         console.print(Text(f"  {one_line(code['note'])}", style="yellow"))
     for line in code["stat"]:
         console.print(Text(f"  {one_line(line)}"))
+    if code.get("full_diff"):
+        patch = Text(f"  the whole patch: {one_line(code['full_diff'])}", style="dim")
+        console.print(patch, soft_wrap=True)  # one line, to copy whole
 
 
 def _plural(count: int, word: str) -> str:

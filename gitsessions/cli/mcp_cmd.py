@@ -10,6 +10,22 @@ import typer
 from gitsessions.cli.args import state_of
 from gitsessions.cli.listing import session_rows
 from gitsessions.protocols.mcp_server.server import build, serve
+from gitsessions.protocols.mcp_server.tools import TOOLS
+
+
+def _names(writes: bool) -> str:
+    """The tools the server offers (read ones, or the write ones), as --help names them:
+    from the server's own list, so the help cannot leave one out."""
+    *rest, last = [spec.name for spec in TOOLS if spec.writes is writes]
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
+HELP = (
+    f"Serve the session store over MCP (stdio): {_names(False)}; scoped to this project's "
+    "sessions unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code "
+    "with `claude mcp add gitsessions -- gitsessions mcp`, to Codex with "
+    '`[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`.'
+)
 
 
 def cmd_mcp(
@@ -18,14 +34,10 @@ def cmd_mcp(
         bool, typer.Option("--all-sessions", help="Serve every session, not only this project's.")
     ] = False,
     allow_writes: Annotated[
-        bool, typer.Option("--allow-writes", help="Also offer pin, rename and fork.")
+        bool, typer.Option("--allow-writes", help=f"Also offer {_names(True)}.")
     ] = False,
 ) -> None:
-    """Serve the session store over MCP (stdio): search_sessions, list_sessions,
-    read_session (paged), session_info, diff_sessions; scoped to this project's sessions
-    unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code with
-    `claude mcp add gitsessions -- gitsessions mcp`, to Codex with
-    `[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`."""
+    """Serve the session store over MCP (stdio); its help (`HELP`) names the tools."""
     state = state_of(ctx)
 
     def rows(include_archived: bool, workspace: Path | None) -> list[dict[str, Any]]:
@@ -36,4 +48,4 @@ def cmd_mcp(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("mcp")(cmd_mcp)
+    app.command("mcp", help=HELP)(cmd_mcp)

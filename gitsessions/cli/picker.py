@@ -26,7 +26,7 @@ from rich.control import Control, ControlType
 from rich.text import Text
 
 from gitsessions.cli import listing
-from gitsessions.cli.chat_input import set_aside
+from gitsessions.cli.chat_input import discard_ahead, discarded_note
 from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line
 from gitsessions.store.catalog import Catalog
@@ -97,7 +97,9 @@ def pick(console: Console, offered: Offered, heading: str, hint: str) -> str | N
             console.print(Text(more_line(offered.more)), highlight=False, markup=False)
         raise NoTerminal(f"stdin is not a terminal, so no session can be picked: {hint}")
     fd = sys.stdin.fileno()
-    set_aside()  # keys typed before the list shows pick nothing (the next prompt has them)
+    dropped = discard_ahead()  # keys typed before the list shows pick nothing
+    if dropped:
+        console.print(Text(discarded_note(dropped), style="dim"), highlight=False)
     saved = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)

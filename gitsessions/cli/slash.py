@@ -11,7 +11,7 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
-from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, is_command, set_aside
+from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed, is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
 from gitsessions.cli.rewind_cmd import report, session_workspace
@@ -296,9 +296,10 @@ class Slash:
 
     def _confirm(self, question: str) -> bool:
         """A yes from the user at the prompt (Enter, Ctrl-D or Ctrl-C: no); keys typed
-        before it was asked are no answer (kept for the next prompt)."""
-        if set_aside():
-            self._say(AHEAD_NOTE, "dim")
+        before it was asked are no answer (discarded, and said so)."""
+        dropped = discard_ahead()
+        if dropped:
+            self._say(discarded_note(dropped), "dim")
         self.err.print(vtext(question), end=" ", highlight=False)
         restore = echoed()
         try:

@@ -12,7 +12,7 @@ Invariants:
 
 from pathlib import Path
 
-from gitsessions.cli.chat_input import echoed, on_terminal
+from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed, on_terminal
 from gitsessions.cli.plain import Sink
 from gitsessions.cli.resuming import WorktreeNotHere
 from gitsessions.cli.state import State
@@ -44,6 +44,9 @@ def offer(state: State, refused: WorktreeNotHere, here: Path, sink: Sink) -> Non
 
 
 def _yes(question: str, sink: Sink) -> bool:
+    dropped = discard_ahead()  # keys typed before the question answer nothing
+    if dropped:
+        sink.line(discarded_note(dropped), "dim")
     sink.text(question + " [y/N] ")
     sink.file.flush()
     restore = echoed()

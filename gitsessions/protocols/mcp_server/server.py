@@ -231,7 +231,8 @@ def build(
 
 
 def serve(server: Any) -> None:
-    """Run `server` over stdin and stdout until the client closes stdin."""
+    """Run `server` over stdin and stdout until the client closes stdin and every call
+    it read is answered (draining.py)."""
     # anyio and the mcp SDK: only when the server runs
     import anyio
 
@@ -239,8 +240,10 @@ def serve(server: Any) -> None:
 
 
 async def _serve(server: Any) -> None:
-    # the mcp SDK: only when the server runs
+    # the mcp SDK and anyio: only when the server runs
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
+    from gitsessions.protocols.mcp_server.draining import answered_first
+
+    async with stdio_server() as streams, answered_first(*streams) as (read, write):
         await server.run(read, write, server.create_initialization_options())

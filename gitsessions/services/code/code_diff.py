@@ -11,9 +11,12 @@ Invariants:
   sessions recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
   command the project's config names (projectgit.py); nothing in the project is written. A side
   without a snapshot, a missing repository or a failing git is one note, never an error.
+- Only the stat is shown; with it comes the stock git command that prints the whole
+  patch (`full_diff`: `git -C REPO diff A B`, quoted for a POSIX shell).
 """
 
 import re
+import shlex
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,11 +46,12 @@ def snapshot(store: SessionStore, head: Head) -> str | None:
 def code_diff(
     store: SessionStore, a: State, b: State, env: Mapping[str, str], here: Path | None = None
 ) -> dict[str, Any]:
-    """`{"a", "b", "repo", "stat", "note"}`: the two snapshots, where they were compared,
-    `git diff --stat`'s lines, and why there is no stat when there is none."""
+    """`{"a", "b", "repo", "stat", "note", "full_diff"}`: the two snapshots, where they
+    were compared, `git diff --stat`'s lines, why there is no stat when there is none,
+    and the command that prints the whole patch (None without a stat)."""
     shas = {"a": snapshot(store, a.head), "b": snapshot(store, b.head)}
     repo = _here_if_same(here, (b.head, a.head), env) or _repo(b.head) or _repo(a.head)
-    result: dict[str, Any] = {**shas, "repo": repo, "stat": [], "note": None}
+    result: dict[str, Any] = {**shas, "repo": repo, "stat": [], "note": None, "full_diff": None}
     missing = [side.upper() for side, sha in shas.items() if sha is None]
     if missing:
         which = "neither side has a" if len(missing) == 2 else f"side {missing[0]} has no"
@@ -70,6 +74,8 @@ def code_diff(
     result["stat"] = done.stdout.rstrip("\n").splitlines()
     if not result["stat"]:
         result["note"] = "the two snapshots hold the same code"
+    else:
+        result["full_diff"] = shlex.join(["git", "-C", repo, "diff", a, b])
     return result
 
 

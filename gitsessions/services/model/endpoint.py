@@ -65,6 +65,15 @@ def _here(host: str) -> list[tuple[str, str]]:
     return []
 
 
+def on_this_machine(base_url: str) -> bool:
+    """Whether `base_url` names a server on this machine (`localhost`, 127.x, ::1): a
+    local model, which nobody bills."""
+    try:
+        return bool(_here(urlsplit(base_url).hostname or ""))
+    except ValueError:  # a malformed URL: the first request says so
+        return False
+
+
 def refused_here(settings: ModelSettings) -> str | None:
     """Why the server cannot be reached, when it is one on this machine whose port
     refuses a connection (nothing listens: Ollama not started); None when a connection
