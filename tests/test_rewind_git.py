@@ -76,3 +76,25 @@ def test_rewind_over_an_uncommitted_edit_still_refuses_naming_only_it(cli, serve
     assert "no snapshot" in done.stderr and "(a.py)" in done.stderr
     assert "is in git" not in done.stderr
     assert (root / "a.py").read_text() == "mine, and more not committed\n"
+
+
+def test_snapshot_restore_over_a_version_a_commit_holds_proceeds_and_names_it(
+    cli, server, tmp_path, home
+):
+    """`snapshot restore` trusts git as rewind does: the version it overwrites is in a
+    commit HEAD does not reach from its tree; uncommitted work still refuses."""
+    root, sid = two_turns(cli, server, tmp_path)
+    first = pgit(root, "rev-list", f"refs/gitsessions/snapshots/{sid}").split()[-1]
+    (root / "a.py").write_text("kept on a branch\n")
+    pgit(root, "commit", "-q", "-a", "-m", "on a branch")
+    kept = pgit(root, "rev-parse", "HEAD").strip()
+    pgit(root, "branch", "keep")
+    pgit(root, "reset", "-q", "--soft", "HEAD~")
+    done = cli("snapshot", "restore", first[:12], "--workspace", str(root))
+    assert f"a.py: your own version is in git: git show {kept[:12]}:a.py" in done.stderr
+    assert "saved the working tree" not in done.stderr
+    assert pgit(root, "show", f"{first}:a.py") == (root / "a.py").read_text()
+    (root / "a.py").write_text("not committed anywhere\n")
+    refused = cli("snapshot", "restore", first[:12], "--workspace", str(root), code=1)
+    assert "no snapshot holds (a.py)" in refused.stderr
+    assert (root / "a.py").read_text() == "not committed anywhere\n"

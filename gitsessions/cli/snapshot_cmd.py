@@ -79,6 +79,8 @@ def cmd_restore(
     for label, mark in (("restored", "M"), ("added", "A"), ("removed", "D")):
         for path in done.files.get(label, []):
             say(f"  {mark} {one_line(path)}")
+    for note in done.notes:
+        say(one_line(note))
 
 
 @snapshot_app.command("prune")

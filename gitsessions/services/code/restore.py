@@ -10,9 +10,10 @@ Invariants:
   files it lacks are removed (ignored files are never touched: a snapshot leaves them
   out), with stock git from a temporary index, as `rewind` writes them; HEAD, the index
   and the stash are untouched.
-- Never destructive: when the workspace holds changes no snapshot of the project has,
-  nothing changes, unless `force`, which first records them as a new snapshot (of the
-  session the restored snapshot belongs to) and says how to restore that one.
+- Never destructive: when the workspace holds changes neither a snapshot of the project
+  nor git (HEAD or any commit: git_held.py) has, nothing changes, unless `force`, which
+  first records them as a new snapshot (of the session the restored snapshot belongs
+  to) and says how to restore that one. What git holds is named in a note.
 """
 
 import re
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitsessions.services.code import capture, snapshots
+from gitsessions.services.code import capture, git_held, snapshots
 from gitsessions.services.code.rewind import RewindRefused, apply_changes, tree_changes
 from gitsessions.services.code.snapshots import REF_PREFIX, Project, find_project, git, out
 from gitsessions.values.errors import BadUsage, InvalidInput
@@ -41,6 +42,7 @@ class Restored:
     files: dict[str, list[str]] = field(default_factory=dict)  # restored, added, removed
     saved: str | None = None  # the snapshot `force` took first
     unchanged: bool = False  # the workspace already held it
+    notes: list[str] = field(default_factory=list)  # where git holds what is overwritten
 
 
 def restore(
@@ -58,26 +60,35 @@ def restore(
         result.unchanged = True
         return result
     changes = tree_changes(project, env, captured.tree, target)
+    in_git: list[git_held.Held] = []
     if captured.tree not in _held_trees(project, env, captured.head):
         session = _owner(project, env, commit)
         newest = snapshots.newest(project, env, session)
-        if not force:  # name what is unsaved: what differs from the newest snapshot
-            unsaved = tree_changes(project, env, newest.tree if newest else target, captured.tree)
-            shown = ", ".join(p for _s, p in unsaved[:5])
-            more = f" and {len(unsaved) - 5} more" if len(unsaved) > 5 else ""
-            raise RewindRefused(
-                f"the workspace has changes no snapshot holds ({shown or 'files'}{more}); "
-                "nothing was changed. --force snapshots them first"
+        # what is unsaved: what differs from the newest snapshot, less what git holds
+        changed = [p for _s, p in tree_changes(
+            project, env, newest.tree if newest else target, captured.tree
+        )]  # fmt: skip
+        in_git = git_held.held_by_git(project, env, captured.tree, captured.head, changed)
+        unsaved = [p for p in changed if p not in {h.path for h in in_git}]
+        if unsaved or not in_git:
+            if not force:
+                shown = ", ".join(unsaved[:5])
+                more = f" and {len(unsaved) - 5} more" if len(unsaved) > 5 else ""
+                raise RewindRefused(
+                    f"the workspace has changes no snapshot holds ({shown or 'files'}{more}); "
+                    "nothing was changed. --force snapshots them first"
+                )
+            saved = snapshots.record(
+                project,
+                env,
+                session,
+                captured,
+                f"gitsessions snapshot: before restoring {commit[:12]}",
+                newest,
             )
-        saved = snapshots.record(
-            project,
-            env,
-            session,
-            captured,
-            f"gitsessions snapshot: before restoring {commit[:12]}",
-            newest,
-        )
-        result.saved = saved.commit
+            result.saved = saved.commit
+    overwritten = {p for _s, p in changes}
+    result.notes = [f"note: {h.hint()}" for h in in_git if h.path in overwritten]
     apply_changes(project, env, target, changes)
     result.files = {
         "restored": [p for s, p in changes if s in ("M", "T")],
