@@ -4,6 +4,7 @@ real `exec` turns against the fake model server, checked line by line."""
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -266,3 +267,13 @@ def test_the_mcp_server_answers_why_a_line_is_there(server, project, home, tmp_p
     for refused in (outside, linked):
         assert refused.error and "only a file of this project" in refused.text
         assert "not the project's" not in refused.text
+
+
+def test_a_fifo_is_one_error_line_never_waited_on(project, home):
+    """Issue 42, item 8: `blame` of a FIFO in the project opened it for reading and waited
+    for a writer for ever; now only a regular file is read."""
+    os.mkfifo(project / "pipe")
+    done = run_gitsessions("blame", str(project / "pipe"), timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {project / 'pipe'} is a FIFO: only a regular "
+                                        "file is read"]  # fmt: skip

@@ -9,7 +9,7 @@ import typer
 
 from gitsessions.cli.args import state_of
 from gitsessions.cli.listing import session_rows
-from gitsessions.protocols.mcp_server.server import build, serve
+from gitsessions.protocols.mcp_server.server import DEADLINE, build, serve
 
 
 def cmd_mcp(
@@ -20,10 +20,22 @@ def cmd_mcp(
     allow_writes: Annotated[
         bool, typer.Option("--allow-writes", help="Also offer pin, rename and fork.")
     ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=1,
+            max=3600,
+            help="Answer a tool call that has not ended after this long with an error.",
+        ),
+    ] = DEADLINE,
 ) -> None:
     """Serve the session store over MCP (stdio): search_sessions, list_sessions,
     read_session (paged), session_info, diff_sessions; scoped to this project's sessions
-    unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code with
+    unless --all-sessions, read-only unless --allow-writes. A tool call runs off the
+    protocol's loop: `ping` is always answered, a call is answered an error after
+    --timeout, and the server ends when stdin closes. Add it to Claude Code with
     `claude mcp add gitsessions -- gitsessions mcp`, to Codex with
     `[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`."""
     state = state_of(ctx)
@@ -31,7 +43,7 @@ def cmd_mcp(
     def rows(include_archived: bool, workspace: Path | None) -> list[dict[str, Any]]:
         return session_rows(state.store, include_archived, workspace)
 
-    server = build(state.store, state.env, Path.cwd(), rows, all_sessions, allow_writes)
+    server = build(state.store, state.env, Path.cwd(), rows, all_sessions, allow_writes, timeout)
     serve(server)
 
 

@@ -27,9 +27,11 @@ from pathlib import Path
 
 from gitsessions.services.code.blame_history import History, Snapshot, open_history
 from gitsessions.services.code.snapshots import Project, git
+from gitsessions.store.regular import read_regular
 from gitsessions.values.errors import InvalidInput
 
 KEPT_FILES = 256  # answers kept in `lines/`, the least recently written dropped first
+MAX_FILE = 64 * 1024 * 1024  # a working tree's file blamed: larger is refused, never read
 
 
 @dataclass(frozen=True)
@@ -291,10 +293,12 @@ def file_text(
     project: Project, env: Mapping[str, str], path: str, at: str | None
 ) -> tuple[bytes, int | None]:
     """The file's content (the working tree's, or at revision `at`) and, for a revision,
-    its commit time (snapshots taken after it are left out)."""
+    its commit time (snapshots taken after it are left out). A working tree's file is
+    read only when it is a regular file of at most `MAX_FILE` bytes (a FIFO, device or
+    socket: `NotRegularFile`, never waited on)."""
     if at is None:
         try:
-            return (project.root / path).read_bytes(), None
+            return read_regular(project.root / path, MAX_FILE), None
         except OSError as error:
             raise InvalidInput(f"cannot read {path}: {error.strerror or error}") from None
     commit, stamp = commit_of(project, env, at)
