@@ -116,3 +116,23 @@ def test_a_branch_holding_commits_no_other_ref_holds_is_kept(
         not kept["repaired"] and "its branch holds 1 commit(s) no other ref holds" in kept["detail"]
     )
     assert path.is_dir() and pgit(root, "rev-parse", tip).strip() == tip
+
+
+def test_a_branch_of_our_naming_no_session_knows_is_named_never_removed(
+    server, cli, tmp_path, home, monkeypatch
+):
+    """A `gitsessions/<short id>` branch no session and no record names (a restore of a
+    pulled fork cut short leaves one): named with its command, kept by --repair."""
+    monkeypatch.chdir(tmp_path)
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    pgit(root, "branch", "gitsessions/deadbeef")
+    pgit(root, "branch", f"gitsessions/{sid[:8]}")  # a session's: not a finding
+    for args, code in (((), 1), (("--repair",), 1)):
+        report = json.loads(cli("doctor", "--json", *args, code=code).stdout)
+        (found,) = [f for f in report["findings"] if f["kind"] == "branch"]
+        assert found["subject"] == f"{root}: gitsessions/deadbeef" and not found["repaired"]
+        assert found["detail"].endswith(
+            f"to remove it: git -C {root} branch -D gitsessions/deadbeef"
+        )
+    assert pgit(root, "branch", "--list", "gitsessions/deadbeef").strip()

@@ -41,7 +41,7 @@ def cmd_doctor(
     report = doctor(state.store, repair=repair)
     where = project_care.projects(state.store, state.env, cwd_or_none())
     report.findings += project_care.check(state.store, state.env, where, repair)
-    report.findings += check_worktrees(state.store, state.env, repair)
+    report.findings += check_worktrees(state.store, state.env, where, repair)
     audit(
         state.home,
         "doctor",

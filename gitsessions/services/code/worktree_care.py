@@ -8,14 +8,16 @@ Invariants:
   does not hold and this home did not delete, written over `FRESH` seconds ago (a fork
   being made now is no finding); or a folder under `<home>/worktrees/` that no session's
   mark and no record names and whose short id is no session's, live or deleted here (a
-  deleted session's worktree is kept on purpose).
+  deleted session's worktree is kept on purpose); or a branch `gitsessions/<short id>`
+  of a project the sessions worked in that no session and no record names.
 - Nothing of the user's is lost: repair removes a recorded worktree only when `git status
   --porcelain --ignored` in it says nothing (then by `git worktree remove` without
   --force, which refuses anything else too), and its branch only when every commit on it
   that no other branch, tag, remote or snapshot ref reaches is the fork's own start (a
   `gitsessions: uncommitted work of` commit whose tree is the snapshot its
   `Code-Snapshot` trailer names). Anything else is reported with the exact git command
-  that would remove it, and left as it is; an unnamed folder is never removed.
+  that would remove it, and left as it is; an unnamed folder or branch is never removed
+  (it may be another home's, or older than this home's records).
 - Only git runs on the projects, through projectgit.py (snapshots.git).
 """
 
@@ -23,10 +25,10 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from gitsessions.services.code.snapshots import REF_PREFIX, SnapshotError, git, out
+from gitsessions.services.code.snapshots import REF_PREFIX, Project, SnapshotError, git, out
 from gitsessions.services.code.worktree_mark import check, forget, listed_by_git, records
 from gitsessions.services.code.worktrees import BRANCH_PREFIX, WORKTREES_DIR
 from gitsessions.services.sessions.doctor import Finding
@@ -37,10 +39,14 @@ from gitsessions.store.tombstones import deleted
 FRESH = 600.0  # seconds: a record younger than this may be a fork being made now
 FORK_START = "gitsessions: uncommitted work of "
 _SHORT_ID = re.compile(r".-([0-9a-f]{8})\Z")
+_BRANCH = re.compile(re.escape(BRANCH_PREFIX) + r"([0-9a-f]{8})")
 
 
-def check_worktrees(store: SessionStore, env: Mapping[str, str], repair: bool) -> list[Finding]:
-    """The worktrees and branches no session knows, each a finding (see the module)."""
+def check_worktrees(
+    store: SessionStore, env: Mapping[str, str], where: Iterable[Project], repair: bool
+) -> list[Finding]:
+    """The worktrees and branches no session knows, each a finding (see the module);
+    `where`: the projects whose branches are looked at."""
     home = store.home
     headers = Catalog(store).headers()
     known = {str(h.get("id")) for h in headers}
@@ -52,12 +58,15 @@ def check_worktrees(store: SessionStore, env: Mapping[str, str], repair: bool) -
             named.add(os.path.realpath(mark["path"]))
     findings: list[Finding] = []
     now = time.time()
+    recorded: set[tuple[str, str]] = set()
     for sid, (record, when) in sorted(records(home).items()):
         named.add(os.path.realpath(record["path"]))
+        recorded.add((os.path.realpath(record["repo"]), record["branch"]))
         if sid in known or sid in gone or now - when < FRESH:
             continue
         findings.append(_unmade(home, env, sid, record, repair))
     findings += _unnamed(home, env, named, known | gone)
+    findings += _branches(env, where, recorded, known | gone)
     return findings
 
 
@@ -125,6 +134,40 @@ def _unnamed(home: Path, env: Mapping[str, str], named: set[str], ids: set[str])
             command = _git(repo, "worktree", "remove", str(entry))
         detail = f"a worktree folder no session of this home names; to remove it: {command}"
         findings.append(Finding("worktree", str(entry), detail))
+    return findings
+
+
+def _branches(
+    env: Mapping[str, str],
+    where: Iterable[Project],
+    recorded: set[tuple[str, str]],
+    ids: set[str],
+) -> list[Finding]:
+    """Branches `gitsessions/<short id>` of the projects that no session (live or deleted
+    here) and no record names (reported, never removed: they may be another home's)."""
+    findings = []
+    seen: set[str] = set()
+    for project in where:
+        common = os.path.realpath(project.common or project.root / ".git")
+        if common in seen:
+            continue
+        seen.add(common)
+        root = Path(common).parent if Path(common).name == ".git" else project.root
+        listed = _run_out(root, env, "for-each-ref", "--format=%(refname:short)",
+                          f"refs/heads/{BRANCH_PREFIX}")  # fmt: skip
+        for branch in listed.split():
+            match = _BRANCH.fullmatch(branch)
+            if not match or any(sid.startswith(match[1]) for sid in ids):
+                continue
+            if (os.path.realpath(root), branch) in recorded:
+                continue  # a record's: reported with its worktree
+            unsaved = _unsaved(root, env, branch)
+            holds = f" (it holds {unsaved} commit(s) no other ref holds)" if unsaved else ""
+            detail = (
+                f"branch {branch} of a worktree fork no session of this home knows{holds}; "
+                f"to remove it: {_git(root, 'branch', '-D', branch)}"
+            )
+            findings.append(Finding("branch", f"{root}: {branch}", detail))
     return findings
 
 
