@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gitsessions.protocols.mcp_server.calls import QUEUED
 from tests.fake_openai import FakeOpenAI
 from tests.test_mcp_server import exec_turn, project
 
@@ -136,3 +137,25 @@ def test_a_stuck_call_is_answered_at_its_deadline_ping_meanwhile_and_eof_ends_it
     shown = subprocess.run([sys.executable, "-m", "gitsessions", "pins", sid],
                            capture_output=True, text=True, timeout=BOUND)  # fmt: skip
     assert "never written" not in shown.stdout  # given up with the process, never run
+
+
+def test_calls_waiting_behind_a_stuck_one_are_bounded(here, home):
+    root, sid = here
+    wire = Wire(root, "--allow-writes", "--timeout", "600")
+    lock = os.open(home / "store.git" / "gitsessions.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        wire.call(1, "pin", {"session": sid, "text": "stuck"})
+        wire.request(2, "ping")
+        assert wire.answer(2)["result"] == {}
+        for number in range(3, 3 + QUEUED):
+            wire.call(number, "session_info", {"session": sid})
+        wire.call(99, "session_info", {"session": sid})
+        said = error_text(wire.answer(99))  # at once: not after the 600 s deadline
+        assert said.startswith(f"session_info: refused: {QUEUED} calls already wait behind")
+        assert wire.close() == 0
+    finally:
+        os.close(lock)
+        if wire.process.poll() is None:
+            wire.process.kill()
+            wire.process.wait()
