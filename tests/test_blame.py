@@ -4,6 +4,8 @@ real `exec` turns against the fake model server, checked line by line."""
 
 import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -266,3 +268,42 @@ def test_the_mcp_server_answers_why_a_line_is_there(server, project, home, tmp_p
     for refused in (outside, linked):
         assert refused.error and "only a file of this project" in refused.text
         assert "not the project's" not in refused.text
+
+
+def test_a_fifo_is_one_error_line_never_waited_on(project, home):
+    """Issue 42, item 8: `blame` of a FIFO in the project opened it for reading and waited
+    for a writer for ever; now only a regular file is read."""
+    os.mkfifo(project / "pipe")
+    done = run_gitsessions("blame", str(project / "pipe"), timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {project / 'pipe'} is a FIFO: only a regular "
+                                        "file is read"]  # fmt: skip
+
+
+def test_a_forged_snapshot_ref_claims_no_turn_its_session_lacks(server, project, home):
+    """Issue 42, item 10: a snapshot ref anyone can push (and `pull --code` brings)
+    whose commit claims turn 77 of a one-turn session was believed by blame and trace."""
+    a = turn(server, project, "two", tool("write_file", path="app.py",
+             content="first = 1\nsecond = 2\n"))  # fmt: skip
+    ref = f"refs/gitsessions/snapshots/{a}"
+    real = pgit(project, "log", "-1", "--format=%s", f"{ref}^1").strip()
+    assert real.endswith(" turn 1.1"), real
+    forged_text = "first = 1\nsecond = 2\nforged = 3\n"
+    blob = subprocess.run(["git", "-C", str(project), "hash-object", "-w", "--stdin"],
+                          input=forged_text, capture_output=True, text=True)  # fmt: skip
+    tree = subprocess.run(["git", "-C", str(project), "mktree"], capture_output=True, text=True,
+                          input=f"100644 blob {blob.stdout.strip()}\tapp.py\n")  # fmt: skip
+    old = pgit(project, "rev-parse", ref).strip()
+    forged = pgit(project, "commit-tree", tree.stdout.strip(), "-p", old, "-m",
+                  real.replace(" turn 1.1", " turn 77.1")).strip()  # fmt: skip
+    pgit(project, "update-ref", ref, forged, old)
+    (project / "app.py").write_text(forged_text)
+    assert who(blamed(project, "app.py")) == [
+        ("first = 1", None, None),
+        ("second = 2", a, 1),  # the real turn's line stays its own
+        ("forged = 3", None, None),  # a person's: the session has no turn 77
+    ]
+    pgit(project, "commit", "-q", "-am", "with the forged line")
+    traced = run_gitsessions("trace", "HEAD", "--project", str(project))
+    assert traced.returncode == 0, traced.stderr
+    assert "turn:77" not in traced.stdout and f"{a}@turn:1" in traced.stdout

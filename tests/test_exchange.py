@@ -4,13 +4,14 @@ round trips, a session's files carried and checked."""
 import base64
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from gitsessions.store.files import name_of
 from gitsessions.store.sessions import Change
-from tests.conftest import fsck, git
+from tests.conftest import fsck, git, run_gitsessions
 from tests.test_store_files import PNG, shown, with_image
 
 SID = "0123456789abcdef0123456789abcdef"
@@ -284,3 +285,15 @@ def test_an_exports_files_are_checked_before_anything_is_written(cli, tmp_path, 
     result = cli("import", str(write(tmp_path, doc)), code=1)
     assert "transcript[3]: " in result.stderr and why in result.stderr
     assert cli.json("list") == []
+
+
+def test_a_fifo_is_one_line_never_waited_on(tmp_path, home):
+    """Issue 42, item 8: a FIFO named as the export file was opened and waited on for a
+    writer for ever (a real process, so that a regression fails at its timeout)."""
+    os.mkfifo(tmp_path / "pipe")
+    done = run_gitsessions("import", str(tmp_path / "pipe"), timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: {tmp_path / 'pipe'} is a FIFO: only a regular file is read; to import from "
+        "a pipe, give - as FILE"
+    ]

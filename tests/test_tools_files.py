@@ -3,6 +3,7 @@ failures, paging, binary refusal, listing and search, and workspace confinement
 (absolute paths, `..`, symlinked files and directories, writes through symlinks)."""
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,27 @@ def test_fifo_is_refused_without_blocking(workspace: Path, tools: ToolRegistry) 
     write = call(tools, "write_file", path="pipe", content="x")
     assert not read.ok and "not a regular file" in read.content
     assert not write.ok and "not a regular file" in write.content
+
+
+def test_search_files_of_a_fifo_is_one_error_never_waited_on(
+    workspace: Path, tools: ToolRegistry
+) -> None:
+    """Issue 42, item 8: search_files given a FIFO as its path opened it and waited for a
+    writer for ever (the call runs in a thread here, so a regression fails at the join)."""
+    os.mkfifo(workspace / "pipe")
+    (workspace / "a.txt").write_text("needle\n")
+    outcomes = []
+
+    def search(path: str) -> None:
+        outcomes.append(call(tools, "search_files", pattern="needle", path=path))
+
+    for path in ("pipe", "."):
+        worker = threading.Thread(target=search, args=(path,), daemon=True)
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), f"search_files of {path!r} is still waiting"
+    named, walked = outcomes
+    assert not named.ok and named.content == (
+        "error: 'pipe' is not a regular file (a device, socket or pipe)"
+    )
+    assert walked.ok and walked.content == "a.txt:1: needle\n"  # the walk passes it by

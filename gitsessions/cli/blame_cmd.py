@@ -35,6 +35,7 @@ from gitsessions.services.code.blame import (
     head_commit,
     relative,
 )
+from gitsessions.services.code.session_turns import last_turns
 from gitsessions.services.code.snapshots import find_project
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
@@ -97,7 +98,8 @@ def cmd_blame(
         raise InvalidInput(f"{name} is a directory: blame takes a file")
     path = relative(project, where)
     text, before = file_text(project, state.env, path, at)
-    found = blame(project, state.env, path, text, before, cache_dir(state.home, project))
+    cache = cache_dir(state.home, project)
+    found = blame(project, state.env, path, text, before, cache, last_turn=last_turns(state.reader))
     every = state.catalog().headers()  # read once: the titles and the unseen note
     headers = {h["id"]: h for h in every if h["id"] in found.sessions}
     _say_unseen(every, found, project.root)
@@ -142,7 +144,8 @@ def cmd_trace(
         text = blob_at(project, state.env, commit, path)
         if b"\0" not in text[:8000]:
             texts[path] = text
-    found = blame_files(project, state.env, texts, stamp, cache_dir(state.home, project))
+    cache = cache_dir(state.home, project)
+    found = blame_files(project, state.env, texts, stamp, cache, last_turn=last_turns(state.reader))
     sessions = set().union(*(b.sessions for b in found.values())) if found else set()
     headers = {h["id"]: h for h in state.catalog().headers() if h["id"] in sessions}
     files = [trace.file_entry(b, _models(headers), changed[p]) for p, b in found.items()]

@@ -8,6 +8,7 @@ from gitsessions.cli.args import cwd_or_none
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.code import project_care
+from gitsessions.services.code.worktree_care import check_worktrees
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.sessions.doctor import doctor
 from gitsessions.values.plural import plural
@@ -23,13 +24,16 @@ def cmd_doctor(
             "them (never to a fetched commit's trailer), remove stale locks and leases, "
             "set bad ref files aside and drop stale caches. Never deletes a commit of a "
             "session; in the projects, drops the snapshots of sessions deleted here that "
-            "no remaining session names and packs a pile of loose snapshot refs.",
+            "no remaining session names and packs a pile of loose snapshot refs, and "
+            "removes the worktree and branch of a `fork --worktree` that did not finish "
+            "when they hold nothing else (else it prints the git command).",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Check the store for lost branches, broken sessions, stale locks and caches, and
-    the projects the sessions worked in for snapshot refs of deleted sessions.
+    """Check the store for lost branches, broken sessions, stale locks and caches, the
+    projects the sessions worked in for snapshot refs of deleted sessions, and worktrees
+    and branches of worktree forks that no session knows.
 
     Exits 0 when nothing is wrong (or all of it was repaired), 1 otherwise."""
     state: State = ctx.obj
@@ -37,6 +41,7 @@ def cmd_doctor(
     report = doctor(state.store, repair=repair)
     where = project_care.projects(state.store, state.env, cwd_or_none())
     report.findings += project_care.check(state.store, state.env, where, repair)
+    report.findings += check_worktrees(state.store, state.env, where, repair)
     audit(
         state.home,
         "doctor",

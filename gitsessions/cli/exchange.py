@@ -1,5 +1,6 @@
 """`export` and `import`: one JSON document per session."""
 
+import io
 import itertools
 import os
 import shutil
@@ -18,6 +19,7 @@ from gitsessions.cli.plain import one_line, write_json_bytes
 from gitsessions.cli.state import State, err, out
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.sessions.exchange import export_bytes, import_export, load_export
+from gitsessions.store.regular import NotRegularFile, open_regular
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, InvalidInput
 
@@ -149,10 +151,13 @@ def _import_file(state: State, file: Path, new_id: bool) -> str:
             path = Path(spool.name)
 
         def open_text() -> IO[str]:
-            return open(path, encoding="utf-8")
+            # a FIFO, device or socket: one line, never waited on (stdin is `-`)
+            return io.TextIOWrapper(open_regular(path), encoding="utf-8")
 
         try:
             export = load_export(open_text)
+        except NotRegularFile as error:
+            raise InvalidInput(f"{error}; to import from a pipe, give - as FILE") from None
         except InvalidInput as error:
             raise InvalidInput(f"{file}: {error}") from None
         except OSError as error:

@@ -9,7 +9,7 @@ import typer
 
 from gitsessions.cli.args import state_of
 from gitsessions.cli.listing import session_rows
-from gitsessions.protocols.mcp_server.server import build, serve
+from gitsessions.protocols.mcp_server.server import DEADLINE, build, serve
 from gitsessions.protocols.mcp_server.tools import TOOLS
 
 
@@ -22,7 +22,9 @@ def _names(writes: bool) -> str:
 
 HELP = (
     f"Serve the session store over MCP (stdio): {_names(False)}; scoped to this project's "
-    "sessions unless --all-sessions, read-only unless --allow-writes. Add it to Claude Code "
+    "sessions unless --all-sessions, read-only unless --allow-writes. A tool call runs off "
+    "the protocol's loop: `ping` is always answered, a call is answered an error after "
+    "--timeout, and the server ends when stdin closes. Add it to Claude Code "
     "with `claude mcp add gitsessions -- gitsessions mcp`, to Codex with "
     '`[mcp_servers.gitsessions]` `command = "gitsessions"`, `args = ["mcp"]`.'
 )
@@ -36,6 +38,16 @@ def cmd_mcp(
     allow_writes: Annotated[
         bool, typer.Option("--allow-writes", help=f"Also offer {_names(True)}.")
     ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=1,
+            max=3600,
+            help="Answer a tool call that has not ended after this long with an error.",
+        ),
+    ] = DEADLINE,
 ) -> None:
     """Serve the session store over MCP (stdio); its help (`HELP`) names the tools."""
     state = state_of(ctx)
@@ -43,7 +55,7 @@ def cmd_mcp(
     def rows(include_archived: bool, workspace: Path | None) -> list[dict[str, Any]]:
         return session_rows(state.store, include_archived, workspace)
 
-    server = build(state.store, state.env, Path.cwd(), rows, all_sessions, allow_writes)
+    server = build(state.store, state.env, Path.cwd(), rows, all_sessions, allow_writes, timeout)
     serve(server)
 
 

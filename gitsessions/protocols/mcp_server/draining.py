@@ -20,7 +20,7 @@ import mcp_types as types
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.shared.message import SessionMessage
 
-FINISH_SECONDS = 60.0  # after the end of input, for the calls read to be answered
+FINISH_SECONDS = 10.0  # after the end of input, for the calls read to be answered
 
 Received = SessionMessage | Exception
 

@@ -16,6 +16,9 @@ Invariants:
   is an object matching its output schema (`structuredContent`, with the same JSON as
   its text content); a failure is an error result of one line, never a traceback;
   arguments are checked against the tool's input schema first (tools.py).
+- No tool call holds the server (calls.py): each runs off the event loop, in a thread
+  of its own, and is answered within a deadline (an error past it), while `ping` is
+  answered and the end of stdin ends the server.
 - Every answer is bounded: a page of at most `PAGE` messages, each cut at `TEXT`
   characters, at most `LIMIT` sessions or hits.
 """
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.agent.scope import workspace_sessions
+from gitsessions.protocols.mcp_server.calls import Calls
 from gitsessions.protocols.mcp_server.tools import TEXT, TOOLS, BadArguments, Spec, check_arguments
 from gitsessions.services.code.line_origin import line_origin
 from gitsessions.services.code.workspace import project_of
@@ -42,6 +46,7 @@ OUT_OF_SCOPE = (
     "no session {text!r} among this project's sessions (the server reaches only this "
     "project's sessions unless it is started with --all-sessions)"
 )
+DEADLINE = 60.0  # seconds a tool call may take before its caller is answered an error
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 Rows = Callable[[bool, Path | None], list[dict[str, Any]]]
 
@@ -173,14 +178,17 @@ def build(
     rows: Rows,
     all_sessions: bool,
     allow_writes: bool,
+    deadline: float = DEADLINE,
 ) -> Any:
-    """The MCP server over `store` (made, not run)."""
+    """The MCP server over `store` (made, not run); each tool call answers within
+    `deadline` seconds (calls.py)."""
     # the mcp SDK (pydantic): only when the server is built
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
     work = handlers(store, env, workspace, rows, all_sessions, allow_writes)
+    calls = Calls(deadline)
     offered: dict[str, Spec] = {spec.name: spec for spec in TOOLS if spec.name in work}
     listed = types.ListToolsResult(
         tools=[
@@ -210,7 +218,8 @@ def build(
                 f"no tool {params.name[:100]!r} (offered: {', '.join(offered)})",
             )
         try:
-            answer = _plain(work[spec.name](check_arguments(spec, params.arguments or {})))
+            checked = check_arguments(spec, params.arguments or {})
+            answer = await calls.run(spec.name, lambda: _plain(work[spec.name](checked)))
         except (BadArguments, GitsessionsError) as error:
             return failed(str(error))
         except OSError as error:  # the store's files: one line, as the CLI says it

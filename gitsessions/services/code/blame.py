@@ -7,7 +7,9 @@ Invariants:
   project, then each session's newest snapshot holding a file exactly as it is (a
   rewound tree not snapshotted again), then every session's newest. A line that comes
   from a turn's step is that turn's; any other line (from a snapshot that is not a
-  step, or from the files as they are) is a person's.
+  step, or from the files as they are) is a person's. A step's claim (its subject
+  names the session and turn) is believed only for a turn the session, when stored
+  here, has (session_turns.py): a forged snapshot ref claims nothing.
 - With a cache folder, what the newest snapshot's lines come from is kept per file
   (`lines/`), so a later blame walks only what is newer: `git blame LAST ^NEWEST` and the
   lines that reach NEWEST unchanged take its kept answer. Whenever the walk ends
@@ -26,10 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.services.code.blame_history import History, Snapshot, open_history
+from gitsessions.services.code.session_turns import LastTurn
 from gitsessions.services.code.snapshots import Project, git
+from gitsessions.store.regular import read_regular
 from gitsessions.values.errors import InvalidInput
 
 KEPT_FILES = 256  # answers kept in `lines/`, the least recently written dropped first
+MAX_FILE = 64 * 1024 * 1024  # a working tree's file blamed: larger is refused, never read
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,13 @@ def blame(
     text: bytes,
     before: int | None = None,
     cache: Path | None = None,
+    *,
+    last_turn: LastTurn,
 ) -> Blame:
     """Who last wrote each line of `text`, the content of `path` (relative to the
-    project's root, `/`-separated), from the snapshots taken until `before` (a time)."""
-    return blame_files(project, env, {path: text}, before, cache)[path]
+    project's root, `/`-separated), from the snapshots taken until `before` (a time);
+    a snapshot's turn believed only when `last_turn` says its session has it."""
+    return blame_files(project, env, {path: text}, before, cache, last_turn=last_turn)[path]
 
 
 def blame_files(
@@ -75,6 +83,8 @@ def blame_files(
     files: Mapping[str, bytes],
     before: int | None = None,
     cache: Path | None = None,
+    *,
+    last_turn: LastTurn,
 ) -> dict[str, Blame]:
     """`blame` of several files (path -> content) over one history."""
     for path, text in files.items():
@@ -97,10 +107,19 @@ def blame_files(
         for number, line_text in enumerate(split_lines(text), 1):
             mark = marks[number - 1] if number <= len(marks) else 0
             snap = history.snapshots[mark - 1] if 0 < mark <= len(seen) else None
-            by = snap if snap is not None and snap.by_agent else None
+            by = snap if snap is not None and _believed(snap, last_turn) else None
             result.lines.append(Line(number, line_text, by))
         results[path] = result
     return results
+
+
+def _believed(snap: Snapshot, last_turn: LastTurn) -> bool:
+    """Whether `snap` is a turn's step of its session: by its subject, and (for a
+    session stored here) a turn the session has; a forged ref's claim is not."""
+    if not snap.by_agent or snap.turn is None:
+        return False
+    last = last_turn(snap.session)
+    return last is None or snap.turn <= last
 
 
 def split_lines(text: bytes) -> list[str]:
@@ -291,10 +310,12 @@ def file_text(
     project: Project, env: Mapping[str, str], path: str, at: str | None
 ) -> tuple[bytes, int | None]:
     """The file's content (the working tree's, or at revision `at`) and, for a revision,
-    its commit time (snapshots taken after it are left out)."""
+    its commit time (snapshots taken after it are left out). A working tree's file is
+    read only when it is a regular file of at most `MAX_FILE` bytes (a FIFO, device or
+    socket: `NotRegularFile`, never waited on)."""
     if at is None:
         try:
-            return (project.root / path).read_bytes(), None
+            return read_regular(project.root / path, MAX_FILE), None
         except OSError as error:
             raise InvalidInput(f"cannot read {path}: {error.strerror or error}") from None
     commit, stamp = commit_of(project, env, at)

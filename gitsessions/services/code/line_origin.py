@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitsessions.services.code.blame import Blame, blame, cache_dir, file_text, relative
+from gitsessions.services.code.session_turns import last_turns
 from gitsessions.services.code.snapshots import find_project
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.reader import Head, SessionReader
@@ -71,7 +72,8 @@ def blame_file(
         raise InvalidInput(f"{file} is a directory: blame takes a file")
     path = relative(project, file)
     text, _ = file_text(project, env, path, None)
-    return path, blame(project, env, path, text, None, cache_dir(reader.home, project))
+    cache = cache_dir(reader.home, project)
+    return path, blame(project, env, path, text, None, cache, last_turn=last_turns(reader))
 
 
 def line_origin(

@@ -94,6 +94,26 @@ def forget(home: Path, session_id: str) -> None:
         _record_path(home, session_id).unlink(missing_ok=True)
 
 
+def records(home: Path) -> dict[str, tuple[dict[str, str], float]]:
+    """Every worktree this home recorded making: {session id: (its path, repo and
+    branch, the record's time)}; a record that cannot be read is left out."""
+    folder = home / "store.git" / "gitsessions" / "worktrees"
+    try:
+        names = [n for n in os.listdir(folder) if _SESSION_ID.fullmatch(n)]
+    except OSError:
+        return {}
+    found: dict[str, tuple[dict[str, str], float]] = {}
+    for name in names:
+        record = _recorded(home, name)
+        try:
+            when = os.stat(folder / name).st_mtime
+        except OSError:
+            continue
+        if record is not None:
+            found[name] = (record, when)
+    return found
+
+
 def _recorded(home: Path, session_id: str) -> dict[str, str] | None:
     """What this home recorded for the session's worktree, or None."""
     if not _SESSION_ID.fullmatch(session_id):

@@ -2,18 +2,23 @@
 
 Every path goes through `Workspace.resolve` (or `resolve_for_write`) first and only the
 resolved real path is opened; writes open it with O_NOFOLLOW, so a symlink swapped in
-after the check is refused rather than followed. Text is UTF-8: reading replaces
+after the check is refused rather than followed; reads open without blocking and read
+only a regular file (a FIFO, device or socket is one error, never waited on: `open_file`,
+the tree tools' too). Text is UTF-8: reading replaces
 undecodable bytes, editing refuses them (it would corrupt the file), and a file with a
 NUL byte in its first 8 KiB is binary and refused. `edit_file` changes a file only when
 `old` occurs exactly once.
 """
 
+import io
 import os
+from typing import BinaryIO
 
 from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.schemas import DEFAULT_READ_LINES
 from gitsessions.services.tools.workspace import Workspace
+from gitsessions.store.regular import NotRegularFile, open_regular
 from gitsessions.values.plural import plural
 
 MAX_LINE_CHARS = 2000
@@ -28,9 +33,18 @@ class EditFailed(ToolError):
     """`edit_file` could not apply the edit; the file is unchanged."""
 
 
+def open_file(real_path: str) -> BinaryIO:
+    """The regular file at `real_path`, opened for reading without waiting on it: a FIFO,
+    device or socket (one swapped in since a check, too) is a `ToolError`."""
+    try:
+        return open_regular(real_path)
+    except NotRegularFile:
+        raise ToolError(f"{real_path!r} is not a regular file (a device, socket or pipe)") from None
+
+
 def is_binary(real_path: str) -> bool:
     """Whether the file has a NUL byte in its first 8 KiB."""
-    with open(real_path, "rb") as handle:
+    with open_file(real_path) as handle:
         return b"\0" in handle.read(SNIFF_BYTES)
 
 
@@ -83,7 +97,8 @@ def read_file(
     last = first - 1
     total = 0
     full = False
-    with open(real, encoding="utf-8", errors="replace", newline="") as handle:
+    with io.TextIOWrapper(open_file(real), encoding="utf-8", errors="replace",
+                          newline="") as handle:  # fmt: skip
         for total, line in enumerate(handle, start=1):
             if total < first or full:
                 continue
@@ -180,7 +195,7 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str) -> ToolResult
         )
     if old == new:
         raise EditFailed("old and new are identical; there is nothing to change")
-    with open(real, "rb") as handle:
+    with open_file(real) as handle:
         raw = handle.read()
     try:
         text = raw.decode("utf-8")

@@ -7,12 +7,13 @@ is hit. Paths in the output are relative to the workspace root, so they can be p
 straight back to the other tools.
 """
 
+import io
 import os
 import re
 from collections.abc import Iterator
 
 from gitsessions.services.tools.errors import ToolError
-from gitsessions.services.tools.files import SNIFF_BYTES
+from gitsessions.services.tools.files import SNIFF_BYTES, open_file
 from gitsessions.services.tools.result import ToolResult
 from gitsessions.services.tools.workspace import Workspace
 
@@ -89,16 +90,17 @@ def list_files(workspace: Workspace, path: str | None = None) -> ToolResult:
 
 
 def _matches(real: str, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    with open(real, encoding="utf-8", errors="replace", newline="") as handle:
+    with io.TextIOWrapper(open_file(real), encoding="utf-8", errors="replace",
+                          newline="") as handle:  # fmt: skip
         for number, line in enumerate(handle, start=1):
             if regex.search(line.rstrip("\r\n")):
                 yield number, line.rstrip("\r\n")
 
 
 def _searchable(real: str) -> bool:
-    if os.path.getsize(real) > MAX_SEARCH_FILE_BYTES:
-        return False
-    with open(real, "rb") as handle:
+    with open_file(real) as handle:  # a FIFO, device or socket: ToolError, never waited on
+        if os.fstat(handle.fileno()).st_size > MAX_SEARCH_FILE_BYTES:
+            return False
         return b"\0" not in handle.read(SNIFF_BYTES)
 
 
@@ -134,6 +136,13 @@ def search_files(workspace: Workspace, pattern: str, path: str | None = None) ->
                     line = line[:MAX_MATCH_CHARS] + " ..."
                 found.append(f"{workspace.display(file)}:{number}: {line}")
         except OSError:
+            skipped += 1
+        except ToolError:  # not a regular file: named when it is the path asked for
+            if file == real:
+                shown = workspace.display(real)
+                raise ToolError(
+                    f"{shown!r} is not a regular file (a device, socket or pipe)"
+                ) from None
             skipped += 1
         if full:
             found.append(f"[stopped after {MAX_MATCHES} matches; narrow the pattern or the path]")

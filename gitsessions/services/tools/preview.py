@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from gitsessions.services.tools.errors import ToolError
 from gitsessions.services.tools.workspace import Workspace
+from gitsessions.store.regular import NotRegularFile, open_regular
 
 MAX_PREVIEW_BYTES = 1024 * 1024  # a file larger is not read to be compared
 SNIFF_BYTES = 8192
@@ -54,10 +55,12 @@ def file_change(workspace: Workspace, name: str, arguments: Mapping[str, Any]) -
         size = os.path.getsize(real)
         if size > MAX_PREVIEW_BYTES:
             return FileChange(shown, True, None, None, size, "too large to compare")
-        with open(real, "rb") as handle:
+        with open_regular(real) as handle:  # never waited on: a FIFO swapped in is refused
             data = handle.read(MAX_PREVIEW_BYTES + 1)
     except OSError as error:
         return FileChange(shown, True, None, None, 0, error.strerror or "unreadable")
+    except NotRegularFile:
+        return None
     if b"\0" in data[:SNIFF_BYTES]:
         return FileChange(shown, True, None, None, len(data), "a binary file")
     before = data.decode("utf-8", errors="replace")
