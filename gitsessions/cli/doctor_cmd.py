@@ -21,9 +21,10 @@ def cmd_doctor(
             "--repair",
             help="Restore lost or lagging branches to the heads this home recorded for "
             "them (never to a fetched commit's trailer), remove stale locks and leases, "
-            "set bad ref files aside and drop stale caches. Never deletes a commit of a "
-            "session; in the projects, drops the snapshots of sessions deleted here that "
-            "no remaining session names and packs a pile of loose snapshot refs.",
+            "set bad ref files and ref names git refuses aside and drop stale caches. "
+            "Never deletes a commit of a session; in the projects, drops the snapshots "
+            "of sessions deleted here that no remaining session names and packs a pile "
+            "of loose snapshot refs.",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,

@@ -126,10 +126,12 @@ def fetch_tombstones(
     *,
     track: bool = True,
     listed: dict[bytes, bytes] | None = None,
+    ignored: set[bytes] | None = None,
 ) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
     """The remote's refs (or `listed`, what the caller asked of it), with its tombstone
     commit fetched, tracked (unless the caller writes that ref itself: not `track`), and
-    merged into ours (`merge_tombstones`). The caller holds the store's shared lock."""
+    merged into ours (`merge_tombstones`); the bad ref names it lists go into
+    `ignored` (`transport.fetch`). The caller holds the store's shared lock."""
     refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
     refs = transport.fetch(
         store.git,
@@ -140,6 +142,7 @@ def fetch_tombstones(
         env=env,
         listed=listed,
         refused=refused,
+        ignored=ignored,
     )
     if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
         tracking.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})

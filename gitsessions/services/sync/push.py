@@ -60,7 +60,9 @@ def push(
     report = Report(name, remoteconfig.mask(url))
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
-        refs, dead, remote_dead, report.kept = fetch_tombstones(store, name, url, progress, env)
+        refs, dead, remote_dead, report.kept = fetch_tombstones(
+            store, name, url, progress, env, ignored=report.ignored
+        )
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}

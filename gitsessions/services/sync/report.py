@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gitsessions.store.refnames import shown
+from gitsessions.values.plural import plural
+
 if TYPE_CHECKING:
     from gitsessions.services.code.code_sync import CodeOutcome
 
@@ -59,6 +62,13 @@ class Report:
     tombstones: int = 0  # deleted ids known after the sync
     kept: list[tuple[str, str]] = field(default_factory=list)  # (id, why): deleted there
     code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
+    # ref names the remote lists that break git's rules or are not of the store's
+    # layout (`refnames.sort_listing`): ignored
+    ignored: set[bytes] = field(default_factory=set)
+
+    def ignored_refs(self) -> list[str]:
+        """The ignored names, sorted, each quoted and escaped (`refnames.shown`)."""
+        return [shown(name) for name in sorted(self.ignored)]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -75,8 +85,21 @@ class Report:
             "tombstones": self.tombstones,
             "kept": [{"id": sid, "detail": why} for sid, why in self.kept],
             "sessions": [o.as_dict() for o in self.sessions],
+            "ignored_refs": self.ignored_refs(),
             **({"code": [c.as_dict() for c in self.code]} if self.code is not None else {}),
         }
+
+
+def ignored_line(report: Report, shown: int = 3) -> str | None:
+    """The one line that says which ref names the remote lists were ignored."""
+    names = report.ignored_refs()
+    if not names:
+        return None
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (
+        f"{report.remote} lists {plural(len(names), 'ref name')} that break git's rules or "
+        f"are not gitsessions' (ignored): {', '.join(names[:shown])}{more}"
+    )
 
 
 def quiet(_line: str) -> None:
