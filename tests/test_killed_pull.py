@@ -10,11 +10,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, Cli
+from gitsessions.cli.app import app
+from gitsessions.store.storelock import PACKED_WRITER, flocked
+from tests.conftest import REPO, Cli, git
 from tests.test_hostile_remote import bare
 from tests.test_sync import make, refs, results, summary
 
@@ -89,3 +92,37 @@ def test_a_push_or_sync_after_a_killed_pull_goes_on(cli: Cli, home: Path, tmp_pa
     assert ("unfinished", arriving) in {(f["kind"], f["subject"]) for f in repaired["findings"]}
     assert SESSIONS + arriving in refs(home / "store.git", SESSIONS)
     assert json.loads(cli("doctor", "--json").stdout)["healthy"]
+
+
+def _waiting_on(path: Path) -> bool:
+    """Whether a `flock` waits for `path` (a blocked request in /proc/locks)."""
+    inode = f":{os.stat(path).st_ino} "
+    return any(
+        "->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()
+    )
+
+
+def test_doctor_waits_for_a_write_under_way_and_never_calls_its_sessions_lost(cli: Cli, home: Path):
+    """A pull records a head, then writes the branch under the writers' `flock`: a
+    doctor in between once called that session lost (and `--repair` raced the pull).
+    Here the test is the writer: it holds the `flock`, the session's head recorded
+    and its branch not yet there, until doctor waits for it."""
+    sid = make(home, tag="being created")
+    store = home / "store.git"
+    head = refs(store, SESSIONS)[SESSIONS + sid]
+    git(store, "update-ref", "-d", SESSIONS + sid)  # recorded, not yet written
+    done: list[str] = []
+
+    def run_doctor() -> None:
+        # exit 1 when it finds something: the runner itself, not `cli`'s exit check
+        done.append(cli.runner.invoke(app, ["doctor", "--json"], catch_exceptions=False).stdout)
+
+    with flocked(store, PACKED_WRITER):
+        doctor = threading.Thread(target=run_doctor)
+        doctor.start()
+        while doctor.is_alive() and not _waiting_on(store / "locks" / PACKED_WRITER):
+            doctor.join(0.05)  # until doctor waits for the writer (or ends: the bug)
+        git(store, "update-ref", SESSIONS + sid, head)  # the write lands
+    doctor.join()
+    found = json.loads(done[0])["findings"]
+    assert not [f for f in found if f["subject"] == sid], found

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitsessions.services.sync.deletions import fetch_tombstones
+from gitsessions.services.sync.deletions import fetch_tombstones, forwarded
 from gitsessions.services.sync.remotes import pick_remote
 from gitsessions.services.sync.report import ZERO, Outcome, Progress, Report, quiet
 from gitsessions.store import history, projectrefs, remoteconfig, tracking, transport
@@ -60,9 +60,7 @@ def push(
     report = Report(name, remoteconfig.mask(url))
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
-        refs, dead, remote_dead, report.kept = fetch_tombstones(
-            store, name, url, progress, env, ignored=report.ignored
-        )
+        refs, dead, remote_dead = fetch_tombstones(store, name, url, progress, env, report=report)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
@@ -90,9 +88,10 @@ def push(
                     plan[ref] = (sha, ZERO)
         else:
             report.remaining_deleted = len(stale)
-        if dead - remote_dead:
+        sent = forwarded(store, dead, remote_dead, refs)
+        if sent - remote_dead:
             tip = refs.get(TOMBSTONES)
-            commit = history.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
+            commit = history.tombstone_commit(git, sent, [tip] if tip else [], int(time.time()))
             plan[TOMBSTONES] = (tip, commit)
         from gitsessions.store.mainbranch import MAIN_REF
 

@@ -60,6 +60,7 @@ class Report:
     sessions: list[Outcome] = field(default_factory=list)
     remaining_deleted: int = 0  # push: remote copies of sessions deleted here
     tombstones: int = 0  # deleted ids known after the sync
+    tombstones_deferred: int = 0  # pull: the remote's new deleted ids left for the next
     kept: list[tuple[str, str]] = field(default_factory=list)  # (id, why): deleted there
     code: list[CodeOutcome] | None = None  # with --code: each session's snapshots
     # ref names the remote lists that break git's rules or are not of the store's
@@ -83,6 +84,7 @@ class Report:
             "summary": self.counts(),
             "remaining_deleted": self.remaining_deleted,
             "tombstones": self.tombstones,
+            "tombstones_deferred": self.tombstones_deferred,
             "kept": [{"id": sid, "detail": why} for sid, why in self.kept],
             "sessions": [o.as_dict() for o in self.sessions],
             "ignored_refs": self.ignored_refs(),
@@ -99,6 +101,17 @@ def ignored_line(report: Report, shown: int = 3) -> str | None:
     return (
         f"{report.remote} lists {plural(len(names), 'ref name')} that break git's rules or "
         f"are not gitsessions' (ignored): {', '.join(names[:shown])}{more}"
+    )
+
+
+def deferred_line(report: Report) -> str | None:
+    """The one line that says how many of the remote's deleted ids a pull left."""
+    if not report.tombstones_deferred:
+        return None
+    return (
+        f"{report.remote} lists {report.tombstones_deferred:,} more deleted ids of sessions "
+        "never here than one pull records; the next pull records more (each counts as "
+        "deleted already)"
     )
 
 
