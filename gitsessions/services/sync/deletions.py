@@ -2,10 +2,16 @@
 pull's delete of a session live here that the remote lists as deleted.
 
 Invariants:
-- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync as a set
-  union through the remote's `refs/gitsessions/tombstones` (a commit listing them,
-  always a fast-forward of the remote's; push.py sends it): a pull never creates a
-  session deleted on either side.
+- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync through
+  the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
+  fast-forward of the remote's; push.py sends it): a pull never creates a session
+  deleted on either side.
+- A remote's list costs a pull bounded work: every id in it counts as deleted for that
+  pull, but at most `MAX_LEARNED` new ones are recorded here, in one write (the rest
+  wait for the next pull, said in one line). A push lists what the remote has, the ids
+  of sessions this home had, and, of the ids learned from other remotes' lists, only
+  those the remote holds a branch of (`forwarded`): ids no session here ever had do
+  not travel from remote to remote.
 - A session live here that the remote lists as deleted is deleted here by the pull,
   holding its lease, but set aside first (`store.trash`: `undelete` brings it back as a
   new session, `gc` drops it after 30 days); when it has history the remote never had

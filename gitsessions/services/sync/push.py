@@ -6,8 +6,9 @@ Invariants:
   protocol's compare-and-swap; see `store.transport`). Diverged or behind: not sent,
   `run gitsessions pull`.
 - A push sends no session the remote lists as deleted (`deleted there`: the pull
-  decides, deletions.py); the deleted ids this home knows go to the remote's tombstone
-  commit as a fast-forward of it; only `--prune` deletes remote branches
+  decides, deletions.py); the deleted ids of sessions this home had, and those learned
+  elsewhere of sessions the remote holds (`deletions.forwarded`), go to the remote's
+  tombstone commit as a fast-forward of it; only `--prune` deletes remote branches
   (compare-and-swap on their old value, refused if the branch moved since we looked).
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
