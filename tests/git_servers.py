@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 
 def free_port() -> int:
@@ -65,6 +66,7 @@ def _dechunk(stream: "socket.SocketIO | object") -> bytes:
 class _Backend(BaseHTTPRequestHandler):
     root: Path
     auth: str | None = None  # the Authorization header every request must carry
+    extra: ClassVar[list[tuple[bytes, bytes]]] = []  # (sha, name) ending every ref listing
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
@@ -125,6 +127,9 @@ class _Backend(BaseHTTPRequestHandler):
                 status = int(value.strip().split()[0])
             elif key:
                 headers.append((key, value.strip()))
+        if self.extra and b"command=ls-refs" in body and content.endswith(b"0000"):
+            lines = b"".join(_pkt(sha + b" " + name + b"\n") for sha, name in self.extra)
+            content = content[:-4] + lines + b"0000"
         self.send_response(status)
         for key, value in headers:
             self.send_header(key, value)
@@ -133,15 +138,27 @@ class _Backend(BaseHTTPRequestHandler):
         self.wfile.write(content)
 
 
+def _pkt(data: bytes) -> bytes:
+    return b"%04x" % (len(data) + 4) + data
+
+
 @contextmanager
-def git_http(root: Path, auth: tuple[str, str] | None = None) -> Iterator[str]:
+def git_http(
+    root: Path,
+    auth: tuple[str, str] | None = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> Iterator[str]:
     """Smart HTTP for every repository under `root` (stock `git http-backend`); yields
     the base URL (`http://127.0.0.1:PORT`). With `auth` (user, password), every request
-    without those Basic credentials gets a 401."""
+    without those Basic credentials gets a 401. With `extra` (`(sha, ref name)`, which
+    the caller may fill later), every protocol v2 ref listing (`ls-refs`) ends with
+    those refs too, whatever their names: a hostile server's advertisement (stock git
+    refuses to store such names, so no repository can hold them)."""
     header = None
     if auth is not None:
         header = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-    handler = type("Backend", (_Backend,), {"root": root, "auth": header})
+    attrs = {"root": root, "auth": header, "extra": extra if extra is not None else []}
+    handler = type("Backend", (_Backend,), attrs)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

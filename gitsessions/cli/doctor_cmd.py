@@ -22,11 +22,12 @@ def cmd_doctor(
             "--repair",
             help="Restore lost or lagging branches to the heads this home recorded for "
             "them (never to a fetched commit's trailer), remove stale locks and leases, "
-            "set bad ref files aside and drop stale caches. Never deletes a commit of a "
-            "session; in the projects, drops the snapshots of sessions deleted here that "
-            "no remaining session names and packs a pile of loose snapshot refs, and "
-            "removes the worktree and branch of a `fork --worktree` that did not finish "
-            "when they hold nothing else (else it prints the git command).",
+            "set bad ref files and ref names git refuses aside and drop stale caches. "
+            "Never deletes a commit of a session; in the projects, drops the snapshots "
+            "of sessions deleted here that no remaining session names, packs a pile "
+            "of loose snapshot refs, and removes the worktree and branch of a `fork "
+            "--worktree` that did not finish when they hold nothing else (else it prints "
+            "the git command).",
         ),
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,

@@ -37,7 +37,7 @@ from gitsessions.services.sync.remotes import (
     remove_remote,
     set_remote_code,
 )
-from gitsessions.services.sync.report import NOT_SENT, Report
+from gitsessions.services.sync.report import NOT_SENT, Report, deferred_line, ignored_line
 from gitsessions.store import remoteconfig
 from gitsessions.store.projectrefs import keys
 from gitsessions.store.sessions import SessionStore
@@ -106,6 +106,9 @@ def _show(
         state.out.print(table, markup=False, highlight=False)
     for sid, why in report.kept:
         _note(f"kept {short(sid)}: {why}")
+    for line in (ignored_line(report), deferred_line(report)):
+        if line is not None:
+            _note(f"warning: {line}")
     failed = show_code(report, code_remote, _note, strict=strict)
     counts = report.counts()
     summary = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no sessions"
@@ -382,6 +385,9 @@ def cmd_sync(
     else:
         for sid, why in pulled.kept:
             _note(f"kept {short(sid)}: {why}")
+        for line in (ignored_line(pulled), deferred_line(pulled)):  # the push's: the same
+            if line is not None:
+                _note(f"warning: {line}")
     for report in (pulled, pushed):
         failed = show_code(report, code_remote, note, strict=strict, each=False) or failed
     if not json_:

@@ -4,11 +4,24 @@ Invariants:
 - The new `packed-refs` is written whole into `packed-refs.lock` (taken with O_EXCL),
   fsynced, and renamed into place before any loose ref file is touched. A kill at any
   moment leaves every ref readable: either still loose, or already in the new file.
+- Every writer of `packed-refs` here holds the writers' `flock` (`locks/packed-refs`)
+  while its `packed-refs.lock` exists (stock git never writes that file in the store:
+  it fetches into loose refs only). So a `packed-refs.lock` found while holding that
+  `flock` was left by a writer that died, and the next write sets it aside
+  (`gitsessions/interrupted/`, where `doctor` reads what it was creating) and goes
+  on: a kill never leaves a command stuck, and no live writer's lock is ever taken.
 - A loose ref is deleted only under its branch's flock (the one every writer of ours
   holds while it moves a ref), and only while it still holds the value that was packed.
   A ref that moved meanwhile stays loose, with its newer value.
 - Readers look at loose refs first and at `packed-refs` after (see `GitStore`), so a
   reader never sees a value older than one already committed when it started.
+- No name that breaks git's rules (`refnames.breaks_rules`: `..`, a control character,
+  over 255 bytes, ...) is ever written into `packed-refs` (`commit` refuses the whole
+  write: `BadRefName`), taken from a loose file's name (`read_loose` skips it) or
+  read as a file (`current`); a ref file is read bounded and only when it is a
+  regular file (a FIFO or device a name might reach is never waited on). `doctor`
+  finds such names an earlier build let in (`bad_names`), and its repair drops them
+  (`read_packed(strict=False)` skips them).
 - A damaged `packed-refs` line (`scan_packed`) hides only the ref it names: a lookup
   of another ref still answers, one of that ref (or any lookup the file cannot answer,
   when a line names no ref at all) raises `StoreCorrupt`. Whatever writes the file
@@ -20,14 +33,19 @@ after: a kill in between drops every loose ref. It is never called here.)
 import contextlib
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
 from gitsessions.store.errors import StoreBusy, StoreCorrupt
+from gitsessions.store.refnames import breaks_rules, check
+from gitsessions.store.storelock import PACKED_WRITER, flocked
 
 HEADER = b"# pack-refs with: sorted \n"
+INTERRUPTED = Path("gitsessions") / "interrupted"  # stale `packed-refs.lock`s set aside
+KEEP_INTERRUPTED = 4
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
 
 
@@ -42,7 +60,8 @@ _parsed: dict[Path, tuple[tuple[int, int, int], dict[bytes, bytes]]] = {}
 
 def read_packed(path: Path, strict: bool = True) -> dict[bytes, bytes]:
     """`{ref name: sha}` from a packed-refs file; `StoreCorrupt` on any bad line (with
-    `strict=False` bad lines are skipped, for `doctor --repair`)."""
+    `strict=False` bad lines and names that break git's rules are skipped, for
+    `doctor --repair`)."""
     return dict(_packed(path)) if strict else _parse(path, strict=False)
 
 
@@ -73,6 +92,8 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
             if not strict:
                 continue
             raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
+        if not strict and breaks_rules(name) is not None:
+            continue
         refs[name] = sha
     if strict:
         _parsed[path] = (key, refs)
@@ -121,13 +142,41 @@ def read_loose(store_path: Path, under: bytes = b"refs/") -> dict[bytes, bytes]:
             if name.endswith(".lock"):
                 continue
             file = Path(dirpath) / name
-            try:
-                value = file.read_bytes().strip()
-            except (FileNotFoundError, IsADirectoryError):
-                continue
-            if _SHA.match(value):
-                refs[os.fsencode(file.relative_to(store_path).as_posix())] = value
+            ref = os.fsencode(file.relative_to(store_path).as_posix())
+            if breaks_rules(ref) is not None:
+                continue  # `doctor` names it (`bad_names`)
+            value = read_ref_file(file)
+            if value is not None and _SHA.match(value):
+                refs[ref] = value
     return refs
+
+
+def read_ref_file(file: Path, limit: int = 4096) -> bytes | None:
+    """A ref file's first `limit` bytes, stripped; None when it is not there or not a
+    regular file (a folder, a FIFO, a device: never waited on, never read whole)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).strip()
+    finally:
+        os.close(fd)
+
+
+def bad_names(store_path: Path) -> tuple[list[bytes], list[bytes]]:
+    """The ref names that break git's rules: (those in `packed-refs`, the loose files
+    under `refs/`), for `doctor`."""
+    packed = [n for n in scan_packed(store_path / "packed-refs")[0] if breaks_rules(n)]
+    loose: list[bytes] = []
+    for dirpath, _dirs, files in os.walk(store_path / "refs"):
+        for name in files:
+            ref = os.fsencode((Path(dirpath) / name).relative_to(store_path).as_posix())
+            if not name.endswith(".lock") and breaks_rules(ref) is not None:
+                loose.append(ref)
+    return sorted(packed), sorted(loose)
 
 
 def unreadable_loose(store_path: Path, under: bytes = b"refs/") -> list[bytes]:
@@ -161,41 +210,112 @@ def _fsync_dir(path: Path) -> None:
 def packed_lock(
     store_path: Path, retries: int = 40
 ) -> Iterator[Callable[[dict[bytes, bytes]], None]]:
-    """Hold `packed-refs.lock`; yields `commit(refs)`, which writes, fsyncs and renames
-    the new file into place. Read `packed-refs` only while holding it."""
+    """Hold `packed-refs.lock` (and the `flock` every writer of ours holds with it:
+    `storelock.PACKED_WRITER`); yields `commit(refs)`, which writes, fsyncs and
+    renames the new file into place. Read `packed-refs` only while holding it. A
+    `packed-refs.lock` found while holding the `flock` is stale (its writer died: the
+    kernel released its `flock`): it is set aside (`set_aside`) and the write goes
+    on, so a kill never leaves the next command stuck."""
     target = store_path / "packed-refs"
     lock = store_path / "packed-refs.lock"
+    with flocked(store_path, PACKED_WRITER):
+        fd = _create_lock(store_path, lock, retries)
+        done = False
+
+        def commit(refs: dict[bytes, bytes]) -> None:
+            nonlocal done
+            for name in refs:
+                check(name)  # `BadRefName`: nothing is written
+            body = HEADER + b"".join(
+                sha + b" " + name + b"\n" for name, sha in sorted(refs.items())
+            )
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            os.close(fd)
+            done = True
+            os.replace(lock, target)
+            _fsync_dir(store_path)
+
+        try:
+            yield commit
+        finally:
+            if not done:
+                os.close(fd)
+                lock.unlink(missing_ok=True)
+
+
+def _create_lock(store_path: Path, lock: Path, retries: int) -> int:
+    """`packed-refs.lock`, created (O_EXCL) by the holder of the writers' `flock`."""
     for attempt in range(retries + 1):
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            break
+            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
-            if attempt == retries:
+            if attempt == 0 and set_aside(store_path):
+                continue  # left by a writer that is gone
+            if attempt == retries:  # held by something that takes no `flock` of ours
                 raise StoreBusy(
                     f"{lock} stayed locked; if no other gitsessions is running, "
                     "run `gitsessions doctor --repair`"
                 ) from None
             time.sleep(min(0.005 * 2 ** min(attempt, 6), 0.25))
-    done = False
+    raise AssertionError("unreachable")
 
-    def commit(refs: dict[bytes, bytes]) -> None:
-        nonlocal done
-        body = HEADER + b"".join(sha + b" " + name + b"\n" for name, sha in sorted(refs.items()))
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-        os.close(fd)
-        done = True
-        os.replace(lock, target)
-        _fsync_dir(store_path)
 
+def set_aside(store_path: Path) -> bool:
+    """Move `packed-refs.lock`, whose writer is gone (the caller holds the writers'
+    `flock`), to `gitsessions/interrupted/` (the newest `KEEP_INTERRUPTED` kept), where
+    `doctor` reads what that write was creating; False when there is none. The
+    `packed-refs` in place is whole: a writer renames its lock over it or nothing."""
+    folder = store_path / INTERRUPTED
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        yield commit
-    finally:
-        if not done:
-            os.close(fd)
-            lock.unlink(missing_ok=True)
+        os.replace(store_path / "packed-refs.lock", folder / f"packed-refs.{time.time_ns()}")
+    except FileNotFoundError:
+        return False
+    for old in sorted(folder.glob("packed-refs.*"))[:-KEEP_INTERRUPTED]:
+        old.unlink(missing_ok=True)
+    return True
+
+
+def recover_stale(store_path: Path) -> bool:
+    """Set a stale `packed-refs.lock` aside (`set_aside`), unless its writer still runs
+    (it holds the writers' `flock`); True when one was."""
+    if not (store_path / "packed-refs.lock").exists():
+        return False
+    with flocked(store_path, PACKED_WRITER, wait=False) as held:
+        return held and set_aside(store_path)
+
+
+def writers_done(store_path: Path) -> None:
+    """Wait until no `packed-refs` write is under way (one that started has renamed its
+    file into place or died): a head recorded before this returns has its ref now,
+    or never will (`doctor`)."""
+    with flocked(store_path, PACKED_WRITER):
+        pass
+
+
+def unfinished(store_path: Path) -> dict[bytes, bytes]:
+    """The refs an interrupted `packed-refs` write was writing (a stale lock, and those
+    set aside): `{name: sha}`, for `doctor` to tell a session a killed pull was
+    creating from one whose branch was lost."""
+    folder = store_path / INTERRUPTED
+    files = sorted(folder.glob("packed-refs.*")) if folder.is_dir() else []
+    found: dict[bytes, bytes] = {}
+    with flocked(store_path, PACKED_WRITER, wait=False) as held:
+        if held:
+            files.append(store_path / "packed-refs.lock")
+        for file in files:
+            found.update(_parse(file, strict=False))
+    return found
+
+
+def drop_unfinished(store_path: Path) -> None:
+    """Forget the interrupted writes set aside (`doctor --repair` acted on them)."""
+    folder = store_path / INTERRUPTED
+    for file in sorted(folder.glob("packed-refs.*")) if folder.is_dir() else []:
+        file.unlink(missing_ok=True)
 
 
 def pack_refs(git: "RefLocker", prefix: bytes = b"refs/") -> int:
@@ -221,10 +341,11 @@ def pack_refs(git: "RefLocker", prefix: bytes = b"refs/") -> int:
 
 
 def current(store_path: Path, name: bytes) -> bytes | None:
-    """A ref's value as git reads it: the loose file first, then `packed-refs`."""
-    try:
-        value = (store_path / os.fsdecode(name)).read_bytes().strip()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    """A ref's value as git reads it: the loose file first, then `packed-refs`.
+    `BadRefName` for a name that breaks git's rules: no file is read by it."""
+    check(name)
+    value = read_ref_file(store_path / os.fsdecode(name))
+    if value is None:
         return _packed_value(store_path / "packed-refs", name)
     if not _SHA.match(value):
         raise StoreCorrupt(

@@ -33,6 +33,7 @@ from dulwich.errors import (
     ChecksumMismatch,
     NotGitRepository,
     ObjectFormatException,
+    PackedRefsException,
 )
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, Commit, ShaFile, Tree
@@ -51,7 +52,7 @@ from gitsessions.store.packrecords import (
     map_pack,
 )
 from gitsessions.store.packwrite import write_objects
-from gitsessions.store.refpack import check_packed, current, delete_ref
+from gitsessions.store.refpack import check_packed, current, delete_ref, recover_stale
 from gitsessions.store.refs import SESSION_REF_PREFIX, session_refs
 from gitsessions.store.storelock import private_files, store_locked
 
@@ -232,12 +233,7 @@ class GitStore:
                         if lock.stat().st_mtime < cutoff:
                             lock.unlink()
                             removed += 1
-        packed = self.path / "packed-refs.lock"
-        with contextlib.suppress(FileNotFoundError):
-            if packed.stat().st_mtime < cutoff:
-                packed.unlink()
-                removed += 1
-        return removed
+        return removed + recover_stale(self.path)  # `packed-refs.lock`: by its `flock`
 
     def _retry_locked(self, attempt: int, what: str) -> None:
         if attempt % 10 == 0:
@@ -446,6 +442,11 @@ class GitStore:
                         self._remove_reflog(name)
                     return won
                 return bool(self.refs.set_if_equals(name, old, new))
+            except PackedRefsException as error:  # an earlier build let a bad name in
+                raise StoreCorrupt(
+                    f"{self.path / 'packed-refs'} cannot be read ({error}); "
+                    "run `gitsessions doctor --repair`"
+                ) from None
             except FileLocked:
                 attempt += 1
                 self._retry_locked(attempt, f"branch {name.decode()}")

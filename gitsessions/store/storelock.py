@@ -1,7 +1,13 @@
 """The store's locks, without dulwich: the store-wide `flock` on `gitsessions.lock`
-(shared for writers, exclusive for purges) and each branch's own `flock`
-(`locks/<branch>`), which `repo.GitStore` takes (see `repo`'s invariants), and the
-private file mode its files are made with (`remotes` too)."""
+(shared for writers, exclusive for purges), each branch's own `flock`
+(`locks/<branch>`), which `repo.GitStore` takes (see `repo`'s invariants), the `flock`
+whoever writes `packed-refs` holds (`locks/packed-refs`, `refpack`), and the private
+file mode its files are made with (`remotes` too).
+
+The store-wide lock is shared among writers, so holding it says nothing of another
+writer's lock file; a `flock` held while a lock file exists does: the kernel releases
+it when its process dies, so a lock file found while holding the `flock` its writer
+held is stale."""
 
 import contextlib
 import fcntl
@@ -28,6 +34,27 @@ def store_locked(store: Path, exclusive: bool = False) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         with private_files():
             yield
+    finally:
+        os.close(fd)
+
+
+PACKED_WRITER = "packed-refs"  # `locks/packed-refs`: no branch's lock file is named so
+
+
+@contextlib.contextmanager
+def flocked(store: Path, key: str, wait: bool = True) -> Iterator[bool]:
+    """Hold `locks/<key>` exclusively; with `wait=False`, yields False at once (holding
+    nothing) when another process holds it."""
+    locks = store / "locks"
+    locks.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(locks / key, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)
 

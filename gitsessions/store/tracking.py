@@ -11,6 +11,9 @@ Invariants:
   `packed-refs.lock`, fsynced, renamed): a pull of 1,000 sessions makes a few fsyncs,
   not 1,000. A loose file holding the old value is removed only after that write (until
   then it shadows the new value: a kill in between leaves the old one).
+- A remote-tracking ref is named only for a ref of the store's layout
+  (`tracking_name`, `refnames.of_layout`), and no ref file is read by a name that
+  breaks git's rules: nothing a remote lists reaches a path outside `refs/`.
 - Objects come first: the caller has fetched (and checked) every object a ref it moves
   here names, and holds the store's shared lock, so a purge never sees them unnamed.
 - A push's `refs/gitsessions/sending/<pid>/...` live only while that push runs; those
@@ -28,7 +31,8 @@ from pathlib import Path
 
 from gitsessions.store import headlog
 from gitsessions.store.projectrefs import PROJECTS
-from gitsessions.store.refpack import packed_lock, read_loose, read_packed
+from gitsessions.store.refnames import BadRefName, check, of_layout, shown
+from gitsessions.store.refpack import packed_lock, read_loose, read_packed, read_ref_file
 from gitsessions.store.repo import GitStore
 
 Git = GitStore  # what a pull, a push, a fork read through
@@ -43,9 +47,16 @@ def tracking_prefix(name: str) -> bytes:
 
 
 def tracking_name(name: str, remote_ref: bytes) -> bytes:
+    """Where the remote `name`'s `remote_ref` is tracked here; `BadRefName` unless
+    `remote_ref` is a name of the store's layout (`refnames.of_layout`)."""
+    if not of_layout(remote_ref):
+        raise BadRefName(f"not a ref a remote of sessions holds: {shown(remote_ref)}")
     if remote_ref.startswith(b"refs/heads/sessions/"):
-        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
-    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
+        out = tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    else:
+        out = tracking_prefix(name) + remote_ref[len(b"refs/") :]
+    check(out)
+    return out
 
 
 @dataclass
@@ -140,11 +151,9 @@ def _session_heads(
 
 def _holds(store_path: Path, ref: bytes, packed: dict[bytes, bytes], value: bytes | None) -> bool:
     """Whether `ref` holds `value` (None: absent), its loose file read first."""
-    try:
-        found = (store_path / os.fsdecode(ref)).read_bytes().strip()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return packed.get(ref) == value
-    return found == value
+    check(ref)
+    found = read_ref_file(store_path / os.fsdecode(ref))
+    return packed.get(ref) == value if found is None else found == value
 
 
 def _drop_loose(git: Git, loose: dict[bytes, bytes]) -> None:
@@ -152,8 +161,8 @@ def _drop_loose(git: Git, loose: dict[bytes, bytes]) -> None:
     that went there: another process's fetch may have written it again)."""
     for name, sha in loose.items():
         file = git.path / os.fsdecode(name)
-        with contextlib.suppress(FileNotFoundError):
-            if file.read_bytes().strip() == sha:
+        if read_ref_file(file) == sha:
+            with contextlib.suppress(FileNotFoundError):
                 file.unlink()
 
 

@@ -20,6 +20,11 @@ Invariants:
   connected, the remote applies an update only if its ref still holds that value, and
   a prune is leased on the value the caller saw. Every update the caller asks for is a
   create, a fast-forward or a prune it checked.
+- A remote's listing is taken only for the names of the store's layout
+  (`refnames.sort_listing`): its `HEAD` and other names are nothing to a sync, a name
+  that breaks git's rules or sits in the layout's folders unlike its names is handed
+  to the caller (`ignored`) to be said in one line; no ref here is read, written or
+  tracked by any other name a remote gives.
 - Every failure of the transport is one `RemoteError` line with the URL's secrets
   masked (`remoteconfig.mask`, `remoteconfig.clean`).
 """
@@ -31,7 +36,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from gitsessions.store import history, stockgit, treecheck
+from gitsessions.store import history, refnames, stockgit, treecheck
 from gitsessions.store.errors import StoreError
 from gitsessions.store.projectrefs import PROJECTS, session_of
 from gitsessions.store.refpack import current as ref_value
@@ -121,6 +126,7 @@ def fetch(
     listed: dict[bytes, bytes] | None = None,
     track: bool = True,
     refused: dict[bytes, str] | None = None,
+    ignored: set[bytes] | None = None,
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
     returns the remote's refs as listed (or `listed`, the caller's listing just
@@ -131,10 +137,16 @@ def fetch(
     left out and put in `refused` (`{commit: why}`); without `refused`, that fails the
     fetch (`RemoteError`). A ref that moved on the remote since the listing is fetched
     as listed (protocol v2 serves any id it has; a v0-only server refuses it, and the
-    pull fails with one line: run it again). The caller holds `git.locked()`."""
+    pull fails with one line: run it again). Only the refs of the store's layout are
+    listed; the bad names the remote gave go into `ignored` (`refnames.sort_listing`).
+    The caller holds `git.locked()`."""
     stockgit.remember_version(git.path)
     with _talking(url, "fetch from"):
-        refs = stockgit.ls_remote(git.path, url, env) if listed is None else dict(listed)
+        refs, bad_names = refnames.sort_listing(
+            stockgit.ls_remote(git.path, url, env) if listed is None else listed
+        )
+        if ignored is not None:
+            ignored.update(bad_names)
         wanted = {sha for sha in wants(refs) if not history.has(git, sha)}
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:

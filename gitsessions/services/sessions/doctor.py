@@ -8,20 +8,28 @@ branch should be. A commit's `Session:` trailer alone never does: anything fetch
 carry any trailer. A recorded head is used only if it still names its session in its
 trailer and passes the checks a pull makes (`revisions.checked_head`: a format this build
 reads, the tree's session id the branch's). Checks:
-- refs: `packed-refs` lines and loose ref files that do not hold a commit id;
+- refs: `packed-refs` lines and loose ref files that do not hold a commit id, and ref
+  names that break git's rules (`..`, a control character, ...: what an earlier
+  build let a hostile remote write, which stock git and dulwich refuse to read);
 - lost: a session with a recorded head but no branch (and that was not deleted:
-  `store.tombstones`); behind: a branch whose newest recorded head descends from it
-  (a commit whose ref update never happened);
+  `store.tombstones`); unfinished: the same, for a branch a pull was creating when it
+  was killed (its interrupted `packed-refs` write names it; a pull still writing is
+  waited for, so a session being created is never called lost); behind: a branch
+  whose newest recorded head descends from it (a commit whose ref update never
+  happened);
 - broken: a session whose history has a missing or unreadable object (a commit or
   tree that does not read, a blob whose pack record `packrecords.check_chain`
   refuses: a delta cycle, a size over the bound), named with its path; pack: a pack
   whose length or checksum is wrong (nothing repairs it: restore it from a backup or
   a synced copy; the sessions that need it are named as broken);
-- locks: lock files left by killed processes; leases of processes that are gone;
+- locks: lock files left by killed processes (`packed-refs.lock` when no writer holds
+  its `flock`, whatever its age); leases of processes that are gone;
 - caches: rows of `index.sqlite` / `search.sqlite` that name a session that is gone.
 Repair only ever adds or fast-forwards a branch (compare-and-swap), removes stale lock
-and lease files, moves unreadable ref files aside (`store.git/gitsessions/corrupt/`),
-and deletes caches (they are rebuilt). It never deletes a commit or rewrites history.
+and lease files (a stale `packed-refs.lock` is set aside, as the next write would),
+moves unreadable ref files and refs of bad names aside
+(`store.git/gitsessions/corrupt/`), and deletes caches (they are rebuilt). It never
+deletes a commit or rewrites history.
 """
 
 import contextlib
@@ -39,15 +47,27 @@ from gitsessions.store import headlog, maintenance, tombstones
 from gitsessions.store.background import maintenance_quiet
 from gitsessions.store.errors import StoreError
 from gitsessions.store.packrecords import DamagedObject
-from gitsessions.store.refpack import is_sha, packed_lock, read_packed
+from gitsessions.store.refnames import breaks_rules, shown
+from gitsessions.store.refpack import (
+    bad_names,
+    drop_unfinished,
+    is_sha,
+    packed_lock,
+    read_packed,
+    read_ref_file,
+    recover_stale,
+    unfinished,
+    writers_done,
+)
 from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
 from gitsessions.store.repo import STALE_LOCK_SECONDS, UNREADABLE
 from gitsessions.store.sessions import SessionStore, ref_name
+from gitsessions.store.storelock import PACKED_WRITER, flocked
 
 
 @dataclass
 class Finding:
-    kind: str  # refs, lost, behind, broken, lock, lease, cache
+    kind: str  # refs, lost, unfinished, behind, broken, lock, lease, cache
     subject: str  # a session id or a file, relative to the home
     detail: str
     repaired: bool = False
@@ -88,11 +108,15 @@ def doctor(store: SessionStore, repair: bool = False) -> Report:
             report.findings.append(Finding("pack", f"store.git/{pack}", why))
             damaged |= shas
         _check_ref_files(store, report, repair)
+        recorded = headlog.heads(store.git.path)
+        writers_done(store.git.path)  # a head recorded by then has its ref, or never will
         refs, damaged_refs = _session_refs(store, report)
         report.sessions = len(refs)
-        _check_commits(store, refs, report, repair, damaged_refs)
+        _check_commits(store, refs, recorded, report, repair, damaged_refs)
         _check_broken(store, refs, report, damaged)
         _check_locks(store, report, repair)
+        if repair:
+            drop_unfinished(store.git.path)
         _check_leases(store, refs, report, repair)
         _check_caches(store, refs, report, repair)
     return report
@@ -118,12 +142,13 @@ def _check_ref_files(store: SessionStore, report: Report, repair: bool) -> None:
                 commit(good)
             finding.repaired = True
         report.findings.append(finding)
+    _check_ref_names(store, report, repair)
     folder = git_path / os.fsdecode(SESSION_REF_PREFIX)
     for file in sorted(folder.glob("*")) if folder.exists() else []:
         if file.name.endswith(".lock") or not file.is_file():
             continue
-        value = file.read_bytes().strip()
-        if not is_sha(value):
+        value = read_ref_file(file)
+        if value is not None and not is_sha(value):
             finding = Finding(
                 "refs", _relative(store, file), "does not hold a commit id (moved aside)"
             )
@@ -133,13 +158,42 @@ def _check_ref_files(store: SessionStore, report: Report, repair: bool) -> None:
             report.findings.append(finding)
 
 
+def _check_ref_names(store: SessionStore, report: Report, repair: bool) -> None:
+    """Ref names that break git's rules, in `packed-refs` or loose: stock git and
+    dulwich refuse to read a store that holds one. Repair drops them from
+    `packed-refs` (the file as it was kept aside) and moves the loose files aside."""
+    git_path = store.git.path
+    packed, loose = bad_names(git_path)
+    if packed:
+        path = git_path / "packed-refs"
+        more = f" and {len(packed) - 1} more" if len(packed) > 1 else ""
+        why = f"holds a ref name that {breaks_rules(packed[0])}: {shown(packed[0])}{more}"
+        finding = Finding("refs", _relative(store, path), why)
+        if repair:
+            with packed_lock(git_path) as commit:
+                good = read_packed(path, strict=False)  # skips them
+                _keep_aside(path)
+                commit(good)
+            finding.repaired = True
+        report.findings.append(finding)
+    for name in loose:
+        path = git_path / os.fsdecode(name)
+        subject = "store.git/" + shown(name)[1:-1]
+        finding = Finding("refs", subject, f"a ref name that {breaks_rules(name)} (moved aside)")
+        if repair:
+            with contextlib.suppress(FileNotFoundError):
+                _keep_aside(path)
+            finding.repaired = True
+        report.findings.append(finding)
+
+
 def _keep_aside(path: Path) -> None:
     """Move a damaged file to `store.git/gitsessions/corrupt/` (outside `refs/`, where
     git would trip on it), keeping its content for whoever wants to look."""
     git_path = next(p for p in path.parents if p.name == "store.git")
     aside = git_path / "gitsessions" / "corrupt"
     aside.mkdir(mode=0o700, parents=True, exist_ok=True)
-    name = path.relative_to(git_path).as_posix().replace("/", "%")
+    name = path.relative_to(git_path).as_posix().replace("/", "%")[:200]
     os.replace(path, aside / f"{name}.{int(time.time())}")
 
 
@@ -157,17 +211,21 @@ def _session_refs(store: SessionStore, report: Report) -> tuple[dict[str, bytes]
 def _check_commits(
     store: SessionStore,
     refs: dict[str, bytes],
+    heads: dict[str, list[bytes]],
     report: Report,
     repair: bool,
     damaged: frozenset[str] | set[str] = frozenset(),
 ) -> None:
-    """Find lost and lagging branches from the heads this home gave them (`headlog`),
-    never from a commit's trailer alone (and say so of a branch that is there but
-    damaged: `--repair` restores it, once its file is moved aside)."""
+    """Find lost and lagging branches from the heads this home gave them (`headlog`:
+    `heads`, read before `refs`), never from a commit's trailer alone (and say so of a
+    branch that is there but damaged: `--repair` restores it, once its file is moved
+    aside). A branch a killed pull was creating (its interrupted `packed-refs` write
+    names it: `refpack.unfinished`) is `unfinished`, not lost: it never was here."""
     git = store.git
     report.commits, by_session = maintenance.session_commits(git)
     deleted = tombstones.deleted(git.path)
-    for sid, recorded in sorted(headlog.heads(git.path).items()):
+    creating = unfinished(git.path)
+    for sid, recorded in sorted(heads.items()):
         commits = by_session.get(sid, {})
         tip = _newest_recorded(store, sid, recorded, commits)
         if tip is None:
@@ -178,6 +236,9 @@ def _check_commits(
                 continue
             what = "its branch is damaged" if sid in damaged else "no branch"
             finding = Finding("lost", sid, f"{what}; its newest commit is {tip.decode()[:12]}")
+            if sid not in damaged and creating.get(ref_name(sid)) == tip:
+                why = "being created by a pull that stopped before writing its branch"
+                finding = Finding("unfinished", sid, f"{why}; its head is {tip.decode()[:12]}")
             if repair:
                 with git.locked(), git.ref_locked(ref_name(sid)):
                     finding.repaired = git.move_ref(ref_name(sid), None, tip)
@@ -258,8 +319,18 @@ def session_problem(
 
 
 def _check_locks(store: SessionStore, report: Report, repair: bool) -> None:
+    """Lock files older than `STALE_LOCK_SECONDS`; `packed-refs.lock` by its writers'
+    `flock` instead (its writer is gone when no one holds it), whatever its age."""
+    path = store.git.path
+    if (path / "packed-refs.lock").exists() and not _packed_writer_running(path):
+        where = _relative(store, path / "packed-refs.lock")
+        finding = Finding("lock", where, "left by a write that stopped (its writer is gone)")
+        if repair:
+            recover_stale(path)
+            finding.repaired = True
+        report.findings.append(finding)
     cutoff = time.time() - STALE_LOCK_SECONDS
-    for lock in _lock_files(store.git.path):
+    for lock in _lock_files(path):
         try:
             if lock.stat().st_mtime >= cutoff:
                 continue
@@ -273,13 +344,18 @@ def _check_locks(store: SessionStore, report: Report, repair: bool) -> None:
         report.findings.append(finding)
 
 
+def _packed_writer_running(path: Path) -> bool:
+    with flocked(path, PACKED_WRITER, wait=False) as held:
+        return not held
+
+
 def _lock_files(git_path: Path) -> Iterator[Path]:
     for top in ("refs", "objects"):
         for dirpath, _dirs, files in os.walk(git_path / top):
             for name in files:
                 if name.endswith(".lock"):
                     yield Path(dirpath) / name
-    for name in ("packed-refs.lock", "config.lock", "HEAD.lock"):
+    for name in ("config.lock", "HEAD.lock"):  # packed-refs.lock: `_check_locks`
         if (git_path / name).exists():
             yield git_path / name
 

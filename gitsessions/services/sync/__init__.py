@@ -1,6 +1,6 @@
 """Sync: sessions pushed to and pulled from git remotes (`push.py`, `pull.py`; a pull's
 forks `forks.py`; what both report `report.py`; the remotes `remotes.py`), deleted ids
-merged as a set union (tombstones, `deletions.py`), and the secret scan of everything a
+merged and forwarded (tombstones, `deletions.py`), and the secret scan of everything a
 push sends (`push_scan.py`); `--code` hands the project's snapshot refs to
 `code/code_sync.py`.
 

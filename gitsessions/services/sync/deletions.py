@@ -2,10 +2,16 @@
 pull's delete of a session live here that the remote lists as deleted.
 
 Invariants:
-- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync as a set
-  union through the remote's `refs/gitsessions/tombstones` (a commit listing them,
-  always a fast-forward of the remote's; push.py sends it): a pull never creates a
-  session deleted on either side.
+- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync through
+  the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
+  fast-forward of the remote's; push.py sends it): a pull never creates a session
+  deleted on either side.
+- A remote's list costs a pull bounded work: every id in it counts as deleted for that
+  pull, but at most `MAX_LEARNED` new ones are recorded here, in one write (the rest
+  wait for the next pull, said in one line). A push lists what the remote has, the ids
+  of sessions this home had, and, of the ids learned from other remotes' lists, only
+  those the remote holds a branch of (`forwarded`): ids no session here ever had do
+  not travel from remote to remote.
 - A session live here that the remote lists as deleted is deleted here by the pull,
   holding its lease, but set aside first (`store.trash`: `undelete` brings it back as a
   new session, `gc` drops it after 30 days); when it has history the remote never had
@@ -22,13 +28,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gitsessions.services.sync.forks import fork_hooks, fork_line
-from gitsessions.services.sync.report import Outcome, Progress
+from gitsessions.services.sync.report import Outcome, Progress, Report
 from gitsessions.store import headlog, history, tombstones, tracking, transport
 from gitsessions.store.errors import StoreError
 from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.refs import ref_name
 from gitsessions.store.tracking import TOMBSTONES
 from gitsessions.values.ids import short
+
+MAX_LEARNED = 10_000  # deleted ids a remote's tombstones may add here in one pull
 
 if TYPE_CHECKING:
     from gitsessions.store.reader import SessionReader
@@ -38,12 +46,16 @@ if TYPE_CHECKING:
 
 
 def merge_tombstones(
-    store: Store, name: str, refs: dict[bytes, bytes]
-) -> tuple[set[str], set[str], list[tuple[str, str]]]:
+    store: Store, name: str, refs: dict[bytes, bytes], report: Report | None = None
+) -> tuple[set[str], set[str]]:
     """Fold the remote's deleted ids into ours, except those of sessions live here (a
     pull deletes them: `delete_here`) and those whose branch is lost here (this home
-    recorded heads for them, `headlog`: `doctor --repair` restores them): (every
-    deleted id, the remote's, `(id, why)` for each lost one the remote lists)."""
+    recorded heads for them, `headlog`: `doctor --repair` restores them, said in
+    `report.kept`): (every deleted id, the remote's). The ids recorded are `LEARNED`
+    ones (this home never had those sessions), at most `MAX_LEARNED` a call (those the
+    remote also lists a branch of first), in one write; how many wait for the next
+    pull goes in `report.tombstones_deferred`. Every one of the remote's counts as
+    deleted for this pull all the same."""
     remote_dead: set[str] = set()
     tip = refs.get(TOMBSTONES)
     if tip is not None and history.has(store.git, tip):
@@ -52,14 +64,27 @@ def merge_tombstones(
     local = tombstones.deleted(store.git.path) - live.keys()
     new = remote_dead - local - live.keys()
     lost = new & headlog.heads(store.git.path).keys() if new else set()
-    for sid in sorted(new - lost):
-        tombstones.record(store.git.path, sid)
-    kept = [
-        (sid, f"deleted on {name}, but its branch here is lost, not deleted "
-         "(`gitsessions doctor --repair` restores it)")
-        for sid in sorted(lost)
-    ]  # fmt: skip
-    return local | (remote_dead - lost), remote_dead, kept
+    order = sorted(new - lost, key=lambda sid: (ref_name(sid) not in refs, sid))
+    tombstones.record_learned(store.git.path, order[:MAX_LEARNED])
+    if report is not None:
+        report.tombstones_deferred = max(len(order) - MAX_LEARNED, 0)
+        report.kept = [
+            (sid, f"deleted on {name}, but its branch here is lost, not deleted "
+             "(`gitsessions doctor --repair` restores it)")
+            for sid in sorted(lost)
+        ]  # fmt: skip
+    return local | (remote_dead - lost), remote_dead
+
+
+def forwarded(
+    store: Store, dead: set[str], remote_dead: set[str], refs: dict[bytes, bytes]
+) -> set[str]:
+    """The deleted ids a push lists in the remote's tombstones: the remote's own, those
+    of sessions this home had (`tombstones.seen`), and of the others (learned from
+    another remote, never a session here) only those the remote asks for by holding a
+    branch of them. So a flood of ids one remote lists never travels on."""
+    asked = {sid for sid in dead if ref_name(sid) in refs}
+    return remote_dead | (tombstones.seen(store.git.path) & dead) | asked
 
 
 def remote_had(store: Store, name: str, refs: dict[bytes, bytes], sid: str) -> list[bytes]:
@@ -126,10 +151,14 @@ def fetch_tombstones(
     *,
     track: bool = True,
     listed: dict[bytes, bytes] | None = None,
-) -> tuple[dict[bytes, bytes], set[str], set[str], list[tuple[str, str]]]:
+    report: Report | None = None,
+) -> tuple[dict[bytes, bytes], set[str], set[str]]:
     """The remote's refs (or `listed`, what the caller asked of it), with its tombstone
     commit fetched, tracked (unless the caller writes that ref itself: not `track`), and
-    merged into ours (`merge_tombstones`). The caller holds the store's shared lock."""
+    merged into ours (`merge_tombstones`): (its refs, every deleted id, the remote's).
+    The bad ref names it lists (`transport.fetch`), the lost sessions it lists as
+    deleted and the ids left for the next pull go into `report`. The caller holds the
+    store's shared lock."""
     refused: dict[bytes, str] = {}  # a tombstone commit that fails the checks: none
     refs = transport.fetch(
         store.git,
@@ -140,8 +169,9 @@ def fetch_tombstones(
         env=env,
         listed=listed,
         refused=refused,
+        ignored=report.ignored if report is not None else None,
     )
     if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
         tracking.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
-    dead, remote_dead, kept = merge_tombstones(store, name, refs)
-    return refs, dead, remote_dead, kept
+    dead, remote_dead = merge_tombstones(store, name, refs, report)
+    return refs, dead, remote_dead

@@ -82,8 +82,8 @@ def pull(
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
-        listed, dead, remote_dead, report.kept = fetch_tombstones(
-            store, name, url, progress, env, track=False, listed=indexed
+        listed, dead, remote_dead = fetch_tombstones(
+            store, name, url, progress, env, track=False, listed=indexed, report=report
         )
         local = store.ids()
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}

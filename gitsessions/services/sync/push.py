@@ -6,8 +6,9 @@ Invariants:
   protocol's compare-and-swap; see `store.transport`). Diverged or behind: not sent,
   `run gitsessions pull`.
 - A push sends no session the remote lists as deleted (`deleted there`: the pull
-  decides, deletions.py); the deleted ids this home knows go to the remote's tombstone
-  commit as a fast-forward of it; only `--prune` deletes remote branches
+  decides, deletions.py); the deleted ids of sessions this home had, and those learned
+  elsewhere of sessions the remote holds (`deletions.forwarded`), go to the remote's
+  tombstone commit as a fast-forward of it; only `--prune` deletes remote branches
   (compare-and-swap on their old value, refused if the branch moved since we looked).
 - Nothing leaves unscanned: push checks every file version and commit message it
   sends (only what the remote lacks) with the store's secret rules and refuses, naming
@@ -27,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitsessions.services.sync.deletions import fetch_tombstones
+from gitsessions.services.sync.deletions import fetch_tombstones, forwarded
 from gitsessions.services.sync.remotes import pick_remote
 from gitsessions.services.sync.report import ZERO, Outcome, Progress, Report, quiet
 from gitsessions.store import history, projectrefs, remoteconfig, tracking, transport
@@ -60,7 +61,7 @@ def push(
     report = Report(name, remoteconfig.mask(url))
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
-        refs, dead, remote_dead, report.kept = fetch_tombstones(store, name, url, progress, env)
+        refs, dead, remote_dead = fetch_tombstones(store, name, url, progress, env, report=report)
         report.tombstones = len(dead)
         plan: dict[bytes, tuple[bytes | None, bytes]] = {}  # ref -> (remote old, new)
         outcomes: dict[str, Outcome] = {}
@@ -88,9 +89,10 @@ def push(
                     plan[ref] = (sha, ZERO)
         else:
             report.remaining_deleted = len(stale)
-        if dead - remote_dead:
+        sent = forwarded(store, dead, remote_dead, refs)
+        if sent - remote_dead:
             tip = refs.get(TOMBSTONES)
-            commit = history.tombstone_commit(git, dead, [tip] if tip else [], int(time.time()))
+            commit = history.tombstone_commit(git, sent, [tip] if tip else [], int(time.time()))
             plan[TOMBSTONES] = (tip, commit)
         from gitsessions.store.mainbranch import MAIN_REF
 

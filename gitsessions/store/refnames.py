@@ -1,0 +1,115 @@
+"""Ref names: git's rules for them (`git check-ref-format`), and the names a sessions
+remote holds (the store's own layout), checked before any name from outside is written
+or read.
+
+Invariants:
+- A name a remote lists is taken only when it is one of the layout's (`of_layout`):
+  `refs/heads/sessions/<id>`, `refs/gitsessions/tombstones`,
+  `refs/gitsessions/projects/<key>/<id>`, `refs/heads/main`. Every one of those keeps
+  git's rules, so no `..`, control character or over-long name comes in with them.
+- Anything else a remote lists is dropped (`sort_listing`): quietly when it is a name
+  git allows outside the layout's folders (a remote's `HEAD`, its other branches), as a
+  `bad` name when it breaks git's rules or sits in one of the layout's folders
+  without being one of its names; the caller says so in one line naming the remote.
+- Nothing writes a name that breaks git's rules into `packed-refs` (`refpack`), and
+  nothing reads a ref file by such a name (`BadRefName`).
+"""
+
+import re
+
+from gitsessions.store.errors import StoreError
+
+MAX_NAME = 255  # bytes: one path component's limit; the layout's longest is ~110
+SESSIONS = b"refs/heads/sessions/"
+TOMBSTONES = b"refs/gitsessions/tombstones"
+PROJECTS = b"refs/gitsessions/projects/"
+MAIN = b"refs/heads/main"
+_ID = rb"[0-9a-f]{32}"
+_KEY = rb"(?:[0-9a-f]{40}|[0-9a-f]{64}|url-[0-9a-f]{40})"
+_LAYOUT = re.compile(
+    rb"refs/heads/sessions/" + _ID
+    + rb"|refs/gitsessions/tombstones"
+    + rb"|refs/gitsessions/projects/" + _KEY + rb"/" + _ID
+    + rb"|refs/heads/main"
+)  # fmt: skip
+_FOLDERS = (SESSIONS, PROJECTS, TOMBSTONES)  # a name here must be one of the layout's
+# what git refuses in a name: a control character, space or ~^:?*[\, `..`, `@{`, an
+# empty component, a component starting with `.` or ending with `.lock`, a name
+# starting with `/` or ending with `/` or `.`; `@` alone
+_CHARACTER = re.compile(rb"[\x00-\x20\x7f~^:?*\[\\]")
+_BROKEN = re.compile(
+    rb"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\A[./]|\.lock(?=/|\Z)|[/.]\Z|\A@\Z"
+)
+SHOWN = 120  # characters of a bad name shown in a line
+
+
+class BadRefName(StoreError):
+    """A ref name breaks git's rules; nothing was written or read by it."""
+
+
+def breaks_rules(name: bytes) -> str | None:
+    """Why `name` breaks git's rules for a ref name (as `git check-ref-format
+    --allow-onelevel` judges it), or is longer than `MAX_NAME`; None when it keeps
+    them. One regular expression search for a name that keeps them (`packed-refs` of
+    thousands of refs is read through it)."""
+    if not name:
+        return "is empty"
+    if len(name) > MAX_NAME:
+        return f"is longer than {MAX_NAME} bytes"
+    if _BROKEN.search(name) is not None:
+        return _why(name)
+    if not name.isascii():
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError:
+            return "is not UTF-8"
+    return None
+
+
+def _why(name: bytes) -> str:
+    """What a name `_BROKEN` finds wrong breaks, in words."""
+    if found := _CHARACTER.search(name):
+        return f"holds {found[0].decode('latin-1')!a}"
+    if b".." in name:
+        return "holds '..'"
+    if b"@{" in name or name == b"@":
+        return "holds '@{'"
+    if name.startswith(b"/") or name.endswith(b"/") or b"//" in name:
+        return "has an empty component"
+    if name.endswith(b"."):
+        return "ends with '.'"
+    if any(part.startswith(b".") for part in name.split(b"/")):
+        return "has a component starting with '.'"
+    return "has a component ending with '.lock'"
+
+
+def check(name: bytes) -> None:
+    """`BadRefName` (one line) unless `name` keeps git's rules."""
+    why = breaks_rules(name)
+    if why is not None:
+        raise BadRefName(f"ref name {shown(name)} {why}")
+
+
+def of_layout(name: bytes) -> bool:
+    """Whether `name` is one of the names a sessions remote holds."""
+    return _LAYOUT.fullmatch(name) is not None
+
+
+def sort_listing(refs: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], list[bytes]]:
+    """A remote's listing split: (the refs of the layout, the bad names, sorted). The
+    others (its `HEAD`, branches of its own) are dropped without a word."""
+    kept: dict[bytes, bytes] = {}
+    bad: list[bytes] = []
+    for name, sha in refs.items():
+        if of_layout(name):
+            kept[name] = sha
+        elif breaks_rules(name) is not None or name.startswith(_FOLDERS):
+            bad.append(name)
+    return kept, sorted(bad)
+
+
+def shown(name: bytes) -> str:
+    """A name for a line: quoted, every control or non-ASCII character escaped, cut to
+    `SHOWN` characters."""
+    text = ascii(name.decode("utf-8", "backslashreplace"))
+    return text if len(text) <= SHOWN else text[: SHOWN - 4] + "...'"

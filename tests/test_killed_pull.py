@@ -1,0 +1,128 @@
+"""A pull killed at its `packed-refs` rename (issue 42): the `packed-refs.lock` it left
+once stopped every later pull, push and sync until `doctor --repair`, and `doctor`
+called the sessions that pull was creating lost. Now the next command sets the stale
+lock aside (its writer's `flock` is free: the writer is gone) and goes on, and `doctor`
+says those sessions were being created."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from gitsessions.cli.app import app
+from gitsessions.store.storelock import PACKED_WRITER, flocked
+from tests.conftest import REPO, Cli, git
+from tests.test_hostile_remote import bare
+from tests.test_sync import make, refs, results, summary
+
+SESSIONS = "refs/heads/sessions/"
+
+
+def _killed_at_rename(home: Path, lock: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`gitsessions ARGS` killed as it renames `lock` into place (strace's injection,
+    limited to that path)."""
+    calls = "rename,renameat,renameat2"
+    return subprocess.run(
+        ["strace", "-f", "-qq", "-o", "/dev/null", "-P", str(lock), "-e", f"trace={calls}",
+         "-e", f"inject={calls}:signal=KILL:when=1",
+         sys.executable, "-m", "gitsessions", "--home", str(home), *args],
+        capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_pull_killed_at_its_packed_refs_rename_stops_nothing_after_it(
+    cli: Cli, home: Path, tmp_path: Path
+):
+    writer = tmp_path / "writer"
+    arriving = [make(writer, tag=f"arriving {n}") for n in range(3)]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    mine = make(home, tag="mine")
+    cli("remote", "add", "origin", str(origin))
+    store = home / "store.git"
+    lock = store / "packed-refs.lock"
+
+    killed = _killed_at_rename(home, lock, "pull")
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
+    assert lock.exists() and set(refs(store, SESSIONS)) == {SESSIONS + mine}
+
+    found = json.loads(cli("doctor", "--json", code=1).stdout)["findings"]
+    kinds = {(f["kind"], f["subject"]) for f in found}
+    assert {("unfinished", sid) for sid in arriving} <= kinds, found
+    assert not [f for f in found if f["kind"] == "lost"], found
+    assert ("lock", "store.git/packed-refs.lock") in kinds
+    details = [f["detail"] for f in found if f["kind"] == "unfinished"]
+    assert all("being created by a pull" in d for d in details)
+
+    # the next pull sets the stale lock aside and brings them: no `doctor --repair`
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
+    assert not lock.exists()
+    assert results(summary(cli, home, "push", "--all"))[mine] == "new"
+    cli("sync")
+    assert json.loads(cli("doctor", "--json").stdout)["healthy"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_push_or_sync_after_a_killed_pull_goes_on(cli: Cli, home: Path, tmp_path: Path):
+    """Not only a pull: the first command after the kill that writes `packed-refs` (here
+    a push, whose remote-tracking refs it writes) recovers, and `doctor --repair`
+    then creates what the pull was creating, as the pull would have."""
+    writer = tmp_path / "writer"
+    arriving = make(writer, tag="arriving")
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    mine = make(home, tag="mine")
+    cli("remote", "add", "origin", str(origin))
+    lock = home / "store.git" / "packed-refs.lock"
+    killed = _killed_at_rename(home, lock, "pull")
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
+
+    assert results(summary(cli, home, "push", "--all")) == {mine: "new"}
+    assert not lock.exists()
+    repaired = json.loads(cli("doctor", "--repair", "--json").stdout)
+    assert ("unfinished", arriving) in {(f["kind"], f["subject"]) for f in repaired["findings"]}
+    assert SESSIONS + arriving in refs(home / "store.git", SESSIONS)
+    assert json.loads(cli("doctor", "--json").stdout)["healthy"]
+
+
+def _waiting_on(path: Path) -> bool:
+    """Whether a `flock` waits for `path` (a blocked request in /proc/locks)."""
+    inode = f":{os.stat(path).st_ino} "
+    return any(
+        "->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()
+    )
+
+
+def test_doctor_waits_for_a_write_under_way_and_never_calls_its_sessions_lost(cli: Cli, home: Path):
+    """A pull records a head, then writes the branch under the writers' `flock`: a
+    doctor in between once called that session lost (and `--repair` raced the pull).
+    Here the test is the writer: it holds the `flock`, the session's head recorded
+    and its branch not yet there, until doctor waits for it."""
+    sid = make(home, tag="being created")
+    store = home / "store.git"
+    head = refs(store, SESSIONS)[SESSIONS + sid]
+    git(store, "update-ref", "-d", SESSIONS + sid)  # recorded, not yet written
+    done: list[str] = []
+
+    def run_doctor() -> None:
+        # exit 1 when it finds something: the runner itself, not `cli`'s exit check
+        done.append(cli.runner.invoke(app, ["doctor", "--json"], catch_exceptions=False).stdout)
+
+    with flocked(store, PACKED_WRITER):
+        doctor = threading.Thread(target=run_doctor)
+        doctor.start()
+        while doctor.is_alive() and not _waiting_on(store / "locks" / PACKED_WRITER):
+            doctor.join(0.05)  # until doctor waits for the writer (or ends: the bug)
+        git(store, "update-ref", SESSIONS + sid, head)  # the write lands
+    doctor.join()
+    found = json.loads(done[0])["findings"]
+    assert not [f for f in found if f["subject"] == sid], found
