@@ -72,6 +72,7 @@ def cmd_exec(
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
     denied = Denials()
+    events = progress_events()
     unsent: str | None = None  # a fresh session whose first request failed: not kept
     try:
         with build_agent(
@@ -82,7 +83,7 @@ def cmd_exec(
             continue_=continue_,
             workspace_flag=workspace,
             approve=approve_all if auto_approve else denied,
-            events=progress_events(),
+            events=events,
             max_steps=max_steps,
             stream=False,
             all_sessions=all_sessions,
@@ -91,12 +92,18 @@ def cmd_exec(
         ) as built:
             agent = built.agent
             fresh = agent.session.is_draft
-            err.print(f"session {agent.session.id}", style="dim", highlight=False)
+            said = Announce(agent.session.id)
+            if fresh:  # said once the model answered: a failed start keeps no session
+                events.first_reply = said
+            else:
+                said()
             before = dict(agent.session.usage)
             try:
                 result, unsaved = run_turn(agent, text)
             except GitsessionsError as error:
                 unsent = failed(agent, error, fresh, json_)
+                if unsent is None and not agent.session.is_draft:
+                    said()  # kept (a partial reply, a resumed session): its id is said
                 raise
             try:
                 _finish(agent, result, unsaved, before, denied, json_)
@@ -131,6 +138,19 @@ def read_prompt(prompt: str) -> str:
     if not check_text(text, "the prompt").strip():
         raise BadUsage("the prompt is empty")
     return text
+
+
+class Announce:
+    """The `session ID` line on stderr, said at most once."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.said = False
+
+    def __call__(self) -> None:
+        if not self.said:
+            self.said = True
+            err.print(f"session {self.session_id}", style="dim", highlight=False)
 
 
 class Denials(list[str]):
