@@ -81,6 +81,8 @@ def open_chat(
             )
         )
         approver.preview = built.agent.registry.preview  # reads the files as the tools will
+        session = built.agent.session
+        approver.granted.bind(session.store.home, session.id)  # what "always" gave it here
         with main_thread_signals():  # they import while the user types at the prompt
             warm_up(chat=True, after=PROMPT_SHOWN)
         run = ChatRun(

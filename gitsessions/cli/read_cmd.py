@@ -156,6 +156,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "active_at": h.get("active_at"),
         "branch": ref_name(session_id).decode(),
         "head": commit.decode(),
+        "approvals": granted_here(state.home, session_id),
         **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
     }
     if json_:
@@ -180,6 +181,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
         ("made by", made_by(h) or "-"),
         ("instructions", instructions_line(info["instructions"])),
+        ("approvals", ", ".join(info["approvals"]) or "-"),
         *_imported_fields(h),
         ("created", info["created_at"]),
         ("active", info["active_at"]),
@@ -198,6 +200,13 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
     for key, value in fields:
         table.add_row(key, one_line(value))
     consoles.out.print(table, markup=False, highlight=False)
+
+
+def granted_here(home: Path, session_id: str) -> list[str]:
+    """What an "always" answer allowed in the session, in this home (`agent/granted.py`)."""
+    from gitsessions.agent.granted import described  # its shell parser: only for `info`
+
+    return described(home, session_id)
 
 
 def last_model(header: dict[str, Any]) -> Any:

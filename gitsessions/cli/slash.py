@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gitsessions.agent.granted import described
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
@@ -206,6 +207,7 @@ class Slash:
                 "instructions",
                 instructions_line({**session.header, **session.header_updates}.get("instructions")),
             ),
+            ("approvals", ", ".join(described(session.store.home, session.id)) or "-"),
         ]
         table = Table(box=None, show_header=False, pad_edge=False)
         for key, value in rows:
