@@ -27,8 +27,8 @@ def plain(text: str) -> str:
     return ANSI.sub("", text)
 
 
-def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
-    env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
+def spawn(server_url: str, workspace: Path, *args: str, columns: int = 120) -> pexpect.spawn:
+    env = dict(os.environ, TERM="xterm", COLUMNS=str(columns), LINES="50")
     child = pexpect.spawn(
         sys.executable,
         [
@@ -47,7 +47,7 @@ def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=30,
         cwd=str(REPO),
-        dimensions=(50, 120),
+        dimensions=(50, columns),
     )
     child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
     child.expect(PROMPT)

@@ -25,6 +25,7 @@ from rich.text import Text
 from gitsessions.agent.granted import Granted
 from gitsessions.agent.shell_scope import NoScope, always_offer, offer_words
 from gitsessions.cli.chat_input import AHEAD_NOTE, echoed, set_aside
+from gitsessions.cli.hanging import hanging
 from gitsessions.cli.plain import one_line
 from gitsessions.services.tools import FileChange
 from gitsessions.values.plural import plural
@@ -209,7 +210,8 @@ class ChatApprover:
         shown = describe_approval(name, arguments, change=change)
         hidden = shown.plain != describe_approval(name, arguments, True, change).plain
         offer = always_offer(name, arguments)
-        self.console.print(shown, highlight=False, soft_wrap=True)  # whole, one line each
+        # whole: a line over the width wraps under its gutter (`+`/`-`, `$`), never to column 0
+        self.console.print(hanging(shown, self.console.width), highlight=False, soft_wrap=True)
         choices = ["y: yes", "n: no (Enter)", offer_words(offer)]
         if hidden:
             choices.append("v: view all")
@@ -231,10 +233,9 @@ class ChatApprover:
             if answer in ("n", "no", ""):
                 return False
             if answer in ("v", "view") and hidden:
+                whole = describe_approval(name, arguments, True, change)
                 self.console.print(
-                    describe_approval(name, arguments, True, change),
-                    highlight=False,
-                    soft_wrap=True,
+                    hanging(whole, self.console.width), highlight=False, soft_wrap=True
                 )
             elif answer in ("a", "always") and not isinstance(offer, NoScope):
                 try:
