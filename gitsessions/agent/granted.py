@@ -51,14 +51,3 @@ class Granted:
         if self._where is not None:
             commands = tuple((rule.words, rule.exact) for rule in self.rules)
             kept.save(*self._where, kept.Grants(tuple(sorted(self.tools)), commands))
-
-    def described(self) -> list[str]:
-        """Each scope in the words the approval offered it (`write_file`, `git log ...`)."""
-        return sorted(self.tools) + [rule.shown() for rule in self.rules]
-
-
-def described(home: Path, session_id: str) -> list[str]:
-    """What this home granted a stored session, as `info` shows it."""
-    grants = kept.load(home, session_id)
-    rules = [Scope(words, exact).shown() for words, exact in grants.commands]
-    return sorted(grants.tools) + rules

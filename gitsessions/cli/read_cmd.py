@@ -28,6 +28,7 @@ from gitsessions.cli.render import (
 )
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
+from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
@@ -156,7 +157,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "active_at": h.get("active_at"),
         "branch": ref_name(session_id).decode(),
         "head": commit.decode(),
-        "approvals": granted_here(state.home, session_id),
+        "approvals": described(state.home, session_id),  # what "always" allowed here
         **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
     }
     if json_:
@@ -200,13 +201,6 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
     for key, value in fields:
         table.add_row(key, one_line(value))
     consoles.out.print(table, markup=False, highlight=False)
-
-
-def granted_here(home: Path, session_id: str) -> list[str]:
-    """What an "always" answer allowed in the session, in this home (`agent/granted.py`)."""
-    from gitsessions.agent.granted import described  # its shell parser: only for `info`
-
-    return described(home, session_id)
 
 
 def last_model(header: dict[str, Any]) -> Any:

@@ -8,7 +8,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gitsessions.agent.granted import described
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
@@ -22,6 +21,7 @@ from gitsessions.services.code import worktrees
 from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
+from gitsessions.services.sessions.granted import described
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage

@@ -105,6 +105,14 @@ def save(home: Path, session_id: str, grants: Grants) -> None:
     os.replace(temporary, path)
 
 
+def described(home: Path, session_id: str) -> list[str]:
+    """What this home granted a session, each in the words the approval offered it
+    (`write_file`, `git log ...`, an exact command line), as `info` shows them."""
+    grants = load(home, session_id)
+    commands = [words[0] if exact else " ".join(words) + " ..." for words, exact in grants.commands]
+    return sorted(grants.tools) + commands
+
+
 def forget(home: Path, session_id: str) -> None:
     """Drop the session's grants (it is deleted)."""
     if _SESSION_ID.fullmatch(session_id):
