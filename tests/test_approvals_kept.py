@@ -4,6 +4,7 @@ shown by `info`; a session that came from elsewhere (an import) arrives with non
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,25 @@ def test_an_acp_session_load_goes_on_with_what_chat_granted(server, ws, tmp_path
 
     drive(server, editor, tmp_path, steps)
     assert editor.asked == [] and (ws / "e.txt").exists()
+
+
+def test_a_pulled_session_brings_no_approvals(server, ws, tmp_path, home):
+    sid = granted_in_chat(server, ws)
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    assert run_gitsessions("remote", "add", "origin", str(bare)).returncode == 0
+    assert run_gitsessions("push", "--all").returncode == 0
+    sent = subprocess.run(
+        ["git", "-C", str(bare), "ls-tree", "-r", "--name-only", f"refs/heads/sessions/{sid}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert sent and "approvals" not in sent and "write_file" not in json.dumps(sent)
+    other = tmp_path / "home-b"
+    b = ["--home", str(other)]
+    assert run_gitsessions(*b, "remote", "add", "origin", str(bare)).returncode == 0
+    assert run_gitsessions(*b, "pull").returncode == 0
+    assert info(sid, other)["approvals"] == []
+    call(server, "write_file", path="f.txt", content="f\n")
+    server.reply(content="not written")
+    done = run_gitsessions(*b, *exec_args(server, ws), "--resume", sid, "write f")
+    assert done.returncode == 3 and not (ws / "f.txt").exists()
