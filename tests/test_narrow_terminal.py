@@ -75,3 +75,17 @@ def test_an_approval_wraps_under_its_gutter_and_the_status_line_fits(server, ws)
     row = lines[status[0]]
     assert "tokens (0%)" in row and "turn $0.0000 · session $0.0000" in row, row
     assert lines[status[0] + 1].startswith(">"), lines[status[0] : status[0] + 2]
+
+
+def test_a_wrapped_row_never_splits_a_wide_character_nor_passes_the_width():
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from gitsessions.cli.hanging import hanging
+
+    line = "    12 + " + "表" * 50 + "x"
+    rows = hanging(Text(line), 40).plain.split("\n")
+    assert all(cell_len(row) <= 40 for row in rows), rows
+    assert rows[0].startswith("    12 + ") and all(r.startswith("       + ") for r in rows[1:])
+    assert "".join(row[9:] for row in rows) == line[9:]
+    assert hanging(Text("short"), 40).plain == "short"
