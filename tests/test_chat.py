@@ -27,8 +27,8 @@ def plain(text: str) -> str:
     return ANSI.sub("", text)
 
 
-def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
-    env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
+def spawn(server_url: str, workspace: Path, *args: str, columns: int = 120) -> pexpect.spawn:
+    env = dict(os.environ, TERM="xterm", COLUMNS=str(columns), LINES="50")
     child = pexpect.spawn(
         sys.executable,
         [
@@ -47,7 +47,7 @@ def spawn(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=30,
         cwd=str(REPO),
-        dimensions=(50, 120),
+        dimensions=(50, columns),
     )
     child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
     child.expect(PROMPT)
@@ -915,13 +915,36 @@ def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
         child = spawn(server.base_url, ws, *how)
         shown = plain(child.before)
         leave(child)
-        assert "title: Parser fixes" in shown
+        assert "summary: Parser fixes" in shown and "title:" not in shown  # as `info` says
         assert "last exchange (turn 2):" in shown  # the N of \\rewind N
         assert "you: and explain" in shown and "what you did" in shown
         assert "model: line 1 xxx" in shown and "line 3 xxx" in shown
         assert "line 4" not in shown and "… 4 more lines" in shown
         assert "x" * 99 not in shown and "x" * 90 + "…" in shown  # each line cut
         assert "first reply" not in shown  # only the last exchange
+
+
+def test_the_resume_banner_after_a_rewind_names_the_turn_it_shows(server, ws):
+    """Issue 41, item 7: after a rewind to turn 1 the banner said `last exchange (turn
+    3)` over turn 1's exchange, and `title:` over a summary `info` does not call a title."""
+    server.reply(content="first reply")
+    server.reply(content="Parser fixes")  # the list summary, asked after the first reply
+    child = spawn(server.base_url, ws)
+    say(child, "first prompt")
+    for n in (2, 3):
+        server.reply(content=f"reply {n}")
+        say(child, f"prompt {n}")
+    leave(child)
+    sid = sessions()[0]["id"]
+    rewound = run_gitsessions("rewind", sid[:8], "--to", "turn:1", "--chat")
+    assert rewound.returncode == 0, rewound.stderr
+    info = dict(line.split("\t") for line in run_gitsessions("info", sid).stdout.splitlines())
+    assert info["title"] == "" and info["summary"] == "Parser fixes"
+    child = spawn(server.base_url, ws, "--resume", sid[:8])
+    shown = plain(child.before)
+    leave(child)
+    assert "last exchange (turn 1):" in shown and "you: first prompt" in shown
+    assert "summary: Parser fixes" in shown and "title:" not in shown
 
 
 def test_the_title_is_asked_in_the_background_and_never_holds_the_prompt(server, ws):

@@ -476,3 +476,20 @@ def next_second() -> None:
     start = int(time.time())
     while int(time.time()) == start:
         time.sleep(0.02)
+
+
+def test_a_fresh_session_id_is_printed_only_once_it_exists(server, tmp_path, home):
+    """Issue 41, item 6: a fresh `exec` whose first request fails printed `session ID`,
+    then said nothing was saved, and that id never existed. The id is said once the
+    model answered (the session is kept), never for a start that leaves nothing."""
+    ws = tmp_path / "p"
+    ws.mkdir()
+    down = ["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws), "hello?"]
+    failed = run_gitsessions(*down)
+    assert failed.returncode == 1 and "nothing was saved" in failed.stderr
+    assert not any(line.startswith("session ") for line in failed.stderr.splitlines())
+    done = exec_(server, ws, "real work")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.startswith("session ")]
+    listed = json.loads(run_gitsessions("list", "--json").stdout)
+    assert said == [f"session {listed[0]['id']}"]

@@ -1,9 +1,10 @@
 """The README's install for other projects, run for real: `uv tool install` of this
 checkout (offline, from uv's cache: `.ci/run` fills it first with one online install; elsewhere a
 cache without what it needs skips the test, saying how to fill it) into a folder of the test,
-then the installed `gitsessions` used from a directory outside the checkout: `--version`,
-one `exec` against the fake model server, and git hooks that name the session of a commit
-made with a PATH that has no gitsessions on it."""
+compiled to bytecode as the README's command says, then the installed `gitsessions` used
+from a directory outside the checkout: `--version`, one `exec` against the fake model
+server, and git hooks that name the session of a commit made with a PATH that has no
+gitsessions on it."""
 
 import json
 import os
@@ -17,7 +18,9 @@ from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI
 
 REAL_ENV = dict(os.environ)  # before the fixtures move HOME: uv's cache and Pythons are there
-README_INSTALL = "uv tool install ."
+README_INSTALL = "uv tool install --compile-bytecode ."
+# where PYTHONDONTWRITEBYTECODE is set, a package installed uncompiled compiles at every
+# start (issue 41); uv ignores a project's `[tool.uv] compile-bytecode` for a tool install
 
 
 def uv() -> str:
@@ -31,7 +34,7 @@ def test_the_readme_install_works_outside_the_checkout(tmp_path: Path):
     assert README_INSTALL in (REPO / "README.md").read_text(), "the README's command changed"
     tools, bin_dir = tmp_path / "uv-tools", tmp_path / "uv-bin"
     done = subprocess.run(
-        [uv(), "tool", "install", "--offline", "."],
+        [uv(), "tool", "install", "--offline", *README_INSTALL.split()[3:]],
         cwd=REPO,
         env=dict(REAL_ENV, UV_TOOL_DIR=str(tools), UV_TOOL_BIN_DIR=str(bin_dir)),
         capture_output=True,
@@ -47,6 +50,8 @@ def test_the_readme_install_works_outside_the_checkout(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     installed = bin_dir / "gitsessions"
     assert installed.is_file()
+    compiled = list(tools.glob("gitsessions/lib/python*/site-packages/gitsessions/cli/__pycache__"))
+    assert compiled and any(p.name.startswith("entry.") for p in compiled[0].iterdir())
 
     project = tmp_path / "elsewhere"
     project.mkdir()

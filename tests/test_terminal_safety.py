@@ -550,9 +550,13 @@ def test_chat_with_a_hostile_model(server, tmp_path) -> None:
     child.wait()
     assert child.exitstatus == 0
     assert not (ws / "pwned.txt").exists()
-    # the approval shows the whole command, escaped, on a line of its own
-    command_lines = [line for line in approval.splitlines() if "  $ " in line]
-    shown = re.sub(r"\x1b\[[0-9;]*m", "", command_lines[0]).split("  $ ", 1)[1]
+    # the approval shows the whole command, escaped, on lines of its own: one over the
+    # width wraps under its `$ ` (issue 41), so the tail past the spaces is on screen
+    rows = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in approval.splitlines()]
+    at = next(i for i, row in enumerate(rows) if "  $ " in row)
+    more = [row for row in rows[at + 1 :] if row.startswith("    ")]
+    assert all(len(row) <= 120 for row in rows[at : at + 1 + len(more)])
+    shown = rows[at].split("  $ ", 1)[1] + "".join(row[4:] for row in more)
     assert shown.rstrip() == SHOWN_COMMAND.rstrip()
     assert "; echo pwned > pwned.txt #\\x1b[2K\\x1b[1Gls -la \\u202eexe.txt" in shown
     everything = log.getvalue()

@@ -10,7 +10,8 @@ the first 20, a long diff) is counted, and `v` shows it all.
 "Always" for run_shell is the scope `agent/shell_scope.py` gives the command (`git log`, not
 `git`), said in words before it is chosen; it is not offered for a command line that does
 more than run one command, and a stored rule allows exactly the commands whose scope it
-is. For the other tools "always" is the tool, for the rest of the chat.
+is. For the other tools "always" is the tool, for the rest of the session: kept by this
+home and read back when the session is resumed (`agent/granted.py`).
 """
 
 import difflib
@@ -21,8 +22,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
+from gitsessions.agent.granted import Granted
+from gitsessions.agent.shell_scope import NoScope, always_offer, offer_words
 from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed
+from gitsessions.cli.hanging import hanging
 from gitsessions.cli.plain import one_line
 from gitsessions.services.tools import FileChange
 from gitsessions.values.plural import plural
@@ -198,21 +201,17 @@ class ChatApprover:
         self.console = console
         self.auto = auto
         self.preview = preview
-        self.always: set[str] = set()
-        self.rules: list[Scope] = []
+        self.granted = Granted()  # bound to the session once it is built
 
     def __call__(self, name: str, arguments: Any) -> bool:
-        command = arguments.get("command") if isinstance(arguments, Mapping) else None
-        shell = name == "run_shell" and isinstance(command, str)
-        if self.auto or name in self.always:
-            return True
-        if shell and any(rule.allows(command) for rule in self.rules):
+        if self.auto or self.granted.allows(name, arguments):
             return True
         change = self.preview(name, arguments) if self.preview is not None else None
         shown = describe_approval(name, arguments, change=change)
         hidden = shown.plain != describe_approval(name, arguments, True, change).plain
         offer = always_offer(name, arguments)
-        self.console.print(shown, highlight=False, soft_wrap=True)  # whole, one line each
+        # whole: a line over the width wraps under its gutter (`+`/`-`, `$`), never to column 0
+        self.console.print(hanging(shown, self.console.width), highlight=False, soft_wrap=True)
         choices = ["y: yes", "n: no (Enter)", offer_words(offer)]
         if hidden:
             choices.append("v: view all")
@@ -239,16 +238,16 @@ class ChatApprover:
             if answer in ("n", "no", ""):
                 return False
             if answer in ("v", "view") and hidden:
+                whole = describe_approval(name, arguments, True, change)
                 self.console.print(
-                    describe_approval(name, arguments, True, change),
-                    highlight=False,
-                    soft_wrap=True,
+                    hanging(whole, self.console.width), highlight=False, soft_wrap=True
                 )
             elif answer in ("a", "always") and not isinstance(offer, NoScope):
-                if isinstance(offer, Scope):
-                    self.rules.append(offer)
-                else:
-                    self.always.add(offer)
+                try:
+                    self.granted.grant(offer)
+                except OSError as error:
+                    said = f"note: not kept for a resumed session: {error.strerror or error}"
+                    self.console.print(Text(one_line(said), style="yellow"), highlight=False)
                 return True
             else:
                 *first, last = keys.lower().split("/")

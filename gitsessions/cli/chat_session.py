@@ -27,7 +27,7 @@ from gitsessions.cli.chat_input import (
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.chat_ui import ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
-from gitsessions.cli.plain import one_line, vtext
+from gitsessions.cli.plain import one_line, piped, vtext
 from gitsessions.cli.resuming import RETRY, RETRY_HINT, Resuming
 from gitsessions.cli.slash import Exit, Slash, SwitchSession
 from gitsessions.cli.state import err, out, replies
@@ -81,6 +81,8 @@ def open_chat(
             )
         )
         approver.preview = built.agent.registry.preview  # reads the files as the tools will
+        session = built.agent.session
+        approver.granted.bind(session.store.home, session.id)  # what "always" gave it here
         with main_thread_signals():  # they import while the user types at the prompt
             warm_up(chat=True, after=PROMPT_SHOWN)
         run = ChatRun(
@@ -177,7 +179,8 @@ def repl(
                     continue
             report(result)
             if status:
-                err.print(Text(status_line(agent, spent), style="dim"), highlight=False)
+                width = None if piped(err) else err.width  # one line on a terminal
+                err.print(Text(status_line(agent, spent, width), style="dim"), highlight=False)
         except Exit:
             return
         except KeyboardInterrupt:
@@ -195,17 +198,32 @@ def repl(
             restore()
 
 
-def status_line(agent: Agent, spent_before: float) -> str:
+def status_line(agent: Agent, spent_before: float, width: int | None = None) -> str:
     """`turn 3 · context 5,210 / 24,000 tokens (21%) · turn cost $0.0012 · session
-    $0.0345`: the turn's number is the N of `\\rewind N`."""
+    $0.0345`: the turn's number is the N of `\\rewind N`. Within `width` (a terminal's)
+    it stays one line: said shorter first (`turn 3 · 5,210/24,000 tokens (21%) · turn
+    $0.0012 · session $0.0345`), then the turn's cost goes, then the session's, then
+    the counts behind the percentage; what still does not fit is cut."""
     tokens = agent.estimate()
     budget = agent.config.policy.max_context_tokens
     session = agent.session.usage.get("cost_usd", 0.0)
-    return (
-        f"turn {agent.session.turn} · "
-        f"context {tokens:,} / {budget:,} tokens ({100 * tokens // budget}%) · "
-        f"turn cost ${session - spent_before:.4f} · session ${session:.4f}"
-    )
+    turn, share = f"turn {agent.session.turn}", f"({100 * tokens // budget}%)"
+    context = f"context {tokens:,} / {budget:,} tokens {share}"
+    spent = f"${session - spent_before:.4f}"
+    costs = [f"turn cost {spent}", f"session ${session:.4f}"]
+    short = f"{tokens:,}/{budget:,} tokens {share}"
+    tries = [
+        [turn, context, *costs],
+        [turn, short, f"turn {spent}", costs[1]],
+        [turn, context, costs[1]],
+        [turn, context],
+        [turn, f"context {share.strip('()')}"],
+    ]
+    for parts in tries:
+        line = " · ".join(parts)
+        if width is None or len(line) <= width:
+            return line
+    return line[: max(width - 1, 0)] + "…"
 
 
 def report(result: TurnResult) -> None:

@@ -1,10 +1,12 @@
 """`gitsessions exec PROMPT`: one user turn, run to completion, for scripts and CI."""
 
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
+from gitsessions.agent.granted import Granted
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import PromptNotSaved, ReplyNotSaved, TurnResult
 from gitsessions.cli import options
@@ -71,7 +73,7 @@ def cmd_exec(
     )
     if auto_approve:
         err.print(AUTO_APPROVE_BANNER, style="yellow", highlight=False)
-    denied = Denials()
+    denied, events = Denials(), progress_events()
     unsent: str | None = None  # a fresh session whose first request failed: not kept
     try:
         with build_agent(
@@ -82,21 +84,20 @@ def cmd_exec(
             continue_=continue_,
             workspace_flag=workspace,
             approve=approve_all if auto_approve else denied,
-            events=progress_events(),
+            events=events,
             max_steps=max_steps,
             stream=False,
             all_sessions=all_sessions,
             snapshots=snapshots,
             summary=SUMMARY_MODES[settings.exec_summary],
         ) as built:
-            agent = built.agent
-            fresh = agent.session.is_draft
-            err.print(f"session {agent.session.id}", style="dim", highlight=False)
+            agent, fresh = built.agent, built.agent.session.is_draft
+            said = _started(agent, events, denied)
             before = dict(agent.session.usage)
             try:
                 result, unsaved = run_turn(agent, text)
             except GitsessionsError as error:
-                unsent = failed(agent, error, fresh, json_)
+                unsent = failed(agent, error, fresh, json_, said)
                 raise
             try:
                 _finish(agent, result, unsaved, before, denied, json_)
@@ -133,21 +134,60 @@ def read_prompt(prompt: str) -> str:
     return text
 
 
+def _started(agent: Agent, events: ProgressEvents, denied: "Denials") -> "Announce":
+    """The approvals this home granted the session, and its `session ID` line: said now
+    for a stored session, at the model's first reply for a fresh one (a failed start
+    keeps none)."""
+    session = agent.session
+    denied.granted.bind(session.store.home, session.id)
+    said = Announce(session.id)
+    if session.is_draft:
+        events.first_reply = said
+    else:
+        said()
+    return said
+
+
+class Announce:
+    """The `session ID` line on stderr, said at most once."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.said = False
+
+    def __call__(self) -> None:
+        if not self.said:
+            self.said = True
+            err.print(f"session {self.session_id}", style="dim", highlight=False)
+
+
 class Denials(list[str]):
     """The approver without --auto-approve: each mutating call is not run (the model is
-    told why), and its tool's name kept for the exit code."""
+    told why), and its tool's name kept for the exit code; but a call an "always" in
+    chat (or an ACP client) allowed in this session, in this home, runs."""
 
-    def __call__(self, name: str, arguments: Any) -> NotAsked:
+    def __init__(self) -> None:
+        super().__init__()
+        self.granted = Granted()  # bound to the session once it is built
+
+    def __call__(self, name: str, arguments: Any) -> NotAsked | bool:
+        if self.granted.allows(name, arguments):
+            return True
         self.append(name)
         return NotAsked(WHY_NOT_RUN)
 
 
-def failed(agent: Agent, error: GitsessionsError, fresh: bool, json_: bool) -> str | None:
+def failed(
+    agent: Agent, error: GitsessionsError, fresh: bool, json_: bool, said: Callable[[], None]
+) -> str | None:
     """A turn that failed: the id of a fresh session that holds nothing but the prompt
-    (not kept), else None; with --json a script still learns which session it was."""
+    (not kept), else None (and a kept one's id is said); with --json a script still
+    learns which session it was."""
     unsent = None
     if fresh and not isinstance(error, PromptNotSaved) and unanswered(agent):
         unsent = agent.session.id
+    elif not agent.session.is_draft:
+        said()  # kept (a partial reply): its id, unless said already
     if json_:
         print_json(out, {"session": None if unsent else agent.session.id, "error": str(error)})
     return unsent

@@ -8,6 +8,7 @@ before they are cut to width, so an escape is never split into something raw.
 """
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.turns import Events
@@ -30,6 +31,12 @@ class ProgressEvents(Events):
 
     def __init__(self, console: Any) -> None:  # a VisibleConsole, or a PlainConsole
         self.console = console
+        self.first_reply: Callable[[], None] | None = None  # run once, at the first reply
+
+    def reply(self, message: Any) -> None:
+        said, self.first_reply = self.first_reply, None
+        if said is not None:
+            said()
 
     def tool_started(self, call: dict[str, Any]) -> None:
         self.console.print(Styled("-> " + describe_call(call), style="cyan"), highlight=False)

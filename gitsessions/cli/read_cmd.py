@@ -28,6 +28,7 @@ from gitsessions.cli.render import (
 )
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
+from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
@@ -156,6 +157,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "active_at": h.get("active_at"),
         "branch": ref_name(session_id).decode(),
         "head": commit.decode(),
+        "approvals": described(state.home, session_id),  # what "always" allowed here
         **({"imported": h["imported"]} if isinstance(h.get("imported"), dict) else {}),
     }
     if json_:
@@ -180,6 +182,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         ("workspace", " ".join(f"{k}={v}" for k, v in ws.items() if v and k in PLACE) or "-"),
         ("made by", made_by(h) or "-"),
         ("instructions", instructions_line(info["instructions"])),
+        ("approvals", ", ".join(info["approvals"]) or "-"),
         *_imported_fields(h),
         ("created", info["created_at"]),
         ("active", info["active_at"]),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gitsessions.agent.turn_history import last_kept_turn
 from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.plain import one_line
 from gitsessions.cli.state import State
@@ -33,7 +34,6 @@ from gitsessions.services.settings.config import ModelSettings, with_session_set
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.lease import Lease
 from gitsessions.store.reader import Head, SessionReader
-from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.messages import text_of
@@ -249,13 +249,10 @@ RECAP_WIDTH = 100
 
 
 def last_turn(reader: "SessionReader", head: "Head") -> int | None:
-    """The number of the session's last turn (the N of `\\rewind N`): the `Turn`
-    trailer of its newest commit that has one (as `AgentSession` counts)."""
-    for _commit_id, commit in reader.history(head):
-        turn = parse_trailers(commit.message)[1].get("Turn", "")
-        if turn.isdigit():
-            return int(turn)
-    return None
+    """The number of the turn whose exchange the recap shows (the N of `\\rewind N`):
+    the newest turn whose prompt is still in the working context, as `\\undo` reads it
+    (after a rewind to turn 1, turn 1, not the newest turn the transcript holds)."""
+    return last_kept_turn(reader, head)
 
 
 def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) -> list[Line]:
@@ -263,8 +260,13 @@ def recap(head: "Head", context: list[dict[str, Any]], turn: int | None = None) 
     the working context (the last prompt and the reply's text), a few lines each, cut;
     `turn`, the last turn's number, is said with it."""
     header = head.header
-    name = header.get("title") or header.get("summary") or ""
-    lines: list[Line] = [(f"title: {one_line(name)}", "bold")] if name else []
+    # named as `info` names them: a summary is no title
+    label, name = (
+        ("title", header.get("title"))
+        if header.get("title")
+        else ("summary", header.get("summary"))
+    )
+    lines: list[Line] = [(f"{label}: {one_line(name)}", "bold")] if name else []
     compacted = bool(head.counts.get("compactions"))  # else no note: none is imported
     prompts = [
         i for i, m in enumerate(context) if m.get("role") == "user" and not (compacted and _note(m))

@@ -21,6 +21,7 @@ from gitsessions.services.code import worktrees
 from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.code.rewind import Rewound, rewind
 from gitsessions.services.sessions import manage, points, session_diff
+from gitsessions.services.sessions.granted import described
 from gitsessions.services.sessions.revisions import resolve
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.values.errors import BadUsage
@@ -206,6 +207,7 @@ class Slash:
                 "instructions",
                 instructions_line({**session.header, **session.header_updates}.get("instructions")),
             ),
+            ("approvals", ", ".join(described(session.store.home, session.id)) or "-"),
         ]
         table = Table(box=None, show_header=False, pad_edge=False)
         for key, value in rows:

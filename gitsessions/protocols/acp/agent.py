@@ -169,6 +169,7 @@ class GitsessionsAcp:
         agent = built.agent
         approver.preview = agent.registry.preview  # reads the files as the tools will
         approver.workspace = built.workspace
+        approver.granted.bind(agent.session.store.home, agent.session.id)  # a resumed one's
         events.session_id = session_id or agent.session.id
         live = OpenSession(events.session_id, agent, events, stack)
         self.live[live.id] = live

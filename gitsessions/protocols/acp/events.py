@@ -5,7 +5,8 @@ Invariants: every tool call the model makes is one `tool_call` (pending), then, 
 it runs, `tool_call_update`s (in_progress, the last output line while it runs), then
 one final update (completed or failed, with the result the model got). "Allow always"
 is the chat's "always" (agent/shell_scope.py `always_offer`): the tool for the rest of this
-session, for run_shell the command's scope, and never offered where chat offers none.
+session, for run_shell the command's scope, and never offered where chat offers none;
+kept by this home for the session, as chat's (agent/granted.py).
 """
 
 import json
@@ -25,8 +26,9 @@ from acp.helpers import (
 )
 from acp.schema import AllowedOutcome, PermissionOption, ToolKind
 
+from gitsessions.agent.granted import Granted
 from gitsessions.agent.interrupted import LEAD
-from gitsessions.agent.shell_scope import NoScope, Scope, always_offer, offer_words
+from gitsessions.agent.shell_scope import NoScope, always_offer, offer_words
 from gitsessions.agent.turns import CANCELLED, Events
 from gitsessions.protocols.acp.outbox import Outbox
 from gitsessions.services.compaction.continuation import is_note
@@ -142,15 +144,10 @@ class AcpApprover:
         self.interrupt = interrupt  # raises KeyboardInterrupt: the turn is cancelled
         self.preview: Preview | None = None  # the registry's, once it is built
         self.workspace: Path | None = None  # where the paths a preview names are
-        self.always: set[str] = set()
-        self.rules: list[Scope] = []
+        self.granted = Granted()  # bound to the session once it is built
 
     def __call__(self, name: str, arguments: Any) -> bool:
-        command = arguments.get("command") if isinstance(arguments, dict) else None
-        if name in self.always:
-            return True
-        shell = isinstance(command, str) and name == "run_shell"
-        if shell and any(rule.allows(command) for rule in self.rules):
+        if self.granted.allows(name, arguments):
             return True
         offer = always_offer(name, arguments)
         options = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
@@ -178,10 +175,10 @@ class AcpApprover:
         if answer.option_id == REJECT:
             return False
         if answer.option_id == ALLOW_ALWAYS and not isinstance(offer, NoScope):
-            if isinstance(offer, Scope):
-                self.rules.append(offer)
-            else:
-                self.always.add(offer)
+            try:
+                self.granted.grant(offer)
+            except OSError:  # it holds while this agent runs; a resumed session asks again
+                self.events.notice('note: the "always" is not kept for a resumed session')
         return answer.option_id in (ALLOW_ONCE, ALLOW_ALWAYS)
 
     def _diff(self, name: str, arguments: Any) -> list[Any] | None:

@@ -11,7 +11,7 @@ lines, lease file; `code/delete.py` adds what it left in the project.
 from typing import Any
 
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
-from gitsessions.services.sessions import chat_history, points, writer
+from gitsessions.services.sessions import chat_history, granted, points, writer
 from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.services.sessions.writer import Edit, Written
 from gitsessions.store import background, maintenance, tracking, trash
@@ -94,9 +94,9 @@ def fork_title(parent: str) -> str:
 
 
 def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Head:
-    """Delete the session from the store, with its cache rows, chat history lines and
-    lease file; the head it had. What it left in the project goes with it through
-    `code/delete.py` (the command's delete)."""
+    """Delete the session from the store, with its cache rows, chat history lines,
+    granted approvals and lease file; the head it had. What it left in the project goes
+    with it through `code/delete.py` (the command's delete)."""
     deleted: list[Head] = []
 
     def run() -> None:
@@ -107,6 +107,7 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Hea
             Catalog(store).forget(session_id)
             SearchIndex(store).forget(session_id)
             chat_history.forget(store.home, session_id)
+            granted.forget(store.home, session_id)
             lease.discard()
 
     writer.audited(store, "delete", session_id, run)
@@ -117,8 +118,8 @@ def delete(store: SessionStore, session_id: str, hooks: Hooks = NO_HOOKS) -> Hea
 def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> bool:
     """Delete a session a remote's tombstone lists, keeping its head in the trash for
     `undelete` (`SessionStore.set_aside`; not with `keep=False`: a fork holds its whole
-    line): its cache rows, chat history lines and remote-tracking refs go as a delete's
-    do. The caller holds the session's lease (and discards it). False when the branch
+    line): its cache rows, chat history lines, approvals and remote-tracking refs go as
+    a delete's do. The caller holds the session's lease (and discards it). False when the branch
     moved meanwhile (nothing changed)."""
 
     def run() -> bool:
@@ -128,6 +129,7 @@ def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> b
         Catalog(store).forget(head.id)
         SearchIndex(store).forget(head.id)
         chat_history.forget(store.home, head.id)
+        granted.forget(store.home, head.id)
         return True
 
     return writer.audited(store, "set aside", head.id, run, outcome=lambda won: str(won))
