@@ -13,10 +13,12 @@ model is tests/fake_openai.py on 127.0.0.1.
 
 After each kill, on a copy of B:
 - every session B had before is there, at its head or a descendant (stock git);
-- `git fsck --strict` is clean for B's store and B's clone;
-- B's main checkout is as its origin left it (`git status` empty);
+- `git fsck --strict` is clean for B's store, and B's main checkout is as its origin left
+  it (`git status` empty);
 - the same command run again, then `worktree restore` of the fork if its worktree is
-  not there, end with no manual cleanup in the state an unkilled run reaches: both
+  not there, end with no manual cleanup (and B's clone `git fsck` clean: a killed `git
+  worktree add` leaves git's entry unfinished, as git alone would, until then) in the
+  state an unkilled run reaches: both
   sessions, their snapshot refs in the clone, the fork's worktree registered with git,
   clean, holding its latest turn's files.
 
@@ -167,9 +169,6 @@ def verify(case: Path, base: Base, command: str, before: dict[str, str]) -> Chec
                    cwd=case)  # fmt: skip
         if fsck.returncode != 0:
             check.problems.append("store fsck: " + last_line(fsck.stderr + fsck.stdout))
-    fsck = git("fsck", "--strict", "--no-dangling", cwd=clone)
-    if fsck.returncode != 0:
-        check.problems.append("clone fsck: " + last_line(fsck.stderr + fsck.stdout))
     if git("status", "--porcelain", "--untracked-files=all", cwd=clone).stdout:
         check.problems.append("B's main checkout changed")
     again = gs(case, "homeB", clone, argv(command, base))
@@ -182,6 +181,11 @@ def verify(case: Path, base: Base, command: str, before: dict[str, str]) -> Chec
         restored = gs(case, "homeB", clone, ["worktree", "restore", base.fork[:8]])
         if restored.returncode != 0:
             check.problems.append("worktree restore after: " + last_line(restored.stderr))
+    # the clone is checked once the next command ran: a killed `git worktree add` leaves
+    # git's entry unfinished (as git itself would), which that command clears
+    fsck = git("fsck", "--strict", "--no-dangling", cwd=clone)
+    if fsck.returncode != 0:
+        check.problems.append("clone fsck: " + last_line(fsck.stderr + fsck.stdout))
     check_refs(home, before, set(), check, "after the next commands")
     if set(session_refs(home)) < {base.main, base.fork}:
         check.problems.append("a session did not arrive")

@@ -9,10 +9,13 @@ files say what B's worktree and main checkout hold."""
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 from acp import text_block
 
 from tests.fake_openai import FakeOpenAI
@@ -197,3 +200,30 @@ def test_one_sync_on_each_side_brings_a_worktree_fork_at_its_latest_turn_and_bac
         write(server, day, fork, "again.py", "A = 2\n")  # in A's own worktree still
     assert (a_path / "again.py").read_text() == "A = 2\n"
     assert not (day.clone_a / "again.py").exists()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace: apt-get install strace")
+def test_a_restore_killed_inside_git_worktree_add_is_finished_by_the_next(tmp_path):
+    """`git worktree add` killed as it writes the new worktree's HEAD (strace, limited to
+    that file) leaves git's entry locked "initializing" and a folder: the next `worktree
+    restore` clears them (the folder set aside, never deleted) and makes the worktree."""
+    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+    head = day.clone_b / ".git" / "worktrees" / f"shop-{fork[:8]}" / "HEAD"
+    env = dict(os.environ, GITSESSIONS_HOME=str(day.home_b))
+    killed = subprocess.run(
+        ["strace", "-f", "-qq", "-o", "/dev/null", "-P", str(head), "-e", "trace=write",
+         "-e", "inject=write:signal=KILL:when=1",
+         sys.executable, "-m", "gitsessions", "worktree", "restore", fork[:8]],
+        capture_output=True, text=True, cwd=day.clone_b, env=env, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == 1, killed.stderr  # git died: one line, nothing written
+    listed = git("worktree", "list", "--porcelain", cwd=day.clone_b)
+    assert "locked initializing" in listed  # what git left
+    said = day.b("worktree", "restore", fork[:8])
+    path = worktree_of(day, fork)
+    assert f"turn {last}" in said or "on its branch" in said, said
+    assert (path / "new.py").read_text() == "NEW = 1\n"
+    assert git("status", "--porcelain", cwd=path) == ""
+    assert "initializing" not in git("worktree", "list", "--porcelain", cwd=day.clone_b)
+    git("fsck", "--strict", "--no-dangling", cwd=day.clone_b)
+    untouched(day.clone_b)

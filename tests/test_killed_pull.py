@@ -36,7 +36,9 @@ def _killed_at_rename(home: Path, lock: Path, *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
+)
 def test_a_pull_killed_at_its_packed_refs_rename_stops_nothing_after_it(
     cli: Cli, home: Path, tmp_path: Path
 ):
@@ -70,7 +72,9 @@ def test_a_pull_killed_at_its_packed_refs_rename_stops_nothing_after_it(
     assert json.loads(cli("doctor", "--json").stdout)["healthy"]
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
+)
 def test_a_push_or_sync_after_a_killed_pull_goes_on(cli: Cli, home: Path, tmp_path: Path):
     """Not only a pull: the first command after the kill that writes `packed-refs` (here
     a push, whose remote-tracking refs it writes) recovers, and `doctor --repair`

@@ -68,8 +68,11 @@ def git(
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SnapshotError(f"git {args[0]} failed in {cwd}: {error}") from None
     if check and done.returncode != 0:
-        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise SnapshotError(f"git {args[0]} failed in {cwd}: {reason[-1] if reason else '?'}")
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        # git's own error line (a hint may follow it, as after a lock that is left)
+        errors = [line for line in said if line.startswith(("fatal: ", "error: "))]
+        reason = errors[0] if errors else said[-1] if said else "?"
+        raise SnapshotError(f"git {args[0]} failed in {cwd}: {reason}")
     return done
 
 

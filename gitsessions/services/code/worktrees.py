@@ -241,19 +241,30 @@ def add_worktree(
 
 
 def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
-    """Remove what a `git worktree add` of `path` left when it was killed: git's entry,
-    still locked as "initializing" (no one has worked in it), and the directory."""
-    listed = out(git(repo, env, "worktree", "list", "--porcelain", check=False))
+    """Clear what a killed `git worktree add` of `path` left: git's entry still locked as
+    "initializing", or a folder at `path` git does not list as a worktree. The folder is
+    set aside next to it (`<name>.interrupted`, never deleted), the entry unlocked and
+    pruned, so the add can be made again."""
+    listed = out(git(repo, env, "worktree", "list", "--porcelain"))  # fails: nothing moved
+    entry: list[str] = []
     for block in listed.split("\n\n"):
         lines = block.splitlines()
         named = lines[0].removeprefix("worktree ") if lines else ""
-        if (
-            named
-            and os.path.realpath(named) == os.path.realpath(path)
-            and any(line.startswith("locked initializ") for line in lines)
-        ):
-            git(repo, env, "worktree", "remove", "--force", "--force", str(path), check=False)
-            git(repo, env, "worktree", "prune", check=False)
+        if named and os.path.realpath(named) == os.path.realpath(path):
+            entry = lines
+    initializing = any(line.startswith("locked initializ") for line in entry)
+    if not initializing and (entry or not path.exists()):
+        return
+    if initializing:
+        git(repo, env, "worktree", "unlock", str(path), check=False)
+    if path.exists():
+        aside = path.with_name(path.name + ".interrupted")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.interrupted-{n}")
+        path.rename(aside)
+    git(repo, env, "worktree", "prune", check=False)
 
 
 def state_of(checked: Checked, env: Mapping[str, str]) -> str:
@@ -367,10 +378,11 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
     assert mark is not None
     path = Path(mark["path"])
     repo = Path(mark["repo"])
-    if path.is_dir() and not mark.get("removed_at"):
-        raise InvalidInput(f"the worktree of {short(session_id)} is there: {path}")
     if not repo.is_dir():
         raise WorktreeError(f"the project {repo} is gone; nothing to restore the worktree from")
+    clear_unfinished(repo, env, path)
+    if path.is_dir() and not mark.get("removed_at"):
+        raise InvalidInput(f"the worktree of {short(session_id)} is there: {path}")
     git(repo, env, "worktree", "prune")
     exists = git(repo, env, "rev-parse", "-q", "--verify", f"refs/heads/{mark['branch']}",
                  check=False).returncode == 0  # fmt: skip
