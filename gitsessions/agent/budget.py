@@ -88,8 +88,9 @@ class ContextBudget:
                 tokens = result.after_tokens
         if tokens > policy.max_context_tokens:
             raise ContextStillTooLarge(
-                f"the context is {tokens} tokens, over --max-context-tokens "
-                f"{policy.max_context_tokens}, even after compaction; the session is saved. "
+                f"the context is {tokens} tokens, over the budget of "
+                f"{policy.max_context_tokens} (--max-context-tokens, or the context the model "
+                "server holds when smaller), even after compaction; the session is saved. "
                 f"Try `gitsessions compact {session.id[:8]} --focus TEXT`, a fork, or a "
                 "larger --max-context-tokens"
             )
