@@ -12,6 +12,8 @@ import pytest
 
 from gitsessions.agent.turns import CUT_MARK
 from gitsessions.services.model import context_window
+from gitsessions.services.model.errors import ContextOverflow
+from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.store.sessions import SessionStore
 from tests.conftest import exec_args
@@ -201,3 +203,24 @@ def test_the_chat_s_status_line_shows_the_budget_the_server_holds(
     leave(child)
     assert re.search(r"context [\d,]+ / 6,000 tokens", out), out
     assert server.model_lists == 1  # the probe's list said it: not asked twice
+
+
+def answer(status: str, kind: str, body: bytes) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nConnection: close\r\n"
+    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_openai_s_code_and_an_error_inside_a_stream_are_overflows_too() -> None:
+    """OpenAI says it in its error's code; a server may say it in an error event of a
+    stream that had begun: either way a ContextOverflow naming the flag."""
+    error = {"message": "Your input is long.", "code": "context_length_exceeded"}
+    coded = answer("400 Bad Request", "application/json", json.dumps({"error": error}).encode())
+    event = {"error": {"message": "the request exceeds the available context size"}}
+    streamed = answer("200 OK", "text/event-stream", f"data: {json.dumps(event)}\n\n".encode())
+    for data, stream in ((coded, False), (streamed, True)):
+        with (
+            raw_answer(data) as base,
+            ModelClient(settings_for(f"{base}/v1"), retries=3) as client,
+            pytest.raises(ContextOverflow, match="--max-context-tokens 24,000"),
+        ):
+            client.complete([{"role": "user", "content": "hi"}], stream=stream)

@@ -170,14 +170,18 @@ def map_error(sdk: ModuleType, error: Exception, settings: ModelSettings, model:
 
 
 # what servers say when a request does not fit their context: llama.cpp ("the request
-# exceeds the available context size"), OpenAI (code `context_length_exceeded`), vLLM
-# and others ("maximum context length is N tokens")
+# exceeds the available context size", type `exceed_context_size_error`), OpenAI (code
+# `context_length_exceeded`), vLLM and others ("maximum context length is N tokens")
 OVERFLOW_WORDS = (
     "exceeds the available context size",
+    "exceed_context_size",
     "context_length_exceeded",
+    "model_context_window_exceeded",
     "maximum context length",
     "context length exceeded",
-    "exceed_context_size",
+    "maximum prompt length",
+    "prompt is too long",
+    "input is too long",
 )
 
 
