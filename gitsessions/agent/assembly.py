@@ -129,7 +129,7 @@ def assemble(
     checkpoint) working in `workspace`, its session leased (`lease`: one taken before,
     for `picked`). Its first notes go to `notes`, those of later turns (snapshots) to
     `stderr`. The lease is released here, however the build ends. `ask_server`: the
-    server's context bounds the budget (agent/server_budget.py; chat's probe asks it)."""
+    server's context bounds the budget from the first request (agent/server_budget.py)."""
     asked = asking(settings) if ask_server else lambda: None
     store = state.store
     env = dict(state.env)
@@ -171,7 +171,8 @@ def assemble(
                 workspace_head=lambda: head_of(workspace, env), code_snapshot=snapshot,
                 hooks=state.hooks, mcp=hub,
             )  # fmt: skip
-            use_server_context(agent, settings, asked())
+            if ask_server:  # waited for at the first request, which needs httpx as well
+                agent.budget.first = lambda: use_server_context(agent, settings, asked())
             yield Built(agent, settings, workspace, picked is not None)
     finally:
         if hub is not None:

@@ -12,8 +12,8 @@ A server that answers none of them (OpenAI, a proxy) leaves the budget as config
 
 Invariants:
 - Nothing is sent anywhere but the base URL's scheme, host and port: the paths are
-  built from it, and a redirect is not followed (it counts as no answer). The API key
-  goes as the chat requests send it.
+  built from it, and a redirect is not followed (it counts as no answer; the standard
+  library's client follows none). The API key goes as the chat requests send it.
 - Bounded: at most `ASK_SECONDS` in all (a server trickling its answer is left behind,
   in a daemon thread that ends at its next byte after that), at most
   `MAX_ANSWER_BYTES` of an answer read (asked uncompressed), and only a positive whole
@@ -113,33 +113,45 @@ def _root(base_url: str) -> str | None:
 def _fetch(
     settings: ModelSettings, method: str, url: str, body: Any, deadline: float
 ) -> Any | None:
-    """The JSON of a 200 answer, None for anything else (never raises)."""
+    """The JSON of a 200 answer, None for anything else (never raises). The standard
+    library's HTTP client, which follows no redirect: light beside the SDK's, whose
+    import and clients cost exec a few hundred milliseconds while it starts (for
+    https, the system's trust store; no proxy is used)."""
+    import http.client
+
+    connection: http.client.HTTPConnection | None = None
     try:
-        from gitsessions.services.model.model import tls_for  # the HTTP library: slow to import
+        parts = urlsplit(url)
+        left = max(0.1, deadline - time.monotonic())
+        if parts.scheme == "https":
+            import ssl
 
-        try:
-            import httpx2 as httpx
-        except ImportError:  # openai releases before the httpx2 fork
-            import httpx  # type: ignore[no-redef]
-
+            context = ssl.create_default_context()
+            connection = http.client.HTTPSConnection(parts.netloc, timeout=left, context=context)
+        else:
+            connection = http.client.HTTPConnection(parts.netloc, timeout=left)
         headers = {"accept-encoding": "identity", "accept": "application/json"}
         if settings.api_key:
             headers["authorization"] = f"Bearer {settings.api_key}"
-        left = max(0.1, deadline - time.monotonic())
-        with (
-            httpx.Client(timeout=left, follow_redirects=False, **tls_for(url)) as client,
-            client.stream(method, url, headers=headers, json=body) as response,
-        ):
-            if response.status_code != 200:
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["content-type"] = "application/json"
+        connection.request(method, parts.path or "/", body=data, headers=headers)
+        response = connection.getresponse()
+        if response.status != 200:
+            return None
+        answer = bytearray()
+        while piece := response.read1(65536):
+            answer += piece
+            if len(answer) > MAX_ANSWER_BYTES or time.monotonic() > deadline:
                 return None
-            data = bytearray()
-            for piece in response.iter_raw():
-                data += piece
-                if len(data) > MAX_ANSWER_BYTES or time.monotonic() > deadline:
-                    return None
-        return json.loads(bytes(data))
+        return json.loads(bytes(answer))
     except Exception:  # whatever the server or the network did: no answer
         return None
+    finally:
+        if connection is not None:
+            connection.close()
 
 
 def _believed(parse: Callable[[Any], int | None], answer: Any) -> int | None:
