@@ -31,6 +31,15 @@ arguments in two pieces, a finish chunk, a usage chunk (`choices: []`) when
 `server.models` (once `server.models_held`, an event, is set, when a test holds it:
 `hold_models()`); `server.model_lists` counts those answered. Anything else is a 404.
 
+The context the server holds, as each kind of server says it, once `server.context` is
+set to (kind, tokens): "llama.cpp" answers `GET /props` with
+`default_generation_settings.n_ctx` (as llama.cpp's server does), "llama.cpp-new" with a
+top-level `n_ctx`, "ollama" answers `POST /api/show` with
+`model_info["llama.context_length"]` (and `parameters`, `server.num_ctx` set: its
+`num_ctx`), "vllm" adds `max_model_len` to each `GET /v1/models` entry. Those two routes
+are a 404 otherwise; `server.context_asks` lists each one asked ("GET /props",
+"POST /api/show"), never in `requests`.
+
 `POST /v1/responses` (the Responses API, all Codex CLI speaks) serves the same queue: a
 `Reply` becomes one `message` output item (its content as `output_text`) and one
 `function_call` item per tool call; with `"stream": true` as the typed events
@@ -153,6 +162,9 @@ class FakeOpenAI:
         self.models: list[str] = ["gemma4", "fake-model"]
         self.models_held: threading.Event | None = None
         self.model_lists = 0
+        self.context: tuple[str, int] | None = None
+        self.num_ctx: int | None = None
+        self.context_asks: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
         self.headers: list[dict[str, str]] = []
@@ -298,6 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.fake  # type: ignore[attr-defined]
 
     def do_GET(self) -> None:
+        kind, tokens = self.fake.context or ("", 0)
         if self.path.rstrip("/") == "/v1/models":
             held = self.fake.models_held
             if held is not None:
@@ -308,7 +321,19 @@ class _Handler(BaseHTTPRequestHandler):
                 {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                 for m in self.fake.models
             ]
+            if kind == "vllm":
+                data = [{**entry, "max_model_len": tokens} for entry in data]
             self._json(200, {"object": "list", "data": data})
+        elif self.path == "/props":
+            with self.fake._lock:
+                self.fake.context_asks.append("GET /props")
+            if kind == "llama.cpp":
+                slot = {"id": 0, "n_ctx": tokens, "params": {"n_predict": -1}}
+                self._json(200, {"default_generation_settings": slot, "total_slots": 1})
+            elif kind == "llama.cpp-new":
+                self._json(200, {"n_ctx": tokens, "total_slots": 1, "model_path": "m.gguf"})
+            else:
+                self._json(404, _error(f"no route {self.path}", "not_found"))
         else:
             self._json(404, _error(f"no route {self.path}", "not_found"))
 
@@ -316,6 +341,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         route = self.path.rstrip("/")
+        if route == "/api/show":
+            self._show(raw)
+            return
         if route not in ("/v1/chat/completions", "/v1/responses"):
             self._json(404, _error(f"no route {self.path}", "not_found"))
             return
@@ -362,6 +390,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write(head.encode() + body, item.trickle)
             else:
                 self._send(200, "application/json", body, trickle=item.trickle)
+
+    def _show(self, raw: bytes) -> None:
+        """Ollama's `POST /api/show`: the model's facts, its context among them."""
+        with self.fake._lock:
+            self.fake.context_asks.append("POST /api/show")
+        kind, tokens = self.fake.context or ("", 0)
+        if kind != "ollama":
+            self._json(404, _error(f"no route {self.path}", "not_found"))
+            return
+        info = {"general.architecture": "llama", "llama.context_length": tokens}
+        body: dict[str, Any] = {"model_info": info, "details": {"format": "gguf"}}
+        if self.fake.num_ctx is not None:
+            body["parameters"] = (
+                f'stop                           "<|eot|>"\nnum_ctx {self.fake.num_ctx}'
+            )
+        self._json(200, body)
 
     def _responses(self, request: dict[str, Any]) -> None:
         """Answer `POST /v1/responses` with the next item, whole or as typed events."""

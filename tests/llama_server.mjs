@@ -8,6 +8,8 @@
 // under .cache/test-tools/npm/node_modules). Prints `listening PORT` once it serves.
 //
 //   GET  /v1/models                 the one model, named after the file
+//   GET  /props                     its context as llama.cpp's server says it
+//                                   (default_generation_settings.n_ctx: --context)
 //   POST /v1/chat/completions       messages (system, user, assistant with tool_calls,
 //                                   tool), tools, stream true/false (with usage when
 //                                   stream_options.include_usage), max_tokens, temperature
@@ -204,6 +206,14 @@ const server = http.createServer((req, res) => {
     send(res, 200, {
       object: "list",
       data: [{ id: modelId, object: "model", created: 0, owned_by: "llama.cpp" }],
+    });
+    return;
+  }
+  if (req.method === "GET" && req.url === "/props") {
+    send(res, 200, {
+      default_generation_settings: { id: 0, n_ctx: contextSize, params: {} },
+      total_slots: 1,
+      model_path: path.basename(modelPath),
     });
     return;
   }

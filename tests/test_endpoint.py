@@ -23,5 +23,9 @@ def test_the_probe_sends_no_key_to_another_origin() -> None:
 def test_the_probe_keeps_the_key_on_its_own_origin() -> None:
     with redirector(308, same=True) as here:
         found = probe(settings_for(f"{here.base}/old"))
-        assert [s.headers.get("authorization") for s in here.seen] == ["Bearer sk-probe"] * 2
+        listing = [s for s in here.seen if s.path.endswith("/models")]
+        assert [s.headers.get("authorization") for s in listing] == ["Bearer sk-probe"] * 2
+        # then the context it holds, asked of the same origin (services/model/context_window.py)
+        asked = sorted(s.path for s in here.seen if s not in listing)
+        assert asked == ["/old/api/show", "/old/props"]  # a redirect: no answer
     assert found.models == ("m1",)

@@ -382,15 +382,20 @@ def test_a_redirect_to_another_origin_sends_it_no_conversation(server, tmp_path,
     sid = json.loads(exec_(server, ws, "first", "--json").stdout)["session"]
     server.requests.clear()
     server.authorizations.clear()
+    server.context_asks.clear()
+    server.model_lists = 0
     with redirector(307, origin) as here:
         done = run_gitsessions(
             "exec", "the secret plan", "--base-url", f"{here.base}/v1", "--workspace", str(ws),
             "--resume", sid,
         )  # fmt: skip
-        assert [(seen.method, seen.path) for seen in here.seen] == [
-            ("POST", "/v1/chat/completions")
-        ]
+        # the context the server holds is asked first, of the configured origin only
+        assert sorted((seen.method, seen.path) for seen in here.seen) == [
+            ("GET", "/props"), ("GET", "/v1/models"), ("POST", "/api/show"),
+            ("POST", "/v1/chat/completions"),
+        ]  # fmt: skip
     assert server.requests == [] and server.authorizations == []
+    assert server.context_asks == [] and server.model_lists == 0
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (

@@ -270,3 +270,15 @@ def test_probing_lists_the_served_model(llama):
                              summary_model=MODEL_ID)  # fmt: skip
     found = probe(settings)
     assert found.unreachable is None and found.models == (MODEL_ID,)
+    assert found.context == (4096, "llama.cpp (GET /props)")  # its --context (issue 41)
+
+
+def test_the_budget_is_the_context_the_server_holds(llama, tmp_path):
+    """The default budget, 24,000, is more than the 4,096 the server holds: the session
+    runs in 4,096 and says so (issue 41, item 3)."""
+    ws = tmp_path / "project"
+    ws.mkdir()
+    said = gitsessions("exec", "Say hi.", *model_flags(llama), cwd=ws, codes=(0, 3))
+    info = gitsessions("info", said["session"], cwd=ws)
+    assert info["context_budget"] == 4096
+    assert info["settings"]["server_context_tokens"] == 4096

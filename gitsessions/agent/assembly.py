@@ -9,6 +9,7 @@ session and folder, and the cost function, the CLI resolves before (cli/agent_se
 """
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
+from gitsessions.agent.server_budget import use_server_context
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.agent.turns import AgentConfig, Events
@@ -31,6 +33,8 @@ from gitsessions.services.code.workspace import (
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.hooks.hooks import Hooks
 from gitsessions.services.imports.tool_names import equivalent
+from gitsessions.services.model import context_window
+from gitsessions.services.model.context_window import ServerContext
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.settings.config import (
     ModelSettings,
@@ -119,11 +123,14 @@ def assemble(
     all_sessions: bool = False,
     snapshots: SnapshotSettings | None = None,
     summary: str = "background",
+    ask_server: bool = True,
 ) -> Iterator[Built]:
     """The agent for `picked` (None: a new session, a draft until its first
     checkpoint) working in `workspace`, its session leased (`lease`: one taken before,
     for `picked`). Its first notes go to `notes`, those of later turns (snapshots) to
-    `stderr`. The lease is released here, however the build ends."""
+    `stderr`. The lease is released here, however the build ends. `ask_server`: the
+    server's context bounds the budget from the first request (agent/server_budget.py)."""
+    asked = asking(settings) if ask_server else lambda: None
     store = state.store
     env = dict(state.env)
     prompt, in_force = project_prompt(
@@ -160,18 +167,12 @@ def assemble(
         config = agent_config(settings, max_steps=max_steps, stream=stream, summary=summary)
         with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(
-                session,
-                client,
-                registry,
-                default_counter(),
-                config,
-                cost,
-                events,
-                workspace_head=lambda: head_of(workspace, env),
-                code_snapshot=snapshot,
-                hooks=state.hooks,
-                mcp=hub,
-            )
+                session, client, registry, default_counter(), config, cost, events,
+                workspace_head=lambda: head_of(workspace, env), code_snapshot=snapshot,
+                hooks=state.hooks, mcp=hub,
+            )  # fmt: skip
+            if ask_server:  # waited for at the first request, which needs httpx as well
+                agent.budget.first = lambda: use_server_context(agent, settings, asked())
             yield Built(agent, settings, workspace, picked is not None)
     finally:
         if hub is not None:
@@ -180,6 +181,24 @@ def assemble(
             lease.discard()  # never stored: leave no lease file behind
         elif lease is not None:
             lease.release()
+
+
+def asking(settings: ModelSettings) -> Callable[[], ServerContext | None]:
+    """What the server says its context holds, asked in a thread from now on; the
+    function returned waits for it (at most `context_window.ASK_SECONDS`)."""
+    said: list[ServerContext | None] = [None]
+    thread = threading.Thread(
+        target=lambda: said.__setitem__(0, context_window.ask(settings)),
+        daemon=True,
+        name="ask-context",
+    )
+    thread.start()
+
+    def wait() -> ServerContext | None:
+        thread.join(context_window.ASK_SECONDS + 1)
+        return said[0]
+
+    return wait
 
 
 def agent_config(

@@ -38,6 +38,9 @@ class ContextBudget:
         self._failed_turn = -1  # the turn in which auto-compaction last failed
         self._kept = TokenCounts(home, counter)  # counts earlier turns made
         self._recalled = False  # whether the context's kept counts were read back
+        # run once before the first check: what the server says it holds, asked while
+        # the agent was built, waited for only now (agent/server_budget.py)
+        self.first: Callable[[], object] | None = None
 
     def estimate(self, context: list[Message]) -> int:
         return self.counter.estimate(context, self.tools)
@@ -54,6 +57,9 @@ class ContextBudget:
         tokenizer encoding only messages without a kept count), and what it counted is
         kept. After a failed attempt, auto-compaction waits for the next turn instead
         of paying for the same failing summary at every step."""
+        if self.first is not None:
+            first, self.first = self.first, None
+            first()
         policy = self.policy
         context = session.context
         if not self.counter.loaded:
@@ -88,8 +94,9 @@ class ContextBudget:
                 tokens = result.after_tokens
         if tokens > policy.max_context_tokens:
             raise ContextStillTooLarge(
-                f"the context is {tokens} tokens, over --max-context-tokens "
-                f"{policy.max_context_tokens}, even after compaction; the session is saved. "
+                f"the context is {tokens} tokens, over the budget of "
+                f"{policy.max_context_tokens} (--max-context-tokens, or the context the model "
+                "server holds when smaller), even after compaction; the session is saved. "
                 f"Try `gitsessions compact {session.id[:8]} --focus TEXT`, a fork, or a "
                 "larger --max-context-tokens"
             )

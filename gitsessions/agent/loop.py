@@ -19,6 +19,8 @@ Invariants:
 - A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
   got, and the step stays pending, so the next checkpoint commits it. A prompt whose
   commit fails is taken back (`PromptNotSaved`): nothing was sent, nothing is pending.
+- A reply the server cut at its token limit (`finish_reason: "length"`) is kept as any
+  reply, its record holding the finish reason; the events are told (`reply_cut`).
 - A new prompt is never glued to one left unanswered: an interruption note (an
   assistant message, agent/interrupted.py) closes the old one first.
 - At most one model request at a time: the list summary asked in the background
@@ -45,6 +47,7 @@ from gitsessions.agent.titling import (
 from gitsessions.agent.turn_history import last_kept_turn, last_step
 from gitsessions.agent.turns import (
     CANCELLED,
+    CUT_REASONS,
     AgentConfig,
     Events,
     NothingToRetry,
@@ -234,12 +237,14 @@ class Agent:
             compacted |= compacted_now
             completion = self._request(raw, step)
             try:
-                message = completion.message
+                message, finish = completion.message, completion.finish_reason
                 self.session.add(message, **reply_meta(completion, self.config.model))
                 self.events.reply(message)
+                if finish in CUT_REASONS:
+                    self.events.reply_cut(message)
                 calls = message.get("tool_calls") or []
                 if not calls:
-                    result = TurnResult(text_of(message), taken, compacted)
+                    result = TurnResult(text_of(message), taken, compacted, finish_reason=finish)
                     self._commit(step, message, result)
                     self._refresh_summary()  # after the commit: the reply never waits for it
                     return result
@@ -251,13 +256,8 @@ class Agent:
             failed = all(not o.ok for o in outcomes)  # errors and denials alike
             failed_in_a_row = failed_in_a_row + 1 if failed else 0
             if failed_in_a_row >= self.config.max_failed_steps:
-                return TurnResult(
-                    "",
-                    taken,
-                    compacted,
-                    f"stopped: {plural(failed_in_a_row, 'step')} in a "
-                    "row where every tool call failed or was denied",
-                )
+                why = f"{plural(failed_in_a_row, 'step')} in a row where every tool call"
+                return TurnResult("", taken, compacted, f"stopped: {why} failed or was denied")
         return TurnResult(
             "",
             self.config.max_steps,

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from gitsessions.services.tools import ToolOutcome
 
 CANCELLED = "error: cancelled by the user before this tool finished"
+# what follows a reply the server cut at its token limit (`finish_reason: "length"`)
+CUT_MARK = "[reply cut at the server's token limit]"
+CUT_REASONS = ("length",)  # the finish reasons that mean the reply was cut
 
 
 class AgentConfig(NamedTuple):
@@ -46,6 +49,9 @@ class Events:
 
     def text(self, delta: str) -> None: ...
     def reply(self, message: Message) -> None: ...
+    def reply_cut(self, message: Message) -> None:
+        """`message`, just replied, was cut at the server's token limit."""
+
     def tool_started(self, call: dict[str, Any]) -> None: ...
     def tool_running(self, call: dict[str, Any]) -> None:
         """The call is approved and runs now (until `tool_finished`)."""
@@ -67,6 +73,7 @@ class TurnResult(NamedTuple):
     steps: int
     compacted: bool
     stopped: str | None = None  # why the turn ended before the model finished
+    finish_reason: str | None = None  # the last reply's, as the server said it
 
 
 class Undone(NamedTuple):
@@ -111,12 +118,16 @@ class ReplyNotSaved(GitsessionsError):
 
 
 def reply_meta(completion: "Completion", model: str) -> dict[str, Any]:
-    """What a reply's transcript record adds to the message: the model that answered and
-    the request's usage (never sent to a model)."""
+    """What a reply's transcript record adds to the message: the model that answered,
+    the request's usage, and the finish reason of a reply the server cut (never sent to
+    a model)."""
     usage = completion.usage
-    return {
+    meta: dict[str, Any] = {
         "model": completion.model or model,
         "usage": None
         if usage is None
         else {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
     }
+    if completion.finish_reason in CUT_REASONS:
+        meta["finish_reason"] = completion.finish_reason
+    return meta

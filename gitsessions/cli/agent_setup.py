@@ -118,12 +118,14 @@ def build_agent(
     notes: Printer = err,
     resuming: Resuming | None = None,
     summary: str = "background",
+    ask_server: bool = True,
 ) -> Iterator[Built]:
     """The agent (agent/assembly.py), its session leased, for what the command line
     asked: the session to resume and the folder to work in. Its notes (the workspace,
     the sandbox, snapshots) go to `notes`: `chat` builds it while the user types and
     prints them later. A session `resuming` names was found, said and leased before
-    (cli/resuming.py)."""
+    (cli/resuming.py). With `ask_server`, the context the server holds is asked as
+    the agent is built (chat asks it with its endpoint probe: agent/server_budget.py)."""
     store = state.store
     if resuming is not None:  # found and said before the prompt; re-read under its lease
         picked: Head | None = store.head(resuming.session_id)
@@ -160,6 +162,7 @@ def build_agent(
         all_sessions=all_sessions,
         snapshots=snapshots,
         summary=summary,
+        ask_server=ask_server,
     ) as built:
         yield built
 

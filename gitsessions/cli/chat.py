@@ -8,7 +8,8 @@ auto-approve line, and what is cheap to know: on a first run (no store yet) agai
 the default endpoint, how to start Ollama; for a server on this machine whose port
 refuses a connection (a connect, no HTTP), that it cannot be reached. Once the prompt
 shows, one thread builds the agent (store, session draft, tools, lease, the snapshot
-check) and another probes the endpoint (GET /models). The first line sent, a prompt or
+check) and another probes the endpoint (GET /models, then the context the server says
+it holds, which bounds the budget). The first line sent, a prompt or
 a slash command, waits for both (Ctrl-C cancels the wait; nothing was sent), then
 their notes print (sandbox, snapshots, a server out of reach or without the model),
 then it runs. A resumed chat (`--resume`, `--continue`, the picker, `\\sessions`)
@@ -254,6 +255,10 @@ def opened(
             try:
                 run = building.wait()
                 found = probed(probing, settings) if probing is not None else None
+                if found is not None:  # the budget: the smaller of ours and the server's
+                    from gitsessions.agent.server_budget import use_server_context
+
+                    use_server_context(run.agent, run.settings, found.context)
                 break
             except KeyboardInterrupt:
                 write_plain([("", ""), (CANCELLED, "yellow")], plain)

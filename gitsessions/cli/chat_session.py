@@ -78,6 +78,7 @@ def open_chat(
                 snapshots=options.snapshots,
                 notes=notes,
                 resuming=resuming,
+                ask_server=False,  # asked with the endpoint probe (cli/chat.py)
             )
         )
         approver.preview = built.agent.registry.preview  # reads the files as the tools will

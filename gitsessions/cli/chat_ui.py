@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.status import Status
 from rich.text import Text
 
+from gitsessions.agent.turns import CUT_MARK
 from gitsessions.cli.progress import retry_line
 from gitsessions.cli.running import RunningEvents
 from gitsessions.services.model.model import Retry
@@ -93,6 +94,10 @@ class ChatEvents(RunningEvents):
         elif content.strip():
             self.out.print(markdown(content))
         self.buffer = ""
+
+    def reply_cut(self, message: Message) -> None:
+        """A dim line under a reply the server cut at its token limit."""
+        self.console.print(Text(CUT_MARK, style="dim"), highlight=False)
 
     def reset(self) -> None:
         """After an interruption: stop whatever is on screen."""

@@ -8,11 +8,17 @@ import typer
 
 from gitsessions.agent.granted import Granted
 from gitsessions.agent.loop import Agent
-from gitsessions.agent.turns import PromptNotSaved, ReplyNotSaved, TurnResult
+from gitsessions.agent.turns import (
+    CUT_MARK,
+    CUT_REASONS,
+    PromptNotSaved,
+    ReplyNotSaved,
+    TurnResult,
+)
 from gitsessions.cli import options
 from gitsessions.cli.agent_setup import build_agent, turn_usage, warm_up
 from gitsessions.cli.options import AUTO_APPROVE_BANNER
-from gitsessions.cli.plain import piped, vtext
+from gitsessions.cli.plain import Styled, piped, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
 from gitsessions.cli.state import State, err, out
@@ -245,6 +251,7 @@ def _finish(
     """What a turn that ran prints: its reply (or JSON), then how it ended."""
     session = agent.session
     stopped = result.stopped or (NOT_RUN if denied else None)
+    cut = result.finish_reason in CUT_REASONS
     if json_:
         print_json(
             out,
@@ -255,11 +262,14 @@ def _finish(
                 "compacted": result.compacted,
                 "commit": session.head.commit.decode(),
                 **({"stopped": stopped} if stopped else {}),
+                **({"finish_reason": result.finish_reason} if cut else {}),
                 **({"error": str(unsaved)} if unsaved else {}),
             },
         )
     elif result.reply:
         out.print(vtext(result.reply), highlight=False)
+    if cut:  # after the reply: where it ends
+        err.print(Styled(CUT_MARK, style="dim"), highlight=False)
     if unsaved is not None:
         raise unsaved
     if stopped:

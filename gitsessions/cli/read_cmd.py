@@ -149,6 +149,7 @@ def cmd_info(ctx: typer.Context, session: OptionalIdArg = None, json_: JsonFlag 
         "usage": {k: usage.get(k, 0) for k in USAGE_TOTAL_KEYS},
         "model": last_model(h),
         "settings": h.get("settings"),
+        "context_budget": context_budget(h.get("settings")),
         "workspace": h.get("workspace"),
         "instructions": h.get("instructions") or [],
         "instructions_tokens": instruction_tokens(h.get("instructions")),
@@ -230,12 +231,29 @@ def _info_source(
 
 
 def _settings_line(settings: Any) -> str:
-    """`gemma4 at http://localhost:11434/v1, 24,000 tokens`: what a resume reuses."""
+    """`gemma4 at http://localhost:11434/v1, 24,000 tokens`: what a resume reuses; with
+    `, the server holds 4,096: the budget` when the server's context was smaller."""
     if not isinstance(settings, dict):
         return "-"
     budget = settings.get("max_context_tokens")
     tokens = f", {budget:,} tokens" if isinstance(budget, int) else ""
+    held = context_budget(settings)
+    if held is not None and held != budget:
+        tokens += f", the server holds {held:,}: the budget"
     return f"{settings.get('model')} at {settings.get('base_url')}{tokens}"
+
+
+def context_budget(settings: Any) -> int | None:
+    """The context budget the session last ran with: the smaller of its
+    `max_context_tokens` and the context its server said it holds."""
+    if not isinstance(settings, dict):
+        return None
+    said = [
+        value
+        for value in (settings.get("max_context_tokens"), settings.get("server_context_tokens"))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0
+    ]
+    return min(said) if said else None
 
 
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")]

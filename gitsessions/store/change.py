@@ -16,7 +16,8 @@ from gitsessions.values.clock import now_iso_ms
 from gitsessions.values.records import HEADER_FORMAT, empty_usage
 
 ACTIVE_EVENTS = ("create", "turn", "compact", "fork", "import")  # what `active_at` follows
-RECORD_KEYS = ("time", "turn", "step", "model", "usage", "source")  # what a record may add
+# what a record may add to its message
+RECORD_KEYS = ("time", "turn", "step", "model", "usage", "finish_reason", "source")
 
 
 @dataclass

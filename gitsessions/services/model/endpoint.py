@@ -14,10 +14,13 @@ sends nothing: it only opens a TCP connection to a server on this machine
 
 import _socket
 from dataclasses import replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 from gitsessions.services.settings.config import DEFAULT_BASE_URL, ModelSettings
+
+if TYPE_CHECKING:
+    from gitsessions.services.model.context_window import ServerContext
 
 PROBE_SECONDS = 5.0
 
@@ -25,22 +28,28 @@ PROBE_SECONDS = 5.0
 class Probe(NamedTuple):
     unreachable: str | None = None  # why the server could not be reached, one line
     models: tuple[str, ...] | None = None  # what GET /models listed (None: no list)
+    context: "ServerContext | None" = None  # the context the server says it holds
 
 
 def probe(settings: ModelSettings) -> Probe:
-    """GET {base_url}/models within a few seconds."""
+    """GET {base_url}/models within a few seconds, then the context the server says it
+    holds (services/model/context_window.py, given the list: not asked twice)."""
     # the model client: 24 ms a chat's prompt does not need
+    from gitsessions.services.model import context_window
     from gitsessions.services.model.errors import EndpointUnreachable, ModelError
     from gitsessions.services.model.model import ModelClient
 
     quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))
+    listed: list[dict[str, Any]] = []
     try:
         with ModelClient(quick) as client:
-            return Probe(models=tuple(client.list_models()))
+            listed = client.model_list()
     except EndpointUnreachable as error:
         return Probe(unreachable=str(error))
     except ModelError:  # some servers have no /models, or a slow one: the request tells
-        return Probe()
+        return Probe(context=context_window.ask(settings, listed=[]))
+    models = tuple(sorted(entry["id"] for entry in listed))
+    return Probe(models=models, context=context_window.ask(settings, listed=listed))
 
 
 def _unreachable(settings: ModelSettings, reason: object) -> str:

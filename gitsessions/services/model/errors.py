@@ -75,6 +75,11 @@ class RequestRejected(ModelError):
     """The server refused the request itself (other 4xx, e.g. context too long)."""
 
 
+class ContextOverflow(RequestRejected):
+    """The server said the request does not fit its context (whatever its status: some
+    answer 500). Not retried: the same request overflows again."""
+
+
 class RedirectRefused(ModelError):
     """The server redirected the request to another origin; it was not followed."""
 
@@ -150,12 +155,57 @@ def map_error(sdk: ModuleType, error: Exception, settings: ModelSettings, model:
         return BadResponse(f"the model server at {url} sent a malformed response")
     if isinstance(error, sdk.APIStatusError):
         after = _retry_after(error.response.headers)
-        mapped = _status_error(error.status_code, _message_of(error.body), model, url, after)
+        detail = _message_of(error.body)
+        if overflowed(detail, error.body):
+            mapped: ModelError = context_overflow(settings, f"HTTP {error.status_code}", detail)
+        else:
+            mapped = _status_error(error.status_code, detail, model, url, after)
         mapped.status, mapped.retry_after = error.status_code, after
         return mapped
     if isinstance(error, sdk.APIError):  # an error event inside a stream
+        if overflowed(error.message, error.body):
+            return context_overflow(settings, "in its stream", " ".join(error.message.split()))
         return ServerError(f"the model server at {url} reported an error: {error.message}")
     return BadResponse(f"model request to {url} failed: {error}")
+
+
+# what servers say when a request does not fit their context: llama.cpp ("the request
+# exceeds the available context size", type `exceed_context_size_error`), OpenAI (code
+# `context_length_exceeded`), vLLM and others ("maximum context length is N tokens")
+OVERFLOW_WORDS = (
+    "exceeds the available context size",
+    "exceed_context_size",
+    "context_length_exceeded",
+    "model_context_window_exceeded",
+    "maximum context length",
+    "context length exceeded",
+    "maximum prompt length",
+    "prompt is too long",
+    "input is too long",
+)
+
+
+def overflowed(message: str, body: Any) -> bool:
+    """Whether an error answer says the request overflowed the server's context."""
+    said = message.lower() if isinstance(message, str) else ""
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        for key in ("code", "type"):
+            value = inner.get(key) if isinstance(inner, Mapping) else None
+            if isinstance(value, str):
+                said += " " + value.lower()[:200]
+    return any(words in said for words in OVERFLOW_WORDS)
+
+
+def context_overflow(settings: ModelSettings, how: str, detail: str) -> ContextOverflow:
+    said = f" (server said: {detail[:200]})" if detail else ""
+    source = settings.sources.get("max_context_tokens", "settings")
+    return ContextOverflow(
+        f"the model server at {settings.base_url} says the context overflowed ({how}){said}; "
+        f"it holds less than --max-context-tokens {settings.max_context_tokens:,} (from "
+        f"{source}): lower --max-context-tokens (or max_context_tokens in config.toml) to "
+        "what the server holds, or give the server a larger context"
+    )
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

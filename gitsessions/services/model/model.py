@@ -343,27 +343,32 @@ class ModelClient:
 
     def list_models(self) -> list[str]:
         """Model ids the server offers (GET /models)."""
+        return sorted(entry["id"] for entry in self.model_list())
+
+    def model_list(self) -> list[dict[str, Any]]:
+        """The entries of the server's model list (GET /models), as it sent them (each
+        with a string `id`; vLLM's say their `max_model_len` too)."""
 
         def work(put: Callable[[Any], None]) -> list[Any]:
             client, limits = self._client()
             limits.running(running)
             try:
-                return [getattr(model, "id", None) for model in client.models.list()]
+                return [as_dict(model) for model in client.models.list()]
             finally:
                 limits.running(None)
 
         running = inflight.Limits(self.settings.timeout)
         try:
-            ids = self._run(work, running, lambda _: None)
+            entries = self._run(work, running, lambda _: None)
         except KeyboardInterrupt:  # before the next clause, which may import openai
             raise
         except _openai().OpenAIError as error:
             raise map_error(_openai(), error, self.settings, "") from error
         except BadResponse:
             raise BadResponse(f"malformed model list from {self.settings.base_url}") from None
-        if not all(isinstance(i, str) for i in ids):
+        if not all(isinstance(entry.get("id"), str) for entry in entries):
             raise BadResponse(f"malformed model list from {self.settings.base_url}")
-        return sorted(ids)
+        return entries
 
 
 def tls_for(base_url: str) -> dict[str, Any]:
