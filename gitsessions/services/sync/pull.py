@@ -36,7 +36,7 @@ from gitsessions.services.sync.deletions import delete_here, fetch_tombstones, r
 from gitsessions.services.sync.forks import fork_hooks, fork_line
 from gitsessions.services.sync.remotes import pick_remote
 from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report, quiet
-from gitsessions.store import history, remoteconfig, tracking, transport
+from gitsessions.store import here, history, remoteconfig, tracking, transport
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -86,6 +86,7 @@ def pull(
             store, name, url, progress, env, track=False, listed=indexed
         )
         local = store.ids()
+        here.start(store.home, local.keys)  # what the pull brings is not this home's
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
 
