@@ -274,7 +274,7 @@ def _build() -> list[tuple[str, str, str]]:
             "aws-secret-access-key",
             secrets[4],
             f"aws configure set aws_secret_access_key {secrets[4]}",
-        ),  # noqa: E501
+        ),
         ("aws-secret-access-key", secrets[5], f"AWS_SECRET_KEY={secrets[5]}"),
         ("aws-secret-access-key", secrets[6], f'export AWS_SECRET="{secrets[6]}"'),
         ("aws-secret-access-key", secrets[7], f"s3cmd --secret-access-key {secrets[7]} ls"),
