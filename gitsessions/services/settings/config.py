@@ -19,7 +19,6 @@ Invariants:
   key in the table is an error, not ignored.
 """
 
-import contextlib
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -113,10 +112,12 @@ def with_session_settings(
     where = f"session {session_label}"
     endpoint = recorded.get("base_url")
     if endpoint is not None and not sources_say(settings, "base_url", ("flag", "env")):
-        with contextlib.suppress(ConfigError):
+        try:
             endpoint = _check_url(endpoint, where)
+        except ConfigError:  # not a URL at all: never used, only named (cut) in the note
+            endpoint = repr(endpoint)[:200]
         if endpoint != settings.base_url and endpoint not in trusted:
-            shown = str(endpoint)[:200]
+            shown = endpoint[:200]
             return settings, (
                 f"note: session {session_label} was made against another model server "
                 f"({shown}); it runs with this home's, {settings.base_url} "
@@ -230,7 +231,11 @@ def _require_text(name: str, value: Any, source: str) -> None:
 
 def _check_url(value: Any, source: str) -> str:
     text = value.strip() if isinstance(value, str) else value
-    parts = urlsplit(text) if isinstance(text, str) else None
+    try:
+        parts = urlsplit(text) if isinstance(text, str) else None
+        _ = parts.port if parts is not None else None  # `[::1`, a port out of range: unread
+    except ValueError:
+        parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base_url {value!r} from {source} is not an http(s) URL;"
