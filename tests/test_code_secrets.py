@@ -115,3 +115,6 @@ def test_a_snapshot_holding_secrets_is_refused_and_nothing_of_it_is_sent(
         {"id": leaky, "result": "pushed", "detail": "to origin"}
     ]
     assert github.encode() in _everything_in(origin)
+    # what went once is not scanned again: a later push of it is up to date, not refused
+    done = cli("push", leaky, "--code", "--json")
+    assert json.loads(done.stdout)["code"] == [{"id": leaky, "result": "up to date"}]

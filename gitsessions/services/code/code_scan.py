@@ -4,10 +4,12 @@ goes to the project's remote is scanned with the store's secret rules first, as 
 session push is (services/sync/push_scan.py).
 
 Invariants:
-- What is scanned: every object reachable from the snapshot ref that the remote's
-  tracking refs here (`refs/remotes/<remote>/*`) do not reach, which holds everything
-  the push can send (and may hold more, never less): each file version (blob) and each
-  commit's message.
+- What is scanned: every object reachable from the snapshot ref that neither the
+  remote's tracking refs here (`refs/remotes/<remote>/*`) nor the snapshot refs the
+  remote holds (`held`, as `ls-remote` lists them, those whose commits are here) reach:
+  everything the push can send (and maybe more, never less), each file version (blob)
+  and each commit's message. What a push sent before (with `--allow-secrets`, say) is
+  not scanned again.
 - A blob is read only when it is at most `MAX_BLOB` bytes (a snapshot leaves out a file
   over `[snapshots] max_file_bytes`, 10 MiB by default); a bigger one (a file the
   project itself committed) is not scanned. Blobs are streamed from one `git cat-file
@@ -19,7 +21,7 @@ Invariants:
 
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -38,8 +40,11 @@ class Scanner:
     """Scans snapshot refs of one project repository before they are pushed to `remote`;
     remembers what it read, so sessions sharing files cost one read of each."""
 
-    def __init__(self, repo: Path, env: Mapping[str, str], remote: str) -> None:
+    def __init__(
+        self, repo: Path, env: Mapping[str, str], remote: str, held: Sequence[str] = ()
+    ) -> None:
         self.repo, self.env, self.remote = repo, env, remote
+        self.held = list(held)  # commits the remote has (its snapshot refs), here too
         self._found: dict[str, list[str]] = {}  # object id -> rules found in it
 
     def findings(self, ref: str) -> list[str]:
@@ -60,7 +65,7 @@ class Scanner:
         send."""
         done = run(
             self.repo, self.env, "rev-list", "--objects", ref, "--not",
-            f"--remotes={self.remote}", "--", timeout=GIT_TIMEOUT,
+            f"--remotes={self.remote}", *self.held, "--", timeout=GIT_TIMEOUT,
         )  # fmt: skip
         if done.returncode != 0:
             raise ScanFailed(done.stderr.strip()[:200] or "git rev-list failed")

@@ -175,7 +175,7 @@ def _with_secrets(
 ) -> list[CodeOutcome]:
     """A refusal for each session whose snapshot ref would send a secret (or that git
     could not scan): nothing of it is pushed."""
-    scanner = Scanner(repo, env, remote)
+    scanner = Scanner(repo, env, remote, _held(repo, env, remote))
     refused: list[CodeOutcome] = []
     for s in sending:
         try:
@@ -194,6 +194,22 @@ def _with_secrets(
                 )
             )
     return refused
+
+
+def _held(repo: Path, env: Mapping[str, str], remote: str) -> list[str]:
+    """The commits the remote's snapshot refs name that are here too (empty when the
+    remote cannot say: the push itself then says why)."""
+    done = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
+    if done.returncode != 0:
+        return []
+    shas = sorted({line.split("\t", 1)[0] for line in done.stdout.splitlines() if "\t" in line})
+    if not shas:
+        return []
+    checked = run(
+        repo, env, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+        input="\n".join(shas) + "\n", timeout=600,
+    )  # fmt: skip
+    return [line.split()[0] for line in checked.stdout.splitlines() if line.endswith(" commit")]
 
 
 def _without_remote(
