@@ -116,7 +116,7 @@ def _aws_id() -> list[str]:
 
 
 def _aws_secret() -> list[str]:
-    return [chars(B64, 40) for _ in range(4)]
+    return [chars(B64, 40) for _ in range(9)]
 
 
 def _google() -> list[str]:
@@ -269,6 +269,16 @@ def _build() -> list[tuple[str, str, str]]:
         ("aws-secret-access-key", secrets[1], f"AWS_SECRET_ACCESS_KEY={secrets[1]}"),
         ("aws-secret-access-key", secrets[2], f'"SecretAccessKey": "{secrets[2]}",'),
         ("aws-secret-access-key", secrets[3], f"export AWS_SECRET_ACCESS_KEY='{secrets[3]}'"),
+        # the other spellings (issue 42, item 9): the CLI's own, the SDKs' variables, a flag
+        (
+            "aws-secret-access-key",
+            secrets[4],
+            f"aws configure set aws_secret_access_key {secrets[4]}",
+        ),
+        ("aws-secret-access-key", secrets[5], f"AWS_SECRET_KEY={secrets[5]}"),
+        ("aws-secret-access-key", secrets[6], f'export AWS_SECRET="{secrets[6]}"'),
+        ("aws-secret-access-key", secrets[7], f"s3cmd --secret-access-key {secrets[7]} ls"),
+        ("aws-secret-access-key", secrets[8], f"tool --aws-secret-key={secrets[8]}"),
     ]
     for key in _google():
         out.append(("google-api-key", key, f"https://maps.googleapis.com/maps/api?key={key}"))
@@ -356,6 +366,11 @@ def _negatives() -> list[str]:
         "the file holds a private key (PRIVATE KEY blocks are redacted)",
         "secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']",
         "aws_secret_access_key = " + "x" * 10,
+        "aws configure set aws_secret_access_key YOUR_SECRET_ACCESS_KEY_GOES_HERE",
+        "AWS_SECRET=$AWS_SECRET and AWS_SECRET_KEY=${AWS_SECRET_KEY} and --secret-access-key $S",
+        "the AWS secret access key you were given and the aws_secret setting, documented",
+        f"the secret access key was rotated in commit {sha}; the secret access key {sha}",
+        "AWS_SECRET_KEY_ID and aws-secret-manager and --secret-access-key-file ~/keys.txt",
         f"def test_{'a' * 40}(): pass",
         "password: hunter2 (in prose, not a URL)",
         "[REDACTED:openai-api-key] and [REDACTED:url-password] stay as they are",

@@ -106,11 +106,18 @@ def test_a_pulled_session_is_of_this_project_in_a_clone_at_another_path(tmp_path
         assert here_ids(home_b, tmp_path) == set()  # not a repository: no project
         assert unrelated not in here_ids(home_b, clone_b)
 
-        # --continue: the session recorded in the same folder of the other clone
-        server.reply(content="went on")
+        # --continue picks among the sessions this home made or the user resumed: a
+        # pulled one only once resumed by id (issue 42)
         done = gs(home_b, clone_b, "exec", "go on", "--continue", "--base-url",
                   server.base_url, "--model", "m")  # fmt: skip
+        assert done.returncode == 1 and "no session to continue" in done.stderr
+        server.reply(content="went on")
+        done = gs(home_b, clone_b, "exec", "go on", "--resume", at_root, "--base-url",
+                  server.base_url, "--model", "m")  # fmt: skip
         assert done.returncode == 0, done.stderr
+        exec_turn(server, home_b, clone_b / "sub", "go on", "--resume", in_sub)
+
+        # --continue: the session recorded in the same folder of the other clone
         assert (f"note: this session was recorded in another clone of this project in "
                 f"{clone_a}; the tools now work in {clone_b}") in done.stderr  # fmt: skip
         assert exec_turn(server, home_b, clone_b, "go on", "--continue") == at_root

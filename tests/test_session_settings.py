@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from gitsessions.store import here
 from gitsessions.store.sessions import Change, touch
 from tests.conftest import exec_args, run_gitsessions
 from tests.test_compact_cli import SUMMARIZER, big_session
@@ -75,6 +76,7 @@ def test_config_toml_does_not_override_what_the_session_recorded(server, workspa
 
 def test_compact_id_uses_the_session_settings(server, store, make_session):
     head = big_session(store, make_session)
+    here.remember_endpoint(store.home, server.base_url)  # this home ran with it before
     settings = {"model": "fake", "base_url": server.base_url, "max_context_tokens": 3000}
     store.commit(head, Change(header=touch(head.header, settings=settings)), event="rename",
                  subject="settings")  # fmt: skip

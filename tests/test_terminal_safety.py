@@ -318,7 +318,9 @@ def test_the_plain_console_prints_as_a_visible_console_into_a_pipe(value: object
         file = io.StringIO()
 
         def real() -> VisibleConsole:
-            return VisibleConsole(file=file, soft_wrap=True, markup=False, highlight=False)
+            return VisibleConsole(
+                file=file, soft_wrap=True, markup=False, emoji=False, highlight=False
+            )
 
         console = PlainConsole("stdout", real) if make_plain else real()
         if make_plain:

@@ -54,6 +54,7 @@ from gitsessions.services.tools.mcp_hub import McpHub, definition
 from gitsessions.services.tools.mcp_settings import resolve_mcp_servers
 from gitsessions.services.tools.sandbox import Sandbox, workspace_write
 from gitsessions.services.tools.shell_env import shell_environment
+from gitsessions.store import here
 from gitsessions.store.lease import Lease
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.errors import BadUsage
@@ -231,7 +232,10 @@ def open_session(
 ) -> AgentSession:
     """A draft for a new session (stored with its first prompt, so a chat opened and
     left makes none), else `picked` re-read (under its lease): the settings it now runs
-    with and this workspace's system prompt ride with its next commit."""
+    with and this workspace's system prompt ride with its next commit. The endpoint it
+    runs with is one this home chose (store/here.py): a resumed session's own only when
+    this home ran with it before."""
+    here.remember_endpoint(store.home, settings.base_url)
     if picked is None:
         return AgentSession.draft(
             store, prompt, describe(workspace, env), settings.model, session_settings(settings)

@@ -27,6 +27,7 @@ from gitsessions.services.settings.config import (
     with_session_settings,
 )
 from gitsessions.services.tools import Approver
+from gitsessions.store.here import endpoints
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.ids import short
 from gitsessions.values.records import USAGE_TOTAL_KEYS
@@ -134,8 +135,12 @@ def build_agent(
         workspace = workspace_dir(workspace_flag)
         picked = pick_session(store, resume, continue_, workspace)
     if picked is not None and resuming is None:  # its own model, endpoint and budget
-        settings = with_session_settings(settings, picked.header.get("settings"), short(picked.id))
+        settings, endpoint_note = with_session_settings(
+            settings, picked.header.get("settings"), short(picked.id), endpoints(state.home)
+        )
         workspace, said = place(picked, workspace, workspace_flag, state.home, state.env)
+        if endpoint_note is not None:
+            said.insert(0, (endpoint_note, "yellow"))
         for text, style in said:
             notes.print(vtext(text, style=style), highlight=False)
 

@@ -20,6 +20,7 @@ from gitsessions.services.model.model import ModelClient
 from gitsessions.services.sessions import manage
 from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
+from gitsessions.store import here
 from gitsessions.store.lease import Lease
 from gitsessions.store.tokencounts import TokenCounts
 from gitsessions.values.ids import short
@@ -72,7 +73,11 @@ def cmd_compact(
         compact_target=target,
     )
     recorded_settings = store.head(session_id).header.get("settings")
-    settings = with_session_settings(settings, recorded_settings, short(session_id))
+    settings, note = with_session_settings(
+        settings, recorded_settings, short(session_id), here.endpoints(store.home)
+    )
+    if note is not None:
+        err.print(vtext(note, style="yellow"), highlight=False)
     counter = default_counter()
     recorded = _compact(
         state, session_id, settings, counter, clear_only=clear_only, dry_run=dry_run, focus=focus

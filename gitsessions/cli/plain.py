@@ -8,7 +8,6 @@ the console's `file`, which `cli/state.py` gives without making the console
 (`state.plain_out`).
 """
 
-import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
@@ -178,9 +177,8 @@ def vtext(text: object, style: str = "") -> Styled:
     return Styled(visible(str(text)), style)
 
 
-# rich turns :name: into an emoji in a printed str (not in a Text): such a str, and a
-# tab (rich expands it to spaces), is left to the real console
-_EMOJI_LIKE = re.compile(r":\S*?:")
+# a tab (rich expands it to spaces) is left to the real console (whose emoji codes
+# are off, as its markup: a `:x:` prints as itself either way)
 _LOOKS_LIKE_A_TERMINAL = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 
@@ -225,8 +223,6 @@ class PlainConsole:
             text = value.text
         elif isinstance(value, str):
             text = value
-            if ":" in text and _EMOJI_LIKE.search(text):
-                return None
         else:
             return None
         if "\t" in text:

@@ -32,8 +32,10 @@ from gitsessions.cli.state import State
 from gitsessions.services.code.worktree_mark import Checked, check, mark_of, workspace_for
 from gitsessions.services.settings.config import ModelSettings, with_session_settings
 from gitsessions.store.errors import SessionNotFound
+from gitsessions.store.here import endpoints, remember_session, sessions_here
 from gitsessions.store.lease import Lease
 from gitsessions.store.reader import Head, SessionReader
+from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.messages import text_of
@@ -93,8 +95,12 @@ def read_resumed(
     head = pick(reader, resume, continue_, here, lambda: catalog_of(state))
     if head is None:  # neither asked for: the caller resumes only when one is
         raise BadUsage("no session to resume")
-    settings = with_session_settings(settings, head.header.get("settings"), short(head.id))
+    settings, endpoint_note = with_session_settings(
+        settings, head.header.get("settings"), short(head.id), endpoints(state.home)
+    )
     workspace, notes = place(head, here, workspace_flag, state.home, state.env)
+    if endpoint_note is not None:
+        notes.insert(0, (endpoint_note, "yellow"))
     context: list[dict[str, Any]] = reader.read(head, "context")
     said = recap(head, context, last_turn(reader, head))
     return Read(head, settings, workspace, notes, unanswered(context), said)
@@ -130,29 +136,33 @@ def pick(
                 f"session {short(head.id)} is archived; "
                 f"`gitsessions unarchive {short(head.id)}` first"
             )
+        remember_session(reader.home, head.id, lambda: reader.ids().keys())  # resumed here
         return head
     if continue_:
         # the project identity: over 2 ms, only for a workspace
         from gitsessions.agent.scope import continued_here
 
         listed = catalog()
-        unarchived = (h for h in listed.headers() if not h.get("archived"))
+        ours = sessions_here(reader.home, lambda: reader.ids().keys())
+        unarchived = (h for h in listed.headers() if not h.get("archived") and h.get("id") in ours)
         here = continued_here(unarchived, workspace, os.environ)
         warn_damaged(listed.damaged)  # the newest good session is continued
         if not here:
             raise SessionNotFound(
                 f"no session to continue in {workspace}; start one with `gitsessions chat`"
             )
-        newest = max(here, key=preference)
+        now = now_iso()
+        newest = max(here, key=lambda header: preference(header, now))
         return reader.head(newest["id"])
     return None
 
 
-def preference(header: dict[str, Any]) -> tuple[bool, str, str]:
+def preference(header: dict[str, Any], now: str | None = None) -> tuple[bool, str, str]:
     """How `--continue` ranks a workspace's sessions: one a model ever answered before a
-    failed start (`never_answered`), then the most recently active."""
+    failed start (`never_answered`), then the most recently active (a time later than
+    now, which only a forged or skewed header says, counts as now)."""
     active = header.get("active_at") or header.get("updated_at") or ""
-    return (not never_answered(header), active, header["id"])
+    return (not never_answered(header), min(str(active), now or now_iso()), str(header["id"]))
 
 
 def place(

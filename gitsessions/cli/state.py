@@ -49,20 +49,21 @@ def _visible_console(name: str) -> "VisibleConsole":
     # rich: over 50 ms that output into a pipe does not need
     from gitsessions.cli.terminal import VisibleConsole
 
-    # Markup and highlighting are off: titles, summaries and model text are data, and a
-    # `[` in them must print as itself. All show every string visible-safe.
+    # Markup, emoji codes and highlighting are off: titles, summaries, model text and
+    # errors quoting them are data, and a `[` or a `:x:` in them must print as itself.
+    # All show every string visible-safe.
     if name == "out":
-        return VisibleConsole(soft_wrap=True, markup=False, highlight=False)
+        return VisibleConsole(soft_wrap=True, markup=False, emoji=False, highlight=False)
     if name == "err":
         # On a terminal, warnings and notes wrap at word boundaries (the terminal would
         # cut them mid-word); into a pipe or a file each stays one line.
-        console = VisibleConsole(stderr=True, markup=False, highlight=False)
+        console = VisibleConsole(stderr=True, markup=False, emoji=False, highlight=False)
         console.soft_wrap = not console.is_terminal
         return console
     # The chat's replies wrap at word boundaries: they stream through a rich Live
     # display, which crops every line wider than the terminal (soft_wrap would lose
     # the rest).
-    return VisibleConsole(markup=False, highlight=False)
+    return VisibleConsole(markup=False, emoji=False, highlight=False)
 
 
 def __getattr__(name: str) -> Any:

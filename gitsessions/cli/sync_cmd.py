@@ -281,7 +281,7 @@ def cmd_push(
     )
     env = state_of(ctx).env
     if code_goes_with(store, report.remote, code):
-        push_snapshots(store, report, code_remote, env, Path.cwd())
+        push_snapshots(store, report, code_remote, env, Path.cwd(), allow_secrets)
     _show(report, json_, "pushed", code_remote, _strict(code, env))
     if report.remaining_deleted:
         _note(

@@ -25,7 +25,12 @@ from gitsessions.values.visible import visible
 
 
 class VisibleConsole(Console):
-    """A rich Console whose rendered content is always passed through `visible`."""
+    """A rich Console whose rendered content is always passed through `visible`, and
+    whose emoji codes are off unless asked for (a `:x:` in a title prints as itself)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render(
         self, renderable: RenderableType, options: ConsoleOptions | None = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from dulwich.config import ConfigFile
 
@@ -51,7 +51,7 @@ def kind(url: str) -> str:
     """path, file, ssh, git, http or https; `BadUsage` for anything else (`ext::`...)."""
     if not url or any(ord(c) < 32 for c in url):
         raise BadUsage("a remote URL must be one line and not empty")
-    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    scheme = _split(url).scheme.lower() if "://" in url else ""
     if scheme in ("file", "ssh", "git", "http", "https"):
         return scheme
     if scheme == "git+ssh" or scheme == "ssh+git":
@@ -68,6 +68,17 @@ def kind(url: str) -> str:
     return "path"
 
 
+def _split(url: str) -> SplitResult:
+    """`url`'s parts; `BadUsage` (one line, never the URL: it may hold a token) when
+    they cannot be read (`https://[::1`, a port out of range)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read only to check it
+    except ValueError as error:
+        raise BadUsage(f"invalid remote URL ({error})") from None
+    return parts
+
+
 def mask(url: str) -> str:
     """`url` without its secrets: an http(s) user part (often a token) and any password
     become `***`."""
@@ -75,7 +86,10 @@ def mask(url: str) -> str:
         if SCP.match(url) and "@" in url.split(":", 1)[0]:
             return url  # ssh's user@host:path carries no secret
         return url
-    parts = urlsplit(url)
+    try:
+        parts = _split(url)
+    except BadUsage:  # unreadable (it was never added by `remote add`): nothing of it shown
+        return url.split("://", 1)[0] + "://***"
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
@@ -170,7 +184,10 @@ def clean(text: str, url: str) -> str:
     """An error text with the URL's secrets masked wherever they appear."""
     text = text.replace(url, mask(url))
     if "://" in url:
-        parts = urlsplit(url)
+        try:
+            parts = _split(url)
+        except BadUsage:
+            return " ".join(text.split())[:300]
         secrets = [parts.password]
         if parts.scheme.lower() in ("http", "https"):
             secrets.append(parts.username)

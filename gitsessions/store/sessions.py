@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dulwich.objects import Commit
 
-from gitsessions.store import context_refs, upgrades
+from gitsessions.store import context_refs, here, upgrades
 from gitsessions.store.change import Change, next_header, transcript_records
 from gitsessions.store.errors import (
     ConcurrentUpdate,
@@ -145,9 +145,11 @@ class SessionStore(SessionReader):
                     if getattr(change, name) is None:
                         setattr(change, name, getattr(empty, name))
             change.header = header
-            return self._write(
+            made = self._write(
                 session_id, base, change, event, subject, trailers or {}, None, when=when
             )
+        self._made_here(session_id)
+        return made
 
     def fork(
         self,
@@ -190,7 +192,7 @@ class SessionStore(SessionReader):
             then = self.head_at(source.id, fork_point).header.get("usage") or empty_usage()
             usage = usage_since(source.header.get("usage") or empty_usage(), then)
         try:
-            return self._write(
+            made = self._write(
                 new_id,
                 source,
                 Change(header=header, usage=usage),
@@ -206,6 +208,12 @@ class SessionStore(SessionReader):
             raise SessionNotFound(
                 f"session {source.id[:8]} was deleted; nothing was forked"
             ) from None
+        self._made_here(new_id)
+        return made
+
+    def _made_here(self, session_id: str) -> None:
+        """A session this home made: `--continue` may pick it (store/here.py)."""
+        here.remember_session(self.home, session_id, lambda: self.ids().keys())
 
     def _write(
         self,

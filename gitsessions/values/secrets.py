@@ -170,8 +170,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "aws-secret-access-key",
         _lazy(
-            r"(?i:secret)[_\- ]?(?i:access)[_\- ]?(?i:key)[\"']?\s*[:=]\s*[\"']?"
-            r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+            # `secret access key: X` in any spelling; an identifier (`--secret-access-key`,
+            # `aws_secret_access_key`, `AWS_SECRET_KEY`, `AWS_SECRET`) also before a space
+            r"(?:(?i:secret)[_\- ]?(?i:access)[_\- ]?(?i:key)[\"']?\s*[:=]"
+            r"|(?:(?i:aws)[_\-]?(?i:secret)(?:[_\-](?i:access))?(?:[_\-](?i:key))?"
+            r"|(?i:secret)[_\-](?i:access)[_\-](?i:key))[\"']?(?:\s*[:=]|[ \t]))"
+            r"\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
         ("secret",),
         group=1,

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitsessions.services.code.code_scan import ScanFailed, Scanner
 from gitsessions.services.code.project_id import identity, recorded, same_project
 from gitsessions.services.code.projectgit import run
 
@@ -132,9 +133,15 @@ def _by_repo(
 
 
 def push_code(
-    sessions: Iterable[CodeSession], remote: str, env: Mapping[str, str], here: Here = (None, None)
+    sessions: Iterable[CodeSession],
+    remote: str,
+    env: Mapping[str, str],
+    here: Here = (None, None),
+    allow_secrets: bool = False,
 ) -> list[CodeOutcome]:
-    """Push each session's snapshot ref to `remote` of its project (never forced)."""
+    """Push each session's snapshot ref to `remote` of its project (never forced). A
+    session whose snapshots hold a secret the remote does not have yet (code_scan.py)
+    is refused, naming the file and the rule, unless `allow_secrets`."""
     grouped, outcomes = _by_repo(sessions, here, env, writing=False)
     for repo, group in sorted(grouped.items()):
         if missing := _without_remote(repo, group, remote, env):
@@ -143,6 +150,10 @@ def push_code(
         present = _refs(repo, env)
         sending = [s for s in group if SNAPSHOTS + s.id in present]
         outcomes += [CodeOutcome(s.id, "no snapshot") for s in group if s not in sending]
+        if not allow_secrets:
+            refused = _with_secrets(repo, env, remote, sending)
+            outcomes += refused
+            sending = [s for s in sending if s.id not in {o.id for o in refused}]
         if not sending:
             continue
         specs = [f"{SNAPSHOTS}{s.id}:{SNAPSHOTS}{s.id}" for s in sending]
@@ -157,6 +168,48 @@ def push_code(
             else:
                 outcomes.append(CodeOutcome(s.id, "refused", summary))
     return outcomes
+
+
+def _with_secrets(
+    repo: Path, env: Mapping[str, str], remote: str, sending: list[CodeSession]
+) -> list[CodeOutcome]:
+    """A refusal for each session whose snapshot ref would send a secret (or that git
+    could not scan): nothing of it is pushed."""
+    scanner = Scanner(repo, env, remote, _held(repo, env, remote))
+    refused: list[CodeOutcome] = []
+    for s in sending:
+        try:
+            found = scanner.findings(SNAPSHOTS + s.id)
+        except (ScanFailed, OSError, subprocess.SubprocessError) as error:
+            refused.append(CodeOutcome(s.id, "refused", f"its code could not be scanned: {error}"))
+            continue
+        if found:
+            more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+            refused.append(
+                CodeOutcome(
+                    s.id,
+                    "refused",
+                    f"secret in {'; '.join(found[:3])}{more}; nothing of its code was sent "
+                    "(--allow-secrets sends it anyway)",
+                )
+            )
+    return refused
+
+
+def _held(repo: Path, env: Mapping[str, str], remote: str) -> list[str]:
+    """The commits the remote's snapshot refs name that are here too (empty when the
+    remote cannot say: the push itself then says why)."""
+    done = _git(repo, env, "ls-remote", remote, SNAPSHOTS + "*")
+    if done.returncode != 0:
+        return []
+    shas = sorted({line.split("\t", 1)[0] for line in done.stdout.splitlines() if "\t" in line})
+    if not shas:
+        return []
+    checked = run(
+        repo, env, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+        input="\n".join(shas) + "\n", timeout=600,
+    )  # fmt: skip
+    return [line.split()[0] for line in checked.stdout.splitlines() if line.endswith(" commit")]
 
 
 def _without_remote(

@@ -38,6 +38,7 @@ from gitsessions.services.code.worktrees import (
 from gitsessions.services.sessions import points, writer
 from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.errors import SessionNotFound
+from gitsessions.store.here import remember_session
 from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
@@ -91,6 +92,8 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     mark = {"path": str(path), "branch": branch, "base": base, "repo": str(repo),
             "removed_at": None}  # fmt: skip
     remember(store.home, head.id, mark)
+    # the user took it up here: `--continue` may pick it (store/here.py)
+    remember_session(store.home, head.id, lambda: store.ids().keys())
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         if exists:

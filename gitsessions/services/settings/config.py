@@ -20,7 +20,7 @@ Invariants:
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -96,15 +96,35 @@ def session_settings(settings: ModelSettings) -> dict[str, Any]:
 
 
 def with_session_settings(
-    settings: ModelSettings, recorded: Any, session_label: str
-) -> ModelSettings:
+    settings: ModelSettings, recorded: Any, session_label: str, trusted: Collection[str] = ()
+) -> tuple[ModelSettings, str | None]:
     """The settings a resumed session runs with: those it recorded, except where a flag
-    or the environment gives one (config.toml and the defaults do not override them)."""
+    or the environment gives one (config.toml and the defaults do not override them),
+    and a note, or None.
+
+    A header may come from anywhere (a pull), so its endpoint is used only when it is
+    the one these settings name (a flag, the environment, config.toml, the default) or
+    one of `trusted` (the endpoints this home ran with: store/here.py). Otherwise none
+    of what it recorded is used (its model and budget were another server's) and the
+    note says so; nothing is sent to the recorded endpoint."""
     if not isinstance(recorded, Mapping):
-        return settings
+        return settings, None
+    where = f"session {session_label}"
+    endpoint = recorded.get("base_url")
+    if endpoint is not None and not sources_say(settings, "base_url", ("flag", "env")):
+        try:
+            endpoint = _check_url(endpoint, where)
+        except ConfigError:  # not a URL at all: never used, only named (cut) in the note
+            endpoint = repr(endpoint)[:200]
+        if endpoint != settings.base_url and endpoint not in trusted:
+            shown = endpoint[:200]
+            return settings, (
+                f"note: session {session_label} was made against another model server "
+                f"({shown}); it runs with this home's, {settings.base_url} "
+                f"(from {settings.sources.get('base_url', 'settings')})"
+            )
     sources = dict(settings.sources)
     changes: dict[str, Any] = {}
-    where = f"session {session_label}"
     for name in SESSION_KEYS:
         value = recorded.get(name)
         if value is None or sources.get(name, "").startswith(("flag", "env")):
@@ -120,7 +140,12 @@ def with_session_settings(
     if "model" in changes and sources.get("summary_model", "").startswith("same as model"):
         changes["summary_model"] = changes["model"]
         sources["summary_model"] = f"same as model ({where})"
-    return replace(settings, **changes, sources=sources) if changes else settings
+    return (replace(settings, **changes, sources=sources) if changes else settings), None
+
+
+def sources_say(settings: ModelSettings, name: str, kinds: tuple[str, ...]) -> bool:
+    """Whether setting `name` came from one of `kinds` ("flag", "env", ...)."""
+    return settings.sources.get(name, "").startswith(kinds)
 
 
 def resolve_model_settings(
@@ -206,7 +231,11 @@ def _require_text(name: str, value: Any, source: str) -> None:
 
 def _check_url(value: Any, source: str) -> str:
     text = value.strip() if isinstance(value, str) else value
-    parts = urlsplit(text) if isinstance(text, str) else None
+    try:
+        parts = urlsplit(text) if isinstance(text, str) else None
+        _ = parts.port if parts is not None else None  # `[::1`, a port out of range: unread
+    except ValueError:
+        parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base_url {value!r} from {source} is not an http(s) URL;"

@@ -36,7 +36,7 @@ from gitsessions.services.sync.deletions import delete_here, fetch_tombstones, r
 from gitsessions.services.sync.forks import fork_hooks, fork_line
 from gitsessions.services.sync.remotes import pick_remote
 from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report, quiet
-from gitsessions.store import history, remoteconfig, tracking, transport
+from gitsessions.store import here, history, remoteconfig, tracking, transport
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import check_header
 from gitsessions.store.lease import Lease, SessionInUse
@@ -68,11 +68,10 @@ def pull(
     full store, opened when a fork is to be written (default: `store` itself). `keys`:
     only the sessions the remote's project index lists under them (`pull --here`: one
     project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
-    the only sessions here a remote's tombstone may delete (None: any).
-
-    Nothing is read for a session whose branch here already holds the remote's
-    commit; the branches that move (created, fast-forwarded) and the remote-tracking
-    refs go in one `packed-refs` write per 256 branches, each a compare-and-swap."""
+    the only sessions here a remote's tombstone may delete (None: any). Nothing is read
+    for a session whose branch here already holds the remote's commit; the branches
+    that move (created, fast-forwarded) and the remote-tracking refs go in one
+    `packed-refs` write per 256 branches, each a compare-and-swap."""
     git = store.git
     transport.require_git(git)
     name = pick_remote(store, remote)
@@ -86,6 +85,7 @@ def pull(
             store, name, url, progress, env, track=False, listed=indexed, report=report
         )
         local = store.ids()
+        here.start(store.home, local.keys)  # what it brings is not this home's
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
 

@@ -185,9 +185,15 @@ def _record_sent(
 
 
 def push_snapshots(
-    store: SessionStore, report: Report, code_remote: str, env: Mapping[str, str], here: Path
+    store: SessionStore,
+    report: Report,
+    code_remote: str,
+    env: Mapping[str, str],
+    here: Path,
+    allow_secrets: bool = False,
 ) -> None:
-    """After a push: each session it covered sends its code snapshots too."""
+    """After a push: each session it covered sends its code snapshots too, scanned for
+    secrets first (refused with the file named unless `allow_secrets`)."""
     from gitsessions.services.code.code_sync import CodeSession, push_code
 
     sessions = [
@@ -197,4 +203,4 @@ def push_snapshots(
     ]
     from gitsessions.services.code.workspace import project_of
 
-    report.code = push_code(sessions, code_remote, env, project_of(here, env))
+    report.code = push_code(sessions, code_remote, env, project_of(here, env), allow_secrets)
