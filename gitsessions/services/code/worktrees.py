@@ -22,6 +22,7 @@ Invariants:
 
 import contextlib
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,7 +246,12 @@ def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
     "initializing", or a folder at `path` git does not list as a worktree. The folder is
     set aside next to it (`<name>.interrupted`, never deleted), the entry unlocked and
     pruned, so the add can be made again."""
-    listed = out(git(repo, env, "worktree", "list", "--porcelain"))  # fails: nothing moved
+    listing = git(repo, env, "worktree", "list", "--porcelain", check=False)
+    if listing.returncode != 0 and _drop_initializing(repo, env, path):
+        listing = git(repo, env, "worktree", "list", "--porcelain", check=False)
+    if listing.returncode != 0:  # nothing is moved on a listing git cannot give
+        git(repo, env, "worktree", "list", "--porcelain")
+    listed = out(listing)
     entry: list[str] = []
     for block in listed.split("\n\n"):
         lines = block.splitlines()
@@ -265,6 +271,25 @@ def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
             aside = path.with_name(f"{path.name}.interrupted-{n}")
         path.rename(aside)
     git(repo, env, "worktree", "prune", check=False)
+
+
+def _drop_initializing(repo: Path, env: Mapping[str, str], path: Path) -> bool:
+    """Remove git's entry for the worktree at `path` when it is one a killed `git worktree
+    add` left so unfinished that git cannot read it (its `commondir` empty): an entry
+    `worktrees/<name of path>` still locked as "initializing". Whether one was."""
+    common = git(repo, env, "rev-parse", "--path-format=absolute", "--git-common-dir",
+                 check=False)  # fmt: skip
+    if common.returncode != 0:
+        return False
+    entry = Path(out(common)) / "worktrees" / path.name
+    try:
+        locked = (entry / "locked").read_text(errors="replace")
+    except OSError:
+        return False
+    if not locked.startswith("initializ"):
+        return False
+    shutil.rmtree(entry, ignore_errors=True)
+    return not entry.exists()
 
 
 def state_of(checked: Checked, env: Mapping[str, str]) -> str:
