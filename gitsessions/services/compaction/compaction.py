@@ -17,7 +17,8 @@ in the current turn (after the latest user message) the newest outputs within
 tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
 prompt and everything from the cut on, and replaces the rest with one continuation note
-(a user message, see `continuation`) holding the summary and the ledger (see `ledger`).
+(a user message, see `continuation`) holding the summary, the ledger (see `ledger`) and
+the user's own messages among those replaced, quoted verbatim (see `user_words`).
 Whether to ask the model at all is one decision, made before the request, for the run
 and the dry run alike: when the context with an empty summary is not smaller than what
 the summary must beat, summarizing cannot help, the model is not asked, and both say so
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from gitsessions.services.compaction import user_words
 from gitsessions.services.compaction.clearing import Count, candidates, clear
 from gitsessions.services.compaction.compaction_policy import (
     CompactionRejected,
@@ -266,6 +268,7 @@ class _Plan:
     cut: int  # the latest user message after index 1: kept, with everything after it
     older: list[Message]  # what the summary replaces (unstubbed: the summarizer sees all)
     ledger_text: str
+    words_text: str  # the note's quotes of the user's own earlier messages
     request: SummaryRequest
     kept_clear: list[int]  # transcript indices stage 1 cleared after the cut
     stages: tuple[str, ...]
@@ -328,9 +331,12 @@ class _Call:
         policy, count = self.policy, self.count
         older = self.work[1:cut]
         fixed = count([{"role": "user", "content": ""}])
-        ledger_text = ledger.render(
-            policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
-        )
+
+        def tokens(text: str) -> int:
+            return count([{"role": "user", "content": text}]) - fixed
+
+        ledger_text = ledger.render(policy.ledger_tokens, tokens)
+        words_text = user_words.render(user_words.said(older, is_note), policy.words_tokens, tokens)
         kept_clear = [index for position, index in stage1.clearing if position >= cut]
         stages = ("clear", "summarize") if kept_clear else ("summarize",)
         budget = policy.max_context_tokens - policy.summary_max_tokens
@@ -341,7 +347,8 @@ class _Call:
         # One decision for the run and the dry run: the context with an empty summary. When
         # even that is not smaller than what the summary must beat (the input; auto mode: the
         # cleared context), summarizing cannot help and no model is asked.
-        floor = count([stage1.messages[0], make_note("", ledger_text), *stage1.messages[cut:]])
+        note = make_note("", ledger_text, words_text)
+        floor = count([stage1.messages[0], note, *stage1.messages[cut:]])
         beat = stage1.tokens if self.base.trigger == "auto" else self.base.before_tokens
         if self.base.dry_run:
             self.notes.append(
@@ -349,7 +356,7 @@ class _Call:
                 f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
                 f"{policy.summary_max_tokens:,})"
             )
-        return _Plan(cut, older, ledger_text, request, kept_clear, stages, floor, beat)
+        return _Plan(cut, older, ledger_text, words_text, request, kept_clear, stages, floor, beat)
 
     def not_asked(self, stage1: _Stage1, plan: _Plan) -> CompactionResult:
         """Summarizing cannot make the context smaller: stage 1's result, or the context
@@ -391,7 +398,7 @@ class _Call:
         kept_clear, stages, count = plan.kept_clear, plan.stages, self.count
         try:
             summary = _summarize(plan.request, summarize)
-            note = make_note(summary.text, plan.ledger_text)
+            note = make_note(summary.text, plan.ledger_text, plan.words_text)
             compacted = [stage1.messages[0], note, *stage1.messages[plan.cut :]]
             after = count(compacted)
             if after > self.policy.target_tokens:  # the kept turn itself is big: clear it too
