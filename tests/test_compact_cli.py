@@ -184,3 +184,31 @@ def test_compact_refuses_a_session_in_use(cli, server, store, make_session, home
     with Lease(home, head.id):
         result = compact(cli, server, head.id, code=1)
     assert "in use" in result.stderr
+
+
+def test_the_summary_request_is_budgeted_without_the_agents_tool_schemas(
+    cli, server, store, make_session
+):
+    """The summary request carries its own system prompt and the data, not the agent's
+    tools (about 1,500 tokens): at a small budget the summarizer gets every older message
+    whole, where counting the tools would cut its input for nothing."""
+    head = make_session(turns=0, title="small budget")
+    context = store.read(head, "context")
+    replies = [f"reply {n}: " + " ".join(f"note{n}_{i}" for i in range(120)) for n in range(3)]
+    for n, reply in enumerate(replies):
+        msgs = [{"role": "user", "content": f"task {n}"}, {"role": "assistant", "content": reply}]
+        context += msgs
+        head = store.commit(
+            head, Change(context=list(context), append=msgs), event="turn", subject=f"t{n}"
+        )
+    msgs = [{"role": "user", "content": "the latest task"}]
+    head = store.commit(
+        head, Change(context=[*context, *msgs], append=msgs), event="turn", subject="last"
+    )
+    server.reply(content="a summary")
+    result = json.loads(compact(cli, server, head.id, "--json").stdout)
+    assert result["outcome"] == "compacted", result
+    assert not any(note.startswith("summarizer input") for note in result["notes"]), result
+    data = json.loads(server.requests[0]["messages"][1]["content"])
+    assert [m["content"] for m in data["messages"] if m["role"] == "assistant"] == replies
+    assert "tools" not in server.requests[0]

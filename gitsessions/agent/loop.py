@@ -324,6 +324,7 @@ class Agent:
                 policy=self.config.policy,
                 summarize=make_summarizer(self.client, self.config.summary_model, spent),
                 count=lambda messages: self.counter.estimate(messages, tools),
+                count_request=lambda messages: self.counter.estimate(messages),
                 cost=self.cost,
                 trigger="manual" if trigger == "manual" else "auto",
                 clear_only=clear_only,

@@ -119,6 +119,7 @@ def _compact(
             ),
             summarize=make_summarizer(client, settings.summary_model),
             count=lambda messages: counter.estimate(messages, tools),
+            count_request=lambda messages: counter.estimate(messages),  # carries no tools
             cost=cost_function(settings),
             trigger="manual",
             clear_only=clear_only,

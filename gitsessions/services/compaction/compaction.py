@@ -134,6 +134,7 @@ def compact(
     ledger: Ledger | None = None,
     plan: Sequence[Mapping[str, Any]] = (),
     pins: Sequence[str] = (),
+    count_request: Count | None = None,
 ) -> CompactionResult:
     """Compact `messages` (system prompt first) under `policy`.
 
@@ -146,6 +147,10 @@ def compact(
     the transcript's tail from message `transcript_start` on (what the context's tool
     outputs need), with `ledger` read beforehand (incrementally, see `ledger`); `plan`
     items are {"text" or "step", "status"}; `pins` are kept verbatim in every note.
+    `count` counts the context as it is sent (the agent's tool schemas included);
+    `count_request` (default `count`) counts the summary request, which carries its own
+    system prompt and the data, never the agent's tools, so their tokens are not taken
+    from the summarizer's input.
 
     Raises `SummarizerFailed` or `CompactionRejected` (context unchanged) and
     `InvalidMessages` for a malformed context. A result still over the limit is not an
@@ -157,7 +162,16 @@ def compact(
     base = _Base(before, mode, policy.max_context_tokens, dry_run)
     record = work if transcript is None else list(transcript)
     start = transcript_start if transcript is not None else 0
-    call = _Call(work, record, start, policy, count, base, paired=not pairing_errors(work))
+    call = _Call(
+        work,
+        record,
+        start,
+        policy,
+        count,
+        count_request or count,
+        base,
+        paired=not pairing_errors(work),
+    )
     stage1 = call.cleared()
     boundaries = [i for i, m in enumerate(work) if i > 1 and m["role"] == "user"]
 
@@ -285,6 +299,7 @@ class _Call:
     start: int
     policy: Policy
     count: Count
+    count_request: Count  # a summary request: no tool schemas
     base: _Base
     paired: bool  # whether the input's tool calls and results pair up
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -341,7 +356,11 @@ class _Call:
         stages = ("clear", "summarize") if kept_clear else ("summarize",)
         budget = policy.max_context_tokens - policy.summary_max_tokens
         request = summary_request(
-            older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
+            older,
+            count=self.count_request,
+            max_tokens=policy.summary_max_tokens,
+            budget=budget,
+            focus=focus,
         )
         self.notes.extend(request.notes)
         # One decision for the run and the dry run: the context with an empty summary. When
