@@ -114,6 +114,7 @@ def test_failed_summary_changes_nothing(cli, server, store, make_session, monkey
             server.fail(status=500, retry_after="0")
     elif failure == "timeout":
         monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
+        monkeypatch.setenv("GITSESSIONS_SUMMARY_TIMEOUT", "1")
         server.delay(5)
     elif failure == "empty":
         server.reply(content="   ")
@@ -124,7 +125,25 @@ def test_failed_summary_changes_nothing(cli, server, store, make_session, monkey
     retried = ["retrying in 0 s" in line for line in lines[:-1]]
     assert retried == ([True] * 3 if failure == "500" else [])
     assert lines[-1].startswith("error: ")
+    if failure == "timeout":
+        assert "the summary did not finish within 1 s" in lines[-1]
+        assert "GITSESSIONS_SUMMARY_TIMEOUT" in lines[-1]
     assert store.head(head.id).commit == head.commit  # not even stage 1 was kept
+
+
+def test_a_summary_slower_than_a_turns_timeout_finishes(
+    cli, server, store, make_session, monkeypatch
+):
+    """A slow local summary has its own deadline (summary_timeout, 600 s by default),
+    longer than a turn's: a summary taking longer than the turn's timeout is kept."""
+    head = big_session(store, make_session)
+    monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
+    server.delay(3)
+    server.reply(content="Goal: read every module, slowly.")
+    result = json.loads(compact(cli, server, head.id, "--json").stdout)
+    assert result["outcome"] == "compacted" and "summarize" in result["stages"]
+    context = store.read(store.head(head.id), "context")
+    assert "Goal: read every module, slowly." in context[1]["content"]
 
 
 def test_a_rate_limited_summary_is_sent_again(cli, server, store, make_session):

@@ -54,6 +54,7 @@ def make_summarizer(
             model=model,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
+            summary=True,  # its own deadline: a slow local model reads the whole input
         )
         usage = completion.usage
         result = SummaryResult(

@@ -22,6 +22,7 @@ KNOWN_KEYS = (
     "api_key",
     "summary_model",
     "timeout",
+    "summary_timeout",
     "max_context_tokens",
     "ledger_share",
     "compact_target",
