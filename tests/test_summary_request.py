@@ -1,8 +1,8 @@
 """The agent's own compaction (chat, exec) budgets the summary request for what it
 carries: the summarizer's instructions and the data, not the agent's tool schemas (about
 1,500 tokens in a chat; here the registry's built-in ones, about 500), which the request
-does not carry. With a real store, a real (scripted)
-model server and the real tool registry."""
+does not carry. With a real store, a real (scripted) model server and the real tool
+registry."""
 
 import json
 from pathlib import Path
