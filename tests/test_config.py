@@ -119,6 +119,17 @@ def test_a_summary_has_a_deadline_of_its_own_from_env_or_config() -> None:
         resolve_model_settings({}, {}, {"summary_timeout": "soon"})
 
 
+def test_user_words_share() -> None:
+    assert resolve_model_settings({}, {}, {}).user_words_share == 0.1
+    settings = resolve_model_settings({}, {}, {"user_words_share": 0.2})
+    assert settings.user_words_share == 0.2
+    assert settings.sources["user_words_share"] == "config.toml"
+    env = {"GITSESSIONS_USER_WORDS_SHARE": "0.05"}
+    assert resolve_model_settings({}, env, {"user_words_share": 0.2}).user_words_share == 0.05
+    with pytest.raises(ConfigError, match=r"user_words_share .* must be a fraction"):
+        resolve_model_settings({}, {}, {"user_words_share": 2})
+
+
 def test_max_context_tokens() -> None:
     assert resolve_model_settings({}, {}, {"max_context_tokens": 8192}).max_context_tokens == 8192
     with pytest.raises(ConfigError, match="max_context_tokens"):

@@ -1,5 +1,5 @@
 """The user's words survive compaction: the continuation note quotes the user's own
-earlier messages verbatim, newest first, within `words_share` of the budget, so what the
+earlier messages verbatim, newest first, within `user_words_share` of the budget, so what the
 user said does not depend on the summarizer. Measured on a stored coding session with 22
 planted facts, compacted by a summarizer that forgets everything, counted as the agent
 counts (its tool schemas included)."""

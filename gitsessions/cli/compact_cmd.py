@@ -115,6 +115,7 @@ def _compact(
             policy=Policy(
                 max_context_tokens=settings.max_context_tokens,
                 ledger_share=settings.ledger_share,
+                user_words_share=settings.user_words_share,
                 target=settings.compact_target,
             ),
             summarize=make_summarizer(client, settings.summary_model),

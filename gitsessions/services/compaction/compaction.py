@@ -351,7 +351,8 @@ class _Call:
             return count([{"role": "user", "content": text}]) - fixed
 
         ledger_text = ledger.render(policy.ledger_tokens, tokens)
-        words_text = user_words.render(user_words.said(older, is_note), policy.words_tokens, tokens)
+        said = user_words.said(older, is_note)
+        words_text = user_words.render(said, policy.user_words_tokens, tokens)
         kept_clear = [index for position, index in stage1.clearing if position >= cut]
         stages = ("clear", "summarize") if kept_clear else ("summarize",)
         budget = policy.max_context_tokens - policy.summary_max_tokens

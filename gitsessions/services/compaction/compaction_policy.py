@@ -37,7 +37,7 @@ class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
     (None: trim_threshold); compaction aims to end at or under it. The ledger of a
     continuation note gets `ledger_share` of max_context_tokens, its quotes of the user's
-    own earlier messages `words_share`; a message over
+    own earlier messages `user_words_share`; a message over
     `giant_share` of it (and GIANT_MIN_TOKENS) is cut in stage 1."""
 
     max_context_tokens: int = 24000
@@ -47,13 +47,13 @@ class Policy:
     summary_max_tokens: int = 1024
     target: float | None = None
     ledger_share: float = 0.1
-    words_share: float = 0.1
+    user_words_share: float = 0.1
     giant_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
             raise InvalidPolicy("max_context_tokens must be a positive number of tokens")
-        for name in ("trim_threshold", "target", "ledger_share", "words_share", "giant_share"):
+        for name in ("trim_threshold", "target", "ledger_share", "user_words_share", "giant_share"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise InvalidPolicy(f"{name} must be a fraction in (0, 1], got {value}")
@@ -80,9 +80,9 @@ class Policy:
         return int(self.ledger_share * self.max_context_tokens)
 
     @property
-    def words_tokens(self) -> int:
+    def user_words_tokens(self) -> int:
         """The most tokens a continuation note's quotes of the user's words may take."""
-        return int(self.words_share * self.max_context_tokens)
+        return int(self.user_words_share * self.max_context_tokens)
 
 
 def should_compact(tokens: int, policy: Policy) -> bool:

@@ -37,6 +37,7 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_SUMMARY_TIMEOUT = 600.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
 DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
+DEFAULT_USER_WORDS_SHARE = 0.1  # of max_context_tokens, for the note's quotes of the user
 DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
 # when a fresh exec's list summary is asked: by a process of its own after exec exits,
 # by exec after it printed its reply, or never
@@ -52,6 +53,7 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "summary_timeout": (None, ("GITSESSIONS_SUMMARY_TIMEOUT",)),
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
+    "user_words_share": (None, ("GITSESSIONS_USER_WORDS_SHARE",)),
     "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
     "exec_summary": (None, ("GITSESSIONS_EXEC_SUMMARY",)),
 }
@@ -73,6 +75,7 @@ class ModelSettings:
     summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
     ledger_share: float = DEFAULT_LEDGER_SHARE
+    user_words_share: float = DEFAULT_USER_WORDS_SHARE
     compact_target: float = DEFAULT_COMPACT_TARGET
     exec_summary: str = EXEC_SUMMARY[0]
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
@@ -161,6 +164,7 @@ def resolve_model_settings(
         "summary_timeout": DEFAULT_SUMMARY_TIMEOUT,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
         "ledger_share": DEFAULT_LEDGER_SHARE,
+        "user_words_share": DEFAULT_USER_WORDS_SHARE,
         "compact_target": DEFAULT_COMPACT_TARGET,
         "exec_summary": EXEC_SUMMARY[0],
     }
@@ -186,6 +190,9 @@ def resolve_model_settings(
             values["max_context_tokens"], sources["max_context_tokens"]
         ),
         ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
+        user_words_share=_check_share(
+            values["user_words_share"], sources["user_words_share"], "user_words_share"
+        ),
         compact_target=_check_target(values["compact_target"], sources["compact_target"]),
         exec_summary=_check_choice(
             "exec_summary", values["exec_summary"], sources["exec_summary"], EXEC_SUMMARY
@@ -257,10 +264,10 @@ def _check_max_tokens(value: Any, source: str) -> int:
     return int(number)
 
 
-def _check_share(value: Any, source: str) -> float:
+def _check_share(value: Any, source: str, name: str = "ledger_share") -> float:
     number = _number(value)
     if number is None or not 0 < number <= 1:
-        raise ConfigError(f"ledger_share {value!r} from {source} must be a fraction in (0, 1]")
+        raise ConfigError(f"{name} {value!r} from {source} must be a fraction in (0, 1]")
     return number
 
 

@@ -25,6 +25,7 @@ KNOWN_KEYS = (
     "summary_timeout",
     "max_context_tokens",
     "ledger_share",
+    "user_words_share",
     "compact_target",
     "exec_summary",
     "redact",
