@@ -211,3 +211,34 @@ def test_a_note_written_before_the_quotes_is_still_a_note() -> None:
     assert is_note(note)
     summary, ledger, words = note_parts(note)
     assert summary == "OLD SUMMARY" and ledger.endswith("- none") and words == []
+
+
+def test_a_secret_the_user_typed_is_quoted_redacted(home) -> None:
+    store = SessionStore(home, background_maintenance=False)
+    key = "xoxb-" + "123456789012-1234567890123-" + "aB3dE5gH7jK9mN1pQ3sT5vW7"
+    system = {"role": "system", "content": "system"}
+    head = store.create(new_header(new_id(), now_iso()), Change(context=[system], append=[system]))
+    context = [system]
+    prompts = [f"deploy with the token {key}", "and keep the old config", "go on"]
+    for n, prompt in enumerate(prompts):
+        messages = [{"role": "user", "content": prompt}]
+        if n < 2:
+            messages.append({"role": "assistant", "content": "done " + "z" * 3000})
+        context += messages
+        head = store.commit(
+            head, Change(context=list(context), append=messages), event="turn", subject=f"t{n}"
+        )
+
+    def count(messages) -> int:
+        return sum(len(json.dumps(m)) for m in messages) // 4 + 10
+
+    recorded = compact_session(
+        store, head, policy=Policy(max_context_tokens=6000), summarize=forgetful, count=count,
+        cost=lambda *_: 0.0, trigger="manual",
+    )  # fmt: skip
+    note = store.read(recorded.head, "context")[1]
+    assert note_parts(note)[2] == [
+        "and keep the old config",
+        "deploy with the token [REDACTED:slack-token]",
+    ]
+    assert key not in json.dumps(store.read(recorded.head, "context"))
