@@ -1,11 +1,16 @@
-"""A compaction in the chat, through a real pseudo-terminal: the spinner says it is
-compacting and for how long so far (a slow local summary takes minutes), and a
-compaction cancelled with Ctrl-C writes nothing (checked with stock git)."""
+"""A compaction in the chat and by `compact`, through a real pseudo-terminal: the spinner
+says it is compacting and for how long so far (a slow local summary takes minutes), and
+a compaction cancelled with Ctrl-C writes nothing (checked with stock git)."""
 
+import os
+import sys
 import threading
 from pathlib import Path
 
-from tests.conftest import git
+import pexpect
+
+from gitsessions.store.sessions import Change
+from tests.conftest import REPO, git
 from tests.test_chat import PROMPT, leave, plain, say, spawn
 
 SUMMARIZER = "You write the continuation summary"
@@ -60,4 +65,34 @@ def test_a_slow_compaction_shows_its_time_and_ctrl_c_cancels_it_writing_nothing(
     done = say(child, "\\compact")
     assert "compacted" in done
     leave(child)
+    assert len(compactions_in_store(home)) == 1
+
+
+def test_the_compact_command_shows_how_long_its_summary_has_taken(
+    server, home, store, make_session
+):
+    head = make_session(turns=0, title="slow")
+    context = store.read(head, "context")
+    for n in range(3):
+        msgs = [{"role": "user", "content": f"task {n}"}, {"role": "assistant", "content": LONG}]
+        context += msgs
+        head = store.commit(
+            head, Change(context=list(context), append=msgs), event="turn", subject=f"t{n}"
+        )
+    slow = SlowSummarizer()
+    server.responder = slow
+    env = dict(os.environ, TERM="xterm", COLUMNS="100", LINES="40")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "gitsessions", "compact", head.id, "--base-url", server.base_url, "--model", "m"],
+        env=env, encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(40, 100),
+    )  # fmt: skip
+    try:
+        child.expect(rf"compacting {head.id[:8]} · [1-9]\d* s")
+        assert slow.asked.wait(30)
+    finally:
+        slow.release.set()
+    child.expect(pexpect.EOF)
+    child.wait()
+    assert child.exitstatus == 0
     assert len(compactions_in_store(home)) == 1
