@@ -114,6 +114,7 @@ def test_failed_summary_changes_nothing(cli, server, store, make_session, monkey
             server.fail(status=500, retry_after="0")
     elif failure == "timeout":
         monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
+        monkeypatch.setenv("GITSESSIONS_SUMMARY_TIMEOUT", "1")
         server.delay(5)
     elif failure == "empty":
         server.reply(content="   ")
@@ -124,7 +125,25 @@ def test_failed_summary_changes_nothing(cli, server, store, make_session, monkey
     retried = ["retrying in 0 s" in line for line in lines[:-1]]
     assert retried == ([True] * 3 if failure == "500" else [])
     assert lines[-1].startswith("error: ")
+    if failure == "timeout":
+        assert "the summary did not finish within 1 s" in lines[-1]
+        assert "GITSESSIONS_SUMMARY_TIMEOUT" in lines[-1]
     assert store.head(head.id).commit == head.commit  # not even stage 1 was kept
+
+
+def test_a_summary_slower_than_a_turns_timeout_finishes(
+    cli, server, store, make_session, monkeypatch
+):
+    """A slow local summary has its own deadline (summary_timeout, 600 s by default),
+    longer than a turn's: a summary taking longer than the turn's timeout is kept."""
+    head = big_session(store, make_session)
+    monkeypatch.setenv("GITSESSIONS_TIMEOUT", "1")
+    server.delay(3)
+    server.reply(content="Goal: read every module, slowly.")
+    result = json.loads(compact(cli, server, head.id, "--json").stdout)
+    assert result["outcome"] == "compacted" and "summarize" in result["stages"]
+    context = store.read(store.head(head.id), "context")
+    assert "Goal: read every module, slowly." in context[1]["content"]
 
 
 def test_a_rate_limited_summary_is_sent_again(cli, server, store, make_session):
@@ -184,3 +203,31 @@ def test_compact_refuses_a_session_in_use(cli, server, store, make_session, home
     with Lease(home, head.id):
         result = compact(cli, server, head.id, code=1)
     assert "in use" in result.stderr
+
+
+def test_the_summary_request_is_budgeted_without_the_agents_tool_schemas(
+    cli, server, store, make_session
+):
+    """The summary request carries its own system prompt and the data, not the agent's
+    tools (about 1,500 tokens): at a small budget the summarizer gets every older message
+    whole, where counting the tools would cut its input for nothing."""
+    head = make_session(turns=0, title="small budget")
+    context = store.read(head, "context")
+    replies = [f"reply {n}: " + " ".join(f"note{n}_{i}" for i in range(120)) for n in range(3)]
+    for n, reply in enumerate(replies):
+        msgs = [{"role": "user", "content": f"task {n}"}, {"role": "assistant", "content": reply}]
+        context += msgs
+        head = store.commit(
+            head, Change(context=list(context), append=msgs), event="turn", subject=f"t{n}"
+        )
+    msgs = [{"role": "user", "content": "the latest task"}]
+    head = store.commit(
+        head, Change(context=[*context, *msgs], append=msgs), event="turn", subject="last"
+    )
+    server.reply(content="a summary")
+    result = json.loads(compact(cli, server, head.id, "--json").stdout)
+    assert result["outcome"] == "compacted", result
+    assert not any(note.startswith("summarizer input") for note in result["notes"]), result
+    data = json.loads(server.requests[0]["messages"][1]["content"])
+    assert [m["content"] for m in data["messages"] if m["role"] == "assistant"] == replies
+    assert "tools" not in server.requests[0]

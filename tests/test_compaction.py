@@ -758,8 +758,8 @@ def test_a_dry_run_predicts_the_run_when_a_short_summary_would_make_it_smaller()
     no longer says "would not make the context smaller" where the run then compacts."""
     messages = [
         {"role": "system", "content": "sys"},
-        user("first " + "y" * 600),
-        assistant(content="answer " + "z" * 600),
+        user("first"),  # quoted verbatim in the note: the answer is what summarizing saves
+        assistant(content="answer " + "z" * 1200),
         user("the last prompt"),
     ]
     policy = Policy(max_context_tokens=8000, summary_max_tokens=1024)

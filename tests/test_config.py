@@ -101,6 +101,35 @@ def test_timeout_from_env_is_parsed() -> None:
     assert settings.timeout == 2.5
 
 
+def test_a_summary_has_a_deadline_of_its_own_from_env_or_config() -> None:
+    default = resolve_model_settings({}, {}, {})
+    assert default.summary_timeout == 600.0 and default.summary_seconds == 600.0
+    assert default.sources["summary_timeout"] == "default"
+    configured = resolve_model_settings({}, {}, {"summary_timeout": 900})
+    assert configured.summary_seconds == 900.0
+    assert configured.sources["summary_timeout"] == "config.toml"
+    env = {"GITSESSIONS_SUMMARY_TIMEOUT": "1500"}
+    from_env = resolve_model_settings({}, env, {"summary_timeout": 900})
+    assert from_env.summary_seconds == 1500.0
+    assert from_env.sources["summary_timeout"] == "env GITSESSIONS_SUMMARY_TIMEOUT"
+    # never shorter than a turn's
+    longer_turns = resolve_model_settings({}, {"GITSESSIONS_TIMEOUT": "2000"}, {})
+    assert longer_turns.summary_seconds == 2000.0
+    with pytest.raises(ConfigError, match=r"summary_timeout 'soon' from config\.toml"):
+        resolve_model_settings({}, {}, {"summary_timeout": "soon"})
+
+
+def test_user_words_share() -> None:
+    assert resolve_model_settings({}, {}, {}).user_words_share == 0.1
+    settings = resolve_model_settings({}, {}, {"user_words_share": 0.2})
+    assert settings.user_words_share == 0.2
+    assert settings.sources["user_words_share"] == "config.toml"
+    env = {"GITSESSIONS_USER_WORDS_SHARE": "0.05"}
+    assert resolve_model_settings({}, env, {"user_words_share": 0.2}).user_words_share == 0.05
+    with pytest.raises(ConfigError, match=r"user_words_share .* must be a fraction"):
+        resolve_model_settings({}, {}, {"user_words_share": 2})
+
+
 def test_max_context_tokens() -> None:
     assert resolve_model_settings({}, {}, {"max_context_tokens": 8192}).max_context_tokens == 8192
     with pytest.raises(ConfigError, match="max_context_tokens"):

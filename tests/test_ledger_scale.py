@@ -3,6 +3,7 @@ ledger keeps to its share of the budget, so the next request fits."""
 
 import json
 
+from gitsessions.services.compaction.user_words import WORDS_HEADING
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
@@ -87,6 +88,6 @@ def test_ledger_fits_its_share_at_100k_messages(server, tmp_path, home):
     assert "src/latest.py" in note and "src/hot.py" in note  # most recent, most often
     assert "more files; read_session lists them" in note
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
-    ledger = note[note.index("## Ledger") :]
+    ledger = note[note.index("## Ledger") : note.index(WORDS_HEADING)]  # the user's quotes follow
     assert default_counter().count_context([{"role": "user", "content": ledger}]) <= 2_400 + 50
     assert default_counter().estimate(sent["messages"], tools) <= 24_000

@@ -209,6 +209,7 @@ def agent_config(
     policy = Policy(
         max_context_tokens=settings.max_context_tokens,
         ledger_share=settings.ledger_share,
+        user_words_share=settings.user_words_share,
         target=settings.compact_target,
     )
     return AgentConfig(

@@ -315,7 +315,6 @@ class Agent:
         # the compaction engine (13 ms on an exec): only when a context needs it
         from gitsessions.services.compaction.compactor import compact_session, make_summarizer
 
-        tools = self.tools
         spent: list[tuple[str, int, int]] = []
         try:
             recorded = compact_session(
@@ -323,7 +322,8 @@ class Agent:
                 self.session.head,
                 policy=self.config.policy,
                 summarize=make_summarizer(self.client, self.config.summary_model, spent),
-                count=lambda messages: self.counter.estimate(messages, tools),
+                count=lambda messages: self.counter.estimate(messages, self.tools),
+                count_request=self.counter.estimate,  # a summary request carries no tools
                 cost=self.cost,
                 trigger="manual" if trigger == "manual" else "auto",
                 clear_only=clear_only,

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from gitsessions.agent.turns import CUT_MARK
 from gitsessions.cli.progress import retry_line
-from gitsessions.cli.running import RunningEvents
+from gitsessions.cli.running import Awaited, RunningEvents
 from gitsessions.services.model.model import Retry
 from gitsessions.values.messages import Message, text_of
 from gitsessions.values.visible import visible
@@ -43,15 +43,16 @@ class ChatEvents(RunningEvents):
         self.busy("thinking..." if active else None)
 
     def busy(self, reason: str | None) -> None:
-        """The spinner, saying what is awaited; None stops it. Into a pipe: the line
+        """The spinner, saying what is awaited and for how long so far (a slow local
+        summary takes minutes); None stops it. Into a pipe: the line
         exec would print (compaction's), no spinner."""
         if not self.console.is_terminal:
             super().busy(reason)
         elif reason is not None and self.status is None:
-            self.status = Status(reason, console=self.console, spinner="dots")
+            self.status = Status(Awaited(reason), console=self.console, spinner="dots")
             self.status.start()
         elif reason is not None and self.status is not None:
-            self.status.update(reason)
+            self.status.update(Awaited(reason))
         elif reason is None and self.status is not None:
             self.status.stop()
             self.status = None

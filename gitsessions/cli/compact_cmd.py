@@ -12,6 +12,7 @@ from gitsessions.cli.args import IdArg, OptionalIdArg, session_or_latest
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.progress import ProgressEvents
 from gitsessions.cli.render import print_json
+from gitsessions.cli.running import Awaited
 from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import spinning
 from gitsessions.services.compaction.compaction_policy import Policy
@@ -105,7 +106,7 @@ def _compact(
     tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
     progress = ProgressEvents(err)
     waiting = (
-        spinning(err, f"compacting {short(session_id)}")
+        spinning(err, Awaited(f"compacting {short(session_id)}"))  # and for how long so far
         if err.is_terminal and not dry_run
         else nullcontext()
     )
@@ -120,10 +121,12 @@ def _compact(
             policy=Policy(
                 max_context_tokens=settings.max_context_tokens,
                 ledger_share=settings.ledger_share,
+                user_words_share=settings.user_words_share,
                 target=settings.compact_target,
             ),
             summarize=make_summarizer(client, settings.summary_model),
             count=lambda messages: counter.estimate(messages, tools),
+            count_request=lambda messages: counter.estimate(messages),  # carries no tools
             cost=cost_function(settings),
             trigger="manual",
             clear_only=clear_only,

@@ -20,6 +20,24 @@ from gitsessions.cli.progress import ProgressEvents, cut, describe_call
 from gitsessions.services.tools import ToolOutcome
 
 
+def since(started: float) -> str:
+    """The time since `started` (a `time.monotonic()`), as a spinner shows it."""
+    seconds = int(time.monotonic() - started)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60} s"
+
+
+class Awaited:
+    """What a spinner says while something is awaited (a compaction, a reply): the
+    reason and the time it has taken so far, counting up at each refresh."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.started = time.monotonic()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(f"{self.reason} · {since(self.started)}")
+
+
 class Running:
     """What a spinner says while a tool runs: the call, the time it has taken, and the
     last line of its output so far. Rendered afresh at each refresh of the spinner (the
@@ -32,8 +50,7 @@ class Running:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(20, options.max_width - 2)
-        seconds = int(time.monotonic() - self.started)
-        took = f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60} s"
+        took = since(self.started)
         text = Text(describe_call(self.call, width - len(took) - 3), style="cyan")
         text.append(f" · {took}", style="dim")
         if self.line:

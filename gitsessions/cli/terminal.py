@@ -49,12 +49,12 @@ class VisibleConsole(Console):
 
 
 @contextlib.contextmanager
-def spinning(console: Console, text: str) -> Iterator[Status | None]:
-    """A spinner saying `text` while the block runs, on a terminal (into a pipe nothing:
-    None). Unlike `with console.status(...)`, a Ctrl-C that lands while the spinner
-    starts still stops it: `with` calls no `__exit__` when `__enter__` is interrupted,
-    and rich's refresh thread, already running, would go on drawing the spinner over
-    everything that follows."""
+def spinning(console: Console, text: RenderableType) -> Iterator[Status | None]:
+    """A spinner saying `text` (a string or a renderable) while the block runs, on a
+    terminal (into a pipe nothing: None). Unlike `with console.status(...)`, a Ctrl-C
+    that lands while the spinner starts still stops it: `with` calls no `__exit__` when
+    `__enter__` is interrupted, and rich's refresh thread, already running, would go on
+    drawing the spinner over everything that follows."""
     if not console.is_terminal:
         yield None
         return

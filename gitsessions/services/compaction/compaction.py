@@ -17,7 +17,8 @@ in the current turn (after the latest user message) the newest outputs within
 tool results.
 Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
 prompt and everything from the cut on, and replaces the rest with one continuation note
-(a user message, see `continuation`) holding the summary and the ledger (see `ledger`).
+(a user message, see `continuation`) holding the summary, the ledger (see `ledger`) and
+the user's own messages among those replaced, quoted verbatim (see `user_words`).
 Whether to ask the model at all is one decision, made before the request, for the run
 and the dry run alike: when the context with an empty summary is not smaller than what
 the summary must beat, summarizing cannot help, the model is not asked, and both say so
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from gitsessions.services.compaction import user_words
 from gitsessions.services.compaction.clearing import Count, candidates, clear
 from gitsessions.services.compaction.compaction_policy import (
     CompactionRejected,
@@ -132,6 +134,7 @@ def compact(
     ledger: Ledger | None = None,
     plan: Sequence[Mapping[str, Any]] = (),
     pins: Sequence[str] = (),
+    count_request: Count | None = None,
 ) -> CompactionResult:
     """Compact `messages` (system prompt first) under `policy`.
 
@@ -144,6 +147,10 @@ def compact(
     the transcript's tail from message `transcript_start` on (what the context's tool
     outputs need), with `ledger` read beforehand (incrementally, see `ledger`); `plan`
     items are {"text" or "step", "status"}; `pins` are kept verbatim in every note.
+    `count` counts the context as it is sent (the agent's tool schemas included);
+    `count_request` (default `count`) counts the summary request, which carries its own
+    system prompt and the data, never the agent's tools, so their tokens are not taken
+    from the summarizer's input.
 
     Raises `SummarizerFailed` or `CompactionRejected` (context unchanged) and
     `InvalidMessages` for a malformed context. A result still over the limit is not an
@@ -155,7 +162,16 @@ def compact(
     base = _Base(before, mode, policy.max_context_tokens, dry_run)
     record = work if transcript is None else list(transcript)
     start = transcript_start if transcript is not None else 0
-    call = _Call(work, record, start, policy, count, base, paired=not pairing_errors(work))
+    call = _Call(
+        work,
+        record,
+        start,
+        policy,
+        count,
+        count_request or count,
+        base,
+        paired=not pairing_errors(work),
+    )
     stage1 = call.cleared()
     boundaries = [i for i, m in enumerate(work) if i > 1 and m["role"] == "user"]
 
@@ -266,6 +282,7 @@ class _Plan:
     cut: int  # the latest user message after index 1: kept, with everything after it
     older: list[Message]  # what the summary replaces (unstubbed: the summarizer sees all)
     ledger_text: str
+    words_text: str  # the note's quotes of the user's own earlier messages
     request: SummaryRequest
     kept_clear: list[int]  # transcript indices stage 1 cleared after the cut
     stages: tuple[str, ...]
@@ -282,6 +299,7 @@ class _Call:
     start: int
     policy: Policy
     count: Count
+    count_request: Count  # a summary request: no tool schemas
     base: _Base
     paired: bool  # whether the input's tool calls and results pair up
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -328,20 +346,29 @@ class _Call:
         policy, count = self.policy, self.count
         older = self.work[1:cut]
         fixed = count([{"role": "user", "content": ""}])
-        ledger_text = ledger.render(
-            policy.ledger_tokens, lambda text: count([{"role": "user", "content": text}]) - fixed
-        )
+
+        def tokens(text: str) -> int:
+            return count([{"role": "user", "content": text}]) - fixed
+
+        ledger_text = ledger.render(policy.ledger_tokens, tokens)
+        said = user_words.said(older, is_note)
+        words_text = user_words.render(said, policy.user_words_tokens, tokens)
         kept_clear = [index for position, index in stage1.clearing if position >= cut]
         stages = ("clear", "summarize") if kept_clear else ("summarize",)
         budget = policy.max_context_tokens - policy.summary_max_tokens
         request = summary_request(
-            older, count=count, max_tokens=policy.summary_max_tokens, budget=budget, focus=focus
+            older,
+            count=self.count_request,
+            max_tokens=policy.summary_max_tokens,
+            budget=budget,
+            focus=focus,
         )
         self.notes.extend(request.notes)
         # One decision for the run and the dry run: the context with an empty summary. When
         # even that is not smaller than what the summary must beat (the input; auto mode: the
         # cleared context), summarizing cannot help and no model is asked.
-        floor = count([stage1.messages[0], make_note("", ledger_text), *stage1.messages[cut:]])
+        note = make_note("", ledger_text, words_text)
+        floor = count([stage1.messages[0], note, *stage1.messages[cut:]])
         beat = stage1.tokens if self.base.trigger == "auto" else self.base.before_tokens
         if self.base.dry_run:
             self.notes.append(
@@ -349,7 +376,7 @@ class _Call:
                 f"({count(older):,} tokens); after: {floor:,} tokens plus the summary (at most "
                 f"{policy.summary_max_tokens:,})"
             )
-        return _Plan(cut, older, ledger_text, request, kept_clear, stages, floor, beat)
+        return _Plan(cut, older, ledger_text, words_text, request, kept_clear, stages, floor, beat)
 
     def not_asked(self, stage1: _Stage1, plan: _Plan) -> CompactionResult:
         """Summarizing cannot make the context smaller: stage 1's result, or the context
@@ -391,7 +418,7 @@ class _Call:
         kept_clear, stages, count = plan.kept_clear, plan.stages, self.count
         try:
             summary = _summarize(plan.request, summarize)
-            note = make_note(summary.text, plan.ledger_text)
+            note = make_note(summary.text, plan.ledger_text, plan.words_text)
             compacted = [stage1.messages[0], note, *stage1.messages[plan.cut :]]
             after = count(compacted)
             if after > self.policy.target_tokens:  # the kept turn itself is big: clear it too

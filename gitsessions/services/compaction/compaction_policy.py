@@ -36,7 +36,8 @@ class ContextStillTooLarge(CompactionError):
 class Policy:
     """When to compact and how far. `target` is a fraction of max_context_tokens
     (None: trim_threshold); compaction aims to end at or under it. The ledger of a
-    continuation note gets `ledger_share` of max_context_tokens; a message over
+    continuation note gets `ledger_share` of max_context_tokens, its quotes of the user's
+    own earlier messages `user_words_share`; a message over
     `giant_share` of it (and GIANT_MIN_TOKENS) is cut in stage 1."""
 
     max_context_tokens: int = 24000
@@ -46,12 +47,13 @@ class Policy:
     summary_max_tokens: int = 1024
     target: float | None = None
     ledger_share: float = 0.1
+    user_words_share: float = 0.1
     giant_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.max_context_tokens <= 0:
             raise InvalidPolicy("max_context_tokens must be a positive number of tokens")
-        for name in ("trim_threshold", "target", "ledger_share", "giant_share"):
+        for name in ("trim_threshold", "target", "ledger_share", "user_words_share", "giant_share"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise InvalidPolicy(f"{name} must be a fraction in (0, 1], got {value}")
@@ -76,6 +78,11 @@ class Policy:
     def ledger_tokens(self) -> int:
         """The most tokens the ledger of a continuation note may take."""
         return int(self.ledger_share * self.max_context_tokens)
+
+    @property
+    def user_words_tokens(self) -> int:
+        """The most tokens a continuation note's quotes of the user's words may take."""
+        return int(self.user_words_share * self.max_context_tokens)
 
 
 def should_compact(tokens: int, policy: Policy) -> bool:

@@ -54,6 +54,7 @@ def make_summarizer(
             model=model,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
+            summary=True,  # its own deadline: a slow local model reads the whole input
         )
         usage = completion.usage
         result = SummaryResult(
@@ -97,15 +98,27 @@ def compact_session(
     dry_run: bool = False,
     focus: str | None = None,
     hooks: Hooks = NO_HOOKS,
+    count_request: Count | None = None,
 ) -> Recorded:
     """Compact the working context of the session at `head` and commit the result; the
-    pre-compact and post-compact hooks run around it (not for a dry run)."""
+    pre-compact and post-compact hooks run around it (not for a dry run). `count` counts
+    the context with the agent's tool schemas, `count_request` the summary request,
+    which carries none (see `compact`)."""
     if dry_run:
         hooks = NO_HOOKS
     hooks.run("pre-compact", head.id, head.commit.decode(), trigger=trigger, focus=focus)
     try:
         recorded = _compact_session(
-            store, head, policy, summarize, count, cost, trigger, clear_only, dry_run, focus
+            store,
+            head,
+            policy,
+            summarize,
+            (count, count_request or count),
+            cost,
+            trigger,
+            clear_only,
+            dry_run,
+            focus,
         )
     except GitsessionsError as error:
         hooks.run(
@@ -131,7 +144,7 @@ def _compact_session(
     head: Head,
     policy: Policy,
     summarize: Summarize,
-    count: Count,
+    counts: tuple[Count, Count],
     cost: Cost,
     trigger: Mode,
     clear_only: bool,
@@ -153,11 +166,13 @@ def _compact_session(
     tail = store.transcript(head, first)
     builder.feed(tail[builder.through - first :], builder.through)
     plan, pins = store.read(head, "plan"), store.read(head, "pins")
+    count, count_request = counts
     result = compact(
         context,
         policy,
         summarize,
         count,
+        count_request=count_request,
         mode=trigger,
         clear_only=clear_only,
         dry_run=dry_run,

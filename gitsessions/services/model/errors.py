@@ -96,7 +96,17 @@ class BadResponse(ModelError):
     """The server answered with something that is not a chat completion."""
 
 
-def timeout_error(settings: ModelSettings) -> ModelTimeout:
+def timeout_error(settings: ModelSettings, summary: bool = False) -> ModelTimeout:
+    """The deadline passed: a turn's `timeout`, or with `summary` a compaction's
+    summary's (`ModelSettings.summary_seconds`)."""
+    if summary and settings.summary_timeout >= settings.timeout:
+        source = settings.sources.get("summary_timeout", "settings")
+        return ModelTimeout(
+            f"the summary did not finish within {settings.summary_seconds:g} s "
+            f"(summary_timeout from {source}); check that the server at "
+            f"{settings.base_url} is running, or raise GITSESSIONS_SUMMARY_TIMEOUT or "
+            "summary_timeout in config.toml"
+        )
     source = settings.sources.get("timeout", "settings")
     return ModelTimeout(
         f"the model did not finish within {settings.timeout:g} s (timeout from "
@@ -141,11 +151,14 @@ def malformed(settings: ModelSettings, error: ValueError) -> BadResponse:
     )
 
 
-def map_error(sdk: ModuleType, error: Exception, settings: ModelSettings, model: str) -> ModelError:
-    """`error`, one of the SDK's (`sdk.OpenAIError`), as the `ModelError` it means."""
+def map_error(
+    sdk: ModuleType, error: Exception, settings: ModelSettings, model: str, summary: bool = False
+) -> ModelError:
+    """`error`, one of the SDK's (`sdk.OpenAIError`), as the `ModelError` it means (a
+    timeout names the summary's deadline with `summary`)."""
     url = settings.base_url
     if isinstance(error, sdk.APITimeoutError):
-        return timeout_error(settings)
+        return timeout_error(settings, summary)
     if isinstance(error, sdk.APIConnectionError):
         mapped = unreachable(settings, str(error.__cause__ or error))
         # httpx's RemoteProtocolError: the server closed the connection unanswered

@@ -214,8 +214,11 @@ class ModelClient:
         stream: bool = False,
         on_text: Callable[[str], None] | None = None,
         retry: bool = True,
+        summary: bool = False,
     ) -> Completion:
         """Request one reply. With `stream`, `on_text` gets each content delta as it comes.
+        With `summary` (a compaction's summary) the deadline is the settings'
+        `summary_seconds`, not a turn's `timeout`.
         A 429 or 5xx is retried (see the class) unless `retry` is False (a request made
         in the background, which must not wait on the screen); a request the server
         dropped before answering at all (`EndpointUnreachable.dropped`) is sent once
@@ -232,6 +235,7 @@ class ModelClient:
                     max_tokens=max_tokens,
                     stream=stream,
                     on_text=on_text,
+                    summary=summary,
                 )
             except EndpointUnreachable as error:
                 if not error.dropped or error.partial is not None or resent:
@@ -262,8 +266,10 @@ class ModelClient:
         max_tokens: int | None,
         stream: bool,
         on_text: Callable[[str], None] | None,
+        summary: bool = False,
     ) -> Completion:
         model = model or self.settings.model
+        seconds = self.settings.summary_seconds if summary else self.settings.timeout
         # The messages go as `extra_body` (the SDK's public "more JSON properties"),
         # sent as they are: `create` would walk every message through its type
         # transform (a no-op for plain chat messages, about 0.1-0.3 ms each), a cost that
@@ -281,6 +287,8 @@ class ModelClient:
             request["max_tokens"] = max_tokens
         if stream:
             request.update(stream=True, stream_options={"include_usage": True})
+        if summary:  # each read, as the SDK's client times it, within the longer deadline
+            request["timeout"] = seconds
         assembly = Assembly(model)
 
         def work(put: Callable[[Any], None]) -> dict[str, Any] | None:
@@ -299,9 +307,11 @@ class ModelClient:
             finally:
                 limits.running(None)
 
-        running = inflight.Limits(self.settings.timeout)
+        running = inflight.Limits(seconds)
         try:
-            answer = self._run(work, running, lambda data: assembly.feed(data, on_text))
+            answer = self._run(
+                work, running, lambda data: assembly.feed(data, on_text), summary=summary
+            )
             if answer is not None:
                 assembly.reply = parse_completion(answer, assembly.model)
         except ModelError as error:
@@ -313,7 +323,7 @@ class ModelClient:
             if assembly.saw_choice and type(error) is _openai().APIConnectionError:
                 reason = str(error.__cause__ or error)
                 raise assembly.attach(broken(self.settings, reason)) from error
-            mapped = map_error(_openai(), error, self.settings, assembly.requested)
+            mapped = map_error(_openai(), error, self.settings, assembly.requested, summary)
             raise assembly.attach(mapped) from error
         if assembly.reply is not None:
             return assembly.reply
@@ -324,13 +334,14 @@ class ModelClient:
         work: Callable[[Callable[[Any], None]], Any],
         limits: inflight.Limits,
         on_item: Callable[[Any], None],
+        summary: bool = False,
     ) -> Any:
         """`work` through services/model/inflight.py; what only this client raises there
         (the deadline, a refused redirect, a cap, JSON the SDK let through) mapped."""
         try:
             return inflight.run(work, limits=limits, on_item=on_item)
         except (inflight.DeadlinePassed, inflight.Abandoned):
-            raise timeout_error(self.settings) from None
+            raise timeout_error(self.settings, summary) from None
         except CrossOriginRedirect as error:  # from the hook: the SDK lets it through
             raise redirect_refused(error.source, error.target) from None
         except inflight.ReplyTooLarge as error:

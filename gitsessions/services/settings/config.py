@@ -32,8 +32,12 @@ DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible end
 DEFAULT_MODEL = "gemma4"
 DEFAULT_API_KEY = "not-needed"  # local servers ignore the key, the openai client wants one
 DEFAULT_TIMEOUT = 120.0
+# a compaction's summary: a slow local model reads the whole older context (14-141 s on
+# 2 cores for a 0.5B model at 8,000 tokens), so it gets a deadline of its own
+DEFAULT_SUMMARY_TIMEOUT = 600.0
 DEFAULT_MAX_CONTEXT_TOKENS = 24_000
 DEFAULT_LEDGER_SHARE = 0.1  # of max_context_tokens, for a continuation note's ledger
+DEFAULT_USER_WORDS_SHARE = 0.1  # of max_context_tokens, for the note's quotes of the user
 DEFAULT_COMPACT_TARGET = 0.5  # of max_context_tokens: where a compaction aims to end
 # when a fresh exec's list summary is asked: by a process of its own after exec exits,
 # by exec after it printed its reply, or never
@@ -46,8 +50,10 @@ _LOOKUP: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "api_key": (None, ("OPENAI_API_KEY",)),  # never a flag: it would show in `ps`
     "summary_model": ("--summary-model", ("GITSESSIONS_SUMMARY_MODEL",)),
     "timeout": ("--timeout", ("GITSESSIONS_TIMEOUT",)),
+    "summary_timeout": (None, ("GITSESSIONS_SUMMARY_TIMEOUT",)),
     "max_context_tokens": ("--max-context-tokens", ("GITSESSIONS_MAX_CONTEXT_TOKENS",)),
     "ledger_share": (None, ("GITSESSIONS_LEDGER_SHARE",)),
+    "user_words_share": (None, ("GITSESSIONS_USER_WORDS_SHARE",)),
     "compact_target": ("--target", ("GITSESSIONS_COMPACT_TARGET",)),
     "exec_summary": (None, ("GITSESSIONS_EXEC_SUMMARY",)),
 }
@@ -66,12 +72,20 @@ class ModelSettings:
     api_key: str = field(repr=False)  # never shown, whatever prints these settings
     summary_model: str
     timeout: float = DEFAULT_TIMEOUT
+    summary_timeout: float = DEFAULT_SUMMARY_TIMEOUT
     max_context_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS
     ledger_share: float = DEFAULT_LEDGER_SHARE
+    user_words_share: float = DEFAULT_USER_WORDS_SHARE
     compact_target: float = DEFAULT_COMPACT_TARGET
     exec_summary: str = EXEC_SUMMARY[0]
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def summary_seconds(self) -> float:
+        """The deadline of a compaction's summary request: `summary_timeout`, never
+        shorter than a turn's `timeout`."""
+        return max(self.timeout, self.summary_timeout)
 
 
 def config_table(
@@ -172,8 +186,10 @@ def resolve_model_settings(
         "base_url": DEFAULT_BASE_URL,
         "api_key": DEFAULT_API_KEY,
         "timeout": DEFAULT_TIMEOUT,
+        "summary_timeout": DEFAULT_SUMMARY_TIMEOUT,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
         "ledger_share": DEFAULT_LEDGER_SHARE,
+        "user_words_share": DEFAULT_USER_WORDS_SHARE,
         "compact_target": DEFAULT_COMPACT_TARGET,
         "exec_summary": EXEC_SUMMARY[0],
     }
@@ -192,10 +208,16 @@ def resolve_model_settings(
         api_key=values["api_key"],
         summary_model=values["summary_model"].strip(),
         timeout=_check_timeout(values["timeout"], sources["timeout"]),
+        summary_timeout=_check_timeout(
+            values["summary_timeout"], sources["summary_timeout"], "summary_timeout"
+        ),
         max_context_tokens=_check_max_tokens(
             values["max_context_tokens"], sources["max_context_tokens"]
         ),
         ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
+        user_words_share=_check_share(
+            values["user_words_share"], sources["user_words_share"], "user_words_share"
+        ),
         compact_target=_check_target(values["compact_target"], sources["compact_target"]),
         exec_summary=_check_choice(
             "exec_summary", values["exec_summary"], sources["exec_summary"], EXEC_SUMMARY
@@ -257,10 +279,10 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _check_timeout(value: Any, source: str) -> float:
+def _check_timeout(value: Any, source: str, name: str = "timeout") -> float:
     number = _number(value)
     if number is None or not math.isfinite(number) or number <= 0:
-        raise ConfigError(f"timeout {value!r} from {source} must be a positive number of seconds")
+        raise ConfigError(f"{name} {value!r} from {source} must be a positive number of seconds")
     return number
 
 
@@ -271,10 +293,10 @@ def _check_max_tokens(value: Any, source: str) -> int:
     return int(number)
 
 
-def _check_share(value: Any, source: str) -> float:
+def _check_share(value: Any, source: str, name: str = "ledger_share") -> float:
     number = _number(value)
     if number is None or not 0 < number <= 1:
-        raise ConfigError(f"ledger_share {value!r} from {source} must be a fraction in (0, 1]")
+        raise ConfigError(f"{name} {value!r} from {source} must be a fraction in (0, 1]")
     return number
 
 
