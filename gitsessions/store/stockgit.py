@@ -29,6 +29,7 @@ Invariants:
 
 import bisect
 import contextlib
+import io
 import os
 import re
 import shutil
@@ -240,8 +241,9 @@ def _attend(
     errors = bytearray()
 
     def drain() -> None:
-        assert process.stderr is not None
-        while chunk := process.stderr.read1(1 << 14):
+        stderr = process.stderr
+        assert isinstance(stderr, io.BufferedReader)  # a pipe, buffered (Popen's default)
+        while chunk := stderr.read1(1 << 14):
             errors.extend(chunk)
             if relay is not None:
                 relay(chunk)
