@@ -150,9 +150,9 @@ def map_error(sdk: ModuleType, error: Exception, settings: ModelSettings, model:
         return BadResponse(f"the model server at {url} sent a malformed response")
     if isinstance(error, sdk.APIStatusError):
         after = _retry_after(error.response.headers)
-        mapped = _status_error(error.status_code, _message_of(error.body), model, url, after)
-        mapped.status, mapped.retry_after = error.status_code, after
-        return mapped
+        status = _status_error(error.status_code, _message_of(error.body), model, url, after)
+        status.status, status.retry_after = error.status_code, after
+        return status
     if isinstance(error, sdk.APIError):  # an error event inside a stream
         return ServerError(f"the model server at {url} reported an error: {error.message}")
     return BadResponse(f"model request to {url} failed: {error}")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -205,7 +205,7 @@ class ModelClient:
 
     def complete(
         self,
-        messages: list[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         model: str | None = None,
         tools: list[dict[str, Any]] | None = None,
@@ -254,7 +254,7 @@ class ModelClient:
 
     def _complete(
         self,
-        messages: list[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         model: str | None,
         tools: list[dict[str, Any]] | None,

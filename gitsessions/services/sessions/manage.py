@@ -132,7 +132,7 @@ def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> b
         granted.forget(store.home, head.id)
         return True
 
-    return writer.audited(store, "set aside", head.id, run, outcome=lambda won: str(won))
+    return writer.audited(store, "set aside", head.id, run, lambda won: str(won))
 
 
 def undelete(store: SessionStore, session_id: str) -> Head:

@@ -185,7 +185,7 @@ def _add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def is_empty(change: dict[str, Any]) -> bool:
     """True when a side has no commit since the ancestor."""
-    return change["commits"] == 0
+    return bool(change["commits"] == 0)
 
 
 def changed_nothing(change: dict[str, Any]) -> bool:
