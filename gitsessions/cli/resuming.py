@@ -106,7 +106,7 @@ def catalog_of(state: "State") -> "Catalog":
     from gitsessions.store.catalog import Catalog
 
     # a stale row needs `head_at` and `transcript`, which the reader has
-    return Catalog(state.refs, lambda: state.reader)  # type: ignore[arg-type]
+    return Catalog(state.refs, lambda: state.reader)
 
 
 def lease_of(state: "State", session_id: str) -> "Lease":
@@ -148,7 +148,7 @@ def pick(
     return None
 
 
-def preference(header: dict[str, Any]) -> tuple[bool, str, str]:
+def preference(header: Mapping[str, Any]) -> tuple[bool, str, str]:
     """How `--continue` ranks a workspace's sessions: one a model ever answered before a
     failed start (`never_answered`), then the most recently active."""
     active = header.get("active_at") or header.get("updated_at") or ""

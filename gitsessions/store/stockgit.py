@@ -35,7 +35,7 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from pathlib import Path
 
 from gitsessions.values.plural import plural
@@ -327,7 +327,7 @@ def push(
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
     space: bytes = b"",
-    staged: set[bytes] = frozenset(),  # type: ignore[assignment]
+    staged: Set[bytes] = frozenset(),
 ) -> dict[bytes, str | None]:
     """Push `{ref: (old the remote held when looked at, new)}` (a new of forty zeros
     deletes, under a lease on that old value; every other update is a create or a

@@ -220,8 +220,7 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
                 yield Result(payload["call_id"], text, n, time, error)
                 state.after_result = True
             return
-        given_role = payload.get("role")
-        role = ROLES.get(given_role) if isinstance(given_role, str) else None
+        role = ROLES.get(given) if isinstance(given := payload.get("role"), str) else None
         if item_type == "message" and role != "assistant":
             if role is None:
                 tally.ignored[f"messages of role {str(payload.get('role'))[:20]}"] += 1

@@ -78,8 +78,7 @@ def pull(
     name = pick_remote(store, remote)
     url = remoteconfig.url_of(git, name)
     report = Report(name, remoteconfig.mask(url))
-    # without `writable`, `store` is the full store (the contract above)
-    full = writable or (lambda: cast("SessionStore", store))
+    full = writable or (lambda: cast("SessionStore", store))  # no `writable`: a full store
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
