@@ -1,5 +1,6 @@
-"""The chat's input line: a prompt read (the line editor's, or a plain line read), keys
-typed ahead (the prompt strings, commands and history: cli/chat_line.py).
+"""The chat's input line: a prompt read (by the line editor, or a plain line read) and
+the keys typed ahead; what it shares with the editor (the prompt, which lines are
+commands, the history) is cli/chat_line.py's.
 
 Invariants:
 - Nothing here imports rich, the store or the agent. `chat` shows its first prompt with
