@@ -18,7 +18,8 @@ import pyte
 import pytest
 from rich.console import Console
 
-from gitsessions.cli.chat_input import COMMANDS, LEAVE_HINT
+from gitsessions.cli.chat_input import LEAVE_HINT
+from gitsessions.cli.chat_line import COMMANDS
 from gitsessions.cli.slash import Slash
 from tests.conftest import REPO
 from tests.test_chat import PROMPT, leave, plain, say, sessions, spawn

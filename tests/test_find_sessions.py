@@ -211,6 +211,24 @@ def test_a_tree_shows_every_row_once_even_with_a_parent_cycle():
     assert sorted(i for _d, i in tree) == ["a", "b", "c", "d", "e"]
 
 
+def test_a_header_whose_parent_is_not_an_id_lists_as_a_session_of_its_own(store):
+    """Found by mypy: a `parent_id` that is not a string (a list, an object: a header
+    written elsewhere) was looked up in a set, and `list` failed on it (unhashable)."""
+    from gitsessions.cli.listing import as_tree, session_rows
+    from gitsessions.store.change import Change
+    from gitsessions.values.clock import now_iso
+    from gitsessions.values.ids import new_id
+    from gitsessions.values.records import new_header
+
+    system = {"role": "system", "content": "s"}
+    for odd in (["a"], {"id": "a"}):
+        header = {**new_header(new_id(), now_iso(), title="odd"), "parent_id": odd}
+        store.create(header, Change(context=[system], append=[system]))
+    rows = session_rows(store, include_archived=True)
+    assert [(r["parent_id"], r["parent_deleted"]) for r in rows] == [(None, False)] * 2
+    assert [depth for depth, _row in as_tree(rows)] == [0, 0]
+
+
 def test_here_is_the_whole_project_from_any_of_its_folders(server, tmp_path):
     project = tmp_path / "project"
     (project / "src" / "deep").mkdir(parents=True)

@@ -265,3 +265,16 @@ def test_a_file_that_grows_after_its_end_was_settled_keeps_what_was_imported(cli
     late = f"{ORPHAN} toolu_1]\nlate"  # its call was settled without it: kept as a note
     assert contents == ["run it", None, NO_RESULT, REASONING_ONLY, late, "again", "Done."]
     assert transcript[3]["source"]["reasoning"][0]["thinking"] == "waiting"
+
+
+def test_a_codex_message_whose_role_is_not_a_string_is_counted_not_a_crash(tmp_path):
+    """Found by mypy: the role was looked up in a dict as it came, so a list there raised
+    TypeError (unhashable) out of the import."""
+    r = Rollout(tmp_path / "rollout.jsonl")
+    r.message("user", "hello")
+    r.add("response_item", {"type": "message", "role": ["user"], "content": "x"})
+    r.add("response_item", {"type": "message", "role": {"a": 1}, "content": "y"})
+    r.message("assistant", "hi")
+    read = codex.source(r.write(), lambda _sid: False)
+    assert [type(item).__name__ for item in read.items()] == ["Prompt", "Reply"]
+    assert sorted(read.tally.ignored) == ["messages of role ['user']", "messages of role {'a': 1}"]

@@ -1,7 +1,8 @@
-"""The turn loop against a session kept in memory (agent/loop_session.py's protocol,
-issue 33 item 6): a turn with a tool call and its answer, against the scripted model
-server and real tools, with no store at all. What the loop needs of a session is the
-protocol; whatever it called beyond it would fail here."""
+"""The turn loop against a session kept in memory (issue 33 item 6): a turn with a tool
+call and its answer, against the scripted model server and real tools, with no store at
+all. The loop is typed with `AgentSession` (issue 43: the protocol it once had, which
+its callers did not keep to, is gone); whatever a plain turn calls of its session
+beyond what `MemorySession` has would fail here."""
 
 import json
 from collections.abc import Iterable, Mapping
@@ -9,7 +10,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitsessions.agent.loop import Agent
-from gitsessions.agent.loop_session import LoopSession
 from gitsessions.agent.turns import AgentConfig
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.model.model import ModelClient
@@ -117,7 +117,6 @@ def test_a_turn_runs_against_an_in_memory_session(
     server: FakeOpenAI, workspace: Path, tmp_path: Path
 ) -> None:
     session = MemorySession(tmp_path, "you are a test")
-    memory: LoopSession = session  # the protocol is all the loop is given
     settings = resolve_model_settings({"base_url": server.base_url, "model": "m"}, {}, {})
     write = {"id": "call_w", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}
     server.reply(content=None, tool_calls=[write])
@@ -126,7 +125,7 @@ def test_a_turn_runs_against_an_in_memory_session(
     config = AgentConfig(model="m", summary_model="m", policy=Policy(), stream=True)
     with ModelClient(settings) as client:
         agent = Agent(
-            memory,
+            session,  # type: ignore[arg-type]  # in memory: what a plain turn uses only
             client,
             create_registry(workspace, ENV, approve=approve_all),
             TokenCounter(),

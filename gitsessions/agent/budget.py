@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitsessions.agent.loop_session import LoopSession
 from gitsessions.services.compaction.compaction_policy import (
     ContextStillTooLarge,
     Policy,
@@ -25,6 +24,7 @@ from gitsessions.values.messages import Message
 from gitsessions.values.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from gitsessions.agent.session import AgentSession
     from gitsessions.services.compaction.compaction import CompactionResult
 
 
@@ -46,7 +46,7 @@ class ContextBudget:
         return self.counter.estimate(context, self.tools)
 
     def ensure(
-        self, session: LoopSession, compact: Callable[[str], "CompactionResult | None"]
+        self, session: "AgentSession", compact: Callable[[str], "CompactionResult | None"]
     ) -> tuple[int | None, bool]:
         """Compact automatically when over the threshold. Returns the raw (uncalibrated)
         token count of the context about to be sent (None when it was not counted: under
@@ -75,7 +75,7 @@ class ContextBudget:
             self._kept.keep()
 
     def _exact(
-        self, session: LoopSession, compact: Callable[[str], "CompactionResult | None"]
+        self, session: "AgentSession", compact: Callable[[str], "CompactionResult | None"]
     ) -> tuple[int, bool]:
         """The exact count of the context (compacting it when over the threshold)."""
         policy = self.policy

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from gitsessions.agent.budget import ContextBudget
 from gitsessions.agent.interrupted import interruption_note
-from gitsessions.agent.loop_session import LoopSession
 from gitsessions.agent.step_snapshots import StepSnapshots
 from gitsessions.agent.subjects import step_subject, turn_subject
 from gitsessions.agent.titling import (
@@ -71,6 +70,7 @@ from gitsessions.values.plural import plural
 from gitsessions.values.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the compaction engine is imported when a context first needs it
+    from gitsessions.agent.session import AgentSession
     from gitsessions.services.compaction.compaction import CompactionResult
     from gitsessions.services.compaction.compactor import Cost
 
@@ -78,7 +78,7 @@ if TYPE_CHECKING:  # the compaction engine is imported when a context first need
 class Agent:
     def __init__(
         self,
-        session: LoopSession,
+        session: "AgentSession",
         client: ModelClient,
         registry: ToolRegistry,
         counter: TokenCounter,

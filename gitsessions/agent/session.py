@@ -134,7 +134,10 @@ class AgentSession:
     @property
     def header(self) -> dict[str, Any]:
         """The header as stored (a draft's as it will be)."""
-        return dict(self._draft) if self._head is None else self._head.header  # type: ignore[arg-type]
+        if self._head is not None:
+            return self._head.header
+        assert self._draft is not None  # a draft until its first checkpoint
+        return dict(self._draft)
 
     @property
     def id(self) -> str:
@@ -280,6 +283,7 @@ class AgentSession:
             self.store, self.head, Edit(change, event, subject, all_trailers)
         ).head
         # what was stored (redacted, when redaction is on) is what the model sees next
+        assert change.context is not None and change.plan is not None and change.pins is not None
         self.context, self.plan, self.pins = change.context, change.plan, change.pins
         self.pending = []
         self.pending_meta = []

@@ -117,7 +117,7 @@ def newer_summary(store: SessionStore, head: Head, turn: int) -> bool:
     for commit_id, commit in store.history(head):
         there = str(parse_trailers(commit.message)[1].get("Turn", ""))
         if there.isdigit() and int(there) <= turn:
-            return store.head_at(head.id, commit_id).header.get("summary") != summary
+            return bool(store.head_at(head.id, commit_id).header.get("summary") != summary)
     return True
 
 

@@ -22,7 +22,9 @@ from gitsessions.cli.failure import quiet_stdout, reported, say_error, stdout_go
 
 
 class _Group(lazy.LazyGroup):
-    def invoke(self, ctx: typer.Context) -> Any:
+    # typer passes its own Context; the base types it as the click Context typer vendors
+    # and does not export, so the narrower annotation is the one a reader can follow
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except Exception as error:  # ours, the system's (read-only home, full disk), sqlite's

@@ -28,7 +28,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 def state_of(ctx: typer.Context) -> "State":
     """The `State` the app's callback put on the context."""
-    return ctx.obj  # type: ignore[no-any-return]
+    state: State = ctx.obj  # typer's `obj` is untyped; the app's callback sets it
+    return state
 
 
 def session_or_latest(state: "State", session: str | None) -> str:

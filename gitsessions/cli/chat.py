@@ -28,15 +28,8 @@ import typer
 
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.cli import options
-from gitsessions.cli.chat_input import (
-    LEAVE_HINT,
-    PROMPT_SHOWN,
-    EmptyCancel,
-    History,
-    is_command,
-    read_prompt,
-    unechoed,
-)
+from gitsessions.cli.chat_input import LEAVE_HINT, PROMPT_SHOWN, read_prompt, unechoed
+from gitsessions.cli.chat_line import EmptyCancel, History, is_command
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.interrupts import interrupts_kept
 from gitsessions.cli.once import first_time
@@ -192,10 +185,10 @@ def resumed(chat: ChatOptions, history: History, first_run: bool) -> str | None:
     asked = (chat.state, chat.settings, chat.resume, chat.continue_, here, chat.workspace_flag)
     try:
         found = read_resumed(*asked)
-    except WorktreeNotHere as refused:  # a pulled worktree fork: its worktree made here?
+    except WorktreeNotHere as elsewhere:  # a pulled worktree fork: its worktree made here?
         from gitsessions.cli.worktree_offer import offer
 
-        offer(chat.state, refused, here, plain)
+        offer(chat.state, elsewhere, here, plain)
         found = read_resumed(*asked[:-1], None)  # in the worktree, whatever --workspace said
     settings, workspace = found.settings, found.workspace
     write_plain(found.notes, plain)  # where its tools work, before anything is refused

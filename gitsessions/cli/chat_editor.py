@@ -9,7 +9,7 @@ Invariants:
   modes it changed and turns bracketed paste off. It never asks the terminal where the
   cursor is (no cursor position request): an answer arriving after the prompt ended
   would be read as typed text.
-- The history is `chat_input.History`: the entries of earlier chats, then what this
+- The history is `chat_line.History`: the entries of earlier chats, then what this
   chat sent, each prompt one entry. Tab completes the in-chat commands at the start of
   the line and a session id after `\\diff `.
 """
@@ -25,14 +25,13 @@ from prompt_toolkit.input.typeahead import get_typeahead
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from gitsessions.cli.chat_input import (
+from gitsessions.cli.chat_line import (
     COMMANDS,
     CONTINUATION,
     PROMPT,
     EmptyCancel,
     History,
     is_command,
-    keep_ahead,
 )
 from gitsessions.cli.plain import StreamOf
 
@@ -131,8 +130,11 @@ def _prompt_session(history: History | None) -> "PromptSession[str]":
     return _session
 
 
-def read(history: History | None, ahead: str, shown: Callable[[], None]) -> str:
-    """One prompt, its line starting with `ahead`; `shown` is called once it is drawn."""
+def read(
+    history: History | None, ahead: str, shown: Callable[[], None], keep: Callable[[str], None]
+) -> str:
+    """One prompt, its line starting with `ahead`; `shown` is called once it is drawn,
+    `keep` with the keys read past its Enter (`chat_input.keep_ahead`)."""
 
     def drawn() -> None:
         asyncio.get_running_loop().call_soon(shown)
@@ -141,4 +143,4 @@ def read(history: History | None, ahead: str, shown: Callable[[], None]) -> str:
     try:
         return session.prompt(default=ahead, pre_run=drawn)
     finally:  # what it read past its Enter would be fed to the next prompt as keys
-        keep_ahead("".join(key.data for key in get_typeahead(session.input)))
+        keep("".join(key.data for key in get_typeahead(session.input)))

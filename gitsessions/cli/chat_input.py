@@ -1,4 +1,6 @@
-"""The chat's input line: the prompt, keys typed ahead, the input history.
+"""The chat's input line: a prompt read (by the line editor, or a plain line read) and
+the keys typed ahead; what it shares with the editor (the prompt, which lines are
+commands, the history) is cli/chat_line.py's.
 
 Invariants:
 - Nothing here imports rich, the store or the agent. `chat` shows its first prompt with
@@ -28,82 +30,21 @@ import sys
 import termios
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
+from gitsessions.cli.chat_line import CONTINUATION, PROMPT, History, is_command
 from gitsessions.cli.plain import Sink, StreamOf
-from gitsessions.services.sessions import chat_history
 from gitsessions.values.plural import plural
 
-PROMPT = "> "
-CONTINUATION = ". "
-# the in-chat commands, for completion (tests/test_chat_input.py: Slash's own)
-COMMANDS = (
-    "blame", "compact", "diff", "exit", "fork", "help", "info", "mcp", "pin", "plan", "quit",
-    "retry", "rewind", "search", "sessions", "title", "undo",
-)  # fmt: skip
 LEAVE_HINT = "(Ctrl-D or \\exit to leave)"
 AHEAD_LIMIT = 64 * 1024  # bytes of typed-ahead text kept; more is read and dropped
 
 PROMPT_SHOWN = threading.Event()
 
 
-class EmptyCancel(KeyboardInterrupt):
-    """Ctrl-C at a prompt with nothing typed: the chat says how to leave."""
-
-
-def is_command(line: str) -> bool:
-    """Whether a line is a command (`Slash.is_command`): `\\` and a word (an unknown one
-    is said so), or `/` and a command's name (`/sessions`); any other line is a prompt,
-    `/srv/app.py fails` too, and `//text` sends `/text` (`as_prompt`)."""
-    if line[:1] == "\\":
-        return line[1:2].isalpha()
-    words = line[1:].split(maxsplit=1)
-    return line[:1] == "/" and bool(words) and words[0].lower() in COMMANDS
-
-
-def as_prompt(line: str) -> str:
-    """A line as the prompt it sends: `//text` sends `/text` (a slash a command would take)."""
-    return line.replace("//", "/", 1) if line.lstrip().startswith("//") else line
-
-
 def on_terminal() -> bool:
     """Whether the line editor can run: stdin and stdout are terminals."""
     return os.isatty(0) and os.isatty(1)
-
-
-class History:
-    """The input history: the entries of `<home>/chat_history` (each tagged with its
-    session: `services.sessions.chat_history`, so deleting a session drops what was
-    typed in it) and the prompts typed since the chat began, each one entry (a prompt
-    of several lines too); with `redact`, secrets typed at the prompt are redacted
-    before the file is written. Only the line editor adds to it, as readline did."""
-
-    def __init__(self, home: Path, redact: bool = True) -> None:
-        self.home = home
-        self.redact = redact
-        self.loaded = [line for _session, line in chat_history.load(home)[-chat_history.LIMIT :]]
-        self.typed: list[str] = []
-        # the session ids `\\diff ID` completes, read when first asked (set by cli/chat.py)
-        self.sessions: Callable[[], list[tuple[str, str]]] = list
-
-    def add(self, prompt: str) -> None:
-        if prompt.strip():
-            self.typed.append(prompt)
-
-    def save(self, session: str) -> str | None:
-        """Store the prompts typed since the last save, tagged with `session`; why they
-        could not be (a read-only or full home), else None."""
-        # the secret rules: 10 ms a chat's prompt does not need
-        from gitsessions.values.secrets import redact
-
-        typed, self.typed = self.typed, []
-        if self.redact:
-            typed = [redact(line)[0] for line in typed]
-        try:
-            chat_history.append(self.home, session, typed)
-        except OSError as error:
-            return error.strerror or type(error).__name__
-        return None
 
 
 def read_prompt(history: History | None = None) -> str:
@@ -119,12 +60,14 @@ def read_prompt(history: History | None = None) -> str:
         _ended.clear()
         raise EOFError
     _ended.clear()
-    editor = sys.modules.get("gitsessions.cli.chat_editor")
-    if editor is None:  # the first prompt: shown now, the editor takes over once imported
+    if "gitsessions.cli.chat_editor" not in sys.modules:
+        # the first prompt: shown now, the editor takes over once imported
         with _held(0):
             # prompt_toolkit: imported once the prompt shows
-            from gitsessions.cli import chat_editor as editor
-    return editor.read(history, ahead, PROMPT_SHOWN.set)
+            from gitsessions.cli import chat_editor
+    else:
+        from gitsessions.cli import chat_editor
+    return chat_editor.read(history, ahead, PROMPT_SHOWN.set, keep_ahead)
 
 
 def _plain() -> str:
@@ -273,7 +216,7 @@ class _held:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.saved: list | None = None
+        self.saved: list[Any] | None = None
         self.out = Sink(StreamOf("stdout").file, colour=False)
 
     def __enter__(self) -> None:

@@ -15,15 +15,8 @@ from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import PromptNotSaved, TurnResult
 from gitsessions.cli.agent_setup import build_agent, warm_up
 from gitsessions.cli.approvals import ChatApprover
-from gitsessions.cli.chat_input import (
-    LEAVE_HINT,
-    PROMPT_SHOWN,
-    EmptyCancel,
-    History,
-    as_prompt,
-    read_prompt,
-    unechoed,
-)
+from gitsessions.cli.chat_input import LEAVE_HINT, PROMPT_SHOWN, read_prompt, unechoed
+from gitsessions.cli.chat_line import EmptyCancel, History, as_prompt
 from gitsessions.cli.chat_options import ChatOptions
 from gitsessions.cli.chat_ui import ChatEvents
 from gitsessions.cli.opening import Printer, main_thread_signals
@@ -224,6 +217,7 @@ def status_line(agent: Agent, spent_before: float, width: int | None = None) -> 
         line = " · ".join(parts)
         if width is None or len(line) <= width:
             return line
+    assert width is not None  # with no width the first line was returned
     return line[: max(width - 1, 0)] + "…"
 
 

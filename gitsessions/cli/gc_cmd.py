@@ -19,7 +19,7 @@ def cmd_gc(ctx: typer.Context) -> None:
     pack the loose snapshot refs and objects."""
     state = state_of(ctx)
     stats = manage.gc(state.store)
-    broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]  # type: ignore[attr-defined]
+    broken = [name.rsplit("/", 1)[-1] for name in stats["broken"]]
     if broken:
         consoles.err.print(
             f"nothing was packed or purged: {plural(len(broken), 'session')} cannot be read "
@@ -32,7 +32,7 @@ def cmd_gc(ctx: typer.Context) -> None:
     )
     if stats["set_aside_dropped"]:
         consoles.err.print(
-            f"dropped {plural(stats['set_aside_dropped'], 'session')} a pull set aside "  # type: ignore[arg-type]
+            f"dropped {plural(stats['set_aside_dropped'], 'session')} a pull set aside "
             f"more than {KEEP_DAYS} days ago"
         )
     where = project_care.projects(state.store, state.env, cwd_or_none())

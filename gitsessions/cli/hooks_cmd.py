@@ -4,7 +4,7 @@ what the installed git hook shims run, is `cli/githook.py`)."""
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -141,7 +141,7 @@ def cmd_list(
     except git_hooks.NotARepository as error:
         git, repo_note = [], str(error)
     lifecycle = hooks.installed(state.home)
-    report = {
+    report: dict[str, Any] = {
         "git": git,
         "lifecycle": [
             {"event": e, "path": str(state.home / hooks.DIRECTORY / e), "state": s}

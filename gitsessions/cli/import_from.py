@@ -248,6 +248,7 @@ def run_hook(state: State, format_: str, payload: str) -> None:
         if format_ == "claude-code":
             from gitsessions.services.imports import claude_code as reader
         else:
+            # the other importer, with the same functions (`_sources` takes either)
             from gitsessions.services.imports import codex as reader  # type: ignore[no-redef]
         store = state.store
         for one in _sources(reader, path, store, {}):

@@ -27,7 +27,7 @@ def list_row(header: dict[str, Any]) -> dict[str, Any]:
         "title": header.get("title", ""),
         "summary": header.get("summary", ""),
         "first_prompt": header.get("first_prompt", ""),
-        "parent_id": header.get("parent_id"),
+        "parent_id": parent if isinstance(parent := header.get("parent_id"), str) else None,
         "archived": bool(header.get("archived")),
         "no_reply": never_answered(header),
         "messages": counts.get("messages", 0),
@@ -112,7 +112,7 @@ def as_tree(rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     roots: list[dict[str, Any]] = []
     for row in rows:
         parent = row.get("parent_id")
-        if parent in shown and parent != row["id"]:
+        if isinstance(parent, str) and parent in shown and parent != row["id"]:
             children.setdefault(parent, []).append(row)
         else:
             roots.append(row)

@@ -77,7 +77,7 @@ class Opening(Generic[T]):
             pass
         if self._error is not None:
             raise self._error
-        return self._result  # type: ignore[return-value]
+        return self._result  # type: ignore[return-value]  # set, as no error was
 
 
 @contextmanager

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.control import Control, ControlType
+from rich.control import Control
+from rich.segment import ControlType
 from rich.text import Text
 
 from gitsessions.cli import listing

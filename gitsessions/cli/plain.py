@@ -11,7 +11,7 @@ the console's `file`, which `cli/state.py` gives without making the console
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TextIO
 
 from gitsessions.values.visible import json_visible, visible
 
@@ -31,9 +31,10 @@ class StreamOf:
         self.name = name
 
     @property
-    def file(self) -> IO[str]:
-        file = getattr(sys, self.name)
-        return getattr(file, "rich_proxied_file", file)  # type: ignore[no-any-return]
+    def file(self) -> TextIO:
+        file: TextIO = getattr(sys, self.name)
+        proxied: TextIO = getattr(file, "rich_proxied_file", file)  # under rich's live display
+        return proxied
 
 
 def one_line(text: object) -> str:
@@ -202,15 +203,16 @@ class PlainConsole:
 
     @property
     def file(self) -> IO[str]:
-        return self._stream.file if self._real is None else self._real.file  # type: ignore[no-any-return]
+        return self._stream.file if self._real is None else self._real.file
 
     def print(self, *objects: Any, sep: str = " ", end: str = "\n", **options: Any) -> None:
-        texts = [self._plain(o, options) for o in objects]
-        if None in texts:
+        given = [self._plain(o, options) for o in objects]
+        texts = [text for text in given if text is not None]
+        if len(texts) < len(given):
             self.real.print(*objects, sep=sep, end=end, **options)
             return
         file = self.file
-        file.write(sep.join(texts) + end)  # type: ignore[arg-type]
+        file.write(sep.join(texts) + end)
         file.flush()
 
     def _plain(self, value: Any, options: dict[str, Any]) -> str | None:

@@ -8,7 +8,7 @@ terminal, the store (dulwich) only when the header cache cannot answer, no writi
 service.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -292,6 +292,7 @@ def cmd_show(
     session, turn = _turn_of(session)
     head = _head(ctx, session)
     reader = state.reader
+    messages: Iterator[tuple[int, Any]]
     if context:
         messages = enumerate(reader.read(head, "context"))
     else:

@@ -112,7 +112,7 @@ def catalog_of(state: "State") -> "Catalog":
     from gitsessions.store.catalog import Catalog
 
     # a stale row needs `head_at` and `transcript`, which the reader has
-    return Catalog(state.refs, lambda: state.reader)  # type: ignore[arg-type]
+    return Catalog(state.refs, lambda: state.reader)
 
 
 def lease_of(state: "State", session_id: str) -> "Lease":
@@ -157,7 +157,7 @@ def pick(
     return None
 
 
-def preference(header: dict[str, Any], now: str | None = None) -> tuple[bool, str, str]:
+def preference(header: Mapping[str, Any], now: str | None = None) -> tuple[bool, str, str]:
     """How `--continue` ranks a workspace's sessions: one a model ever answered before a
     failed start (`never_answered`), then the most recently active (a time later than
     now, which only a forged or skewed header says, counts as now)."""

@@ -16,8 +16,9 @@ from rich.status import Status
 from rich.text import Text
 
 from gitsessions.cli.plain import one_line
-from gitsessions.cli.progress import ProgressEvents, cut, describe_call
+from gitsessions.cli.progress import ProgressEvents
 from gitsessions.services.tools import ToolOutcome
+from gitsessions.services.tools.describe import cut, describe_call
 
 
 def since(started: float) -> str:

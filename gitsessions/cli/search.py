@@ -89,7 +89,7 @@ def cmd_search(
         return
     table = Table(box=None, pad_edge=False)
     for column in ("session", "title", "message", "snippet"):
-        table.add_column(column, overflow="fold" if column == "snippet" else None)
+        table.add_column(column, overflow="fold")
     for h in hits:
         where = h.role if h.index is None else f"{h.index} {h.role}"
         snippet = highlighted(h.snippet, h.marks)

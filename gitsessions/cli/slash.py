@@ -11,7 +11,8 @@ from rich.text import Text
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
-from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed, is_command
+from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed
+from gitsessions.cli.chat_line import is_command
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
 from gitsessions.cli.rewind_cmd import report, session_workspace

@@ -41,6 +41,7 @@ def _make(name: str) -> "VisibleConsole":
     if name in ("out", "err"):
         stream = "stdout" if name == "out" else "stderr"
         if plain_console_fits(stream, os.environ):  # a pipe: rich only if a table needs it
+            # duck-typed: what it cannot print plainly it hands to the real console
             return PlainConsole(stream, lambda: _visible_console(name))  # type: ignore[return-value]
     return _visible_console(name)
 

@@ -27,7 +27,8 @@ from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
 from gitsessions.values.messages import text_of
 
 if TYPE_CHECKING:
-    from gitsessions.store.sessions import Head, SessionStore
+    from gitsessions.store.reader import Head, SessionReader
+    from gitsessions.store.sessions import SessionStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS headers "
@@ -48,7 +49,7 @@ class Catalog:
     def __init__(
         self,
         store: "SessionStore | StoreRefs",
-        open_store: "Callable[[], SessionStore] | None" = None,
+        open_store: "Callable[[], SessionReader] | None" = None,
     ) -> None:
         """`store` reads the refs; `open_store` gives the store a stale row is read from
         (by default `store` itself, which must then be a `SessionStore`)."""
@@ -58,7 +59,7 @@ class Catalog:
         self.damaged: list[DamagedRef] = []  # the damaged refs the last `headers` met
 
     @property
-    def store(self) -> "SessionStore":
+    def store(self) -> "SessionReader":
         if self._open_store is not None:
             return self._open_store()
         assert not isinstance(self.refs, StoreRefs), "a StoreRefs catalog needs open_store"

@@ -46,7 +46,11 @@ def next_header(
 ) -> dict[str, Any]:
     """The commit's session.json: the change's header (or the base's) with its format,
     id, counts, usage and `active_at` (what `ACTIVE_EVENTS` move) set."""
-    header = dict(change.header if change.header is not None else base.header)  # type: ignore[union-attr]
+    if change.header is not None:
+        header = dict(change.header)
+    else:
+        assert base is not None, "a session's first commit brings its header"
+        header = dict(base.header)
     header.pop("counts", None)
     header["format"] = HEADER_FORMAT
     header["id"] = session_id

@@ -21,7 +21,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 
-from dulwich.objects import Tree
+from dulwich.objects import ObjectID, Tree
 
 from gitsessions.store.errors import StoreCorrupt
 
@@ -144,7 +144,7 @@ def _tree(items: list[Entry]) -> "Tree":
     tree = Tree()
     for first, sha, is_dir in items:
         if is_dir:
-            tree.add(dir_name(first), DIR_MODE, sha)
+            tree.add(dir_name(first), DIR_MODE, ObjectID(sha))
         else:
-            tree.add(chunk_name(first), FILE_MODE, sha)
+            tree.add(chunk_name(first), FILE_MODE, ObjectID(sha))
     return tree

@@ -55,7 +55,7 @@ def heads(store_path: Path, keep: int = KEEP) -> dict[str, list[bytes]]:
     try:
         file = _path(store_path).open("rb")
     except FileNotFoundError:
-        return out
+        return {}
     with file:
         while line := file.readline(_LONGEST):
             while not line.endswith(b"\n"):  # damage: skip the rest of an overlong line

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ObjectID, Tree
 
 from gitsessions.store.repo import GitStore
 from gitsessions.store.tracking import Git
@@ -100,7 +100,7 @@ def own_commit(tree: bytes, parents: list[bytes], subject: str, when: int) -> Co
     session: `AUTHOR`, dated `when` in UTC; its objects are the caller's to write."""
     commit = Commit()
     commit.tree = tree
-    commit.parents = parents
+    commit.parents = [ObjectID(p) for p in parents]
     commit.author = commit.committer = AUTHOR
     commit.author_time = commit.commit_time = when
     commit.author_timezone = commit.commit_timezone = 0

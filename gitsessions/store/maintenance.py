@@ -36,7 +36,7 @@ from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, PackFileDisappeared
 
 from gitsessions.store import headlog, piles, stockgit, tombstones
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
-from gitsessions.store.packrecords import mapped, record_header
+from gitsessions.store.packrecords import mapped, pack_base, record_header
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
 from gitsessions.store.refpack import pack_refs, read_loose, read_packed, unreadable_loose
 from gitsessions.store.refs import SESSION_REF_PREFIX
@@ -217,7 +217,7 @@ def purge(git: GitStore, gone: bytes) -> dict[str, object]:
 
 def _remove_pack(pack: Pack) -> None:
     """Delete a pack's files, its index first (what makes it visible)."""
-    base = pack.index.path[: -len(".idx")]
+    base = pack_base(pack)
     for suffix in (".idx", ".pack", ".rev", ".bitmap", ".mtimes"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(base + suffix)
@@ -329,7 +329,9 @@ def damaged_packs(git: GitStore) -> list[tuple[str, str, set[bytes]]]:
             pack.check_length_and_checksum()
         except (*UNREADABLE, OSError) as error:
             try:
-                shas = {sha_to_hex(sha) for sha, _offset, _crc in pack.index.iterentries()}
+                shas: set[bytes] = {
+                    sha_to_hex(sha) for sha, _offset, _crc in pack.index.iterentries()
+                }
             except (*UNREADABLE, OSError):
                 shas = set()
             out.append((f"objects/pack/pack-{pack.name().decode()}.pack", str(error), shas))
@@ -339,7 +341,7 @@ def damaged_packs(git: GitStore) -> list[tuple[str, str, set[bytes]]]:
 def _pack_kinds(pack: Pack) -> dict[bytes, int]:
     """Object type of every record of a pack, from the record headers alone (nothing
     inflated: a damaged record costs nothing here); -1 where a chain leads nowhere."""
-    at = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
+    at: dict[int, bytes] = {offset: sha for sha, offset, _crc in pack.index.iterentries()}
     headers: dict[bytes, tuple[int, bytes | None]] = {}  # sha -> (type, its base's sha)
     with mapped(pack) as contents:
         for offset, sha in at.items():

@@ -30,7 +30,8 @@ import mmap
 import zlib
 from collections.abc import Iterator
 
-from dulwich.pack import Pack
+from dulwich.objects import RawObjectID
+from dulwich.pack import FilePackIndex, Pack
 
 from gitsessions.store.errors import StoreCorrupt
 
@@ -52,10 +53,18 @@ class DamagedObject(StoreCorrupt):
         )
 
 
+def pack_base(pack: Pack) -> str:
+    """`.../pack-<id>`: the path of a pack's files without the suffix, from its index
+    (a pack read from disk always has a file index)."""
+    index = pack.index
+    assert isinstance(index, FilePackIndex)
+    return index.path[: -len(".idx")]
+
+
 def map_pack(pack: Pack) -> mmap.mmap:
     """The pack's data file mapped read-only (found beside its index: `pack-<id>.pack`);
     the caller closes it. `OSError` when it is gone or empty."""
-    with open(pack.index.path[: -len(".idx")] + ".pack", "rb") as data:
+    with open(pack_base(pack) + ".pack", "rb") as data:
         return mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_READ)
 
 
@@ -190,7 +199,7 @@ def check_chain(
             elif kind == REF_DELTA:
                 assert isinstance(base, bytes)
                 try:
-                    following = pack.index.object_offset(base)
+                    following = pack.index.object_offset(RawObjectID(base))
                 except KeyError:
                     raise DamagedObject(
                         sha, f"its delta base {base.hex()[:12]} is not in its pack"

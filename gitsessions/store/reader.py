@@ -3,8 +3,8 @@
 with too.
 
 Invariants:
-- Nothing here writes. Objects are read through `git` (an `ObjectSource`:
-  `repo.GitStore`, dulwich's object store with the store's checks) as dulwich's
+- Nothing here writes. Objects are read through `git` (`repo.GitStore`, dulwich's
+  object store with the store's checks) as dulwich's
   `Commit`, `Tree` and blob bytes, so a reading command and a writer read the same way.
 - `SessionReader.open` answers only for a store that is there and of this build's
   format (as `refs.StoreRefs.open`); for anything else the caller opens the full
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from dulwich.objects import Commit, Tree
+from dulwich.objects import Commit
 
 from gitsessions.store import chunks, context_refs, files, upgrades
 from gitsessions.store.context_refs import Candidate
@@ -40,24 +40,6 @@ from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
 CONTEXTS_KEPT = 2  # sessions whose last context a reader keeps to match the next against
-
-
-class ObjectSource(Protocol):
-    """What a reader reads through: raw objects and refs (`GitStore`)."""
-
-    path: Path
-
-    def commit(self, sha: bytes) -> Commit: ...
-
-    def tree(self, sha: bytes) -> Tree: ...
-
-    def blob(self, sha: bytes) -> bytes: ...
-
-    def ref(self, name: bytes) -> bytes | None: ...
-
-    def session_refs(self) -> dict[bytes, bytes]: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +64,7 @@ class Head:
 class SessionReader:
     """Sessions in `<home>/store.git`, read-only."""
 
-    def __init__(self, home: Path, git: ObjectSource) -> None:
+    def __init__(self, home: Path, git: GitStore) -> None:
         self.home = home
         self.git = git
         # {session id: (commit, the context there as (message key, transcript index))}:

@@ -26,7 +26,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from dulwich.errors import (
     ApplyDeltaError,
@@ -36,8 +36,10 @@ from dulwich.errors import (
     PackedRefsException,
 )
 from dulwich.file import FileLocked
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.object_store import DiskObjectStore
+from dulwich.objects import Blob, Commit, ObjectID, RawObjectID, ShaFile, Tree
 from dulwich.pack import Pack, PackFileDisappeared, UnresolvedDeltas
+from dulwich.refs import Ref, RefsContainer
 
 from gitsessions.store import headlog, storelock
 from gitsessions.store.diskopen import open_plain
@@ -97,6 +99,7 @@ class GitStore:
                     self._repo = self._open_repo()
         elif opened is None:
             self._repo = self._open_repo()
+        self.refs: RefsContainer
         if opened is not None:  # a plain store: dulwich's `Repo` only if something asks
             self.objects, self.refs = opened.objects, opened.refs
         else:
@@ -175,7 +178,7 @@ class GitStore:
         config.set((b"gitsessions",), b"formatVersion", str(FORMAT).encode())
         config.write_to_path()
         self._stored_format = FORMAT
-        self.refs.set_symbolic_ref(b"HEAD", b"refs/heads/main")
+        self.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(MAIN_REF))
 
     def ensure_main(self) -> bool:
         """Give `HEAD` its `main` branch (the README commit, see `mainbranch`) unless it
@@ -291,7 +294,7 @@ class GitStore:
         """Read an object, rescanning packs once if a concurrent repack moved it;
         `ObjectMissing` if it is gone (a concurrent delete purged it), `StoreCorrupt`
         if it cannot be read."""
-        return self._read(sha, lambda store: store[sha])
+        return self._read(sha, lambda store: store[ObjectID(sha)])
 
     def commit(self, sha: bytes) -> Commit:
         """A commit (dulwich's parse); `NotACommit` when the object is something else."""
@@ -316,7 +319,7 @@ class GitStore:
 
     def has(self, sha: bytes) -> bool:
         # not `sha in self.objects`: dulwich's `contains_loose` reads the whole object
-        return self.has_loose(sha) or self.objects.contains_packed(sha)
+        return self.has_loose(sha) or self.objects.contains_packed(ObjectID(sha))
 
     def rescan(self) -> None:
         """See the packs another process (stock git's fetch or repack) added, and forget
@@ -341,9 +344,9 @@ class GitStore:
     def raw(self, sha: bytes) -> tuple[int, bytes]:
         """`(type number, raw content)` of an object, without building a `ShaFile`
         (walks read thousands of trees); the same errors as `get`."""
-        return self._read(sha, lambda store: store.get_raw(sha))
+        return self._read(sha, lambda store: store.get_raw(ObjectID(sha)))
 
-    def _read(self, sha: bytes, fetch: Callable[[Any], T]) -> T:
+    def _read(self, sha: bytes, fetch: Callable[[DiskObjectStore], T]) -> T:
         store = self.objects
         try:
             try:
@@ -384,7 +387,7 @@ class GitStore:
         for attempt in range(2):
             for pack in self._packs:
                 try:
-                    offset = pack.index.object_offset(binsha)
+                    offset = pack.index.object_offset(RawObjectID(binsha))
                 except (KeyError, PackFileDisappeared, ValueError, OSError):
                     continue  # not there, or closed or gone: the next `rescan` drops it
                 kept = self._checked.get(id(pack))
@@ -435,13 +438,13 @@ class GitStore:
             try:
                 if old is None:
                     assert new is not None
-                    return bool(self.refs.add_if_new(name, new))
+                    return bool(self.refs.add_if_new(Ref(name), ObjectID(new)))
                 if new is None:  # the caller holds the branch's flock
                     won = delete_ref(self.path, name, old)
                     if won:
                         self._remove_reflog(name)
                     return won
-                return bool(self.refs.set_if_equals(name, old, new))
+                return bool(self.refs.set_if_equals(Ref(name), ObjectID(old), ObjectID(new)))
             except PackedRefsException as error:  # an earlier build let a bad name in
                 raise StoreCorrupt(
                     f"{self.path / 'packed-refs'} cannot be read ({error}); "

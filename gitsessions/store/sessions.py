@@ -20,10 +20,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dulwich.objects import Commit
+from dulwich.objects import Commit, ObjectID
 
 from gitsessions.store import context_refs, here, upgrades
-from gitsessions.store.change import Change, next_header, transcript_records
+from gitsessions.store.change import Change as Change  # re-exported: the writers' one import
+from gitsessions.store.change import next_header, transcript_records
 from gitsessions.store.errors import (
     ConcurrentUpdate,
     ObjectMissing,
@@ -33,13 +34,9 @@ from gitsessions.store.errors import (
     StoreError,
 )
 from gitsessions.store.formats import FORMAT, wrap
-from gitsessions.store.layout import transcript_tree
-from gitsessions.store.reader import (
-    INLINE,
-    JSON_FILES,
-    Head,
-    SessionReader,
-)
+from gitsessions.store.layout import INLINE, JSON_FILES, transcript_tree
+from gitsessions.store.reader import Head as Head  # re-exported: the writers' one import
+from gitsessions.store.reader import SessionReader
 from gitsessions.store.refs import ref_name
 from gitsessions.store.repo import GitStore
 from gitsessions.store.trailers import commit_message
@@ -255,7 +252,7 @@ class SessionStore(SessionReader):
 
         commit = Commit()
         commit.tree = tree_id
-        commit.parents = [base.commit] if base else []
+        commit.parents = [ObjectID(base.commit)] if base else []
         commit.author = commit.committer = AUTHOR
         if when is None:
             when = _timestamp(header.get("updated_at"))
@@ -302,7 +299,9 @@ class SessionStore(SessionReader):
         if change.context is not None:
             counts["context_messages"] = len(change.context)
             known = self._candidates(base) if base is not None else []
-            appended = [(context_refs.key(m), first + i) for i, m in enumerate(change.append)]
+            appended: list[context_refs.Candidate] = [
+                (context_refs.key(m), first + i) for i, m in enumerate(change.append)
+            ]
             candidates = context_refs.match(change.context, known + appended, keys)
             items, inline = context_refs.encode(change.context, [r for _k, r in candidates])
             draft.set("context.json", dumps(wrap("context", items)))

@@ -29,12 +29,13 @@ Invariants:
 
 import bisect
 import contextlib
+import io
 import os
 import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from pathlib import Path
 
 from gitsessions.values.plural import plural
@@ -240,8 +241,9 @@ def _attend(
     errors = bytearray()
 
     def drain() -> None:
-        assert process.stderr is not None
-        while chunk := process.stderr.read1(1 << 14):
+        stderr = process.stderr
+        assert isinstance(stderr, io.BufferedReader)  # a pipe, buffered (Popen's default)
+        while chunk := stderr.read1(1 << 14):
             errors.extend(chunk)
             if relay is not None:
                 relay(chunk)
@@ -325,7 +327,7 @@ def push(
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
     space: bytes = b"",
-    staged: set[bytes] = frozenset(),  # type: ignore[assignment]
+    staged: Set[bytes] = frozenset(),
 ) -> dict[bytes, str | None]:
     """Push `{ref: (old the remote held when looked at, new)}` (a new of forty zeros
     deletes, under a lease on that old value; every other update is a create or a

@@ -8,7 +8,7 @@ before the root tree, the root last) and only then makes a commit name them.
 
 from collections.abc import Mapping, Sequence
 
-from dulwich.objects import Blob, ShaFile, Tree
+from dulwich.objects import Blob, ObjectID, ShaFile, Tree
 
 from gitsessions.store import chunks, files
 from gitsessions.store.layout import (
@@ -66,6 +66,6 @@ class TreeDraft:
     def finish(self) -> bytes:
         """Add the root tree to `new_objects`; returns its id."""
         if self.transcript is not None:
-            self.root.add(TRANSCRIPT, DIR_MODE, self.transcript)
+            self.root.add(TRANSCRIPT, DIR_MODE, ObjectID(self.transcript))
         self.new_objects.append(self.root)
         return self.root.id

@@ -171,11 +171,12 @@ class TokenCounter:
         """The cache keys of the messages (and the tool schemas) whose count this counter
         does not hold: what `recall` could fill in (huge or non-JSON messages have none)."""
         wanted: list[bytes] = []
-        for kind, value in [*((b"m", m) for m in messages), (b"t", tools)]:
-            if kind == b"t" and not value:
-                continue
-            if kind == b"m" and _text_chars(value) > CACHE_CHARS:
-                continue
+        pairs: list[tuple[bytes, Any]] = [
+            (b"m", m) for m in messages if _text_chars(m) <= CACHE_CHARS
+        ]
+        if tools:
+            pairs.append((b"t", tools))
+        for kind, value in pairs:
             key = _key(kind, value)
             if key is not None and key not in self._cache:
                 wanted.append(key)

@@ -12,12 +12,14 @@ ClientGone.
 import asyncio
 import contextlib
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 from acp.interfaces import Client
 from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
 from gitsessions.values.errors import GitsessionsError
+
+T = TypeVar("T")
 
 
 class ClientGone(GitsessionsError):
@@ -54,7 +56,7 @@ class Outbox:
         """The protocol's loop is over (the client left): nothing more is sent."""
         return self._task.done() or self.loop.is_closed()
 
-    def _wait(self, future: "Future[Any]") -> Any:
+    def _wait(self, future: "Future[T]") -> T:
         """`future`'s result, or ClientGone once the loop that would give it is over."""
         while True:
             if self.closed and not future.done():

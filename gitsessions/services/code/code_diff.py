@@ -60,9 +60,9 @@ def code_diff(
     if repo is None:
         result["note"] = "no project repository was recorded with these sessions: no code diff"
         return result
-    a, b = str(shas["a"]), str(shas["b"])
+    old, new = str(shas["a"]), str(shas["b"])
     try:
-        done = run(repo, env, "diff", *DIFF_SAFE, "--stat", a, b, "--", timeout=TIMEOUT,
+        done = run(repo, env, "diff", *DIFF_SAFE, "--stat", old, new, "--", timeout=TIMEOUT,
                    errors="replace")  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         result["note"] = f"git diff could not run in {repo}: {error}"
@@ -75,7 +75,7 @@ def code_diff(
     if not result["stat"]:
         result["note"] = "the two snapshots hold the same code"
     else:
-        result["full_diff"] = shlex.join(["git", "-C", repo, "diff", a, b])
+        result["full_diff"] = shlex.join(["git", "-C", repo, "diff", old, new])
     return result
 
 

@@ -42,7 +42,12 @@ def delete(
     root = (header.get("workspace") or {}).get("repo_root")
     # its ref, and a deleted parent's, which may have held only what this one named
     refs = [session_id, *([header["parent_id"]] if header.get("parent_id") else [])]
-    forgot = env is not None and bool(root) and _free(store, Path(root), env, refs)
+    forgot = (
+        env is not None
+        and isinstance(root, str)
+        and root != ""
+        and _free(store, Path(root), env, refs)
+    )
     # named only when this home made it; its record goes with the session
     mark = worktree_mark.check(store.home, head.id, header, None).mark
     worktree_mark.forget(store.home, head.id)

@@ -129,7 +129,7 @@ def _relevant(store: SessionStore, refs: Iterable[str]) -> list[str]:
     """The live sessions that can name a snapshot in these refs: their owners, and every
     fork below them (a fork's history includes its parent's)."""
     headers = Catalog(store).headers()
-    parent = {h.get("id"): h.get("parent_id") for h in headers if h.get("id")}
+    parent: dict[str, str | None] = {h["id"]: h.get("parent_id") for h in headers if h.get("id")}
     wanted = set(refs)
     relevant: list[str] = []
     for sid in parent:

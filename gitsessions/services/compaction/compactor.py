@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gitsessions.services.compaction.clearing import Count
 from gitsessions.services.compaction.compaction import (
     CompactionResult,
-    Count,
     Mode,
     Summarize,
     compact,

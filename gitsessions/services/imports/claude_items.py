@@ -40,12 +40,10 @@ def items(
 def _items(n: int, obj: dict[str, Any], tally: Tally) -> Iterator[Item]:
     kind = obj.get("type")
     time = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message = given if isinstance(given := obj.get("message"), dict) else {}
     if kind == "system":
         if obj.get("subtype") == "compact_boundary":
-            meta = (
-                obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
-            )
+            meta = given if isinstance(given := obj.get("compactMetadata"), dict) else {}
             yield Boundary(
                 n,
                 _int(meta.get("preTokens")),
@@ -125,7 +123,7 @@ def _text(content: Any, files: dict[str, bytes] | None = None) -> str:
 
 
 def _image(block: dict[str, Any]) -> dict[str, Any]:
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    source = given if isinstance(given := block.get("source"), dict) else {}
     if source.get("type") == "base64" and isinstance(source.get("data"), str):
         url = f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"
         return {"type": "image_url", "image_url": {"url": url}}

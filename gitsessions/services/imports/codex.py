@@ -178,7 +178,7 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
     """One line's items; `state` updated."""
     kind = obj.get("type")
     time = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
-    payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+    payload = given if isinstance(given := obj.get("payload"), dict) else {}
     if kind == "session_meta":
         text = _instructions(payload.get("base_instructions") or payload.get("instructions"))
         if text and not state.instructions_done:
@@ -195,7 +195,7 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
     elif kind == "event_msg":
         event = payload.get("type")
         if event == "token_count":
-            info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+            info = given if isinstance(given := payload.get("info"), dict) else {}
             last = info.get("last_token_usage") if isinstance(info, dict) else None
             if isinstance(last, dict):
                 usage = {
@@ -220,8 +220,8 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
                 yield Result(payload["call_id"], text, n, time, error)
                 state.after_result = True
             return
-        if item_type == "message" and ROLES.get(payload.get("role")) != "assistant":
-            role = ROLES.get(payload.get("role"))
+        role = ROLES.get(given) if isinstance(given := payload.get("role"), str) else None
+        if item_type == "message" and role != "assistant":
             if role is None:
                 tally.ignored[f"messages of role {str(payload.get('role'))[:20]}"] += 1
                 return
@@ -234,8 +234,8 @@ def _mapped(n: int, obj: dict[str, Any], state: Reading, tally: Tally) -> Iterat
             state.after_result = False
         reply = Reply(f"r{state.response}", n, time, model=state.model)
         if item_type == "message":
-            text = _content(payload.get("content"))
-            reply.text.append(text if isinstance(text, str) else str(text))
+            content = _content(payload.get("content"))
+            reply.text.append(content if isinstance(content, str) else str(content))
         elif item_type == "function_call" and isinstance(payload.get("call_id"), str):
             arguments = payload.get("arguments")
             reply.calls.append(
@@ -280,9 +280,8 @@ def _web_search(action: Any) -> str:
 def _instructions(value: Any) -> str | None:
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("text"), str):
-        return value["text"]
-    return None
+    text = value.get("text") if isinstance(value, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _content(content: Any) -> str | list[Any]:
@@ -311,8 +310,8 @@ def _output(output: Any) -> tuple[str, bool]:
         text = content if isinstance(content, str) else str(_content(content))
         return text, output.get("success") is False
     if isinstance(output, list):
-        text = _content(output)
-        return text if isinstance(text, str) else "[output with images, not imported]", False
+        joined = _content(output)
+        return joined if isinstance(joined, str) else "[output with images, not imported]", False
     return "", False
 
 
@@ -324,13 +323,13 @@ def source(path: Path, exists: Callable[[str], bool]) -> Source:
     """The first pass over `path` as a `Source` for `mirror.import_source`."""
     found = scan(path)
     meta = found.meta
-    source_id = meta.get("id") if isinstance(meta.get("id"), str) else path.stem
+    source_id = given if isinstance(given := meta.get("id"), str) else path.stem
     parent = None
     forked = meta.get("forked_from_id")
     if isinstance(forked, str):
         parent = derived_id(forked)
         parent = parent if exists(parent) else None
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    git = given if isinstance(given := meta.get("git"), dict) else {}
     extra: dict[str, Any] = {
         "version": meta.get("cli_version") if isinstance(meta.get("cli_version"), str) else None,
         "model_provider": meta.get("model_provider")

@@ -26,7 +26,8 @@ def kept(block: dict[str, Any], files: dict[str, bytes] | None) -> str:
     {"type": "base64", "media_type", "data"}}`) becomes; the image added to `files`
     (name -> bytes, the tool message's) when it is kept (never, when `files` is None:
     a message that keeps none)."""
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    given = block.get("source")
+    source: dict[str, Any] = given if isinstance(given, dict) else {}
     media = source.get("media_type")
     shown = str(media)[:60] if isinstance(media, str) else "unknown type"
     data = source.get("data")

@@ -231,7 +231,9 @@ def resume_point(
     bytes (as many at least, the same SHA-256); else None, and the file is read whole.
     The file is hashed once here; the rest of the import does not hash it again."""
     done = header.get("imported") if header else None
-    resume = done.get("resume") if isinstance(done, Mapping) else None
+    if not isinstance(done, Mapping):
+        return None
+    resume = done.get("resume")
     if not isinstance(resume, dict) or done.get("from") != source or done.get("id") != key:
         return None
     read = int(done.get("bytes", 0))

@@ -31,7 +31,7 @@ Invariants:
 
 import copy
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -178,7 +178,7 @@ def assembled(
     items: Iterator[Item],
     final: bool,
     settled: list[int],
-    cuts: list[int] = (),  # type: ignore[assignment]
+    cuts: Sequence[int] = (),
     at_cut: Callable[[int, bool], None] | None = None,
 ) -> Iterator[Output]:
     """The assembled outputs; at each line of `settled` (where an earlier import found

@@ -170,11 +170,11 @@ def map_error(
         after = _retry_after(error.response.headers)
         detail = _message_of(error.body)
         if overflowed(detail, error.body):
-            mapped: ModelError = context_overflow(settings, f"HTTP {error.status_code}", detail)
+            said: ModelError = context_overflow(settings, f"HTTP {error.status_code}", detail)
         else:
-            mapped = _status_error(error.status_code, detail, model, url, after)
-        mapped.status, mapped.retry_after = error.status_code, after
-        return mapped
+            said = _status_error(error.status_code, detail, model, url, after)
+        said.status, said.retry_after = error.status_code, after
+        return said
     if isinstance(error, sdk.APIError):  # an error event inside a stream
         if overflowed(error.message, error.body):
             return context_overflow(settings, "in its stream", " ".join(error.message.split()))

@@ -119,7 +119,8 @@ def run(
             finished = True
             if kind == _FAILED:
                 raise value
-            return value  # type: ignore[no-any-return]
+            result: T = value  # what `_DONE` carries is the request's answer
+            return result
     finally:
         if not finished:
             limits.abandon()

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -205,7 +205,7 @@ class ModelClient:
 
     def complete(
         self,
-        messages: list[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         model: str | None = None,
         tools: list[dict[str, Any]] | None = None,
@@ -258,7 +258,7 @@ class ModelClient:
 
     def _complete(
         self,
-        messages: list[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         model: str | None,
         tools: list[dict[str, Any]] | None,
@@ -370,7 +370,7 @@ class ModelClient:
 
         running = inflight.Limits(self.settings.timeout)
         try:
-            entries = self._run(work, running, lambda _: None)
+            entries: list[dict[str, Any]] = self._run(work, running, lambda _: None)
         except KeyboardInterrupt:  # before the next clause, which may import openai
             raise
         except _openai().OpenAIError as error:

@@ -31,7 +31,8 @@ def as_dict(obj: Any) -> dict[str, Any]:
         return obj
     sdk = sys.modules.get("openai")  # only the SDK's client returns its models
     if sdk is not None and isinstance(obj, sdk.BaseModel):
-        return obj.to_dict()
+        data: dict[str, Any] = obj.to_dict()  # the SDK's module, looked up: untyped here
+        return data
     if isinstance(obj, str | bytes):  # the SDK hands over a body that is not JSON as it came
         text = obj.decode("utf-8", "replace") if isinstance(obj, bytes) else obj
         head = text.lstrip()[:200].lower()

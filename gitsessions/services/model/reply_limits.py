@@ -16,7 +16,7 @@ These exceptions (defined in inflight.py, which the waiting thread imports witho
 httpx) are not httpx errors: httpx and the SDK let them through as they are.
 
 Imported only by the model client once it talks to a server: the HTTP library comes
-with `openai` (`httpx2` in recent releases, `httpx` before) and is as slow to import.
+with `openai` (`httpx2`, which `mcp` requires too) and is as slow to import.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gitsessions.services.model.inflight import Limits, ReplyTooLarge
+import httpx2
 
-try:
-    import httpx2
-except ImportError:  # openai releases before the httpx2 fork
-    import httpx as httpx2  # type: ignore[no-redef]
+from gitsessions.services.model.inflight import Limits, ReplyTooLarge
 
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # one answer's body
 MAX_EVENT_BYTES = 1024 * 1024  # one event (its lines) of a streamed answer

@@ -59,9 +59,9 @@ from gitsessions.store.refpack import (
     unfinished,
     writers_done,
 )
-from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id
+from gitsessions.store.refs import SESSION_REF_PREFIX, damaged_id, ref_name
 from gitsessions.store.repo import STALE_LOCK_SECONDS, UNREADABLE
-from gitsessions.store.sessions import SessionStore, ref_name
+from gitsessions.store.sessions import SessionStore
 from gitsessions.store.storelock import PACKED_WRITER, flocked
 
 

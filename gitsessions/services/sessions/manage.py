@@ -132,7 +132,7 @@ def set_aside(store: SessionStore, head: Head, why: str, keep: bool = True) -> b
         granted.forget(store.home, head.id)
         return True
 
-    return writer.audited(store, "set aside", head.id, run, outcome=lambda won: str(won))
+    return writer.audited(store, "set aside", head.id, run, lambda won: str(won))
 
 
 def undelete(store: SessionStore, session_id: str) -> Head:
@@ -166,8 +166,8 @@ def drop_expired(store: SessionStore) -> int:
     return sum(trash.drop(store.git, e) for e in trash.expired(store.git))
 
 
-def gc(store: SessionStore) -> dict[str, object]:
-    def run() -> dict[str, object]:
+def gc(store: SessionStore) -> dict[str, Any]:
+    def run() -> dict[str, Any]:
         with background.maintenance_quiet(store.git.path):
             dropped = drop_expired(store)
             done = maintenance.repack(store.git)

@@ -97,6 +97,5 @@ def all_snapshots(store: SessionStore, head: Head) -> list[str]:
 
 def turn_of(store: SessionStore, commit: bytes) -> int | None:
     """The turn a commit belongs to, if its trailers say."""
-    obj = store.git.get(commit)
-    turn = parse_trailers(obj.message)[1].get("Turn", "")  # type: ignore[attr-defined]
+    turn = parse_trailers(store.git.commit(commit).message)[1].get("Turn", "")
     return int(turn) if turn.isdigit() else None

@@ -18,7 +18,7 @@ Invariants:
 """
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gitsessions.services.sessions.revisions import State, owner_of
@@ -183,12 +183,12 @@ def _add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def is_empty(change: dict[str, Any]) -> bool:
+def is_empty(change: Mapping[str, Any]) -> bool:
     """True when a side has no commit since the ancestor."""
-    return change["commits"] == 0
+    return bool(change["commits"] == 0)
 
 
-def changed_nothing(change: dict[str, Any]) -> bool:
+def changed_nothing(change: Mapping[str, Any]) -> bool:
     """True when a side's commits (a fork's own, say) changed no field the diff shows."""
     context = change["context"]
     return (

@@ -25,6 +25,7 @@ from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
     from gitsessions.services.sessions.search import Hit
+    from gitsessions.store.sessions import SessionStore
 
 READ_LIMIT = 40  # messages per read_session call
 SEARCH_LIMIT = 20  # hits per search_sessions call
@@ -75,7 +76,7 @@ def messages_in(
 
 
 def search(
-    store: "SessionReader", query: str, limit: int, allowed: Collection[str] | None
+    store: "SessionStore", query: str, limit: int, allowed: Collection[str] | None
 ) -> list["Hit"]:
     """The hits for `query` among `allowed` (None: every session), unarchived ones only."""
     from gitsessions.services.sessions.search import SearchIndex  # sqlite: when asked
@@ -136,7 +137,7 @@ def read_text(
     return header + "\n\n" + "\n\n".join(picked) + "\n\n" + tail
 
 
-def search_text(store: "SessionReader", query: str, allowed: Collection[str] | None) -> str:
+def search_text(store: "SessionStore", query: str, allowed: Collection[str] | None) -> str:
     """At most SEARCH_LIMIT hits as text for a model, saying when there are more."""
     hits = search(store, query, SEARCH_LIMIT + 1, allowed)
     if not hits:

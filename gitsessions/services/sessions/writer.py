@@ -51,6 +51,7 @@ def audited(
     session: str | None,
     run: Callable[[], T],
     outcome: Callable[[T], str] = lambda _: "ok",
+    /,  # so that `**extra` at a call cannot stand for `outcome` (and hide `T`)
     **extra: Any,
 ) -> T:
     """Run `run`, then append one audit line for `operation` (none when it is None)."""

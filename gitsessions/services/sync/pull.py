@@ -29,7 +29,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gitsessions.services.sessions.revisions import checked_head
 from gitsessions.services.sync.deletions import delete_here, fetch_tombstones, remote_had
@@ -77,7 +77,7 @@ def pull(
     name = pick_remote(store, remote)
     url = remoteconfig.url_of(git, name)
     report = Report(name, remoteconfig.mask(url))
-    full = writable or (lambda: store)  # type: ignore[assignment,return-value]
+    full = writable or (lambda: cast("SessionStore", store))  # no `writable`: a full store
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)

@@ -278,6 +278,7 @@ class ToolRegistry:
             running()
         started = time.monotonic()
         try:
+            # `streams` says which of the two handler types `handler` is
             if spec.streams:
                 result = spec.handler(arguments, output or _ignore)  # type: ignore[call-arg]
             else:
