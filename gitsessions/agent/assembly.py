@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 from gitsessions.agent.loop import Agent
 from gitsessions.agent.prompts import system_prompt
 from gitsessions.agent.scope import Scope
-from gitsessions.agent.server_budget import use_server_context
+from gitsessions.agent.server_budget import least_budget, use_server_context
 from gitsessions.agent.session import AgentSession
 from gitsessions.agent.session_tools import register_session_tools
 from gitsessions.agent.turns import AgentConfig, Events
@@ -397,12 +397,6 @@ def mcp_tools(
             checks=False,
         )
     return hub
-
-
-def least_budget(fixed: int) -> int:
-    """The smallest context budget in which `fixed` tokens (system prompt and tools), a
-    continuation note and one turn fit (in steps of 500)."""
-    return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
 
 
 def check_budget(

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gitsessions.agent.loop import Agent
+from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.settings.config import ModelSettings, session_settings
 from gitsessions.values.errors import BadUsage
 from gitsessions.values.tokens import default_counter
@@ -24,14 +25,18 @@ if TYPE_CHECKING:
     from gitsessions.services.model.context_window import ServerContext
 
 
+def least_budget(fixed: int) -> int:
+    """The smallest context budget in which `fixed` tokens (system prompt and tools), a
+    continuation note and one turn fit (in steps of 500)."""
+    return -(-(fixed + Policy().summary_max_tokens + 1024) // 500) * 500
+
+
 class ServerContextTooSmall(BadUsage):
     """The server's context cannot hold the system prompt, the tools and a turn."""
 
 
 def use_server_context(agent: Agent, settings: ModelSettings, said: "ServerContext | None") -> int:
     """Limit `agent`'s budget to what the server `said` it holds; returns the budget."""
-    from gitsessions.agent.assembly import least_budget  # the assembly imports this module
-
     recorded: dict[str, object] = session_settings(settings)
     if said is not None:
         recorded["server_context_tokens"] = said.tokens
