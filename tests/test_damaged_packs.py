@@ -140,6 +140,10 @@ def crafted(case: str, target: bytes) -> list[list[Record]]:
         return [[(target, BLOB, None, b"", 256 << 20, _bomb())]]
     if case == "loose zlib bomb":
         return []  # `damaged_store` writes it loose
+    if case == "stream past its size":  # the header declares 20 bytes, the stream 256 MiB
+        return [[(target, BLOB, None, b"", 20, _bomb())]]
+    if case == "stream short of its size":
+        return [[(target, BLOB, None, b"", 1000, zlib.compress(b'{"a": 1}'))]]
     raise AssertionError(case)
 
 
@@ -276,3 +280,18 @@ def test_a_chain_longer_than_the_bound_is_refused_and_one_within_it_reads(tmp_pa
     with pytest.raises(StoreCorrupt, match=r"longer than 1000.*gitsessions doctor"):
         store.git.raw(ids[MAX_CHAIN + 1].hex().encode())
     store.close()
+
+
+@pytest.mark.parametrize("case", ["stream past its size", "stream short of its size"])
+def test_doctor_names_an_object_whose_stream_does_not_inflate_to_its_size(tmp_path, case):
+    """Issue 43, item 7: a record whose zlib stream inflates far past the size its header
+    declares (dulwich stops at that size and never looks further), or short of it, passed
+    the header checks: `doctor` said nothing wrong. It inflates each record bounded and
+    names the object, its path and the session that reaches it."""
+    home, sid, sha = damaged_store(tmp_path, case)
+    code, out, err, peak = run(home, "doctor")
+    assert code != 0 and "Traceback" not in err, (out, err)
+    assert peak < PEAK, peak
+    broken = [line for line in out.splitlines() if sha[:12] in line]
+    assert broken and sid in broken[0] and "session.json" in broken[0], out
+    assert "its zlib stream inflates" in broken[0], out

@@ -39,6 +39,7 @@ WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
 MAX_OBJECT_BYTES = 64 << 20  # the largest object (or delta chain) the store reads
 MAX_CHAIN = 1000  # deltas in one chain (git's pack.depth is 50; ours is 100)
 HEAD_BYTES = 20  # a delta's two sizes fit in this many inflated bytes
+PIECE = 1 << 16  # bytes fed to, or taken from, zlib at a time by `inflates_to`
 _VARINT_BYTES = 10  # a size or offset longer than this is damage, not a number
 
 
@@ -131,6 +132,28 @@ def delta_sizes(buf: mmap.mmap | bytes, at: int) -> tuple[int, int]:
     raise ValueError("a delta whose sizes cannot be read")
 
 
+def inflates_to(buf: mmap.mmap | bytes, at: int, size: int) -> None:
+    """`ValueError` unless the zlib stream starting at `at` inflates to exactly `size`
+    bytes and ends there: a piece at a time, at most `size + 1` bytes inflated, none kept
+    (a stream inflating far past its header's size, a zlib bomb, costs its size only)."""
+    inflate = zlib.decompressobj()
+    made = 0
+    pending = b""
+    fed = at
+    while not inflate.eof:
+        if not pending:
+            pending = buf[fed : fed + PIECE]
+            fed += len(pending)
+            if not pending:
+                raise ValueError("its zlib stream is cut short by the end of the pack")
+        made += len(inflate.decompress(pending, min(PIECE, size + 1 - made)))
+        pending = inflate.unconsumed_tail
+        if made > size:
+            raise ValueError(f"its zlib stream inflates past the {size} bytes its header declares")
+    if made != size:
+        raise ValueError(f"its zlib stream inflates to {made} bytes, not the {size} declared")
+
+
 def check_loose(path: str, sha: bytes) -> None:
     """Refuse (`DamagedObject`) the loose object file at `path` when its header (`type
     size\\0`, the first bytes inflated) declares more than `MAX_OBJECT_BYTES` or cannot
@@ -155,6 +178,38 @@ def check_loose(path: str, sha: bytes) -> None:
 
 
 Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
+
+
+def _base_offset(pack: Pack, sha: bytes, offset: int, kind: int, base: int | bytes | None) -> int:
+    """The offset of the record a delta at `offset` is based on (`DamagedObject` for a
+    reference delta whose base is not in `pack`, or a record of an unknown type)."""
+    if kind == OFS_DELTA:
+        assert isinstance(base, int)
+        return offset - base
+    if kind == REF_DELTA:
+        assert isinstance(base, bytes)
+        try:
+            return pack.index.object_offset(base)
+        except KeyError:
+            why = f"its delta base {base.hex()[:12]} is not in its pack"
+            raise DamagedObject(sha, why) from None
+    raise DamagedObject(sha, f"a pack record of unknown type {kind}")
+
+
+def check_streams(pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes) -> None:
+    """Refuse (`DamagedObject`) the object `sha` at `offset` unless each record of its
+    chain inflates to exactly the size its header declares (`inflates_to`); for an object
+    `check_chain` passed, so every record is inflated bounded, once. dulwich stops at the
+    declared size and never looks at the rest: only this finds such a record."""
+    try:
+        while True:
+            kind, size, at, base = record_header(buf, offset)
+            inflates_to(buf, at, size)
+            if kind in WHOLE:
+                return
+            offset = _base_offset(pack, sha, offset, kind, base)
+    except (ValueError, zlib.error) as error:
+        raise DamagedObject(sha, str(error)) from None
 
 
 def check_chain(
@@ -184,19 +239,7 @@ def check_chain(
             if kind in WHOLE:
                 path.append((offset, size, False))
                 break
-            if kind == OFS_DELTA:
-                assert isinstance(base, int)
-                following = offset - base
-            elif kind == REF_DELTA:
-                assert isinstance(base, bytes)
-                try:
-                    following = pack.index.object_offset(base)
-                except KeyError:
-                    raise DamagedObject(
-                        sha, f"its delta base {base.hex()[:12]} is not in its pack"
-                    ) from None
-            else:
-                raise DamagedObject(sha, f"a pack record of unknown type {kind}")
+            following = _base_offset(pack, sha, offset, kind, base)
             _source, result = delta_sizes(buf, at)
             if result > MAX_OBJECT_BYTES:
                 raise DamagedObject(sha, f"a delta declares a result of {result} bytes")
