@@ -26,7 +26,7 @@ KINDS: dict[str, tuple[type, ...]] = {
 Path = tuple[str | int, ...]
 
 
-@dataclass
+@dataclass(eq=False)
 class Misfit(ValueError):
     """The first part of a value that does not fit its schema: `kind` is `type`, `enum`,
     `minimum`, `maximum`, `maxLength`, `unknown` (`value`: the keys not in
