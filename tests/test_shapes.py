@@ -26,6 +26,7 @@ ARGS = {
         ({"count": True}, "type", ("count",), True),  # a boolean is no number
         ({"count": "3"}, "type", ("count",), "3"),
         ({"count": 2.5}, "type", ("count",), 2.5),
+        ({"count": 1, "deep": {"n": float("inf")}}, "type", ("deep", "n"), float("inf")),
         ({"count": 1, "at": "longer"}, "maxLength", ("at",), "longer"),
         ({"count": 1, "at": 5}, "type", ("at",), 5),
         ({"count": 1, "tags": ["a", "c"]}, "enum", ("tags", 1), "c"),

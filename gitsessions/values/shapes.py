@@ -1,14 +1,18 @@
 """The one check of a JSON value's shape: against a JSON Schema (the subset the
 project's schemas use), raising `Misfit`, which says what does not fit and where, for
-the caller to word in its own line (a tool call's arguments, an MCP call's arguments).
+the caller to word in its own line: a tool call's arguments (services/tools/
+arguments.py), an MCP call's (protocols/mcp_server/), a table of config.toml
+(services/settings/config.py `config_table`).
 
 The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fields),
-`enum`, `minimum`, `maximum`, `maxLength`, `items`, `properties`, `required`,
+`enum`, `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `items`, `properties`, `required`,
 `additionalProperties: false`; other keywords are not checked. As JSON Schema has it,
-an integer is a number without a fraction (2.0 is the integer 2) and a boolean is no
-number. Stdlib only: every command may check a shape without loading a validator.
+an integer is a number without a fraction (2.0 is the integer 2), a boolean is no
+number, and neither is NaN or an infinity (which Python's json and TOML let in).
+Stdlib only: every command may check a shape without loading a validator.
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +33,7 @@ Path = tuple[str | int, ...]
 @dataclass(eq=False)
 class Misfit(ValueError):
     """The first part of a value that does not fit its schema: `kind` is `type`, `enum`,
-    `minimum`, `maximum`, `maxLength`, `unknown` (`value`: the keys not in
+    `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `unknown` (`value`: the keys not in
     `properties`, sorted) or `missing` (`value`: the required key); `schema` is the part it was
     checked against (an `anyOf` of types merged into one `type` list)."""
 
@@ -74,6 +78,8 @@ def kind_of(value: Any) -> str:
 
 
 def _fits(value: Any, name: str) -> bool:
+    if isinstance(value, float) and not math.isfinite(value):
+        return False  # NaN and the infinities are no JSON number
     if name == "integer" and isinstance(value, float):
         return value.is_integer()
     if name in ("integer", "number") and isinstance(value, bool):
@@ -99,6 +105,8 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             raise Misfit("minimum", path, schema, value)
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            raise Misfit("exclusiveMinimum", path, schema, value)
         if "maximum" in schema and value > schema["maximum"]:
             raise Misfit("maximum", path, schema, value)
     if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:

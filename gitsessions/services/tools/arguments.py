@@ -73,6 +73,8 @@ def _said(misfit: Misfit) -> str:
         return f"{where!r} must be one of {choices}, got {value!r}"
     if misfit.kind == "minimum":
         return f"{where!r} must be at least {schema['minimum']}, got {value}"
+    if misfit.kind == "exclusiveMinimum":
+        return f"{where!r} must be more than {schema['exclusiveMinimum']}, got {value}"
     if misfit.kind == "maximum":
         return f"{where!r} must be at most {schema['maximum']}, got {value}"
     if misfit.kind == "maxLength":
