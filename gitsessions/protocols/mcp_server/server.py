@@ -33,8 +33,6 @@ from gitsessions.store.sessions import SessionStore
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.shapes import Misfit, check
 
-__all__ = ["DEADLINE", "build", "serve"]
-
 Rows = Callable[[bool, Path | None], list[dict[str, Any]]]
 INSTRUCTIONS = (
     "Sessions of the gitsessions coding agent, kept in git: search them, list them, read a "
