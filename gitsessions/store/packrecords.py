@@ -39,7 +39,8 @@ WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
 MAX_OBJECT_BYTES = 64 << 20  # the largest object (or delta chain) the store reads
 MAX_CHAIN = 1000  # deltas in one chain (git's pack.depth is 50; ours is 100)
 HEAD_BYTES = 20  # a delta's two sizes fit in this many inflated bytes
-PIECE = 1 << 16  # bytes fed to, or taken from, zlib at a time by `inflates_to`
+PIECE = 1 << 16  # bytes `inflates_to` takes from zlib at a time
+FED = 1 << 12  # bytes of a pack `inflates_to` feeds zlib at a time (most records are small)
 _VARINT_BYTES = 10  # a size or offset longer than this is damage, not a number
 
 
@@ -142,7 +143,7 @@ def inflates_to(buf: mmap.mmap | bytes, at: int, size: int) -> None:
     fed = at
     while not inflate.eof:
         if not pending:
-            pending = buf[fed : fed + PIECE]
+            pending = buf[fed : fed + FED]
             fed += len(pending)
             if not pending:
                 raise ValueError("its zlib stream is cut short by the end of the pack")
@@ -196,15 +197,20 @@ def _base_offset(pack: Pack, sha: bytes, offset: int, kind: int, base: int | byt
     raise DamagedObject(sha, f"a pack record of unknown type {kind}")
 
 
-def check_streams(pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes) -> None:
+def check_streams(
+    pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes, streamed: set[int]
+) -> None:
     """Refuse (`DamagedObject`) the object `sha` at `offset` unless each record of its
     chain inflates to exactly the size its header declares (`inflates_to`); for an object
-    `check_chain` passed, so every record is inflated bounded, once. dulwich stops at the
-    declared size and never looks at the rest: only this finds such a record."""
+    `check_chain` passed, so every record is inflated bounded. `streamed` holds the
+    records of this pack already inflated (and is added to): each is inflated once.
+    dulwich stops at the declared size and never looks at the rest: only this finds
+    such a record."""
     try:
-        while True:
+        while offset not in streamed:
             kind, size, at, base = record_header(buf, offset)
             inflates_to(buf, at, size)
+            streamed.add(offset)
             if kind in WHOLE:
                 return
             offset = _base_offset(pack, sha, offset, kind, base)

@@ -111,7 +111,9 @@ class GitStore:
         # the packs dulwich listed, as last asked (`rescan`)
         self._packs: list[Pack] = []
         # {id(pack): (the pack, its data mapped, what `packrecords.check_chain` found)}
-        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked]] = {}
+        # {id(pack): (the pack, its data mapped, what `check_chain` found, the offsets of
+        # the records `check_streams` inflated)}
+        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked, set[int]]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -396,10 +398,10 @@ class GitStore:
                         contents = map_pack(pack)
                     except (OSError, ValueError):
                         continue  # removed meanwhile (or empty): dulwich says the rest
-                    kept = self._checked[id(pack)] = (pack, contents, {})
+                    kept = self._checked[id(pack)] = (pack, contents, {}, set())
                 check_chain(pack, kept[1], offset, sha, kept[2])
                 if streams:
-                    check_streams(pack, kept[1], offset, sha)
+                    check_streams(pack, kept[1], offset, sha, kept[3])
                 return True
             loose = self._loose_path(sha)
             if os.path.exists(loose):  # dulwich's `contains_loose` reads the whole object
