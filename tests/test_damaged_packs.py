@@ -138,7 +138,7 @@ def crafted(case: str, target: bytes) -> list[list[Record]]:
         return [[(other, BLOB, None, base, None, None), (target, OFS_DELTA, 0, delta, None, None)]]
     if case == "zlib bomb":
         return [[(target, BLOB, None, b"", 256 << 20, _bomb())]]
-    if case == "loose zlib bomb":
+    if case in ("loose zlib bomb", "loose stream past its size"):
         return []  # `damaged_store` writes it loose
     if case == "stream past its size":  # the header declares 20 bytes, the stream 256 MiB
         return [[(target, BLOB, None, b"", 20, _bomb())]]
@@ -154,6 +154,7 @@ CASES = [
     "delta claiming 4 GiB",
     "zlib bomb",
     "loose zlib bomb",
+    "loose stream past its size",
 ]
 
 
@@ -163,6 +164,15 @@ def _loose_bomb() -> bytes:
     squeeze = zlib.compressobj(9)
     out = [squeeze.compress(b"blob %d\0" % (1 << 30))]
     out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 10)]
+    return b"".join(out) + squeeze.flush()
+
+
+def _loose_stream_past_its_size() -> bytes:
+    """A loose blob whose header declares 20 bytes over 512 MiB of zeros (about 500 KB
+    of zlib): dulwich inflates the whole stream."""
+    squeeze = zlib.compressobj(9)
+    out = [squeeze.compress(b"blob 20\0")]
+    out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 9)]
     return b"".join(out) + squeeze.flush()
 
 
@@ -192,6 +202,9 @@ def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
     if case == "loose zlib bomb":
         loose.parent.mkdir(exist_ok=True)
         loose.write_bytes(_loose_bomb())
+    if case == "loose stream past its size":
+        loose.parent.mkdir(exist_ok=True)
+        loose.write_bytes(_loose_stream_past_its_size())
     return home, sid, sha.hex()
 
 

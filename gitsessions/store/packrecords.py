@@ -158,24 +158,36 @@ def inflates_to(buf: mmap.mmap | bytes, at: int, size: int) -> None:
 def check_loose(path: str, sha: bytes) -> None:
     """Refuse (`DamagedObject`) the loose object file at `path` when its header (`type
     size\\0`, the first bytes inflated) declares more than `MAX_OBJECT_BYTES` or cannot
-    be read: dulwich allocates and inflates what the header declares. A missing file
+    be read, or when its zlib stream does not inflate to the size the header declares
+    (`inflates_to`, bounded: a small header over a stream of gigabytes): dulwich
+    allocates what the header declares, and inflates the whole stream. A missing file
     passes (dulwich says what is missing)."""
     try:
         with open(path, "rb") as file:
             start = file.read(512)
+            if not start:
+                raise DamagedObject(sha, "a loose object whose header cannot be read")
+            contents = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         return
-    try:
-        head = zlib.decompressobj().decompress(start, 32)
-    except zlib.error as error:
-        raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
-    kind, space, rest = head.partition(b" ")
-    size, nul, _ = rest.partition(b"\0")
-    if not space or not nul or not size.isdigit() or len(size) > 20:
-        raise DamagedObject(sha, "a loose object whose header cannot be read")
-    if int(size) > MAX_OBJECT_BYTES:
+    with contextlib.closing(contents):
+        try:
+            head = zlib.decompressobj().decompress(start, 32)
+        except zlib.error as error:
+            raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
+        kind, space, rest = head.partition(b" ")
+        size, nul, _ = rest.partition(b"\0")
+        if not space or not nul or not size.isdigit() or len(size) > 20:
+            raise DamagedObject(sha, "a loose object whose header cannot be read")
         shown = kind.decode("ascii", "replace")
-        raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+        if int(size) > MAX_OBJECT_BYTES:
+            raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+        header = len(kind) + len(size) + 2
+        try:
+            inflates_to(contents, 0, header + int(size))
+        except (ValueError, zlib.error):
+            why = f"a loose {shown} whose zlib stream does not inflate to the {int(size)} bytes"
+            raise DamagedObject(sha, f"{why} its header declares") from None
 
 
 Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
