@@ -43,6 +43,16 @@ def test_the_first_misfit_says_what_and_where(value, kind, path, got):
     assert (raised.value.kind, raised.value.path, raised.value.value) == (kind, path, got)
 
 
+def test_an_any_of_of_two_constrained_branches_is_not_merged():
+    """Merged, a string branch's enum would refuse the integer branch's values."""
+    either = {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "integer", "minimum": 5}]}
+    assert check(7, either) == 7 and check("b", either) == "b"
+    nullable = {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]}
+    assert check(None, nullable) is None
+    with pytest.raises(Misfit):
+        check("b", nullable)
+
+
 def test_a_fitting_value_comes_back_an_integral_float_as_an_integer():
     assert check({"count": 3.0, "at": None}, ARGS) == {"count": 3, "at": None}
     assert check({"count": 3}, ARGS, fill=True) == {

@@ -53,10 +53,16 @@ def types_of(schema: Mapping[str, Any]) -> list[str]:
 
 
 def flat(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`schema` with an `anyOf` of typed branches merged into one schema whose `type`
-    lists them all (their other keywords kept): `string or null` as one schema."""
+    """`schema` with an `anyOf` of typed branches, at most one of them with keywords
+    besides its `type`, merged into one schema whose `type` lists them all (that one's
+    keywords kept): `string or null` as one schema. Any other `anyOf` is left as it is
+    (and not checked)."""
     branches = schema.get("anyOf")
-    if not isinstance(branches, list) or not all("type" in b for b in branches):
+    if (
+        not isinstance(branches, list)
+        or not all(isinstance(b, Mapping) and "type" in b for b in branches)
+        or sum(len(b) > 1 for b in branches) > 1
+    ):
         return schema
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "anyOf"}
     kinds: list[str] = []
