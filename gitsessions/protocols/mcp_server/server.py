@@ -45,6 +45,14 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
 
+def _failed(text: str) -> Any:
+    """A tool's failure as its answer: an error result of one line."""
+    # the mcp SDK: only when the server runs
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
 def _answered(name: str, work: Callable[..., Any], calls: Calls) -> Callable[..., Awaitable[Any]]:
     """`work` as the SDK calls it: the same signature (its schemas are derived from it),
     run in the call thread within the deadline, its answer or its one-line failure as
@@ -52,17 +60,14 @@ def _answered(name: str, work: Callable[..., Any], calls: Calls) -> Callable[...
     # the mcp SDK: only when the server is built
     import mcp_types as types
 
-    def failed(text: str) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-
     @functools.wraps(work)
     async def answer(**arguments: Any) -> types.CallToolResult:
         try:
             found = await calls.run(name, lambda: _plain(work(**arguments)))
         except GitsessionsError as error:
-            return failed(str(error))
+            return _failed(str(error))
         except OSError as error:  # the store's files: one line, as the CLI says it
-            return failed(f"{name}: {error}")
+            return _failed(f"{name}: {error}")
         text = json.dumps(found, ensure_ascii=False)
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=found
@@ -127,11 +132,9 @@ def build(
             check(arguments, tool.input_schema)
             answer = await held.call_tool(tool.name, arguments)
         except Misfit as misfit:
-            answer = refusal(tool.name, misfit, tool.input_schema)
+            return _failed(refusal(tool.name, misfit, tool.input_schema))
         except ToolError as error:  # what the SDK refused or raised: one line
-            answer = str(error).splitlines()[0]
-        if isinstance(answer, str):
-            return types.CallToolResult(content=[types.TextContent(text=answer)], is_error=True)
+            return _failed(str(error).splitlines()[0])
         assert isinstance(answer, types.CallToolResult)  # no tool asks for input
         return answer
 
