@@ -138,8 +138,12 @@ def crafted(case: str, target: bytes) -> list[list[Record]]:
         return [[(other, BLOB, None, base, None, None), (target, OFS_DELTA, 0, delta, None, None)]]
     if case == "zlib bomb":
         return [[(target, BLOB, None, b"", 256 << 20, _bomb())]]
-    if case == "loose zlib bomb":
+    if case in ("loose zlib bomb", "loose stream past its size"):
         return []  # `damaged_store` writes it loose
+    if case == "stream past its size":  # the header declares 20 bytes, the stream 256 MiB
+        return [[(target, BLOB, None, b"", 20, _bomb())]]
+    if case == "stream short of its size":
+        return [[(target, BLOB, None, b"", 1000, zlib.compress(b'{"a": 1}'))]]
     raise AssertionError(case)
 
 
@@ -150,6 +154,7 @@ CASES = [
     "delta claiming 4 GiB",
     "zlib bomb",
     "loose zlib bomb",
+    "loose stream past its size",
 ]
 
 
@@ -159,6 +164,15 @@ def _loose_bomb() -> bytes:
     squeeze = zlib.compressobj(9)
     out = [squeeze.compress(b"blob %d\0" % (1 << 30))]
     out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 10)]
+    return b"".join(out) + squeeze.flush()
+
+
+def _loose_stream_past_its_size() -> bytes:
+    """A loose blob whose header declares 20 bytes over 512 MiB of zeros (about 500 KB
+    of zlib): dulwich inflates the whole stream."""
+    squeeze = zlib.compressobj(9)
+    out = [squeeze.compress(b"blob 20\0")]
+    out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 9)]
     return b"".join(out) + squeeze.flush()
 
 
@@ -188,6 +202,9 @@ def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
     if case == "loose zlib bomb":
         loose.parent.mkdir(exist_ok=True)
         loose.write_bytes(_loose_bomb())
+    if case == "loose stream past its size":
+        loose.parent.mkdir(exist_ok=True)
+        loose.write_bytes(_loose_stream_past_its_size())
     return home, sid, sha.hex()
 
 
@@ -276,3 +293,18 @@ def test_a_chain_longer_than_the_bound_is_refused_and_one_within_it_reads(tmp_pa
     with pytest.raises(StoreCorrupt, match=r"longer than 1000.*gitsessions doctor"):
         store.git.raw(ids[MAX_CHAIN + 1].hex().encode())
     store.close()
+
+
+@pytest.mark.parametrize("case", ["stream past its size", "stream short of its size"])
+def test_doctor_names_an_object_whose_stream_does_not_inflate_to_its_size(tmp_path, case):
+    """Issue 43, item 7: a record whose zlib stream inflates far past the size its header
+    declares (dulwich stops at that size and never looks further), or short of it, passed
+    the header checks: `doctor` said nothing wrong. It inflates each record bounded and
+    names the object, its path and the session that reaches it."""
+    home, sid, sha = damaged_store(tmp_path, case)
+    code, out, err, peak = run(home, "doctor")
+    assert code != 0 and "Traceback" not in err, (out, err)
+    assert peak < PEAK, peak
+    broken = [line for line in out.splitlines() if sha[:12] in line]
+    assert broken and sid in broken[0] and "session.json" in broken[0], out
+    assert "its zlib stream inflates" in broken[0], out

@@ -159,6 +159,19 @@ def test_wrong_types_are_error_results(
     assert expected in outcome.content
 
 
+def test_an_integral_number_is_an_integer_as_json_schema_has_it(
+    workspace: Path, tools: ToolRegistry
+) -> None:
+    """Issue 43, item 4: one check of JSON shapes (values/shapes.py) for the tools and
+    the MCP server; JSON Schema's integer is any number without a fraction, so a model
+    sending `2.0` reads from line 2 (it was refused as a number)."""
+    (workspace / "a.txt").write_text("one\ntwo\nthree\n")
+    outcome = call(tools, "read_file", path="a.txt", offset=2.0, limit=1.0)
+    assert outcome.ok, outcome.content
+    assert "two" in outcome.content and "one" not in outcome.content
+    assert "three" not in outcome.content
+
+
 def test_empty_arguments_mean_no_arguments(workspace: Path, tools: ToolRegistry) -> None:
     (workspace / "a.txt").write_text("")
     outcome = raw_call(tools, "list_files", "")

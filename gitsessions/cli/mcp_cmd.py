@@ -9,7 +9,8 @@ import typer
 
 from gitsessions.cli.args import state_of
 from gitsessions.cli.listing import session_rows
-from gitsessions.protocols.mcp_server.server import DEADLINE, build, serve
+from gitsessions.protocols.mcp_server.calls import DEADLINE
+from gitsessions.protocols.mcp_server.server import build, serve
 from gitsessions.protocols.mcp_server.tools import TOOLS
 
 

@@ -40,6 +40,8 @@ WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
 MAX_OBJECT_BYTES = 64 << 20  # the largest object (or delta chain) the store reads
 MAX_CHAIN = 1000  # deltas in one chain (git's pack.depth is 50; ours is 100)
 HEAD_BYTES = 20  # a delta's two sizes fit in this many inflated bytes
+PIECE = 1 << 16  # bytes `inflates_to` takes from zlib at a time
+FED = 1 << 12  # bytes of a pack `inflates_to` feeds zlib at a time (most records are small)
 _VARINT_BYTES = 10  # a size or offset longer than this is damage, not a number
 
 
@@ -140,30 +142,101 @@ def delta_sizes(buf: mmap.mmap | bytes, at: int) -> tuple[int, int]:
     raise ValueError("a delta whose sizes cannot be read")
 
 
+def inflates_to(buf: mmap.mmap | bytes, at: int, size: int) -> None:
+    """`ValueError` unless the zlib stream starting at `at` inflates to exactly `size`
+    bytes and ends there: a piece at a time, at most `size + 1` bytes inflated, none kept
+    (a stream inflating far past its header's size, a zlib bomb, costs its size only)."""
+    inflate = zlib.decompressobj()
+    made = 0
+    pending = b""
+    fed = at
+    while not inflate.eof:
+        if not pending:
+            pending = buf[fed : fed + FED]
+            fed += len(pending)
+            if not pending:
+                raise ValueError("its zlib stream is cut short by the end of the pack")
+        made += len(inflate.decompress(pending, min(PIECE, size + 1 - made)))
+        pending = inflate.unconsumed_tail
+        if made > size:
+            raise ValueError(f"its zlib stream inflates past the {size} bytes its header declares")
+    if made != size:
+        raise ValueError(f"its zlib stream inflates to {made} bytes, not the {size} declared")
+
+
 def check_loose(path: str, sha: bytes) -> None:
     """Refuse (`DamagedObject`) the loose object file at `path` when its header (`type
     size\\0`, the first bytes inflated) declares more than `MAX_OBJECT_BYTES` or cannot
-    be read: dulwich allocates and inflates what the header declares. A missing file
+    be read, or when its zlib stream does not inflate to the size the header declares
+    (`inflates_to`, bounded: a small header over a stream of gigabytes): dulwich
+    allocates what the header declares, and inflates the whole stream. A missing file
     passes (dulwich says what is missing)."""
     try:
         with open(path, "rb") as file:
             start = file.read(512)
+            if not start:
+                raise DamagedObject(sha, "a loose object whose header cannot be read")
+            contents = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         return
-    try:
-        head = zlib.decompressobj().decompress(start, 32)
-    except zlib.error as error:
-        raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
-    kind, space, rest = head.partition(b" ")
-    size, nul, _ = rest.partition(b"\0")
-    if not space or not nul or not size.isdigit() or len(size) > 20:
-        raise DamagedObject(sha, "a loose object whose header cannot be read")
-    if int(size) > MAX_OBJECT_BYTES:
+    with contextlib.closing(contents):
+        try:
+            head = zlib.decompressobj().decompress(start, 32)
+        except zlib.error as error:
+            raise DamagedObject(sha, f"a loose object that does not inflate ({error})") from None
+        kind, space, rest = head.partition(b" ")
+        size, nul, _ = rest.partition(b"\0")
+        if not space or not nul or not size.isdigit() or len(size) > 20:
+            raise DamagedObject(sha, "a loose object whose header cannot be read")
         shown = kind.decode("ascii", "replace")
-        raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+        if int(size) > MAX_OBJECT_BYTES:
+            raise DamagedObject(sha, f"a loose {shown} declares {int(size)} bytes")
+        header = len(kind) + len(size) + 2
+        try:
+            inflates_to(contents, 0, header + int(size))
+        except (ValueError, zlib.error):
+            why = f"a loose {shown} whose zlib stream does not inflate to the {int(size)} bytes"
+            raise DamagedObject(sha, f"{why} its header declares") from None
 
 
 Checked = dict[int, tuple[int, int]]  # record offset -> (deltas, bytes) of its chain
+
+
+def _base_offset(pack: Pack, sha: bytes, offset: int, kind: int, base: int | bytes | None) -> int:
+    """The offset of the record a delta at `offset` is based on (`DamagedObject` for a
+    reference delta whose base is not in `pack`, or a record of an unknown type)."""
+    if kind == OFS_DELTA:
+        assert isinstance(base, int)
+        return offset - base
+    if kind == REF_DELTA:
+        assert isinstance(base, bytes)
+        try:
+            return pack.index.object_offset(RawObjectID(base))
+        except KeyError:
+            why = f"its delta base {base.hex()[:12]} is not in its pack"
+            raise DamagedObject(sha, why) from None
+    raise DamagedObject(sha, f"a pack record of unknown type {kind}")
+
+
+def check_streams(
+    pack: Pack, buf: mmap.mmap | bytes, offset: int, sha: bytes, streamed: set[int]
+) -> None:
+    """Refuse (`DamagedObject`) the object `sha` at `offset` unless each record of its
+    chain inflates to exactly the size its header declares (`inflates_to`); for an object
+    `check_chain` passed, so every record is inflated bounded. `streamed` holds the
+    records of this pack already inflated (and is added to): each is inflated once.
+    dulwich stops at the declared size and never looks at the rest: only this finds
+    such a record."""
+    try:
+        while offset not in streamed:
+            kind, size, at, base = record_header(buf, offset)
+            inflates_to(buf, at, size)
+            streamed.add(offset)
+            if kind in WHOLE:
+                return
+            offset = _base_offset(pack, sha, offset, kind, base)
+    except (ValueError, zlib.error) as error:
+        raise DamagedObject(sha, str(error)) from None
 
 
 def check_chain(
@@ -193,19 +266,7 @@ def check_chain(
             if kind in WHOLE:
                 path.append((offset, size, False))
                 break
-            if kind == OFS_DELTA:
-                assert isinstance(base, int)
-                following = offset - base
-            elif kind == REF_DELTA:
-                assert isinstance(base, bytes)
-                try:
-                    following = pack.index.object_offset(RawObjectID(base))
-                except KeyError:
-                    raise DamagedObject(
-                        sha, f"its delta base {base.hex()[:12]} is not in its pack"
-                    ) from None
-            else:
-                raise DamagedObject(sha, f"a pack record of unknown type {kind}")
+            following = _base_offset(pack, sha, offset, kind, base)
             _source, result = delta_sizes(buf, at)
             if result > MAX_OBJECT_BYTES:
                 raise DamagedObject(sha, f"a delta declares a result of {result} bytes")

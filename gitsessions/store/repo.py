@@ -51,6 +51,7 @@ from gitsessions.store.packrecords import (
     Checked,
     check_chain,
     check_loose,
+    check_streams,
     map_pack,
 )
 from gitsessions.store.packwrite import write_objects
@@ -113,7 +114,9 @@ class GitStore:
         # the packs dulwich listed, as last asked (`rescan`)
         self._packs: list[Pack] = []
         # {id(pack): (the pack, its data mapped, what `packrecords.check_chain` found)}
-        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked]] = {}
+        # {id(pack): (the pack, its data mapped, what `check_chain` found, the offsets of
+        # the records `check_streams` inflated)}
+        self._checked: dict[int, tuple[Pack, mmap.mmap, Checked, set[int]]] = {}
         if created:
             with private_files():
                 self._configure()
@@ -376,10 +379,12 @@ class GitStore:
                 f"({type(error).__name__}: {error}); run `gitsessions doctor`"
             ) from None
 
-    def check_packed(self, sha: bytes) -> bool:
+    def check_packed(self, sha: bytes, streams: bool = False) -> bool:
         """Refuse (`packrecords.DamagedObject`) a packed object whose delta chain dulwich
-        must not be asked to resolve; True when a pack holds `sha`. A pack listed since
-        (dulwich lists the directory again when its packs miss) is looked at too."""
+        must not be asked to resolve (with `streams`, also one whose records do not
+        inflate to their declared sizes: `doctor`); True when a pack holds `sha`. A pack
+        listed since (dulwich lists the directory again when its packs miss) is looked
+        at too."""
         try:
             binsha = bytes.fromhex(sha.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
@@ -396,8 +401,10 @@ class GitStore:
                         contents = map_pack(pack)
                     except (OSError, ValueError):
                         continue  # removed meanwhile (or empty): dulwich says the rest
-                    kept = self._checked[id(pack)] = (pack, contents, {})
+                    kept = self._checked[id(pack)] = (pack, contents, {}, set())
                 check_chain(pack, kept[1], offset, sha, kept[2])
+                if streams:
+                    check_streams(pack, kept[1], offset, sha, kept[3])
                 return True
             loose = self._loose_path(sha)
             if os.path.exists(loose):  # dulwich's `contains_loose` reads the whole object

@@ -1,8 +1,10 @@
 """The session store served to other agents (Claude Code, Codex, any MCP client) as an MCP
-server over stdio, through the `mcp` SDK's low-level `Server` (tools only).
+server over stdio: the `mcp` SDK's high-level `MCPServer` holds the tools, its
+low-level `Server` speaks the protocol (tools only; server.py says why both).
 
-Owns: the tools offered (tools.py: names, schemas, annotations, the check of a call's
-arguments) and their work on the store (server.py), scoped as the agent's own session
+Owns: the tools offered (tools.py: names, annotations, the line a misfit argument
+gets), their work on the store as typed functions the SDK derives their schemas
+from (work.py), scoped as the agent's own session
 tools are (agent/scope.py, services/sessions/session_tools.py), every answer bounded;
 the calls run off the event loop (calls.py), each answered within a deadline, and every
 call read is answered before it exits at the end of its input (draining.py).

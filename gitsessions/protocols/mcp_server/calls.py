@@ -23,6 +23,7 @@ from typing import Any
 from gitsessions.values.errors import GitsessionsError
 
 QUEUED = 64  # calls waiting behind the one running, at most (a client's burst fits)
+DEADLINE = 60.0  # seconds a tool call may take before its caller is answered an error
 
 
 class NoAnswer(GitsessionsError):

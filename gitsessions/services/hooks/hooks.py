@@ -32,16 +32,23 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from gitsessions.services.hooks.audit import audit
-from gitsessions.services.settings.config import config_table
-from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
+from gitsessions.services.settings.config import config_table, table_shape
+from gitsessions.services.settings.config_file import CONFIG_FILE
 from gitsessions.values.clock import now_iso
 
 EVENTS = ("post-turn", "pre-compact", "post-compact", "post-fork", "post-delete")
 DIRECTORY = "hooks"
 TABLE = "hooks"
-KEYS = ("timeout",)
 DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 600.0
+SHAPE = table_shape(
+    timeout={
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": MAX_TIMEOUT,
+        "description": f"a number of seconds in (0, {MAX_TIMEOUT:g}]",
+    }
+)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL when a hook runs out of time
 
 
@@ -195,15 +202,8 @@ def describe(done: HookRun) -> str:
 
 def hook_timeout(config: Mapping[str, Any], config_source: str = CONFIG_FILE) -> float:
     """`[hooks] timeout` from config.toml: seconds a lifecycle hook may run."""
-    table, where = config_table(config, TABLE, KEYS, config_source)
-    value = table.get("timeout", DEFAULT_TIMEOUT)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= MAX_TIMEOUT
-    ):
-        raise ConfigError(f"{where}: timeout must be a number of seconds in (0, {MAX_TIMEOUT:g}]")
-    return float(value)
+    table, _where = config_table(config, TABLE, SHAPE, config_source)
+    return float(table.get("timeout", DEFAULT_TIMEOUT))
 
 
 def installed(home: Path) -> dict[str, str]:

@@ -18,8 +18,10 @@ reads, the tree's session id the branch's). Checks:
   whose newest recorded head descends from it (a commit whose ref update never
   happened);
 - broken: a session whose history has a missing or unreadable object (a commit or
-  tree that does not read, a blob whose pack record `packrecords.check_chain`
-  refuses: a delta cycle, a size over the bound), named with its path; pack: a pack
+  tree that does not read, an object whose pack record `packrecords.check_chain`
+  refuses: a delta cycle, a size over the bound; or whose zlib stream does not inflate
+  to the size its header declares, `packrecords.check_streams`: a zlib bomb), named
+  with its path; pack: a pack
   whose length or checksum is wrong (nothing repairs it: restore it from a backup or
   a synced copy; the sessions that need it are named as broken);
 - locks: lock files left by killed processes (`packed-refs.lock` when no writer holds
@@ -286,17 +288,24 @@ def _descends(commits: dict[bytes, tuple[list[bytes], int]], tip: bytes, head: b
 def _check_broken(
     store: SessionStore, refs: dict[str, bytes], report: Report, damaged: set[bytes]
 ) -> None:
+    inflated: set[bytes] = set()  # the objects whose streams were inflated: once each
     for sid, head in sorted(refs.items()):
-        problem = session_problem(store, head, damaged)
+        problem = session_problem(store, head, damaged, inflated)
         if problem:
             report.findings.append(Finding("broken", sid, problem))
 
 
 def session_problem(
-    store: SessionStore, head: bytes, damaged: frozenset[bytes] | set[bytes] = frozenset()
+    store: SessionStore,
+    head: bytes,
+    damaged: frozenset[bytes] | set[bytes] = frozenset(),
+    inflated: set[bytes] | None = None,
 ) -> str | None:
     """Why a session's history cannot be read whole, or None when it can. `damaged`:
-    the objects of packs whose checksum is wrong (their index still names them)."""
+    the objects of packs whose checksum is wrong (their index still names them);
+    `inflated`: the objects whose pack records were inflated whole already (added to),
+    each checked once however many sessions reach it."""
+    inflated = set() if inflated is None else inflated
     git = store.git
     walk = maintenance.walk(git, {b"head": head})
     if walk.broken:
@@ -306,11 +315,12 @@ def session_problem(
             return f"object {sha.decode()[:12]} is missing"
         if sha in damaged and not git.has_loose(sha):
             return f"object {sha.decode()[:12]} is in a damaged pack"
-        if type_num == 3:
-            try:  # the blobs' pack records, headers only (the walk read the rest)
-                git.check_packed(sha)
+        if sha not in inflated:
+            try:  # every pack record, inflated bounded to its declared size
+                git.check_packed(sha, streams=True)
+                inflated.add(sha)
             except DamagedObject as error:
-                where = path.decode(errors="replace").lstrip("/")
+                where = path.decode(errors="replace").lstrip("/") or "a commit"
                 return f"object {sha.decode()[:12]} ({where}) is damaged: {error.why}"
             except UNREADABLE as error:  # its pack does not open (`damaged_packs` names it)
                 error.__traceback__ = None

@@ -44,6 +44,7 @@ from gitsessions.values.messages import (
 )
 from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empty_workspace
 from gitsessions.values.secrets import redact_value
+from gitsessions.values.shapes import Misfit, check
 
 T = TypeVar("T")
 PART = 2048  # transcript records per commit of a long import (and MAX_COMMIT bytes of files)
@@ -219,14 +220,29 @@ def first_line(text: str) -> str:
     return (text.splitlines() or [""])[0][:200]
 
 
-def _expect(doc: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str) -> None:
-    value = doc.get(key)
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-        raise InvalidExport(f"{key!r} must be {what}, got {type(value).__name__}")
+# the fields of a document whose type alone is checked by its shape, each with what it
+# must be as the error line says it (values/shapes.py)
+FIELD_TYPES = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "description": "a string"},
+        "summary": {"type": "string", "description": "a string"},
+        "imported": {"type": ["object", "null"], "description": "an object or null"},
+        "archived": {"type": "boolean", "description": "true or false"},
+        "model": {"type": ["string", "null"], "description": "a string or null"},
+        "plan": {"type": "array", "description": "a list"},
+        "compactions": {"type": "array", "description": "a list"},
+        "pins": {"type": "array", "description": "a list"},
+    },
+}
 
 
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+def _check_types(doc: Mapping[str, Any]) -> None:
+    try:
+        check(doc, FIELD_TYPES)
+    except Misfit as misfit:
+        key, what, value = misfit.path[0], misfit.schema["description"], misfit.value
+        raise InvalidExport(f"{key!r} must be {what}, got {type(value).__name__}") from None
 
 
 def validate_export(doc: Any) -> None:
@@ -244,33 +260,24 @@ def validate_export(doc: Any) -> None:
         raise InvalidExport(f"unknown field {unknown[0]!r}")
     if not is_session_id(doc["id"]):
         raise InvalidExport(f"'id' must be 32 lowercase hex characters, got {doc['id']!r}")
-    if "title" in doc:
-        _expect(doc, "title", str, "a string")
+    _check_types(doc)
     if doc.get("title"):
         try:
             check_title(doc["title"])
         except InvalidInput as error:
             raise InvalidExport(f"'title': {error}") from None
-    if "summary" in doc:
-        _expect(doc, "summary", str, "a string")
-    if doc.get("imported") is not None:
-        _expect(doc, "imported", dict, "an object or null")
     if doc.get("parent_id") is not None and not is_session_id(doc["parent_id"]):
         raise InvalidExport("'parent_id' must be a session id or null")
     if doc.get("fork_point") is not None and not (
         isinstance(doc["fork_point"], str) and _SHA.fullmatch(doc["fork_point"])
     ):
         raise InvalidExport("'fork_point' must be a 40-hex commit id or null")
-    if "archived" in doc:
-        _expect(doc, "archived", bool, "true or false")
     for key in ("created_at", "updated_at", "active_at"):
         if doc.get(key) is not None:
             try:
                 parse_iso(doc[key])
             except (TypeError, ValueError):
                 raise InvalidExport(f"{key!r} must look like 2026-11-30T10:00:00Z") from None
-    if doc.get("model") is not None:
-        _expect(doc, "model", str, "a string or null")
     _validate_workspace(doc.get("workspace"))
     if not isinstance(doc["transcript"], list):
         raise InvalidExport("'transcript' must be a list of records")
@@ -283,9 +290,6 @@ def validate_export(doc: Any) -> None:
         kept = [field for field in TRANSCRIPT_ONLY if field in message]
         if kept:
             raise InvalidExport(f"messages[{n}]: {kept[0]!r} belongs in the transcript only")
-    for key in ("plan", "compactions", "pins"):
-        if key in doc:
-            _expect(doc, key, list, "a list")
     if any(not isinstance(p, str) for p in doc.get("pins", [])):
         raise InvalidExport("'pins' must be a list of strings")
     for n, record in enumerate(doc.get("compactions", [])):

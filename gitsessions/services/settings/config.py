@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
 from gitsessions.services.settings.config_file import KNOWN_KEYS as KNOWN_KEYS  # beside _LOOKUP
+from gitsessions.values.shapes import Misfit, check
 
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
 DEFAULT_MODEL = "gemma4"
@@ -88,20 +89,36 @@ class ModelSettings:
         return max(self.timeout, self.summary_timeout)
 
 
+def table_shape(**keys: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of a config.toml table holding `keys` and no other: each key's
+    schema says in its `description` what its value must be (`true or false`); a key
+    without a `type` is checked by its reader."""
+    return {"type": "object", "properties": keys, "additionalProperties": False}
+
+
 def config_table(
-    config: Mapping[str, Any], name: str, keys: tuple[str, ...], source: str = CONFIG_FILE
+    config: Mapping[str, Any], name: str, shape: Mapping[str, Any], source: str = CONFIG_FILE
 ) -> tuple[Mapping[str, Any], str]:
-    """The table `[name]` of config.toml (empty when absent) and how errors name it
-    (`config.toml [name]`); `ConfigError` when it is not a table or holds a key not in
-    `keys`."""
+    """The table `[name]` of config.toml (empty when absent), checked against `shape`
+    (`table_shape`: values/shapes.py), and how errors name it (`config.toml [name]`);
+    `ConfigError` when it is not a table, holds a key `shape` does not list, or a value
+    that does not fit its key's schema."""
     table = config.get(name, {})
     where = f"{source} [{name}]"
     if not isinstance(table, Mapping):
         raise ConfigError(f"{source}: [{name}] must be a table")
-    unknown = sorted(set(table) - set(keys))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(keys)}")
-    return table, where
+    keys: Mapping[str, Any] = shape["properties"]
+    try:
+        checked: dict[str, Any] = check(dict(table), shape)
+    except Misfit as misfit:
+        if misfit.kind == "unknown":
+            known = ", ".join(keys)
+            raise ConfigError(
+                f"{where}: unknown key {misfit.value[0]!r}; known keys are {known}"
+            ) from None
+        key = str(misfit.path[0])
+        raise ConfigError(f"{where}: {key} must be {keys[key]['description']}") from None
+    return checked, where
 
 
 def session_settings(settings: ModelSettings) -> dict[str, Any]:
@@ -338,7 +355,8 @@ def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
 # -- [shell] ----------------------------------------------------------------------------
 
 SHELL_TABLE = "shell"
-SHELL_KEYS = ("env_keep", "sandbox", "sandbox_network", "sandbox_allow_git")
+# checked with the flags, once merged (`resolve_shell_settings`)
+SHELL_SHAPE = table_shape(env_keep={}, sandbox={}, sandbox_network={}, sandbox_allow_git={})
 DEFAULT_SANDBOX = "none"
 # The run_shell sandbox modes (services/tools/sandbox.py builds workspace-write); kept here
 # so resolving the settings imports none of the tools (`chat` resolves them before its prompt).
@@ -363,7 +381,7 @@ def resolve_shell_settings(
     """Resolve `sandbox`, `sandbox_network` and `sandbox_allow_git` (flags: None means
     not given) and `env_keep` (config only) by precedence flag > config > default;
     validate them."""
-    table, where = config_table(config, SHELL_TABLE, SHELL_KEYS, config_source)
+    table, where = config_table(config, SHELL_TABLE, SHELL_SHAPE, config_source)
     sources: dict[str, str] = {}
     values: dict[str, Any] = {}
     for name, flag, default in (
@@ -404,9 +422,16 @@ def resolve_shell_settings(
 # -- [snapshots] ------------------------------------------------------------------------
 
 SNAPSHOT_TABLE = "snapshots"
-SNAPSHOT_KEYS = ("enabled", "max_file_bytes", "budget_bytes")
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024  # a file over 10 MiB is left out of a snapshot
 DEFAULT_BUDGET_BYTES = 1 << 30  # a project's snapshots past 1 GiB: one warning a process
+
+
+BYTES = {"type": "integer", "minimum": 0, "description": "a whole number of bytes >= 0"}
+SNAPSHOT_SHAPE = table_shape(
+    enabled={"type": "boolean", "description": "true or false"},
+    max_file_bytes=BYTES,
+    budget_bytes=BYTES,
+)
 
 
 class SnapshotSettings(NamedTuple):
@@ -418,16 +443,10 @@ class SnapshotSettings(NamedTuple):
 def resolve_snapshot_settings(
     no_snapshots: bool, config: Mapping[str, Any], *, config_source: str = CONFIG_FILE
 ) -> SnapshotSettings:
-    table, where = config_table(config, SNAPSHOT_TABLE, SNAPSHOT_KEYS, config_source)
+    table, _where = config_table(config, SNAPSHOT_TABLE, SNAPSHOT_SHAPE, config_source)
     enabled = table.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}: enabled must be true or false")
     limit = table.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ConfigError(f"{where}: max_file_bytes must be a whole number of bytes >= 0")
     budget = table.get("budget_bytes", DEFAULT_BUDGET_BYTES)
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ConfigError(f"{where}: budget_bytes must be a whole number of bytes >= 0")
     return SnapshotSettings(
         enabled=enabled and not no_snapshots, max_file_bytes=limit, budget_bytes=budget
     )
