@@ -1,0 +1,96 @@
+"""`compact --undo`, `show --compaction N` and the hold on auto-compaction after an undo
+(issue 44), against the real fake server and a real store."""
+
+import json
+
+from gitsessions.services.compaction.compaction_policy import Policy
+from gitsessions.services.compaction.hold import auto_threshold
+from gitsessions.store.sessions import Change
+from gitsessions.values.messages import pairing_errors
+from tests.conftest import fsck, git
+from tests.test_compact_cli import big_session, compact
+
+SUMMARY = "Goal: read every module. Done: modules 0-2."
+
+
+def summary_requests(server):
+    return [r for r in server.requests if r.get("max_tokens") == 1024]
+
+
+def test_undo_then_compact_again_is_the_first_compaction(cli, server, store, make_session, home):
+    head = big_session(store, make_session)
+    before = store.read(head, "context")
+    server.reply(content=SUMMARY, usage=(900, 40))
+    compact(cli, server, head.id)
+    first = store.head(head.id)
+    compacted = store.read(first, "context")
+    undone = json.loads(cli("compact", head.id, "--undo", "--json").stdout)
+    assert undone["undone"] == 1 and undone["after_tokens"] > undone["before_tokens"]
+    back = store.head(head.id)
+    assert store.read(back, "context") == before  # as it was, nothing lost
+    assert store.read(back, "compactions") == store.read(first, "compactions")  # kept
+    # the transcript records the undo, and the compaction stays in history
+    transcript = store.transcript(back)
+    assert transcript[:-1] == store.transcript(first)
+    assert transcript[-1]["role"] == "system"
+    assert transcript[-1]["content"].startswith("[compaction undone] compaction 1")
+    log = git(home / "store.git", "log", "--format=%s%n%b", back.branch).stdout
+    assert "Event: compact-undo" in log and "Compaction: 1" in log
+    assert "Event: compact\n" in log
+    server.reply(content=SUMMARY, usage=(900, 40))
+    compact(cli, server, head.id)
+    again = store.head(head.id)
+    requests = summary_requests(server)
+    assert len(requests) == 2 and requests[0]["messages"] == requests[1]["messages"]
+    assert store.read(again, "context") == compacted
+    assert not pairing_errors(compacted)
+    fsck(home)
+
+
+def test_undo_keeps_what_came_since_and_refuses_when_none(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    before = store.read(head, "context")
+    error = cli("compact", head.id, "--undo", code=1).stderr
+    assert "no compaction to undo" in error and "it has none" in error
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    head = store.head(head.id)
+    new = [{"role": "user", "content": "one more"}, {"role": "assistant", "content": "sure"}]
+    head = store.commit(
+        head,
+        Change(context=[*store.read(head, "context"), *new], append=new),
+        event="turn",
+        subject="turn 5",
+    )
+    cli("compact", head.id, "--undo")
+    assert store.read(store.head(head.id), "context") == [*before, *new]
+    error = cli("compact", head.id, "--undo", code=1).stderr
+    assert "all are undone" in error
+
+
+def test_undo_refused_when_the_context_changed_otherwise(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    head = store.head(head.id)
+    cut = store.read(head, "context")[:-1]
+    head = store.commit(head, Change(context=cut), event="undo", subject="undo: turn 4")
+    error = cli("compact", head.id, "--undo", code=1).stderr
+    assert "changed since compaction 1" in error
+    assert store.head(head.id).commit == head.commit  # nothing written
+
+
+def test_hold_raises_the_threshold_until_new_growth():
+    policy = Policy(max_context_tokens=10000)  # threshold 8000
+    counts = {"counts": {"compactions": 1}}
+    assert auto_threshold(policy, counts) == 8000
+    hold = {"compaction": 1, "compactions": 1, "tokens": 8500, "after_tokens": 3000}
+    # the compacted context had 5000 tokens of room: the undone one waits as long
+    assert auto_threshold(policy, {**counts, "compaction_undone": hold}) == 10000
+    hold = {**hold, "tokens": 4000, "after_tokens": 7000}
+    assert auto_threshold(policy, {**counts, "compaction_undone": hold}) == 8000  # never below
+    hold = {**hold, "tokens": 8100, "after_tokens": 7500}
+    assert auto_threshold(policy, {**counts, "compaction_undone": hold}) == 8600
+    # a compaction since ends the hold
+    later = {"counts": {"compactions": 2}, "compaction_undone": hold}
+    assert auto_threshold(policy, later) == 8000
