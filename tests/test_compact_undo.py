@@ -94,3 +94,64 @@ def test_hold_raises_the_threshold_until_new_growth():
     # a compaction since ends the hold
     later = {"counts": {"compactions": 2}, "compaction_undone": hold}
     assert auto_threshold(policy, later) == 8000
+
+
+def test_show_compaction_lists_what_left_and_the_summary(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    before = store.context_lines(head)
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    after = store.head(head.id)
+    data = cli.json("show", head.id, "--compaction", "1")
+    assert data["compaction"] == 1 and data["commit"] == after.commit.decode()
+    assert data["before"]["commit"] == head.commit.decode()
+    assert data["before"]["messages"] == len(before)
+    assert data["after"]["messages"] == len(store.read(after, "context"))
+    assert data["before"]["tokens"] > data["after"]["tokens"]
+    kept = {ref for _m, ref in store.context_lines(after) if ref is not None}
+    gone = [ref for _m, ref in before[1:] if ref not in kept]
+    shown = [m["index"] for m in data["summarized"]] + [m["index"] for m in data["cleared"]]
+    assert sorted(shown) == sorted(gone)
+    assert data["summarized"][0] == {
+        "index": 1,
+        "role": "user",
+        "turn": None,
+        "tokens": data["summarized"][0]["tokens"],
+        "first_line": "task 0: read module_0.py",
+    }
+    assert all(m["tokens"] > 0 for m in data["summarized"])
+    assert SUMMARY in data["summary"]["text"] and data["summary"]["tokens"] > 0
+    assert data["undone"] is False
+    text = cli("show", head.id, "--compaction", "1").stdout
+    assert "A  before it" in text and "B  after it" in text
+    assert "- [1] user" in text and "+ " in text and "Goal: read every module." in text
+    error = cli("show", head.id, "--compaction", "2", code=1).stderr
+    assert "no compaction 2" in error
+    cli("compact", head.id, "--undo")
+    assert cli.json("show", head.id, "--compaction", "1")["undone"] is True
+
+
+def test_log_numbers_compactions_and_undos(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    cli("compact", head.id, "--undo")
+    entries = cli.json("log", head.id)
+    assert entries[0]["event"] == "compact-undo" and entries[0]["compaction"] == 1
+    assert entries[1]["event"] == "compact" and entries[1]["compaction"] == 1
+    lines = cli("log", head.id).stdout.splitlines()  # piped: tab-separated, detail last
+    assert lines[0].split("\t")[-1].startswith("compaction 1 undone: ")
+    assert lines[1].split("\t")[-1].startswith("compaction 1: ")
+
+
+def test_show_compaction_of_cleared_outputs(cli, server, store, make_session):
+    head = big_session(store, make_session, turns=6)
+    compact(cli, server, head.id, "--clear-only")
+    data = cli.json("show", head.id, "--compaction", "1")
+    records = store.read(store.head(head.id), "compactions")
+    assert [m["index"] for m in data["cleared"]] == records[0]["cleared"]
+    assert data["summarized"] == [] and data["summary"] is None
+    assert all(m["role"] == "tool" for m in data["cleared"])
+    assert all(0 < m["tokens_after"] < m["tokens"] for m in data["cleared"])
+    text = cli("show", head.id, "--compaction", "1").stdout
+    assert "cleared in place" in text and "no summary" in text
