@@ -163,7 +163,7 @@ def _undo(state: State, session_id: str, *, json_: bool) -> None:
     if json_:
         print_json(out, undo_report(session_id, undone))
         return
-    err.print(undo_line(session_id, undone), markup=False, highlight=False)
+    err.print(undone.said(session_id), markup=False, highlight=False)
 
 
 def undo_report(session_id: str, undone: Undone) -> dict[str, Any]:
@@ -176,15 +176,6 @@ def undo_report(session_id: str, undone: Undone) -> dict[str, Any]:
         "kept_since": undone.since,
         "commit": undone.written.head.commit.decode(),
     }
-
-
-def undo_line(session_id: str, undone: Undone) -> str:
-    """What an undo did, in one line (`compact --undo`, `\\compact undo`)."""
-    return (
-        f"undid compaction {undone.number} of {short(session_id)}: "
-        f"{undone.before_tokens:,} -> {undone.after_tokens:,} tokens; auto-compaction "
-        "waits until the context grows anew"
-    )
 
 
 def _report(session_id: str, recorded: Recorded, *, dry_run: bool, json_: bool) -> None:

@@ -49,6 +49,13 @@ class Undone:
     since: int  # messages the context gained after the compaction, kept
     written: Written
 
+    def said(self, session_id: str) -> str:
+        """What the undo did, in one line (`compact --undo`, `\\compact undo`)."""
+        return (
+            f"undid compaction {self.number} of {session_id[:8]}: {self.before_tokens:,} -> "
+            f"{self.after_tokens:,} tokens; auto-compaction waits until the context grows anew"
+        )
+
 
 def next_to_undo(head: Head) -> int:
     """The number of the compaction an undo takes back (0: none left)."""
