@@ -155,3 +155,16 @@ def test_show_compaction_of_cleared_outputs(cli, server, store, make_session):
     assert all(0 < m["tokens_after"] < m["tokens"] for m in data["cleared"])
     text = cli("show", head.id, "--compaction", "1").stdout
     assert "cleared in place" in text and "no summary" in text
+
+
+def test_diff_shows_the_undo_as_a_context_event(cli, server, store, make_session):
+    head = big_session(store, make_session)
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    compacted = store.head(head.id)
+    cli("compact", head.id, "--undo")
+    data = cli.json("diff", f"{head.id}@{compacted.commit.decode()}", head.id)
+    events = data["b"]["changes"]["context"]["events"]
+    assert [e["event"] for e in events] == ["compact-undo"]
+    assert events[0]["trailers"]["Compaction"] == "1"
+    assert "compact-undo" in cli("diff", f"{head.id}@{compacted.commit.decode()}", head.id).stdout

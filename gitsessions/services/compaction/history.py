@@ -128,6 +128,8 @@ def view(store: SessionReader, head: Head, number: int, count: Count) -> dict[st
     after = store.context_lines(found.after)
     records = store.read(found.after, "compactions")
     record = records[number - 1] if len(records) >= number else {}
+    if not isinstance(record, dict):  # a damaged record: the commits still tell the rest
+        record = {}
     cleared = {int(i) for i in record.get("cleared") or [] if isinstance(i, int)}
     kept_refs = {ref for _m, ref in after if ref is not None}
     kept_inline = [m for m, ref in after if ref is None]
@@ -159,8 +161,8 @@ def view(store: SessionReader, head: Head, number: int, count: Count) -> dict[st
         "compaction": number,
         "commit": found.commit.decode(),
         "time": found.time,
-        "trigger": record.get("trigger") or trailers.get("Trigger"),
-        "stages": list(record.get("stages") or []),
+        "trigger": str(record.get("trigger") or trailers.get("Trigger") or "?"),
+        "stages": [str(stage) for stage in record.get("stages") or [] if stage],
         "recorded": {
             "before_tokens": record.get("before_tokens"),
             "after_tokens": record.get("after_tokens"),

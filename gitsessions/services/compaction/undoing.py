@@ -79,6 +79,8 @@ def undo_last(store: SessionStore, head: Head, context: list[Message], count: Co
         found = find(store, head, number)
     except NoSuchCompaction as error:
         raise CannotUndo(str(error)) from None
+    if not context:
+        raise CannotUndo(f"session {head.id[:8]} has no working context to restore into")
     before = store.read(found.before, "context")
     after = store.read(found.after, "context")
     if context[1 : len(after)] != after[1:]:
