@@ -168,3 +168,12 @@ def test_diff_shows_the_undo_as_a_context_event(cli, server, store, make_session
     assert [e["event"] for e in events] == ["compact-undo"]
     assert events[0]["trailers"]["Compaction"] == "1"
     assert "compact-undo" in cli("diff", f"{head.id}@{compacted.commit.decode()}", head.id).stdout
+
+
+def test_undo_and_compaction_view_refuse_flags_they_do_not_take(cli, store, make_session):
+    head = make_session()
+    assert "--undo" in cli("compact", head.id, "--undo", "--dry-run", code=2).stderr
+    error = cli("show", head.id, "--compaction", "1", "--context", code=2).stderr
+    assert "--compaction" in error
+    assert "no compaction 1" in cli("show", head.id, "--compaction", "1", code=1).stderr
+    assert store.head(head.id).commit == head.commit

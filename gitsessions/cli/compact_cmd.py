@@ -24,6 +24,7 @@ from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store import here
 from gitsessions.store.lease import Lease
 from gitsessions.store.tokencounts import TokenCounts
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.tokens import TokenCounter, default_counter
 
@@ -75,6 +76,11 @@ def cmd_compact(
     store = state.store
     session_id = store.resolve(session)
     if undo:
+        if focus is not None or clear_only or dry_run or target is not None:
+            raise BadUsage(
+                "--undo takes the last compaction back: not with --focus, "
+                "--clear-only, --dry-run or --target"
+            )
         _undo(state, session_id, json_=json_)
         return
     settings = options.model_settings(

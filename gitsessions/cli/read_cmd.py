@@ -30,7 +30,7 @@ from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
 from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
@@ -293,6 +293,10 @@ def cmd_show(
     only (its prompt, tool calls and reply), as `blame` names it."""
     state = state_of(ctx)
     if compaction is not None:
+        if context or commit is not None or "@turn:" in (session or ""):
+            raise BadUsage(
+                "--compaction N shows one compaction: not with --context, --commit or @turn:"
+            )
         _show_compaction(ctx, session_or_latest(state, session), compaction, json_)
         return
     if commit is not None:
