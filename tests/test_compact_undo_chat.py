@@ -39,7 +39,9 @@ def test_compact_undo_in_the_chat_holds_auto_compaction(server, tmp_path):
         "read it again",
         "just say hi",
     ]
-    assert "nothing to undo" not in say(child, "\\help")
+    assert "\\compact undo" in say(child, "\\help")
+    again = say(child, "\\compact undo")
+    assert "error: no compaction to undo" in again and "all are undone" in again
     leave(child)
     sid = json.loads(run_gitsessions("list", "--json").stdout)[0]["id"]
     log = json.loads(run_gitsessions("log", sid, "--json").stdout)
