@@ -177,3 +177,33 @@ def test_undo_and_compaction_view_refuse_flags_they_do_not_take(cli, store, make
     assert "--compaction" in error
     assert "no compaction 1" in cli("show", head.id, "--compaction", "1", code=1).stderr
     assert store.head(head.id).commit == head.commit
+
+
+def test_every_compaction_is_shown_the_earlier_note_summarised_again(
+    cli, server, store, make_session
+):
+    head = big_session(store, make_session)
+    server.reply(content=SUMMARY)
+    compact(cli, server, head.id)
+    head = store.head(head.id)
+    for n in range(2):
+        new = [{"role": "user", "content": f"more {n}"}, {"role": "assistant", "content": "ok"}]
+        head = store.commit(
+            head,
+            Change(context=[*store.read(head, "context"), *new], append=new),
+            event="turn",
+            subject=f"turn {5 + n}",
+        )
+    server.reply(content="Goal: more.")
+    compact(cli, server, head.id)
+    second = cli.json("show", head.id, "--compaction", "2")
+    first = cli.json("show", head.id, "--compaction", "1")
+    assert first["after"]["commit"] != second["after"]["commit"]
+    assert second["before"]["commit"] == head.commit.decode()  # the turn before it
+    old_note = second["summarized"][0]
+    assert old_note["index"] is None and old_note["role"] == "user"  # the first note
+    assert "Goal: more." in second["summary"]["text"]
+    assert [e.get("compaction") for e in cli.json("log", head.id) if e["event"] == "compact"] == [
+        2,
+        1,
+    ]

@@ -110,7 +110,7 @@ def _state(head: Head, lines: list[tuple[Message, int | None]], tokens: int) -> 
     return {"commit": head.commit.decode(), "messages": len(lines), "tokens": tokens}
 
 
-def _item(message: Message, ref: int | None, count: Count, turns: dict[int, Any]) -> dict:
+def _item(message: Message, ref: int | None, count: Count, turns: dict[int, Any]) -> dict[str, Any]:
     return {
         "index": ref,
         "role": str(message.get("role", "?")),
@@ -185,7 +185,9 @@ def _is_summary(message: Message) -> bool:
     return is_note(message)
 
 
-def _stub_for(item: dict[str, Any], stubs: list[Message], before: list) -> Message | None:
+def _stub_for(
+    item: dict[str, Any], stubs: list[Message], before: list[tuple[Message, int | None]]
+) -> Message | None:
     """The new inline message that replaced the cleared message `item` (by its tool call
     id for a tool output, else the first unclaimed one of its role)."""
     original = next((m for m, ref in before if ref == item["index"]), None)
