@@ -26,6 +26,7 @@ def test_compact_undo_in_the_chat_holds_auto_compaction(server, tmp_path):
     assert "compacted" in say(child, "read it again")  # the threshold was passed
     undone = say(child, "\\compact undo")
     assert "undid compaction 1" in undone and "grows anew" in undone
+    assert "compaction held until 4,000 tokens" in say(child, "\\info")
     asked = len(server.requests)
     hi = say(child, "just say hi")
     assert "hi" in hi and "compacting" not in hi  # over the threshold, held

@@ -20,6 +20,7 @@ from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.code.rewind import Rewound, rewind
+from gitsessions.services.compaction.hold import auto_threshold
 from gitsessions.services.compaction.undoing import undo_last
 from gitsessions.services.sessions import manage, points, session_diff
 from gitsessions.services.sessions.granted import described
@@ -177,6 +178,14 @@ class Slash:
         elif result.outcome == "not_needed":
             self._say(f"nothing changed ({result.before_tokens:,} tokens)")
 
+    def _compaction_at(self) -> str:
+        """Where auto-compaction starts: the threshold, or after an undo the raised one."""
+        policy = self.agent.config.policy
+        at = auto_threshold(policy, self.agent.session.header)
+        if at > policy.trim_threshold * policy.max_context_tokens:
+            return f"compaction held until {int(at):,} tokens (after \\compact undo)"
+        return f"compaction at {int(policy.trim_threshold * 100)}%"
+
     def _undo_compaction(self) -> None:
         """`\\compact undo`: the last compaction taken back, as `compact --undo` does."""
         agent = self.agent
@@ -220,7 +229,7 @@ class Slash:
             (
                 "context",
                 f"{tokens:,} / {budget:,} tokens ({100 * tokens // budget}%), "
-                f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
+                + self._compaction_at(),
             ),
             ("counting", self.agent.counter.method),
             (
