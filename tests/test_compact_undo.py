@@ -172,9 +172,10 @@ def test_diff_shows_the_undo_as_a_context_event(cli, server, store, make_session
 
 def test_undo_and_compaction_view_refuse_flags_they_do_not_take(cli, store, make_session):
     head = make_session()
-    assert "--undo" in cli("compact", head.id, "--undo", "--dry-run", code=2).stderr
+    error = cli("compact", head.id, "--undo", "--dry-run", code=2).stderr
+    assert "--undo takes the last compaction back: not with" in error
     error = cli("show", head.id, "--compaction", "1", "--context", code=2).stderr
-    assert "--compaction" in error
+    assert "--compaction N shows one compaction: not with" in error
     assert "no compaction 1" in cli("show", head.id, "--compaction", "1", code=1).stderr
     assert store.head(head.id).commit == head.commit
 
