@@ -8,6 +8,8 @@ Invariants:
 - After a failed automatic compaction, the next is tried at the next turn, not at every
   step of this one.
 - No request is sent over `max_context_tokens`: `ContextStillTooLarge` instead.
+- After `compact --undo`, the threshold is raised until the context grows anew
+  (`services/compaction/hold.py`); never above the budget.
 """
 
 from collections.abc import Callable
@@ -17,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from gitsessions.services.compaction.compaction_policy import (
     ContextStillTooLarge,
     Policy,
-    should_compact,
 )
+from gitsessions.services.compaction.hold import auto_threshold
 from gitsessions.store.tokencounts import TokenCounts
 from gitsessions.values.messages import Message
 from gitsessions.values.tokens import TokenCounter
@@ -82,7 +84,8 @@ class ContextBudget:
         raw = self.counter.count_context(session.context, self.tools)
         tokens = self.counter.scaled(raw)
         compacted = False
-        if should_compact(tokens, policy) and self._failed_turn != session.turn:
+        threshold = auto_threshold(policy, session.head.header)  # raised after an undo
+        if tokens > threshold and self._failed_turn != session.turn:
             share = 100 * tokens // policy.max_context_tokens
             reason = f"context at {share}% of {policy.max_context_tokens:,} tokens: compacting"
             result = compact(reason)

@@ -17,6 +17,7 @@ from gitsessions.cli.state import State, err, out
 from gitsessions.cli.terminal import spinning
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.compaction.compactor import Recorded, compact_session, make_summarizer
+from gitsessions.services.compaction.undoing import Undone, undo_last
 from gitsessions.services.model.model import ModelClient
 from gitsessions.services.sessions import manage
 from gitsessions.services.settings.config import ModelSettings, with_session_settings
@@ -24,6 +25,7 @@ from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store import here
 from gitsessions.store.lease import Lease
 from gitsessions.store.tokencounts import TokenCounts
+from gitsessions.values.errors import BadUsage
 from gitsessions.values.ids import short
 from gitsessions.values.tokens import TokenCounter, default_counter
 
@@ -54,9 +56,18 @@ def cmd_compact(
             "compact_target; default 0.5].",
         ),
     ] = None,
+    undo: Annotated[
+        bool,
+        typer.Option(
+            "--undo",
+            help="Take back the last compaction: the working context as it was before it, "
+            "plus what came since, as a new commit (auto-compaction waits for new growth).",
+        ),
+    ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print a JSON result on stdout.")] = False,
 ) -> None:
-    """Compact a session's working context now (both stages; all or nothing).
+    """Compact a session's working context now (both stages; all or nothing), or take
+    the last compaction back with --undo.
 
     A refused request (429, 5xx) is sent again up to 3 times, as in chat and exec. The
     transcript is never changed: `show` still prints every message, and the agent
@@ -65,6 +76,14 @@ def cmd_compact(
     state: State = ctx.obj
     store = state.store
     session_id = store.resolve(session)
+    if undo:
+        if focus is not None or clear_only or dry_run or target is not None:
+            raise BadUsage(
+                "--undo takes the last compaction back: not with --focus, "
+                "--clear-only, --dry-run or --target"
+            )
+        _undo(state, session_id, json_=json_)
+        return
     settings = options.model_settings(
         state,
         model=model,
@@ -134,6 +153,38 @@ def _compact(
             focus=focus,
             hooks=state.hooks,
         )
+
+
+def _undo(state: State, session_id: str, *, json_: bool) -> None:
+    """`compact --undo`: the last compaction taken back, under the session's lease."""
+    store = state.store
+    counter = default_counter()
+    tools = [*BUILTIN_TOOLS, *SESSION_TOOLS.values()]
+    with Lease(store.home, session_id):
+        head = store.head(session_id)
+        undone = undo_last(
+            store,
+            head,
+            store.read(head, "context"),
+            lambda messages: counter.estimate(messages, tools),
+        )
+    TokenCounts(store.home, counter).keep()
+    if json_:
+        print_json(out, undo_report(session_id, undone))
+        return
+    err.print(undone.said(session_id), markup=False, highlight=False)
+
+
+def undo_report(session_id: str, undone: Undone) -> dict[str, Any]:
+    """`compact --undo --json`'s result."""
+    return {
+        "session": session_id,
+        "undone": undone.number,
+        "before_tokens": undone.before_tokens,
+        "after_tokens": undone.after_tokens,
+        "kept_since": undone.since,
+        "commit": undone.written.head.commit.decode(),
+    }
 
 
 def _report(session_id: str, recorded: Recorded, *, dry_run: bool, json_: bool) -> None:

@@ -30,7 +30,7 @@ from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.cli.state import State, plain_out
 from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
-from gitsessions.values.errors import InvalidInput
+from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
@@ -276,6 +276,15 @@ def cmd_show(
             "--context", help="Show the working context (what the model sees next) instead."
         ),
     ] = False,
+    compaction: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            min=1,
+            help="Show what compaction N took out of the working context (the messages "
+            "summarised, the outputs cleared) and the summary it left, before and after.",
+        ),
+    ] = None,
     json_: JsonFlag = False,
     no_pager: NoPager = False,
 ) -> None:
@@ -283,6 +292,13 @@ def cmd_show(
     this project's latest), through $PAGER on a terminal. ID@turn:N prints that turn
     only (its prompt, tool calls and reply), as `blame` names it."""
     state = state_of(ctx)
+    if compaction is not None:
+        if context or commit is not None or "@turn:" in (session or ""):
+            raise BadUsage(
+                "--compaction N shows one compaction: not with --context, --commit or @turn:"
+            )
+        _show_compaction(ctx, session_or_latest(state, session), compaction, json_)
+        return
     if commit is not None:
         from gitsessions.cli.hooks_cmd import session_of  # git's hooks: only for --commit
 
@@ -303,6 +319,23 @@ def cmd_show(
             stream_json_list(sink, (message for _i, message in messages))
         else:
             stream_messages(sink, messages)
+
+
+def _show_compaction(ctx: typer.Context, session: str, number: int, json_: bool) -> None:
+    """`show --compaction N`: read from the compaction's commit and its parent."""
+    # dulwich and the token counter: only for this view
+    from gitsessions.services.compaction.history import view
+    from gitsessions.values.tokens import default_counter
+
+    head = _head(ctx, session)
+    counter = default_counter()
+    data = view(state_of(ctx).reader, head, number, lambda messages: counter.estimate(messages))
+    if json_:
+        print_json(plain_out, data)
+        return
+    from gitsessions.cli.compaction_view import render  # rich: for people only
+
+    render(consoles.out, data)
 
 
 def _turn_of(session: str) -> tuple[str, int | None]:
@@ -359,9 +392,14 @@ def cmd_log(
 
 
 def _detail(entry: dict[str, Any]) -> str:
-    """Tokens of a compaction; steps and tools of a turn."""
+    """Tokens of a compaction (and its number); steps and tools of a turn."""
     if "tokens_before" in entry:
-        return f"{entry['tokens_before']} -> {entry['tokens_after']}"
+        tokens = f"{entry['tokens_before']} -> {entry['tokens_after']}"
+        number = entry.get("compaction")
+        if number is None:
+            return tokens
+        undone = " undone" if entry["event"] == "compact-undo" else ""
+        return f"compaction {number}{undone}: {tokens}"
     if "tools" not in entry:
         return ""
     tools = ", ".join(

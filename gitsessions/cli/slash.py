@@ -21,6 +21,8 @@ from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
 from gitsessions.services.code.line_origin import blame_file, line_origin
 from gitsessions.services.code.rewind import Rewound, rewind
+from gitsessions.services.compaction.hold import auto_threshold
+from gitsessions.services.compaction.undoing import undo_last
 from gitsessions.services.sessions import manage, points, session_diff
 from gitsessions.services.sessions.granted import described
 from gitsessions.services.sessions.revisions import resolve
@@ -32,6 +34,7 @@ from gitsessions.values.plural import plural
 
 HELP = [
     ("\\compact [focus]", "compact the working context now (summary kept, full record kept)"),
+    ("\\compact undo", "take the last compaction back (the context as before it, plus since)"),
     ("\\retry", "send the last prompt again (its answer, if any, leaves the context)"),
     ("\\undo", "drop the last turn from the working context (the full record keeps it)"),
     ("\\title TEXT", "set this session's title"),
@@ -165,6 +168,9 @@ class Slash:
     def compact(self, focus: str) -> None:
         if not self._stored("compact"):
             return
+        if focus.lower() == "undo":
+            self._undo_compaction()
+            return
         result = self.agent.compact("manual", focus=focus or None)
         if result is None:
             return  # the loop already said why
@@ -172,6 +178,29 @@ class Slash:
             self._say("nothing to compact")
         elif result.outcome == "not_needed":
             self._say(f"nothing changed ({result.before_tokens:,} tokens)")
+
+    def _compaction_at(self) -> str:
+        """Where auto-compaction starts: the threshold, or after an undo the raised one."""
+        policy = self.agent.config.policy
+        at = auto_threshold(policy, self.agent.session.header)
+        if at > policy.trim_threshold * policy.max_context_tokens:
+            return f"compaction held until {int(at):,} tokens (after \\compact undo)"
+        return f"compaction at {int(policy.trim_threshold * 100)}%"
+
+    def _undo_compaction(self) -> None:
+        """`\\compact undo`: the last compaction taken back, as `compact --undo` does."""
+        agent = self.agent
+        agent.save()  # pending steps first: the undo builds on them
+        session = agent.session
+        tools = agent.tools
+        undone = undo_last(
+            session.store,
+            session.head,
+            session.context,
+            lambda messages: agent.counter.estimate(messages, tools),
+        )
+        session.adopt(undone.written.head)
+        self._say(undone.said(session.id))
 
     def title(self, text: str) -> None:
         title = check_title(text)
@@ -201,7 +230,7 @@ class Slash:
             (
                 "context",
                 f"{tokens:,} / {budget:,} tokens ({100 * tokens // budget}%), "
-                f"compaction at {int(self.agent.config.policy.trim_threshold * 100)}%",
+                + self._compaction_at(),
             ),
             ("counting", self.agent.counter.method),
             (

@@ -29,7 +29,8 @@ from gitsessions.values.messages import text_of
 from gitsessions.values.records import USAGE_TOTAL_KEYS, empty_usage
 
 FIRST_LINE = 200  # characters of a message's first line kept
-CONTEXT_EVENTS = ("undo", "rewind")  # commits that change the working context alone
+# commits that change the working context alone
+CONTEXT_EVENTS = ("undo", "rewind", "compact-undo")
 UNRELATED = "unrelated sessions: no common history, each side is compared with an empty session"
 
 Commits = list[tuple[bytes, Any]]  # (commit id, dulwich commit), newest first

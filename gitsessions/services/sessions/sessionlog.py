@@ -2,7 +2,9 @@
 
 Invariants:
 - `commits` is the first-parent history, newest first (a fork shows its parent's too),
-  one record per commit with what its trailers say.
+  one record per commit with what its trailers say; a compaction's record has its
+  number (`compaction`, as `show --compaction N` takes it), an undo's the number it
+  took back.
 - `turns` groups those same commits: every `Event: turn` commit with the same `Session`
   and `Turn` goes into one record, placed at the turn's first commit, so a compaction in
   the middle of a turn is its own record and times still go newest first. Every other
@@ -37,6 +39,10 @@ def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
         if "Tokens-Before" in trailers:
             entry["tokens_before"] = int(trailers["Tokens-Before"])
             entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
+        if trailers.get("Compaction", "").isdigit():  # an undo names the one it took back
+            entry["compaction"] = int(trailers["Compaction"])
+        elif entry["event"] == "compact" and commit.parents:  # its number: `show --compaction`
+            entry["compaction"] = store.head_at(head.id, commit_id).counts.get("compactions", 0)
         entries.append(entry)
     return entries
 
