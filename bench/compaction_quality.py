@@ -80,7 +80,9 @@ def fake_server(answer: Callable[[dict[str, Any]], str]) -> Iterator[Server]:
 
 
 @contextmanager
-def llama_server(tools: Path, model: str, threads: int, context: int) -> Iterator[Server]:
+def llama_server(
+    tools: Path, model: str, threads: int, context: int, max_tokens: int
+) -> Iterator[Server]:
     node = shutil.which("node")
     modules, gguf = tools / "npm" / "node_modules", tools / "models" / model
     if node is None or not (modules / "node-llama-cpp").is_dir() or not gguf.is_file():
@@ -104,7 +106,7 @@ def llama_server(tools: Path, model: str, threads: int, context: int) -> Iterato
                 "--context",
                 str(context),
                 "--max-tokens",
-                "1024",
+                str(max_tokens),
                 "--requests",
                 str(log),
             ],
@@ -188,6 +190,7 @@ def run_once(planted: Planted, server: Server, max_context: int, counter: TokenC
         summary_tokens=summary_tokens,
         input_tokens=input_tokens,
     )
+    row.update(input_of(request))
     row.update(
         kept=len(result.kept),
         total=len(planted.facts),
@@ -202,6 +205,20 @@ def run_once(planted: Planted, server: Server, max_context: int, counter: TokenC
         summary=summary,
     )
     return row
+
+
+def input_of(request: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the summarizer was given: how many messages its JSON data held and how many
+    of their texts were shortened ("[... N chars left out ...]") to fit its budget."""
+    try:
+        data = json.loads(request[-1]["content"])
+        messages = data["messages"]
+    except (IndexError, KeyError, TypeError, ValueError):
+        return {"input_messages": None, "input_shortened": None}
+    shortened = sum(
+        json.dumps(m, ensure_ascii=False).count("chars left out ...]") for m in messages
+    )
+    return {"input_messages": len(messages), "input_shortened": shortened}
 
 
 def summarizer_server(name: str, args: argparse.Namespace, planted: dict[str, Planted]):
@@ -219,7 +236,7 @@ def summarizer_server(name: str, args: argparse.Namespace, planted: dict[str, Pl
             return found[0].control if found else FORGETFUL
 
         return fake_server(control)
-    return llama_server(args.tools, MODELS[name], args.threads, args.context)
+    return llama_server(args.tools, MODELS[name], args.threads, args.context, args.max_tokens)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -282,7 +299,13 @@ def main(argv: list[str] | None = None) -> int:
         help="where .ci/install-test-tools put node-llama-cpp and the models",
     )
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
-    parser.add_argument("--context", type=int, default=16384, help="llama.cpp context size")
+    parser.add_argument("--context", type=int, default=12288, help="llama.cpp context size")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1024,
+        help="the llama server's cap on a reply's tokens (gitsessions asks for 1024)",
+    )
     parser.add_argument(
         "--timeout",
         type=int,
