@@ -298,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         default=REPO / ".cache" / "test-tools",
         help="where .ci/install-test-tools put node-llama-cpp and the models",
     )
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="llama.cpp threads (more than the free cores spin)"
+    )
     parser.add_argument("--context", type=int, default=12288, help="llama.cpp context size")
     parser.add_argument(
         "--max-tokens",
