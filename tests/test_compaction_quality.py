@@ -56,9 +56,10 @@ def test_a_forgetful_summary_scores_nothing_from_the_summary():
     with fake_server(lambda _request: FORGETFUL) as server:
         row = run_once(planted, server, 8000, TokenCounter())
     assert row["by_part"]["summary"] == 0 and row["summary"] == FORGETFUL
-    assert row["kept"] == row["by_part"]["ledger"] + row["by_part"]["kept"] - len(
-        set(row["kept_by_part"]["ledger"]) & set(row["kept_by_part"]["kept"])
-    )
+    # what is kept is what the other parts keep (the ledger, the user's words, the last
+    # turn), each fact once
+    assert row["kept"] == len(set().union(*row["kept_by_part"].values()))
+    assert row["kept"] >= 16  # issue 47's goal for a summariser that forgets everything
 
 
 def test_the_echo_guard_zeroes_a_summary_over_40_percent_of_its_input():
