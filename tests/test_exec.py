@@ -264,8 +264,8 @@ def test_timeout_is_a_deadline_for_the_whole_request(server, tmp_path, home):
     error = done.stderr.strip().splitlines()[-1]
     assert error.startswith("error: the model did not finish within 2 s")
     assert "GITSESSIONS_TIMEOUT" in error and "Traceback" not in done.stderr
-    [(sent, total)] = server.progress
-    assert sent < total
+    # the reply never finished (on a loaded machine the deadline may pass before a byte)
+    assert len(server.progress) <= 1 and all(sent < total for sent, total in server.progress)
     fsck(home)
 
 

@@ -84,7 +84,8 @@ def test_snapshot_restore_over_a_version_a_commit_holds_proceeds_and_names_it(
     """`snapshot restore` trusts git as rewind does: the version it overwrites is in a
     commit HEAD does not reach from its tree; uncommitted work still refuses."""
     root, sid = two_turns(cli, server, tmp_path)
-    first = pgit(root, "rev-list", f"refs/gitsessions/snapshots/{sid}").split()[-1]
+    first = pgit(root, "log", "-1", "--format=%H", "--grep=^gitsessions snapshot:",
+                 f"refs/gitsessions/snapshots/{sid}").strip()  # fmt: skip
     (root / "a.py").write_text("kept on a branch\n")
     pgit(root, "commit", "-q", "-a", "-m", "on a branch")
     kept = pgit(root, "rev-parse", "HEAD").strip()
