@@ -111,29 +111,40 @@ def loosen(store_git: Path) -> None:
         )
 
 
+def add_session(
+    store: SessionStore, turns: int = 2, title: str = "a session", tag: str = ""
+) -> Head:
+    """A session with `turns` simple user/assistant turns, committed one by one. The
+    context each commit gives is kept here and read back once at the end (reading it
+    back each turn made a long session's setup quadratic)."""
+    sid = new_id()
+    system = {"role": "system", "content": "You are a helpful coding agent."}
+    head = store.create(
+        new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
+    )
+    context = [system]
+    for n in range(turns):
+        msgs = [
+            {"role": "user", "content": f"question {n} {tag}"},
+            {"role": "assistant", "content": f"answer {n} {tag}"},
+        ]
+        context = context + msgs
+        head = store.commit(
+            head,
+            Change(context=context, append=msgs),
+            event="turn",
+            subject=f"turn {n + 1}: question {n}",
+        )
+    assert store.read(head, "context") == context  # as given: nothing redacted
+    return head
+
+
 @pytest.fixture
 def make_session(store: SessionStore) -> Callable[..., Head]:
-    """Create a session with `turns` simple user/assistant turns, committed one by one."""
+    """`add_session` in the test's store."""
 
     def make(turns: int = 2, title: str = "a session", tag: str = "") -> Head:
-        sid = new_id()
-        system = {"role": "system", "content": "You are a helpful coding agent."}
-        head = store.create(
-            new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
-        )
-        for n in range(turns):
-            msgs = [
-                {"role": "user", "content": f"question {n} {tag}"},
-                {"role": "assistant", "content": f"answer {n} {tag}"},
-            ]
-            context = store.read(head, "context") + msgs
-            head = store.commit(
-                head,
-                Change(context=context, append=msgs),
-                event="turn",
-                subject=f"turn {n + 1}: question {n}",
-            )
-        return head
+        return add_session(store, turns, title, tag)
 
     return make
 
