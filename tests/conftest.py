@@ -149,6 +149,11 @@ def make_session(store: SessionStore) -> Callable[..., Head]:
     return make
 
 
+# What the CLI's consoles read once, when first made (cli/state.py): the first command
+# run in this process fixes them for the rest.
+TERMINAL_VARIABLES = ("COLUMNS", "LINES", "TERM", "NO_COLOR", "FORCE_COLOR")
+
+
 def run_gitsessions(
     *args: str,
     env: dict[str, str] | None = None,
@@ -167,7 +172,10 @@ def run_gitsessions(
     from gitsessions.values.tokens import default_counter
 
     assert threading.current_thread() is threading.main_thread(), "one CLI at a time"
-    assert _command(args) != "chat", "chat reads the terminal: run_gitsessions_process"
+    helping = "--help" in args or "-h" in args
+    assert helping or _command(args) != "chat", "chat reads the terminal: run it as a process"
+    shaping = [k for k in TERMINAL_VARIABLES if env and env.get(k) != os.environ.get(k)]
+    assert not shaping, f"consoles are made once a process: {shaping} need run_gitsessions_process"
     default_counter.cache_clear()  # the process-wide counter: calibrated by each turn
     saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
     saved_hook = sys.unraisablehook
