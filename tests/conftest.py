@@ -41,7 +41,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     # process of its own after exec exits, here by exec itself, so the scripted server's
     # replies keep their order (tests/test_exec_summary.py runs the default).
     monkeypatch.setenv("GITSESSIONS_EXEC_SUMMARY", "wait")
-    # Every test starts gitsessions processes: with bytecode caching off (as on some CI
+    # Many tests start gitsessions processes: with bytecode caching off (as on some CI
     # machines) each one compiled openai, rich and dulwich from source again (~2 s).
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     yield home
