@@ -1,10 +1,12 @@
 """Shared fixtures. Every test gets its own GITSESSIONS_HOME, HOME and XDG dirs under
 tmp_path, and no GIT_* variables, so nothing reaches the user's state or the network."""
 
+import gc
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     # process of its own after exec exits, here by exec itself, so the scripted server's
     # replies keep their order (tests/test_exec_summary.py runs the default).
     monkeypatch.setenv("GITSESSIONS_EXEC_SUMMARY", "wait")
-    # Every test starts gitsessions processes: with bytecode caching off (as on some CI
+    # Many tests start gitsessions processes: with bytecode caching off (as on some CI
     # machines) each one compiled openai, rich and dulwich from source again (~2 s).
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     yield home
@@ -109,37 +111,122 @@ def loosen(store_git: Path) -> None:
         )
 
 
+def add_session(
+    store: SessionStore, turns: int = 2, title: str = "a session", tag: str = ""
+) -> Head:
+    """A session with `turns` simple user/assistant turns, committed one by one. The
+    context each commit gives is kept here and read back once at the end (reading it
+    back each turn made a long session's setup quadratic)."""
+    sid = new_id()
+    system = {"role": "system", "content": "You are a helpful coding agent."}
+    head = store.create(
+        new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
+    )
+    context = [system]
+    for n in range(turns):
+        msgs = [
+            {"role": "user", "content": f"question {n} {tag}"},
+            {"role": "assistant", "content": f"answer {n} {tag}"},
+        ]
+        context = context + msgs
+        head = store.commit(
+            head,
+            Change(context=context, append=msgs),
+            event="turn",
+            subject=f"turn {n + 1}: question {n}",
+        )
+    assert store.read(head, "context") == context  # as given: nothing redacted
+    return head
+
+
 @pytest.fixture
 def make_session(store: SessionStore) -> Callable[..., Head]:
-    """Create a session with `turns` simple user/assistant turns, committed one by one."""
+    """`add_session` in the test's store."""
 
     def make(turns: int = 2, title: str = "a session", tag: str = "") -> Head:
-        sid = new_id()
-        system = {"role": "system", "content": "You are a helpful coding agent."}
-        head = store.create(
-            new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
-        )
-        for n in range(turns):
-            msgs = [
-                {"role": "user", "content": f"question {n} {tag}"},
-                {"role": "assistant", "content": f"answer {n} {tag}"},
-            ]
-            context = store.read(head, "context") + msgs
-            head = store.commit(
-                head,
-                Change(context=context, append=msgs),
-                event="turn",
-                subject=f"turn {n + 1}: question {n}",
-            )
-        return head
+        return add_session(store, turns, title, tag)
 
     return make
 
 
+# What the CLI's consoles read once, when first made (cli/state.py): the first command
+# run in this process fixes them for the rest.
+TERMINAL_VARIABLES = ("COLUMNS", "LINES", "TERM", "NO_COLOR", "FORCE_COLOR")
+
+
 def run_gitsessions(
-    *args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 120
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    cwd: Path = REPO,
 ) -> subprocess.CompletedProcess[str]:
-    """The installed console script in a real subprocess."""
+    """The console script's entry point (`cli.app.main`, what `python -m gitsessions`
+    runs) in this process, as the process would run it: its own argv, environment
+    (`env` replaces it all, as a child's would), working directory, stdin, stdout and
+    stderr for the call; its exit code caught. A bug's exception is raised here (a
+    process would print its traceback). `timeout` is pytest-timeout's here. Where the
+    process itself is the subject (signals, start-up, a pipe's framing, a limit on the
+    process), `run_gitsessions_process` starts one."""
+    from gitsessions.cli.app import main
+    from gitsessions.values.tokens import default_counter
+
+    assert threading.current_thread() is threading.main_thread(), "one CLI at a time"
+    helping = "--help" in args or "-h" in args
+    assert helping or _command(args) != "chat", "chat reads the terminal: run it as a process"
+    shaping = [k for k in TERMINAL_VARIABLES if env and env.get(k) != os.environ.get(k)]
+    assert not shaping, f"consoles are made once a process: {shaping} need run_gitsessions_process"
+    default_counter.cache_clear()  # the process-wide counter: calibrated by each turn
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_hook = sys.unraisablehook
+    code: object = 0
+    try:
+        if env:  # as the process's: an empty one is the test's
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = ["gitsessions", *args]
+        with CliRunner().isolation(input=input) as (stdout, stderr, _):
+            try:
+                main()
+            except SystemExit as stop:
+                code = stop.code
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            out, err = stdout.getvalue(), stderr.getvalue()
+    finally:
+        sys.argv = saved_argv
+        sys.unraisablehook = saved_hook
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        gc.unfreeze()  # `cli.lazy.started` freezes what a process keeps for its life
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    argv = ["gitsessions", *args]
+    return subprocess.CompletedProcess(argv, returncode, out.decode(), err.decode())
+
+
+def _command(args: tuple[str, ...]) -> str | None:
+    """The command word of a command line (after `--home DIR`, if given first)."""
+    words = iter(args)
+    for word in words:
+        if word == "--home":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def run_gitsessions_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    cwd: Path = REPO,
+) -> subprocess.CompletedProcess[str]:
+    """The console script in a real subprocess: for the tests whose subject is the
+    process (its start-up, signals, exit, a pipe's framing, its limits)."""
     return subprocess.run(
         [sys.executable, "-m", "gitsessions", *args],
         capture_output=True,
@@ -147,7 +234,7 @@ def run_gitsessions(
         env=env or dict(os.environ),
         input=input,
         timeout=timeout,
-        cwd=REPO,
+        cwd=cwd,
     )
 
 

@@ -5,10 +5,9 @@ directory, and the facts about them that must never change behind the user's bac
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO, exec_args, run_gitsessions
+from tests.conftest import REPO, exec_args, run_gitsessions, run_gitsessions_process
 
 IDENTITY = ["-c", "user.name=Tester", "-c", "user.email=tester@example.com"]
 
@@ -103,17 +102,16 @@ def fsck_project(root: Path) -> None:
 def gitsessions(
     *args: str, cwd: Path, input: str | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI as a real subprocess, run from `cwd` (not the repository's checkout)."""
+    """The CLI run from `cwd` (not the repository's checkout), in this process."""
+    return run_gitsessions(*args, input=input, timeout=timeout, cwd=cwd)
+
+
+def gitsessions_process(
+    *args: str, cwd: Path, input: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a real subprocess, run from `cwd`: where the process is the subject."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=input,
-        timeout=timeout,
-        cwd=cwd,
-    )
+    return run_gitsessions_process(*args, env=env, input=input, timeout=timeout, cwd=cwd)
 
 
 def trailers(home: Path, session: str, key: str) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.conftest import REPO, exec_args, run_gitsessions
+from tests.conftest import REPO, exec_args, run_gitsessions, run_gitsessions_process
 
 # the line editor is reading: it turns the terminal's bracketed paste on as it starts
 # (its first prompt is written before it is loaded; keys typed then wait for it)
@@ -202,7 +202,7 @@ def test_a_running_command_adds_nothing_into_a_pipe(server, ws):
         content=None, tool_calls=[{"name": "run_shell", "arguments": {"command": command}}]
     )
     server.reply(content="done")
-    result = run_gitsessions(
+    result = run_gitsessions_process(
         "chat", "--base-url", server.base_url, "--model", "fake-model", "--workspace", str(ws),
         "--auto-approve", input="go\n",
     )  # fmt: skip
@@ -326,7 +326,7 @@ def test_second_chat_on_same_session_is_refused(server, ws):
     first = spawn(server.base_url, ws)
     say(first, "hi")
     sid = sessions()[0]["id"]
-    second = run_gitsessions(
+    second = run_gitsessions_process(
         "chat", "--resume", sid, "--base-url", server.base_url, "--workspace", str(ws), input=""
     )
     assert second.returncode == 1 and "in use" in second.stderr
@@ -344,13 +344,13 @@ def test_a_resumed_chat_holds_its_session_from_its_prompt(server, ws):
     try:
         first = spawn(server.base_url, ws, "--resume", sid[:8])
         args = ["chat", "--resume", sid, "--base-url", server.base_url, "--workspace", str(ws)]
-        second = run_gitsessions(*args, input="")
+        second = run_gitsessions_process(*args, input="")
         assert second.returncode == 1 and "in use" in second.stderr
         assert "Traceback" not in second.stderr and "(resumed)" not in second.stderr
     finally:
         held.set()
     leave(first)
-    assert run_gitsessions(*args, input="").returncode == 0  # let go when it left
+    assert run_gitsessions_process(*args, input="").returncode == 0  # let go when it left
 
 
 def test_resume_after_kill(server, ws):
@@ -703,7 +703,7 @@ def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
     server.reply(content="a summary")
     sid = json.loads(run_gitsessions(*exec_args(server, ws), "hi", "--json").stdout)["session"]
     args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
-    done = run_gitsessions(*args, input="")
+    done = run_gitsessions_process(*args, input="")
     assert done.returncode == 2
     assert f" 1. {sid[:8]}" in done.stderr
     assert "error: stdin is not a terminal, so no session can be picked" in done.stderr
@@ -721,7 +721,7 @@ def test_the_picker_offers_a_failed_start_last_and_marked(server, ws):
 
     failed = failed_start(ws, "hello?")  # as a chat left after its first request failed
     args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
-    listed = run_gitsessions(*args, input="").stderr
+    listed = run_gitsessions_process(*args, input="").stderr
     assert f" 1. {answered['session'][:8]}" in listed
     assert f" 2. {failed[:8]}" in listed and '"hello?" (no reply)' in listed
 
@@ -821,12 +821,12 @@ def test_what_chat_refuses_it_refuses_before_its_prompt(ws, home):
     """A budget too small for the agent, or a bad setting in config.toml, is refused
     before the prompt shows, without a session (the agent is built after it)."""
     chat = ("chat", "--base-url", "http://127.0.0.1:9/v1", "--workspace", str(ws))
-    small = run_gitsessions(*chat, "--max-context-tokens", "1000", input="")
+    small = run_gitsessions_process(*chat, "--max-context-tokens", "1000", input="")
     assert small.returncode == 2 and "--max-context-tokens 1000 is too small" in small.stderr
     assert not (home / "store.git").exists()  # nothing was built
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('[shell]\nsandbox = "everything"\n', encoding="utf-8")
-    bad = run_gitsessions(*chat, input="")
+    bad = run_gitsessions_process(*chat, input="")
     assert bad.returncode == 2 and "sandbox 'everything'" in bad.stderr
     for done in (small, bad):
         assert "> " not in done.stdout and "new session" not in done.stderr
@@ -866,12 +866,12 @@ def test_a_read_only_home_is_refused_before_the_prompt(server, ws, home):
     leave(child)
     args = ["--base-url", server.base_url, "--workspace", str(ws)]
     with read_only(home):
-        done = run_gitsessions("chat", *args, input="typed in vain\n")
+        done = run_gitsessions_process("chat", *args, input="typed in vain\n")
         assert done.returncode == 1, done.stderr
         assert "error: cannot write in" in done.stderr and "leases" in done.stderr
         assert "gitsessions ·" not in done.stderr  # no banner: no prompt was shown
         # resumed: the header cache or the lease check says it, before the prompt too
-        done = run_gitsessions("chat", *args, "--continue", input="typed in vain\n")
+        done = run_gitsessions_process("chat", *args, "--continue", input="typed in vain\n")
         assert done.returncode == 1 and "error:" in done.stderr, done.stderr
         assert "gitsessions ·" not in done.stderr
     assert [r["messages"][-1]["content"] for r in server.requests if r.get("tools")] == [
@@ -1095,10 +1095,10 @@ def test_the_picker_says_how_many_more_sessions_it_left_out(server, ws, store):
     server.reply(content="a summary")
     sid = json.loads(run_gitsessions(*exec_args(server, ws), "hi", "--json").stdout)["session"]
     args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
-    assert "older session" not in run_gitsessions(*args, input="").stderr  # all shown
+    assert "older session" not in run_gitsessions_process(*args, input="").stderr  # all shown
     for n in range(SHOWN + 1):
         fork(store, sid, title=f"fork {n}")
-    done = run_gitsessions(*args, input="")
+    done = run_gitsessions_process(*args, input="")
     assert f"{SHOWN:>2}. " in done.stderr and f"{SHOWN + 1:>2}. " not in done.stderr
     assert "... and 2 older sessions: `gitsessions list --here` lists them all" in done.stderr
     child = spawn_picker(server.base_url, ws, "--resume")

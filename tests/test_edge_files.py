@@ -8,17 +8,14 @@ server; the in-process CLI for `hooks`."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 
 def gs(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", *args], capture_output=True, text=True,
-        cwd=cwd, env=dict(os.environ), timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return run_gitsessions(*args, cwd=cwd, timeout=timeout)
 
 
 def exec_turn(server: FakeOpenAI, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

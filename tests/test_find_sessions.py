@@ -15,16 +15,8 @@ from tests.conftest import exec_args, run_gitsessions
 
 
 def gs(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI as a subprocess run in `cwd`, its stdout a pipe."""
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", *args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        cwd=cwd,
-        input=input,
-        timeout=120,
-    )
+    """The CLI run in `cwd`, its stdout not a terminal (in this process)."""
+    return run_gitsessions(*args, cwd=cwd, input=input)
 
 
 def lines(done: subprocess.CompletedProcess[str]) -> list[list[str]]:

@@ -2,19 +2,48 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pexpect
+import pytest
 
-from gitsessions.store.sessions import Change
-from tests.conftest import REPO, run_gitsessions
+from gitsessions.store.background import wait_for_maintenance
+from gitsessions.store.sessions import Change, Head, SessionStore
+from tests.conftest import REPO, add_session, run_gitsessions
 
 EVIL = "\x1b[2J\x1b]0;title\x07"
 
 
-def _long(make_session, turns: int = 600):
-    return make_session(turns=turns, title="long")
+@pytest.fixture(scope="module")
+def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tuple[Path, Head]]:
+    """A home holding one long session of `turns` turns (committed turn by turn), made
+    once for the module: each test works on a copy (`_long`)."""
+    made: dict[int, tuple[Path, Head]] = {}
+
+    def home_of(turns: int) -> tuple[Path, Head]:
+        if turns not in made:
+            template = tmp_path_factory.mktemp(f"long{turns}") / "gshome"
+            store = SessionStore(template)
+            try:
+                head = add_session(store, turns=turns, title="long")
+            finally:
+                store.close()
+            wait_for_maintenance(template / "store.git")
+            made[turns] = (template, head)
+        return made[turns]
+
+    return home_of
+
+
+def _long(long_homes: Callable[[int], tuple[Path, Head]], home: Path, turns: int = 600) -> Head:
+    """The test's home a copy of the long session's."""
+    template, head = long_homes(turns)
+    shutil.copytree(template, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock"))
+    return head
 
 
 def test_show_on_a_terminal_goes_through_the_pager_with_colour(store, make_session, tmp_path):
@@ -51,8 +80,9 @@ def test_no_pager_and_pager_cat_write_to_the_terminal(store, make_session, tmp_p
     assert not paged.exists()
 
 
-def test_piped_show_is_plain_streamed_and_stops_quietly_when_the_reader_does(store, make_session):
-    head = _long(make_session)
+def test_piped_show_is_plain_streamed_and_stops_quietly_when_the_reader_does(long_homes, home):
+    head = _long(long_homes, home)
+    store = SessionStore(home)
     store.commit(
         head,
         Change(append=[{"role": "assistant", "content": f"bad {EVIL} text"}]),
@@ -71,9 +101,8 @@ def test_piped_show_is_plain_streamed_and_stops_quietly_when_the_reader_does(sto
     assert "Traceback" not in shown.stderr and "Broken pipe" not in shown.stderr
 
 
-def test_streamed_json_is_the_same_document(store, make_session):
-    head = _long(make_session, turns=300)
-    store.close()
+def test_streamed_json_is_the_same_document(long_homes, home):
+    head = _long(long_homes, home, turns=300)
     text = run_gitsessions("show", head.id, "--json").stdout
     messages = json.loads(text)
     assert len(messages) == 601 and messages[-1]["content"].startswith("answer 299")
@@ -90,9 +119,8 @@ def test_log_piped_is_tab_separated_with_stable_columns(store, make_session):
     assert all(len(line.split("\t")) == 6 for line in lines)
 
 
-def test_export_into_a_reader_that_stops_ends_quietly(store, make_session):
-    head = _long(make_session, turns=300)
-    store.close()
+def test_export_into_a_reader_that_stops_ends_quietly(long_homes, home):
+    head = _long(long_homes, home, turns=300)
     shown = subprocess.run(
         f"{sys.executable} -m gitsessions export {head.id} | head -n 1; "
         'echo "status=${PIPESTATUS[0]}"',

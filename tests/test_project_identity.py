@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from gitsessions.services.code.project_id import normalize_url, same_project
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 GIT_ID = {"GIT_AUTHOR_NAME": "D", "GIT_AUTHOR_EMAIL": "d@example.com",
@@ -26,11 +27,7 @@ def git(*args: str, cwd: Path | None = None) -> str:
 
 
 def gs(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", *args],
-        capture_output=True, text=True, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL,
-        env=dict(os.environ, GITSESSIONS_HOME=str(home)),
-    )  # fmt: skip
+    return run_gitsessions(*args, cwd=cwd, env=dict(os.environ, GITSESSIONS_HOME=str(home)))
 
 
 def exec_turn(server: FakeOpenAI, home: Path, cwd: Path, prompt: str, *flags: str) -> str:

@@ -24,7 +24,7 @@ from gitsessions.services.tools.sandbox import (
 )
 from gitsessions.services.tools.shell import LAUNCHER
 from gitsessions.services.tools.shell_env import shell_environment
-from tests.conftest import run_gitsessions
+from tests.conftest import run_gitsessions, run_gitsessions_process
 from tests.tool_helpers import ENV, call
 
 ABI = landlock_abi()
@@ -216,7 +216,8 @@ def exec_shell(server, places: dict[str, Path], command: str, *flags: str, env=N
     )
     server.reply(content="done")
     server.reply(content="a title")
-    done = run_gitsessions(
+    # a process of its own: the sandbox is made from its environment (TMPDIR) at start
+    done = run_gitsessions_process(
         "exec", "--base-url", server.base_url, "--model", "fake-model",
         "--workspace", str(places["ws"]), "--auto-approve", *flags, "go",
         env={**os.environ, "TMPDIR": str(places["tmp"]), **(env or {})},

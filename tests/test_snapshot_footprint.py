@@ -3,11 +3,11 @@ and gc; real project repositories, stock git."""
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from gitsessions.services.code import footprint, snapshots, snapshotter
 from gitsessions.values.ids import new_id
+from tests.conftest import run_gitsessions
 from tests.project_helpers import fsck_project, make_project, pgit, user_state
 
 
@@ -32,8 +32,7 @@ def loose_ref(root: Path, sid: str) -> bool:
 
 
 def in_project(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gitsessions", *args], capture_output=True,
-                          text=True, cwd=root, env=dict(os.environ), timeout=120)  # fmt: skip
+    return run_gitsessions(*args, cwd=root)
 
 
 def test_snapshot_refs_and_objects_are_packed_as_sessions_come(tmp_path):

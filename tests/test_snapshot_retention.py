@@ -4,7 +4,6 @@ project repositories, the real CLI against the fake model server."""
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,8 +18,7 @@ from tests.project_helpers import fsck_project, make_project, pgit, trailers, wr
 
 def in_project(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI run from inside the project (what `snapshot prune`, doctor and gc see)."""
-    return subprocess.run([sys.executable, "-m", "gitsessions", *args], capture_output=True,
-                          text=True, cwd=root, env=dict(os.environ), timeout=120)  # fmt: skip
+    return run_gitsessions(*args, cwd=root)
 
 
 def chain(root: Path, sid: str) -> list[str]:

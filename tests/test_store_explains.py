@@ -16,7 +16,7 @@ from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
-from tests.conftest import git, run_gitsessions
+from tests.conftest import git, run_gitsessions_process
 from tests.test_exchange import SID, document, write
 from tests.test_exec import exec_, tool
 
@@ -198,7 +198,7 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     assert turns[1]["steps"] == 1 and turns[1]["tools"] == {}
 
     wide = dict(os.environ, COLUMNS="200")
-    text = run_gitsessions("log", sid, env=wide).stdout
+    text = run_gitsessions_process("log", sid, env=wide).stdout
     assert "3 steps: read_file x2, run_shell" in text and "1 step" in text
     assert "turn 1.2" not in text and len(text.strip().splitlines()) == 4
     # piped: one tab-separated record per line, no header
@@ -206,7 +206,7 @@ def test_log_shows_one_line_per_turn_and_every_commit_with_steps(server, tmp_pat
     assert all(len(row) == 6 for row in rows)  # commit time event session subject detail
     assert [row[2] for row in rows] == ["rename", "turn", "turn", "create"]
     assert rows[2][4:] == ["turn 1: what does app.py print?", "3 steps: read_file x2, run_shell"]
-    text = run_gitsessions("log", sid, "--steps", env=wide).stdout
+    text = run_gitsessions_process("log", sid, "--steps", env=wide).stdout
     assert "turn 1.2: read_file app.py; run_shell python3 app.py" in text
     assert len(text.strip().splitlines()) == 9
 

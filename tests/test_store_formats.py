@@ -4,14 +4,13 @@ format-1 session at its next commit (history untouched), and the refusal of form
 
 import json
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from gitsessions.store.sessions import SessionStore
-from tests.conftest import REPO, exec_args, fsck, git, loosen
+from tests.conftest import REPO, exec_args, fsck, git, loosen, run_gitsessions
 
 FIXTURES = REPO / "tests" / "fixtures"
 
@@ -68,11 +67,9 @@ def test_a_format_1_session_is_upgraded_at_its_next_commit_and_history_stays(
     fork_point = json.loads(cli("export", fork["id"]).stdout)["fork_point"]
 
     server.reply(content="upgraded", usage=(50, 2))
-    done = subprocess.run(
-        [sys.executable, "-m", "gitsessions", *exec_args(server, workspace), "--resume",
-         golden["id"], "--json", "after the upgrade"],
-        capture_output=True, text=True, cwd=REPO, check=False,
-    )  # fmt: skip
+    done = run_gitsessions(
+        *exec_args(server, workspace), "--resume", golden["id"], "--json", "after the upgrade"
+    )
     assert done.returncode == 0, done.stderr
     assert git(repo, "config", "gitsessions.formatVersion").stdout.strip() == "2"
     header = json.loads(git(repo, "show", f"{branch}:session.json").stdout)
@@ -170,8 +167,7 @@ def test_records_say_when_and_in_which_turn_and_never_reach_the_model(home, serv
         args = [*exec_args(server, workspace), "--json", prompt]
         if prompt == "second":
             args[1:1] = ["--continue"]
-        done = subprocess.run([sys.executable, "-m", "gitsessions", *args], capture_output=True,
-                              text=True, cwd=REPO, check=False)  # fmt: skip
+        done = run_gitsessions(*args)
         assert done.returncode == 0, done.stderr
     sid = json.loads(done.stdout)["session"]
     records = json.loads(cli("export", sid).stdout)["transcript"]
@@ -211,11 +207,7 @@ def test_resuming_reads_only_the_chunks_the_context_refers_to(home, server, work
     path.unlink()
     try:
         server.reply(content="resumed", usage=(10, 1))
-        done = subprocess.run(
-            [sys.executable, "-m", "gitsessions", *exec_args(server, workspace), "--resume",
-             head.id, "go on"],
-            capture_output=True, text=True, cwd=REPO, check=False,
-        )  # fmt: skip
+        done = run_gitsessions(*exec_args(server, workspace), "--resume", head.id, "go on")
     finally:
         path.write_bytes(saved)
     assert done.returncode == 0, done.stderr

@@ -10,6 +10,7 @@ from tests.conftest import exec_args, git, run_gitsessions
 from tests.project_helpers import (
     fsck_project,
     gitsessions,
+    gitsessions_process,
     make_project,
     pgit,
     tool,
@@ -275,7 +276,7 @@ def test_worktree_forks_stay_here_after_their_parent_is_deleted(server, tmp_path
     assert gitsessions("delete", sid[:8], "--yes", cwd=root).returncode == 0
     listed = gitsessions("list", "--here", "--json", cwd=root)
     assert {r["id"] for r in json.loads(listed.stdout)} == {made["id"], plain}
-    done = gitsessions("chat", "--resume", "--workspace", str(root), cwd=root, input="")
+    done = gitsessions_process("chat", "--resume", "--workspace", str(root), cwd=root, input="")
     assert made["id"][:8] in done.stderr and "the worktree fork" in done.stderr  # the picker
     elsewhere = make_project(tmp_path / "other")
     assert json.loads(gitsessions("list", "--here", "--json", cwd=elsewhere).stdout) == []
