@@ -32,6 +32,7 @@ from gitsessions.store.reader import Head
 from gitsessions.store.sessions import Change, SessionStore, touch
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message
+from gitsessions.values.plural import plural
 
 Count = Callable[[list[Message]], int]
 MARK = "[compaction undone]"
@@ -105,8 +106,8 @@ def undo_last(store: SessionStore, head: Head, context: list[Message], count: Co
     mark: Message = {
         "role": "system",
         "content": f"{MARK} compaction {number} taken back: the working context is as it "
-        f"was before it ({tokens_now} -> {tokens} tokens), with the {len(since)} messages "
-        "added since",
+        f"was before it ({tokens_now} -> {tokens} tokens), with "
+        f"{plural(len(since), 'message')} added since",
     }
     edit = Edit(
         Change(header=header, context=restored, append=[mark]),
