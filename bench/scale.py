@@ -12,9 +12,12 @@ Sections:
   exit code, seconds, peak RSS, and whether the next request fit the budget.
 - search: a 1,000-turn session forked 0 / 10 / 100 times; `search` in a new process, the
   first one after the forks (it refreshes the index) and a second one; index bytes.
+- team (only when named): a remote of `--sessions` sessions of one project, pulled and
+  listed in a fresh home (bench/scale_team.py, issue 46).
 
     uv run python bench/scale.py                    # both sections, a few minutes
     uv run python bench/scale.py --only giant --out /tmp/scale.json
+    uv run python bench/scale.py --only team --sessions 5000
 """
 
 import argparse

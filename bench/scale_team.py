@@ -17,6 +17,7 @@ sessions into an empty home (the issue's goal: within 2x).
 
 import json
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -99,8 +100,11 @@ Runner = Callable[[Sequence[str], dict[str, str], float, Path | None], dict[str,
 
 
 def _row(case: str, took: dict[str, Any]) -> dict[str, Any]:
-    return {"case": case, "seconds": took["seconds"], "peak_rss_mb": took["peak_rss_mb"],
-            "code": took["code"], "stderr": took["stderr"] if took["code"] else ""}  # fmt: skip
+    row = {"case": case, "seconds": took["seconds"], "peak_rss_mb": took["peak_rss_mb"],
+           "code": took["code"], "stderr": took["stderr"] if took["code"] else ""}  # fmt: skip
+    # as it goes (stderr): a run stopped midway still shows what it measured
+    print(f"  team: {case}: {row['seconds']} s, {row['peak_rss_mb']} MB", file=sys.stderr)
+    return row
 
 
 def team_cases(
@@ -144,6 +148,7 @@ def team_cases(
         ("first pull", ["pull"]),
         ("first list after it", ["list"]),
         ("list again", ["list"]),
+        ("list --limit 100 (the table's default)", ["list", "--limit", "100"]),
         ("list --here", ["list", "--here"]),
         ("list --json", ["list", "--json"]),
         (f"search {WORD}", ["search", WORD, "--json"]),
