@@ -17,6 +17,7 @@ warm cache import no git library but dulwich's config parser (tests/test_startup
 """
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
 ]
 PROMPT_CHARS = 200
+BATCH = 500  # rows read again before they are written
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
@@ -116,13 +118,11 @@ class Catalog:
                     active = header.get("active_at") or header.get("updated_at") or ""
                     fresh.append((sid, commit, json.dumps(header), prompt, str(active),
                                   int(bool(header.get("archived")))))  # fmt: skip
+                    if len(fresh) >= BATCH:  # written as read: a cold cache is not held whole
+                        self._write(db, fresh, [])
+                        fresh = []
             gone = [(sid,) for sid in cached if sid not in self.heads]
-            if fresh or gone:
-                with db:
-                    db.executemany(
-                        "INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh
-                    )
-                    db.executemany("DELETE FROM headers WHERE id = ?", gone)
+            self._write(db, fresh, gone)
         self.broken.sort(key=lambda h: h["id"], reverse=True)
 
     def stream(self, include_archived: bool) -> Iterator[dict[str, Any]]:
@@ -140,6 +140,15 @@ class Catalog:
                 header["first_prompt"] = prompt or ""
                 yield header
         yield from self.broken
+
+    @staticmethod
+    def _write(
+        db: sqlite3.Connection, fresh: list[tuple[Any, ...]], gone: list[tuple[str]]
+    ) -> None:
+        if fresh or gone:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
+                db.executemany("DELETE FROM headers WHERE id = ?", gone)
 
     @property
     def ids(self) -> set[str]:
