@@ -12,9 +12,12 @@ Sections:
   exit code, seconds, peak RSS, and whether the next request fit the budget.
 - search: a 1,000-turn session forked 0 / 10 / 100 times; `search` in a new process, the
   first one after the forks (it refreshes the index) and a second one; index bytes.
+- team (only when named): a remote of `--sessions` sessions of one project, pulled and
+  listed in a fresh home (bench/scale_team.py, issue 46).
 
     uv run python bench/scale.py                    # both sections, a few minutes
     uv run python bench/scale.py --only giant --out /tmp/scale.json
+    uv run python bench/scale.py --only team --sessions 5000
 """
 
 import argparse
@@ -34,6 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.scale_team import team_cases  # noqa: E402
 from gitsessions.services.compaction.continuation import is_note, note_data  # noqa: E402
 from gitsessions.services.compaction.ledger import LEDGER_HEADING  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
@@ -84,12 +88,16 @@ print(json.dumps([time.perf_counter() - t, os.waitstatus_to_exitcode(status),
 """
 
 
-def run_cli(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+def run_cli(
+    args: Sequence[str], env: dict[str, str], timeout: float, cwd: Path | None = None
+) -> dict[str, Any]:
     """`gitsessions ARGS` measured (see `run_measured`)."""
-    return run_measured([sys.executable, "-m", "gitsessions", *args], env, timeout)
+    return run_measured([sys.executable, "-m", "gitsessions", *args], env, timeout, cwd)
 
 
-def run_measured(cmd: Sequence[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
+def run_measured(
+    cmd: Sequence[str], env: dict[str, str], timeout: float, cwd: Path | None = None
+) -> dict[str, Any]:
     """Run `gitsessions ARGS` in a child; its exit code, seconds, peak RSS and output.
     The child is started by a small waiter process: forked straight from this one
     (which may hold a big session it just built) it would count that memory in its
@@ -98,7 +106,7 @@ def run_measured(cmd: Sequence[str], env: dict[str, str], timeout: float) -> dic
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         waiter = subprocess.run(
             [sys.executable, "-c", WAITER], capture_output=True, text=True, check=True,
-            input=json.dumps([list(cmd), {**env, "PYTHONPATH": str(CODE[0])}, str(CODE[0]),
+            input=json.dumps([list(cmd), {**env, "PYTHONPATH": str(CODE[0])}, str(cwd or CODE[0]),
                               str(out), str(err), timeout]),
         )  # fmt: skip
         seconds, code, rss = json.loads(waiter.stdout)
@@ -456,8 +464,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="giant,search,reads,compaction,rate",
-        help="sections: giant,search,reads,compaction,rate",
+        help="sections: giant,search,reads,compaction,rate,team (team: not by default)",
     )
+    parser.add_argument("--sessions", type=int, default=50_000, help="sessions for team")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/scale.json")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per case")
     parser.add_argument("--forks", default="0,10,100", help="fork counts for search")
@@ -498,7 +507,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "rate" in sections:
         steps.append(("rate", lambda: [compaction_rate(root, args.rate_turns, target, args.timeout)
                                        for target in ("0.8", "0.5")]))  # fmt: skip
+    if "team" in sections:
+        steps.append(("team", lambda: team_cases(root, args.sessions, args.timeout, run_cli,
+                                                 environment)))  # fmt: skip
     columns = {
+        "team": ["case", "seconds", "peak_rss_mb", "rows", "code"],
         "giant": ["case", "code", "seconds", "peak_rss_mb", "fits", "requests_tokens"],
         "search": ["forks", "index_bytes", "first_search_seconds", "second_search_seconds",
                    "first_search_rss_mb", "hits", "code"],

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from gitsessions.agent.subjects import first_line
 from gitsessions.services.compaction.continuation import neutralise
 from gitsessions.services.compaction.ledger import LEDGER_HEADING
 from gitsessions.services.model.endpoint import probe
@@ -157,10 +158,10 @@ def test_a_fresh_exec_exits_and_its_list_summary_is_asked_by_a_process_of_its_ow
     outcome = next(r["outcome"] for r in said if r["operation"] == "summary")
     titles = [r for r in llama.requests()[before:] if not r["request"].get("tools")]
     assert len(titles) == 1 and outcome in ("ok", "unchanged")  # unchanged: no text came
-    answered = titles[0]["reply"]["content"].strip().splitlines()
+    answered = titles[0]["reply"]["content"]
     info = gitsessions("info", done["session"], cwd=ws)
-    if outcome == "ok":
-        assert info["summary"] == answered[0][:80].strip("\"' ")
+    if outcome == "ok":  # its first line, cut to 80 characters with "..." as subjects are
+        assert info["summary"] == first_line(answered, 80).strip("\"' ")
         assert info["usage"]["requests"] == done["usage"]["requests"] + 1
     else:
         assert not info.get("summary")

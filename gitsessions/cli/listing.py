@@ -6,7 +6,7 @@ nothing opens a session.
 """
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +47,26 @@ def session_rows(
 ) -> list[dict[str, Any]]:
     """`list` rows, the most recently active first (`parent_deleted` set); with
     `workspace`, only the sessions of that workspace and their forks."""
-    headers = (store if isinstance(store, Catalog) else Catalog(store)).headers()
-    return rows_of(headers, include_archived, workspace)
+    catalog = store if isinstance(store, Catalog) else Catalog(store)
+    if workspace is not None:
+        return rows_of(catalog.headers(), include_archived, workspace)
+    return list(open_rows(catalog, include_archived))
+
+
+def open_rows(catalog: Catalog, include_archived: bool) -> Iterator[dict[str, Any]]:
+    """`session_rows` without a workspace, one at a time, in the same order: the catalog
+    refreshed now (its `damaged` and `count` then hold), each row built as it is read."""
+    catalog.refresh()
+    known = catalog.ids
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for header in catalog.stream(include_archived):
+            row = list_row(header)
+            parent = row.get("parent_id")
+            row["parent_deleted"] = bool(parent) and parent not in known
+            yield row
+
+    return rows()
 
 
 def rows_of(

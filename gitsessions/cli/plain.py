@@ -52,6 +52,21 @@ def write_json(console: HasFile, value: Any) -> None:
     console.file.flush()
 
 
+def write_json_array(console: HasFile, items: Iterable[Any]) -> None:
+    """`write_json` of a list, written an item at a time (the items may come from a
+    stream): the same text as `write_json(console, list(items))`."""
+    import json
+
+    file = console.file
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        file.write(("[\n  " if first else ",\n  ") + json_visible(text))
+        first = False
+    file.write("[]\n" if first else "\n]\n")
+    file.flush()
+
+
 def write_json_bytes(console: HasFile, data: bytes) -> None:
     """UTF-8 JSON (an export) to the console's file, terminal-safe like `write_json`;
     byte for byte what was given when it holds nothing to escape."""
@@ -132,9 +147,11 @@ def write_records(console: HasFile, rows: Iterable[Iterable[object]]) -> None:
     """Records for a pipe (stdout not a terminal): one per line, fields separated by a tab,
     no padding or wrapping. Each field is one visible-safe line (a tab or newline in the
     data shows as `\\t` / `\\n`), so a line is always exactly one record."""
-    lines = ["\t".join(one_line("" if field is None else field) for field in row) for row in rows]
-    if lines:
-        console.file.write("\n".join(lines) + "\n")
+    wrote = False
+    for row in rows:  # a line at a time: the rows may come from a stream
+        console.file.write("\t".join(one_line("" if f is None else f) for f in row) + "\n")
+        wrote = True
+    if wrote:
         console.file.flush()
 
 

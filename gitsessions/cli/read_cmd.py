@@ -8,7 +8,8 @@ terminal, the store (dulwich) only when the header cache cannot answer, no writi
 service.
 """
 
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,7 +19,7 @@ from gitsessions.cli import state as consoles
 from gitsessions.cli.args import JsonFlag, OptionalIdArg, session_or_latest, state_of
 from gitsessions.cli.damage import warn_damaged
 from gitsessions.cli.pager import paged
-from gitsessions.cli.plain import one_line, piped, write_records
+from gitsessions.cli.plain import one_line, piped, write_json_array, write_records
 from gitsessions.cli.render import (
     instruction_tokens,
     instructions_line,
@@ -73,18 +74,25 @@ def cmd_list(
     from gitsessions.cli import listing  # the header cache (sqlite): `show` needs neither
 
     catalog = state_of(ctx).catalog()
-    rows = listing.session_rows(catalog, include_archived, Path.cwd() if here_only else None)
+    if here_only:
+        rows: Iterable[dict[str, Any]] = listing.session_rows(catalog, include_archived, Path.cwd())
+        total = len(rows)  # type: ignore[arg-type]
+    else:  # streamed from the cache in the order shown: only the rows shown are built
+        rows = listing.open_rows(catalog, include_archived)
+        total = catalog.count(include_archived)
     warn_damaged(catalog.damaged)  # the others are listed: exit 0, as git for-each-ref
-    total = len(rows)
     pipe = piped(plain_out)
     shown = limit if limit is not None else (0 if json_ or pipe else 100)
     if shown:
-        rows = rows[:shown]
-    ordered = listing.as_tree(rows) if tree else [(0, r) for r in rows]
+        rows = itertools.islice(rows, shown)
+    if tree:
+        ordered: Iterable[tuple[int, dict[str, Any]]] = listing.as_tree(list(rows))
+    else:
+        ordered = ((0, r) for r in rows)
     if json_:
-        print_json(plain_out, [r for _depth, r in ordered])
+        write_json_array(plain_out, (r for _depth, r in ordered))
         return
-    if not rows:
+    if not total:
         consoles.err.print(
             "no sessions yet" if not here_only else "no sessions in this workspace yet"
         )
@@ -92,11 +100,12 @@ def cmd_list(
     if pipe:
         write_records(plain_out, (_list_record(r) for _depth, r in ordered))
         return
+    ordered = list(ordered)
     from gitsessions.cli import list_table  # for a terminal only (rich)
 
     list_table.show(consoles.out, ordered)
-    if total > len(rows):
-        consoles.err.print(f"... and {total - len(rows)} more (--limit 0 shows all)")
+    if total > len(ordered):
+        consoles.err.print(f"... and {total - len(ordered)} more (--limit 0 shows all)")
 
 
 def _list_record(r: dict[str, Any]) -> list[object]:

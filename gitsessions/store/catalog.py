@@ -17,7 +17,8 @@ warm cache import no git library but dulwich's config parser (tests/test_startup
 """
 
 import json
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.cache import open_cache
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
     from gitsessions.store.reader import Head, SessionReader
     from gitsessions.store.sessions import SessionStore
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS headers "
-    "(id TEXT PRIMARY KEY, head TEXT, header TEXT, first_prompt TEXT)"
-)
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
+    "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+]
 PROMPT_CHARS = 200
+BATCH = 500  # rows read again before they are written
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
@@ -56,7 +59,9 @@ class Catalog:
         self.refs = store
         self._open_store = open_store
         self.path = store.home / "index.sqlite"
-        self.damaged: list[DamagedRef] = []  # the damaged refs the last `headers` met
+        self.damaged: list[DamagedRef] = []  # the damaged refs the last `refresh` met
+        self.broken: list[dict[str, Any]] = []  # the headers it could not read
+        self.heads: dict[str, str] = {}  # the sessions it read, by id: the commit read
 
     @property
     def store(self) -> "SessionReader":
@@ -68,7 +73,7 @@ class Catalog:
     def cached_header(self, session_id: str, commit: bytes) -> dict[str, Any] | None:
         """The header cached for `session_id` at `commit`, None when the row is stale
         or missing (then read the session itself)."""
-        with open_cache(self.path, [SCHEMA]) as db:
+        with open_cache(self.path, SCHEMA) as db:
             row = db.execute(
                 "SELECT header FROM headers WHERE id = ? AND head = ?",
                 (session_id, commit.decode()),
@@ -77,51 +82,107 @@ class Catalog:
 
     def headers(self) -> list[dict[str, Any]]:
         """Every session's header (with `head` and `first_prompt` added), refreshed from
-        the refs; the refs that could not be read are in `damaged` after."""
+        the refs, the most recently active first; the refs that could not be read are in
+        `damaged` after."""
+        self.refresh()
+        return list(self.stream(include_archived=True))
+
+    def refresh(self) -> None:
+        """Bring the cache up to the refs: a row whose commit is not its branch's head is
+        read again, a row whose branch is gone dropped. Only ids and commits are held in
+        memory; a session that cannot be read is kept aside (`stream` yields it last)."""
         scanned = self.refs.scan()
         self.damaged = list(scanned.damaged)
+        self.broken = []
         refs = {sid: commit.decode() for sid, commit in scanned.ids.items()}
-        with open_cache(self.path, [SCHEMA]) as db:
-            cached = {
-                row[0]: (row[1], row[2], row[3]) for row in db.execute("SELECT * FROM headers")
-            }
-            out: list[dict[str, Any]] = []
-            fresh: list[tuple[str, str, str, str]] = []
+        self.heads = dict(refs)
+        with open_cache(self.path, SCHEMA) as db:
+            cached = dict(db.execute("SELECT id, head FROM headers"))
+            fresh: list[tuple[str, str, str, str, str, int]] = []
             for sid, commit in refs.items():
-                row = cached.get(sid)
-                prompt = (row[2] if row else "") or ""
-                if row and row[0] == commit:
-                    header = json.loads(row[1])
+                if cached.get(sid) == commit:
+                    continue
+                known = None  # the first prompt, carried from the row's older head
+                if sid in cached:
+                    row = db.execute("SELECT first_prompt FROM headers WHERE id = ?", (sid,))
+                    known = (row.fetchone() or [None])[0]
+                header = self._read(sid, commit, known)
+                if header is None:
+                    del self.heads[sid]
+                elif "broken" in header:
+                    del self.heads[sid]  # its row (an older head) dropped: not listed
+                    header["head"] = commit
+                    header["first_prompt"] = ""
+                    self.broken.append(header)
                 else:
-                    try:
-                        head = self.store.head_at(sid, commit.encode())
-                        header = head.header
-                        prompt = prompt or self._first_prompt(head)
-                    except ObjectMissing:
-                        if not self.refs.exists(sid):
-                            continue  # deleted while we listed
-                        header = broken_header(sid, "its objects are missing")
-                        self._damaged(sid, "its objects are missing")
-                    except NotACommit:
-                        header = broken_header(sid, "its branch does not name a commit")
-                        self._damaged(sid, "does not name a commit")
-                    except NewerFormat as error:
-                        header = broken_header(
-                            sid, str(error), "(newer format: upgrade gitsessions)"
-                        )
-                    except StoreError as error:
-                        header = broken_header(sid, str(error))
-                    else:
-                        fresh.append((sid, commit, json.dumps(header), prompt))
+                    prompt = header.pop("first_prompt")
+                    active = header.get("active_at") or header.get("updated_at") or ""
+                    fresh.append((sid, commit, json.dumps(header), prompt, str(active),
+                                  int(bool(header.get("archived")))))  # fmt: skip
+                    if len(fresh) >= BATCH:  # written as read: a cold cache is not held whole
+                        self._write(db, fresh, [])
+                        fresh = []
+            gone = [(sid,) for sid in cached if sid not in self.heads]
+            self._write(db, fresh, gone)
+        self.broken.sort(key=lambda h: h["id"], reverse=True)
+
+    def stream(self, include_archived: bool) -> Iterator[dict[str, Any]]:
+        """The headers `refresh` left, one at a time, the most recently active first
+        (`active_at`, else `updated_at`, then the id, descending; the unreadable last):
+        read from the cache's index in that order, never all held at once."""
+        where = "" if include_archived else " WHERE archived = 0"
+        with open_cache(self.path, SCHEMA) as db:
+            query = f"SELECT id, head, header, first_prompt FROM headers{where} "
+            for sid, commit, text, prompt in db.execute(query + "ORDER BY active_at DESC, id DESC"):
+                if self.heads.get(sid) != commit:
+                    continue  # unreadable at its head, or moved or gone since `refresh`
+                header = json.loads(text)
                 header["head"] = commit
-                header["first_prompt"] = prompt
-                out.append(header)
-            gone = [(sid,) for sid in cached if sid not in refs]
-            if fresh or gone:
-                with db:
-                    db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?)", fresh)
-                    db.executemany("DELETE FROM headers WHERE id = ?", gone)
-            return out
+                header["first_prompt"] = prompt or ""
+                yield header
+        yield from self.broken
+
+    @staticmethod
+    def _write(
+        db: sqlite3.Connection, fresh: list[tuple[Any, ...]], gone: list[tuple[str]]
+    ) -> None:
+        if fresh or gone:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
+                db.executemany("DELETE FROM headers WHERE id = ?", gone)
+
+    @property
+    def ids(self) -> set[str]:
+        """The sessions the last `refresh` found (those it could not read too)."""
+        return set(self.heads) | {str(h["id"]) for h in self.broken}
+
+    def count(self, include_archived: bool) -> int:
+        """How many headers `stream(include_archived)` yields (after `refresh`)."""
+        where = "" if include_archived else " WHERE archived = 0"
+        with open_cache(self.path, SCHEMA) as db:
+            (cached,) = db.execute(f"SELECT count(*) FROM headers{where}").fetchone()
+        return int(cached) + len(self.broken)
+
+    def _read(self, sid: str, commit: str, prompt: str | None) -> dict[str, Any] | None:
+        """A session's header read from the store at `commit` (`first_prompt` added), a
+        broken header when it cannot be, None when its branch went meanwhile."""
+        try:
+            head = self.store.head_at(sid, commit.encode())
+            header = dict(head.header)
+            header["first_prompt"] = prompt or self._first_prompt(head)
+            return header
+        except ObjectMissing:
+            if not self.refs.exists(sid):
+                return None  # deleted while we listed
+            self._damaged(sid, "its objects are missing")
+            return broken_header(sid, "its objects are missing")
+        except NotACommit:
+            self._damaged(sid, "does not name a commit")
+            return broken_header(sid, "its branch does not name a commit")
+        except NewerFormat as error:
+            return broken_header(sid, str(error), "(newer format: upgrade gitsessions)")
+        except StoreError as error:
+            return broken_header(sid, str(error))
 
     def _damaged(self, session_id: str, why: str) -> None:
         self.damaged.append(DamagedRef(ref_name(session_id).decode(), why))
@@ -136,7 +197,7 @@ class Catalog:
 
     def forget(self, session_id: str) -> None:
         """Drop a session's row now (after delete), not at the next listing."""
-        with open_cache(self.path, [SCHEMA]) as db:
+        with open_cache(self.path, SCHEMA) as db:
             with db:
                 db.execute("DELETE FROM headers WHERE id = ?", (session_id,))
             db.execute("VACUUM")
