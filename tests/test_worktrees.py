@@ -278,7 +278,12 @@ def test_worktree_forks_stay_here_after_their_parent_is_deleted(server, tmp_path
     assert {r["id"] for r in json.loads(listed.stdout)} == {made["id"], plain}
     done = gitsessions_process("chat", "--resume", "--workspace", str(root), cwd=root, input="")
     assert made["id"][:8] in done.stderr and "the worktree fork" in done.stderr  # the picker
-    elsewhere = make_project(tmp_path / "other")
+    # another project: not one made of the same files in the same second, whose root
+    # commit (so identity) would be this one's
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    pgit(elsewhere, "init", "-q", "-b", "main")
+    pgit(elsewhere, "commit", "-q", "--allow-empty", "-m", "another project")
     assert json.loads(gitsessions("list", "--here", "--json", cwd=elsewhere).stdout) == []
 
 

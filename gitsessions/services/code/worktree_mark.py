@@ -18,12 +18,11 @@ directory, saying so in one line. The record is read at most `MAX_RECORD` bytes,
 git is given `GIT_TIMEOUT` seconds.
 
 Read before a resumed chat's prompt, so this module imports nothing but the standard
-library and projectgit.py, which builds its git command with the project's
-command-running config off (`services/code/worktrees.py`, which makes and removes
-worktrees, loads the store).
+library, store/homerecords.py (standard library only) and projectgit.py, which builds
+its git command with the project's command-running config off
+(`services/code/worktrees.py`, which makes and removes worktrees, loads the store).
 """
 
-import json
 import os
 import re
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gitsessions.services.code.projectgit import run
+from gitsessions.store import homerecords
 
 RECORD_FORMAT = "gitsessions.worktree-made/1"
 MAX_RECORD = 64 * 1024
@@ -75,17 +75,8 @@ def remember(home: Path, session_id: str, mark: Mapping[str, Any]) -> None:
     """Record that this home made the worktree of `mark` for `session_id` (written to a
     temporary file, fsynced, renamed into place)."""
     assert _SESSION_ID.fullmatch(session_id)
-    path = _record_path(home, session_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     record = {"format": RECORD_FORMAT, "session": session_id, **{k: str(mark[k]) for k in _KEYS}}
-    temporary = path.with_name(f".{session_id}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(record, sort_keys=True).encode() + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+    homerecords.write(_record_path(home, session_id), record)
 
 
 def forget(home: Path, session_id: str) -> None:
@@ -118,12 +109,7 @@ def _recorded(home: Path, session_id: str) -> dict[str, str] | None:
     """What this home recorded for the session's worktree, or None."""
     if not _SESSION_ID.fullmatch(session_id):
         return None
-    try:
-        with open(_record_path(home, session_id), "rb") as file:
-            raw = file.read(MAX_RECORD + 1)
-        record = json.loads(raw) if len(raw) <= MAX_RECORD else None
-    except (OSError, ValueError):
-        return None
+    record = homerecords.read(_record_path(home, session_id), MAX_RECORD)
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         return None
     if record.get("session") != session_id:

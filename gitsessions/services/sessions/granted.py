@@ -15,11 +15,11 @@ format, names another session or holds anything but words is ignored whole (noth
 granted); at most `MAX_ENTRIES` entries count.
 """
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from gitsessions.store import homerecords
 
 RECORD_FORMAT = "gitsessions.approvals/1"
 MAX_RECORD = 64 * 1024
@@ -48,13 +48,7 @@ def load(home: Path, session_id: str) -> Grants:
     """What this home granted the session (nothing, for a record missing or not sound)."""
     if not _SESSION_ID.fullmatch(session_id):
         return NONE
-    try:
-        with open(_path(home, session_id), "rb") as file:
-            raw = file.read(MAX_RECORD + 1)
-        record = json.loads(raw) if len(raw) <= MAX_RECORD else None
-    except (OSError, ValueError):
-        return NONE
-    return _grants(record, session_id) or NONE
+    return _grants(homerecords.read(_path(home, session_id), MAX_RECORD), session_id) or NONE
 
 
 def _grants(record: Any, session_id: str) -> Grants | None:
@@ -86,7 +80,6 @@ def save(home: Path, session_id: str, grants: Grants) -> None:
     """Write the session's grants (a temporary file, fsynced, renamed into place)."""
     assert _SESSION_ID.fullmatch(session_id)
     path = _path(home, session_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     record = {
         "format": RECORD_FORMAT,
         "session": session_id,
@@ -95,14 +88,7 @@ def save(home: Path, session_id: str, grants: Grants) -> None:
             :MAX_ENTRIES
         ],
     }
-    temporary = path.with_name(f".{session_id}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(record, sort_keys=True).encode() + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+    homerecords.write(path, record)
 
 
 def described(home: Path, session_id: str) -> list[str]:
