@@ -89,9 +89,28 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
 
 
 def in_order(lines: Mapping[str, list[Snapshot]]) -> list[Snapshot]:
-    """Every snapshot by time, then session id, each session's in its own order."""
-    keyed = [(s.time, sid, i, s) for sid, line in lines.items() for i, s in enumerate(line)]
-    return [s for *_, s in sorted(keyed, key=lambda k: (k[0], k[1], k[2]))]
+    """Every snapshot by time, then turn (times are whole seconds: a fork, which goes
+    on counting its parent's turns, comes after the parent's snapshots of the same
+    second), then session id, each session's in its own order."""
+    keyed = [
+        (s.time, turn, sid, i, s)
+        for sid, line in lines.items()
+        for i, (s, turn) in enumerate(zip(line, _turns(line), strict=True))
+    ]
+    return [s for *_, s in sorted(keyed, key=lambda k: (k[0], k[1], k[2], k[3]))]
+
+
+def _turns(line: list[Snapshot]) -> list[float]:
+    """Each snapshot's turn for ordering, never going back along its line: one that is
+    no turn's step (a fork's first) takes the turn before it, or, leading the line,
+    just before the first turn after it."""
+    known = [s.turn for s in line if s.turn is not None]
+    last = known[0] - 0.5 if known else 0.0
+    out: list[float] = []
+    for s in line:
+        last = max(last, float(s.turn)) if s.turn is not None else last
+        out.append(last)
+    return out
 
 
 def open_history(
