@@ -63,18 +63,8 @@ def flocked(store: Path, key: str, wait: bool = True) -> Iterator[bool]:
 def ref_locked(store: Path, name: bytes, wait: bool = True) -> Iterator[bool]:
     """Hold the branch's own flock; a dulwich `<ref>.lock` found now is stale.
     With `wait=False`, yields False at once (holding nothing) when it is taken."""
-    locks = store / "locks"
-    locks.mkdir(mode=0o700, exist_ok=True)
-    lock_file = locks / os.fsdecode(name).replace("/", "%")
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        with contextlib.suppress(FileNotFoundError):
-            (store / (os.fsdecode(name) + ".lock")).unlink()
-        yield True
-    finally:
-        os.close(fd)
+    with flocked(store, os.fsdecode(name).replace("/", "%"), wait) as held:
+        if held:
+            with contextlib.suppress(FileNotFoundError):
+                (store / (os.fsdecode(name) + ".lock")).unlink()
+        yield held
