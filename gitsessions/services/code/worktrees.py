@@ -234,9 +234,8 @@ def _add_worktree(
 def add_worktree(
     repo: Path, env: Mapping[str, str], path: Path, start: str, new_branch: str | None = None
 ) -> None:
-    """`git worktree add -q [-b NEW_BRANCH] PATH START` in `repo`, after clearing what a
-    killed one left at `path`."""
-    clear_unfinished(repo, env, path)
+    """`git worktree add -q [-b NEW_BRANCH] PATH START` in `repo` (a restore clears what
+    a killed one left at `path` first: `clear_unfinished`; a fork's path is new)."""
     branch = ["-b", new_branch] if new_branch else []
     git(repo, env, "worktree", "add", "-q", *branch, str(path), start)
 
