@@ -9,6 +9,9 @@ Invariants:
   first chunk and carried to the next head (the transcript never changes).
 - Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
   cache import no git library but dulwich's config parser (tests/test_startup.py).
+- Rows are brought up to the refs by ids and commits alone, then read in the order shown
+  (index on `(active_at, id)`): `--limit` builds only the rows shown, a pipe gets a row
+  at a time.
 """
 
 import json
