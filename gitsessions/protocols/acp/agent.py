@@ -2,9 +2,10 @@
 answered on the protocol's event loop, the work done on the main thread (worker.py).
 
 Invariants: an ACP session id is the gitsessions session id (so `session/load` takes any
-stored session, by id or prefix, and `chat --resume ID` opens an editor's); each live
-session holds its lease until the server stops. One turn at a time: a prompt to another
-session waits for it. A cancelled turn is saved as chat saves one after Ctrl-C
+stored session, by id or by a prefix that then names it in what follows, and `chat
+--resume ID` opens an editor's); each live session holds its lease until the server
+stops. One turn at a time: a prompt to another session waits (a cancel meanwhile answers
+it "cancelled" when its turn comes). A cancelled turn is saved as chat saves one after Ctrl-C
 (`stopReason: "cancelled"`); a model or store error answers -32603 with the line
 `gitsessions` would print; an unknown session or folder, or a block of a kind not
 offered, -32602.

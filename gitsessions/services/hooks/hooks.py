@@ -5,9 +5,9 @@ compaction (`compactor`, not for a dry run), after a fork and a delete (`manage`
 Invariants:
 - A hook runs only once what it reports is committed (`pre-compact` on a committed
   head), so it can lose nothing; nothing it returns is read and it can veto nothing.
-- It gets one JSON object on stdin, the environment it is given plus `GITSESSIONS_HOME`,
-  `_SESSION`, `_EVENT`; it runs in the home, in a process group of its own that a
-  timeout stops.
+- It gets one JSON object on stdin and the environment it is given plus
+  `GITSESSIONS_HOME`, `GITSESSIONS_SESSION`, `GITSESSIONS_EVENT`; it runs in the home, in
+  a process group of its own that a timeout stops.
 - A failure, timeout or start failure is one line through `report` and one audit line;
   success says nothing. Output goes to temporary files, never pipes (a child holding
   them cannot stall the agent), never to stdout.
