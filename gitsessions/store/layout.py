@@ -7,9 +7,10 @@
     compactions.json  plan.json  pins.json
     files/<sha256>.<ext>      files the session keeps (`files`)
 
-Invariants: a transcript line, once written, is never rewritten (a commit adds one chunk
-of its new lines, at most `CHUNK_LINES`); a line is a record `{"message", "time", "turn",
-"step", ...}`, and an older format's line or tree reads as one through `upgrades`.
+Invariants: a transcript line, once written, is never rewritten (a commit adds its new
+lines as new chunks, one per `CHUNK_LINES` lines), so a commit's cost does not grow with
+the session; a line is a record `{"message", "time", "turn", "step", ...}`, and an older
+format's line or tree reads as one through `upgrades`.
 """
 
 import json
