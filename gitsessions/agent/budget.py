@@ -2,14 +2,15 @@
 `max_context_tokens`, compacting it (through the agent) when over the threshold.
 
 Invariants:
-- The tokenizer is loaded only when a bound that needs none says the context may be near
-  the threshold; counts made by earlier turns are kept (`tokens.sqlite`) and recalled,
-  so only messages never counted are encoded.
-- After a failed automatic compaction, the next is tried at the next turn, not at every
-  step of this one.
+- A bound (kept counts plus the UTF-8 bytes of what was never counted) only ever decides
+  "far under the threshold: count nothing", so no tokenizer loads then; past it the count
+  is exact (kept counts and the tokenizer's for the rest, as a fresh count would give:
+  `test_kept_counts_decide_compaction_exactly_as_a_fresh_count`), and that count decides
+  auto-compaction, the refusal, calibration and the tokens a compaction records.
 - No request is sent over `max_context_tokens`: `ContextStillTooLarge` instead.
-- After `compact --undo`, the threshold is raised until the context grows anew
-  (`services/compaction/hold.py`); never above the budget.
+- A failed automatic compaction is tried again at the next turn, not at every step.
+- After `compact --undo` the threshold is raised until the context grows anew
+  (`services/compaction/hold.py`), never above the budget.
 """
 
 from collections.abc import Callable

@@ -1,30 +1,20 @@
-"""The turn loop: before every model request check the budget (compact if needed), ask the
-model, run the tool calls it made, commit at every step boundary; stop when it answers
-without tool calls.
+"""The turn loop: before every request check the budget (compact if needed), ask the model,
+run its tool calls, commit at every step boundary; stop at a reply without tool calls.
 
 Invariants:
-- The user's prompt is committed before the first request, so a failing model never
-  loses it, and every step (a reply plus its tool results) is committed before the next
-  request: a crash or a Ctrl-C loses at most the step in flight.
-- No request is sent that the estimate says is over `max_context_tokens`.
-- Every tool call gets exactly one result in the context, even when a tool is cancelled.
-- A reply the model did not finish (its stream was cut, broke, ran out of time, or was
-  stopped by Ctrl-C) is recorded in the transcript only, marked `"incomplete": true`
-  (and `"interrupted": true` after a Ctrl-C), with its tool calls under
-  `unsent_tool_calls`: they are never run (their arguments may be cut), and the context is
-  left as it was, so sending the prompt again is a clean retry.
-- With code snapshots on, every step commit after the prompt names the code it ended
-  with (`Code-Snapshot`): the prompt's snapshot is taken in a thread while the model
-  answers, and waited for before any tool runs or the next commit is made.
-- A reply is never lost to a failed commit: `ReplyNotSaved` carries the turn as far as it
-  got, and the step stays pending, so the next checkpoint commits it. A prompt whose
-  commit fails is taken back (`PromptNotSaved`): nothing was sent, nothing is pending.
-- A reply the server cut at its token limit (`finish_reason: "length"`) is kept as any
-  reply, its record holding the finish reason; the events are told (`reply_cut`).
-- A new prompt is never glued to one left unanswered: an interruption note (an
-  assistant message, agent/interrupted.py) closes the old one first.
-- At most one model request at a time: the list summary asked in the background
-  (agent/titling.py) is taken up before the next request is sent.
+- The prompt is committed before the first request and every step before the next: a
+  crash or Ctrl-C loses at most the step in flight. A failed commit keeps the reply
+  (`ReplyNotSaved`, the step stays pending); a prompt whose commit fails is taken back
+  (`PromptNotSaved`: nothing sent).
+- No request over `max_context_tokens`; every tool call gets exactly one result, even
+  when cancelled.
+- An unfinished reply (cut, broken, timed out, Ctrl-C) goes to the transcript only
+  (`incomplete`, `interrupted`, `unsent_tool_calls`: never run), the context unchanged,
+  so sending the prompt again is a clean retry; a `length` cut reply is kept as any.
+- With snapshots on, every step commit names its code (`Code-Snapshot`); the prompt's
+  snapshot is waited for before a tool runs or the next commit.
+- A new prompt is never glued to an unanswered one (agent/interrupted.py closes it), and
+  one request at a time: a background summary is taken up before the next request.
 """
 
 import functools

@@ -1,25 +1,17 @@
 """One session as a live agent process sees it: the committed head plus what is pending.
 
 Invariants:
-- Every message goes to both records at once: appended to the working context and queued
-  for the transcript (`record` queues one for the transcript alone: the context stays a
-  subsequence of the transcript); `checkpoint` commits both in one commit. A step boundary always
-  checkpoints, so a crash loses at most the step in flight.
-- The context sent to the model starts with gitsessions' own system prompt and holds no
-  other system message (`use_system_prompt` on resume), whatever a session brought.
-- After a checkpoint the context in memory is the context stored: with redaction on,
-  the model is sent `[REDACTED:<rule>]`, never a secret that was typed or printed.
-- Commits only ever build on `self.head`; if another writer moved the branch, the store
-  raises `ConcurrentUpdate` and nothing is overwritten. The lease taken by the CLI makes
-  that the rare case.
-- Reading is not writing: what opening a session changes in memory (our system prompt
-  for this workspace, the settings it now runs with) is committed with the first commit
-  that something else makes (`note_header`, `use_system_prompt`); a session opened and
-  left is as it was.
-- A new session is a draft (`draft`) until its first checkpoint: nothing is stored, so a
-  chat opened and left makes no session. The first checkpoint writes the `create` commit
-  (the system prompt) and then the turn, exactly as if it had been created at once; what
-  needs a stored session (`head`) raises `NotStored` on a draft.
+- Every message goes to both records at once (`record` to the transcript alone: the
+  context stays a subsequence of it); `checkpoint` commits both in one commit.
+- The context starts with gitsessions' own system prompt and holds no other system
+  message, whatever a session brought (`use_system_prompt`).
+- After a checkpoint the context in memory is the one stored: with redaction on, the
+  model is sent `[REDACTED:<rule>]`, never the secret.
+- Commits build only on `self.head` (else `ConcurrentUpdate`; the CLI's lease makes it rare).
+- Opening writes nothing: this workspace's system prompt and the current settings ride
+  with the next commit something else makes. A new session is a draft until its first
+  checkpoint (no empty sessions), which writes `create` then the turn; `head` raises
+  `NotStored` on a draft.
 """
 
 from collections.abc import Mapping

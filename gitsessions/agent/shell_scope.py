@@ -1,29 +1,17 @@
 """What "always" for a run_shell command covers: the command and its subcommand, nothing
 wider, and never a command line that does more than run that command.
 
-`scope_of(command)` is the one function both sides use: the approval offers the scope it
-gives, the chat stores it, and a later command runs unasked only if its own `scope_of` is
-that same scope (`Scope.allows`). So a rule is exactly what the user was shown:
-`git log --oneline | head` offers `git log`, which then allows `git log -5` but neither
-`git push` nor `git log; rm -rf x`.
-
-A scope is the first word and, when the word is a tool of subcommands (git, cargo, npm,
-make...), the subcommand too: `git log`, `make test`, `pytest`; a
-runner's subcommand takes the word after it (`uv run pytest`), and `python -m pytest` is
-a scope of its own. A command that would run any code its arguments name (`bash -c`,
-`python x.py`, `sudo`, `xargs`, `env`) is offered for that exact command line only, and
-so is one that destroys or overwrites what it names (`rm`, `mv`, `dd`, `chmod`, `kill`;
-`git reset`, `git clean`, `git push`, `docker rm`...): "always" for `rm -f x` allows
-`rm -f x` again, never `rm -rf ~`.
-
-No scope at all (always is not offered, and no rule allows it) for a line that chains a
-second command (`;`, `&&`, `||`, `&`, a newline), substitutes one (`$(...)`, backticks,
-`<(...)`), redirects output into a file (`>`, `>>`; `2>&1` and `> /dev/null` are fine),
-pipes into anything but a reader (head, tail, grep, wc, ...: never tee, sh, xargs), or
-asks for an output file (`--output`); nor for one the shell's quoting leaves unbalanced.
-
-`always_offer` and `offer_words` are what chat (cli/approvals.py) and an ACP client
-(protocols/acp/events.py) both offer as "always", in the same words.
+Invariants:
+- `scope_of` is the one function that both offers a scope and matches a later command
+  (`Scope.allows`), so a rule is exactly what the user was shown; `always_offer` and
+  `offer_words` are the same words for chat (cli/approvals.py) and ACP (events.py).
+- A scope is the first word plus, for a tool of subcommands (git, cargo, make...), the
+  subcommand (`uv run pytest`, `python -m pytest` scopes of their own).
+- A command that runs code its arguments name (`bash -c`, `python x.py`, `sudo`, `xargs`)
+  or destroys what it names (`rm`, `mv`, `git push`, `git reset`...) is offered for that
+  exact line only: "always" for `rm -f x` never allows `rm -rf ~`.
+- No scope at all for a line that chains, substitutes, redirects into a file, pipes into
+  anything but a reader, asks for `--output`, or is unbalanced.
 """
 
 import re

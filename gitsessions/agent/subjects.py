@@ -4,6 +4,8 @@
     turn 13.2: read_file app.py; run_shell pytest -q    a step: its tool calls
     turn 13.3: reply "Fixed. The parser now..."   a step that is the final reply
 
+Tool calls past the width end `+N more`; a reply cut off reads `turn 13.2: cut off: ...`.
+
 Invariants: a subject is one line of at most `WIDTH` characters, and every piece of
 model or user text in it is redacted before it is cut (a secret cut in half no longer
 matches its rule); the store redacts the whole subject again.

@@ -1,23 +1,15 @@
-"""A fresh `exec`'s list summary, asked after `exec` exits, by a process of its own.
-
-`exec` commits its reply, prints it and exits; the one-line summary `list` shows is then
-asked for by a detached child (`hand_on`), so no script waits on a second request.
+"""A fresh `exec`'s list summary, asked after `exec` exits by a detached process of its own
+(`hand_on`), so no script waits on a second request.
 
 Invariants:
-- The child gets what it needs as JSON on its stdin (the API key never in its argv): the
-  request, the session, the turn, the model settings. It runs in a session of its own
-  (no terminal's signals reach it), its stdout and stderr on /dev/null: it prints
-  nothing, and every outcome is one audit line (`summary`: ok, unchanged, skipped or error).
-- It writes through the one write path (`writer.update`: under the session's lease, on
-  the current head): the summary and its usage, in a commit of its own (`turn N:
-  summary "..."`, with the trailers of the commit it follows). A session another
-  process works on is waited for, up to `LEASE_WAIT` seconds, then left as it is (the
-  next turn of a session left without a summary asks again: `titling.summary_wanted`).
-  A summary written for a later turn is never replaced (an older one is, even when later
-  turns were committed meanwhile), and a deleted session stays so: its lease file is
-  removed again, and the audit line says "skipped".
-- Its lease is marked "summary" (`store/lease.py`): an agent opening the session meanwhile
-  waits for the write (milliseconds) instead of failing as "in use".
+- The job goes as JSON on the child's stdin (the API key never in argv); the child runs
+  in a session of its own, prints nothing, and audits every outcome (`summary`).
+- It writes through `writer.update` (the session's lease, the current head), its own
+  commit `turn N: summary "..."`; a session in use is waited for up to `LEASE_WAIT`, then
+  left (its next turn asks again). A later turn's summary is never replaced (an older
+  one is); a session deleted meanwhile stays deleted, with no lease file left.
+- Its lease is marked "summary" (`store/lease.py`): an opener waits for it instead of
+  failing as "in use".
 """
 
 import json

@@ -1,22 +1,15 @@
-"""The list summary (a session's one-line title in `list`), written in the background.
-
-After the first reply (and every `summary_every` turns) the agent asks the summary model
-for a one-line title; also after the first turn a process runs on a session that has
-neither a summary nor a title (`summary_wanted`). That request never stands in the
-user's way: it is asked after the reply's commit. In chat it runs in a thread of its
-own while the prompt is back on the screen, and its result is taken up by the main
-thread (`Agent.settle_title`) when the user is idle, before the next request, or on
-leaving. A fresh `exec` hands it to a process of its own and exits
-(`agent/summary_later.py`).
+"""The list summary (a session's one-line title in `list`): asked after the first reply's
+commit (and every `summary_every` turns, or a session with neither summary nor title),
+in chat in a thread of its own, taken up by the main thread (`Agent.settle_title`) when
+idle, before the next request or on leaving; a fresh `exec` hands it to
+`agent/summary_later.py`.
 
 Invariants:
-- The thread touches nothing of the session: it only asks the model and keeps the
-  completion or the error; the main thread counts its usage and records the summary.
-- It blocks SIGINT, as does every thread it starts (a thread inherits its creator's
-  mask), so a Ctrl-C always reaches the main thread, never this request.
-- It prints nothing: no spinner, and in chat no retry countdown (the request is not
-  retried there; exec, which waits for it at once, retries it as any request); an
-  error is kept for the main thread to say.
+- The thread touches nothing of the session: the main thread counts its usage and
+  records the summary.
+- It blocks SIGINT (and its threads inherit the mask): a Ctrl-C always reaches the main
+  thread.
+- It prints nothing and is not retried in chat; an error is kept for the main thread.
 """
 
 import signal

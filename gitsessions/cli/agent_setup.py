@@ -1,6 +1,7 @@
 """What the CLI adds to the agent's assembly (agent/assembly.py) for `chat`, `exec` and
 `acp`: the session to resume and the folder, as the command line names them; the notes
-printed; the cost function (a model without a price said once); the warm-up."""
+printed; the cost function (a model without a price said once, never for a server on
+this machine); the warm-up."""
 
 import threading
 from collections.abc import Callable, Iterator, Mapping

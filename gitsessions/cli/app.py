@@ -2,7 +2,8 @@
 
 Every `GitsessionsError` raised below the CLI is caught here, once, and printed as a
 single line on stderr with its exit code; nothing else is caught, so a bug still shows
-its traceback.
+its traceback. Click's usage errors (it runs outside its standalone mode) print as click
+prints them, but as `error:`.
 """
 
 import io

@@ -1,17 +1,13 @@
 """The chat's approvals: what a write_file, edit_file or run_shell call would do, and the
 question (yes, no, always).
 
-Everything shown is visible-safe. A command is shown whole on lines of its own. A file
-write says whether it creates a file or replaces one; a replacement and an edit show the
-diff against the file as it is now, with the file's own line numbers and a few lines of
-context (`services/tools/preview.py` reads it). What does not fit (a new file's lines past
-the first 20, a long diff) is counted, and `v` shows it all.
-
-"Always" for run_shell is the scope `agent/shell_scope.py` gives the command (`git log`, not
-`git`), said in words before it is chosen; it is not offered for a command line that does
-more than run one command, and a stored rule allows exactly the commands whose scope it
-is. For the other tools "always" is the tool, for the rest of the session: kept by this
-home and read back when the session is resumed (`agent/granted.py`).
+Invariants:
+- Everything shown is visible-safe: a command whole on lines of its own; a write says
+  "creates" or "replaces"; a replacement or edit shows the diff with the file's own line
+  numbers (`services/tools/preview.py`); what does not fit is counted and `v` shows it.
+- "Always" for run_shell is `agent/shell_scope.py`'s scope, said in words before it is
+  chosen, never offered for a line that does more than one command; for other tools it is
+  the tool for the session, kept by this home (`agent/granted.py`).
 """
 
 import difflib

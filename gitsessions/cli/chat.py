@@ -1,23 +1,15 @@
-"""`gitsessions chat`: the interactive session, and what runs before its first prompt.
+"""`gitsessions chat`: the interactive session, and what runs before its first prompt
+(issue 10: the prompt within 1.3x of `python -c "import typer, rich"`).
 
-Start-up (issue 10: the prompt shows within 1.3x of `python -c "import typer, rich"`).
-Before a new chat's prompt only what the prompt line needs runs, and neither rich, the
-store nor the agent is imported: the settings (a bad config.toml, sandbox or budget is
-refused here, before anything is created), the workspace, the banner and the
-auto-approve line, and what is cheap to know: on a first run (no store yet) against
-the default endpoint, how to start Ollama; for a server on this machine whose port
-refuses a connection (a connect, no HTTP), that it cannot be reached. Once the prompt
-shows, one thread builds the agent (store, session draft, tools, lease, the snapshot
-check) and another probes the endpoint (GET /models, then the context the server says
-it holds, which bounds the budget). The first line sent, a prompt or
-a slash command, waits for both (Ctrl-C cancels the wait; nothing was sent), then
-their notes print (sandbox, snapshots, a server out of reach or without the model),
-then it runs. A resumed chat (`--resume`, `--continue`, the picker, `\\sessions`)
-shows its prompt first the same way: its banner names the session's own settings and
-its workspace, and an unanswered prompt is said before the user types, all read
-(read-only, through dulwich) without the agent (cli/resuming.py); its lease is taken
-before the prompt, so a session another process holds is refused before it. No
-session is stored until a prompt is sent.
+Invariants:
+- Before a new chat's prompt neither rich, the store nor the agent is imported: settings
+  (a bad config.toml, sandbox or budget refused before anything is made), a plain banner,
+  a connect to a local server. Once it shows, threads build the agent and probe the
+  endpoint; the first line sent waits for both (Ctrl-C cancels the wait, nothing sent),
+  then their notes print.
+- A resumed chat shows its prompt the same way, its banner read read-only without the
+  agent (cli/resuming.py), its lease taken before the prompt.
+- No session is stored until a prompt is sent.
 """
 
 import shutil

@@ -1,17 +1,12 @@
 """The chat's line editor on a terminal: prompt_toolkit's prompt, as IPython and aider use.
 
 Invariants:
-- A prompt is one string however it was typed: a pasted block (the terminal's
-  bracketed paste, which prompt_toolkit turns on while it reads and off after) is
-  inserted whole, its line ends kept, and sent only by Enter; Alt-Enter (Esc then
-  Enter) and Ctrl-J insert a new line, as does Enter after a trailing backslash.
-- The terminal is left as it was found after each prompt: prompt_toolkit restores the
-  modes it changed and turns bracketed paste off. It never asks the terminal where the
-  cursor is (no cursor position request): an answer arriving after the prompt ended
-  would be read as typed text.
-- The history is `chat_line.History`: the entries of earlier chats, then what this
-  chat sent, each prompt one entry. Tab completes the in-chat commands at the start of
-  the line and a session id after `\\diff `.
+- A prompt is one string however typed: a bracketed paste is inserted whole and sent
+  only by Enter; Alt-Enter, Ctrl-J and a trailing backslash insert a new line.
+- The terminal is left as found after each prompt, and the cursor position is never
+  asked (a late answer would read as typed text).
+- History is `chat_line.History` (earlier chats, then this one); Tab completes in-chat
+  commands and a session id after `\\diff `.
 """
 
 import asyncio

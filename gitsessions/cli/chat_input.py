@@ -1,26 +1,14 @@
-"""The chat's input line: a prompt read (by the line editor, or a plain line read) and
-the keys typed ahead; what it shares with the editor (the prompt, which lines are
-commands, the history) is cli/chat_line.py's.
+"""The chat's input line: a prompt read (by the line editor, or a plain line into a pipe)
+and the keys typed ahead; what it shares with the editor is cli/chat_line.py's.
 
 Invariants:
-- Nothing here imports rich, the store or the agent. `chat` shows its first prompt with
-  only this module, its settings and a plain banner loaded; everything else is built
-  while the user types (cli/opening.py). `PROMPT_SHOWN` is set once a prompt is on the
-  screen: what runs in the background waits for it, so it never competes with the
-  prompt for the interpreter.
-- On a terminal (stdin and stdout both) the line editor is prompt_toolkit's
-  (cli/chat_editor.py). Its import takes longer than everything else before the first
-  prompt, so the first prompt is written at once and the keys typed meanwhile wait in
-  the terminal, unechoed and raw (`_held`), until the editor takes them, redrawing the
-  same prompt. Anywhere else (a pipe) a plain line reader: a line ending in a
-  backslash continues on the next one.
-- Keys typed while a turn runs wait in the next prompt's line, shown and never sent
-  until Enter.
-- Nothing typed before a question answers it, nor outlives it: a question (an
-  approval, `\\rewind`'s confirmation, the session picker) calls `discard_ahead` as it
-  is shown (as sudo flushes the terminal before its password prompt), which drops
-  what waits in the terminal's input queue and what was kept for the next prompt (a
-  Ctrl-D too), and says how many keys it dropped (`discarded_note`).
+- Nothing here imports rich, the store or the agent; `PROMPT_SHOWN` is set once a prompt
+  shows, and background work waits for it (never competing with the prompt).
+- On a terminal the first prompt is written at once and keys typed while prompt_toolkit
+  loads wait unechoed and raw (`_held`) until the editor takes them.
+- Keys typed while a turn runs wait in the next prompt's line, never sent until Enter.
+- Nothing typed before a question answers it: a question calls `discard_ahead` as it
+  shows (as sudo does), dropping what waits, and says how many keys it dropped.
 """
 
 import os

@@ -1,15 +1,10 @@
-"""`gitsessions hook NAME HOOK_FILE ARGS...`: what the installed git hook shims run.
+"""`gitsessions hook NAME HOOK_FILE ARGS...`: what the installed git hook shims run, in a
+module of its own so the command table builds it alone (no agent, no rich).
 
-An ordinary command of the typer app, in a module of its own so that the command table
-(`cli/lazy.py`) builds it alone: it runs at every commit of a hooked repository, and
-imports neither the agent nor rich. The store is opened only for a commit without
-`GITSESSIONS_SESSION` made in a linked worktree (`git worktree add`, as `fork
---worktree` makes): a commit in a main checkout costs two git calls. The consoles are
-loaded only to say something.
-
-It never blocks a commit for a reason of its own: the user's chained hook decides the
-exit code; a problem of gitsessions' (no store, a broken session) is one line on stderr
-and the commit goes on without the trailer.
+Invariants: a commit in a main checkout costs two git calls; the store is opened only
+for a commit in a linked worktree without `GITSESSIONS_SESSION`. It never blocks a commit
+for a reason of its own: the user's chained hook decides the exit code, and a problem of
+gitsessions' is one line on stderr, the commit going on without the trailer.
 """
 
 import sqlite3

@@ -1,18 +1,15 @@
 """The command group that imports a command's module only when that command runs.
 
-Invariant: `gitsessions list` imports what `list` needs and nothing else (no openai, no
-tiktoken, no agent): the group knows each command by name, module and one-line summary,
-and builds the typer command from its module on first use. `--help` prints the
-summaries from the table below, so listing the commands imports none of them
-(tests/test_basics.py checks the table names every command its modules register, and
-that each summary is a full sentence). A command registered on the app directly
-(`module.register(app)`) works as before, imported eagerly: add it to the table instead.
-
-`--home DIR` is a global option, but it is also accepted after the command
-(`gitsessions list --home DIR`): it is moved in front before click parses anything.
-
-The cycle collector, off from `cli/entry.py` on, runs again once the command is built
-(`started`), with the start-up objects frozen out of its reach.
+Invariants:
+- `gitsessions list` imports what `list` needs and nothing else (no openai, tiktoken,
+  agent); `--help` prints the table's summaries without importing a command
+  (tests/test_basics.py checks the table names every registered command and each
+  summary is a sentence). A command registered on the app directly is eager: add it to
+  the table instead.
+- `--home DIR` is accepted after the command too (moved in front before parsing).
+- The cycle collector, off from `cli/entry.py` on, runs again once the command is built
+  (`started`), the start-up objects frozen out of its reach (off saves `list` about 8 ms
+  of CPU, frozen about 30 ms).
 """
 
 import gc

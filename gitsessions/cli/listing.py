@@ -2,7 +2,8 @@
 forks in a tree under their parent, the sessions of this project.
 
 Everything here works on `list` rows (`list_row`): plain dicts read from the catalog, so
-nothing opens a session.
+nothing opens a session. A chat whose first request failed reads `(no reply)`
+(`values/records.never_answered`); a fresh `exec` whose first request fails leaves none.
 """
 
 import os

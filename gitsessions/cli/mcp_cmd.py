@@ -1,6 +1,7 @@
 """`gitsessions mcp`: its arguments parsed and the session store served over MCP
 (protocols/mcp_server/), scoped to the project of the directory it starts in unless
-`--all-sessions`, read-only unless `--allow-writes`."""
+`--all-sessions`, read-only unless `--allow-writes`; its --help names the tools from the
+server's own list (`tools.TOOLS`, without the SDK)."""
 
 from pathlib import Path
 from typing import Annotated, Any

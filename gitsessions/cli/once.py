@@ -1,16 +1,10 @@
-"""Notes said once per model in a home, never at every chat start or session switch.
+"""Notes said once per model in a home (the server not listing the model, no price known),
+remembered in `<home>/notes_said.json` (rewritten whole: temporary file, rename);
+deleting it makes every note say itself once more.
 
-"the server does not list model M" and "no price known for model M" are worth saying
-the first time; said at every start they are noise. What was said is remembered in
-`<home>/notes_said.json`: `{"format": 1, "said": {KIND: [KEY, ...]}}` (a key is the
-model, or the endpoint and the model), a private file rewritten whole (temporary file,
-rename). Deleting the file makes every note say itself once more.
-
-Invariants:
-- A home that cannot be read or written never stops anything: the note is then said
-  (and remembered when it can be).
-- Standard library only, and `json` imported when a note is due: `chat` asks before its
-  first prompt is answered.
+Invariants: a home that cannot be read or written never stops anything (the note is
+then said); standard library only, `json` imported when a note is due (`chat` asks
+before its first prompt is answered).
 """
 
 import contextlib

@@ -1,16 +1,12 @@
 """Work `chat` starts once its prompt shows and waits for when the first prompt is sent.
 
 Invariants:
-- The work runs in a thread of its own that starts only once `after` is set (the
-  prompt is about to show), so it never competes with the prompt for the interpreter.
-- It prints nothing: what it has to say goes to its `Notes`, which the main thread
-  prints when it has waited (`wait`), never over the line the user is typing.
-- `wait` returns the work's result or raises its error, in the main thread; a Ctrl-C
-  ends the wait at once (KeyboardInterrupt) and the work goes on, to be waited for again.
-- The thread, and every thread it starts, blocks SIGINT (`main_thread_signals`): POSIX
-  lets the kernel give a process's Ctrl-C to any thread that does not block it (Linux
-  prefers the main thread, not every system does), and one taken by a background
-  thread would leave the main thread waiting in the line editor, the prompt deaf to it.
+- The thread starts only once `after` is set (the prompt about to show).
+- It prints nothing: its `Notes` are printed by the main thread after `wait`, never over
+  the line being typed; `wait` returns the result or raises the error; a Ctrl-C ends
+  the wait and the work goes on.
+- The thread and its threads block SIGINT (`main_thread_signals`): the kernel may give a
+  Ctrl-C to any thread not blocking it, which would leave the prompt deaf to it.
 """
 
 import signal

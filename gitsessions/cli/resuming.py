@@ -1,22 +1,13 @@
-"""A resumed chat before its prompt: the session found and read (through dulwich, as
-every read of the store), without the agent or rich.
-
-`chat --resume`, `--continue`, the picker and `\\sessions` show their prompt first, as a
-new chat does (cli/chat.py), and build the agent while the user types. What the banner
-and the lines before the prompt need is read here, cheaply: the session (an unknown id,
-an ambiguous prefix, an archived session are refused here), its header (its own model,
-endpoint and budget; a worktree fork's worktree), and the end of its working context
-(an unanswered prompt).
+"""A resumed chat before its prompt (`--resume`, `--continue`, the picker, `\\sessions`):
+the session found and what the banner needs read (its own settings, a worktree fork's
+worktree, an unanswered prompt) without the agent or rich.
 
 Invariants:
-- Sessions are read through `State.reader`: a read-only `SessionReader` when the
-  store is there and of this build's format, else the full store (which creates,
-  upgrades or refuses it, as before).
-- The lease is taken here, before the prompt (a session another process holds is
-  refused before it), and handed to the agent's build (`build_agent(resuming=...)`),
-  which re-reads the session under it.
-- The same code picks the session and says where its tools work for `exec` and for the
-  agent's build (`agent_setup.build_agent`), so the lines are the same either way.
+- Read through `State.reader` (read-only `SessionReader`, else the full store).
+- The lease is taken here, before the prompt (a held session refused then), and handed
+  to `build_agent(resuming=...)`, which re-reads under it.
+- The same code picks the session and says where its tools work for `exec` and the
+  agent's build, so the lines are the same either way.
 """
 
 import os

@@ -1,15 +1,12 @@
 """The only way text reaches the terminal: consoles that show every string visible-safe.
 
-Invariant: no character `values.visible.visible` would escape (ESC, C0/C1 controls,
-bidi overrides, zero-width characters, lone surrogates) ever leaves `VisibleConsole`
-as content, whatever renderable carried it (str, Text, Table, Markdown, a Live display
-updated while a reply streams). Only rich's own styling and cursor control, which never
-come from data, are written raw. `tests/test_terminal_safety.py` checks that every
-module of the CLI writes through these consoles (or through `write_json`).
-
-Call sites still pass data through `visible()` / `vtext()` first: then a `\\r` or a
-backspace shows as `\\r` / `\\x08` instead of being dropped by rich, and table columns
-are measured on what will be shown. The console is the backstop when a call site forgets.
+Invariant: no character `values.visible.visible` would escape ever leaves
+`VisibleConsole` as content, whatever renderable carried it (Live displays included);
+only rich's own styling and cursor control are written raw.
+`tests/test_terminal_safety.py` checks every CLI module writes through these consoles
+(or `write_json`). Call sites still pass data through `visible()`/`vtext()` first (so a
+`\\r` shows instead of being dropped, and columns measure what shows); the console is
+the backstop.
 """
 
 import contextlib

@@ -1,15 +1,11 @@
-"""Store maintenance in a background process, so no turn ever waits for packing.
+"""Store maintenance in a detached process, so no turn ever waits for packing.
 
-A writer that finds something piled up (`maintenance.needs_maintenance`, three directory
-listings) calls `schedule`: it takes `maintenance.lock` without waiting (when another
-process holds it, maintenance is already under way and nothing is started), then starts
-`python -m gitsessions.store.background STORE` detached, handing it the locked file, and
-lets go of its own copy. The child holds the lock until it exits, so whoever wants a
-quiet store (gc, doctor, tests) waits on that lock with `wait_for_maintenance`. A writer
-that finds a pile while the child runs starts nothing, so before it exits the child asks
-`needs_maintenance` again and runs again while the answer is yes and its last run did
-something (at most `ROUNDS` runs: a pile no run reduces does not keep it going).
-Every step the child takes is safe beside live writers (see `maintenance`).
+Invariants: `schedule` takes `maintenance.lock` without waiting (held: maintenance is
+under way, nothing is started) and hands the locked file to the child, which holds it
+until it exits, so whoever wants a quiet store (gc, doctor, tests) waits on it
+(`wait_for_maintenance`). Writers start nothing while the child runs, so before it exits
+the child asks `needs_maintenance` again and runs again while a run did something (at
+most `ROUNDS`). Every step it takes is safe beside live writers (`maintenance`).
 """
 
 import contextlib

@@ -1,19 +1,17 @@
-"""A rebuildable cache of session headers for fast listing.
+"""A rebuildable cache of session headers for fast listing (`index.sqlite`).
 
-Invariant: the refs are the truth. Each row is keyed by session id and the commit it was
-read from; a row whose commit is not the branch's current head is re-read, a row whose
-branch is gone is dropped. A damaged ref never hides the others: it is left out (a ref
-file that holds no commit id) or listed as unreadable (a ref naming a missing object or
-one that is not a commit), and named in `damaged` for the caller to say. `store.cache`
-rebuilds a file that cannot be read and keeps deleted rows from lingering on disk.
-
-Each row also keeps the session's first prompt (`first_prompt`, one line, at most
-`PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
-never changes, so it is read once, from the first chunk, and carried to the next head.
-
-A catalog reads the refs through `StoreRefs` (no dulwich repository) when it is given
-them, and opens the full store only for a row it must read again: `list` and `info` on a
-warm cache import no git library but dulwich's config parser (tests/test_startup.py).
+Invariants:
+- The refs are the truth: a row is keyed by session id and the commit it was read
+  from; a row whose commit is not the head is re-read, one whose branch is gone dropped.
+- A damaged ref never hides the others: it is left out or listed as unreadable, and
+  named in `damaged` for the caller to say.
+- A row keeps the session's first prompt (one line, `PROMPT_CHARS`), read once from the
+  first chunk and carried to the next head (the transcript never changes).
+- Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
+  cache import no git library but dulwich's config parser (tests/test_startup.py).
+- Rows are brought up to the refs by ids and commits alone, then read in the order shown
+  (index on `(active_at, id)`): `--limit` builds only the rows shown, a pipe gets a row
+  at a time.
 """
 
 import json

@@ -1,20 +1,13 @@
-"""The transcript as a tree of immutable chunks.
+"""The transcript as a tree of immutable chunks (format 2): each commit that adds to it
+writes its new lines as one new blob named by its first message's index
+(`0000001234.jsonl`), in directories of at most `FANOUT` entries, every chunk at the same
+depth, each directory named by the first index under it.
 
-Format 2: every commit that adds to the transcript writes its new lines as one new blob,
-a *chunk* named by the index of its first message (`0000001234.jsonl`, ten digits). No
-blob is ever rewritten, so a commit writes its new lines once, whatever the session's
-length. Chunks hang in a tree of directories of at most `FANOUT` entries each, every
-chunk at the same depth, each directory named by the first message index under it:
-
-    transcript/0000000000/0000000000.jsonl   (height 2: directories of chunks)
-
-Appending walks the right edge only: it adds the chunk to the deepest directory on it
-with room, under new single-entry directories down to the chunk's depth; when every
-directory on the edge is full, a new top level is made whose first entry is the old
-top (its tree object reused as it is). A commit therefore rewrites at most `height`
-trees of at most `FANOUT` entries, and reading message `i` descends by bisection.
-
-Format 1's flat segments are filed in this tree when they are read (`upgrades`).
+Invariants: no blob is ever rewritten, so a commit's cost does not grow with the
+session. Appending walks the right edge only (a new top level made when it is full, the
+old top reused as it is): a commit rewrites at most `height` trees of `FANOUT` entries,
+and reading message `i` descends by bisection. Format 1's flat segments are filed in
+this tree when read (`upgrades`).
 """
 
 import bisect

@@ -1,15 +1,12 @@
-"""The working context stored by reference to the transcript (format 2).
+"""The working context stored by reference to the transcript (format 2): `context.json`
+lists items, `{"from": a, "to": b}` for transcript messages a..b-1 and `{"inline": k}`
+for message k of `context-inline.json`, which holds only what the transcript does not
+(the continuation note, cleared-output stubs, another workspace's system prompt).
 
-`context.json` lists the context as items: `{"from": a, "to": b}` stands for transcript
-messages `a` to `b - 1`, `{"inline": k}` for message `k` of `context-inline.json`, which
-holds only what the transcript does not: the continuation note and cleared-output stubs
-compaction made, a system prompt written for another workspace.
-
-Invariant: an item refers to a transcript line only when the context's message is equal
-to that line's message (compared as canonical JSON). Writers hand the store plain
-messages; `match` finds each one's line among the candidates (the base context's own
-lines and the lines this commit appends, in transcript order), matching from the end as
-the context's tail is the transcript's tail, and anything unmatched stays inline.
+Invariant: an item refers to a transcript line only when the context's message equals
+that line's (as canonical JSON): writers hand plain messages, `match` finds each one's
+line among the candidates (the base context's lines and this commit's, from the end),
+and anything unmatched stays inline. A reference is matched, never trusted.
 """
 
 import bisect

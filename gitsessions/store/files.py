@@ -1,20 +1,15 @@
-"""Files a session keeps beside its records: images of tool results, each a blob of its
-own in the tree `files/` of the session's tree (`files/<sha256>.<ext>`).
+"""Files a session keeps beside its records (images of tool results): `files/<sha256>.<ext>`.
 
 Invariants:
-- A file's name is `files/`, the SHA-256 (lowercase hex) of its bytes, and the
-  extension of its media type (`EXTENSIONS`): the same bytes always get the same name,
-  so a session keeps them once however often they come, and a name never holds other
-  bytes. A record names its files in `source.files`; a message refers to one by name.
-- Only a name of that shape (`NAME`) holding the bytes it names, at most `MAX_BYTES`
-  of them, is written (`check`, else `BadFile`): the one write path is a `Change`'s
-  `files`, checked by `SessionStore` before it writes anything.
-- A commit keeps the base tree's `files/` as it is and adds to it; nothing removes a
-  file (a fork names its parent's commit and so keeps them too).
-- Files are bytes, not text: the redaction gate does not scan them (it cannot read
-  what an image shows); their names and the messages that refer to them it scans.
-- A writer holds at most `MAX_RECORD` bytes of files for one record and commits once
-  it holds `MAX_COMMIT`: an import's memory stays bounded whatever the session holds.
+- A name is the SHA-256 of its bytes and its media type's extension: the same bytes are
+  kept once, and a name never holds other bytes; a message refers to a file by name.
+- Only a name of that shape holding the bytes it names, at most `MAX_BYTES`, is written
+  (`check`, else `BadFile`), by a `Change`'s `files`, checked before anything is written.
+- A commit keeps the base tree's `files/` and adds to it; nothing removes a file.
+- Files are bytes: the redaction gate does not scan them (their names and the messages
+  naming them it does).
+- A writer holds at most `MAX_RECORD` bytes of files a record and commits at
+  `MAX_COMMIT`: an import's memory stays bounded.
 """
 
 import hashlib

@@ -2,16 +2,14 @@
 newer ones.
 
 Invariants:
-- A session header names its format (`gitsessions.header/N`), and in format 2 every
-  other JSON file of the tree names its own (`{"format": "gitsessions.plan/2", "plan":
-  [...]}`); the store names its format in `store.git/config`
-  (`gitsessions.formatVersion`). A build meets a number above `FORMAT` only to refuse it
-  with one line (`NewerFormat`), before anything is read further or written: data of a
-  newer gitsessions is never rewritten by an older one.
-- A format this build does not know the shape of, or a file whose format names another
-  file, is damage (`StoreCorrupt`), not a newer version.
-- An older format is read as it is, through `upgrades`; the next commit of a session
-  writes it whole as `FORMAT`.
+- The header names its format (`gitsessions.header/N`), every other JSON file of a
+  format-2 tree its own, the store its own (`gitsessions.formatVersion` in its config).
+- A number above `FORMAT` is refused in one line (`NewerFormat`) before anything more
+  is read or written: an older build never rewrites a newer one's data.
+- An unknown shape, or a file whose format names another file, is damage
+  (`StoreCorrupt`), not a newer version.
+- An older format is read through `upgrades`; the session's next commit writes it whole
+  as `FORMAT`.
 """
 
 import re

@@ -1,19 +1,15 @@
 """The heads this home gave each session branch: `store.git/gitsessions/heads`.
 
 Invariants:
-- A line `<session id> <commit id>` is appended (one write, fsynced) before a session
-  branch moves to that commit, under the branch's flock and only while the branch holds
-  the value the move expects: a commit written here (`GitStore.move_ref`) or the
-  remote's head a pull accepted (`tracking.update_refs_if_equal`). A kill between the two leaves
-  a line whose move never happened: `doctor` finds that branch behind it.
-- It is the only record `doctor --repair` restores or fast-forwards a branch from. A
-  commit that came any other way (in a fetched pack, under a remote-tracking ref, in
-  another session's history, with any `Session:` trailer) is never in it for that
-  session, so nothing from outside can name where a branch goes.
-- Lines are only appended, in the order the moves happened, except by `compact` (gc,
-  under the store's exclusive lock, so no line is appended meanwhile), which keeps what
-  doctor can still use; it holds ids only (no text of any session). A line that is not
-  a session id and a commit id is skipped.
+- `<session id> <commit id>` is appended (fsynced) before the branch moves to it, under
+  the branch's flock and only while the branch holds the expected value (a commit written
+  here, or a remote head a pull accepted); a kill between leaves a line `doctor` finds
+  the branch behind.
+- It is the only record `doctor --repair` restores or fast-forwards a branch from: a
+  commit that came any other way (a fetched pack, a remote-tracking ref, any `Session:`
+  trailer) is never in it, so nothing from outside can name where a branch goes.
+- Append-only, except `compact` (gc, under the exclusive lock), which keeps what doctor
+  can still use; ids only, no session text; a malformed line is skipped.
 """
 
 import os

@@ -1,25 +1,15 @@
-"""What this home did, as only this home knows it: the sessions it made or the user
-resumed here, and the model endpoints it sent requests to.
+"""What only this home knows it did (`store.git/gitsessions/`, never pushed, pulled,
+exported or imported): a pulled header can say anything, so it is never proof that this
+home chose a session or an endpoint. These lists are:
 
-A session's header can come from anywhere (a pull brings other homes' commits as they
-are, with their `settings.base_url`, `workspace.path` and `active_at`), so what a header
-says is never proof that this home chose it. These two lists are:
+- `sessions-here`: the sessions this home created, forked or the user resumed by id;
+  `--continue` picks only among them. Started, when first needed, with every session
+  the store then holds; a pull starts it first, so a pulled session is not on it.
+- `endpoints`: the model base URLs an agent of this home ran with; a resumed session's
+  recorded endpoint is used only when listed (or config.toml names it).
 
-- `store.git/gitsessions/sessions-here`: one session id a line, those this home created
-  or forked (`SessionStore.create`, `.fork`) and those the user resumed by id.
-  `--continue` picks only among them. The list is started, when it is first needed,
-  with every session the store then holds (a home from before the list existed keeps
-  its sessions); a pull starts it before it brings any, so a session a pull brings is
-  not on it until the user resumes it by id.
-- `store.git/gitsessions/endpoints`: one model endpoint (base URL) a line, each one an
-  agent of this home ran with (from a flag, the environment, config.toml or the
-  default). A resumed session's recorded endpoint is used only when it is listed
-  (or config.toml names it).
-
-That directory is never pushed, pulled, exported or imported. Both files are appended
-to (O_APPEND, one write a line) and read at most `MAX_LIST` bytes; a line that is not a
-session id or an http(s) URL is ignored. A list that cannot be written is not an error
-(the home is read-only): the session or the endpoint is then simply not remembered.
+Appended (O_APPEND, one write a line), read at most `MAX_LIST` bytes, a malformed line
+ignored; a list that cannot be written is not an error (a read-only home).
 """
 
 import os

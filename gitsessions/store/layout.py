@@ -1,19 +1,16 @@
 """How a session is laid out as a git tree, and how one change becomes new objects.
 
-    session.json              header (format, id, title, ..., counts)
+    session.json              header (format, id, title, ..., counts, usage)
     context.json              the working context, by reference to transcript lines
     context-inline.json       the context's messages the transcript does not hold
     transcript/...            the full record, a tree of immutable chunks (`chunks`)
-    compactions.json  plan.json  pins.json   (usage: in the header)
-    files/<sha256>.<ext>      files the session keeps: images of tool results (`files`)
+    compactions.json  plan.json  pins.json
+    files/<sha256>.<ext>      files the session keeps (`files`)
 
-Invariants:
-- A transcript line, once written, is never rewritten: a commit adds one chunk holding
-  its new lines (one per `CHUNK_LINES` lines), so its cost does not grow with the length
-  of the session.
-- A line is a record `{"message": {...}, "time", "turn", "step", ...}`; a line an older
-  format wrote reads as one through `upgrades.record`. The transcript of an older head
-  is read through the trees `upgrades.transcript` files it in (`get`, `top`).
+Invariants: a transcript line, once written, is never rewritten (a commit adds its new
+lines as new chunks, one per `CHUNK_LINES` lines), so a commit's cost does not grow with
+the session; a line is a record `{"message", "time", "turn", "step", ...}`, and an older
+format's line or tree reads as one through `upgrades`.
 """
 
 import json

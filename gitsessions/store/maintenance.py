@@ -1,28 +1,18 @@
-"""Packing and purging the store's objects, with stock git (as the project's own
-snapshots are kept: `services/code/footprint.py`).
+"""Packing and purging the store's objects with stock git (as `services/code/footprint.py`
+keeps the project's snapshots).
 
 Invariants:
-- Nothing a ref may need is ever removed. Purges (`gc`, and `purge` after `delete`)
-  run under the store's exclusive lock, so no writer has objects in flight; they first
-  read every ref strictly (a bad `packed-refs` line stops them), and just before
-  removing anything they read the refs again and stop unless they are unchanged.
-  A ref whose history cannot be walked (missing or corrupt objects, a ref or parent
-  naming a blob or tree, a loose ref file holding no commit id: `walk_all`) makes the
-  purge keep everything: it is reported, and nothing below it is guessed at.
-- `gc` is `git repack -a -d` (one pack, deltified by git, of what the refs reach;
-  unreachable packed objects dropped) and `git prune --expire=now` (unreachable loose
-  ones), then the refs packed (`refpack`). git writes each new pack and index to a
-  temporary file, fsyncs (`core.fsync`, `stockgit.SETTINGS`) and renames them into
-  place before it deletes an old pack, so a kill leaves the old packs, the new one,
-  or both.
-- `delete` purges only what the deleted branch alone reached: loose objects are
-  unlinked, and each pack holding such objects is replaced by one git writes of the
-  rest of its objects (`git pack-objects`, deltas reused), removed once that is in place.
-- Background packing (`merge_packs`) is `git repack --geometric=2 -d` under the shared
-  lock, like a writer: it merges the small packs each commit writes (`packwrite`) and
-  the loose objects into one pack and drops nothing (packs' contents are copied whole,
-  referenced or not: a writer may be between its objects and its ref); what it costs
-  follows what it merges, not the store.
+- Nothing a ref may need is removed: purges (`gc`, and `purge` after `delete`) hold the
+  store's exclusive lock, read every ref strictly first and again just before removing
+  anything, and stop unless unchanged. A ref whose history cannot be walked (missing or
+  damaged objects, a ref or parent naming a blob or tree: `walk_all`) keeps everything
+  and is named.
+- `gc` is `git repack -a -d`, `git prune --expire=now`, then the refs packed; git fsyncs
+  and renames a new pack before deleting an old one, so a kill leaves old, new or both.
+- `delete` purges only what the deleted branch alone reached (the other branches'
+  commits and trees are read); a pack holding any is rewritten by `git pack-objects`.
+- `merge_packs` (`git repack --geometric=2 -d`) runs under the shared lock and drops
+  nothing: a writer may be between its objects and its ref.
 """
 
 import contextlib

@@ -1,28 +1,16 @@
-"""Pack records read from their headers alone: the store's one parser of a record
-header (type, declared size, delta base), and the check every packed object passes
-before dulwich inflates it.
-
-dulwich reads every object of the store. Its pack reader already refuses an offset
-delta based on itself and a reference-delta cycle inside one pack, and inflates a
-record no further than the size its header declares; what it does not bound is that
-declared size, nor the result size a delta declares (it allocates it at once), nor how
-long a chain is. So `check_chain` walks a packed object's delta chain, headers only
-(a delta's first bytes inflated for its two sizes), first.
+"""Pack records read from their headers alone: the store's one parser of a record header,
+and the check every packed object passes before dulwich inflates it (dulwich bounds
+neither a record's declared size, nor a delta's declared result, nor a chain's length).
 
 Invariants:
-- Nothing is inflated past `HEAD_BYTES` of a delta here; nothing is written. Each
-  record of a pack is checked once per opened store (`Checked`): a chain is walked
-  down to the first record already checked.
-- An object that passes has: every record of its chain declaring at most
-  `MAX_OBJECT_BYTES`, every delta declaring a result of at most `MAX_OBJECT_BYTES`,
-  at most `MAX_CHAIN` deltas, the chain's records together declaring at most
-  `MAX_OBJECT_BYTES`, no record visited twice, every reference delta's base in the
-  same pack (dulwich resolves none elsewhere). So dulwich's read of it holds at most
-  a few times `MAX_OBJECT_BYTES` and ends.
-- Anything else raises `DamagedObject` (a `StoreCorrupt`: one line naming
-  `gitsessions doctor`); so does a header that runs past the pack's end.
-- The store writes no object over `MAX_OBJECT_BYTES` (`repo.GitStore.add_objects`
-  refuses it), so the bound never hides what this build wrote.
+- An object passes only if every record and delta result of its chain declares at most
+  `MAX_OBJECT_BYTES` (the chain in all too), the chain holds at most `MAX_CHAIN` deltas,
+  no record twice, every reference delta's base in the same pack; so dulwich's read of
+  it holds a few times `MAX_OBJECT_BYTES` at most and ends. Anything else, or a header
+  past the pack's end, is `DamagedObject` (one line naming `gitsessions doctor`).
+- Nothing is inflated past `HEAD_BYTES` here (doctor's `check_streams` inflates bounded
+  to the declared size); each record is checked once per opened store (`Checked`).
+- The store writes no object over `MAX_OBJECT_BYTES`, so the bound hides nothing it wrote.
 """
 
 import contextlib

@@ -1,27 +1,16 @@
-"""Writing objects as one pack with its index, with dulwich's pack and index writers
-(`write_pack_data`, `write_pack_index`), so a turn leaves two files in `objects/pack/`
-instead of one loose file (and one 4 KiB block at least) per object.
+"""Objects written as one pack with its index (dulwich's pack and index writers), so a
+step commit leaves two files (its new lines plus about 2.5 KB, half of it the index's
+fan-out table) instead of a loose file per object.
 
 Invariants:
-- The pack is written to a temporary `objects/pack/tmp_pack_*`, fsynced
-  (`fsync_object_files`) and renamed to `pack-<sha>.pack`; then its index is written to
-  a temporary `tmp_idx_*`, fsynced and renamed to `pack-<sha>.idx`. Readers (dulwich,
-  stock git) only open a pack whose index is there, so the objects become visible all
-  at once, and only once both files are on disk: before the caller moves any ref.
-- A pack's name is the SHA-1 over its sorted object ids, as dulwich names packs; when a
-  pack of that name is in place already, it is kept and the new one dropped (a reader
-  may have it mapped), as dulwich does.
-- A failure (a full disk, a read-only directory) leaves nothing behind: the temporary
-  files, and a pack renamed without its index, are removed before the error is raised.
-  A writer killed halfway leaves at most a `tmp_*` file or an unindexed pack, which no
-  reader opens and `gc` removes (`maintenance`).
-
-Not `DiskObjectStore.add_pack_data`: its commit step opens the index of every pack in
-the store and hashes all their object ids (`Pack.name()`, to recognise a pack it has
-already), a cost that grows with the store at every turn (about 30 ms for an index of
-100,000 objects, 100 ms for 500,000, measured here), and it fails with
-`PackFileDisappeared` when a merge beside it removed a pack it had listed; and when it
-fails after its last write, its temporary file stays.
+- Pack then index, each to a `tmp_*` file, fsynced, renamed: readers open only a pack
+  whose index is there, so its objects appear at once and only on disk, before any ref
+  moves. A pack of the same name already there is kept (a reader may have it mapped).
+- A failure leaves nothing behind; a writer killed halfway leaves at most a `tmp_*` file
+  or an unindexed pack, which no reader opens and `gc` removes.
+Not `DiskObjectStore.add_pack_data`: it hashes every pack index of the store at each
+commit (30 ms at 100,000 objects), fails when a merge removed a listed pack, and leaves
+its temporary file when it fails after its last write.
 """
 
 import contextlib

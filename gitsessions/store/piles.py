@@ -1,16 +1,11 @@
-"""What piles up in the store between maintenance runs (loose objects, loose refs,
-small packs), counted by directory listings (and the packs' sizes) alone: whether
-background maintenance is due, asked without loading `maintenance` (or dulwich) by a
-command that only fetched.
+"""What piles up between maintenance runs (loose objects, loose refs, small packs), counted
+by directory listings and pack sizes alone: whether background maintenance is due,
+asked without loading `maintenance` (or dulwich).
 
-Packs are merged geometrically, as `git repack --geometric=2` does, by object count (what
-merging keeps; a merged pack has fewer bytes than its parts, deltas being made then):
-sorted by objects, the packs that keep the largest ones in a progression
-where each is at least twice the next smaller are left alone, and the rest (the small
-ones, and any larger one they then outgrow) are merged into one. So each turn's small
-pack (`packwrite`) is merged with a few others of its size, the result later with
-others of its size, and so on: an object is rewritten about log2(store / pack) times
-in all, never at every run, and a few packs per size class stay between runs.
+Packs are merged geometrically by object count, as `git repack --geometric=2` does: the
+packs that keep the largest in a progression where each is at least twice the next are
+left alone, the rest merged into one. So an object is rewritten about log2(store / pack)
+times in all, never at every run.
 """
 
 import contextlib

@@ -1,19 +1,13 @@
-"""A remote's index of sessions by project: `refs/gitsessions/projects/<key>/<id>`, beside
-each session's branch and naming the same commit, so `pull --here` asks the remote for
-one project's refs alone (git's protocol v2 sends only the refs under the prefixes a
-fetch names) instead of listing every session it holds.
+"""A remote's index of sessions by project, `refs/gitsessions/projects/<key>/<id>` (naming
+the branch's commit), so `pull --here` fetches one project's refs by prefix alone.
 
 Invariants:
-- A key is a root commit id of the session's project (40 or 64 hex), or `url-` and the
-  SHA-1 of one of its remotes' normalised URLs (`project_id.normalize_url`); a session
-  is indexed under every key of its identity (a fork under its nearest ancestor's). Keys
-  and ids are checked before they make a ref name, so nothing a header says becomes any
-  other ref.
-- The index is written only by a push, next to the branch it indexes (the same
-  compare-and-swap: a create or a fast-forward of what was seen), and pruned with it.
-  It is a hint: what a pull brings is judged as any pull's is (`sync/pull.py`), so a stale,
-  missing or forged entry can leave a session out of `pull --here` or bring one a whole
-  pull would bring too, and never loses anything here.
+- A key is a root commit id of the project or `url-` + SHA-1 of a normalised remote
+  URL; a session is indexed under every key of its identity. Keys and ids are checked
+  before they make a ref name.
+- Written only by a push, beside the branch it indexes (same compare-and-swap), pruned
+  with it. It is a hint: what a pull brings is judged as any pull's, so a stale or forged
+  entry can leave a session out or bring one a whole pull would, never lose anything.
 """
 
 import hashlib

@@ -1,16 +1,11 @@
 """Reading sessions: what `show`, `log` and `info` need, and what the writing store
-(`sessions.SessionStore`, a `SessionReader` with dulwich's repository behind it) reads
-with too.
+(`sessions.SessionStore`, a `SessionReader` that commits) reads with too.
 
-Invariants:
-- Nothing here writes. Objects are read through `git` (`repo.GitStore`, dulwich's
-  object store with the store's checks) as dulwich's
-  `Commit`, `Tree` and blob bytes, so a reading command and a writer read the same way.
-- `SessionReader.open` answers only for a store that is there and of this build's
-  format (as `refs.StoreRefs.open`); for anything else the caller opens the full
-  `SessionStore`, which creates, upgrades or refuses the store as it always did.
-- Everything is read as this build's format: a head of an older one through `upgrades`
-  (`Head.version` says which format the commit holds).
+Invariants: nothing here writes; objects are read through `repo.GitStore` (dulwich's
+object store with the store's checks), so readers and writers read alike.
+`SessionReader.open` answers only for an existing store of this build's format, else the
+caller opens `SessionStore` (which creates, upgrades or refuses); an older head is read
+through `upgrades` (`Head.version`).
 """
 
 import json

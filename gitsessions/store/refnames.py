@@ -1,18 +1,13 @@
-"""Ref names: git's rules for them (`git check-ref-format`), and the names a sessions
-remote holds (the store's own layout), checked before any name from outside is written
-or read.
+"""Ref names: git's rules (`git check-ref-format`, at most 255 bytes) and the names of the
+store's layout, checked before any name from outside is written or read.
 
 Invariants:
-- A name a remote lists is taken only when it is one of the layout's (`of_layout`):
-  `refs/heads/sessions/<id>`, `refs/gitsessions/tombstones`,
-  `refs/gitsessions/projects/<key>/<id>`, `refs/heads/main`. Every one of those keeps
-  git's rules, so no `..`, control character or over-long name comes in with them.
-- Anything else a remote lists is dropped (`sort_listing`): quietly when it is a name
-  git allows outside the layout's folders (a remote's `HEAD`, its other branches), as a
-  `bad` name when it breaks git's rules or sits in one of the layout's folders
-  without being one of its names; the caller says so in one line naming the remote.
-- Nothing writes a name that breaks git's rules into `packed-refs` (`refpack`), and
-  nothing reads a ref file by such a name (`BadRefName`).
+- A name a remote lists is taken only when it is the layout's (`of_layout`): session
+  branches, the tombstones, the project index, `refs/heads/main`.
+- Anything else is dropped (`sort_listing`): quietly when git allows it outside the
+  layout's folders, as `bad` (said in one line) when it breaks git's rules or sits in a
+  layout folder without being a layout name.
+- No name breaking git's rules is written to `packed-refs` or read as a file (`BadRefName`).
 """
 
 import re

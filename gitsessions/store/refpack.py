@@ -1,33 +1,18 @@
 """Packing loose refs into `packed-refs` the way git does, so no crash can lose a ref.
 
 Invariants:
-- The new `packed-refs` is written whole into `packed-refs.lock` (taken with O_EXCL),
-  fsynced, and renamed into place before any loose ref file is touched. A kill at any
-  moment leaves every ref readable: either still loose, or already in the new file.
-- Every writer of `packed-refs` here holds the writers' `flock` (`locks/packed-refs`)
-  while its `packed-refs.lock` exists (stock git never writes that file in the store:
-  it fetches into loose refs only). So a `packed-refs.lock` found while holding that
-  `flock` was left by a writer that died, and the next write sets it aside
-  (`gitsessions/interrupted/`, where `doctor` reads what it was creating) and goes
-  on: a kill never leaves a command stuck, and no live writer's lock is ever taken.
-- A loose ref is deleted only under its branch's flock (the one every writer of ours
-  holds while it moves a ref), and only while it still holds the value that was packed.
-  A ref that moved meanwhile stays loose, with its newer value.
-- Readers look at loose refs first and at `packed-refs` after (see `GitStore`), so a
-  reader never sees a value older than one already committed when it started.
-- No name that breaks git's rules (`refnames.breaks_rules`: `..`, a control character,
-  over 255 bytes, ...) is ever written into `packed-refs` (`commit` refuses the whole
-  write: `BadRefName`), taken from a loose file's name (`read_loose` skips it) or
-  read as a file (`current`); a ref file is read bounded and only when it is a
-  regular file (a FIFO or device a name might reach is never waited on). `doctor`
-  finds such names an earlier build let in (`bad_names`), and its repair drops them
-  (`read_packed(strict=False)` skips them).
-- A damaged `packed-refs` line (`scan_packed`) hides only the ref it names: a lookup
-  of another ref still answers, one of that ref (or any lookup the file cannot answer,
-  when a line names no ref at all) raises `StoreCorrupt`. Whatever writes the file
-  reads it strictly (`read_packed`), so no write ever drops a damaged line.
-(dulwich's `add_packed_refs` deletes the loose files first and writes `packed-refs`
-after: a kill in between drops every loose ref. It is never called here.)
+- The new file is written whole to `packed-refs.lock` (O_EXCL), fsynced and renamed
+  before any loose file is touched; a loose ref is deleted only under its branch's flock
+  and only while it holds the packed value. (dulwich's `add_packed_refs` deletes the
+  loose files first: a kill loses them; it is never called.)
+- Every writer holds `locks/packed-refs` while its lock file exists (stock git never
+  writes it here), so one found under that flock was left by a killed writer: set aside
+  (`gitsessions/interrupted/`, for doctor) and the write goes on.
+- Readers read loose refs before `packed-refs`: never a value older than one committed.
+- No name breaking git's rules is written, taken from a loose file's name or read as a
+  file; a ref file is read bounded and only when regular (`doctor` drops old bad names).
+- A damaged line hides only the ref it names (`scan_packed`); writers read strictly
+  (`read_packed`), so no write drops a damaged line.
 """
 
 import contextlib

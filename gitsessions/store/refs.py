@@ -1,21 +1,14 @@
-"""Session refs read from the files of `store.git`, without dulwich's repository: what
-`list` and `info` need on a warm catalog (an id resolved, each session's head commit).
+"""Session refs read from the files of `store.git` without dulwich's repository: what
+`list` and `info` need on a warm catalog.
 
 Invariants:
-- Loose ref files are read first and `packed-refs` after, as git does (see
-  `refpack`): a ref is always found, with a value no older than when the read started.
-- `StoreRefs.open` answers only for a store that is there and of this build's format
-  (its `config`, read by dulwich's parser as the store reads it, says `formatVersion =
-  FORMAT`); for anything else (no store yet,
-  an older or newer format, a config it cannot read) it returns None and the caller
-  opens the full `SessionStore`, which creates, upgrades or refuses as it always did.
-- `SessionStore` answers `ids`, `exists` and `resolve` through the same functions, so
-  both give the same answers and the same errors.
-- One damaged ref hides only itself: `scan_session_ids` (what listings read) gives the
-  good refs and names each damaged one (`DamagedRef`) instead of raising; `ids` stays
-  strict (a write or a sync must not act on a partial view). A prefix is resolved
-  among both, so a damaged session is never taken for absent: naming it keeps its
-  one-line error.
+- Loose files first, then `packed-refs`, as git does: a value no older than the read.
+- `StoreRefs.open` answers only for an existing store of this build's format (config
+  read by dulwich's parser), else None and the caller opens `SessionStore`; both answer
+  `ids`, `exists`, `resolve` through the same functions, with the same errors.
+- One damaged ref hides only itself: `scan` gives the good refs and names each damaged
+  one (`DamagedRef`); `ids` stays strict (a write or sync must not act on a partial view);
+  a prefix resolves among both, so a damaged session keeps its one-line error.
 """
 
 import os

@@ -2,17 +2,13 @@
 their URLs shown without secrets.
 
 Invariants:
-- A remote is a `[remote "NAME"]` section of `store.git/config` (`url`, and a `fetch`
-  refspec for the session branches), so stock git sees and can use it. It is read and
-  written by dulwich's `ConfigFile` alone (the one reader of remotes); the file stays
-  private to the user (0600: a URL may hold credentials).
-- A URL's credentials never leave this module in full: every message names a remote
-  by `mask(url)` (`https://***@host/...`, `ssh://user:***@host/...`), and any text that
-  may quote the URL passes `clean` first.
-- `remote.NAME.code = true` marks a remote that code goes with: a push, pull or sync
-  through it moves the sessions' code snapshots without `--code` (`code_of`).
-- A name is letters, digits, `.`, `_`, `-` (`check_name`); a URL is a path, `file://`,
-  ssh (either form), `git://` or http(s) (`kind`): no remote helpers.
+- Read and written by dulwich's `ConfigFile` alone, so stock git can use them; the file
+  stays 0600 (a URL may hold credentials).
+- Credentials never leave this module in full: messages name a remote by `mask(url)`,
+  and any text that may quote a URL passes `clean`.
+- `remote.NAME.code = true` marks a remote code goes with (`code_of`).
+- A name is letters, digits, `.`, `_`, `-`; a URL a path, `file://`, ssh, `git://` or
+  http(s): no remote helpers.
 """
 
 from __future__ import annotations

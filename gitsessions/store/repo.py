@@ -1,21 +1,16 @@
-"""The bare git repository behind the store, and its two write primitives.
+"""The bare git repository behind the store: the one reader and writer of objects
+(dulwich's object store, every packed object checked by `packrecords` first) and its
+two write primitives.
 
 Invariants:
-- Objects are always written before any ref names them, and refs only move by
-  compare-and-swap (`set_if_equals` / `add_if_new` / `remove_if_equals` here; a pull's
-  batch, `tracking.update_refs_if_equal`, in `packed-refs` under the same locks). A crash at any
-  point leaves every ref pointing at a complete commit.
-- Writers hold a shared `flock` on `gitsessions.lock` while they write objects and move a
-  ref; purging unreachable objects holds it exclusively, so it never deletes an object a
-  writer has written but not yet referenced.
-- A session branch's every new head is recorded in `headlog` before the ref moves:
-  what `doctor --repair` may restore it to.
-- No reflogs are written (no `message=` is ever passed), so deleting a ref leaves nothing
-  behind that `git fsck` would trip on.
-- Every ref update also holds a per-branch `flock` (`locks/<branch>`). dulwich's own
-  `<ref>.lock` is only ever created under it, so one found while we hold the flock was
-  left by a crashed writer and is removed at once. Other lock files dulwich leaves after
-  a crash (objects, packed-refs) are cleared once older than `STALE_LOCK_SECONDS`.
+- Objects are written before any ref names them, and refs move only by compare-and-swap
+  (`set_if_equals`, `add_if_new`, `remove_if_equals`): a crash leaves every ref on a
+  complete commit. A session's new head goes to `headlog` first.
+- Writers hold a shared flock on `gitsessions.lock`; purges hold it exclusively, so they
+  never delete an object written but not yet referenced.
+- Every ref update holds a per-branch flock: a dulwich `<ref>.lock` found under it was
+  left by a crash and removed; other stale lock files after `STALE_LOCK_SECONDS`.
+- No reflogs (no `message=`), so a deleted ref leaves nothing for `git fsck`.
 """
 
 import contextlib

@@ -1,18 +1,15 @@
 """The session store: every session a branch, every change one commit.
 
 Invariants:
-- All writes go through `SessionStore.commit`: build the new tree and commit from a base
-  `Head`, write the objects, then compare-and-swap the branch from the base commit to the
-  new one. If another writer moved the branch first, `ConcurrentUpdate` is raised and
-  nothing is overwritten; the caller re-reads and retries, or reports the conflict.
-- A fork writes one commit whose parent is the source session's head; the new branch is
-  created only after that commit exists, so the fork never shows a half-made state, and
-  nothing of the source (context, transcript, ...) is copied.
-- Ids reach ref names only after `values.ids` checked them (32 hex or a 4+ hex prefix).
-- With `redact` on (the default), every commit passes `store.redaction` first: secrets in
-  what it writes become `[REDACTED:<rule>]`, the `Change` is updated in place (so a caller
-  that keeps the context in memory holds what was stored) and, once the commit is made,
-  `on_redacted` hears where.
+- All writes go through `SessionStore.commit`: tree and commit from a base `Head`,
+  objects written, then the branch compare-and-swapped from the base; a lost race raises
+  `ConcurrentUpdate` and overwrites nothing.
+- A fork is one commit whose parent is the source's head, its branch created after it:
+  never half-made, nothing copied.
+- Ids reach ref names only after `values.ids` checked them.
+- With `redact` on (the default) every commit passes `store.redaction` first; the
+  `Change` is updated in place (the caller holds what was stored), and `on_redacted`
+  hears where once the commit is made.
 """
 
 import time

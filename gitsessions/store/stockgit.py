@@ -1,30 +1,17 @@
-"""Stock git, the one transport of sync: listing a remote's refs, fetching and pushing
-packs, and walking what a push would send or a pull brought. Push and pull need git
-2.29 or newer (`MIN_VERSION`); without it they stop with one line (`transport`).
+"""Stock git, the one transport of sync (ls-remote, fetch, push, and the walks around
+them); push and pull need git 2.29 or newer (`MIN_VERSION`), else one line.
 
 Invariants:
-- Every command names the store with `--git-dir` and runs with settings that keep git
-  from doing anything of its own there: no auto gc or maintenance, no hooks, no
-  `FETCH_HEAD`, no commit-graph. Received objects are fsynced before a ref names them.
-  A fetch keeps the pack that came, however small (`fetch.unpackLimit=1`): writing a
-  small fetch's objects loose, each fsynced, took twice as long as the whole pack and
-  its index; background maintenance merges the packs as it merges those of commits.
-- Every object a fetch brings passes git's own checks first (`fetch.fsckObjects`): a
-  tree entry `..`, `.git` or `a/b`, a malformed commit, is refused (`ObjectsRefused`)
-  before the pack joins the store, so `git fsck --strict` of the store stays clean.
-- The child loses git's repository-location variables (`GIT_DIR`, `GIT_OBJECT_DIRECTORY`,
-  ...; `git rev-parse --local-env-vars`): only `--git-dir` says where the store is.
-- Nothing here moves a session branch. A fetch writes no ref at all: it asks for
-  commits by id, and the caller names them (it holds the store's lock meanwhile). A
-  push never forces: git refuses an update that is not a create or a fast-forward of
-  what the remote holds, and the remote applies each only if its ref still holds the
-  old value git sent (the protocol's compare-and-swap); a delete carries a lease
-  (`--force-with-lease=REF:OLD`), so it happens only if the remote's ref still holds
-  what the caller saw. (A lease on every ref costs git a quadratic check: 0.7 s for a
-  thousand.)
-- A git's version is known per binary (its path, size and modification time): another
-  git on PATH, or an upgrade, is asked again.
-- A failure raises `GitFailed` with git's own message lines; the caller masks the URL.
+- Every command names the store by `--git-dir`, with git's location variables scrubbed
+  and settings that stop it doing anything of its own (no auto gc, hooks, `FETCH_HEAD`,
+  commit-graph); received objects are fsynced; a fetch keeps its pack as it came
+  (`fetch.unpackLimit=1`: loose, fsynced objects took twice as long).
+- Every fetched object passes `fetch.fsckObjects` first (`ObjectsRefused`).
+- Nothing here moves a session branch: a fetch writes no ref (commits asked for by id,
+  the caller names them); a push never forces, a delete carries a lease (not every ref:
+  git's check is quadratic, 0.7 s for a thousand).
+- A git's version is known per binary (path, size, mtime); a failure is `GitFailed`
+  with git's lines, the URL masked by the caller.
 """
 
 import bisect

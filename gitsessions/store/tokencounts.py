@@ -1,17 +1,13 @@
-"""Token counts kept beside the store (`tokens.sqlite`): a message's count is a fact of
-the message, found once and read back by every later process.
+"""Token counts kept beside the store (`tokens.sqlite`): a message's count, found once by a
+tokenizer, read back by every later process.
 
 Invariants:
-- A cache, never the truth (see `cache.py`): rows are `(encoding, key, tokens)`, the key
-  being the counter's hash of a message's (or a set of tool schemas') canonical JSON,
-  so a row is right for any session holding that content, and no text is kept. Only
-  counts a tokenizer made are kept (`TokenCounter.fresh`), filed under its encoding.
-- Never in the way: a cache that cannot be read or written (locked past LOCK_WAIT,
-  read-only, disk full) gives nothing and keeps nothing, and the counter counts as it
-  would without it.
-- Bounded: past MAX_ROWS rows the oldest are dropped at the next write.
-- Free when unused: sqlite is imported only to read a file that exists or to keep
-  counts a tokenizer made (a turn far under its budget does neither).
+- A cache, never the truth: rows `(encoding, key, tokens)` keyed by the counter's hash of
+  canonical JSON, no text kept; only counts a tokenizer made (`TokenCounter.fresh`).
+- Never in the way: unreadable, locked past LOCK_WAIT, read-only or full, it gives and
+  keeps nothing, and counting goes on without it.
+- Bounded (MAX_ROWS, oldest dropped); sqlite imported only when a file exists or a
+  tokenizer made counts (a turn far under its budget does neither).
 """
 
 from collections.abc import Sequence

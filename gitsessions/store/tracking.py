@@ -1,24 +1,17 @@
-"""The refs a sync writes in the store: remote-tracking refs, the session branches a
-pull creates or fast-forwards, and the `sending` refs a push names its commits by.
+"""The refs a sync writes in the store: remote-tracking refs, the branches a pull creates
+or fast-forwards, and the `sending` refs a push names its commits by.
 
 Invariants:
-- A session branch moves only through `update_refs_if_equal`: compare-and-swap from the value the
-  caller saw (None: absent), under the branch's flock, each new head recorded in
-  `headlog` first (fsynced), so `doctor` can restore it. A ref that no longer holds
-  the value seen is left as it is and reported as not moved; nothing is overwritten.
-- Remote-tracking refs (`refs/remotes/<remote>/...`) and the branches a pull moves are
-  written in one `packed-refs` write per 256 branches (`refpack`: through
-  `packed-refs.lock`, fsynced, renamed): a pull of 1,000 sessions makes a few fsyncs,
-  not 1,000. A loose file holding the old value is removed only after that write (until
-  then it shadows the new value: a kill in between leaves the old one).
-- A remote-tracking ref is named only for a ref of the store's layout
-  (`tracking_name`, `refnames.of_layout`), and no ref file is read by a name that
-  breaks git's rules: nothing a remote lists reaches a path outside `refs/`.
-- Objects come first: the caller has fetched (and checked) every object a ref it moves
-  here names, and holds the store's shared lock, so a purge never sees them unnamed.
-- A push's `refs/gitsessions/sending/<pid>/...` live only while that push runs; those
-  of a process that is gone are dropped by the next push, and `forget_session` drops a
-  deleted session's along with its remote-tracking refs, so a purge reaches its objects.
+- A branch moves only through `update_refs_if_equal`: compare-and-swap from the value
+  seen, under its flock, its new head in `headlog` first; a ref that moved is reported,
+  never overwritten.
+- Written in one `packed-refs` write per 256 branches (`refpack`); a loose file holding
+  the old value is removed only after (a kill leaves the old value).
+- Tracking refs are named only for layout refs; no file is read by a name breaking git's
+  rules: nothing a remote lists reaches a path outside `refs/`.
+- The caller has fetched and checked every object first, under the shared lock.
+- `sending/<pid>/` refs live while their push runs (a dead process's are dropped);
+  `forget_session` drops a deleted session's with its tracking refs, so a purge reaches them.
 """
 
 from __future__ import annotations

@@ -1,32 +1,17 @@
-"""Objects moved to and from a remote, by stock git (`stockgit`): its refs listed
-(`ls-remote`), commits fetched by id, branches pushed, and the walks around them (what
-a push sends, what files a pull brought).
+"""Objects moved to and from a remote by stock git (`stockgit`): refs listed, commits
+fetched by id, branches pushed, and the walks around them.
 
 Invariants:
-- Stock git 2.29 or newer does every transfer; without it a push or pull stops before
-  anything happens, in one line (`require_git`: `GitRequired`).
-- Fetched objects are only written while the caller holds the store's shared lock, and
-  a pull that completes names them by a ref (a session branch or a remote-tracking ref)
-  before it releases it, so a purge never removes them in between. (A pull that fails
-  midway may leave them unnamed: a later purge removes them, and the next pull fetches
-  what it needs again.)
-- Nothing fetched is named by a ref unchecked: git's object checks run as it fetches
-  (`stockgit.ObjectsRefused`), then the session layout's (`treecheck`) on the trees
-  that came. When a fetch of several commits is refused, each is fetched alone: the
-  caller's `refused` learns which ones (and why), the others come, and no
-  remote-tracking ref names a refused one.
-- The remote's refs move only through compare-and-swap and are never forced: git
-  refuses what is not a create or a fast-forward of the value it saw when it
-  connected, the remote applies an update only if its ref still holds that value, and
-  a prune is leased on the value the caller saw. Every update the caller asks for is a
-  create, a fast-forward or a prune it checked.
-- A remote's listing is taken only for the names of the store's layout
-  (`refnames.sort_listing`): its `HEAD` and other names are nothing to a sync, a name
-  that breaks git's rules or sits in the layout's folders unlike its names is handed
-  to the caller (`ignored`) to be said in one line; no ref here is read, written or
-  tracked by any other name a remote gives.
-- Every failure of the transport is one `RemoteError` line with the URL's secrets
-  masked (`remoteconfig.mask`, `remoteconfig.clean`).
+- Git 2.29 or newer does every transfer; else one line before anything happens
+  (`require_git`).
+- Fetched objects are written under the store's shared lock and named by a ref before
+  it is released (a failed pull may leave them unnamed for a later purge).
+- Nothing fetched is named unchecked: git's checks, then `treecheck`; when a batch is
+  refused each commit is fetched alone, the refused ones reported, the others come.
+- The remote's refs move only by compare-and-swap, never forced; a prune is leased.
+- Only layout names are taken from a listing (`refnames.sort_listing`); bad ones are
+  handed back (`ignored`) to be said in one line.
+- Every failure is one `RemoteError` line, URL masked.
 """
 
 from __future__ import annotations

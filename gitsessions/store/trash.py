@@ -1,17 +1,10 @@
-"""Sessions a remote's tombstone deleted here, set aside so that nothing is lost.
+"""Sessions a remote's tombstone deleted here, set aside so nothing is lost: the last head
+kept under `refs/gitsessions/trash/<id>` (an empty-tree commit whose parent is that
+head); `undelete` brings it back as a new session, `gc` drops it after `KEEP_DAYS`.
 
-A pull that finds a session live here listed as deleted on the remote deletes it here
-too (tombstones win everywhere), but keeps its last head under
-`refs/gitsessions/trash/<id>`: a commit with an empty tree whose one parent is that
-head, made when it was set aside, its message saying why. `undelete` brings it back
-as a new session; `gc` drops what was set aside more than `KEEP_DAYS` days ago.
-
-Invariants:
-- The trash commit and its ref are written (objects first, the ref by compare-and-swap)
-  before the session's branch is removed, so a crash between the two leaves the
-  session in both places, never in neither.
-- Trash refs are this home's: never pushed, pulled or exported (sync names its refs
-  one by one, and none of them lives here).
+Invariants: the trash commit and ref are written (objects first, ref by compare-and-swap)
+before the branch is removed, so a crash leaves the session in both places, never
+neither; trash refs are never pushed, pulled or exported.
 """
 
 from __future__ import annotations

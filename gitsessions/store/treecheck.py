@@ -1,16 +1,11 @@
-"""What a fetch brought is checked against the session layout before any ref names it:
-the check stock git's fsck does not make.
+"""What a fetch brought, checked against the session layout before any ref names it (what
+git's fsck, run before on every object, does not check).
 
-Invariants:
-- Every tree the fetched commits reach that no ref of the store reaches yet is read and
-  each entry checked: a name of the session layout (`[A-Za-z0-9][A-Za-z0-9._-]*`:
-  never `.`, `..`, `.git` in any case, a `/`, `git~1`) and a mode the store writes (file
-  or directory): the session's files (`files/<sha256>.<ext>`) pass as any other.
-  git's own checks (`fetch.fsckObjects`) ran before, on every object.
-- A commit that reaches one bad tree is refused whole (`{commit: why}`), and the caller
-  moves no ref to it and writes no remote-tracking ref for it; its objects stay
-  unnamed, and the next `gc` removes them.
-- Memory stays bounded: trees are read `BATCH` at a time.
+Invariants: every tree the fetched commits reach and no ref here reaches yet is read, each
+entry a layout name (`[A-Za-z0-9][A-Za-z0-9._-]*`, never `.git` in any case or `git~1`)
+and a mode the store writes (file or directory: no symlink, no executable). A commit
+reaching one bad tree is refused whole (`{commit: why}`): no ref names it and the next
+`gc` removes its objects. Trees are read `BATCH` at a time.
 """
 
 import re

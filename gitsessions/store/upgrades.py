@@ -1,16 +1,13 @@
-"""Sessions written by an older format, read as this build's: every difference between
-two formats is one step of `STEPS`, applied in order (as llm applies its migrations).
+"""Sessions of an older format read as this build's: each difference between two formats
+is one step of `STEPS`, applied in order (as llm's migrations).
 
 Invariants:
-- `STEPS[n - 1]` turns what a commit of format n holds into what format n + 1 reads,
-  so a head of format v is read through `STEPS[v - 1:]` and the rest of the store reads
-  only `FORMAT`. A new format appends a step; a step is never edited.
-- Nothing stored is rewritten: a step gives values and trees in memory. The next commit
-  of an older session writes what they give, whole, as `FORMAT` (`SessionStore._draft`);
-  its older commits stay as they are (fork points keep naming them).
-- Lazy: a file is upgraded when it is read; a transcript's directories (not its chunks)
-  when it is read. A chunk's blob outlives its format (an upgrade files it as it is), so
-  its lines are upgraded by their shape wherever they are read (`record`).
+- `STEPS[n - 1]` turns format n into n + 1; a new format appends a step, a step is
+  never edited; the rest of the store reads only `FORMAT`.
+- Nothing stored is rewritten: steps give values and trees in memory, and the session's
+  next commit writes them whole as `FORMAT`; older commits stay (fork points name them).
+- Lazy: a file is upgraded when read; a chunk's blob outlives its format, so its lines
+  are upgraded by their shape wherever read (`record`).
 """
 
 import re

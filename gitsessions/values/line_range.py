@@ -1,15 +1,10 @@
 """Which lines of a file: `FILE:LINE` and `git blame -L` ranges, parsed once for the
-CLI's `blame` and the chat's `\\blame`.
+CLI's `blame` and the chat's `\\blame` (pure: no I/O).
 
-Invariants:
-- `split_file(arg, exists)`: `NAME:N` (N digits) is NAME and line N, unless a file named
-  `arg` itself exists (`exists`); anything else is the file alone.
-- `parse_range(spec)` takes git's forms: `A,B`, `A,+N` (N lines from A), `A,-N` (N lines
-  up to A), `A` (A to the end), `,B` (1 to B); a range given backwards is turned round,
-  as git does. Anything else is one `BadUsage` line naming the forms.
-- `lines_of(range, total, path)`: a start past the end is a `BadUsage` ("F has N lines:
-  no line M"), an end past it stops at the last line, as `git blame` does.
-- Pure: no I/O.
+Invariants: `NAME:N` is NAME and line N unless a file named the whole argument exists;
+ranges take git's forms (`A,B`, `A,+N`, `A,-N`, `A`, `,B`), a backwards one turned
+round as git does, anything else one `BadUsage` line naming the forms; a start past the
+end is a `BadUsage` ("F has N lines: no line M"), an end past it stops at the last line.
 """
 
 import re

@@ -1,17 +1,11 @@
 """OpenAI chat messages as plain dicts, and the checks every stored context must pass.
 
-A message is a JSON object with `role` in system/user/assistant/tool. An assistant
-message may carry `tool_calls` (each with a unique `id`, `type` "function" and
-`function.name` / `function.arguments`); a tool message carries the `tool_call_id` of
-the call it answers. Pairing is the invariant that matters most: every call has exactly
-one result, after it and before the next non-tool message, and every result has its call.
-Servers reject contexts that break it, so compaction and import both check it.
-
-Transcript-only fields (never in the context, never sent to a model): a reply the model did
-not finish (its stream was cut) is recorded as an assistant message with
-`"incomplete": true`, its tool calls moved to `unsent_tool_calls` (same shape as
-`tool_calls`, never run, so they need no results); `"interrupted": true` too when the
-user stopped it with Ctrl-C.
+Invariant (the one that matters most): every tool call has exactly one result, after it
+and before the next non-tool message, and every result has its call; servers reject
+contexts that break it, so compaction and import both check it.
+Transcript-only fields, never in the context or sent: a reply the model did not finish is
+an assistant message with `"incomplete": true` (and `"interrupted": true` after a Ctrl-C),
+its tool calls moved to `unsent_tool_calls`: never run, so they need no results.
 """
 
 from collections.abc import Iterable, Mapping

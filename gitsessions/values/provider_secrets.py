@@ -1,26 +1,15 @@
 """Provider secret formats, as data: one row per provider, following gitleaks' provider
-rules (gitleaks v8.30.0, `config/gitleaks.toml`, MIT licence).
+rules (gitleaks v8.30.0, MIT licence), each row naming its gitleaks rule ids; the
+patterns are written here for Python's `re` (ASCII classes, bounded repetitions), not
+copied. `values/secrets.py` turns the rows into rules.
 
-Each row names the gitleaks rule ids it corresponds to; the patterns are written here,
-for Python's `re`, not copied: RE2's ASCII `\\w`, `\\b` and `\\s` are spelled out as ASCII
-classes (Python's are Unicode), gitleaks' trailing delimiter group becomes a lookahead,
-and every repetition has an upper bound. `values/secrets.py` turns the rows into rules.
-
-Invariants:
-- Every match holds one of its row's `hints`, so a text holding none is never searched
-  with the row's pattern; most patterns open with that literal (`_token`), which the
-  engine searches for (Telegram's in any case), and the Azure and Terraform ones hold
-  it a few characters in.
-- Every repetition is bounded, and a token may not start inside a longer identifier
-  (the character before its prefix is looked at), so a start is tried once per run of
-  token characters and no pattern backtracks more than linearly on hostile input
-  (`tests/test_redact.py` checks both).
-- Only self-identifying formats are here: a distinctive prefix (or, for Telegram, a
-  keyword next to a distinctive shape). gitleaks rules that flag a bare hex or base64
-  string near a word (Twilio `SK…`, New Relic, Discord, Bitbucket, generic-api-key) are
-  left out: they would flag hashes and ids in ordinary output.
-- `check` names a test in `values/secrets.py` that a random key passes and a word,
-  a placeholder or a name does not (gitleaks uses an entropy threshold there).
+Invariants (`tests/test_redact.py` checks the first two):
+- Every match holds one of its row's `hints`, so a text holding none is never searched.
+- Every repetition is bounded and a token may not start inside a longer identifier, so
+  no pattern backtracks more than linearly on hostile input.
+- Only self-identifying formats (a distinctive prefix): rules that flag a bare hex or
+  base64 string near a word are left out, as they would flag hashes and ids.
+- `check` names a test a random key passes and a word, placeholder or name does not.
 """
 
 import re

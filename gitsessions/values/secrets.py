@@ -1,19 +1,13 @@
 """Secret redaction: API keys, private key blocks, bearer tokens and URL passwords in text
-are replaced by `[REDACTED:<rule>]`.
+become `[REDACTED:<rule>]`. The rules are this module's own table (docs/secrets.md says
+why); the providers' formats are the rows of `values/provider_secrets.py`.
 
 Invariants:
-- Pure: `redact` returns the new text and `{rule: count}`; a finding never carries the
-  value it replaced, so findings can be logged.
-- Idempotent: no rule matches a `[REDACTED:<rule>]` marker, so redacting twice changes
-  nothing the second time.
-- A private key block is replaced whole, BEGIN line to END line (or to the end of its
-  base64 body when the END line is missing, e.g. in truncated output).
-- Fast on large text: each rule runs only when one of its literal hints occurs in the
-  text (a substring search); text without any hint is returned as it is.
-
-Rules are this module's own table, not detect-secrets': see docs/secrets.md for why.
-The providers' formats (Stripe, Hugging Face, npm, PyPI, JWT and more) are the rows of
-`values/provider_secrets.py`, which follow gitleaks' provider rules.
+- Pure, and a finding never carries the value it replaced, so findings can be logged.
+- Idempotent: no rule matches a `[REDACTED:<rule>]` marker.
+- A private key block is replaced whole (to its END line, or its body's end when cut).
+- Each rule runs only when one of its literal hints occurs: text without any is
+  returned as it is.
 """
 
 import bisect

@@ -1,15 +1,12 @@
-"""The one check of a JSON value's shape: against a JSON Schema (the subset the
-project's schemas use), raising `Misfit`, which says what does not fit and where, for
-the caller to word in its own line: a tool call's arguments (services/tools/
-arguments.py), an MCP call's (protocols/mcp_server/), a table of config.toml
-(services/settings/config.py `config_table`).
+"""The one check of a JSON value's shape against a JSON Schema, raising `Misfit` (what does
+not fit and where) for the caller to word in its own line: a tool call's arguments, an
+MCP call's, a table of config.toml.
 
-The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fields),
-`enum`, `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `items`, `properties`, `required`,
-`additionalProperties: false`; other keywords are not checked. As JSON Schema has it,
-an integer is a number without a fraction (2.0 is the integer 2), a boolean is no
-number, and neither is NaN or an infinity (which Python's json and TOML let in).
-Stdlib only: every command may check a shape without loading a validator.
+Invariants: only the subset the project's schemas use is checked (`type`, `anyOf`,
+`enum`, bounds, `maxLength`, `items`, `properties`, `required`,
+`additionalProperties: false`); as JSON Schema has it, 2.0 is the integer 2, a boolean is
+no number and NaN or an infinity is none either. Stdlib only: every command may check a
+shape without loading a validator.
 """
 
 import math

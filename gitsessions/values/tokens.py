@@ -1,22 +1,15 @@
 """Token counting for chat contexts: offline, never blocking, cheap to repeat.
 
 Invariants:
-- No network I/O, ever. Only encodings whose name ends in `_offline` (bundled data files,
-  hash-checked by tiktoken) are loaded; any other name, or any failure to load, degrades
-  to a character estimate (ceil(len / 4)). `TokenCounter.method` says which is in use.
-- A message's count depends only on its canonical JSON, so counts are cached by a hash
-  of it: re-counting a long context costs O(new messages).
-- Counting takes bounded time and memory whatever the size: a text longer than
-  EXACT_CHARS is estimated from its first and last EXACT_CHARS / 2 characters (counted
-  exactly, scaled to the whole length), and a message holding more than CACHE_CHARS
-  characters of text is counted without building its cache key (no copy of it is made).
-- A count found once is a fact of its message: `fresh` hands over those the tokenizer
-  made (for the store's `tokens.sqlite`, `store/tokencounts.py`) and `recall` takes
-  them back in a later process, so a resumed session encodes only text it never counted.
-  `bound` uses a known count where it has one (an exact count is never above a message's
-  byte bound): a resumed context of known messages needs no tokenizer to be bounded.
-- Counts are estimates of what a server will bill. `calibrate` learns the ratio between
-  the server's reported prompt_tokens and our raw count; `estimate` applies it.
+- No network I/O: only `_offline` encodings (bundled, hash-checked by tiktoken) load;
+  anything else degrades to a character estimate (`TokenCounter.method` says which).
+- A message's count depends only on its canonical JSON, so counts are cached by its hash.
+- Bounded time and memory whatever the size: a text over EXACT_CHARS is estimated from
+  its ends; a message over CACHE_CHARS is counted without building its cache key.
+- A count found once is a fact of its message: `fresh` hands the tokenizer's counts to
+  `store/tokencounts.py`, `recall` takes them back, and `bound` uses them, never under
+  the exact count (a token is at least one byte), so a resumed context needs no tokenizer
+  to be bounded. `calibrate` learns the server's prompt_tokens ratio; `estimate` applies it.
 """
 
 import hashlib

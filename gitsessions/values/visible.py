@@ -1,27 +1,14 @@
 """Text made safe to show on a terminal: what could move the cursor or hide text is escaped.
 
-`visible(text)` is the one function every string from a model, a tool, a file, the store
-or an import goes through before it reaches the terminal. It escapes, as plain text a
-reader sees (`\\x1b`, `\\r`, `\\u202e`):
-
-- C0 control characters (tab and newline kept unless `keep_newlines=False`; `\\r` always
-  escaped), DEL, and C1 control characters (U+0080-U+009F: U+009B is a one-byte CSI);
-  so ESC is shown and no escape sequence (CSI, OSC 8 hyperlink, title) ever reaches the
-  terminal, whatever chunk it arrives in: each character is escaped on its own;
-- bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which
-  reorder what is shown;
-- invisible characters that make two different strings look the same: zero-width space
-  and non-joiner, word joiner and invisible operators, BOM, line/paragraph separators,
-  tag characters (U+E0000-U+E007F), Mongolian vowel separator, interlinear annotations;
-  the zero-width joiner is kept between two emoji (family and profession emoji);
-- lone surrogates (from undecodable bytes).
-
-Everything else (accents, CJK, emoji, combining marks) passes unchanged, and text with
-nothing to escape is returned as is after one regex scan. Escaping is idempotent:
-`visible(visible(t)) == visible(t)`, since the escapes are printable ASCII.
-
-`json_visible(text)` does the same for JSON text: the characters become `\\uXXXX` escapes,
-so the document decodes to the same data and stays valid JSON.
+Invariant: `visible(text)` is the one function every string from a model, a tool, a
+file, the store or an import passes before the terminal. It escapes, as text a reader
+sees (`\\x1b`, `\\r`, `\\u202e`), each character on its own (so no escape sequence
+survives however it is chunked): C0 controls (`\\r` always; tab and newline kept
+unless `keep_newlines=False`), DEL, C1 controls (U+009B is a one-byte CSI), bidirectional
+controls, invisible characters that make two strings look alike (zero-width, BOM, tag
+characters...; the zero-width joiner kept between two emoji) and lone surrogates.
+Everything else passes unchanged; escaping is idempotent. `json_visible` does the same
+for JSON text with `\\uXXXX` escapes, so the document decodes to the same data.
 """
 
 import re

@@ -1,18 +1,14 @@
-"""The ACP agent: `initialize`, `session/list`, `session/new`, `session/load`,
-`session/prompt` and `session/cancel`, answered on the protocol's event loop, the work
-done on the main thread (protocols/acp/worker.py).
+"""The ACP agent: `initialize`, `session/list`, `/new`, `/load`, `/prompt` and `/cancel`,
+answered on the protocol's event loop, the work done on the main thread (worker.py).
 
-Invariants: an ACP session id is the gitsessions session id, so `session/load` takes
-any stored session (by its id or a unique prefix, which then names it in the updates
-and prompts that follow, as the client expects; `gitsessions list` shows them), and
-`gitsessions chat --resume ID` opens the session an editor made. Each live session
-holds its lease until the server stops. Turns run one at a time: a prompt to a
-second session waits for the running turn to end (a cancel of it, meanwhile, answers
-it "cancelled" when its turn comes). A cancelled turn is saved as chat saves one
-after Ctrl-C and answers `stopReason: "cancelled"`; a model or store error answers the
-prompt with a JSON-RPC error carrying the message `gitsessions` would print (-32603),
-and a request naming a session or folder that is not there is answered -32602 (invalid
-params), as is a prompt holding a block of a kind not offered (an image, audio).
+Invariants: an ACP session id is the gitsessions session id (so `session/load` takes any
+stored session, by id or by a prefix that then names it in what follows, and `chat
+--resume ID` opens an editor's); each live session holds its lease until the server
+stops. One turn at a time: a prompt to another session waits (a cancel meanwhile answers
+it "cancelled" when its turn comes). A cancelled turn is saved as chat saves one after Ctrl-C
+(`stopReason: "cancelled"`); a model or store error answers -32603 with the line
+`gitsessions` would print; an unknown session or folder, or a block of a kind not
+offered, -32602.
 """
 
 import asyncio

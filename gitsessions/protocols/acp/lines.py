@@ -1,18 +1,13 @@
-"""The ACP connection's framing: newline-delimited JSON-RPC on stdin and stdout, each
-line read with a byte cap (a transport, as `acp.AgentSideConnection` takes one).
+"""The ACP connection's framing: newline-delimited JSON-RPC on stdin and stdout, each line
+read with a byte cap (a transport, as `acp.AgentSideConnection` takes one).
 
 Invariants:
-- No line over `LINE_CAP` bytes is ever held whole: the reader buffers at most about
-  twice the cap (asyncio's StreamReader pauses the pipe past that), and the rest of an
-  over-long line is read and dropped a buffer at a time. Such a line is answered with one
-  short error (`-32600`, the request's id when its first bytes name one, else null),
-  which never echoes the line; then the next line is read as usual.
-- A line that is not JSON (or not an object) is answered `-32700` (parse error), with
-  no echo either; a blank line is skipped.
-- What is written back is bounded too: an error's `data` (the package's invalid-params
-  errors carry the rejected input, a method-not-found error the method) is cut to
-  `ERROR_DATA_CAP` characters of JSON, and the `input` of each validation error dropped.
-- Messages are written whole, one at a time, in the order they are sent.
+- No line over `LINE_CAP` is held whole (about twice the cap buffered); the rest of an
+  over-long line is dropped as it is read and answered `-32600` (its id when its first
+  bytes name one), never echoing it; a line that is not a JSON object is `-32700`.
+- An error's `data` written back is cut to `ERROR_DATA_CAP` (the package echoes the
+  rejected input), each validation error's `input` dropped.
+- Messages are written whole, one at a time, in the order sent.
 """
 
 import asyncio

@@ -1,16 +1,13 @@
-"""The MCP server's tool calls, run off its event loop: one daemon thread runs them one
-at a time, in the order they came, while the loop goes on reading the client (a `ping`
-is answered, the end of stdin ends the server, a call is cancelled).
+"""The MCP server's tool calls, run off its event loop: one daemon thread runs them one at
+a time, in order, while the loop goes on reading the client (`ping`, stdin's end, cancels).
 
 Invariants:
-- No call holds the server: a caller waits at most `seconds` for its answer, then gets
-  `NoAnswer` (one line) and the loop goes on. A call given up before it started never
-  runs; one given up while running is left to end on its own (a thread cannot be
-  stopped), its answer dropped, and the calls queued behind it wait for it.
+- No call holds the server: a caller waits at most `seconds`, then gets `NoAnswer`; a
+  call given up before it started never runs, one running is left to end (its answer
+  dropped) and the queue waits for it.
 - One call at a time: the store's objects are never used by two threads at once.
-- Bounded: at most `QUEUED` calls wait; past that a call is refused at once (`Busy`).
-- The thread is a daemon: a call that never ends does not keep the process alive once
-  the client has closed stdin.
+- At most `QUEUED` calls wait, past that `Busy`; a daemon thread never keeps the process
+  alive once stdin is closed.
 """
 
 import contextlib

@@ -1,23 +1,15 @@
-"""The session store as an MCP server over stdio, so Claude Code, Codex or any MCP
-client can search and read every session gitsessions holds, its imported ones included.
-
-Two SDK servers, each for what it does through its public API: the high-level
-`MCPServer` holds the tools (work.py's typed functions; it derives their input and
-output schemas, checks each answer against its output schema), and the low-level
-`Server` speaks the protocol, because `MCPServer` always offers prompts and resources
-(empty) and serves stdio only over streams it opens itself, where draining.py must sit.
+"""The session store as an MCP server over stdio. Two SDK servers: the high-level
+`MCPServer` holds the tools (work.py's typed functions: it derives their schemas and
+checks each answer against its output schema); the low-level `Server` speaks the
+protocol, because `MCPServer` always offers prompts and resources and opens stdio
+itself, where draining.py must sit.
 
 Invariants:
-- Tools only: nothing else is advertised.
-- stdout carries the protocol alone: nothing of ours is printed there. A tool's answer
-  is an object matching its output schema (`structuredContent`, with the same JSON as
-  its text content); a failure is an error result of one line, never a traceback;
-  arguments are checked against the input schema the client is shown (which refuses
-  any argument it does not list) before anything runs (values/shapes.py, tools.py's
-  `refusal`); a tool not offered is a protocol error (invalid params).
-- No tool call holds the server (calls.py): each runs off the event loop, in a thread
-  of its own, and is answered within a deadline (an error past it), while `ping` is
-  answered and the end of stdin ends the server.
+- Tools only; stdout carries the protocol alone; a tool's answer is `structuredContent`
+  with the same JSON as its text; a failure is one line, never a traceback.
+- Arguments are checked against the input schema shown (values/shapes.py, tools.py's
+  `refusal`) before anything runs; a tool not offered is invalid params.
+- No tool call holds the server (calls.py).
 """
 
 import functools

@@ -1,20 +1,14 @@
-"""The MCP server's tools as typed functions over the store: their parameters (types,
-bounds, defaults, descriptions) and their answers' shapes (TypedDicts) are what the
-SDK derives each tool's input and output schema from (server.py registers them).
+"""The MCP server's tools as typed functions over the store: their parameters and answers
+(TypedDicts) are what the SDK derives each input and output schema from.
 
 Invariants:
-- Scoped as the agent's own session tools are (`agent.scope`), through the same
-  session tools (services/sessions/session_tools.py: `resolve_in`, `messages_in`,
-  `search`): the sessions of the project of the directory the server was started in
-  (by identity, in any clone) and their forks, unless `--all-sessions`. An id or
-  prefix the scope does not hold, another project's or one that exists nowhere, gets
-  one and the same answer.
-- The write tools (`pin`, `rename`, `fork`) are made only with `--allow-writes`, each
-  through the same services as the CLI (leases, the writer).
-- Every answer is bounded: a page of at most `PAGE` messages, each cut at `TEXT`
-  characters, at most `LIMIT` sessions or hits (the parameters' bounds say so).
-- A function returns its answer or raises `GitsessionsError` (one line); it runs in
-  the server's call thread (calls.py), never on the event loop.
+- Scoped as the agent's session tools are (`agent.scope`, through
+  services/sessions/session_tools.py): the project's sessions (by identity, any clone)
+  and their forks unless `--all-sessions`; an id out of scope and one that exists
+  nowhere get the same answer.
+- `pin`, `rename`, `fork` exist only with `--allow-writes`, through the CLI's services.
+- Every answer is bounded (`PAGE` messages, `TEXT` characters each, `LIMIT` items).
+- A function returns or raises `GitsessionsError`, in the call thread, never on the loop.
 """
 
 from collections.abc import Callable, Mapping

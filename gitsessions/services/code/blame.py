@@ -1,21 +1,14 @@
 """Which conversation wrote this line: blame over the project's code snapshots.
 
 Invariants:
-- Only stock git decides: `git blame` walks the blame history (blame_history.py: the
-  snapshots as commits, a turn's step the child of the snapshot before it) from a last
-  commit holding the files being blamed, whose parents are the newest snapshot of the
-  project, then each session's newest snapshot holding a file exactly as it is (a
-  rewound tree not snapshotted again), then every session's newest. A line that comes
-  from a turn's step is that turn's; any other line (from a snapshot that is not a
-  step, or from the files as they are) is a person's. A step's claim (its subject
-  names the session and turn) is believed only for a turn the session, when stored
-  here, has (session_turns.py): a forged snapshot ref claims nothing.
-- With a cache folder, what the newest snapshot's lines come from is kept per file
-  (`lines/`), so a later blame walks only what is newer: `git blame LAST ^NEWEST` and the
-  lines that reach NEWEST unchanged take its kept answer. Whenever the walk ends
-  anywhere else (a file renamed since, a line only another session's older code holds)
-  the whole history is walked instead: the kept answers only save time.
-- Nothing is written to the project. Nothing here prints or reads the environment.
+- Only stock git decides: `git blame` over the blame history (blame_history.py) from a
+  last commit holding the files as they are. A line from a turn's step is that turn's;
+  any other is a person's. A step's claim is believed only for a turn its session, when
+  stored here, has (session_turns.py): a forged snapshot ref claims nothing.
+- With a cache folder, the newest snapshot's answers are kept per file (`lines/`), so a
+  later blame walks only what is newer; whenever the walk ends anywhere else the whole
+  history is walked: the kept answers only save time.
+- Nothing is written to the project.
 """
 
 import hashlib

@@ -1,23 +1,15 @@
-"""The blame history: a project's code snapshots laid out as commits that `git blame` can
-walk (services/code/blame.py says how a line is attributed through it).
+"""The blame history: a project's code snapshots laid out as commits `git blame` can walk.
 
 Invariants:
-- Each session's snapshots come in the order its keep chain holds them; all of them are
-  ordered by time (then session id), and the Nth is the history's commit with mark N.
-  A step of a turn (`turn N.S`, S > 0) has one parent, the session's snapshot before
-  it. Any other snapshot (the code a prompt found, `N.0`; the state before a rewind) is
-  a person's: its parents are the session's previous snapshot, the snapshot just before
-  it in the whole project, and the newest earlier snapshot of the same tree.
-- The commits' trees are the snapshots' own trees; the history is written by `git
-  fast-import` into a bare repository whose objects borrow the project's
-  (`objects/info/alternates`): nothing is written to the project.
-- With a cache folder the history is kept there, with the snapshot refs it was made of:
-  while no ref moved it is used as it is; else it only grows: snapshots taken since
-  are appended when they are all newer than the last kept, else (a snapshot pruned, a
-  clock gone back, a folder from another format) it is built again. Files are replaced
-  by rename; a second writer that finds the lock held builds a throwaway history
-  instead, so the cache is never half written.
-- Nothing here prints or reads the environment.
+- Snapshots ordered by time (then session id), each session's in its keep chain's order.
+  A turn's step (`N.S`, S > 0) has one parent, its session's snapshot before it; any
+  other snapshot is a person's, with parents its session's previous one, the project's
+  previous one, and the newest earlier one of the same tree.
+- Written by `git fast-import` into a bare repository borrowing the project's objects
+  (alternates): nothing is written to the project.
+- Cached with the snapshot refs it was made of: used as is while no ref moved, grown when
+  all new snapshots are newer, else rebuilt; files replaced by rename, and a writer that
+  finds the lock held builds a throwaway one: never half written.
 """
 
 import json

@@ -1,22 +1,15 @@
 """The tree of a snapshot: the working tree as it is now, written into a copy of the
-project's index (objects only: no commit, no ref; snapshots.py records it).
+project's index (objects only; snapshots.py records it).
 
 Invariants:
-- It works in a copy of the real index (`GIT_INDEX_FILE`), so git's stat cache makes an
-  unchanged tree cheap; the user's index is read by one `git status` without optional
-  locks (`scan`: not even refreshed), never written.
-- Its tree is the working tree minus ignored files: HEAD plus staged, unstaged and
-  untracked-but-not-ignored files (a tracked file stays even when ignored), the same as
-  `git add -A` into that copy. Of the paths `git status` reports (so the tree is walked
-  once), files and symbolic links are hashed with `git hash-object -w --no-filters` and
-  put in with `update-index --index-info`: the snapshot holds their bytes as they are,
-  and no clean filter the project's config or attributes name ever runs; gone paths and
-  nested repositories go through `update-index --add --remove`, which hashes no file.
-  Files over `max_file_bytes` are left out (their index entry, if any, stays) and named.
-  The mode is 100755 for a file with its owner's execute bit, else 100644 (with
-  `core.fileMode` false: the index entry's mode, as `update-index` keeps it).
-- Only stock `git` is run (snapshots.py's `git`); nothing here reads the environment or
-  prints.
+- A copy of the real index (`GIT_INDEX_FILE`), so git's stat cache keeps an unchanged
+  tree cheap; the user's index is read by one `git status` without optional locks, never
+  written.
+- The tree is what `git add -A` into that copy gives (ignored files out, tracked ones
+  kept), walked once from the paths `git status` reports; files and links hashed
+  `--no-filters` (no clean filter ever runs); files over `max_file_bytes` left out and
+  named; mode 100755 for an owner-executable file (with `core.fileMode` false, the
+  index's).
 """
 
 import os

@@ -1,18 +1,12 @@
 """`diff --code`: the project's diffstat between the code snapshots of two session states.
 
 Invariants:
-- A state's snapshot is the `Code-Snapshot:` trailer of the newest commit at or before it
-  that has one (a turn records it; a rename or pin after it does not change the code).
-- Only a well-formed object id (40 or 64 hex) from a trailer reaches the `git` command
-  line, so a stored value can never be taken as an option.
-- The diffstat is stock `git diff --stat A B` run in the repository of the current
-  directory when it is the sessions' project (`project_id`: a clone at another path, or
-  on another machine, with the snapshots pulled by `pull --code`), else in the one the
-  sessions recorded (`workspace.repo_root`, B's first), with no external diff, textconv or other
-  command the project's config names (projectgit.py); nothing in the project is written. A side
-  without a snapshot, a missing repository or a failing git is one note, never an error.
-- Only the stat is shown; with it comes the stock git command that prints the whole
-  patch (`full_diff`: `git -C REPO diff A B`, quoted for a POSIX shell).
+- A state's snapshot is the `Code-Snapshot:` trailer of its newest commit that has one.
+- Only a 40/64-hex id from a trailer reaches git's command line (never an option).
+- Stock `git diff --stat` runs in the current directory's repository when it is the
+  sessions' project by identity, else the recorded one, with no external diff or
+  textconv (projectgit.py); nothing written. A missing side, repository or failing git
+  is one note, never an error; `full_diff` gives the command that prints the patch.
 """
 
 import re

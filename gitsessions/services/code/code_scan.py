@@ -1,22 +1,13 @@
-"""The secret scan of the code a `push --code` would send: a snapshot holds the working
-tree as it was at a turn, untracked files too (an `.env` no one committed), so what
-goes to the project's remote is scanned with the store's secret rules first, as a
-session push is (services/sync/push_scan.py).
+"""The secret scan of the code a `push --code` would send (a snapshot holds untracked files
+too: an `.env` no one committed), with the store's rules, as a session push is scanned.
 
 Invariants:
-- What is scanned: every object reachable from the snapshot ref that neither the
-  remote's tracking refs here (`refs/remotes/<remote>/*`) nor the snapshot refs the
-  remote holds (`held`, as `ls-remote` lists them, those whose commits are here) reach:
-  everything the push can send (and maybe more, never less), each file version (blob)
-  and each commit's message. What a push sent before (with `--allow-secrets`, say) is
-  not scanned again.
-- A blob is read only when it is at most `MAX_BLOB` bytes (a snapshot leaves out a file
-  over `[snapshots] max_file_bytes`, 10 MiB by default); a bigger one (a file the
-  project itself committed) is not scanned. Blobs are streamed from one `git cat-file
-  --batch`, one at a time: memory stays bounded by the largest one read. A blob seen
-  for one session is not read again for the next.
-- A finding names the file's path in the snapshot (or "a commit message") and the rule,
-  never the value.
+- Scanned: every blob and commit message the snapshot ref reaches and neither the
+  remote's tracking refs nor the snapshot refs it holds reach (everything the push can
+  send, never less); what was sent before is not scanned again.
+- Blobs over `MAX_BLOB` are not read; the rest stream from one `git cat-file --batch`,
+  one at a time, each once across sessions: memory bounded by the largest.
+- A finding names the path (or "a commit message") and the rule, never the value.
 """
 
 import subprocess

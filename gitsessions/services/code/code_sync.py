@@ -1,29 +1,16 @@
 """Code travels with the chat: each session's `refs/gitsessions/snapshots/<id>` in its
-project repository, pushed to and fetched from a remote of that project with stock git.
+project, pushed to and fetched from that project's remote with stock git.
 
 Invariants:
-- Never forced: refspecs carry no `+`, so a snapshot ref that moved differently on the
-  other side is refused by git and reported, never overwritten. One exception, where
-  nothing is lost: a session a pull found diverged (see below) takes the remote's ref
-  after this repository's was copied to its fork's ref.
-- The project repository is the current directory's when it is the session's project
-  (`project_id`: a clone at another path, or on another machine; or the very repository
-  the header names), else the one the
-  session's header names (`workspace.repo_root`, else `workspace.path`). A fetch writes
-  only into a repository that is the session's project by identity: a header (pulled,
-  so anyone's) naming another folder, or none with no identity, writes nothing there.
-  One that does not exist here, or is not a repository, is reported per session and
-  nothing else happens. The sessions' own sync is done before
-  and is not undone by anything here.
-- A pull that finds a session diverged makes this home's line a fork and gives the
-  session the remote's line (`services.sync.pull`): the fork takes this repository's
-  snapshots of the session under its own id (created, never moved), the session the
-  remote's, so the turns of both check out the code they ran on.
-- A pull's `--code` also covers the sessions of the current project it did not change,
-  but only those whose snapshot ref this repository lacks (`if_missing`): a ref here
-  is never moved by a session the pull left alone.
-- Git runs with the project's hooks (pre-push, reference-transaction), `ext::` and
-  `remote.*.uploadpack`/`receivepack` off (projectgit.py).
+- Never forced (no `+`): a ref that moved differently is refused and reported. The one
+  exception loses nothing: a session a pull found diverged takes the remote's ref after
+  this repository's was copied to its fork's (created, never moved), so both lines'
+  turns check out the code they ran on.
+- The repository is the current directory's when it is the session's project by
+  identity, else the header's; a fetch writes only into a repository that is the
+  session's project by identity (a pulled header naming another folder writes nothing).
+- A pull's `--code` touches the project's unchanged sessions only where the ref is
+  missing (`if_missing`). Git runs with hooks, `ext::` and remote programs off.
 """
 
 import subprocess

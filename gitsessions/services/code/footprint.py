@@ -1,20 +1,13 @@
-"""What code snapshots leave in the project's `.git`, kept small: packed refs, packed
-objects.
+"""What code snapshots leave in the project's `.git`, kept small: packed refs and objects.
 
 Invariants:
-- Only stock git writes, each step one git already runs in `git gc`, each safe beside
-  the user's own git commands (git's lock files; a lock held elsewhere makes the step
-  fail, and it is tried again next time): `pack-objects` of the loose objects the
-  loose snapshot refs reach and the user's branches, tags and remotes do not
-  (`rev-list --objects --unpacked`; a new pack, written whole, then named),
-  `prune-packed` (drops loose copies of packed objects), `pack-refs --all` (as `git
-  gc` runs it: the project's other loose refs are packed too, which git reads the
-  same), and, once the project has `PACKS_AT` packs (two, when forced), `repack -d -l
-  --geometric=2` (rolls the small packs into bigger ones; never drops an object).
-- A tidy runs when `LOOSE_REFS_AT` snapshot refs are loose, or when one process has
-  taken `TIDY_AFTER` snapshots since its last (a long session moves one ref); `gc`
-  runs it always. Nothing here prunes an unreachable object: retention.py decides
-  what may go, the project's own `git gc` removes it.
+- Only stock git writes, each step one `git gc` runs, safe beside the user's git (a lock
+  held elsewhere: tried next time): `pack-objects` of what loose snapshot refs alone
+  reach, `prune-packed`, `pack-refs --all`, and past `PACKS_AT` packs `repack -d -l
+  --geometric=2`, which drops nothing.
+- A tidy runs at `LOOSE_REFS_AT` loose snapshot refs, or every `TIDY_AFTER` snapshots of
+  a process; `gc` always. Nothing here prunes: retention.py decides what may go, the
+  project's own `git gc` removes it.
 """
 
 import os

@@ -1,18 +1,12 @@
-"""Which of the workspace's changes git already holds: a file whose content HEAD or any
-commit of the project holds loses nothing when `rewind` writes a snapshot's version over
-it (the user edited what the agent wrote and committed it).
+"""Which of the workspace's changes git already holds, so `rewind` writing a snapshot over
+them loses nothing (the user edited what the agent wrote and committed it).
 
 Invariants:
-- A path is held when the workspace tree's blob for it is HEAD's at that path (one
-  `git ls-tree`), else when any commit reachable from any ref of the project holds that
-  blob at any path: one `git log --all -m --raw --find-object=...` walk for all the
-  paths, which lists only the commits that add or drop one of them (memory: those
-  lines). A path the workspace lacks is held only when HEAD lacks it too.
-- Bounded: at most `MAX_PATHS` paths are looked up and the walk stops after
-  `SEARCH_SECONDS`; past either bound the paths count as not held (the caller refuses,
-  as it would without git), never as held.
-- Read-only: stock git through projectgit.py (its command-running config off); pathspecs
-  are literal; nothing here writes, reads the environment or prints.
+- Held: the path's blob is HEAD's there, else any commit reachable from any ref holds it
+  at any path (one bounded `git log --all --find-object` walk for all paths); a path the
+  workspace lacks is held only when HEAD lacks it too.
+- Past `MAX_PATHS` or `SEARCH_SECONDS` paths count as not held, never as held.
+- Read-only, through projectgit.py, pathspecs literal.
 """
 
 import os

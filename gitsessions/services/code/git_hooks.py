@@ -1,25 +1,16 @@
 """Git hooks in the user's project: installing the shims, and the trailer they add.
 
 Invariants:
-- Install never overwrites a hook: one that is already there (file or symlink) is moved
-  aside to `<name>.pre-gitsessions` by a rename, and the shim runs it first, with the same
-  arguments; uninstall removes only a shim of ours and renames the user's hook back, so it
-  returns byte for byte, mode and symlink included. A `<name>.pre-gitsessions` that is
-  already taken makes install refuse, changing nothing.
-- The hooks folder is the one git runs (`git rev-parse --git-path hooks`), so
-  `core.hooksPath` is respected, and a linked worktree shares its repository's hooks.
-- The installed shim is the shipped file (`gitsessions/hooks_data/`, the one source of
-  truth) with two lines filled in: the Python that `hooks install` ran from and its
-  gitsessions package (a `Launcher`), which install first runs (`--version`) and refuses
-  when it does not answer. So the hook finds gitsessions without PATH; a shim is
-  recognised by its content, never by its name alone, and one of another launcher (or an
-  older shim) reads as "outdated".
-- A commit gets at most one `Gitsessions-Session: <id>` trailer per session (git
-  interpret-trailers, `--if-exists addIfDifferent`), and none when its message is still
-  empty (so git's own "empty commit message" abort still happens).
-- A commit in a linked worktree names a session only when `worktree_mark.check` trusts
-  its mark: this home made that worktree for that session and git lists it (a pulled
-  header's mark names nothing).
+- Install never overwrites a hook: the user's is renamed to `<name>.pre-gitsessions` and
+  run first; uninstall removes only our shim and renames theirs back, byte for byte. A
+  taken `.pre-gitsessions` name makes install refuse, changing nothing.
+- The folder is the one git runs (`git rev-parse --git-path hooks`: `core.hooksPath`,
+  linked worktrees).
+- The shim is the shipped file (`gitsessions/hooks_data/`) with the Python and package
+  filled in (checked with `--version` first): it needs no PATH, and is recognised by its
+  content (another launcher's reads as "outdated").
+- At most one `Gitsessions-Session:` trailer per session, none on an empty message; a
+  linked worktree names a session only through `worktree_mark.check`.
 """
 
 import os

@@ -1,19 +1,13 @@
-"""Project instructions: the `AGENTS.md` files (or `CLAUDE.md` where a folder has no
-`AGENTS.md`) that Codex, opencode and Claude Code users keep in their projects, and one
-of the user's own, read for the system prompt.
+"""Project instructions for the system prompt: `<home>/AGENTS.md`, then one `AGENTS.md` (or
+`CLAUDE.md`) per folder from the repository root down to the workspace, nearest last.
 
 Invariants:
-- Read: `<home>/AGENTS.md` (the user's, for every project) first, then one file per
-  folder from the repository root (the workspace itself outside a repository) down to
-  the workspace, so the nearest comes last and wins where they differ, as in Codex.
-- A file is read only when it resolves inside the folder tree it was found in (the
-  repository, or the home): a symlink out of the project is skipped with a note. It is
-  opened without blocking and read only when it is a regular file (a FIFO, a device or
-  a socket is skipped with a note, never waited on). At most `MAX_FILE` bytes of each
-  and `MAX_TOTAL` in all go to the model; a longer file is cut at a line and the prompt
-  says so after its `<instructions>` element (never silently), as does `info`.
-- Read again every time a session starts or resumes; the system prompt holding them is
-  never summarised by a compaction, so they are in force for the whole session.
+- A file is read only when it resolves inside the tree it was found in (no link out of
+  the project), opened without blocking and only when regular (a FIFO is never waited
+  on), each skip said in a note.
+- At most `MAX_FILE` bytes a file and `MAX_TOTAL` in all; a cut is said in the prompt and
+  in `info`, never silently.
+- Read again at every start or resume; compaction never summarises the system prompt.
 """
 
 import os

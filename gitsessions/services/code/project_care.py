@@ -1,15 +1,11 @@
 """What gitsessions left in the user's projects, as `doctor` sees it and `gc` cleans it.
 
-Invariants:
-- The projects are those this home's sessions recorded (`workspace.repo_root`, when it
-  is still a git working tree here) and the one the command runs in.
-- A finding is a snapshot ref of a session this home deleted (its tombstone says so)
-  holding snapshots no remaining session names; its repair is retention.py's prune of
-  that ref (compare-and-swap). A ref of a session this home never had is not a
-  finding: it may be another home's (`snapshot prune --orphans` is for those). So
-  are loose snapshot refs past twice what a tidy leaves (footprint.py: a tidy that
-  kept failing); its repair, and `gc`'s, is a tidy.
-- Nothing here touches the user's refs, HEAD, index or files.
+Invariants: the projects are those this home's sessions recorded (still a working tree
+here) and the current one. A finding is a deleted session's snapshot ref holding
+snapshots no remaining session names (repair: retention's prune, compare-and-swap) or
+loose snapshot refs past twice what a tidy leaves (repair: a tidy); a ref of a session
+never here is not one (`snapshot prune --orphans`). No user ref, HEAD, index or file is
+touched.
 """
 
 from collections.abc import Iterable, Mapping

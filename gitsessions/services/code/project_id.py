@@ -1,18 +1,12 @@
-"""What identifies a project wherever it is cloned: its repository's root commits and
-its remotes' URLs, normalised. Sessions are found by it before their recorded path, so
-a session pulled from another machine, or made in another clone at another path, is a
-session of this project here.
+"""What identifies a project wherever it is cloned: its root commits and its remotes' URLs,
+normalised; sessions are found by it before their recorded path.
 
 Invariants:
-- Recorded once, when a session is created (`workspace.project`: `{"roots", "remotes"}`,
-  each sorted, at most `MOST` entries), read with stock git through projectgit's
-  hardened commands; nothing is written to the project.
-- Two identities are the same project when they share a root commit; only when one of
-  them has no commit yet do their remotes decide. A header without one (an older
-  session, or none recorded outside a repository) is matched by its path alone, as
-  before: nothing is guessed from a path.
-- A pulled header's identity is data: it decides only which list a session shows in,
-  never where a tool works or what is written.
+- Recorded once at creation (`workspace.project`, sorted, at most `MOST` entries), read
+  with projectgit's commands; nothing written to the project.
+- Same project: a shared root commit; remotes decide only when one has no commit yet; a
+  header without an identity is matched by its path alone (nothing guessed).
+- A pulled identity decides only which list a session shows in, never where a tool works.
 """
 
 import re

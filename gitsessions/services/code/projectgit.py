@@ -1,34 +1,17 @@
-"""Stock git on the user's project, with the project's command-running settings off.
-
-The project's `.git` is not gitsessions' to trust: an agent's shell (or anything else)
-may have written `.git/config`, `.git/hooks/*`, `.git/info/attributes` or a
-`.gitattributes`. Every git command gitsessions itself runs on a project (workspace
-facts, snapshots, rewind, `diff --code`, worktrees, code push/pull, the git hooks'
-lookups) is built by `command` (and run by `run`), so none of them runs a command that
-config names.
+"""Stock git on the user's project, with the project's command-running settings off: the
+project's `.git` (config, hooks, attributes) may have been written by anyone, so every
+git command gitsessions runs on a project is built by `command` and run by `run`.
 
 Invariants:
-- The overrides go in as command-line config (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`
-  appended to the caller's, so they win over every config file and reach the git
-  processes git itself starts): fsmonitor off, hooks from `/dev/null` (none), no pager
-  or editor, no signing or signature checks (both run `gpg.program`), no
-  `ext::` transport, no automatic gc or maintenance, no submodule recursion.
-- A command that can run a clean or smudge filter (`FILTERING`: every one that reads
-  the working tree or writes an index, since writing an index re-hashes its racily clean
-  entries through the clean filter, even `write-tree`; `checkout-index` and `worktree
-  add` smudge) first lists the filter drivers the project's config defines (one
-  `git config` call) and blanks every one of them: filters cannot be switched off
-  wholesale, only driver by driver. A run of such commands on one project may share
-  one listing (`filters_listed`: the environment then says so with a value only this
-  process knows, so an inherited variable cannot skip it).
-- `push`, `fetch` and `ls-remote` name the remote side's program themselves
-  (`--receive-pack=git-receive-pack`, `--upload-pack=git-upload-pack`): for a local or
-  ssh remote, `remote.*.receivepack`/`uploadpack` is a command run as given, and the
-  first value git reads wins, so command-line config cannot replace it.
-- Diff options that could run a program (`--no-ext-diff --no-textconv`) and hashing
-  without filters (`hash-object --no-filters`) are the callers' to pass; `DIFF_SAFE`
-  names the former.
-- Nothing here reads the environment or prints; git is found on the caller's PATH.
+- Overrides go in as command-line config (`GIT_CONFIG_COUNT`, winning over every file and
+  reaching git's children): no fsmonitor, hooks, pager, editor, signing, `ext::`, auto
+  gc, submodule recursion.
+- A command that can run a clean or smudge filter (`FILTERING`: anything reading the
+  working tree or writing an index, even `write-tree`) first blanks every filter driver
+  the config defines (listed once per run: `filters_listed`, a value only this process
+  knows).
+- `push`, `fetch`, `ls-remote` name the remote program themselves (`--receive-pack`,
+  `--upload-pack`); callers pass `DIFF_SAFE` and `--no-filters` where they apply.
 """
 
 import os

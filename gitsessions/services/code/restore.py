@@ -1,19 +1,12 @@
-"""Put a code snapshot back into the workspace: `gitsessions snapshot restore SNAPSHOT`,
-the command `rewind --force` and `worktree remove --force` print for the changes they
-saved before going on (as `git stash` saves, and `git stash apply` brings back).
+"""`snapshot restore SNAPSHOT`: a code snapshot back in the workspace (what `rewind --force`
+and `worktree remove --force` saved; as `git stash apply`).
 
 Invariants:
-- Only a snapshot commit (its subject `gitsessions snapshot: ...`) some
-  `refs/gitsessions/snapshots/<id>` of the project reaches is restored, and only a hex
-  id (4 to 64 digits) reaches git's command line.
-- The workspace's files become the snapshot's exactly: files it holds are written,
-  files it lacks are removed (ignored files are never touched: a snapshot leaves them
-  out), with stock git from a temporary index, as `rewind` writes them; HEAD, the index
-  and the stash are untouched.
-- Never destructive: when the workspace holds changes neither a snapshot of the project
-  nor git (HEAD or any commit: git_held.py) has, nothing changes, unless `force`, which
-  first records them as a new snapshot (of the session the restored snapshot belongs
-  to) and says how to restore that one. What git holds is named in a note.
+- Only a snapshot commit some snapshot ref of the project reaches, named by hex only.
+- The files become the snapshot's exactly (ignored files untouched), written by stock
+  git from a temporary index; HEAD, index and stash untouched.
+- Refused over changes no snapshot and no commit holds (git_held.py) unless `force`,
+  which first records them as a new snapshot and says how to restore it.
 """
 
 import re

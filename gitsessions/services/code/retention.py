@@ -1,26 +1,14 @@
 """Retention of code snapshots in a project: prune, orphans, the size budget.
 
 Invariants:
-- A snapshot's commit never changes: pruning rebuilds only the keep commits of a
-  session's ref (snapshots.py) over the snapshots it keeps, and moves the ref by
-  compare-and-swap (`update-ref NEW OLD`; a ref that moved meanwhile is left alone and
-  named). A ref left with nothing to keep is deleted the same way.
-- By default nothing a session can still rewind to goes: every snapshot some session of
-  this home names in a `Code-Snapshot` trailer is kept (a fork's history includes its
-  parent's, so a fork keeps what it names in its parent's ref), and so is every snapshot
-  of a session of this home that no trailer names (what `rewind --force` and `worktree
-  remove --force` saved, and a prompt's snapshot that the step's tools replaced). Only
-  what the user asks for goes beyond that: `keep_turns` keeps of each session only what
-  its last N turns name (and the snapshot at or before the oldest of them), and of the
-  unnamed ones those taken since; `older_than` drops snapshots taken before then.
-- A ref whose session this home deleted keeps only what another session names; a ref
-  of a session this home never had (another home's, or pulled) is left alone unless
-  `orphans`.
-- An old-style chain (each snapshot's second parent the previous one) keeps everything
-  below the newest snapshot kept in it: those are reachable from it, not from a keep
-  commit, and its id cannot change.
-- The freed objects are unreachable, not yet gone: the project's own `git gc` removes
-  them once they are older than its `gc.pruneExpire` (two weeks by default).
+- A snapshot's commit never changes: pruning rebuilds only a ref's keep commits and moves
+  the ref by compare-and-swap (a ref that moved is left and named).
+- By default nothing a session can rewind to goes: every snapshot a trailer of this
+  home's sessions names, and every unnamed one of a session of this home (what `--force`
+  saved). `keep_turns` and `older_than` go further only when asked.
+- A deleted session's ref keeps what others name; a ref of a session never here is left
+  unless `orphans`. An old-style chain keeps everything below its newest kept snapshot.
+- Freed objects are only unreachable: the project's `git gc` removes them later.
 """
 
 import re

@@ -1,20 +1,14 @@
 """Rewind a session to turn N: its chat, its code, or both; never destructive.
 
 Invariants:
-- The chat rewinds by one new commit (through the writer) whose working context and
-  plan are those turn N left; the transcript keeps every message and gets one record of
-  the rewind. Turn numbers go on from the newest turn (the rewind commit has no `Turn`).
-- The code rewinds to turn N's snapshot only when everything in the workspace is held by
-  some snapshot of the session, or its files that differ from the nearest snapshot by
-  git (HEAD or any commit of the project: git_held.py; a note names each with its
-  `git show`); otherwise nothing changes, unless `force`, which first records the
-  workspace as a new snapshot. Files are written with stock git from a
-  temporary index (`read-tree`, `checkout-index`); HEAD, the index and the stash are
-  untouched; files the snapshot lacks are removed (a snapshot holds them).
-- A rewind that would change nothing (the working context and plan already turn N's,
-  the files already its snapshot's) commits nothing: `unchanged`. `dry_run` says what a
-  rewind would change and changes nothing (`\\rewind N` asks with it first).
-- All of it happens under the session's lease: no agent can run a turn meanwhile.
+- The chat rewinds by one writer commit holding turn N's context and plan, and one
+  transcript record; the transcript loses nothing; turn numbers go on.
+- The code rewinds only when every workspace file is in some snapshot of the session or
+  held by git (git_held.py, each named with its `git show`), else refused unless `force`
+  (which snapshots first); files written from a temporary index (`read-tree`,
+  `checkout-index`), HEAD, index and stash untouched.
+- Nothing is committed when already at turn N (`unchanged`); `dry_run` changes nothing
+  (`\\rewind N` asks with it first). All under the session's lease.
 """
 
 import os

@@ -1,24 +1,16 @@
-"""Code snapshots: the project's exact code state at each turn, as commits in the project.
-This module holds what the rest of code/ stands on: the project (`find_project`), stock
-git run in it (`git`), and the snapshot commits with the session's ref that holds them;
-the tree a snapshot records is written by capture.py, and snapshotter.py takes them.
+"""Code snapshots as commits in the project: what the rest of code/ stands on (the project,
+`find_project`; stock git in it, `git`; the snapshot commits and the session's ref).
 
 Invariants:
-- A snapshot never touches the user's HEAD, index, stash or files: it only ever writes
-  objects and the one ref `refs/gitsessions/snapshots/<session id>`.
-- A snapshot commit's only parent is the project's HEAD (as a stash's first is). The ref
-  names the first snapshot itself; each later one adds a *keep* commit (subject
-  `gitsessions keep: session <id8>`, the snapshot's tree): first parent the new
-  snapshot, second what the ref named before. So every snapshot stays reachable and
-  `git gc` keeps them, and retention (retention.py) can drop some by rebuilding the keep
-  commits alone: a snapshot's id, which `Code-Snapshot` trailers name, never changes.
-  (Older gitsessions chained snapshots themselves, second parent the previous one;
-  such a chain is still read.) The ref moves by compare-and-swap (`update-ref NEW
-  OLD`). A turn whose tree and HEAD did not change reuses the previous snapshot: no
-  new commit.
-- Only stock `git` is run, in the project, with its command-running config off
-  (projectgit.py: fsmonitor, hooks, filters, signing); nothing here reads the
-  environment or prints.
+- A snapshot writes only objects and `refs/gitsessions/snapshots/<session id>`: never the
+  user's HEAD, index, stash or files.
+- A snapshot commit's one parent is the project's HEAD; each later one adds a *keep*
+  commit to the ref (first parent the snapshot, second the ref's old value), so every
+  snapshot stays reachable and retention drops some by rebuilding keep commits alone: a
+  snapshot's id, which `Code-Snapshot` trailers name, never changes. (Old chains, second
+  parent the previous snapshot, are still read.)
+- The ref moves by compare-and-swap (`update-ref NEW OLD`); an unchanged tree and HEAD
+  reuse the previous snapshot. Git through projectgit.py.
 """
 
 import subprocess

@@ -1,17 +1,13 @@
-"""Taking snapshots: `take` once (a fork's worktree, a test), `Snapshotter` at each of a
-session's turns (the agent's `code_snapshot`).
+"""Taking snapshots: `take` once (a fork's worktree), `Snapshotter` at each turn.
 
 Invariants:
-- A take is a capture (capture.py) recorded on the session's newest snapshot
-  (snapshots.py): a tree and HEAD that did not change name the previous snapshot.
-- A `Snapshotter` finds the project once; without one, or when git fails, one note says
-  so and the turn goes on (no exception leaves it). When `git status` says what it said
-  last time and every file it names has the same size, times and inode, the last
-  snapshot is named again after that one git call.
-- Its notes are said once: no repository, files left out for size (once per set), and
-  one warning a process past `[snapshots] budget_bytes`; after each new snapshot the
-  loose snapshot refs and objects are packed once enough pile up (footprint.py).
-- Nothing here reads the environment or prints: notes go to `notes`.
+- A take is a capture recorded on the session's newest snapshot; unchanged tree and HEAD
+  name the previous one.
+- No project, or a failing git: one note, and the turn goes on (nothing raised). When
+  `git status` and the stats of its files are unchanged, the last snapshot is named
+  after that one git call.
+- Notes said once (no repository, files left out, `budget_bytes` passed); the project's
+  `.git` is tidied when enough piles up (footprint.py).
 """
 
 import os

@@ -1,16 +1,10 @@
-"""Agent Trace records (agent-trace.dev, spec 0.1.0) from blame results.
+"""Agent Trace records (agent-trace.dev, spec 0.1.0) from blame results (pure).
 
-Invariants:
-- A record holds only what the schema defines (`schemas/trace-record.json` of the
-  public cursor/agent-trace repository): `version`, a UUID `id`, an RFC 3339
-  `timestamp`, `vcs`, `tool`, `files[].conversations[]`; no other key anywhere.
-- One conversation per session turn that wrote lines of a file: `url` is
-  `gitsessions:<session id>@turn:<n>` (docs/format.md, "Agent Trace"), `related` names
-  the session as `gitsessions:<session id>`, `contributor` is `ai` with the session's
-  model as `model_id`; its `ranges` are the runs of consecutive lines it wrote (1-based,
-  inclusive), each with the `content_hash` of its lines. A person's lines are in no
-  conversation.
-- Pure: nothing here runs git, reads a file or prints.
+Invariants: a record holds only what the schema defines (`version`, UUID `id`, RFC 3339
+`timestamp`, `vcs`, `tool`, `files[].conversations[]`). One conversation per session turn
+that wrote lines of a file: `url` `gitsessions:<id>@turn:<n>`, `related` the session,
+`contributor` `ai` with the model; its `ranges` the runs of lines it wrote (1-based,
+inclusive), each with a `content_hash`. A person's lines are in no conversation.
 """
 
 import hashlib

@@ -1,17 +1,14 @@
-"""A worktree fork made on another machine, made here: by `worktree restore` in a clone
-of its project, and by a pull that brings its code (`adopt_pulled`).
+"""A worktree fork made on another machine, made here: by `worktree restore` in a clone of
+its project, and by a pull that brings its code (`adopt_pulled`).
 
 Invariants:
-- Nothing of the pulled mark is used, and the path it names is never touched: the
-  worktree is made under this home (`<home>/worktrees/<repo name>-<short id>`), of the
-  clone the command runs in (the session's project by identity), on the fork's branch
-  `gitsessions/<short id>`, which is made at the fork's newest code snapshot (its latest
-  turn's, checked to be a commit of this clone) when the clone lacks it.
-- This home records the worktree (`worktree_mark.remember`) before git makes it, and
-  forgets it when git or the session commit fails: neither is left half made.
-- A pull makes the worktrees of the forks it brought code for, or changed, and only
-  those of the current directory's project; a fork this home has a record of (made,
-  adopted or removed here) is never made again by a pull.
+- Nothing of the pulled mark is used, its path never touched: the worktree is made under
+  this home, of the current clone (the project by identity), on `gitsessions/<id8>` made
+  at the fork's newest code snapshot (checked to be a commit here).
+- Recorded (`worktree_mark.remember`) before git makes it, forgotten if git or the commit
+  fails.
+- A pull makes only the current project's forks it brought code for; one this home has a
+  record of is never made again.
 """
 
 from collections.abc import Mapping

@@ -1,24 +1,14 @@
-"""Worktrees and branches of worktree forks that no session knows, as `doctor` finds
-them and `doctor --repair` removes them: what a `fork --worktree` killed between its
-`git worktree add` and its session's commit leaves (worktrees.py records the worktree
-first, so the record names what was left).
+"""Worktrees and branches of worktree forks no session knows (a `fork --worktree` killed
+before its commit), as `doctor` finds them and `--repair` removes them.
 
 Invariants:
-- A finding is a record of this home (`worktree_mark.records`) for a session the store
-  does not hold and this home did not delete, written over `FRESH` seconds ago (a fork
-  being made now is no finding); or a folder under `<home>/worktrees/` that no session's
-  mark and no record names and whose short id is no session's, live or deleted here (a
-  deleted session's worktree is kept on purpose); or a branch `gitsessions/<short id>`
-  of a project the sessions worked in that no session and no record names.
-- Nothing of the user's is lost: repair removes a recorded worktree only when `git status
-  --porcelain --ignored` in it says nothing (then by `git worktree remove` without
-  --force, which refuses anything else too), and its branch only when every commit on it
-  that no other branch, tag, remote or snapshot ref reaches is the fork's own start (a
-  `gitsessions: uncommitted work of` commit whose tree is the snapshot its
-  `Code-Snapshot` trailer names). Anything else is reported with the exact git command
-  that would remove it, and left as it is; an unnamed folder or branch is never removed
-  (it may be another home's, or older than this home's records).
-- Only git runs on the projects, through projectgit.py (snapshots.git).
+- A finding: this home's record of a session the store lacks and this home did not
+  delete, older than `FRESH`; a folder under `<home>/worktrees/` nothing names; a
+  `gitsessions/<id8>` branch nothing names.
+- Nothing of the user's is lost: repair removes only a recorded worktree that `git status
+  --porcelain --ignored` finds clean (`git worktree remove`, no --force), its branch only
+  when it holds nothing but the fork's own start; anything else is reported with the git
+  command that would remove it. An unnamed folder or branch is never removed.
 """
 
 import os

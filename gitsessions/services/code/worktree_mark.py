@@ -1,26 +1,14 @@
-"""A worktree fork's mark in its header, and the one check every use of it goes through.
+"""A worktree fork's mark in its header, and `check`, the one gate every use of it passes:
+a pulled header can say anything, so a mark is trusted only when this home's record
+`store.git/gitsessions/worktrees/<id>` (written by `remember`, never pushed, pulled,
+exported or imported) names the same path, repository and branch (this home's record
+wins over another home's mark), and, to be worked in (`Checked.live`), the header does
+not say it was removed and `git worktree list` lists the path. Anything else is
+`Checked.refused` and the caller works in the current directory, saying so in one line.
 
-A mark is a fact of the home that made the worktree. The header carries it, but a
-header can come from anywhere (a pull brings other homes' commits as they are), so a
-mark is used only through `check`, which trusts it when, and only when:
-
-- this home made a worktree for that session (the id its branch names, which its
-  header repeats): `store.git/gitsessions/worktrees/<id>`, written by `remember` when
-  `fork --worktree` adds the worktree (or a restore makes one of a fork made elsewhere),
-  names the same path, repository and branch (that directory is never pushed, pulled,
-  exported or imported). When the header names another home's worktree (that home
-  made one too, and its commit came with a pull), the record's is used, not removed;
-- and, for the worktree to be worked in (`Checked.live`), the session's header does not
-  say it was removed and `git worktree list` of that repository lists that path.
-
-Anything else is refused (`Checked.refused`) and the caller works in the current
-directory, saying so in one line. The record is read at most `MAX_RECORD` bytes, and
-git is given `GIT_TIMEOUT` seconds.
-
-Read before a resumed chat's prompt, so this module imports nothing but the standard
-library, store/homerecords.py (standard library only) and projectgit.py, which builds
-its git command with the project's command-running config off
-(`services/code/worktrees.py`, which makes and removes worktrees, loads the store).
+Read before a resumed chat's prompt: imports only the standard library,
+store/homerecords.py and projectgit.py; records read bounded (`MAX_RECORD`), git given
+`GIT_TIMEOUT`.
 """
 
 import os

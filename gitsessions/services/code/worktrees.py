@@ -1,23 +1,15 @@
 """Worktree forks: a chat fork together with a git worktree of its parent's project.
 
 Invariants:
-- The worktree is a stock `git worktree` of the project, on a new branch
-  `gitsessions/<short id>`, under `<home>/worktrees/<repo name>-<short id>`, checked out
-  at the fork point's code snapshot (uncommitted work included). The branch starts at a
-  commit whose parent is the project's HEAD of that snapshot and whose tree is the
-  snapshot's (or at that HEAD itself when nothing was uncommitted), so merging it back
-  brings only the work, not the session's snapshot chain.
-- The fork's header records `worktree` = `{path, branch, base, repo, removed_at}` (base:
-  the snapshot; repo: the project's main working tree). It is a local mark: no fork of
-  the fork, export or import carries it (`values.records.LOCAL_ONLY_FIELDS`), and this
-  home records that it made it (`worktree_mark.remember`, never pushed or pulled).
-  Every use of a mark (list, remove, restore) goes through `worktree_mark.check`: a
-  mark this home did not make for that session (a pulled one) is refused.
-- Every session commit (the fork, a removal, a restore) goes through the writer. Git is
-  changed first and undone when the session commit fails, so neither is left half made.
-- A fork made on another machine is made here by `worktree_adopt`.
-- `remove` refuses a worktree with uncommitted or untracked changes unless `force`,
-  which snapshots them into the session's snapshot ref first: nothing is lost.
+- A stock `git worktree` under `<home>/worktrees/`, on a new branch `gitsessions/<id8>`
+  at the fork point's snapshot: one commit on the snapshot's HEAD holding the
+  uncommitted work (or that HEAD), so merging back brings only the work.
+- The header's `worktree` mark is local (`values.records.LOCAL_ONLY_FIELDS`: no fork,
+  export or import carries it), recorded by this home (`worktree_mark.remember`); every
+  use goes through `worktree_mark.check`.
+- Git is changed first and undone when the session commit (through the writer) fails.
+- `remove` refuses uncommitted or untracked changes unless `force`, which snapshots them
+  first.
 """
 
 import contextlib

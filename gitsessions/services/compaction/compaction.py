@@ -1,33 +1,17 @@
 """Tiered compaction of the working context: a pure function, tested without a server.
 
-Invariant: `compact(messages, policy, summarize, count, ...)` never mutates its input and
-never breaks tool call/result pairing. Either it returns a `CompactionResult` whose
-messages are valid and smaller than before, or an unchanged-context outcome
-("not_needed", "nothing_to_compact"), or it raises a `CompactionError` and the caller's
-context stays exactly as it was. The transcript is never rewritten: a cleared tool
-output becomes a stub naming its transcript message index and `read_session`.
+Invariant: `compact` never mutates its input nor breaks call/result pairing: it returns
+valid, smaller messages, an unchanged outcome ("not_needed", "nothing_to_compact"), or
+raises `CompactionError` with the context as it was. The transcript is never rewritten:
+a cleared output is a stub naming its transcript index and `read_session`.
 
-Stage 1 ("clear", in `clearing`) first cuts every giant message (over `giant_share` of
-the budget and GIANT_MIN_TOKENS: a tool-call argument, a reply, a tool output, a user
-message, anywhere in the context, the current turn included) to a head and a tail that
-name its transcript message, then replaces old tool outputs with stubs, oldest first,
-until the context is at or under the target. Protected: the newest tool result always;
-in the current turn (after the latest user message) the newest outputs within
-`current_turn_allowance` tokens; before it, any of the last `keep_recent_tool_results`
-tool results.
-Stage 2 ("summarize") cuts at the latest user message after index 1, keeps the system
-prompt and everything from the cut on, and replaces the rest with one continuation note
-(a user message, see `continuation`) holding the summary, the ledger (see `ledger`) and
-the user's own messages among those replaced, quoted verbatim (see `user_words`).
-Whether to ask the model at all is one decision, made before the request, for the run
-and the dry run alike: when the context with an empty summary is not smaller than what
-the summary must beat, summarizing cannot help, the model is not asked, and both say so
-(keeping stage 1's clearing where there was some). A giant message is cut by `giants`.
-
-Transcript indices: a context tool message is matched to the transcript by
-`tool_call_id`, in order (the context is a subsequence of the transcript), so callers
-pass the transcript and nothing parallel to the messages. Without a transcript the
-context is taken to be the transcript (a session never compacted before).
+Stage 1 (`clearing`): giant messages cut to a head and tail (`giants`), then old tool
+outputs stubbed, oldest first, to the target; protected: the newest result, the current
+turn's within `current_turn_allowance`, the last `keep_recent_tool_results`. Stage 2
+cuts at the latest user message, keeps the system prompt and the rest, and replaces the
+older part by one continuation note (summary, `ledger`, the user's words). Whether to ask
+the model is one decision for the run and the dry run: not when an empty summary would
+not beat the target. Context tool messages match the transcript by `tool_call_id`.
 """
 
 import copy

@@ -1,19 +1,13 @@
-"""A session's compactions read back from their commits: which commit made compaction N,
-and what it took out of the working context (`show --compaction N`).
+"""A session's compactions read back from their commits (`show --compaction N`): which
+commit made compaction N, and what it took out of the working context.
 
 Invariants:
-- Compaction N is the `Event: compact` commit of the session's first-parent history
-  after which `counts.compactions` is N and before which it was N-1 (imports that carry
-  compaction records without commits of their own have none: `NoSuchCompaction` says so).
-  Nothing is written, and nothing here runs the summarising logic: the working context
-  before is the one at the commit's parent, after it the commit's own.
-- What it took out is found by transcript position: a message of the context before
-  whose transcript index is not in the context after was summarised, unless the record's
-  `cleared` lists it (a tool output cleared, or a giant message cut, in place); a message
-  the transcript does not hold (an earlier note, an earlier stub) summarised is one the
-  context after no longer holds. The summary is the continuation note the context after
-  holds and the context before did not.
-- Token counts are per message, by the `count` given (the same counter as everywhere).
+- Compaction N is the `Event: compact` commit after which `counts.compactions` is N
+  (imported records without commits have none: `NoSuchCompaction`); the context before
+  is its parent's, after its own. Nothing is written or re-summarised.
+- Taken out: a message of the context before whose transcript index is not in the
+  context after (unless `cleared` lists it: cleared in place); the summary is the note
+  the after context holds and the before one did not. Counts use the counter given.
 """
 
 from collections.abc import Callable

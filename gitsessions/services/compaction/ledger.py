@@ -1,28 +1,14 @@
-"""The ledger: what a session did, read from its transcript, never from a model.
+"""The ledger: what a session did, read from its transcript, never from a model; a pure
+function of (transcript, plan, pins), appended to every continuation note, so a
+summarizer that forgets a modified file cannot lose it: files written or edited, shell
+commands with exit codes, the last failed result, open plan items, pins verbatim.
 
-Invariant: a ledger is a pure function of (transcript, plan, pins). It lists every file a
-tool wrote or edited, the shell commands run with their exit codes, the last failed tool
-result, the open plan items and the pinned notes verbatim. Compaction appends it to every
-continuation note, so a summarizer that forgets a modified file cannot lose it.
-
-Tool result convention (the tool implementations must match it):
-
-- `write_file` and `edit_file` take a `path` argument; `run_shell` takes `command`.
-- A `run_shell` result starts with the line `exit code: N` (N an integer, e.g.
-  `exit code: 0`, `exit code: -9`) or `exit code: timeout after Ns`; the command's output
-  follows on the next lines. A result without that first line has an unknown exit
-  status, shown as `?`.
-- Any tool reports a failure with a result whose first line starts with `error:`.
-
-A tool result failed when it starts with `error:` or is a `run_shell` result whose exit
-status is not `0` (a timeout is a failure). A failed `write_file`/`edit_file` changed
-nothing, so its file is not listed.
-
-Rendered within a token budget (`render(max_tokens, tokens)`, compaction gives it
-`ledger_share` of the context budget), the ledger keeps every section but the file list
-whole; the file list keeps the most recently and the most often changed files, taken
-alternately from the two rankings while they fit, and counts the rest ("and 3,912 more
-files; read_session lists them"). Without a budget every file is listed.
+Invariant (the tools must keep to it): `write_file`/`edit_file` take `path`, `run_shell`
+`command`; a `run_shell` result starts `exit code: N` (or `exit code: timeout after Ns`;
+without it the status is `?`); any failure starts `error:`. A failed write changed
+nothing and is not listed. Within a token budget every section but the file list stays
+whole; the file list alternates the most recent and most often changed files and counts
+the rest.
 """
 
 import json

@@ -1,24 +1,15 @@
-"""Undoing the last compaction (`compact --undo`, `\\compact undo`): the working context
-as it was before it, plus what came since, as one new commit; and the hold that keeps
-auto-compaction from running again at once.
+"""Undoing the last compaction (`compact --undo`, `\\compact undo`) as one new commit, and
+the hold that keeps auto-compaction from running again at once.
 
 Invariants:
-- Nothing is lost: the compaction commit stays in history, `compactions.json` keeps its
-  record, the transcript gains one record (a system message starting `[compaction
-  undone]`, never sent to a model), and the commit (`Event: compact-undo`, trailers
-  `Compaction`, `Tokens-Before`, `Tokens-After`) goes through the one write path.
-- The compaction undone is the newest not undone yet: after undoing N, a second undo
-  takes back N-1 (while no compaction came since).
-- The context after the undo is the context before the compaction (its system prompt
-  the current one) followed by every message the context gained since the compaction;
-  when the context changed in another way since (a `\\undo`, a rewind), the undo is
-  refused and nothing is written.
-- The hold: the header's `compaction_undone` records the undo (`compaction`, the
-  `compactions` count then, `tokens`: the context's size at the undo, `after_tokens`:
-  what the compaction had left). While no compaction came since, auto-compaction runs
-  only once the context has grown, since the undo, by as much as would have taken the
-  compacted context past the threshold again (`tokens + threshold - after_tokens`), and
-  in any case before a request would exceed the budget (`hold.auto_threshold`).
+- Nothing is lost: the compaction commit and record stay, the transcript gains one
+  `[compaction undone]` record (never sent), the commit goes through the writer.
+- The newest compaction not yet undone is undone (a second undo takes back N-1).
+- The context becomes the one before the compaction plus what came since; when it
+  changed otherwise since (`\\undo`, a rewind) the undo is refused, nothing written.
+- The hold (`compaction_undone` in the header): auto-compaction waits until the context
+  grew by what would take the compacted one past the threshold again, and never lets a
+  request exceed the budget (`hold.auto_threshold`).
 """
 
 from collections.abc import Callable

@@ -1,17 +1,11 @@
-"""The user's own words in a continuation note: the messages the user typed in the turns a
-compaction summarises, kept verbatim, newest first, within a token budget.
+"""The user's own words in a continuation note: the messages the user typed in the
+summarised turns, verbatim (as stored, redacted), newest first, within `max_tokens`; an
+earlier note's quotes follow, so a second compaction carries them. A summariser (a small
+model) drops most of what was said; this does not.
 
-What the user said (a constraint, a decision, a ticket id, a value) must not depend on
-what a summariser keeps: a small local model drops most of it. So the note quotes the
-user's earlier messages as they are stored (secrets already redacted by the store),
-newest first, until `max_tokens` is spent; an earlier note's quotes follow, so a second
-compaction carries what the first one kept. A message longer than the room left is cut
-to a head and a tail; what does not fit is counted, and stays readable with
-read_session.
-
-Invariant: each quote is one line holding one JSON string, so a quoted text can never
-forge the section's heading or another quote, and `quoted` reads back exactly what
-`render` wrote. The section is the last part of a note: `quoted` takes the last heading.
+Invariant: each quote is one line holding one JSON string, so quoted text can never
+forge the heading or another quote, and `quoted` reads back exactly what `render` wrote;
+the section is a note's last part (`quoted` takes the last heading).
 """
 
 import json

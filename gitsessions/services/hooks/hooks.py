@@ -1,22 +1,16 @@
-"""Lifecycle hooks: executables in `$GITSESSIONS_HOME/hooks/<event>` that gitsessions runs
-after a turn, around a compaction, after a fork and after a delete.
+"""Lifecycle hooks: executables in `$GITSESSIONS_HOME/hooks/<event>`, run by the places that
+commit: after a turn (`Agent.run_turn`/`retry_turn`, on an error too), around a
+compaction (`compactor`, not for a dry run), after a fork and a delete (`manage`).
 
 Invariants:
-- A hook runs only after what it is told about is committed (`pre-compact` runs before
-  the compaction, on a head that is already committed), so no hook can lose data: its
-  failure, its timeout or its absence changes nothing in the store, and nothing it
-  returns is read. `pre-compact` cannot veto a compaction: the transcript keeps every
-  message whatever compaction does, so there is nothing to protect, and a hook that
-  hangs or fails must not be able to block the agent.
-- A hook gets one JSON object on stdin (`event`, `session`, `commit`, `time`, `home`
-  and the event's details) and the environment it is given plus `GITSESSIONS_HOME`,
-  `GITSESSIONS_SESSION` and `GITSESSIONS_EVENT`; it runs in the home directory, in a
-  process group of its own, so a timeout stops it and everything it started in the
-  foreground (a child it detached with `setsid` is its own business).
-- A failure, a timeout or a hook that cannot start is reported in exactly one line
-  through `report` and one audit line; success says nothing. Its output is kept in
-  temporary files, never pipes, so a child that holds them open cannot stall the agent,
-  and never reaches stdout (where `--json` data goes).
+- A hook runs only once what it reports is committed (`pre-compact` on a committed
+  head), so it can lose nothing; nothing it returns is read and it can veto nothing.
+- It gets one JSON object on stdin and the environment it is given plus
+  `GITSESSIONS_HOME`, `GITSESSIONS_SESSION`, `GITSESSIONS_EVENT`; it runs in the home, in
+  a process group of its own that a timeout stops.
+- A failure, timeout or start failure is one line through `report` and one audit line;
+  success says nothing. Output goes to temporary files, never pipes (a child holding
+  them cannot stall the agent), never to stdout.
 """
 
 import json

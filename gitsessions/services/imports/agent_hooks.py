@@ -1,18 +1,13 @@
-"""The hooks that make Claude Code and Codex mirror each session into the store as it
-runs: installed into their own configuration, removed again, nothing else touched.
-
-Claude Code: `settings.json` in its config folder gets, under `hooks`, one entry for
-each of `Stop`, `PreCompact` and `SessionEnd` running `command` (Claude Code hands it
-`{"transcript_path", ...}` on stdin). Codex: `config.toml` gets a top-level `notify`
-(Codex runs it after each turn with `{"type": "agent-turn-complete", "thread-id", ...}`
-as its last argument); Codex has one `notify`, so one the user set is never replaced.
+"""The hooks that make Claude Code (`settings.json`: `Stop`, `PreCompact`, `SessionEnd`)
+and Codex (`config.toml`: a top-level `notify`) mirror each session as it runs:
+installed into their own configuration, removed again, nothing else touched.
 
 Invariants:
-- An entry is ours when its command holds `MARK` (Codex: its line ends with
-  `CODEX_MARK`); install adds ours once (again: no change), uninstall removes ours
-  alone; every other key, hook and line stays as it was.
-- A file is written whole or not at all (a temporary file renamed over it), mode kept;
-  a symlinked file (a dotfiles repository's) is written at its target, the link kept.
+- An entry is ours when its command holds `MARK` (Codex: ends with `CODEX_MARK`);
+  install adds ours once, uninstall removes ours alone; every other key, hook and line
+  stays. Codex has one `notify`: one the user set is never replaced.
+- A file is written whole or not at all (a temporary file renamed over it), its mode
+  kept; a symlinked file is written at its target, the link kept.
 """
 
 import json

@@ -1,27 +1,17 @@
-"""Items read from a source assembled into OpenAI chat messages that pair.
-
-A format's reader turns its lines into items (`Reply`: a piece of an assistant reply,
-`Result`: a tool's result, `Prompt`, `Boundary` and `Summary`: a compaction and its
-summary, `Usage`, `Rollback`); `Assembler` turns them into `Entry`s (a transcript message
-and its record's fields), `Compacted` and `RolledBack`.
+"""Items read from a source (`Reply`, `Result`, `Prompt`, `Boundary`, `Summary`, `Usage`,
+`Rollback`) assembled into OpenAI chat messages that pair (`Entry`, `Compacted`,
+`RolledBack`).
 
 Invariants:
-- Every assistant message's tool calls are followed, at once, by exactly one `tool`
-  message each, in call order. A result is joined to its call by id wherever it stands
-  after it (other replies, developer messages and event lines between); a call gets a
-  stub result (`NO_RESULT`, counted in `stubbed`) only once the source shows no result
-  will come: a user's prompt, a compaction, the source's end of a turn (`End`), or the
-  end of a finished file (`finish(final=True)`).
-- Output depends only on the lines read so far (and, at the end, on whether the file
-  is finished) and is never taken back: in a file that may still grow, what might
-  still grow (a reply without its end, a call without its result, a compaction
-  without its summary) is held back, not emitted (`Assembler.held`), so a later import
-  of the longer file emits the same output first, then more.
-- Reasoning (Claude's thinking, Codex's reasoning, encrypted or not) is kept as data in
-  the record's `source`, never in a message: nothing of it is ever sent to a model. A
-  reply of reasoning only (no text, no call) is carried to the next reply's record; when
-  no reply of its turn follows (a user's prompt, or the end of a finished file), it is
-  kept in the record of an assistant message of its own, `REASONING_ONLY`: never lost.
+- Every assistant message's tool calls are followed at once by exactly one result each,
+  in call order, joined by id wherever it stood after the call; a call is stubbed
+  (`NO_RESULT`) only once the source shows no result will come (a prompt, a compaction,
+  an `End`, a finished file's end).
+- Output depends only on the lines read so far and is never taken back: in a file that
+  may grow, what may still grow is held back (`held`), so a later import of the longer
+  file emits the same output first.
+- Reasoning is kept as record data (`source`), never in a message nor sent; a reply of
+  reasoning only that nothing follows gets a record of its own (`REASONING_ONLY`).
 """
 
 import json

@@ -1,27 +1,17 @@
-"""Claude Code's file as the tree it is: which lines make each conversation it holds.
-
-Chained lines name their `parentUuid`. A conversation is a path from the newest line of
-a branch back to its root (`walk`), plus the lines that belong to the same steps though
-they hang off that path (`close`): Claude Code 2.1.x writes each of a reply's parallel
-calls on a line of its own chained after the one before, and each call's result on a
-user line whose parent is that call's line, and the next turn continues from whichever
-result came last, so a call and its result can be off the path walked back.
+"""Claude Code's file as the tree it is: which lines make each conversation it holds. A
+conversation is a path from a branch's newest line back to its root (`walk`), plus the
+lines of the same steps that hang off it (`close`: parallel calls and their results
+are chained one after another, so a call and its result can be off the path).
 
 Invariants:
-- Every line of the file is in the index (`Index.add`), in file order; a line whose
-  parent is not in the file (an interrupted reply never written, a compaction's
-  `logicalParentUuid` from another file) is joined to the line before it in the file
-  on its own side (main or side chain), counted in `Index.joined` (`repair`); only a
-  file's first line, or a line that says it has no parent, is a root.
-- `close` adds to a path, in file order until nothing changes, each line whose parent
-  is on it and that is a tool result, a further line of the same assistant message, or
-  a line with nothing to import (progress, attachment, hook lines): one step, whatever
-  order its results came in.
-- `branches` covers every line with something to import (`CONTENT`): the main path
-  first, then, newest first, a path for each branch left over (a prompt edited,
-  `/rewind`, a retried reply), each with the line where it leaves the main path.
-Memory: an index of uuid -> (parent, line number), a flag byte and a uuid per line, the
-assistant lines' message ids, and a bitmap of line numbers per path.
+- Every line is in the index, in file order; a line whose parent is not in the file is
+  joined to the line before it on its own side (`Index.joined`); only a first line, or
+  one saying it has none, is a root.
+- `close` adds, until nothing changes, each line whose parent is on the path and that is
+  a result, more of the same message, or nothing to import: one step, in any order.
+- `branches` covers every line with content: the main path, then, newest first, each
+  branch left (an edited prompt, `/rewind`, a retry) with the line where it leaves.
+Memory: uuid -> (parent, line), a flag and a uuid per line, a bitmap per path.
 """
 
 from collections.abc import Iterator

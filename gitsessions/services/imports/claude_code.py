@@ -2,16 +2,13 @@
 sources `mirror.py` imports: one for each path of the file's tree (`claude_scan`).
 
 Invariants:
-- The main path is the session the file names; each other branch with content (a
-  prompt edited, `/rewind`, a retried reply) is a fork of it (`fork_of`: its fork point
-  is found in the store, where the main session's import ends a commit at the branch's
-  line, `cuts`), named `<session id>/branch/<its newest line's uuid>`; each side chain of
-  a main file (older versions kept subagents there) and a subagent's own file are
-  sessions of their own, forks of the main one with no fork point (nothing is shared).
-- A `summary` line sums up the session whose path holds its `leafUuid`, whichever file
-  of the directory it stands in (`summaries`), never another.
-- A file imported before is read from where that import stopped (`resumed`) only when
-  its new lines continue the main path there and make no branch; else it is read whole.
+- The main path is the session the file names; each other branch with content is a fork
+  of it (`fork_of`, its fork point found in the store where the main import ended a
+  commit at the branch's line, `cuts`), named `<session id>/branch/<newest uuid>`; side
+  chains and a subagent's file are sessions of their own, forks with no fork point.
+- A `summary` line sums up the session whose path holds its `leafUuid`, in whichever file.
+- A file imported before is read on from where it stopped (`resumed`) only when its new
+  lines continue the main path and make no branch; else it is read whole.
 """
 
 import hashlib

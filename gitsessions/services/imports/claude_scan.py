@@ -1,23 +1,14 @@
-"""The first pass over a Claude Code session file: its identity and metadata, and the
-paths of its tree (`claude_chain`) that become sessions.
-
-Claude Code writes one JSON line per event: chained lines (`user`, `assistant`,
-`system`, and any other line with a `uuid`) name their `parentUuid`; a compaction is a
-`system` line of subtype `compact_boundary` (`parentUuid` null, `logicalParentUuid` the
-line before it) followed by a `user` line with `isCompactSummary` (1.0.x: no boundary,
-the summary line's `parentUuid` null: it continues the main path before it). Metadata
-lines (`summary`, `custom-title`, `file-history-snapshot`, ...) carry no chat; a
-`summary` line names the line it sums up (`leafUuid`), which may be in another file of
-the directory.
+"""The first pass over a Claude Code session file: its identity and metadata, and the paths
+of its tree (`claude_chain`) that become sessions. Chained lines name `parentUuid`; a
+compaction is a `compact_boundary` line followed by an `isCompactSummary` user line
+(1.0.x: no boundary); a `summary` line names its `leafUuid`, maybe in another file.
 
 Invariants:
-- One read of the file, a line at a time; memory holds the index (`claude_chain.Index`),
-  never a line's content after it is read.
-- The main path runs from the newest line not on a side chain (a subagent's file: the
-  newest side-chain line) back to its root; every other branch with content is a path
-  of its own (`branches`), and so is each side chain of a main file (`side_chains`).
-- A read from an offset (`anchor`: the line the last import ended on) keeps a line
-  whose parent is `anchor` unjoined: it is where the new lines continue.
+- One read, a line at a time; memory holds the index, never a line's content.
+- The main path runs from the newest line not on a side chain back to its root; every
+  other branch with content is a path (`branches`), and so is each side chain.
+- A read from an offset keeps a line whose parent is `anchor` unjoined: the new lines
+  continue there.
 """
 
 from collections.abc import Iterable, Mapping

@@ -1,23 +1,14 @@
-"""Codex CLI's rollout files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) read as
-items for `assemble.py`.
-
-Each line is `{"timestamp", "type", "payload"}`: `session_meta` (`id`,
-`forked_from_id`, `cwd`, `git`, `model_provider`, `base_instructions`), `response_item`
-(a `message`, a `function_call` with string `arguments` joined to its
-`function_call_output` by `call_id`, `custom_tool_call`, `local_shell_call`,
-`reasoning`), `compacted` (the summary a compaction replaced the history with),
-`turn_context` (the model of the turns that follow), `event_msg` (`token_count`,
-`thread_rolled_back`, and events that repeat what the response items hold).
+"""Codex CLI's rollout files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) read as items
+for `assemble.py`: `{"timestamp", "type", "payload"}` lines (`session_meta`,
+`response_item`, `compacted`, `turn_context`, `event_msg`).
 
 Invariants:
-- One pass for the metadata, one for the items, each a line at a time. An older
-  rollout (the meta object as its first line, then bare response items) reads the same;
-  its cwd, which it keeps only in the `<environment_context>` message, is read from
-  there, its times from the meta object's timestamp and any item's.
-- A reply is the response items between two ends of a model response (a `token_count`
-  event, or a tool result followed by more calls); encrypted reasoning stays data.
-- `base_instructions` (Codex's own system prompt) is kept as the transcript's first
-  message, a system message: on a resume here gitsessions' own prompt replaces it.
+- One pass for the metadata, one for the items, a line at a time; an older rollout (bare
+  items after a meta line; its cwd from `<environment_context>`) reads the same.
+- A reply is the response items between two ends of a model response (a `token_count`,
+  or a result followed by more calls); encrypted reasoning stays data.
+- `base_instructions` is kept as the transcript's first (system) message; a resume here
+  replaces it with gitsessions' own prompt.
 """
 
 import hashlib

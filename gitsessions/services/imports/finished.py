@@ -1,15 +1,11 @@
-"""Whether a source file is finished (nothing more will be written to it), decided from
-evidence, never from the shape of its last line (a finished Claude Code file may end on
-a reply whose `stop_reason` is null, a Codex rollout of an older version on a message
-with no event after it).
+"""Whether a source file is finished (nothing more will be written), decided from evidence,
+never from the shape of its last line.
 
-A file counts as still being written when its last line is cut (no newline, and not a
-whole JSON object: `lines.Tally.partial_tail`) or the import runs as the source's hook
-(it runs while the agent does), unless it has not changed for `QUIET` seconds or the
-hook says the session ended. A plain `import` of a file whose lines are all whole (the
-last one with or without its newline) counts it finished. In a file found finished, a
-cut last line is damage (`lines.Tally.settle_tail`). End markers inside the file (a
-Codex `task_complete`) are read by the format's reader as items (`assemble.End`).
+Invariant: a file is still being written when its last line is cut (no newline and not a
+whole object) or the import runs as the source's hook, unless unchanged for `QUIET`
+seconds or the hook says the session ended; a plain `import` of whole lines counts it
+finished. In a finished file a cut last line is damage (`lines.Tally.settle_tail`). End
+markers inside the file are read by the format's reader (`assemble.End`).
 """
 
 import time

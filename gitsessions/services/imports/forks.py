@@ -1,20 +1,15 @@
 """A branch of a source file (a prompt edited, a turn rewound) imported as a fork of the
-session it leaves, sharing that session's history up to the branch.
+session it leaves, sharing its history up to the branch.
 
 Invariants:
-- The fork point is a commit of the session the branch leaves (`Source.fork_of`): the
-  newest one whose import had written exactly the outputs the branch begins with (the
-  same count and the same chained SHA-256, `imported.outputs` and `digest`). The fork
-  is made there through the store's one fork (nothing copied), and the branch's outputs
-  past it are appended by `mirror.import_source` as on any import read again.
-- Where the session's import in the same run passed the branch's fork line, it left a
-  `Snapshot` there (its assembler, outputs and digest, at a commit of its own): the
-  branch goes on from it, reading only its own lines; else (a session imported in an
-  earlier run) its outputs are assembled from the start and matched (`find_base`).
-- A branch that shares no commit with that session is imported as a session of its
-  own, its `parent_id` that session; one with nothing past the fork point (the path a
-  session was imported from before a prompt was edited) is not made.
-- A fork imported before is imported again as any session is (only what is new).
+- The fork point is the newest commit whose import had written exactly the outputs the
+  branch begins with (same count and chained SHA-256: `imported.outputs`, `digest`); the
+  fork is the store's one fork there (nothing copied), the rest appended by `mirror`.
+- When the session's import in this run passed the fork line it left a `Snapshot` there
+  and the branch reads only its own lines; else outputs are assembled and matched
+  (`find_base`).
+- A branch sharing no commit is a session of its own (`parent_id` set); one with nothing
+  past the fork point is not made; an imported fork re-imports as any session.
 """
 
 import copy

@@ -1,15 +1,11 @@
 """An image in a source's tool result, kept as a file of the session (`store.files`).
 
 Invariants:
-- An image's decoded bytes are kept as a blob of their own in the session's tree,
-  `files/<sha256>.<ext>` (the same bytes, the same name: kept once), never in the
-  message nor its record: the message says what it was and names the file
-  (`[image: image/png, 12 KB, files/<sha256>.png]`), so what is resumed sends the
-  reference, not the bytes, and the record lists it (`source.files`). The redaction
-  gate scans the message and the record, not the image's pixels.
-- Only a PNG, JPEG, GIF or WebP image (`MEDIA_TYPES`) of valid base64 is kept, at most
-  `MAX_BYTES` decoded, and at most `MAX_RECORD` bytes of images for one tool result;
-  any other image is named in the message with why it was not kept.
+- The decoded bytes are a blob of their own (`files/<sha256>.<ext>`, kept once), never in
+  the message or record: the message names the file (`[image: image/png, 12 KB,
+  files/...]`), so a resume sends the reference; the gate scans the message, not pixels.
+- Only PNG, JPEG, GIF or WebP of valid base64, at most `MAX_BYTES` each and `MAX_RECORD`
+  a result; any other image is named with why it was not kept.
 """
 
 import base64

@@ -1,21 +1,13 @@
 """A JSONL source read a line at a time: memory holds one line, never the file.
 
 Invariants:
-- Every whole line is read. A last line without its newline is whole when it is a JSON
-  object (a finished file need not end in a newline): it is read and counted like any
-  other. One that is not (a writer still writing it) is left for the next import, not
-  counted as read (`Tally.bytes` stops before it), and noted (`Tally.partial_tail`,
-  `Tally.tail`): damage once the file is found finished (`Tally.settle_tail`), since
-  nothing will complete it. A read that goes on from the end of a line read without
-  its newline takes the newline written since as that line's, not as a line of its own.
-- A line that is not a JSON object (or longer than `MAX_LINE`, or that would take more
-  than `MAX_DECODED` bytes of memory once decoded) is damage: reported with its 1-based
-  line number, skipped, and the rest of the file still read.
-- A line's decoded size is estimated from its bytes before it is decoded
-  (`decoded_size`): what its text takes as Python strings, plus `PER_VALUE` bytes for
-  each object, array and item (a `{`, `[` or `,` outside a string). A short line is
-  never counted (it cannot reach the cap); nesting deeper than the decoder's recursion
-  limit is damage too (the decoder stops with a RecursionError).
+- Every whole line is read; a last line without its newline is whole when it is a JSON
+  object; a cut one is left for the next import (`Tally.bytes` stops before it) and is
+  damage once the file is finished (`Tally.settle_tail`). Reading on after such a line
+  takes the newline written since as that line's.
+- A line that is not a JSON object, longer than `MAX_LINE`, or over `MAX_DECODED` once
+  decoded (estimated from its bytes first, `decoded_size`), or nested past the decoder's
+  recursion limit, is damage: reported with its line number, skipped, the rest read.
 """
 
 import hashlib

@@ -1,32 +1,18 @@
-"""A source session written to the store, and kept in step with it.
-
-The session's id is derived from the source's own id (`claude_code.derived_id`, ...),
-so importing the same source again finds the same session. Its header's `imported`
-records what was imported: the source (`from`, `id`, `path`, `cwd`, ...), the bytes read
-(`bytes`, their `sha256`), and how many outputs (messages, compactions, rollbacks) of the
-assembled source are committed (`outputs`, `messages`) with the SHA-256 of them
-(`digest`, chained: each the SHA-256 of the previous and the output), and, for a
-source that can be read on (`Source.resume_point`), where the next import may start
-reading (`resume`), and the lines where a finished file's end settled what was open
-(`settled`: a call stubbed, a reply taken without its end).
+"""A source session written to the store and kept in step with it. Its id derives from the
+source's id; the header's `imported` records the source, the bytes read (and their
+SHA-256), the outputs committed with their chained SHA-256 (`outputs`, `digest`), where
+the next import may read on (`resume`) and what a finished file's end settled.
 
 Invariants:
-- A re-import appends only outputs past `outputs`, as new commits on the same session,
-  and only when the source still begins with the bytes read last time and its first
-  `outputs` outputs hash to `digest`: a source shortened, rewritten, or whose active
-  chain moved (a prompt edited in the source) is reported (`Outcome.status`) and
-  nothing is written. A session continued here since its last import (more messages
-  than the import wrote) is reported too, not merged into.
-- A file found finished (`Source.finished`) is settled at its end; if it grows after
-  all, a re-import reads on from there, or, read whole, settles again at each line of
-  `settled`, so what was imported stays how the source's outputs begin.
-- Memory holds one line of the source, one batch of `PART` records (and of at most
-  `files.MAX_COMMIT` bytes of their images: a batch is committed once it holds that
-  much) and the working context (since the source's last compaction), never the whole
-  transcript.
-- Every commit goes through the store's redaction gate (the records' `source` data, the
-  reasoning kept there, is redacted here with the same rules), each commit under the
-  session's lease. An image kept as a file (`images.py`) is bytes the gate does not scan.
+- A re-import appends only outputs past `outputs`, and only when the source still begins
+  with the bytes read and its outputs hash to `digest`: a source shortened, rewritten or
+  whose chain moved, or a session continued here since, is reported, nothing written.
+- A finished file settled at its end that grows after all settles again at the same
+  lines, so what was imported stays how the source's outputs begin.
+- Memory: one line, one batch of `PART` records (and `files.MAX_COMMIT` bytes of images),
+  the context since the last compaction; never the whole transcript.
+- Every commit passes the redaction gate (the `source` data redacted here with the same
+  rules), under the session's lease.
 """
 
 import copy

@@ -1,24 +1,15 @@
-"""What the model server says its context holds, asked once as an agent starts: the
-budget is then the smaller of `--max-context-tokens` and that.
-
-Each server says it its own way, and each is asked at once (in threads of their own):
-- llama.cpp: `GET /props` (the server's root, beside `/v1`), its
-  `default_generation_settings.n_ctx` (a slot's context), or a top-level `n_ctx`;
-- Ollama: `POST /api/show` with the model, its `model_info["<arch>.context_length"]`,
-  or the `num_ctx` of its `parameters` when the model sets one (the smaller);
-- vLLM: `GET /v1/models`, the model's `max_model_len` (chat passes the list its
-  endpoint probe read, which is not asked again).
-A server that answers none of them (OpenAI, a proxy) leaves the budget as configured.
+"""What the model server says its context holds, asked once as an agent starts (the budget
+is then the smaller of `--max-context-tokens` and that): llama.cpp `GET /props`
+(`n_ctx`), Ollama `POST /api/show` (`context_length`, or a smaller `num_ctx`), vLLM
+`GET /v1/models` (`max_model_len`; chat hands over the list its probe read), each asked
+at once in a thread; a server answering none (OpenAI, a proxy) leaves the budget as set.
 
 Invariants:
-- Nothing is sent anywhere but the base URL's scheme, host and port: the paths are
-  built from it, and a redirect is not followed (it counts as no answer; the standard
-  library's client follows none). The API key goes as the chat requests send it.
-- Bounded: at most `ASK_SECONDS` in all (a server trickling its answer is left behind,
-  in a daemon thread that ends at its next byte after that), at most
-  `MAX_ANSWER_BYTES` of an answer read (asked uncompressed), and only a positive whole
-  number up to `MAX_TOKENS` is believed. Whatever a server sends, `ask` returns None
-  rather than raise.
+- Nothing goes anywhere but the base URL's origin: paths built from it, no redirect
+  followed (the standard library's client), no proxy; the key sent as chat sends it.
+- Bounded: `ASK_SECONDS` in all (a trickling server left in a daemon thread),
+  `MAX_ANSWER_BYTES` read, only a positive whole number up to `MAX_TOKENS` believed;
+  `ask` returns None rather than raise.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""A quick look at the model server before the first request: is it there, which models
-does it list. `chat` asks while the user types its first prompt (a background thread),
-through the model client itself (GET /models, the SDK imported in that thread).
+"""A quick look at the model server before the first request (is it there, which models it
+lists), asked by `chat` in a background thread while the user types, through the model
+client (GET /models).
 
-Invariant: `probe` and `refused_here` never raise for what the server does; they return
-what they learned. The API key is sent as the real requests send it and never appears
-in a message; a redirect to another origin does not carry it (httpx's rule: an
-upgrade to https of the same host aside). A server that does not answer within
-`PROBE_SECONDS`, or has no list, leaves nothing learned. `refused_here`
-sends nothing: it only opens a TCP connection to a server on this machine
-(`localhost`, 127.x, ::1), which a closed port refuses at once, so `chat` can say
-"cannot reach" before its prompt at the cost of a connect.
+Invariants: `probe` and `refused_here` never raise for what the server does; the key is
+sent as real requests send it, never shown, never carried to another origin (httpx's
+rule); past `PROBE_SECONDS` nothing is learned. `refused_here` sends nothing: a TCP
+connect to a server on this machine, so `chat` can say "cannot reach" before its prompt.
 """
 
 import _socket

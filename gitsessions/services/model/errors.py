@@ -1,17 +1,15 @@
-"""The model request's failures: one `ModelError` subclass each, and the one mapper from
-what the SDK, httpx or the server raised to them.
+"""The model request's failures (one `ModelError` subclass each) and `map_error`, the one
+mapper from what the SDK, httpx or the server raised.
 
 Invariants:
-- Every failure the server or the network can cause surfaces as one `ModelError`
-  subclass whose message is one line naming what to check (the flag, variable or
-  config key; `map_error` is the one mapper of the SDK's errors). A Ctrl-C is
-  `RequestInterrupted`, a KeyboardInterrupt: never a `ModelError`.
-- An error carries, in `partial`, what a stream delivered before it (reassembly.py
-  attaches it), and for an HTTP status its `status` and the `retry_after` the server
-  asked for (`Retry-After`, `retry-after-ms`, or an HTTP date).
-- The API key never appears in a message: a library's message that quotes it (a key of
-  8 characters or more) shows `<the API key>` instead.
-- The SDK is handed in (`sdk`), never imported here: only model.py imports `openai`.
+- Every failure the server or network can cause is one `ModelError` whose message is one
+  line naming what to check; a Ctrl-C is `RequestInterrupted` (a KeyboardInterrupt),
+  never a `ModelError`; an answer saying the context overflowed is `ContextOverflow`,
+  never retried, whatever its status.
+- An error carries what a stream delivered (`partial`), and an HTTP `status` and
+  `retry_after`.
+- The API key never appears: a message quoting it shows `<the API key>`.
+- The SDK is handed in (`sdk`): only model.py imports `openai`.
 """
 
 from __future__ import annotations

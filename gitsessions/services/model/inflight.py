@@ -1,18 +1,14 @@
-"""One blocking request run in a worker thread while the calling thread waits on it.
+"""One blocking request run in a daemon worker thread while the calling thread waits on it.
 
 Invariants:
-- The calling thread (the main thread, for every command) only ever waits on a queue in
-  short slices and runs `on_item` for what the worker delivered: a Ctrl-C always lands
-  there, never inside the HTTP library or the SDK (which may swallow or defer it), so
-  the first one cancels.
-- The wait ends at `expires` (time.monotonic()) whatever the worker is doing: a server
-  that trickles a byte a second, or holds its headers, cannot stretch it.
-- When the wait ends early (the deadline, a Ctrl-C, an error in `on_item`), `abandon`
-  is called once; the worker, a daemon thread, is never joined: what it does later is
-  dropped, and it never outlives the process. `Limits.abandon` makes the worker stop
-  at its next read (services/model/reply_limits.py checks `Limits` on every read) and closes
-  the answers it had, in a thread of its own (a close never blocks the waiting one).
-- Nothing here imports the HTTP library: the waiting thread never waits on its import.
+- The calling thread only waits on a queue in short slices (and runs `on_item`): a
+  Ctrl-C always lands there, never inside the HTTP library or SDK, so the first cancels.
+- The wait ends at `expires` whatever the worker does: a trickling server cannot
+  stretch it (GITSESSIONS_TIMEOUT is a deadline for the whole request).
+- On an early end `abandon` is called once and the worker never joined; `Limits` makes it
+  stop at its next read (reply_limits.py) and its answers are closed in a thread of
+  their own.
+- No HTTP library imported here: the waiting thread never waits on its import.
 """
 
 from __future__ import annotations

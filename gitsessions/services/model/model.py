@@ -1,37 +1,19 @@
-"""The model client: one chat completion request against an OpenAI-compatible server,
-sent through the openai SDK's public API (chat completions, streamed or not, and the
-model list): the SDK's client made (transport, TLS, the hooks that enforce the limits),
-the request sent and retried. What comes back is read by reassembly.py; what goes wrong
-is mapped by errors.py.
+"""The model client: chat completions (streamed or not) and the model list against an
+OpenAI-compatible server, through the openai SDK's public API; the only `openai`
+importer. Answers are read by reassembly.py into plain data (completion.py); failures
+mapped by errors.py.
 
-Invariants: this is the only module that imports `openai`. What it returns is plain data
-(completion.py), the same whether the reply was streamed or not. Every failure the
-server or the network can cause surfaces as one `ModelError` subclass (errors.py, the
-one mapper); a KeyboardInterrupt is never swallowed, and a streamed response is always
-closed.
-
-- The request runs in a worker thread; the calling thread waits on it in short slices
-  (services/model/inflight.py), so the first Ctrl-C always lands there and cancels, and the
-  timeout is a deadline for the whole request (connect, send, every read of the
-  answer): a server trickling bytes, or holding its headers, is cut when it is spent.
-  A Ctrl-C raises `RequestInterrupted` (a KeyboardInterrupt) with what arrived in its
-  `partial`.
-- An answer is read under the caps of services/model/reply_limits.py (its bytes, an event
-  stream's lines): past one, the request fails with `BadResponse` in bounded memory.
-- Every request alternates user and assistant messages (tool results aside): runs of
-  user messages are merged on the way out (`values.messages.alternating`), since strict
-  chat templates (Gemma, Mistral, Llama on vLLM or llama.cpp) refuse anything else; a
-  tool result with empty content goes as `(no output)`, which no server refuses.
-- A chat request redirected to another origin (scheme, host, port) is not followed:
-  `RedirectRefused` names both origins, and nothing was sent to the other one
-  (services/model/origins.py, through an httpx event hook). The model list follows a redirect
-  as httpx does, the key kept to its origin.
-- Proxies are the SDK's (httpx reads http_proxy, https_proxy, all_proxy and no_proxy;
-  SOCKS through `socksio`); OPENAI_ORG_ID and OPENAI_PROJECT_ID are read by the SDK.
-- A request's messages go as they are (as the SDK's `extra_body`), never walked by the
-  SDK's type transform: a request costs no more per message than its JSON.
-- A 429 or 5xx refused before anything streamed is sent again (`ModelClient`), waiting
-  as the server asks within `MAX_RETRY_AFTER`; a request dropped unanswered, once.
+Invariants:
+- Every failure is one `ModelError`; a KeyboardInterrupt is never swallowed; a stream is
+  always closed. The request runs on inflight.py's worker, its timeout a deadline for
+  the whole request; answers are read under reply_limits.py's caps.
+- Every request alternates user and assistant (runs of user messages merged on the way
+  out, the stored context unchanged): strict chat templates refuse anything else; an
+  empty tool result goes as `(no output)`.
+- A chat request is never redirected to another origin (`RedirectRefused`, origins.py);
+  the model list follows httpx's rule. Proxies, TLS and OPENAI_ORG_ID are the SDK's.
+- Messages go as `extra_body`, never walked by the SDK's type transform.
+- A 429 or 5xx before anything streamed is retried (`Retry-After`, `MAX_RETRY_AFTER`).
 """
 
 from __future__ import annotations

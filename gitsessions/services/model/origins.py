@@ -1,20 +1,14 @@
 """Where a redirect may take a request to the model server: the rule the model client
-(model.py, through an httpx event hook) holds for its chat requests, and the one httpx
-itself holds for the key on the model list (which chat's probe, endpoint.py, reads).
+holds for chat requests (an httpx event hook), and httpx's own for the key on the list.
 
 Invariants:
-- An origin is (scheme, host, port), the port its scheme's default when the URL names
-  none, the host in lower case; a URL's user:password is never part of it, nor of how
-  it is shown. A port that is no number (or out of range) is -1: never the same
-  origin as any other URL's.
-- The chat-completions POST is never redirected to another origin: a 307 or 308 would
-  send it the whole conversation, a 301, 302 or 303 would let it write the answer as a
-  GET. `CrossOriginRedirect` names both origins; refusing is the caller's job.
-- The API key follows a GET (the model list) to another origin only on an upgrade from
-  http to https of the same host on the default ports: httpx's own rule, which the
-  model client leaves as it is (tests/test_model_client.py, tests/test_endpoint.py).
-  From an `http://` base URL even that fails: its client trusts no certificate
-  (model.tls_for; tests/test_model_http.py).
+- An origin is (scheme, host lowercased, port or the scheme's default); credentials are
+  never part of it or of how it is shown; a bad port is -1, never equal to any other.
+- The chat POST is never redirected to another origin (a 307/308 would send it the
+  conversation): `CrossOriginRedirect` names both.
+- The key follows a GET to another origin only on an upgrade to https of the same host on
+  default ports (httpx's rule, tests/test_model_client.py, test_endpoint.py); from an
+  `http://` base URL even that fails, its client trusting no certificate (`tls_for`).
 """
 
 from __future__ import annotations

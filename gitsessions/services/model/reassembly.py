@@ -1,18 +1,13 @@
-"""A server's answer as a `Completion`: a whole body parsed, or a stream's chunks
-reassembled as they arrive.
+"""A server's answer as a `Completion`: a body parsed, or a stream's chunks put together.
 
 Invariants:
-- The result is the same plain data whether the reply was streamed or not
-  (completion.py); anything that is not a chat completion (HTML, text, a body without
-  choices or message, a tool call without a function name) is `BadResponse`.
-- A stream that ends before its finish reason is not a reply: it raises
-  `IncompleteReply`, and every error raised while a stream was read carries what did
-  arrive in `error.partial` (`Assembly.attach`; calls cut before their name arrived
-  left out), so the caller can keep the text and must not run the tool calls, whose
-  arguments may be cut.
-- Tool call ids are unique within a reply (a repeated id gets a `-2`, `-3`... suffix),
-  since every result names the call it answers; a call without an id gets a fresh one.
-- The SDK is never imported here: its models are recognised through `sys.modules`.
+- The same plain data streamed or not; anything that is not a chat completion (HTML, no
+  choices, a call without a name) is `BadResponse`.
+- A stream ending before its finish reason raises `IncompleteReply`, and every error
+  while streaming carries what arrived (`partial`), so the caller keeps the text and
+  never runs the calls, whose arguments may be cut.
+- Tool call ids are unique within a reply (`-2`, `-3`... suffixes; a missing id made).
+- The SDK is never imported here (recognised through `sys.modules`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
-"""What a model server's answer may cost us: its bytes, an event stream's lines, its time.
+"""What a model server's answer may cost: its bytes, an event stream's lines, its time;
+enforced by a public httpx event hook wrapping the byte stream of every answer
+(redirects and errors included) before httpx or the SDK read it.
 
-Invariants, for every answer the model client's HTTP client reads (redirects and error
-answers included), through a public httpx event hook that wraps the answer's byte stream
-before httpx or the SDK read any of it:
-- at most `MAX_REPLY_BYTES` of body are read (as sent, before any content decoding);
-  one more raises `ReplyTooLarge`, whatever Content-Length or chunk sizes said;
-- in an uncompressed `text/event-stream`, at most `MAX_EVENT_BYTES` arrive between two
-  blank lines (one endless line, or `data:` lines with no blank line, which the SDK's
-  decoder would gather without end); one more raises `ReplyTooLarge`;
-- each read first checks the request's `inflight.Limits`: once its deadline passed or
-  the waiting thread gave up on it, the next read raises `inflight.Abandoned`, so a
-  worker thread left behind ends at the server's next byte. The waiting thread
-  enforces the deadline itself (services/model/inflight.py); this only ends the worker.
-These exceptions (defined in inflight.py, which the waiting thread imports without
-httpx) are not httpx errors: httpx and the SDK let them through as they are.
-
-Imported only by the model client once it talks to a server: the HTTP library comes
-with `openai` (`httpx2`, which `mcp` requires too) and is as slow to import.
+Invariants:
+- At most `MAX_REPLY_BYTES` of body (as sent, before decoding), else `ReplyTooLarge`.
+- In an uncompressed event stream at most `MAX_EVENT_BYTES` between two blank lines
+  (the SDK's decoder would gather an endless line without end).
+- Each read checks `inflight.Limits`: once abandoned, the next read raises, so a worker
+  left behind ends at the server's next byte. These are not httpx errors: they pass
+  through httpx and the SDK as they are.
+Imported only once the client talks to a server (httpx is slow to import).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""The chat's input history: `<home>/chat_history`, one JSON object per line,
-`{"session": ID, "line": TEXT}`, oldest first, at most `LIMIT` lines.
+"""The chat's input history: `<home>/chat_history`, one `{"session": ID, "line": TEXT}`
+line each, oldest first, at most `LIMIT` lines.
 
 Invariants:
-- Every line names the session it was typed in, so deleting a session drops its lines
-  (`forget`); a line that names no session (an older plain readline file) is dropped at
-  the next rewrite, never kept without an owner.
-- The file is never edited in place: each change writes a private (0600) temporary file,
-  fsyncs it, renames it over the old one and fsyncs the directory, all under an exclusive
-  flock on `<home>/chat_history.lock`, so a crash leaves the old or the new file whole and
-  two chats saving at once both keep their lines. A temporary file a crash left behind is
-  removed by the next rewrite.
+- Every line names its session, so a delete drops its lines (`forget`); an unowned line
+  (an older readline file) is dropped at the next rewrite.
+- Never edited in place: a private temporary file, fsynced, renamed, the directory
+  fsynced, under an exclusive flock (`chat_history.lock`): a crash leaves the old or the
+  new file whole and two chats saving at once both keep their lines.
 """
 
 import contextlib

@@ -1,37 +1,18 @@
-"""`gitsessions doctor`: find what `git fsck` does not, and repair what can be repaired.
+"""`gitsessions doctor`: what `git fsck` cannot see, and its repair. A branch's place comes
+only from `store.headlog` (a `Session:` trailer alone never moves a branch: anything
+fetched may carry one), and a recorded head is used only if it names its session and
+passes a pull's checks (`revisions.checked_head`).
 
-fsck checks objects; it cannot know that a branch was lost (that only leaves dangling
-commits) or is behind a commit of its own session. Every head this home gave a session
-branch (a commit written here, or the remote's head a pull accepted into that branch)
-is recorded before the branch moves (`store.headlog`), so that record says where each
-branch should be. A commit's `Session:` trailer alone never does: anything fetched may
-carry any trailer. A recorded head is used only if it still names its session in its
-trailer and passes the checks a pull makes (`revisions.checked_head`: a format this build
-reads, the tree's session id the branch's). Checks:
-- refs: `packed-refs` lines and loose ref files that do not hold a commit id, and ref
-  names that break git's rules (`..`, a control character, ...: what an earlier
-  build let a hostile remote write, which stock git and dulwich refuse to read);
-- lost: a session with a recorded head but no branch (and that was not deleted:
-  `store.tombstones`); unfinished: the same, for a branch a pull was creating when it
-  was killed (its interrupted `packed-refs` write names it; a pull still writing is
-  waited for, so a session being created is never called lost); behind: a branch
-  whose newest recorded head descends from it (a commit whose ref update never
-  happened);
-- broken: a session whose history has a missing or unreadable object (a commit or
-  tree that does not read, an object whose pack record `packrecords.check_chain`
-  refuses: a delta cycle, a size over the bound; or whose zlib stream does not inflate
-  to the size its header declares, `packrecords.check_streams`: a zlib bomb), named
-  with its path; pack: a pack
-  whose length or checksum is wrong (nothing repairs it: restore it from a backup or
-  a synced copy; the sessions that need it are named as broken);
-- locks: lock files left by killed processes (`packed-refs.lock` when no writer holds
-  its `flock`, whatever its age); leases of processes that are gone;
-- caches: rows of `index.sqlite` / `search.sqlite` that name a session that is gone.
-Repair only ever adds or fast-forwards a branch (compare-and-swap), removes stale lock
-and lease files (a stale `packed-refs.lock` is set aside, as the next write would),
-moves unreadable ref files and refs of bad names aside
-(`store.git/gitsessions/corrupt/`), and deletes caches (they are rebuilt). It never
-deletes a commit or rewrites history.
+Checks: refs holding no commit id or with names git refuses; lost sessions (a recorded
+head, no branch, not deleted), unfinished ones (a pull killed creating them; a pull
+still writing is waited for) and branches behind their newest recorded head; broken
+sessions (a missing or unreadable object, a pack record `packrecords` refuses, a zlib
+stream not inflating to its declared size: `check_streams`); damaged packs (named, never
+repaired); stale lock files and dead leases; cache rows of gone sessions.
+
+Invariant: repair only adds or fast-forwards a branch (compare-and-swap), removes stale
+locks and leases, moves unreadable refs aside (`store.git/gitsessions/corrupt/`) and
+deletes caches; it never deletes a commit or rewrites history.
 """
 
 import contextlib

@@ -1,17 +1,14 @@
-"""Export and import: a whole session as one JSON document (`gitsessions.session/3`).
-
-The transcript is held as records (`{"message", "time", "turn", "step", ...}`, as the
-store keeps them); format 3 adds, to a record, the session's files it is the first to
-name (`files`: `exchange_files`). A format-2 document (records, no files) and a format-1
-document (bare messages) still import.
+"""Export and import: a whole session as one JSON document (`gitsessions.session/3`:
+records as the store keeps them, each carrying the files it is first to name,
+`exchange_files`); format 2 and 1 documents still import.
 
 Invariants:
-- Import validates the whole document before writing anything: a malformed document
-  writes nothing and raises `InvalidExport` naming the first problem.
-- Export then import then export gives the same JSON (the import commit keeps the
-  document's own timestamps), the session's files with it.
-- With the store's redaction on, an export holds no secret value, even of a session
-  stored before redaction existed; an import is redacted by the store as it is written.
+- Import validates the whole document before writing anything (`InvalidExport` names
+  the first problem); both stream a record at a time, a long import committed in parts.
+- Export, import, export gives the same JSON (the import keeps the document's times,
+  the commit is dated at the import), files included.
+- With redaction on, an export holds no secret value, even of a session stored before
+  redaction existed; an import is redacted as it is written.
 """
 
 import json

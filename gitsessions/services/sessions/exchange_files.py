@@ -1,16 +1,11 @@
-"""A session's files (`store.files`: images kept as blobs, `files/<sha256>.<ext>`) in an
-export document (`gitsessions.session/3`), and the errors of a document.
+"""A session's files (`store.files`) in an export document, and the errors of a document.
 
 Invariants:
-- Export: each file a record's `source.files` names travels once, base64, in the
-  `files` of the first record that names it (`{"files/<sha256>.<ext>": "<base64>"}`),
-  added after the record's redaction (base64 is not text the gate reads); a name the
-  session holds no file of travels as a name only. Memory holds one record's files.
-- Import: a document is hostile input. A record's `files` is checked as it is read
-  (`decoded`): an object of names of the layout, each valid base64 of at most
-  `MAX_BYTES` whose SHA-256 is the name's, at most `MAX_RECORD` bytes a record; else
-  `InvalidExport`, before anything is written. The store checks each name and hash
-  again as it writes.
+- Export: each file travels once, base64, in the first record naming it, added after the
+  record's redaction; a name with no file travels as a name. Memory holds one record's.
+- Import is hostile input: a record's `files` are checked as read (layout names, valid
+  base64, at most `MAX_BYTES`, SHA-256 matching the name, `MAX_RECORD` a record), else
+  `InvalidExport` before anything is written; the store checks each again.
 """
 
 import base64

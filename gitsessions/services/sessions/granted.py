@@ -1,18 +1,13 @@
-"""The approvals an "always" answer granted a session, kept by the home that granted them.
+"""The approvals an "always" answer granted a session (`tools`, and run_shell `commands` as
+`agent/shell_scope.Scope`), kept in `store.git/gitsessions/approvals/<session id>`.
 
-`store.git/gitsessions/approvals/<session id>` (JSON, `format`
-`gitsessions.approvals/1`) holds, for one session, the tools allowed without asking
-(`tools`: write_file, edit_file) and the run_shell scopes (`commands`: each a list of
-words and whether it is the exact command line, as `agent/shell_scope.Scope`). It lives
-beside the session, never in it: nothing pushes, pulls, exports or imports that
-directory, so a session that came from anywhere else (a pull, an import, another
-machine) arrives with no approvals, and none of its commits can grant one. A resumed
-session (chat, `exec --resume`, an ACP client's session/load) reads it back; `delete`
-removes it; a fork starts without.
-
-Hostile input: the file is read at most `MAX_RECORD` bytes; a record that is not this
-format, names another session or holds anything but words is ignored whole (nothing is
-granted); at most `MAX_ENTRIES` entries count.
+Invariants:
+- Beside the session, never in it: never pushed, pulled, exported or imported, so a
+  session from elsewhere arrives with no approvals and none of its commits grants one.
+  Read back on resume (chat, `exec --resume`, ACP load); `delete` removes it; a fork
+  starts without.
+- Hostile input: read at most `MAX_RECORD` bytes; a record of another format or session,
+  or holding anything but words, grants nothing; at most `MAX_ENTRIES` count.
 """
 
 import re

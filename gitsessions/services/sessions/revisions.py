@@ -1,18 +1,13 @@
 """Finding the state a revision names (`values/revision.py` parses the text).
 
 Invariants:
-- Only the named session's first-parent history is searched (its own commits, then,
-  for a fork, its parent's up to the fork point and beyond): a revision never reaches a
-  commit that is not in that history.
-- `@turn:N` is the newest `Event: turn` commit of turn N: the end of that turn (an
-  undo's commit names the current turn too, but is not part of it). A fork continues
-  its parent's numbering, so a fork's `@turn:2` may be a commit of its parent. `~N`
-  then steps N commits back along first parents.
-- The state comes back as a `Head` of the session whose commit it is (its `Session:`
-  trailer): a state before a fork is the parent's state at that commit.
+- Only the session's first-parent history is searched (a fork's reaches into its
+  parent's): a revision never reaches another commit.
+- `@turn:N` is the newest `Event: turn` commit of turn N (an undo's commit is not part
+  of it; a fork continues its parent's numbering); `~N` steps back along first parents.
+- The state is a `Head` of the session whose commit it is: before a fork, the parent's.
 - `checked_head` is the check a pull and `doctor --repair` make of a head they did not
-  write: a readable header of that very session (no dulwich imported: a pull's light
-  store reads it).
+  write: a readable header of that very session (no dulwich imported).
 """
 
 from __future__ import annotations

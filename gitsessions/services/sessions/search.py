@@ -1,30 +1,16 @@
 """Full-text search over titles, summaries, compaction summaries and every transcript
-message but the system prompt.
+message but system prompts: a query's words ANDed within one message, each matching
+anywhere (trigram), a hit with a snippet and where each word is (`marks`).
 
-A query is words, in any order, all of which must occur in one message (or title, or
-summary); each matches anywhere in a word, so a prefix (`authent`) finds `authentication`.
-A hit carries a snippet around the first word found and where each word occurs in it
-(`marks`), for the CLI to highlight.
-
-The index (`<home>/search.sqlite`, SQLite FTS5 with the trigram tokenizer, so any
-substring of 3+ characters matches, code included) is a cache. It is keyed by content:
-each transcript segment's text is stored once per git blob id (`texts`, rowid = blob key x
-SLOTS + message offset), and a table says which sessions hold which segment at which
-index (`holds`). A fork copies nothing in the store, so it adds only its `holds` rows
-here, and a search matches each segment's text once however many forks hold it. A
-segment is read only when no session held its blob yet, so refreshing after a turn reads
-one segment, not the whole store; text no session holds any more is dropped. Sessions
-whose branch is gone or damaged are dropped from it (a damaged ref named in `damaged`,
-the others still searched); a cache that cannot be read, or was built for
-another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
-removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
-Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
-A message several sessions share (a fork and its parent) is one hit naming every session
-that holds it, newest first.
-With redaction on, text is redacted before it is indexed, so even a session stored before
-redaction existed (or with it off) cannot be searched for a secret's value; an index built
-under the other setting, or under other rules (`mode` holds `rules_id()`, 0 with redaction
-off), is emptied (rows overwritten, file vacuumed) and rebuilt.
+Invariants:
+- `<home>/search.sqlite` (FTS5, trigram) is a cache keyed by content: each segment
+  blob's text once (`texts`), which sessions hold it where (`holds`); a fork adds only
+  `holds` rows, a shared message is one hit naming every session holding it, and a
+  refresh reads only blobs no session held yet.
+- The refs are the truth: gone or damaged sessions dropped (a damaged ref named), an
+  unreadable cache or other schema rebuilt; deleted text removed and the file vacuumed.
+- With redaction on, text is redacted before it is indexed (even of sessions stored
+  before); an index built under other rules (`mode`) is emptied and rebuilt.
 """
 
 import json

@@ -1,20 +1,14 @@
 """`diff`: what two session states did since their common ancestor, as plain data.
 
 Invariants:
-- The common ancestor is the first commit both first-parent histories reach (walked
-  side by side, so the walk stops at the ancestor, never at a session's first commit
-  when it does not have to). A fork's first commit has its parent's head as parent, so
-  for a fork and its parent this is the fork point (`kind: "fork_point"`, checked
-  against the fork's `parent_id` and `fork_point`), for two forks of one parent the
-  older fork point, for a session and its own earlier state the earlier state itself
-  (`"merge_base"`). Histories that never meet are unrelated (`"none"`): each side is
-  then compared with an empty session, and a note says so.
-- A side's changes come from the store's public reads of its state and of the
-  ancestor's: header fields, the transcript records appended since the ancestor (only
-  those are read: the transcript is append-only, so they are the lines past the
-  ancestor's count), compaction records, plan, pins, usage, and the trailers of the
-  side's own commits (undo, rewind). Nothing is written.
-- Everything returned is JSON-ready; the CLI renders it (`--json` prints it as it is).
+- The common ancestor is the first commit both first-parent histories reach, walked side
+  by side (`common_ancestor`): a fork and its parent meet at the fork point (checked
+  against `parent_id`/`fork_point`), two forks at the older one, a session and its
+  earlier state at that state; histories that never meet compare with an empty session
+  (a note says so).
+- A side reads only headers, the transcript lines past the ancestor's count (the
+  transcript is append-only), compaction records, plan, pins, usage and its own commits'
+  trailers; nothing is written. The result is JSON-ready.
 """
 
 from collections import Counter

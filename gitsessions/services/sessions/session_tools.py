@@ -1,17 +1,14 @@
-"""read_session and search_sessions on the store, written once: the agent's tools
-(agent/session_tools.py registers them, for the model) and the MCP server
-(protocols/mcp_server/server.py, for other agents) both run them.
+"""read_session and search_sessions, written once for the agent's tools
+(agent/session_tools.py) and the MCP server.
 
-They read the store (never a working context), so whatever compaction removed from a
-context stays recoverable by transcript index. They reach only the sessions the caller
-allows (agent/scope.py: a workspace's and their forks, unless `--all-sessions`); a
-session out of reach reads as if it did not exist (`resolve_in`).
-
-`read_text` pages: a page holds at most READ_LIMIT messages and fits the caller's output
-limit whole (only a single message longer than the limit is cut), and it ends with
-either the `start` of the next page or a line saying there is no more, so following the
-pages shows every selected message exactly once. `search_text` shows at most
-SEARCH_LIMIT hits and says so when there are more.
+Invariants:
+- They read the store, never a working context, so what compaction removed stays
+  readable by transcript index; only sessions in the caller's reach (agent/scope.py),
+  one out of reach reading as if absent (`resolve_in`); a transcript read a chunk at a
+  time.
+- `read_text` pages: at most READ_LIMIT messages fitting the output limit whole (only a
+  single longer message cut), ending with the next `start` or "no more", so following the
+  pages shows every message once; `search_text` shows SEARCH_LIMIT hits and says so.
 """
 
 import json

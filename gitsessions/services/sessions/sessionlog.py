@@ -1,17 +1,11 @@
 """A session's history for `log`: every commit, or one record per turn.
 
 Invariants:
-- `commits` is the first-parent history, newest first (a fork shows its parent's too),
-  one record per commit with what its trailers say; a compaction's record has its
-  number (`compaction`, as `show --compaction N` takes it), an undo's the number it
-  took back.
-- `turns` groups those same commits: every `Event: turn` commit with the same `Session`
-  and `Turn` goes into one record, placed at the turn's first commit, so a compaction in
-  the middle of a turn is its own record and times still go newest first. Every other
-  commit (create, compact, rename, fork, import, pin...) is a record of its own, as in
-  `commits`. No commit is dropped: the commits of each turn are under `commits`.
-- The tools a turn used are read from the transcript messages its commits added (the
-  transcript is never rewritten, so a fork's history reads from the fork's head).
+- `commits`: the first-parent history, newest first (a fork's parent's too), one record
+  a commit from its trailers (a compaction's number as `show --compaction N` takes it).
+- `turns`: a turn's commits grouped at its first commit, every other commit its own
+  record (a compaction mid-turn too, times still newest first); no commit dropped.
+- A turn's tools are read from the transcript lines its commits added.
 """
 
 from typing import Any

@@ -1,19 +1,15 @@
-"""The one write path: every change to a stored session goes through here.
+"""The one write path: every change to a stored session goes through here (a test fails if
+any module outside the store and this one commits).
 
 Invariants:
-- A writer is a pure function from the session's current head to an `Edit` (what to
-  commit: a `Change`, its event, subject and trailers), or None when there is nothing to
-  do. `update` re-reads the head, calls it, and commits by compare-and-swap; when another
-  writer moved the branch first it re-reads and calls it again (at most `RETRIES` times),
-  so no write is ever built on a stale head.
-- An edit that changes nothing (archive twice, rename to the same title) makes no
-  commit: `Written.committed` is False and the head is unchanged.
-- The session's lease is taken for the write unless the caller already holds it (the
-  agent's own process, for its turns and slash commands): a live agent never has its
-  branch moved under it.
-- Every operation that names itself (`operation=`) appends one audit line, whatever its
-  outcome: "ok", "unchanged", or "error" with the error's class.
-New writers (worktree forks, pull, rewind) only need a new edit function.
+- A writer is a pure function from the current head to an `Edit` (`Change`, event,
+  subject, trailers) or None; `update` re-reads the head, calls it, commits by
+  compare-and-swap, and on a lost race calls it again (`RETRIES`): never on a stale head.
+- An edit that changes nothing makes no commit (`Written.committed` False).
+- The session's lease is taken unless the caller holds it (the agent's own turns and
+  slash commands): a live agent never has its branch moved under it.
+- A named operation (`operation=`) appends one audit line: "ok", "unchanged" or "error"
+  with its class. `\\title`/`\\pin` in chat are the same operations as `rename`/`pin`.
 """
 
 from collections.abc import Callable, Iterable, Mapping

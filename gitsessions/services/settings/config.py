@@ -1,22 +1,16 @@
-"""Settings resolution: pure functions of (flags, environment, config.toml), for the
-model, the `[shell]` table and the `[snapshots]` table (config_file.py reads the file).
+"""Settings resolution: pure functions of (flags, environment, config.toml) for the model,
+the `[shell]` and `[snapshots]` tables (config_file.py reads the file); the environment
+is handed in, never read here.
 
 Invariants:
-- Model settings: each takes the first value found in this order — CLI flag,
-  environment variable, `config.toml`, built-in default — and `ModelSettings.sources`
-  names where each came from ("flag --model", "env GITSESSIONS_BASE_URL", "config.toml",
-  "default"), so error messages can say what to change. Nothing here reads `os.environ`
-  itself: the caller passes the environment in. The API key's value never appears in a
-  source or an error.
-- Shell settings (`env_keep`, `sandbox`, `sandbox_network`, `sandbox_allow_git`): the
-  CLI flag when given, else `[shell]`, else the default (no environment variables: what
-  the shell may reach is not something an inherited variable should change). A key in
-  `[shell]` this module does not know is an error, not ignored: a misspelt
-  `sandbox_network` must not silently weaken the sandbox. `sources` names where each
-  value came from, like `ModelSettings.sources`.
-- Snapshot settings: the `--no-snapshots` flag wins, then `[snapshots]`, then the
-  defaults (on, 10 MiB a file, a 1 GiB budget a project; 0: no budget). An unknown
-  key in the table is an error, not ignored.
+- Model settings: flag, environment, config.toml, default (a resumed session's recorded
+  ones under flags and environment); `sources` names where each came from, for error
+  lines; the API key's value never appears in one.
+- `[shell]`: flag, table, default; no environment variable (what the shell may reach
+  must not change with an inherited variable). `[snapshots]`: `--no-snapshots`, table,
+  defaults (on, 10 MiB a file, 1 GiB a project).
+- An unknown key in `[shell]` or `[snapshots]` is an error: a misspelt
+  `sandbox_network` must not silently weaken the sandbox (`config_table`, values/shapes.py).
 """
 
 import math

@@ -1,8 +1,9 @@
 """config.toml itself: where it is, reading it, its unknown keys, `redact`.
 
-Every command reads the config (its unknown keys are reported, `redact` decides what
-a commit stores), so this part is kept apart from the model settings
-(`services/settings/config.py`, which names all of it too): `list` imports only this.
+Every command that writes reads the config (its unknown keys are reported, `redact`
+decides what a commit stores), so this part is kept apart from the model settings
+(`services/settings/config.py`, which names all of it too). Reading commands (`list`,
+`info`, `show`, `log`) read no settings, so a malformed config.toml does not stop them.
 """
 
 import difflib

@@ -1,25 +1,16 @@
-"""Deleted ids across homes: the remote's tombstones fetched and merged into ours, and a
-pull's delete of a session live here that the remote lists as deleted.
+"""Deleted ids across homes: the remote's tombstones merged into ours, and a pull's delete
+of a session live here that the remote lists as deleted.
 
 Invariants:
-- Tombstones win, and nothing is lost. Deleted ids (`store.tombstones`) sync through
-  the remote's `refs/gitsessions/tombstones` (a commit listing them, always a
-  fast-forward of the remote's; push.py sends it): a pull never creates a session
-  deleted on either side.
-- A remote's list costs a pull bounded work: every id in it counts as deleted for that
-  pull, but at most `MAX_LEARNED` new ones are recorded here, in one write (the rest
-  wait for the next pull, said in one line). A push lists what the remote has, the ids
-  of sessions this home had, and, of the ids learned from other remotes' lists, only
-  those the remote holds a branch of (`forwarded`): ids no session here ever had do
-  not travel from remote to remote.
-- A session live here that the remote lists as deleted is deleted here by the pull,
-  holding its lease, but set aside first (`store.trash`: `undelete` brings it back as a
-  new session, `gc` drops it after 30 days); when it has history the remote never had
-  (its head is not the remote's branch, as listed now or last fetched, nor an ancestor
-  of it), that line is instead forked to a new session first (forks.py), which the next
-  push sends. So a hostile remote's tombstone costs a session nothing but a new id.
-- A session whose branch is lost here (this home recorded heads for it, `headlog`) is
-  not marked deleted, so `doctor --repair` still restores it (`Report.kept`).
+- Tombstones win and nothing is lost: ids sync through `refs/gitsessions/tombstones`
+  (always fast-forwarded); a pull never creates a session deleted on either side.
+- Bounded: at most `MAX_LEARNED` new ids recorded a pull, in one write. Ids no session
+  here ever had are forwarded only to a remote holding a branch of them (`forwarded`).
+- A session live here that the remote deleted is set aside first (`store.trash`), or,
+  when it holds history the remote never had, that line is forked to a new session
+  first: a hostile tombstone costs a session only its id.
+- A session whose branch is lost here (recorded in `headlog`) is not marked deleted, so
+  `doctor --repair` can still restore it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """Pull: the remote's session branches brought here, never forced, never lost.
 
 Invariants:
-- A pull only creates branches, fast-forwards them, or, when both sides changed, makes
-  this home's line a new session (a fork: fresh id, `parent_id` the original,
-  `fork_point` the merge base, committed through `services.sessions.writer`; forks.py)
-  and then moves the branch to the remote's line (compare-and-swap on ours). So sync
-  converges: the id holds the line the remote took first in every home, the other line
-  goes to the remote as the fork on the next push, and one divergence makes one fork,
-  whichever homes pull it (bench/convergence.py).
-- A session whose lease is held (a running agent) is not moved; it is reported and
-  left for the next pull.
-- The remote's tombstones are merged first (deletions.py): a pull never creates a
-  session deleted on either side, and a session live here that the remote lists as
-  deleted is set aside (or its new line forked) there.
-- What arrives is checked before a branch names it: a remote's head must be a readable
-  header of its own id (`checked_head`), objects that fail the checks are `refused`.
-- A remote that is down or refuses fails with one line before any branch here moves;
-  so does a pull without stock git 2.29 or newer (`transport.require_git`).
-- A pull loads only what it needs: the writer, the catalog and the code-snapshot sync
-  are imported where they are used (a fork, `--code`); it never imports the secret
-  rules. Nothing is read for a session whose branch here already holds the remote's
-  commit.
+- A pull only creates branches, fast-forwards them, or, when both sides changed, forks
+  this home's line into a new session through the writer (forks.py) and moves the branch
+  to the remote's (compare-and-swap): every home converges, one divergence one fork
+  (bench/convergence.py).
+- A session whose lease is held is left and reported; tombstones are merged first.
+- What arrives is checked before a branch names it (`checked_head`, refused objects).
+- A remote down or refusing, or git older than 2.29, is one line before anything moves.
+- Loads only what it needs (writer, catalog, code sync imported where used, never the
+  secret rules); nothing read for a session whose branch holds the remote's commit.
 """
 
 from __future__ import annotations

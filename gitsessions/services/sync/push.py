@@ -1,24 +1,16 @@
 """Push: session branches sent to a remote, never forced, nothing unscanned.
 
 Invariants:
-- A push sends a session only when the remote's branch is absent or an ancestor of ours;
-  the remote itself compares each ref with the old value the client saw (the git
-  protocol's compare-and-swap; see `store.transport`). Diverged or behind: not sent,
-  `run gitsessions pull`.
-- A push sends no session the remote lists as deleted (`deleted there`: the pull
-  decides, deletions.py); the deleted ids of sessions this home had, and those learned
-  elsewhere of sessions the remote holds (`deletions.forwarded`), go to the remote's
-  tombstone commit as a fast-forward of it; only `--prune` deletes remote branches
-  (compare-and-swap on their old value, refused if the branch moved since we looked).
-- Nothing leaves unscanned: push checks every file version and commit message it
-  sends (only what the remote lacks) with the store's secret rules and refuses, naming
-  session, message index and rule (or the file, for an older version), unless
-  `allow_secrets` (`services.sync.push_scan`).
-- A remote that is down or refuses fails with one line before anything moves; so does
-  a push without stock git 2.29 or newer (`transport.require_git`). Remote-tracking
-  refs follow only what the remote accepted.
-- The project index refs (`store.projectrefs`) the remote holds follow the sessions
-  sent or up to date, each under its project's keys.
+- Sent only when the remote's branch is absent or an ancestor of ours, the remote
+  comparing each ref with the value seen (git's compare-and-swap); else "run pull".
+- No session the remote lists as deleted is sent; this home's deleted ids (and those it
+  forwards) go to the remote's tombstone commit as a fast-forward; only `--prune`
+  deletes remote branches, leased on their old value.
+- Nothing leaves unscanned: what the remote lacks is scanned with the store's rules and
+  refused naming session, message and rule, unless `allow_secrets` (push_scan.py).
+- A remote down or refusing, or git older than 2.29, is one line before anything moves;
+  tracking refs follow only what was accepted; the project index refs follow the
+  sessions sent.
 """
 
 from __future__ import annotations

@@ -1,42 +1,20 @@
-"""The process run_shell starts: it runs the command and leaves no process behind.
+"""The process run_shell starts: it runs the command and leaves no process behind. Run by
+path with the standard library only (`python -E -P -S launcher.py --status-fd N --parent
+PID [--ruleset-fd N] [--read-only PATH... --fallback-ruleset-fd N] -- bash -c CMD`).
 
-Run by path, not imported, so it starts without loading gitsessions:
-
-    python -E -P -S launcher.py --status-fd N --parent PID [--ruleset-fd N]
-        [--read-only PATH... --fallback-ruleset-fd N] -- bash -c CMD
-
-It needs only the standard library (hence -S: no site-packages to load).
-
-Invariant: when this process exits, every process the command started is dead, however
-it detached (`&`, `setsid`, `nohup`, double fork): the launcher is a child subreaper
-(PR_SET_CHILD_SUBREAPER), so orphaned descendants are re-parented to it instead of to
-init, and once the command's main process has exited it SIGKILLs its children (found
-under /proc), whose own children then become its children, round after round, until none
-is left. SIGTERM (sent by run_shell on
-timeout or cancel, or by the kernel when run_shell's process dies: PR_SET_PDEATHSIG) does
-the same cleanup at once. With `--ruleset-fd`, a Landlock ruleset that run_shell built
-(sandbox.py) restricts this process before the command starts, so the command and all
-it starts are confined by it; a ruleset that cannot be enforced means nothing runs.
-
-With `--read-only PATH` (the project's git directory), before that ruleset, which then
-grants whole folders that hold PATH, the launcher makes PATH read-only in a mount
-namespace of its own: `unshare(CLONE_NEWNS)` as root (it keeps its uid and
-capabilities), else `unshare(CLONE_NEWUSER | CLONE_NEWNS)` with the current uid and gid
-mapped to themselves (the same numeric ids: files made are the user's; whatever
-capabilities the command has are the new namespace's only), mounts made private
-(nothing propagates out), PATH bind-mounted onto itself and made read-only recursively
-(`mount_setattr`), and so is every other name the mount table gives PATH (its
-filesystem, or a folder above it, mounted twice: the rule on the workspace would reach
-PATH by that name). Landlock then forbids the command to mount, unmount or remount
-anything, so it cannot undo it. When any step fails (no user namespaces:
-`kernel.unprivileged_userns_clone=0`, an AppArmor or seccomp policy,
-`user.max_user_namespaces=0`; a symbolic link to protect) the ruleset of
-`--fallback-ruleset-fd` (one that grants none of PATH by itself) is enforced instead,
-and a line `fallback REASON` goes to the status fd first. Either way PATH stays
-unwritable; only the namespace's failure costs the command its top-level creations.
-
-Last, one line goes to the status fd: `exit N killed K` (N negative for a signal, `none`
-when stopped) or `error MESSAGE` when the command was not started.
+Invariants:
+- When it exits every process the command started is dead, however detached: it is a
+  child subreaper and SIGKILLs its children round after round; SIGTERM (run_shell's
+  timeout or cancel, or PR_SET_PDEATHSIG) does the same at once.
+- With `--ruleset-fd` the Landlock ruleset (sandbox.py) is enforced on itself before the
+  command starts; one that cannot be enforced means nothing runs.
+- With `--read-only PATH` (the project's git directory) PATH, and every other name the
+  mount table gives it, is bind-mounted read-only in a private mount namespace (a user
+  namespace too unless root); Landlock then forbids mounting, so it cannot be undone.
+  When that fails (no user namespaces, an AppArmor or seccomp policy, a symbolic link to
+  protect) the fallback ruleset is enforced (`fallback REASON` said first): PATH stays
+  unwritable either way; only the command's top-level creations are lost.
+- Last, one status line: `exit N killed K` or `error MESSAGE`.
 """
 
 import contextlib

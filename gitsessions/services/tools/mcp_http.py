@@ -1,21 +1,14 @@
-"""The streamable HTTP transport of an MCP server given by `url`: the `mcp` SDK's client,
-over an httpx2 client whose answers are held to the byte cap of a stdio server's lines.
+"""The streamable HTTP transport of an MCP server given by `url`: the `mcp` SDK's client
+over an httpx2 client whose answers are held to a stdio server's byte cap.
 
 Invariants:
-- Every request asks for `Accept-Encoding: identity`, and an answer compressed anyway
-  is refused before a byte of it is unpacked (a 1 MiB gzip body can unpack to a
-  gigabyte before anything counts it).
-- An answer that is not an event stream (a JSON-RPC message as `application/json`) is
-  read up to `MAX_MESSAGE` bytes: past it, the read stops and `link.cut` says why. An
-  event stream's events are capped by the SDK itself (`max_sse_event_size`, given the
-  same `MAX_MESSAGE`).
-- A call is bounded by the hub's `tool_timeout`, never sooner by the HTTP client: its
-  read timeout is at least that (httpx2's own default, 5 s, cut slower tools short),
-  and an idle event stream is held as long as the SDK's default (300 s).
-- A refused answer fails as a broken stream (`Refused`, an `httpx2.StreamError`), which
-  the SDK turns into an error answer to the request it belonged to: the call ends at
-  once, in one line, and the hub closes the connection (`link.cut` is set). What was
-  refused is one line in the server's log.
+- Every request asks `Accept-Encoding: identity`; a compressed answer is refused before a
+  byte is unpacked (a 1 MiB gzip can unpack to a gigabyte).
+- A JSON answer is read up to `MAX_MESSAGE` bytes (`link.cut` says why it stopped); event
+  streams are capped by the SDK (`max_sse_event_size`, the same cap).
+- A call is bounded by the hub's `tool_timeout`, never sooner by the HTTP client.
+- A refused answer fails as a broken stream (`Refused`): the call ends at once in one
+  line, the hub closes the connection, the server's log says why.
 """
 
 from collections.abc import AsyncIterator, Mapping

@@ -1,30 +1,17 @@
-"""The MCP servers of `[mcp_servers]`, connected with the `mcp` SDK's client, and their
-tools offered to the model next to the built-in ones.
+"""The MCP servers of `[mcp_servers]`, connected with the `mcp` SDK's client, their tools
+offered to the model beside the built-in ones.
 
 Invariants:
-- One thread runs an asyncio loop holding every server's connection (each in a task of
-  its own, which opens and closes its transport, as the SDK's context managers want);
-  the agent's thread calls into it and waits at most the server's `tool_timeout`; a
-  call past it is cancelled and the server's connection closed (its process stopped),
-  as is one answered with a message over `mcp_stdio.MAX_MESSAGE` bytes (cut while it is
-  read; over HTTP also a compressed answer: `mcp_http`); the next call to the server
-  opens its connection again.
-- A server that fails to start within its `startup_timeout` is one line (`notes`), and
-  the chat goes on without its tools. One that ends later (a crash, an exit) is started
-  again by the next call to one of its tools, at most `MAX_RESTARTS` times a process;
-  a call it cannot answer is an error result saying so. Nothing of a server reaches
-  the terminal but one line (its stderr and the SDK's logging about it go to
-  `<home>/mcp/<name>.log`).
-- A tool is offered as `mcp__<server>__<tool>` when that matches the API's pattern
-  `[A-Za-z0-9_-]{1,64}` in full and no other tool gives the same name (a name two
-  tools give is offered for neither, in one line naming both servers); at most
-  `MAX_TOOLS` tools are read from a server, each definition at most `MAX_DEFINITION`
-  bytes; the rest are left out in one line per server. An offered tool needs the
-  user's approval like any tool that can change things, and its result goes through
-  the registry's output limit, so through the same redaction and visible-safe printing
-  as every tool output.
-- A stdio server gets the SDK's default environment (no variables of ours, no keys)
-  plus its `env`; an HTTP one, its headers from the named variables of `env`.
+- One thread's asyncio loop holds every connection (a task each, as the SDK's context
+  managers want); a call waits at most `tool_timeout`, after which, or after a message
+  over `mcp_stdio.MAX_MESSAGE`, the connection is closed and reopened by the next call.
+- A server failing to start within `startup_timeout` is one line and the chat goes on;
+  one that ends is restarted by the next call, at most `MAX_RESTARTS` times. Nothing of
+  a server reaches the terminal but one line (its stderr and logs: `<home>/mcp/<name>.log`).
+- A tool is offered as `mcp__<server>__<tool>` only when that name is valid in full and
+  unique; at most `MAX_TOOLS` a server, each definition `MAX_DEFINITION` bytes. It needs
+  approval like any tool; its result passes the output limit, redaction, visible text.
+- A stdio server gets the SDK's default environment plus its `env` (no keys of ours).
 """
 
 import asyncio

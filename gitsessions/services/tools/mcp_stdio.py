@@ -1,20 +1,15 @@
-"""The stdio transport of an MCP server: its process, its stdout read as
-newline-delimited JSON-RPC for the SDK's `ClientSession`, each message bounded; and
-where the SDK's own logging goes (the server's log, never the terminal).
+"""The stdio transport of an MCP server: its process, its stdout read as newline-delimited
+JSON-RPC for the SDK's `ClientSession`, each message bounded; and where the SDK's own
+logging goes.
 
 Invariants:
-- At most `MAX_MESSAGE` bytes of a line are held (plus one read of at most 64 KiB): a
-  longer line is cut where the cap is reached, the rest is never read, and the
-  connection ends (the session's waiting calls fail at once); `Link.cut` says why.
-  The SDK's own stdio reader joins a line's chunks with no limit.
-- A line that is not JSON-RPC is one line in the server's log (no traceback) and an
-  error the session drops; nothing of the server reaches the terminal.
-- The server runs in a process group of its own, with the SDK's default environment
-  plus its `env`; closing the transport closes its stdin, then after a second sends
-  SIGTERM to the group, then SIGKILL: every wait is bounded.
-- `route_sdk_logging()` sends the `mcp` loggers' records to the log of the server whose
-  task logged them (`<home>/mcp/<name>.log`, a context variable set by that task), and
-  stops them reaching the root logger (whose last-resort handler prints to stderr).
+- At most `MAX_MESSAGE` bytes of a line are held: a longer line ends the connection
+  (waiting calls fail at once; `Link.cut` says why). The SDK's own reader has no limit.
+- A line that is not JSON-RPC is one line in the server's log; nothing reaches the terminal.
+- The server runs in its own process group; closing is stdin, then SIGTERM, then SIGKILL,
+  every wait bounded.
+- `route_sdk_logging()` sends the `mcp` loggers' records to the server's log, never to
+  the root logger (whose last-resort handler prints to stderr).
 """
 
 import contextlib

@@ -1,16 +1,13 @@
 """The tool registry and dispatcher: one OpenAI tool call in, one `ToolOutcome` out.
 
-`dispatch` never raises for anything the model did wrong: malformed or mistyped
-arguments, an unknown tool, a refused path, a failed edit, an OSError all come back as
-an outcome with `ok=False` and content starting `error: `, which the model reads and can
-correct. Only bugs propagate (exceptions other than `GitsessionsError`, `OSError`, and
-the `ValueError`/`OverflowError`/`RecursionError` that impossible arguments raise). A
-tool registered with `needs_approval` runs only after `approve(name, arguments)` returned
-True; otherwise it does not run and the content says the user denied it (`error: denied
-by the user: ...`), or, when the approver asked no one and answered `NotAsked(reason)`,
-why it did not run (`error: not run: exec needs --auto-approve ...`); every failure
-starts `error:`, which is what the ledger keys on, so a denied write is never listed as
-a changed file. Every content is bounded by the output limit.
+Invariants:
+- `dispatch` never raises for what the model did wrong (bad arguments, unknown tool,
+  refused path, failed edit, OSError): an outcome `ok=False` whose content starts
+  `error: `; only bugs propagate.
+- A `needs_approval` tool runs only after `approve` returned True; else `error: denied by
+  the user: ...` or, for `NotAsked(reason)`, `error: not run: ...`. Every failure starts
+  `error:` (the ledger keys on it: a denied write is never listed as changed).
+- Every content is bounded by the output limit.
 """
 
 import copy

@@ -1,35 +1,16 @@
 """The shell sandbox policy (`--sandbox workspace-write`) and whether this kernel can keep it.
 
-Invariant: a `Sandbox` is only built after `landlock_abi()` showed the kernel can enforce
-it, so a sandbox the user asked for is never silently absent: without Landlock (or, when
-the network must be blocked, without Landlock ABI 4) `workspace_write` raises
-`SandboxUnavailable` with one line saying so. `ruleset_fd` builds the Landlock ruleset
-here, with landlockpy; the shell launcher (launcher.py) enforces it on itself before the
-command starts: reads are allowed everywhere; writes only under the workspace, the temp
-dir and a few harmless devices; no TCP bind or connect unless `network` (UDP and Unix
-sockets stay open).
-
-The project's git directory stays read-only unless the user allows it (`allow_git`):
-a shell that could write `.git/config` or `.git/hooks` could name a command that
-gitsessions' own git or the user's next `git commit` runs outside the sandbox. Its
-paths (`read_only`: the `.git` entry git finds from the workspace, the git directory it
-names, that one's common directory) are kept so two ways, and run_shell hands the
-launcher both rulesets:
-
-- `ruleset_fd(whole=True)` grants every writable root whole; the launcher makes
-  `read_only` read-only with a bind mount in a mount namespace of its own first
-  (launcher.py), so the workspace's top level takes new entries as usual.
-- `ruleset_fd()`, the launcher's fallback when this kernel gives it no (user)
-  namespace: Landlock only ever adds rights, and a right granted on a directory reaches
-  everything beneath it, so a writable root that holds a protected path gets no rule of
-  its own: each entry in it gets one instead, except the protected path, descending into
-  the directories on the way to it. Those rules are listed afresh for every command, so
-  an entry the file tools made since is writable; a command cannot itself create, remove
-  or rename an entry directly in such a root (the workspace's top level, in a
-  repository's top folder), and a symbolic link there gets no rule (it would land on its
-  target).
-
-Either way a writable root that lies in a protected path gets no rule at all.
+Invariants:
+- A `Sandbox` is built only after `landlock_abi()` showed the kernel enforces it (ABI 4
+  when the network must be blocked), else `SandboxUnavailable`: never silently absent.
+- The ruleset (landlockpy; enforced by launcher.py): reads everywhere; writes under the
+  workspace, the temp dir and a few devices; no TCP bind or connect unless `network`.
+- The project's git directory stays read-only unless `allow_git` (a writable `.git/config`
+  or hook would run a command outside the sandbox): `ruleset_fd(whole=True)` grants roots
+  whole for the launcher's read-only bind mount; the fallback `ruleset_fd()` (no
+  namespace) gives each entry of a root holding a protected path a rule of its own,
+  except that path, listed afresh per command (no links, no new top-level entries).
+  A root inside a protected path gets no rule at all.
 """
 
 import os

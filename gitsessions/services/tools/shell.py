@@ -1,18 +1,13 @@
 """run_shell: one `bash -c` command in the workspace, bounded in time, output and reach.
 
-The command runs under the launcher (launcher.py), in its own session (so its own process
-group), with stdin closed and stdout+stderr merged into one pipe, under an environment
-the caller passes in (this module never reads the process environment). When the call
-ends (the command exits, times out, or the caller is interrupted) every process the
-command started is killed, including those that left the process group with `setsid`,
-`nohup` or a double fork: the launcher is their subreaper and kills them all before it
-exits. With a `Sandbox`, Landlock confines the command's writes and network before it
-starts; the project's git directory (`Sandbox.read_only`) is made read-only by a mount
-namespace, or, where the kernel gives the launcher none, by per-entry Landlock rules,
-which is said once per `said` (the caller's memory: once a session) in a note line.
-Memory stays bounded: only the head and tail of huge output are kept. The result text
-always starts with the line `exit code: N` or `exit code: timeout after Ns` (the
-compaction ledger parses it).
+Invariants:
+- It runs under launcher.py in its own session, stdin closed, stdout and stderr merged,
+  under the environment handed in (never the process's); when the call ends every
+  process it started is killed, `setsid`/double-forked ones too.
+- With a `Sandbox`, Landlock confines writes and network before it starts; `.git` is
+  read-only by a mount namespace, or by per-entry rules (said once per `said`).
+- Memory stays bounded (head and tail of huge output); the result starts `exit code: N`
+  or `exit code: timeout after Ns` (the ledger parses it).
 """
 
 import contextlib
