@@ -2,17 +2,21 @@
 project's schemas use), raising `Misfit`, which says what does not fit and where, for
 the caller to word in its own line: a tool call's arguments (services/tools/
 arguments.py), an MCP call's (protocols/mcp_server/), a table of config.toml
-(services/settings/config.py `config_table`).
+(services/settings/config.py `config_table`, services/tools/mcp_settings.py's
+`[mcp_servers]`), an export document (services/sessions/exchange.py).
 
 The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fields),
-`enum`, `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `items`, `properties`, `required`,
-`additionalProperties: false`; other keywords are not checked. As JSON Schema has it,
+`enum`, `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`
+(searched, as JSON Schema has it), `items`, `properties`, `required`, `additionalProperties`
+(false, or the schema of every key `properties` does not list); other keywords are not
+checked. As JSON Schema has it,
 an integer is a number without a fraction (2.0 is the integer 2), a boolean is no
 number, and neither is NaN or an infinity (which Python's json and TOML let in).
 Stdlib only: every command may check a shape without loading a validator.
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,9 +37,10 @@ Path = tuple[str | int, ...]
 @dataclass(eq=False)
 class Misfit(ValueError):
     """The first part of a value that does not fit its schema: `kind` is `type`, `enum`,
-    `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `unknown` (`value`: the keys not in
-    `properties`, sorted) or `missing` (`value`: the required key); `schema` is the part it was
-    checked against (an `anyOf` of types merged into one `type` list)."""
+    `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`,
+    `unknown` (`value`: the keys not in `properties`, sorted) or `missing` (`value`: the
+    required key); `schema` is the part it was checked against (an `anyOf` of types
+    merged into one `type` list)."""
 
     kind: str
     path: Path
@@ -115,11 +120,16 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
             raise Misfit("exclusiveMinimum", path, schema, value)
         if "maximum" in schema and value > schema["maximum"]:
             raise Misfit("maximum", path, schema, value)
-    if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise Misfit("maxLength", path, schema, value)
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            raise Misfit("minLength", path, schema, value)
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise Misfit("maxLength", path, schema, value)
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            raise Misfit("pattern", path, schema, value)
     if isinstance(value, list) and "items" in schema:
         return [check(item, schema["items"], (*path, n), fill) for n, item in enumerate(value)]
-    if isinstance(value, dict) and "properties" in schema:
+    if isinstance(value, dict) and ("properties" in schema or "additionalProperties" in schema):
         return _check_object(value, schema, path, fill)
     return value
 
@@ -127,11 +137,11 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
 def _check_object(
     value: dict[str, Any], schema: Mapping[str, Any], path: Path, fill: bool
 ) -> dict[str, Any]:
-    properties: Mapping[str, Any] = schema["properties"]
-    if schema.get("additionalProperties") is False:
-        extra = sorted(key for key in value if key not in properties)
-        if extra:
-            raise Misfit("unknown", path, schema, extra)
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    others = schema.get("additionalProperties", True)
+    extra = sorted(key for key in value if key not in properties)
+    if others is False and extra:
+        raise Misfit("unknown", path, schema, extra)
     required = schema.get("required", [])
     checked: dict[str, Any] = {}
     for key, part in properties.items():
@@ -142,5 +152,7 @@ def _check_object(
         elif fill:
             checked[key] = None
     for key in value:
-        checked.setdefault(key, value[key])
+        if key not in checked:
+            fits = isinstance(others, Mapping)
+            checked[key] = check(value[key], others, (*path, key), fill) if fits else value[key]
     return checked
