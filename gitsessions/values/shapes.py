@@ -7,11 +7,11 @@ arguments.py), an MCP call's (protocols/mcp_server/), a table of config.toml
 
 The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fields),
 `enum`, `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`
-(searched, as JSON Schema has it), `items`, `properties`, `required`, `additionalProperties`
-(false, or the schema of every key `properties` does not list); other keywords are not
-checked. As JSON Schema has it,
-an integer is a number without a fraction (2.0 is the integer 2), a boolean is no
-number, and neither is NaN or an infinity (which Python's json and TOML let in).
+(searched, as JSON Schema has it), `items`, `maxItems`, `properties`, `required`,
+`additionalProperties` (false, or the schema of every key `properties` does not list);
+other keywords are not checked. As JSON Schema has it, an integer is a number without a
+fraction (2.0 is the integer 2), a boolean is no number, and neither is NaN or an
+infinity (which Python's json and TOML let in).
 Stdlib only: every command may check a shape without loading a validator.
 """
 
@@ -38,7 +38,7 @@ Path = tuple[str | int, ...]
 class Misfit(ValueError):
     """The first part of a value that does not fit its schema: `kind` is `type`, `enum`,
     `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`,
-    `unknown` (`value`: the keys not in `properties`, sorted) or `missing` (`value`: the
+    `maxItems`, `unknown` (`value`: the keys not in `properties`, sorted) or `missing` (`value`: the
     required key); `schema` is the part it was checked against (an `anyOf` of types
     merged into one `type` list)."""
 
@@ -107,7 +107,7 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
     kinds = types_of(schema)
     if kinds and not any(_fits(value, name) for name in kinds):
         raise Misfit("type", path, schema, value)
-    if value is None:
+    if value is None and kinds:  # null is a type it allows: the other keywords are moot
         return None
     if "integer" in kinds and isinstance(value, float):
         value = int(value)
@@ -127,6 +127,8 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
             raise Misfit("maxLength", path, schema, value)
         if "pattern" in schema and not re.search(schema["pattern"], value):
             raise Misfit("pattern", path, schema, value)
+    if isinstance(value, list) and "maxItems" in schema and len(value) > schema["maxItems"]:
+        raise Misfit("maxItems", path, schema, value)
     if isinstance(value, list) and "items" in schema:
         return [check(item, schema["items"], (*path, n), fill) for n, item in enumerate(value)]
     if isinstance(value, dict) and ("properties" in schema or "additionalProperties" in schema):
