@@ -59,34 +59,36 @@ SERVER = "config.toml: [mcp_servers.x]"
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ('command = ""', "command must be a program name or path"),
-        ("command = 5", "command must be a program name or path"),
-        ('url = "ftp://host"', "url must be an http:// or https:// URL"),
-        ('command = "a"\nargs = ["-v", 1]', "args must be a list of strings"),
-        ('command = "a"\nenv = { A = 1 }', "env must be a table of strings"),
-        ('command = "a"\ncwd = 1', "cwd must be a path"),
-        ('url = "http://h"\nhttp_headers = "x"', "http_headers must be a table of strings"),
+        ('command = ""', ": command must be a program name or path"),
+        ("command = 5", ": command must be a program name or path"),
+        ('url = "ftp://host"', ": url must be an http:// or https:// URL"),
+        ('command = "a"\nargs = ["-v", 1]', " args must be a list of strings"),
+        ('command = "a"\nenv = { A = 1 }', " env must be a table of strings"),
+        ('command = "a"\ncwd = 1', ": cwd must be a path"),
+        ('url = "http://h"\nhttp_headers = "x"', " http_headers must be a table of strings"),
         ('url = "http://h"\nbearer_token_env_var = ""',
-         "bearer_token_env_var must name a variable"),
-        ('command = "a"\nenabled = "no"', "enabled must be true or false"),
-        ('command = "a"\ndisabled_tools = "t"', "disabled_tools must be a list of strings"),
+         ": bearer_token_env_var must name a variable"),
+        ('command = "a"\nenabled = "no"', ": enabled must be true or false"),
+        ('command = "a"\ndisabled_tools = "t"', " disabled_tools must be a list of strings"),
         ('command = "a"\nstartup_timeout_sec = 0',
-         "startup_timeout_sec must be a number of seconds between 0 and 3600"),
+         " startup_timeout_sec must be a number of seconds between 0 and 3600"),
         ('command = "a"\ntool_timeout_sec = 3601',
-         "tool_timeout_sec must be a number of seconds between 0 and 3600"),
+         " tool_timeout_sec must be a number of seconds between 0 and 3600"),
         ('command = "a"\ntool_timeout_sec = nan',
-         "tool_timeout_sec must be a number of seconds between 0 and 3600"),
+         " tool_timeout_sec must be a number of seconds between 0 and 3600"),
         ('command = "a"\ntool_timeout_sec = true',
-         "tool_timeout_sec must be a number of seconds between 0 and 3600"),
-        ('command = "a"\nurl = "http://h"', "give either command (stdio) or url (streamable HTTP)"),
-        ('command = "a"\ncommnd = "b"', "unknown key 'commnd' (known: args, bearer_token_env_var,"),
+         " tool_timeout_sec must be a number of seconds between 0 and 3600"),
+        ('command = "a"\nurl = "http://h"',
+         ": give either command (stdio) or url (streamable HTTP)"),
+        ('command = "a"\ncommnd = "b"',
+         ": unknown key 'commnd' (known: args, bearer_token_env_var,"),
     ],
 )  # fmt: skip
 def test_an_mcp_server_table_that_does_not_fit_is_one_line(text, said):
     """`[mcp_servers.NAME]` is checked by the same values/shapes.py as the other tables."""
     with pytest.raises(McpConfigError) as raised:
         resolve_mcp_servers(tomllib.loads(f"[mcp_servers.x]\n{text}"))
-    assert str(raised.value).startswith(f"{SERVER}: {said}"), str(raised.value)
+    assert str(raised.value).startswith(f"{SERVER}{said}"), str(raised.value)
     assert "\n" not in str(raised.value)
 
 

@@ -102,8 +102,9 @@ def _checked(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                 f"{where}: unknown key {misfit.value[0]!r} (known: {known})"
             ) from None
         key = misfit.path[0]
-        said = SERVER_SHAPE["properties"][key]["description"]
-        raise ConfigError(f"{where}: {key} {said}") from None
+        schema = SERVER_SHAPE["properties"][key]
+        apart = ":" if schema["type"] in ("string", "boolean") else ""  # as it always was
+        raise ConfigError(f"{where}{apart} {key} {schema['description']}") from None
     return checked
 
 
