@@ -2,8 +2,9 @@
 project's schemas use), raising `Misfit`, which says what does not fit and where, for
 the caller to word in its own line: a tool call's arguments (services/tools/
 arguments.py), an MCP call's (protocols/mcp_server/), a table of config.toml
-(services/settings/config.py `config_table`, services/tools/mcp_settings.py's
-`[mcp_servers]`), an export document (services/sessions/exchange.py).
+and the model settings (services/settings/config.py), `[mcp_servers]` (services/tools/
+mcp_settings.py), an export document and its records (services/sessions/export_shape.py),
+a chat message (values/messages.py).
 
 The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fields),
 `enum`, `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`
@@ -12,7 +13,13 @@ The subset: `type` (a name or a list), `anyOf` of such (pydantic's nullable fiel
 other keywords are not checked. As JSON Schema has it, an integer is a number without a
 fraction (2.0 is the integer 2), a boolean is no number, and neither is NaN or an
 infinity (which Python's json and TOML let in).
-Stdlib only: every command may check a shape without loading a validator.
+Stdlib only: every command may check a shape without loading a validator. The
+schemas are JSON Schema because they are what the model and MCP clients are shown;
+pydantic (which openai and mcp bring) checks Python types instead, and costs about
+130 ms of CPU to import and build, which `chat` would pay before its prompt.
+Invariant: a keyword checks here what it checks in JSON Schema (an `anyOf` as `flat`
+says); every caller's lines
+rest on that (their tests pin them).
 """
 
 import math
