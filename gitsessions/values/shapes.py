@@ -18,8 +18,7 @@ schemas are JSON Schema because they are what the model and MCP clients are show
 pydantic (which openai and mcp bring) checks Python types instead, and costs about
 130 ms of CPU to import and build, which `chat` would pay before its prompt.
 Invariant: a keyword checks here what it checks in JSON Schema (an `anyOf` as `flat`
-says); every caller's lines
-rest on that (their tests pin them).
+says); every caller's lines rest on that (their tests pin them).
 """
 
 import math
