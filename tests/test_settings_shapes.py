@@ -79,7 +79,8 @@ def test_numbers_written_as_text_or_with_a_point_are_those_numbers():
         ),
     )
     assert settings.max_context_tokens == 8000 and isinstance(settings.max_context_tokens, int)
-    assert (settings.timeout, settings.summary_timeout) == (30, 90.0)
+    assert (settings.timeout, settings.summary_timeout) == (30.0, 90.0)
+    assert isinstance(settings.timeout, float) and isinstance(settings.user_words_share, float)
     assert (settings.ledger_share, settings.user_words_share) == (0.25, 1)
     assert settings.prices == {"m": {"prompt": 1.0, "completion": 2.5}}
     assert settings.sources["timeout"] == "flag --timeout"

@@ -395,9 +395,9 @@ class ModelClient:
         of the server beside the API (llama.cpp's `/props`): sent through the SDK's
         HTTP client (its transport, TLS, proxies, reply limits) with the SDK's
         authorization header (the API key as every request sends it), asked
-        uncompressed. None, and never
-        an exception, for anything else: another status, a redirect (not followed), an
-        answer over `max_bytes`, none whole within `seconds`, a network failure."""
+        uncompressed. None, never an exception, for anything else: another status, a
+        redirect (not followed), an answer over `max_bytes`, none whole within
+        `seconds`, a network failure."""
 
         def work(put: Callable[[Any], None]) -> bytes | None:
             client, limits = self._client()

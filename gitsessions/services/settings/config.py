@@ -217,12 +217,12 @@ def resolve_model_settings(
         sources["summary_model"] = f"same as model ({sources['model']})"
 
     for name in ("model", "summary_model", "api_key"):
-        values[name] = _setting(name, values[name], sources[name]).strip()
+        _setting(name, values[name], sources[name])
     return ModelSettings(
-        model=values["model"],
+        model=values["model"].strip(),
         base_url=_check_url(values["base_url"], sources["base_url"]),
         api_key=values["api_key"],
-        summary_model=values["summary_model"],
+        summary_model=values["summary_model"].strip(),
         **{name: _setting(name, values[name], sources[name]) for name in CHECKED_LATER},
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
@@ -288,15 +288,17 @@ CHECKED_LATER = (
 
 def _setting(name: str, value: Any, source: str) -> Any:
     """Setting `name`'s `value` as it fits its shape (a number written as text, as the
-    environment holds it, read as that number), or the `ConfigError` saying what it must
-    be and where it came from."""
+    environment holds it, read as that number; a `number` as a float, an `integer` as
+    an int), or the `ConfigError` saying what it must be and where it came from."""
     shape = SETTING_SHAPES[name]
-    numeric = bool({"number", "integer"} & set(types_of(shape)))
+    kinds = types_of(shape)
+    numeric = "number" in kinds or "integer" in kinds
     try:
-        return check(_read_number(value) if numeric else value, shape)
+        fitting = check(_read_number(value) if numeric else value, shape)
     except Misfit:
-        shown = "" if "string" in types_of(shape) else f" {value!r}"
+        shown = "" if "string" in kinds else f" {value!r}"
         raise ConfigError(f"{name}{shown} from {source} {shape['description']}") from None
+    return float(fitting) if "number" in kinds else fitting  # seconds, shares: floats
 
 
 def _read_number(value: Any) -> Any:
