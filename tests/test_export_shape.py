@@ -115,3 +115,17 @@ def test_a_whole_number_written_with_a_point_comes_back_an_integer():
     checked = validate_export(doc)
     assert checked["compactions"] == [{"before_tokens": 10, "after_tokens": 4}]
     assert isinstance(checked["compactions"][0]["before_tokens"], int)
+
+
+def test_a_long_unknown_field_or_id_is_named_cut():
+    """What a document sends is hostile: its line names at most 80 characters of it."""
+    doc = copy.deepcopy(document())
+    doc["x" * 10_000] = 1
+    with pytest.raises(InvalidExport) as raised:
+        validate_export(doc)
+    assert str(raised.value).startswith("unknown field 'xxx") and len(str(raised.value)) < 100
+    doc = copy.deepcopy(document())
+    doc["id"] = "y" * 10_000
+    with pytest.raises(InvalidExport) as raised:
+        validate_export(doc)
+    assert str(raised.value).startswith("'id' must be 32") and len(str(raised.value)) < 140

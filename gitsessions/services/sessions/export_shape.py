@@ -117,7 +117,7 @@ def said(misfit: Misfit) -> str:
     if misfit.kind == "missing" and not path:
         return f"missing {value!r}"
     if misfit.kind == "unknown":
-        return f"unknown field {_dotted((*path, value[0]))!r}"
+        return f"unknown field {_dotted((*path, value[0]))!r:.80}"
     if not path:
         return "the document must be a JSON object"
     key = path[0]
@@ -182,7 +182,7 @@ def checked_record(n: int, record: Any, format_: str) -> dict[str, Any]:
         if not misfit.path and misfit.kind in ("type", "missing"):
             raise InvalidExport(f"{where}: a record needs a 'message'") from None
         if misfit.kind == "unknown":
-            raise InvalidExport(f"{where}: unknown field {misfit.value[0]!r}") from None
+            raise InvalidExport(f"{where}: unknown field {misfit.value[0]!r:.80}") from None
         key, what = misfit.path[0], misfit.schema["description"]
         verb = "" if what.startswith("look like") else "be "
         raise InvalidExport(f"{where}: {key!r} must {verb}{what}") from None
