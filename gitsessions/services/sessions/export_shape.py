@@ -7,8 +7,8 @@ messages and their pairing, a record's files.
 
 Invariant: each line is the one `import` gave before these schemas (tests/
 test_export_shape.py and test_exchange.py pin them): a key's `description` is what its
-value must be, and `said` words a misfit from it; nothing here echoes more than a short
-part of what was sent.
+value must be, and `said` words a misfit from it; nothing here echoes more than 80
+characters of what was sent (a long id or field name is cut).
 """
 
 from typing import Any
