@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gitsessions.values.errors import InvalidInput
+from gitsessions.values.shapes import Misfit, check
 
 Message = dict[str, Any]
 ROLES = ("system", "user", "assistant", "tool")
@@ -25,41 +26,79 @@ class InvalidMessages(InvalidInput):
     """A list of messages is not a valid OpenAI chat context."""
 
 
+# a message's shape (values/shapes.py), its tool calls' apart: which roles may carry
+# them, and which need a tool_call_id, is said by `validate_message`
+MESSAGE = {
+    "type": "object",
+    "properties": {
+        "role": {"enum": list(ROLES)},
+        "content": {"type": ["string", "array", "null"]},
+        "incomplete": {"type": "boolean"},
+        "interrupted": {"type": "boolean"},
+    },
+    "required": ["role"],
+}
+CALLS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "function": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}},
+                "required": ["name"],
+            },
+        },
+        "required": ["id", "function"],
+    },
+}
+
+
 def validate_message(message: Any, where: str) -> None:
     """Raise `InvalidMessages` naming `where` if `message` is not a chat message."""
-    if not isinstance(message, Mapping):
-        raise InvalidMessages(f"{where}: expected an object, got {type(message).__name__}")
-    role = message.get("role")
-    if role not in ROLES:
-        raise InvalidMessages(f"{where}: role must be one of {', '.join(ROLES)}, got {role!r}")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str | list):
-        raise InvalidMessages(f"{where}: content must be a string, a list or null")
+    try:
+        check(message, MESSAGE)
+    except Misfit as misfit:
+        raise InvalidMessages(f"{where}: {_said(misfit, message)}") from None
+    role = message["role"]
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         raise InvalidMessages(f"{where}: a tool message needs a string tool_call_id")
-    for flag in ("incomplete", "interrupted"):
-        if not isinstance(message.get(flag, False), bool):
-            raise InvalidMessages(f"{where}: {flag} must be true or false")
     for key in ("tool_calls", "unsent_tool_calls"):
         calls = message.get(key)
         if calls is None:
             continue
         if role != "assistant":
             raise InvalidMessages(f"{where}: only assistant messages may carry {key}")
-        _validate_calls(calls, f"{where}: {key}")
+        try:
+            check(calls, CALLS)
+        except Misfit as misfit:
+            raise InvalidMessages(f"{where}: {key}{_said_of_calls(misfit)}") from None
 
 
-def _validate_calls(calls: Any, where: str) -> None:
-    if not isinstance(calls, list):
-        raise InvalidMessages(f"{where} must be a list")
-    for n, call in enumerate(calls):
-        if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
-            raise InvalidMessages(f"{where}[{n}] needs a string id")
-        function = call.get("function")
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InvalidMessages(f"{where}[{n}] needs function.name")
-        if not isinstance(function.get("arguments", ""), str):
-            raise InvalidMessages(f"{where}[{n}].function.arguments must be a string")
+def _said(misfit: Misfit, message: Any) -> str:
+    """What a message that does not fit `MESSAGE` is told."""
+    if not misfit.path and misfit.kind == "type":
+        return f"expected an object, got {type(message).__name__}"
+    if misfit.kind == "missing" or misfit.path == ("role",):
+        return f"role must be one of {', '.join(ROLES)}, got {message.get('role')!r}"
+    if misfit.path == ("content",):
+        return "content must be a string, a list or null"
+    return f"{misfit.path[0]} must be true or false"
+
+
+def _said_of_calls(misfit: Misfit) -> str:
+    """What tool calls that do not fit `CALLS` are told (after their key's name)."""
+    path = misfit.path
+    if not path:
+        return " must be a list"
+    n = path[0]
+    if path[1:] == ("function", "arguments"):
+        return f"[{n}].function.arguments must be a string"
+    missing = misfit.value if misfit.kind == "missing" else None
+    if (len(path) == 1 and missing != "function") or path[1:] == ("id",):
+        return f"[{n}] needs a string id"
+    return f"[{n}] needs function.name"
 
 
 def pairing_errors(messages: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -1,15 +1,19 @@
 """The one check of a JSON value's shape against a JSON Schema, raising `Misfit` (what does
-not fit and where) for the caller to word in its own line: a tool call's arguments, an
-MCP call's, a table of config.toml.
+not fit and where) for the caller to word in its own line: tool and MCP call arguments,
+config.toml's tables and model settings, `[mcp_servers]`, export documents and their
+records (services/sessions/export_shape.py), chat messages (values/messages.py).
 
 Invariants: only the subset the project's schemas use is checked (`type`, `anyOf`,
-`enum`, bounds, `maxLength`, `items`, `properties`, `required`,
-`additionalProperties: false`); as JSON Schema has it, 2.0 is the integer 2, a boolean is
-no number and NaN or an infinity is none either. Stdlib only: every command may check a
-shape without loading a validator.
+`enum`, bounds, `minLength`, `maxLength`, `pattern`, `items`, `maxItems`, `properties`,
+`required`, `additionalProperties`), each as JSON Schema has it: 2.0 is the integer 2, a
+boolean is no number and NaN or an infinity is none either; every caller's lines rest on
+that (their tests pin them). Stdlib only: the schemas are JSON Schema because the model
+and MCP clients are shown them, and pydantic (which checks Python types) costs about
+130 ms of CPU to import and build, which `chat` would pay before its prompt.
 """
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +34,10 @@ Path = tuple[str | int, ...]
 @dataclass(eq=False)
 class Misfit(ValueError):
     """The first part of a value that does not fit its schema: `kind` is `type`, `enum`,
-    `minimum`, `exclusiveMinimum`, `maximum`, `maxLength`, `unknown` (`value`: the keys not in
-    `properties`, sorted) or `missing` (`value`: the required key); `schema` is the part it was
-    checked against (an `anyOf` of types merged into one `type` list)."""
+    `minimum`, `exclusiveMinimum`, `maximum`, `minLength`, `maxLength`, `pattern`,
+    `maxItems`, `unknown` (`value`: the keys not in `properties`, sorted) or `missing` (`value`: the
+    required key); `schema` is the part it was checked against (an `anyOf` of types
+    merged into one `type` list)."""
 
     kind: str
     path: Path
@@ -99,7 +104,7 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
     kinds = types_of(schema)
     if kinds and not any(_fits(value, name) for name in kinds):
         raise Misfit("type", path, schema, value)
-    if value is None:
+    if value is None and kinds:  # null is a type it allows: the other keywords are moot
         return None
     if "integer" in kinds and isinstance(value, float):
         value = int(value)
@@ -112,11 +117,18 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
             raise Misfit("exclusiveMinimum", path, schema, value)
         if "maximum" in schema and value > schema["maximum"]:
             raise Misfit("maximum", path, schema, value)
-    if isinstance(value, str) and "maxLength" in schema and len(value) > schema["maxLength"]:
-        raise Misfit("maxLength", path, schema, value)
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            raise Misfit("minLength", path, schema, value)
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise Misfit("maxLength", path, schema, value)
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            raise Misfit("pattern", path, schema, value)
+    if isinstance(value, list) and "maxItems" in schema and len(value) > schema["maxItems"]:
+        raise Misfit("maxItems", path, schema, value)
     if isinstance(value, list) and "items" in schema:
         return [check(item, schema["items"], (*path, n), fill) for n, item in enumerate(value)]
-    if isinstance(value, dict) and "properties" in schema:
+    if isinstance(value, dict) and ("properties" in schema or "additionalProperties" in schema):
         return _check_object(value, schema, path, fill)
     return value
 
@@ -124,11 +136,11 @@ def check(value: Any, schema: Mapping[str, Any], path: Path = (), fill: bool = F
 def _check_object(
     value: dict[str, Any], schema: Mapping[str, Any], path: Path, fill: bool
 ) -> dict[str, Any]:
-    properties: Mapping[str, Any] = schema["properties"]
-    if schema.get("additionalProperties") is False:
-        extra = sorted(key for key in value if key not in properties)
-        if extra:
-            raise Misfit("unknown", path, schema, extra)
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    others = schema.get("additionalProperties", True)
+    extra = sorted(key for key in value if key not in properties)
+    if others is False and extra:
+        raise Misfit("unknown", path, schema, extra)
     required = schema.get("required", [])
     checked: dict[str, Any] = {}
     for key, part in properties.items():
@@ -139,5 +151,7 @@ def _check_object(
         elif fill:
             checked[key] = None
     for key in value:
-        checked.setdefault(key, value[key])
+        if key not in checked:
+            fits = isinstance(others, Mapping)
+            checked[key] = check(value[key], others, (*path, key), fill) if fits else value[key]
     return checked

@@ -4,12 +4,17 @@ is then the smaller of `--max-context-tokens` and that): llama.cpp `GET /props`
 `GET /v1/models` (`max_model_len`; chat hands over the list its probe read), each asked
 at once in a thread; a server answering none (OpenAI, a proxy) leaves the budget as set.
 
+Each is asked through the model client (`ModelClient.server_json`: the openai SDK's
+HTTP client, its transport, TLS, proxies and reply limits), made in the asking thread
+while start-up goes on (exec waits for the answer at its first request, which needs
+the SDK too; chat asks in its probe's thread, after its prompt shows).
+
 Invariants:
 - Nothing goes anywhere but the base URL's origin: paths built from it, no redirect
-  followed (the standard library's client), no proxy; the key sent as chat sends it.
-- Bounded: `ASK_SECONDS` in all (a trickling server left in a daemon thread),
-  `MAX_ANSWER_BYTES` read, only a positive whole number up to `MAX_TOKENS` believed;
-  `ask` returns None rather than raise.
+  followed, through the model client's (the SDK's) HTTP client; the key sent as chat sends it.
+- Bounded: `ASK_SECONDS` in all once the client is made (a trickling server left in a
+  daemon thread), `MAX_ANSWER_BYTES` read (asked uncompressed), only a positive whole
+  number up to `MAX_TOKENS` believed; `ask` returns None rather than raise.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from gitsessions.services.settings.config import ModelSettings
+
+if TYPE_CHECKING:
+    from gitsessions.services.model.model import ModelClient
 
 ASK_SECONDS = 2.0
 MAX_ANSWER_BYTES = 1024 * 1024
@@ -39,11 +47,28 @@ def ask(
     settings: ModelSettings, listed: Sequence[Mapping[str, Any]] | None = None
 ) -> ServerContext | None:
     """The smallest context the server says it holds (None when it says nothing within
-    `ASK_SECONDS`). `listed`: the model list already read (GET /models), whose
-    `max_model_len` is used instead of asking again."""
+    `ASK_SECONDS` of the model client being made). `listed`: the model list already
+    read (GET /models), whose `max_model_len` is used instead of asking again."""
     root = _root(settings.base_url)
     if root is None:
         return None
+    # the model client (the openai SDK): imported in this thread, as start-up goes on
+    from gitsessions.services.model.model import ModelClient
+
+    with ModelClient(settings) as client:
+        try:
+            client.made()
+        except Exception:  # a key no header can hold: nothing is asked
+            return None
+        return _ask(client, settings, root, listed)
+
+
+def _ask(
+    client: ModelClient,
+    settings: ModelSettings,
+    root: str,
+    listed: Sequence[Mapping[str, Any]] | None,
+) -> ServerContext | None:
     base = settings.base_url.rstrip("/")
     asks: list[tuple[str, str, str, dict[str, Any] | None, Callable[[Any], int | None]]] = [
         ("llama.cpp (GET /props)", "GET", f"{root}/props", None, _from_props),
@@ -69,7 +94,7 @@ def ask(
     def one(
         said_by: str, method: str, url: str, body: Any, parse: Callable[[Any], int | None]
     ) -> None:
-        answer = _fetch(settings, method, url, body, deadline)
+        answer = _fetch(client, method, url, body, deadline)
         tokens = _believed(parse, answer) if answer is not None else None
         if tokens is not None:
             with lock:
@@ -101,48 +126,17 @@ def _root(base_url: str) -> str | None:
     return urlunsplit((parts.scheme, parts.netloc, path, "", "")).rstrip("/")
 
 
-def _fetch(
-    settings: ModelSettings, method: str, url: str, body: Any, deadline: float
-) -> Any | None:
-    """The JSON of a 200 answer, None for anything else (never raises). The standard
-    library's HTTP client, which follows no redirect: light beside the SDK's, whose
-    import and clients cost exec a few hundred milliseconds while it starts (for
-    https, the system's trust store; no proxy is used)."""
-    import http.client
-
-    connection: http.client.HTTPConnection | None = None
-    try:
-        parts = urlsplit(url)
-        left = max(0.1, deadline - time.monotonic())
-        if parts.scheme == "https":
-            import ssl
-
-            context = ssl.create_default_context()
-            connection = http.client.HTTPSConnection(parts.netloc, timeout=left, context=context)
-        else:
-            connection = http.client.HTTPConnection(parts.netloc, timeout=left)
-        headers = {"accept-encoding": "identity", "accept": "application/json"}
-        if settings.api_key:
-            headers["authorization"] = f"Bearer {settings.api_key}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["content-type"] = "application/json"
-        connection.request(method, parts.path or "/", body=data, headers=headers)
-        response = connection.getresponse()
-        if response.status != 200:
-            return None
-        answer = bytearray()
-        while piece := response.read1(65536):
-            answer += piece
-            if len(answer) > MAX_ANSWER_BYTES or time.monotonic() > deadline:
-                return None
-        return json.loads(bytes(answer))
-    except Exception:  # whatever the server or the network did: no answer
+def _fetch(client: ModelClient, method: str, url: str, body: Any, deadline: float) -> Any:
+    """The JSON of a 200 answer, None for anything else (never raises): asked through
+    the model client (the SDK's HTTP client), within what is left until `deadline`."""
+    left = deadline - time.monotonic()
+    if left <= 0:
         return None
-    finally:
-        if connection is not None:
-            connection.close()
+    answer = client.server_json(method, url, body, left, MAX_ANSWER_BYTES)
+    try:
+        return None if answer is None else json.loads(answer)
+    except (ValueError, RecursionError):  # not JSON, or nested past what json reads
+        return None
 
 
 def _believed(parse: Callable[[Any], int | None], answer: Any) -> int | None:

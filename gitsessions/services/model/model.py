@@ -130,6 +130,7 @@ class ModelClient:
         self.retries = retries
         self.wait = wait
         self._openai_client: Any = None  # made in a thread of its own, see below
+        self._http_client: Any = None  # the SDK's HTTP client it was made with
         self._limits: ReplyLimits | None = None
         self._making = threading.Lock()  # held while it is made
         # The SDK's client (its import, TLS context, connection pool) is made while the
@@ -164,6 +165,7 @@ class ModelClient:
                     event_hooks=hooks,
                     **tls_for(self.settings.base_url),
                 )
+                self._http_client = http_client
                 self._openai_client = sdk.OpenAI(
                     base_url=self.settings.base_url,
                     api_key=self.settings.api_key,
@@ -362,6 +364,53 @@ class ModelClient:
         if not all(isinstance(entry.get("id"), str) for entry in entries):
             raise BadResponse(f"malformed model list from {self.settings.base_url}")
         return entries
+
+    def made(self) -> None:
+        """Make the SDK's client now (or wait for the thread making it): raises what
+        making it raises (`EndpointUnreachable` for a key no header can hold)."""
+        self._client()
+
+    def server_json(
+        self, method: str, url: str, body: Any, seconds: float, max_bytes: int
+    ) -> bytes | None:
+        """The body of a 200 answer to `method url` with `body` (JSON, or None), a route
+        of the server beside the API (llama.cpp's `/props`): sent through the SDK's
+        HTTP client (its transport, TLS, proxies, reply limits) with the SDK's
+        authorization header (the API key as every request sends it), asked
+        uncompressed. None, never an exception, for anything else: another status, a
+        redirect (not followed), an answer over `max_bytes`, none whole within
+        `seconds`, a network failure."""
+
+        def work(put: Callable[[Any], None]) -> bytes | None:
+            client, limits = self._client()
+            limits.running(running)
+            headers = {
+                **client.auth_headers,
+                "accept": "application/json",
+                "accept-encoding": "identity",
+            }
+            try:
+                with self._http_client.stream(
+                    method, url, headers=headers, json=body, timeout=seconds,
+                    follow_redirects=False,
+                ) as response:  # fmt: skip
+                    if response.status_code != 200:
+                        return None
+                    answer = bytearray()
+                    for piece in response.iter_raw():
+                        answer += piece
+                        if len(answer) > max_bytes:
+                            return None
+                    return bytes(answer)
+            finally:
+                limits.running(None)
+
+        running = inflight.Limits(seconds)
+        try:
+            answer: bytes | None = inflight.run(work, limits=running, on_item=lambda _: None)
+        except Exception:  # whatever the server or the network did: no answer
+            return None
+        return answer
 
 
 def tls_for(base_url: str) -> dict[str, Any]:

@@ -13,7 +13,6 @@ Invariants:
 
 import json
 import math
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +22,14 @@ from typing import IO, Any, TypeVar
 
 from gitsessions.services.sessions import exchange_files, writer
 from gitsessions.services.sessions.exchange_files import InvalidExport
+from gitsessions.services.sessions.export_shape import (
+    EXPORT_FORMAT,
+    IMPORTED_FORMATS,
+    PLAIN_FORMAT,
+    RECORD_FORMATS,
+    checked_document,
+    checked_record,
+)
 from gitsessions.store import context_refs
 from gitsessions.store.errors import SessionExists
 from gitsessions.store.files import MAX_COMMIT
@@ -31,7 +38,7 @@ from gitsessions.values import jsonstream
 from gitsessions.values.canonical import dumps, dumps_line
 from gitsessions.values.clock import parse_iso
 from gitsessions.values.errors import InvalidInput
-from gitsessions.values.ids import check_title, is_session_id, new_id
+from gitsessions.values.ids import check_title, new_id
 from gitsessions.values.messages import (
     TRANSCRIPT_ONLY,
     InvalidMessages,
@@ -39,18 +46,11 @@ from gitsessions.values.messages import (
     validate_message,
     validate_messages,
 )
-from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empty_workspace
+from gitsessions.values.records import empty_workspace
 from gitsessions.values.secrets import redact_value
-from gitsessions.values.shapes import Misfit, check
 
 T = TypeVar("T")
 PART = 2048  # transcript records per commit of a long import (and MAX_COMMIT bytes of files)
-EXPORT_FORMAT = "gitsessions.session/3"  # a session that holds files
-PLAIN_FORMAT = "gitsessions.session/2"  # one that holds none: what older builds import too
-RECORD_FORMATS = (PLAIN_FORMAT, EXPORT_FORMAT)  # whose transcript holds records
-IMPORTED_FORMATS = ("gitsessions.session/1", *RECORD_FORMATS)
-RECORD_FIELDS = {"message", "time", "turn", "step", "model", "usage", "source"}
-REQUIRED = ("format", "id", "messages", "transcript")
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "title": "",
     "summary": "",
@@ -80,9 +80,6 @@ HEADER_FIELDS = (
     "workspace",
     "model",
 )  # the header as the document holds it
-WORKSPACE_KEYS = (*empty_workspace(), "user", "host")
-_SHA = re.compile(r"[0-9a-f]{40}")
-_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
 
 def export_bytes(store: SessionStore, head: Head, redacted: Counter[str]) -> Iterator[bytes]:
@@ -149,7 +146,7 @@ def load_export(open_text: Callable[[], IO[str]]) -> Export:
                     count = count_records(doc["format"], value)
                 value = []
             doc[key] = value
-    validate_export(doc)
+    doc = validate_export(doc)
     if streamed and count is None:  # "format" came after "transcript": check it now
         count = _with_transcript(open_text, lambda elements: count_records(doc["format"], elements))
     try:
@@ -217,67 +214,21 @@ def first_line(text: str) -> str:
     return (text.splitlines() or [""])[0][:200]
 
 
-# the fields of a document whose type alone is checked by its shape, each with what it
-# must be as the error line says it (values/shapes.py)
-FIELD_TYPES = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string", "description": "a string"},
-        "summary": {"type": "string", "description": "a string"},
-        "imported": {"type": ["object", "null"], "description": "an object or null"},
-        "archived": {"type": "boolean", "description": "true or false"},
-        "model": {"type": ["string", "null"], "description": "a string or null"},
-        "plan": {"type": "array", "description": "a list"},
-        "compactions": {"type": "array", "description": "a list"},
-        "pins": {"type": "array", "description": "a list"},
-    },
-}
-
-
-def _check_types(doc: Mapping[str, Any]) -> None:
-    try:
-        check(doc, FIELD_TYPES)
-    except Misfit as misfit:
-        key, what, value = misfit.path[0], misfit.schema["description"], misfit.value
-        raise InvalidExport(f"{key!r} must be {what}, got {type(value).__name__}") from None
-
-
-def validate_export(doc: Any) -> None:
-    """Raise `InvalidExport` on the first thing wrong with an export document."""
-    if not isinstance(doc, dict):
-        raise InvalidExport("the document must be a JSON object")
-    if doc.get("format") not in IMPORTED_FORMATS:
-        raise InvalidExport(f"unknown format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")
-    for key in REQUIRED:
-        if key not in doc:
-            raise InvalidExport(f"missing {key!r}")
-    # a local mark (a worktree made on another machine) is accepted and dropped
-    unknown = sorted(set(doc) - set(REQUIRED) - set(OPTIONAL_DEFAULTS) - set(LOCAL_ONLY_FIELDS))
-    if unknown:
-        raise InvalidExport(f"unknown field {unknown[0]!r}")
-    if not is_session_id(doc["id"]):
-        raise InvalidExport(f"'id' must be 32 lowercase hex characters, got {doc['id']!r}")
-    _check_types(doc)
+def validate_export(document: Any) -> dict[str, Any]:
+    """`document` as it fits an export document (export_shape.py: a whole number
+    written 2.0 made an int), or `InvalidExport` on the first thing wrong with it."""
+    doc = checked_document(document)
     if doc.get("title"):
         try:
             check_title(doc["title"])
         except InvalidInput as error:
             raise InvalidExport(f"'title': {error}") from None
-    if doc.get("parent_id") is not None and not is_session_id(doc["parent_id"]):
-        raise InvalidExport("'parent_id' must be a session id or null")
-    if doc.get("fork_point") is not None and not (
-        isinstance(doc["fork_point"], str) and _SHA.fullmatch(doc["fork_point"])
-    ):
-        raise InvalidExport("'fork_point' must be a 40-hex commit id or null")
     for key in ("created_at", "updated_at", "active_at"):
         if doc.get(key) is not None:
             try:
                 parse_iso(doc[key])
             except (TypeError, ValueError):
                 raise InvalidExport(f"{key!r} must look like 2026-11-30T10:00:00Z") from None
-    _validate_workspace(doc.get("workspace"))
-    if not isinstance(doc["transcript"], list):
-        raise InvalidExport("'transcript' must be a list of records")
     count_records(doc["format"], doc["transcript"])
     try:
         validate_messages(doc["messages"], "messages")
@@ -287,29 +238,13 @@ def validate_export(doc: Any) -> None:
         kept = [field for field in TRANSCRIPT_ONLY if field in message]
         if kept:
             raise InvalidExport(f"messages[{n}]: {kept[0]!r} belongs in the transcript only")
-    if any(not isinstance(p, str) for p in doc.get("pins", [])):
-        raise InvalidExport("'pins' must be a list of strings")
-    for n, record in enumerate(doc.get("compactions", [])):
-        if (
-            not isinstance(record, dict)
-            or not isinstance(record.get("before_tokens"), int)
-            or not isinstance(record.get("after_tokens"), int)
-        ):
-            raise InvalidExport(f"compactions[{n}] needs integer before_tokens and after_tokens")
-    usage = doc.get("usage")
-    if usage is not None:
-        if not isinstance(usage, dict):
-            raise InvalidExport("'usage' must be an object")
-        for key in USAGE_TOTAL_KEYS:
-            value = usage.get(key, 0)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise InvalidExport(f"'usage.{key}' must be a non-negative number")
+    return doc
 
 
 def records_of(format_: str, elements: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """The transcript's elements as records (a format-1 element is a bare message)."""
     if format_ in RECORD_FORMATS:
-        return iter(elements)
+        return (checked_record(n, record, format_) for n, record in enumerate(elements))
     return ({"message": message} for message in elements)
 
 
@@ -323,7 +258,9 @@ def count_records(format_: str, elements: Iterable[Any]) -> int:
         for n, element in enumerate(elements):
             record = element if format_ in RECORD_FORMATS else {"message": element}
             if format_ in RECORD_FORMATS:
-                _validate_record(n, record, format_)
+                record = checked_record(n, record, format_)
+                if "files" in record:
+                    exchange_files.decoded(f"transcript[{n}]", record["files"])
             try:
                 validate_message(record["message"], f"transcript[{n}]")
                 dumps_line(record)  # lone surrogates (\ud800 escapes) cannot be stored
@@ -336,60 +273,6 @@ def count_records(format_: str, elements: Iterable[Any]) -> int:
     if errors:
         raise InvalidExport(f"transcript: {errors[0]}")
     return count
-
-
-def _validate_record(n: int, record: Any, format_: str) -> None:
-    where = f"transcript[{n}]"
-    if not isinstance(record, dict) or "message" not in record:
-        raise InvalidExport(f"{where}: a record needs a 'message'")
-    known = RECORD_FIELDS | ({"files"} if format_ == EXPORT_FORMAT else set())
-    unknown = sorted(set(record) - known)
-    if unknown:
-        raise InvalidExport(f"{where}: unknown field {unknown[0]!r}")
-    if "time" in record and not (
-        isinstance(record["time"], str) and _TIME.fullmatch(record["time"])
-    ):
-        raise InvalidExport(f"{where}: 'time' must look like 2026-11-30T10:00:00.000Z")
-    for key in ("turn", "step"):
-        value = record.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidExport(f"{where}: {key!r} must be a non-negative integer")
-    if not isinstance(record.get("model", ""), str):
-        raise InvalidExport(f"{where}: 'model' must be a string")
-    if not isinstance(record.get("usage", {}), dict):
-        raise InvalidExport(f"{where}: 'usage' must be an object")
-    if not isinstance(record.get("source", {}), dict):
-        raise InvalidExport(f"{where}: 'source' must be an object")
-    if "files" in record:
-        exchange_files.decoded(where, record["files"])
-
-
-def _validate_workspace(workspace: Any) -> None:
-    if workspace is None:
-        return
-    if not isinstance(workspace, dict):
-        raise InvalidExport("'workspace' must be an object or null")
-    for key, value in workspace.items():
-        if key == "project":
-            _validate_project(value)
-            continue
-        if key not in WORKSPACE_KEYS:
-            raise InvalidExport(f"unknown field 'workspace.{key}'")
-        if value is not None and not isinstance(value, str):
-            raise InvalidExport(f"'workspace.{key}' must be a string or null")
-
-
-def _validate_project(project: Any) -> None:
-    """`workspace.project`: null, or `{"roots": [...], "remotes": [...]}` of strings."""
-    if project is None:
-        return
-    if not isinstance(project, dict) or set(project) != {"roots", "remotes"}:
-        raise InvalidExport("'workspace.project' must be null or an object of roots and remotes")
-    for key, items in project.items():
-        if not isinstance(items, list) or len(items) > 16:
-            raise InvalidExport(f"'workspace.project.{key}' must be a list of at most 16")
-        if not all(isinstance(item, str) and len(item) <= 4096 for item in items):
-            raise InvalidExport(f"'workspace.project.{key}' must hold strings")
 
 
 def import_export(store: SessionStore, export: Export, *, fresh_id: bool, now: str) -> Head:

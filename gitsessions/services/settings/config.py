@@ -5,7 +5,8 @@ is handed in, never read here.
 Invariants:
 - Model settings: flag, environment, config.toml, default (a resumed session's recorded
   ones under flags and environment); `sources` names where each came from, for error
-  lines; the API key's value never appears in one.
+  lines; the API key's value never appears in one. Each resolved value is checked
+  against its shape (`SETTING_SHAPES`, `PRICES`, values/shapes.py), text read as a number.
 - `[shell]`: flag, table, default; no environment variable (what the shell may reach
   must not change with an inherited variable). `[snapshots]`: `--no-snapshots`, table,
   defaults (on, 10 MiB a file, 1 GiB a project).
@@ -13,7 +14,6 @@ Invariants:
   `sandbox_network` must not silently weaken the sandbox (`config_table`, values/shapes.py).
 """
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
 from gitsessions.services.settings.config_file import KNOWN_KEYS as KNOWN_KEYS  # beside _LOOKUP
-from gitsessions.values.shapes import Misfit, check
+from gitsessions.values.shapes import Misfit, check, types_of
 
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
 DEFAULT_MODEL = "gemma4"
@@ -154,13 +154,11 @@ def with_session_settings(
         value = recorded.get(name)
         if value is None or sources.get(name, "").startswith(("flag", "env")):
             continue
-        if name == "model":
-            _require_text(name, value, where)
-            value = value.strip()
-        elif name == "base_url":
+        if name == "base_url":
             value = _check_url(value, where)
         else:
-            value = _check_max_tokens(value, where)
+            value = _setting(name, value, where)
+            value = value.strip() if name == "model" else value
         changes[name], sources[name] = value, where
     if "model" in changes and sources.get("summary_model", "").startswith("same as model"):
         changes["summary_model"] = changes["model"]
@@ -212,27 +210,13 @@ def resolve_model_settings(
         sources["summary_model"] = f"same as model ({sources['model']})"
 
     for name in ("model", "summary_model", "api_key"):
-        _require_text(name, values[name], sources[name])
+        _setting(name, values[name], sources[name])
     return ModelSettings(
         model=values["model"].strip(),
         base_url=_check_url(values["base_url"], sources["base_url"]),
         api_key=values["api_key"],
         summary_model=values["summary_model"].strip(),
-        timeout=_check_timeout(values["timeout"], sources["timeout"]),
-        summary_timeout=_check_timeout(
-            values["summary_timeout"], sources["summary_timeout"], "summary_timeout"
-        ),
-        max_context_tokens=_check_max_tokens(
-            values["max_context_tokens"], sources["max_context_tokens"]
-        ),
-        ledger_share=_check_share(values["ledger_share"], sources["ledger_share"]),
-        user_words_share=_check_share(
-            values["user_words_share"], sources["user_words_share"], "user_words_share"
-        ),
-        compact_target=_check_target(values["compact_target"], sources["compact_target"]),
-        exec_summary=_check_choice(
-            "exec_summary", values["exec_summary"], sources["exec_summary"], EXEC_SUMMARY
-        ),
+        **{name: _setting(name, values[name], sources[name]) for name in CHECKED_LATER},
         prices=_check_prices(config.get("prices", {}), config_source),
         sources=sources,
     )
@@ -257,9 +241,68 @@ def _lookup(
     return None
 
 
-def _require_text(name: str, value: Any, source: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{name} from {source} must be a non-empty string")
+def _said(schema: Mapping[str, Any], said: str) -> dict[str, Any]:
+    """A setting's schema (values/shapes.py) with `said`, what the error line says its
+    value must be."""
+    return {**schema, "description": said}
+
+
+TEXT = _said({"type": "string", "pattern": r"\S"}, "must be a non-empty string")
+SECONDS = _said({"type": "number", "exclusiveMinimum": 0}, "must be a positive number of seconds")
+FRACTION = _said(
+    {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "must be a fraction in (0, 1]"
+)
+# each model setting's shape, once resolved (its value is never shown when it is text:
+# the API key's must not be)
+SETTING_SHAPES: dict[str, dict[str, Any]] = {
+    "model": TEXT,
+    "summary_model": TEXT,
+    "api_key": TEXT,
+    "timeout": SECONDS,
+    "summary_timeout": SECONDS,
+    "max_context_tokens": _said(
+        {"type": "integer", "exclusiveMinimum": 0}, "must be a positive integer"
+    ),
+    "ledger_share": FRACTION,
+    "user_words_share": FRACTION,
+    "compact_target": _said(
+        {"type": "number", "exclusiveMinimum": 0, "maximum": 0.8},
+        "must be a fraction in (0, 0.8] (compaction starts at 0.8 of max_context_tokens)",
+    ),
+    "exec_summary": _said(
+        {"enum": list(EXEC_SUMMARY)}, f"must be one of {', '.join(EXEC_SUMMARY)}"
+    ),
+}
+CHECKED_LATER = (
+    "timeout", "summary_timeout", "max_context_tokens", "ledger_share", "user_words_share",
+    "compact_target", "exec_summary",
+)  # fmt: skip  # in this order, after the text settings and the URL
+
+
+def _setting(name: str, value: Any, source: str) -> Any:
+    """Setting `name`'s `value` as it fits its shape (a number written as text, as the
+    environment holds it, read as that number; a `number` as a float, an `integer` as
+    an int), or the `ConfigError` saying what it must be and where it came from."""
+    shape = SETTING_SHAPES[name]
+    kinds = types_of(shape)
+    numeric = "number" in kinds or "integer" in kinds
+    try:
+        fitting = check(_read_number(value) if numeric else value, shape)
+    except Misfit:
+        shown = "" if "string" in kinds else f" {value!r}"
+        raise ConfigError(f"{name}{shown} from {source} {shape['description']}") from None
+    return float(fitting) if "number" in kinds else fitting  # seconds, shares: floats
+
+
+def _read_number(value: Any) -> Any:
+    """`value`, a number when it is the text of one (as flags and the environment give
+    it)."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _check_url(value: Any, source: str) -> str:
@@ -277,73 +320,33 @@ def _check_url(value: Any, source: str) -> str:
     return text.rstrip("/")
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _check_timeout(value: Any, source: str, name: str = "timeout") -> float:
-    number = _number(value)
-    if number is None or not math.isfinite(number) or number <= 0:
-        raise ConfigError(f"{name} {value!r} from {source} must be a positive number of seconds")
-    return number
-
-
-def _check_max_tokens(value: Any, source: str) -> int:
-    number = _number(value)
-    if number is None or not number.is_integer() or number <= 0:
-        raise ConfigError(f"max_context_tokens {value!r} from {source} must be a positive integer")
-    return int(number)
-
-
-def _check_share(value: Any, source: str, name: str = "ledger_share") -> float:
-    number = _number(value)
-    if number is None or not 0 < number <= 1:
-        raise ConfigError(f"{name} {value!r} from {source} must be a fraction in (0, 1]")
-    return number
-
-
-def _check_target(value: Any, source: str) -> float:
-    number = _number(value)
-    if number is None or not 0 < number <= 0.8:
-        raise ConfigError(
-            f"compact_target {value!r} from {source} must be a fraction in (0, 0.8] "
-            "(compaction starts at 0.8 of max_context_tokens)"
-        )
-    return number
-
-
-def _check_choice(name: str, value: Any, source: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ConfigError(f"{name} {value!r} from {source} must be one of {', '.join(choices)}")
-    return str(value)
+PRICE = {"type": "number", "minimum": 0}
+PRICES = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {"prompt": PRICE, "completion": PRICE},
+        "required": ["prompt", "completion"],
+    },
+}
 
 
 def _check_prices(table: Any, source: str) -> dict[str, dict[str, float]]:
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{source}: [prices] must be a table of per-model tables")
-    prices: dict[str, dict[str, float]] = {}
-    for model, entry in table.items():
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f'{source}: [prices."{model}"] must be a table')
-        price: dict[str, float] = {}
-        for key in ("prompt", "completion"):
-            number = _number(entry.get(key)) if not isinstance(entry.get(key), str) else None
-            if number is None or not math.isfinite(number) or number < 0:
-                raise ConfigError(
-                    f'{source}: [prices."{model}"] {key} must be a number (USD per 1M tokens, >= 0)'
-                )
-            price[key] = number
-        prices[model] = price
-    return prices
+    """`[prices]`: a table of per-model tables of `prompt` and `completion` prices."""
+    try:
+        prices: dict[str, Any] = check(table, PRICES)
+    except Misfit as misfit:
+        if not misfit.path:
+            raise ConfigError(f"{source}: [prices] must be a table of per-model tables") from None
+        where = f'{source}: [prices."{misfit.path[0]}"]'
+        if len(misfit.path) == 1 and misfit.kind != "missing":
+            raise ConfigError(f"{where} must be a table") from None
+        key = misfit.value if misfit.kind == "missing" else misfit.path[1]
+        raise ConfigError(f"{where} {key} must be a number (USD per 1M tokens, >= 0)") from None
+    return {
+        model: {key: float(entry[key]) for key in ("prompt", "completion")}
+        for model, entry in prices.items()
+    }
 
 
 # -- [shell] ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ A stdio server: `command`, `args`, `env`, `cwd`. A streamable HTTP one: `url`,
 `http_headers`, `env_http_headers` (header -> the name of the variable holding its
 value), `bearer_token_env_var`. Both: `enabled`, `enabled_tools`, `disabled_tools`,
 `startup_timeout_sec` (default 10), `tool_timeout_sec` (default 60). Every value is
-checked here; a bad one is a `ConfigError` naming the server and the key.
+checked against `SERVER_SHAPE` (values/shapes.py, the project's one check of a JSON
+shape); a bad one is a `ConfigError` of one line naming the server and the key.
 """
 
 import re
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.shapes import Misfit, check
 
 CONFIG_FILE = "config.toml"
 
@@ -25,11 +27,6 @@ class ConfigError(GitsessionsError):
 
 
 TABLE = "mcp_servers"
-KEYS = frozenset({
-    "command", "args", "env", "cwd", "url", "http_headers", "env_http_headers",
-    "bearer_token_env_var", "enabled", "enabled_tools", "disabled_tools",
-    "startup_timeout_sec", "tool_timeout_sec",
-})  # fmt: skip
 NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")  # matched in full  # it prefixes the tools' names
 
 
@@ -56,24 +53,59 @@ class McpServer:
         return tool not in self.disabled_tools
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where} must be a list of strings")
-    return tuple(value)
+def _key(schema: dict[str, Any], said: str) -> dict[str, Any]:
+    """A key's schema; `said`: what its value must do, as the error line says it."""
+    return {**schema, "description": said}
 
 
-def _table(value: Any, where: str) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ConfigError(f"{where} must be a table of strings")
-    return dict(value)
+STRINGS = _key({"type": "array", "items": {"type": "string"}}, "must be a list of strings")
+TABLE_OF_STRINGS = _key(
+    {"type": "object", "additionalProperties": {"type": "string"}}, "must be a table of strings"
+)
+SECONDS = _key(
+    {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+    "must be a number of seconds between 0 and 3600",
+)
+# a server's table (values/shapes.py): what each key must be, and no other key
+SERVER_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": _key({"type": "string", "minLength": 1}, "must be a program name or path"),
+        "args": STRINGS,
+        "env": TABLE_OF_STRINGS,
+        "cwd": _key({"type": "string"}, "must be a path"),
+        "url": _key(
+            {"type": "string", "pattern": "^https?://"}, "must be an http:// or https:// URL"
+        ),
+        "http_headers": TABLE_OF_STRINGS,
+        "env_http_headers": TABLE_OF_STRINGS,
+        "bearer_token_env_var": _key({"type": "string", "minLength": 1}, "must name a variable"),
+        "enabled": _key({"type": "boolean"}, "must be true or false"),
+        "enabled_tools": STRINGS,
+        "disabled_tools": STRINGS,
+        "startup_timeout_sec": SECONDS,
+        "tool_timeout_sec": SECONDS,
+    },
+    "additionalProperties": False,
+}
+KEYS = frozenset(SERVER_SHAPE["properties"])
 
 
-def _seconds(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
-        raise ConfigError(f"{where} must be a number of seconds between 0 and 3600")
-    return float(value)
+def _checked(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`table` as it fits `SERVER_SHAPE`, or the `ConfigError` naming the key."""
+    try:
+        checked: dict[str, Any] = check(dict(table), SERVER_SHAPE)
+    except Misfit as misfit:
+        if misfit.kind == "unknown":
+            known = ", ".join(sorted(KEYS))
+            raise ConfigError(
+                f"{where}: unknown key {misfit.value[0]!r} (known: {known})"
+            ) from None
+        key = misfit.path[0]
+        schema = SERVER_SHAPE["properties"][key]
+        apart = ":" if schema["type"] in ("string", "boolean") else ""  # as it always was
+        raise ConfigError(f"{where}{apart} {key} {schema['description']}") from None
+    return checked
 
 
 def resolve_mcp_servers(
@@ -93,51 +125,28 @@ def resolve_mcp_servers(
             )
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where} must be a table")
-        unknown = sorted(set(table) - KEYS)
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})"
-            )
-        if table.get("enabled", True) is False:
+        table = _checked(table, where)
+        if not table.get("enabled", True):
             continue
         command, url = table.get("command"), table.get("url")
         if (command is None) == (url is None):
             raise ConfigError(f"{where}: give either command (stdio) or url (streamable HTTP)")
-        if command is not None and (not isinstance(command, str) or not command):
-            raise ConfigError(f"{where}: command must be a program name or path")
-        if url is not None and (
-            not isinstance(url, str) or not url.startswith(("http://", "https://"))
-        ):
-            raise ConfigError(f"{where}: url must be an http:// or https:// URL")
-        env_headers = _table(table.get("env_http_headers", {}), f"{where} env_http_headers")
-        token = table.get("bearer_token_env_var")
-        if token is not None and (not isinstance(token, str) or not token):
-            raise ConfigError(f"{where}: bearer_token_env_var must name a variable")
-        cwd = table.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise ConfigError(f"{where}: cwd must be a path")
         enabled = table.get("enabled_tools")
         found.append(
             McpServer(
                 name=name,
                 command=command,
-                args=_strings(table.get("args", []), f"{where} args"),
-                env=_table(table.get("env", {}), f"{where} env"),
-                cwd=cwd,
+                args=tuple(table.get("args", ())),
+                env=table.get("env", {}),
+                cwd=table.get("cwd"),
                 url=url,
-                headers=_table(table.get("http_headers", {}), f"{where} http_headers"),
-                env_headers=env_headers,
-                bearer_env=token,
-                enabled_tools=None
-                if enabled is None
-                else _strings(enabled, f"{where} enabled_tools"),
-                disabled_tools=_strings(table.get("disabled_tools", []), f"{where} disabled_tools"),
-                startup_timeout=_seconds(
-                    table.get("startup_timeout_sec", 10), f"{where} startup_timeout_sec"
-                ),
-                tool_timeout=_seconds(
-                    table.get("tool_timeout_sec", 60), f"{where} tool_timeout_sec"
-                ),
+                headers=table.get("http_headers", {}),
+                env_headers=table.get("env_http_headers", {}),
+                bearer_env=table.get("bearer_token_env_var"),
+                enabled_tools=None if enabled is None else tuple(enabled),
+                disabled_tools=tuple(table.get("disabled_tools", ())),
+                startup_timeout=float(table.get("startup_timeout_sec", 10)),
+                tool_timeout=float(table.get("tool_timeout_sec", 60)),
             )
         )
     return found
