@@ -7,7 +7,8 @@ Invariants:
   A step of a turn (`turn N.S`, S > 0) has one parent, the session's snapshot before
   it. Any other snapshot (the code a prompt found, `N.0`; the state before a rewind) is
   a person's: its parents are the session's previous snapshot, the snapshot just before
-  it in the whole project, and the newest earlier snapshot of the same tree.
+  it in the whole project, and the newest earlier snapshot of the same tree;
+  a merge's result (`merge of <id>`, merge_code.py) first the joined session's newest.
 - The commits' trees are the snapshots' own trees; the history is written by `git
   fast-import` into a bare repository whose objects borrow the project's
   (`objects/info/alternates`): nothing is written to the project.
@@ -34,7 +35,8 @@ from gitsessions.services.code.snapshot_chains import chains, snapshot_refs
 from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
-FORMAT = 1
+MERGE = re.compile(r"session [0-9a-f]+ merge of ([0-9a-f]{32})\Z")  # merge_code.py's
+FORMAT = 2
 STALE_LOCK = 300  # seconds: a lock older than this was left by a killed blame
 
 
@@ -49,6 +51,7 @@ class Snapshot:
     time: int
     turn: int | None
     step: int | None
+    merged: str | None = None  # a merge's result: the session whose code it joined
 
     @property
     def by_agent(self) -> bool:
@@ -80,9 +83,12 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
             node = nodes.get(commit)
             if node is None:
                 continue
-            match = STEP.search(node.subject.removeprefix(SNAPSHOT_SUBJECT))
+            subject = node.subject.removeprefix(SNAPSHOT_SUBJECT)
+            match = STEP.search(subject)
             turn, step = (int(match[2]), int(match[3])) if match else (None, None)
-            line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step))
+            joined = MERGE.search(subject)
+            line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step,
+                                 joined[1] if joined else None))  # fmt: skip
         if line:
             lines[chain.session] = line
     return lines
@@ -208,7 +214,8 @@ def _build(
         if own is not None:
             parents.append(own)
         if not snap.by_agent or own is None:
-            for extra in (mark - 1 if mark > 1 else None, newest_tree.get(snap.tree)):
+            joined = last_of.get(snap.merged) if snap.merged else None
+            for extra in (joined, mark - 1 if mark > 1 else None, newest_tree.get(snap.tree)):
                 if extra is not None and extra not in parents:
                     parents.append(extra)
         last_of[snap.session] = mark
