@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.services.code.merge_code import Merged, merge_code
+from gitsessions.services.code.worktree_mark import check, workspace_for
 from gitsessions.services.sessions import merging
 from gitsessions.services.sessions.writer import Written
 from gitsessions.store.lease import Lease
@@ -37,6 +38,19 @@ class ForkMerge:
     def unchanged(self) -> bool:
         code_same = self.code is None or not self.code.files
         return code_same and (self.written is None or not self.written.committed)
+
+
+def place(home: Path, head: Head, env: Mapping[str, str], fallback: Path) -> Path:
+    """Where a session's code is: its worktree (when this home made it:
+    `worktree_mark.check`), else its recorded workspace when it is still there (not
+    when its worktree mark is refused: the record came with it), else `fallback`."""
+    checked = check(home, head.id, head.header, env)
+    if checked.mark is not None and checked.live:
+        return workspace_for(head.header, checked.mark)
+    recorded = (head.header.get("workspace") or {}).get("path")
+    if checked.refused is None and recorded and Path(recorded).is_dir():
+        return Path(recorded)
+    return fallback
 
 
 def target(store: SessionStore, fork: Head, into: str | None) -> str:
