@@ -117,6 +117,7 @@ TOOLS: tuple[Spec, ...] = (
         "no snapshot holds unless `force`), and one merge commit that puts the fork's "
         "conclusion into the working context. `chat` or `code` false: the other side only.",
         writes=True,
+        destructive=True,  # the workspace's files are rewritten (their state snapshotted first)
     ),
 )
 
