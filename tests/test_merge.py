@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import git
 from tests.project_helpers import gitsessions, make_project, pgit, tool, user_state, write_turn
+from tests.test_chat import leave, say, spawn
 
 
 def fork_worktree(cwd: Path, session: str) -> dict:
@@ -210,3 +211,28 @@ def test_a_session_that_is_no_fork_needs_into(server, tmp_path, home):
     assert done.returncode != 0 and "--into" in done.stderr
     itself = gitsessions("merge", sid[:8], "--into", sid[:8], "--chat", cwd=tmp_path)
     assert itself.returncode != 0 and "into itself" in itself.stderr
+
+
+def test_merge_in_the_chat_says_how_to_finish_a_conflict(server, tmp_path, home):
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    fid = fork_worktree(tmp_path, sid)["id"]
+    turn(server, tmp_path, fid[:8], "fork's way",
+         [tool("write_file", path="one.txt", content="the fork's line\n")],
+         "The fork's way is better.")  # fmt: skip
+    parents_line = [tool("write_file", path="one.txt", content="the parent's line\n")]
+    turn(server, root, sid[:8], "parent's way", parents_line, "parent done")
+    child = spawn(server.base_url, root, "--resume", sid[:8])
+    said = " ".join(say(child, f"\\merge {fid[:8]}").split())
+    assert "C one.txt" in said and "git add FILE" in said and "--theirs" in said, said
+    assert f"fork {fid[:8]}" in said and "merged into" in said
+    server.reply(content="I will take the fork's way")
+    say(child, "which way now?")
+    leave(child)
+    sent = server.requests[-1]["messages"]
+    assert any(
+        "The fork's way is better." in str(m["content"]) for m in sent if m["role"] == "user"
+    )
+    assert "<<<<<<< " in (root / "one.txt").read_text()
+    merges = git(home / "store.git", "rev-list", "--merges", f"refs/heads/sessions/{sid}")
+    assert len(merges.stdout.split()) == 1  # the turn after it goes on from the merge
