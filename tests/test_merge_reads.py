@@ -50,6 +50,9 @@ def test_log_shows_both_lines_of_turns(cli, store):
     listed = git(store.git.path, "rev-list", f"refs/heads/sessions/{parent}").stdout.split()
     assert store.head(fork).commit.decode() in listed
     fsck(store.home)
+    doctor = cli("doctor", "--json")  # a two-parent commit is no damage
+    checked = json.loads(doctor.stdout)
+    assert checked["healthy"] and checked["findings"] == [] and checked["commits"] == 9
 
 
 def test_diff_of_a_merged_parent_and_its_fork(cli, store):
