@@ -148,7 +148,8 @@ def merged_forks(headers: Iterable[Mapping[str, Any]], heads: Mapping[str, str])
     still the one merged; a fork that went on since is not marked."""
     found: dict[str, str] = {}
     for header in headers:
-        for entry in header.get("merged") or []:
+        entries = header.get("merged")
+        for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, Mapping):
                 continue
             fork = entry.get("id")

@@ -176,7 +176,8 @@ def merge_chat(
         if already_merged(head, fork):
             return None
         check(store, head, fork)
-        merged = [m for m in head.header.get("merged") or [] if isinstance(m, dict)]
+        earlier = head.header.get("merged")
+        merged = [m for m in earlier if isinstance(m, dict)] if isinstance(earlier, list) else []
         merged.append({"id": fork.id, "commit": fork.commit.decode(), "at": now_iso()})
         title = _cut(found.title, MAX_PROMPT) or "untitled"
         mark: Message = {
