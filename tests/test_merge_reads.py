@@ -59,6 +59,9 @@ def test_diff_of_a_merged_parent_and_its_fork(cli, store):
     parent, fork = merged_pair(store)
     data = cli.json("diff", parent, fork)
     assert data["ancestor"]["kind"] == "fork_point"
+    assert "; A merged B (commit " in data["ancestor"]["note"]
+    shown = cli("diff", parent, fork).stdout
+    assert "A merged B" in shown
     assert data["a"]["changes"]["events"] == {"turn": 1, "merge": 1}
     assert any(
         "[merge] fork" in json.dumps(m) for m in data["a"]["changes"]["messages"]["appended"]

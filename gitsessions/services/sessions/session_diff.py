@@ -8,7 +8,10 @@ Invariants:
   against the fork's `parent_id` and `fork_point`), for two forks of one parent the
   older fork point, for a session and its own earlier state the earlier state itself
   (`"merge_base"`). Histories that never meet are unrelated (`"none"`): each side is
-  then compared with an empty session, and a note says so.
+  then compared with an empty session, and a note says so. A merge commit is walked by
+  its first parent (the session's own line: its transcript's); when one side's commits
+  hold a merge of the other side's head, the note says so (`A merged B`), and the
+  merge's own records (its `[merge]` line, the fork's conclusion) are that side's.
 - A side's changes come from the store's public reads of its state and of the
   ancestor's: header fields, the transcript records appended since the ancestor (only
   those are read: the transcript is append-only, so they are the lines past the
@@ -43,8 +46,14 @@ def diff(store: SessionStore, a: State, b: State) -> dict[str, Any]:
     base = None
     if found is not None:
         base = store.head_at(owner_of(found[1]) or a.head.id, found[0])
+    ancestor = _ancestor(a, b, base)
+    for side, commits, other, name in (("A", a_commits, b, "B"), ("B", b_commits, a, "A")):
+        for commit_id, commit in commits:
+            if len(commit.parents) > 1 and commit.parents[1] == other.head.commit:
+                ancestor["note"] += f"; {side} merged {name} (commit {commit_id.decode()[:10]})"
+                break
     return {
-        "ancestor": _ancestor(a, b, base),
+        "ancestor": ancestor,
         "a": _side(store, a, base, a_commits),
         "b": _side(store, b, base, b_commits),
     }
