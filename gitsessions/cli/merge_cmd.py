@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from gitsessions.cli.args import IdArg, JsonFlag, state_of
+from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.rewind_cmd import session_workspace
@@ -80,7 +80,9 @@ def as_json(done: ForkMerge) -> dict[str, Any]:
 
 def cmd_merge(
     ctx: typer.Context,
-    fork: IdArg,
+    fork: Annotated[
+        str, typer.Argument(metavar="FORK", help="The fork: its id or a unique prefix (4+).")
+    ],
     into: Annotated[
         str | None,
         typer.Option(
