@@ -5,6 +5,7 @@ fork's line; a pulled merge converges as any commit does). Stock git checks the 
 import json
 import subprocess
 
+from gitsessions.services.code import blame_history
 from gitsessions.services.sessions import manage, merging
 from gitsessions.store.sessions import SessionStore
 from tests.conftest import exec_args, fsck, git, run_gitsessions
@@ -160,3 +161,22 @@ def test_the_conclusion_is_bounded_data_that_cannot_close_its_wrapper():
     assert len(text) < merging.MAX_CONCLUSION + 1000
     assert "f" * 32 in text and "25 earlier ones left out" in text
     assert "read_session " + "f" * 32 in text  # where the rest is
+
+
+def test_a_merge_snapshot_comes_after_the_joined_line_within_its_second():
+    """Snapshots of one second go by turn, then session id: a merge's result of a
+    parent whose id sorts first must still come after the fork's step it joins (else
+    blame's history could not give it that step as a parent)."""
+    parent, fork = "a" * 32, "f" * 32
+    lines = {
+        parent: [
+            blame_history.Snapshot("p1", parent, "t1", 100, 1, 1),
+            blame_history.Snapshot("p2", parent, "t2", 100, 2, 1),
+            blame_history.Snapshot("pm", parent, "t3", 100, None, None, fork),
+            blame_history.Snapshot("p3", parent, "t4", 100, 3, 1),
+        ],
+        fork: [blame_history.Snapshot("f2", fork, "t5", 100, 2, 1)],
+    }
+    order = [s.commit for s in blame_history.in_order(lines)]
+    assert order.index("f2") < order.index("pm") < order.index("p3")
+    assert order.index("p1") < order.index("p2") < order.index("pm")

@@ -97,24 +97,30 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
 def in_order(lines: Mapping[str, list[Snapshot]]) -> list[Snapshot]:
     """Every snapshot by time, then turn (times are whole seconds: a fork, which goes
     on counting its parent's turns, comes after the parent's snapshots of the same
-    second), then session id, each session's in its own order."""
+    second; a merge's result after the joined session's of its second), then session
+    id, each session's in its own order."""
     keyed = [
         (s.time, turn, sid, i, s)
         for sid, line in lines.items()
-        for i, (s, turn) in enumerate(zip(line, _turns(line), strict=True))
+        for i, (s, turn) in enumerate(zip(line, _turns(line, lines), strict=True))
     ]
     return [s for *_, s in sorted(keyed, key=lambda k: (k[0], k[1], k[2], k[3]))]
 
 
-def _turns(line: list[Snapshot]) -> list[float]:
+def _turns(line: list[Snapshot], lines: Mapping[str, list[Snapshot]]) -> list[float]:
     """Each snapshot's turn for ordering, never going back along its line: one that is
     no turn's step (a fork's first) takes the turn before it, or, leading the line,
-    just before the first turn after it."""
+    just before the first turn after it; a merge's result takes, too, just past the
+    newest turn the joined session had by then (so its snapshots come first)."""
     known = [s.turn for s in line if s.turn is not None]
     last = known[0] - 0.5 if known else 0.0
     out: list[float] = []
     for s in line:
         last = max(last, float(s.turn)) if s.turn is not None else last
+        if s.merged is not None:
+            joined = [t.turn for t in lines.get(s.merged, []) if t.turn is not None
+                      and t.time <= s.time]  # fmt: skip
+            last = max([last, *(t + 0.5 for t in joined)])
         out.append(last)
     return out
 

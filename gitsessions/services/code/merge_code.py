@@ -22,6 +22,7 @@ Invariants:
 - Nothing here commits to the session store, prints or reads the environment.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 
+_HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 MERGE_SUBJECT = "merge of "  # a snapshot's subject: "gitsessions snapshot: session X merge of ID"
 
 
@@ -113,6 +115,8 @@ def merge_code(
             f"{'at its fork point' if base is None else 'of its own'}; nothing was changed "
             "(--chat merges the conversation alone)"
         )
+    if not all(_HEX.fullmatch(c) for c in (base, theirs)):  # a header or trailer's claim
+        raise CodeNotMerged(f"cannot merge the code: fork {short(fork.id)} names no snapshot id")
     trees = [snapshots.tree_of(project, env, c) for c in (base, theirs)]
     captured = capture.capture(project, env)
     in_git, unheld = check_held(store, env, into, project, captured, force)
@@ -129,6 +133,13 @@ def merge_code(
     if not done.files:
         return done
     written = {p for _s, p in done.files}
+    over = sorted(written & set(captured.left_out))
+    if over:  # the snapshot left them out: the workspace's version is in no commit
+        raise CodeNotMerged(
+            f"cannot merge the code: the merge would write {', '.join(over[:5])}, over the "
+            "snapshot size limit ([snapshots] max_file_bytes) here, so in no snapshot; "
+            "nothing was changed"
+        )
     done.notes.extend(f"note: {h.hint()}" for h in in_git if h.path in written)
     apply_changes(project, env, tree, done.files)
     if stages:
