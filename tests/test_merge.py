@@ -2,7 +2,6 @@
 real project repositories, the real CLI, the fake model server, and stock git to check."""
 
 import json
-import subprocess
 from pathlib import Path
 
 from tests.conftest import git
@@ -200,8 +199,9 @@ def test_chat_only_and_code_only(server, tmp_path, home):
     chat_only = gitsessions("merge", fid[:8], "--chat", cwd=tmp_path)
     assert chat_only.returncode == 0, chat_only.stderr
     assert len(parents(home, sid)) == 3
-    listed = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True)
-    assert listed.returncode == 0
+    # the chat merge after the code one leaves the files as they are
+    assert (root / "two.txt").read_text() == "two\n"
+    assert "code:" not in chat_only.stderr  # --chat: the code side is not touched
 
 
 def test_a_session_that_is_no_fork_needs_into(server, tmp_path, home):
