@@ -96,7 +96,7 @@ def test_another_agent_searches_and_reads_this_projects_sessions(tmp_path):
         ("pin", {"session": mine, "text": "x"}),
     ]))  # fmt: skip
     assert tools == ["blame", "diff_sessions", "list_sessions", "read_session", "search_sessions",
-                     "session_info"]  # fmt: skip
+                     "session_info", "show_compaction"]  # fmt: skip
     assert [r["id"] for r in listed.data["sessions"]] == [mine]
     assert {h["session"] for h in found.data["hits"]} == {mine}  # not the other project's
     first = page.data
@@ -204,13 +204,13 @@ def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
     capabilities = info.capabilities
     assert capabilities.tools is not None
     assert capabilities.prompts is None and capabilities.resources is None
-    writes = {"pin", "rename", "fork"}
-    assert len(served.tools) == 9
+    writes = {"pin", "rename", "fork", "merge_session"}
+    assert len(served.tools) == 11
     for name, tool in served.tools.items():
         hints = tool.annotations
         assert hints is not None and hints.title and tool.title, name
         assert hints.read_only_hint is (name not in writes), name
-        assert hints.destructive_hint is (name == "rename"), name
+        assert hints.destructive_hint is (name in ("rename", "merge_session")), name
         assert hints.open_world_hint is False, name
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
@@ -233,7 +233,7 @@ def test_help_names_every_tool_the_server_offers(tmp_path, cli):
     here = project(tmp_path, "here")
     reads = set(asyncio.run(serve(here, [])).tools)
     writes = set(asyncio.run(serve(here, [], "--allow-writes")).tools) - reads
-    assert "blame" in reads and writes == {"pin", "rename", "fork"}
+    assert "blame" in reads and writes == {"pin", "rename", "fork", "merge_session"}
     shown = " ".join(cli("mcp", "--help").stdout.split())
     body, _, options = shown.partition("Options:")
     allow = options.partition("--allow-writes")[2].partition(" -h, --help")[0]

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pins": ("compact_cmd", "List a session's pinned notes."),
     "doctor": ("doctor_cmd", "Check the store for what git fsck cannot see, and repair it."),
     "diff": ("diff_cmd", "Compare two session states since their common ancestor."),
+    "merge": ("merge_cmd", "Join a fork back: its code and its conclusion, one merge commit."),
     "rewind": ("rewind_cmd", "Rewind a session's chat and code to an earlier turn."),
     "blame": ("blame_cmd", "Show which session and turn last wrote each line of a file."),
     "trace": ("blame_cmd", "Print the Agent Trace record of the lines a commit changed."),

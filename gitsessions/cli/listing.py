@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
 from gitsessions.values.records import label as label  # `listing.label`: what names a row
-from gitsessions.values.records import made_by, never_answered
+from gitsessions.values.records import made_by, merged_forks, never_answered
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
@@ -59,12 +59,14 @@ def open_rows(catalog: Catalog, include_archived: bool) -> Iterator[dict[str, An
     refreshed now (its `damaged` and `count` then hold), each row built as it is read."""
     catalog.refresh()
     known = catalog.ids
+    merged = catalog.merged()
 
     def rows() -> Iterator[dict[str, Any]]:
         for header in catalog.stream(include_archived):
             row = list_row(header)
             parent = row.get("parent_id")
             row["parent_deleted"] = bool(parent) and parent not in known
+            row["merged_into"] = merged.get(row["id"])
             yield row
 
     return rows()
@@ -76,6 +78,9 @@ def rows_of(
     """`session_rows` of headers already read (`Catalog.headers`)."""
     rows = [list_row(h) for h in headers]
     mark_deleted_parents(rows, (h["id"] for h in headers))
+    merged = merged_forks(headers, {h["id"]: str(h.get("head")) for h in headers})
+    for row in rows:
+        row["merged_into"] = merged.get(row["id"])
     if not include_archived:
         rows = [r for r in rows if not r["archived"]]
     if workspace is not None:  # the project's sessions, from any of its folders
@@ -90,9 +95,12 @@ def rows_of(
 
 def marks(row: Mapping[str, Any]) -> str:
     """What a listing appends to a session's label: ` (no reply)` when no request of it
-    ever reached a model (a failed start), ` (archived)`."""
-    return (" (no reply)" if row.get("no_reply") else "") + (
-        " (archived)" if row.get("archived") else ""
+    ever reached a model (a failed start), ` (archived)`, ` (merged into <id8>)`."""
+    merged = row.get("merged_into")
+    return (
+        (" (no reply)" if row.get("no_reply") else "")
+        + (" (archived)" if row.get("archived") else "")
+        + (f" (merged into {short(merged)})" if merged else "")
     )
 
 

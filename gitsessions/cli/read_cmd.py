@@ -368,7 +368,8 @@ def cmd_log(
 ) -> None:
     """The session's history (without ID: this project's latest session's), newest first:
     one line per turn (its prompt, steps and the tools it used) and per other event; a
-    fork shows its parent's history too. Paged on a terminal; piped, one tab-separated
+    fork shows its parent's history too, a merge the fork's own line it joined (under
+    it, marked |). Paged on a terminal; piped, one tab-separated
     line per record."""
     state = state_of(ctx)
     head = _head(ctx, session_or_latest(state, session))
@@ -392,6 +393,8 @@ def cmd_log(
             subject = e["subject"]
             if e["session"] != head.id:
                 subject = f"{subject} ({short(e['session'])})"
+            if "merged_by" in e:  # a commit of the line a merge joined, under the merge
+                subject = f"| {subject}"
             sink.text(e["commit"][:10], "yellow", one_line=True)
             sink.text(f"  {e['time'].replace('T', ' ')}  ", one_line=True)
             sink.text(e["event"].ljust(width), "bold", one_line=True)
@@ -401,7 +404,15 @@ def cmd_log(
 
 
 def _detail(entry: dict[str, Any]) -> str:
-    """Tokens of a compaction (and its number); steps and tools of a turn."""
+    """Tokens of a compaction (and its number); steps and tools of a turn; the line a
+    merge joined, and which merge joined a commit of it."""
+    if entry.get("merged_head"):
+        return f"joins {short(entry.get('merged_session') or '')} at {entry['merged_head'][:10]}"
+    if "merged_by" in entry:
+        merged = f"merged by {entry['merged_by'][:10]}"
+        return (
+            _detail({k: v for k, v in entry.items() if k != "merged_by"}) + "; " + merged
+        ).lstrip("; ")
     if "tokens_before" in entry:
         tokens = f"{entry['tokens_before']} -> {entry['tokens_after']}"
         number = entry.get("compaction")

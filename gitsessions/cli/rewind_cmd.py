@@ -11,9 +11,9 @@ from rich.console import Console
 from gitsessions.cli.args import IdArg
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.state import State, err
+from gitsessions.services.code.fork_merge import place
 from gitsessions.services.code.restore import restore_command
 from gitsessions.services.code.rewind import Rewound, rewind
-from gitsessions.services.code.worktree_mark import check, workspace_for
 from gitsessions.services.sessions import points
 from gitsessions.store.sessions import Head
 from gitsessions.values.ids import short
@@ -27,13 +27,7 @@ def session_workspace(head: Head, flag: Path | None, home: Path, env: Mapping[st
     directory."""
     if flag is not None:
         return flag.expanduser().absolute()
-    checked = check(home, head.id, head.header, env)
-    if checked.mark is not None and checked.live:
-        return workspace_for(head.header, checked.mark)
-    recorded = (head.header.get("workspace") or {}).get("path")
-    if checked.refused is None and recorded and Path(recorded).is_dir():
-        return Path(recorded)
-    return Path.cwd()
+    return place(home, head, env, Path.cwd())
 
 
 def report(console: Console, done: Rewound) -> None:

@@ -13,6 +13,7 @@ from gitsessions.agent.turns import TurnResult
 from gitsessions.cli import diff_cmd, picker
 from gitsessions.cli.chat_input import discard_ahead, discarded_note, echoed
 from gitsessions.cli.chat_line import is_command
+from gitsessions.cli.merge_cmd import merge_here
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
 from gitsessions.cli.rewind_cmd import report, session_workspace
@@ -41,6 +42,7 @@ HELP = [
     ("\\info", "session id, title, messages, compactions, usage and cost, context tokens"),
     ("\\fork [TITLE]", "save a checkpoint and fork this session (you stay here)"),
     ("\\fork --worktree [TITLE]", "fork with a git worktree of the project at this turn's code"),
+    ("\\merge FORK [--force]", "join a fork back here: its code and its conclusion"),
     ("\\rewind N [--force]", "back to turn N: context, plan and files (shows them, asks first)"),
     ("\\pin TEXT", "pin a note that survives every compaction verbatim"),
     ("\\plan", "show the agent's plan"),
@@ -90,6 +92,7 @@ class Slash:
             "info": self.info,
             "fork": self.fork,
             "rewind": self.rewind,
+            "merge": self.merge,
             "pin": self.pin,
             "plan": self.plan,
             "sessions": self.sessions,
@@ -285,6 +288,10 @@ class Slash:
             f"forked: {head.id} (you are still in {short(session.id)}; "
             f"`gitsessions chat --resume {short(head.id)}` to work on the fork)"
         )
+
+    def merge(self, text: str) -> None:
+        if self._stored("merge"):
+            merge_here(self.agent, text, self.workspace, self.err)
 
     def rewind(self, text: str) -> None:
         usage = (

@@ -24,6 +24,7 @@ from gitsessions.store.errors import NotACommit, ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
 from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
 from gitsessions.values.messages import text_of
+from gitsessions.values.records import merged_forks
 
 if TYPE_CHECKING:
     from gitsessions.store.reader import Head, SessionReader
@@ -139,6 +140,18 @@ class Catalog:
                 header["first_prompt"] = prompt or ""
                 yield header
         yield from self.broken
+
+    def merged(self) -> dict[str, str]:
+        """{fork id: the session it was merged into} for every fork some session's
+        header records merging at the fork's current head (only the headers that
+        mention a merge are parsed)."""
+        found: list[dict[str, Any]] = []
+        with open_cache(self.path, SCHEMA) as db:
+            query = "SELECT id, head, header FROM headers WHERE instr(header, '\"merged\"') > 0"
+            for sid, commit, text in db.execute(query):
+                if self.heads.get(sid) == commit:
+                    found.append(json.loads(text))
+        return merged_forks(found, self.heads)
 
     @staticmethod
     def _write(

@@ -3,8 +3,9 @@
 
 Invariants:
 - Read only, except `tombstone_commit`, which writes its objects (the caller names the
-  commit by a ref under the store's lock). Session histories are linear, so a walk
-  costs the distance between two commits, not a whole history (`relation`).
+  commit by a ref under the store's lock). A walk follows every parent (a merge
+  commit's second parent is a fork's line), breadth-first, so it costs the distance
+  between two commits, not a whole history (`relation`).
 - A tombstone commit's `deleted` file lists 32-hex session ids, one a line, sorted;
   anything else in it is ignored when read (`tombstone_ids`).
 """
@@ -67,7 +68,7 @@ def relation(git: Git, mine: bytes, theirs: bytes) -> str:
 
 
 def merge_base(git: Git, one: bytes, other: bytes) -> bytes | None:
-    """The nearest commit both descend from (session histories are linear)."""
+    """The nearest commit both descend from (breadth-first from `other`)."""
     mine = set(ancestors(git, one))
     return next((sha for sha in ancestors(git, other) if sha in mine), None)
 

@@ -90,13 +90,16 @@ class SessionStore(SessionReader):
         subject: str,
         trailers: Mapping[str, Any] | None = None,
         skip_unchanged: bool = False,
+        merged: bytes | None = None,
     ) -> Head:
         """Commit `change` on top of `base`; `ConcurrentUpdate` if the branch moved.
         With `skip_unchanged`, a change that leaves every file as it was (but the
-        header's `updated_at`) makes no commit: `base` itself comes back."""
+        header's `updated_at`) makes no commit: `base` itself comes back. `merged`: a
+        second parent (another session's head joined in: a merge commit)."""
         return self._write(
-            base.id, base, change, event, subject, trailers or {}, base.commit, skip_unchanged
-        )
+            base.id, base, change, event, subject, trailers or {}, base.commit, skip_unchanged,
+            merged=merged,
+        )  # fmt: skip
 
     def create(
         self,
@@ -167,6 +170,7 @@ class SessionStore(SessionReader):
         (default: its branch; `undelete` names the trash ref of a deleted session)."""
         point = (fork_point or source.commit).decode()
         header = without_local_marks(source.header)
+        header.pop("merged", None)  # the forks the source joined are its own record
         header.pop("format", None)
         header.pop("counts", None)
         header.update(header_updates or {})
@@ -223,6 +227,7 @@ class SessionStore(SessionReader):
         when: int | None = None,
         publish: bool = True,
         held_by: bytes | None = None,
+        merged: bytes | None = None,
     ) -> Head:
         """One commit of `change` on `base`, the branch moved from `expected` to it by
         compare-and-swap; with `publish=False` (the parts of a long import, see
@@ -238,7 +243,7 @@ class SessionStore(SessionReader):
             subject, findings, keys = self._redact(change, subject, counts["messages"], base)
         draft, candidates = self._draft(base, change, trailers, counts, keys)
         header = next_header(session_id, base, change, event, counts)
-        if skip_unchanged and base is not None and not change.append:
+        if skip_unchanged and base is not None and not change.append and merged is None:
             times = {k: base.header.get(k) for k in ("updated_at", "active_at")}
             draft.set("session.json", dumps({**header, **times}))
             if draft.root.id == base.tree:
@@ -250,6 +255,8 @@ class SessionStore(SessionReader):
         commit = Commit()
         commit.tree = tree_id
         commit.parents = [ObjectID(base.commit)] if base else []
+        if merged is not None and base is not None:  # a merge: the first parent stays own
+            commit.parents.append(ObjectID(merged))
         commit.author = commit.committer = AUTHOR
         if when is None:
             when = _timestamp(header.get("updated_at"))
@@ -263,7 +270,7 @@ class SessionStore(SessionReader):
             if candidates is not None:
                 self.keep_context(session_id, commit.id, candidates)
             return Head(session_id, commit.id, tree_id, header)
-        self._publish(session_id, base, expected, held_by, [*draft.new_objects, commit])
+        self._publish(session_id, base, expected, held_by, [*draft.new_objects, commit], merged)
         self._published(session_id, base, commit.id, findings, candidates)
         return Head(session_id, commit.id, tree_id, header)
 
@@ -314,9 +321,11 @@ class SessionStore(SessionReader):
         expected: bytes | None,
         held_by: bytes | None,
         objects: list[Any],
+        merged: bytes | None = None,
     ) -> None:
         """Write `objects` (the commit last) and move the session's branch from `expected`
-        to the commit by compare-and-swap; a fork only while its source's objects are kept."""
+        to the commit by compare-and-swap; a fork only while its source's objects are kept,
+        a merge only while the head it joins is still there."""
         ref = ref_name(session_id)
         staged = base is not None and base.id == session_id and expected is None
         with self.git.locked(), self.git.ref_locked(ref):
@@ -328,6 +337,8 @@ class SessionStore(SessionReader):
             ):
                 # A fork whose source was deleted meanwhile: its objects may be purged.
                 raise SessionNotFound(f"session {base.id[:8]} was deleted; nothing was forked")
+            if merged is not None and not self.git.has(merged):
+                raise SessionNotFound("the session to merge was deleted; nothing was merged")
             self.git.add_objects(objects)
             if not self.git.move_ref(ref, expected, objects[-1].id):
                 if expected is None:

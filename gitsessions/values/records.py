@@ -7,7 +7,7 @@ records, the plan, the pins and the usage.
 Usage is one dict: totals at the top level and the same numbers per model in `by_model`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 HEADER_FORMAT = "gitsessions.header/2"
@@ -140,3 +140,19 @@ def label(row: Mapping[str, Any]) -> str:
         return str(row["summary"])
     prompt = row.get("first_prompt") or ""
     return f'"{prompt}"' if prompt else "(no prompt yet)"
+
+
+def merged_forks(headers: Iterable[Mapping[str, Any]], heads: Mapping[str, str]) -> dict[str, str]:
+    """{fork id: the session it was merged into} from the headers' `merged` records
+    (sessions/merging.py writes them), for a fork whose head (`heads`: id -> commit) is
+    still the one merged; a fork that went on since is not marked."""
+    found: dict[str, str] = {}
+    for header in headers:
+        entries = header.get("merged")
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, Mapping):
+                continue
+            fork = entry.get("id")
+            if isinstance(fork, str) and heads.get(fork) == entry.get("commit"):
+                found[fork] = str(header.get("id") or "")
+    return found

@@ -1,5 +1,6 @@
-"""The ACP agent: `initialize`, `session/list`, `/new`, `/load`, `/prompt` and `/cancel`,
-answered on the protocol's event loop, the work done on the main thread (worker.py).
+"""The ACP agent: `initialize`, `session/list`, `/new`, `/load`, `/resume` (load without
+the replay), `/fork` (a fork at the head, opened), `/prompt` and `/cancel`, answered on
+the protocol's event loop, the work done on the main thread (worker.py).
 
 Invariants: an ACP session id is the gitsessions session id (so `session/load` takes any
 stored session, by id or by a prefix that then names it in what follows, and `chat
@@ -23,6 +24,7 @@ from acp.helpers import update_agent_message_text
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -30,9 +32,12 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
 )
 
 from gitsessions.agent.assembly import Built
@@ -40,6 +45,7 @@ from gitsessions.agent.loop import Agent
 from gitsessions.protocols.acp.events import AcpApprover, AcpEvents, replay
 from gitsessions.protocols.acp.outbox import Outbox
 from gitsessions.protocols.acp.worker import Worker
+from gitsessions.services.sessions import manage
 from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 from gitsessions.values.records import label
@@ -144,7 +150,11 @@ class GitsessionsAcp:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    fork=SessionForkCapabilities(),
+                ),
             ),
             agent_info=Implementation(name="gitsessions", version=version("gitsessions")),
         )
@@ -215,6 +225,33 @@ class GitsessionsAcp:
 
         await self._on_main(load, naming=True)
         return LoadSessionResponse()
+
+    async def resume_session(
+        self, cwd: str, session_id: str, additional_directories: Any = None,
+        mcp_servers: Any = None, **kwargs: Any,
+    ) -> ResumeSessionResponse:  # fmt: skip
+        """As `session/load`, without replaying the transcript (the client has it)."""
+        await self._on_main(lambda: self._open(cwd, session_id), naming=True)
+        return ResumeSessionResponse()
+
+    async def fork_session(
+        self, cwd: str, session_id: str, additional_directories: Any = None,
+        mcp_servers: Any = None, **kwargs: Any,
+    ) -> ForkSessionResponse:  # fmt: skip
+        """A fork of the session at its head (what it has pending saved first), opened
+        in `cwd` as a session of its own; the session forked stays open too."""
+
+        def fork() -> str:
+            source = self._open(cwd, session_id)
+            agent = source.agent
+            agent.save()
+            if agent.session.is_draft:
+                raise InvalidInput(f"session {session_id} has nothing to fork yet")
+            store = agent.session.store
+            made = manage.fork(store, agent.session.id, hooks=agent.hooks)
+            return self._open(cwd, made.id).id
+
+        return ForkSessionResponse(session_id=await self._on_main(fork, naming=True))
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         live = self.live.get(session_id)

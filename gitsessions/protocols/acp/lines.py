@@ -138,4 +138,5 @@ async def serve_stdio(agent: Any) -> None:
     from acp import run_agent, stdio_streams
 
     reader, writer = await stdio_streams(limit=LINE_CAP)
-    await run_agent(agent, LineTransport(reader, writer))
+    # session/resume and session/fork: routed as unstable by this version of the SDK
+    await run_agent(agent, LineTransport(reader, writer), use_unstable_protocol=True)

@@ -81,6 +81,14 @@ TOOLS: tuple[Spec, ...] = (
         "a line a person wrote.",
     ),
     Spec(
+        "show_compaction",
+        "What a compaction took out",
+        "What compaction `number` of a session took out of its working context: the "
+        "messages it summarised and the tool outputs it cleared (transcript index, role, "
+        f"turn, tokens, first line; at most {LIMIT} of each), the summary it left, and "
+        "both states' sizes, as `gitsessions show ID --compaction N --json`.",
+    ),
+    Spec(
         "pin",
         "Pin a note",
         "Pin a note to a session: it survives every compaction verbatim.",
@@ -99,6 +107,17 @@ TOOLS: tuple[Spec, ...] = (
         "A new session starting at the session's head (or `at`: turn:N or a commit); "
         "nothing copied. Returns the fork's id.",
         writes=True,
+    ),
+    Spec(
+        "merge_session",
+        "Merge a fork back",
+        "Join a fork back into its parent (or `into`), as `gitsessions merge`: its code "
+        "changes since its fork point merged into that session's workspace by git's "
+        "three-way merge (conflicts left as git leaves them, listed; refused over changes "
+        "no snapshot holds unless `force`), and one merge commit that puts the fork's "
+        "conclusion into the working context. `chat` or `code` false: the other side only.",
+        writes=True,
+        destructive=True,  # the workspace's files are rewritten (their state snapshotted first)
     ),
 )
 

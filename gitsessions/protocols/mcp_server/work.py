@@ -6,7 +6,8 @@ Invariants:
   services/sessions/session_tools.py): the project's sessions (by identity, any clone)
   and their forks unless `--all-sessions`; an id out of scope and one that exists
   nowhere get the same answer.
-- `pin`, `rename`, `fork` exist only with `--allow-writes`, through the CLI's services.
+- `pin`, `rename`, `fork`, `merge_session` exist only with `--allow-writes`, through the
+  CLI's services (`merge_session` merges code where `merge` would, else the server's folder).
 - Every answer is bounded (`PAGE` messages, `TEXT` characters each, `LIMIT` items).
 - A function returns or raises `GitsessionsError`, in the call thread, never on the loop.
 """
@@ -20,14 +21,17 @@ from typing_extensions import TypedDict
 
 from gitsessions.agent.scope import workspace_sessions
 from gitsessions.protocols.mcp_server.tools import ID_LENGTH, LIMIT, PAGE, TEXT
+from gitsessions.services.code import fork_merge
 from gitsessions.services.code.line_origin import line_origin
 from gitsessions.services.code.workspace import project_of
+from gitsessions.services.compaction.history import view
 from gitsessions.services.sessions import manage, revisions, session_diff
 from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
 from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import SessionStore
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
+from gitsessions.values.tokens import default_counter
 
 OUT_OF_SCOPE = (
     "no session {text!r} among this project's sessions (the server reaches only this "
@@ -64,6 +68,15 @@ At = Annotated[
     Field(max_length=ID_LENGTH, description="turn:N or a commit (default: the head)."),
 ]
 ForkTitle = Annotated[str | None, Field(max_length=1000, description="The fork's title.")]
+Number = Annotated[int, Field(ge=1, description="The compaction's number (1 is the first).")]
+Into = Annotated[
+    str | None,
+    Field(max_length=ID_LENGTH, description="The session to merge into (default: the parent)."),
+]
+Side = Annotated[bool, Field(description="Merge this side (the conversation, or the code).")]
+Force = Annotated[
+    bool, Field(description="Snapshot workspace changes no snapshot holds first, then merge.")
+]
 
 
 class SessionRow(TypedDict):
@@ -141,6 +154,24 @@ class Forked(TypedDict):
     parent_id: str | None
 
 
+class MergedCode(TypedDict):
+    files: list[dict[str, str]]
+    conflicts: list[str]
+    base: str
+    theirs: str
+    ours: str
+    result: str | None
+    saved: str | None
+
+
+class Merged(TypedDict):
+    fork: str
+    into: str
+    commit: str | None
+    committed: bool
+    code: MergedCode | None
+
+
 def _cut(text: str) -> str:
     return (
         text if len(text) <= TEXT else text[:TEXT] + f" [... {len(text) - TEXT:,} characters cut]"
@@ -188,6 +219,25 @@ def tools(
     done |= _session_tools(store, resolve)
     if allow_writes:
         done |= _write_tools(store, resolve)
+
+        def merge_session(
+            fork: SessionArg,
+            into: Into = None,
+            chat: Side = True,
+            code: Side = True,
+            force: Force = False,
+        ) -> Merged:
+            fork_id = resolve(fork)
+            into_id = resolve(into) if into is not None else None
+            where = None
+            if code:
+                target_id = fork_merge.target(store, store.head(fork_id), into_id)
+                where = fork_merge.place(store.home, store.head(target_id), env, workspace)
+            merged = fork_merge.merge(store, env, fork_id, into_id, workspace=where, chat=chat,
+                                      code=code, force=force)  # fmt: skip
+            return _merged(merged)
+
+        done["merge_session"] = merge_session
     return done
 
 
@@ -218,10 +268,22 @@ def _session_tools(
 
         return session_diff.diff(store, side(a), side(b))
 
+    def show_compaction(session: SessionArg, number: Number) -> dict[str, Any]:
+        head = store.head(resolve(session))
+        counter = default_counter()
+        data = view(store, head, number, lambda messages: counter.estimate(messages))
+        for key in ("summarized", "cleared"):  # bounded: the first LIMIT of each
+            data[f"{key}_total"] = len(data[key])
+            data[key] = data[key][:LIMIT]
+        if data["summary"] is not None:
+            data["summary"]["text"] = _cut(data["summary"]["text"])
+        return data
+
     return {
         "read_session": read_session,
         "session_info": session_info,
         "diff_sessions": diff_sessions,
+        "show_compaction": show_compaction,
     }
 
 
@@ -246,6 +308,27 @@ def _write_tools(
         return {"id": head.id, "parent_id": head.header.get("parent_id")}
 
     return {"pin": pin, "rename": rename, "fork": fork}
+
+
+def _merged(done: fork_merge.ForkMerge) -> Merged:
+    code = done.code
+    return {
+        "fork": done.fork.id,
+        "into": done.into,
+        "commit": done.written.head.commit.decode() if done.written else None,
+        "committed": bool(done.written and done.written.committed),
+        "code": None
+        if code is None
+        else {
+            "files": [{"status": s, "path": p} for s, p in code.files],
+            "conflicts": code.conflicts,
+            "base": code.base,
+            "theirs": code.theirs,
+            "ours": code.ours,
+            "result": code.result,
+            "saved": code.saved,
+        },
+    }
 
 
 def _listed(row: Mapping[str, Any]) -> SessionRow:

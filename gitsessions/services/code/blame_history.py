@@ -4,7 +4,8 @@ Invariants:
 - Snapshots ordered by time (then session id), each session's in its keep chain's order.
   A turn's step (`N.S`, S > 0) has one parent, its session's snapshot before it; any
   other snapshot is a person's, with parents its session's previous one, the project's
-  previous one, and the newest earlier one of the same tree.
+  previous one, and the newest earlier one of the same tree; a merge's result (`merge of
+  <id>`, merge_code.py) has the joined session's newest first.
 - Written by `git fast-import` into a bare repository borrowing the project's objects
   (alternates): nothing is written to the project.
 - Cached with the snapshot refs it was made of: used as is while no ref moved, grown when
@@ -26,7 +27,8 @@ from gitsessions.services.code.snapshot_chains import chains, snapshot_refs
 from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
-FORMAT = 1
+MERGE = re.compile(r"session [0-9a-f]+ merge of ([0-9a-f]{32})\Z")  # merge_code.py's
+FORMAT = 2
 STALE_LOCK = 300  # seconds: a lock older than this was left by a killed blame
 
 
@@ -41,6 +43,7 @@ class Snapshot:
     time: int
     turn: int | None
     step: int | None
+    merged: str | None = None  # a merge's result: the session whose code it joined
 
     @property
     def by_agent(self) -> bool:
@@ -72,9 +75,12 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
             node = nodes.get(commit)
             if node is None:
                 continue
-            match = STEP.search(node.subject.removeprefix(SNAPSHOT_SUBJECT))
+            subject = node.subject.removeprefix(SNAPSHOT_SUBJECT)
+            match = STEP.search(subject)
             turn, step = (int(match[2]), int(match[3])) if match else (None, None)
-            line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step))
+            joined = MERGE.search(subject)
+            line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step,
+                                 joined[1] if joined else None))  # fmt: skip
         if line:
             lines[chain.session] = line
     return lines
@@ -83,24 +89,30 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
 def in_order(lines: Mapping[str, list[Snapshot]]) -> list[Snapshot]:
     """Every snapshot by time, then turn (times are whole seconds: a fork, which goes
     on counting its parent's turns, comes after the parent's snapshots of the same
-    second), then session id, each session's in its own order."""
+    second; a merge's result after the joined session's of its second), then session
+    id, each session's in its own order."""
     keyed = [
         (s.time, turn, sid, i, s)
         for sid, line in lines.items()
-        for i, (s, turn) in enumerate(zip(line, _turns(line), strict=True))
+        for i, (s, turn) in enumerate(zip(line, _turns(line, lines), strict=True))
     ]
     return [s for *_, s in sorted(keyed, key=lambda k: (k[0], k[1], k[2], k[3]))]
 
 
-def _turns(line: list[Snapshot]) -> list[float]:
+def _turns(line: list[Snapshot], lines: Mapping[str, list[Snapshot]]) -> list[float]:
     """Each snapshot's turn for ordering, never going back along its line: one that is
     no turn's step (a fork's first) takes the turn before it, or, leading the line,
-    just before the first turn after it."""
+    just before the first turn after it; a merge's result takes, too, just past the
+    newest turn the joined session had by then (so its snapshots come first)."""
     known = [s.turn for s in line if s.turn is not None]
     last = known[0] - 0.5 if known else 0.0
     out: list[float] = []
     for s in line:
         last = max(last, float(s.turn)) if s.turn is not None else last
+        if s.merged is not None:
+            joined = [t.turn for t in lines.get(s.merged, []) if t.turn is not None
+                      and t.time <= s.time]  # fmt: skip
+            last = max([last, *(t + 0.5 for t in joined)])
         out.append(last)
     return out
 
@@ -200,7 +212,8 @@ def _build(
         if own is not None:
             parents.append(own)
         if not snap.by_agent or own is None:
-            for extra in (mark - 1 if mark > 1 else None, newest_tree.get(snap.tree)):
+            joined = last_of.get(snap.merged) if snap.merged else None
+            for extra in (joined, mark - 1 if mark > 1 else None, newest_tree.get(snap.tree)):
                 if extra is not None and extra not in parents:
                     parents.append(extra)
         last_of[snap.session] = mark

@@ -163,22 +163,7 @@ def _rewind_code(
     result.root = project.root
     target_tree = snapshots.tree_of(project, env, snap)
     captured = capture.capture(project, env)
-    recorded = points.all_snapshots(store, head)
-    known = snapshots.trees_of(project, env, recorded)
-    in_git: list[git_held.Held] = []
-    if captured.tree not in known:
-        changed = _unsaved(project, env, recorded[:NEAREST], captured.tree)
-        in_git = git_held.held_by_git(project, env, captured.tree, captured.head, changed)
-        changed = [p for p in changed if p not in {h.path for h in in_git}]
-        result.unheld = bool(changed) or not in_git
-    if result.unheld:
-        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        shown = ", ".join(changed[:5]) + more
-        if not force:
-            raise RewindRefused(
-                f"the workspace has changes no snapshot of {short(head.id)} holds "
-                f"({shown or 'files'}); nothing was changed. --force snapshots them first"
-            )
+    in_git, result.unheld = check_held(store, env, head, project, captured, force)
     changes = tree_changes(project, env, captured.tree, target_tree)
     result.files = {
         "restored": [p for s, p in changes if s in ("M", "T")],
@@ -204,6 +189,35 @@ def _rewind_code(
         apply_changes(project, env, target_tree, changes)
 
     return apply
+
+
+def check_held(
+    store: SessionStore,
+    env: Mapping[str, str],
+    head: Head,
+    project: Project,
+    captured: snapshots.Captured,
+    force: bool,
+) -> tuple[list[git_held.Held], bool]:
+    """Whether the workspace (`captured`) has changes no snapshot of the session and no
+    commit of the project holds (refused with `RewindRefused`, unless `force`), and the
+    changed files git holds."""
+    recorded = points.all_snapshots(store, head)
+    known = snapshots.trees_of(project, env, recorded)
+    if captured.tree in known:
+        return [], False
+    changed = _unsaved(project, env, recorded[:NEAREST], captured.tree)
+    in_git = git_held.held_by_git(project, env, captured.tree, captured.head, changed)
+    changed = [p for p in changed if p not in {h.path for h in in_git}]
+    unheld = bool(changed) or not in_git
+    if unheld and not force:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        shown = ", ".join(changed[:5]) + more
+        raise RewindRefused(
+            f"the workspace has changes no snapshot of {short(head.id)} holds "
+            f"({shown or 'files'}); nothing was changed. --force snapshots them first"
+        )
+    return in_git, unheld
 
 
 def _unsaved(project: Project, env: Mapping[str, str], recorded: list[str], tree: str) -> list[str]:

@@ -5,7 +5,8 @@ Invariants:
   by side (`common_ancestor`): a fork and its parent meet at the fork point (checked
   against `parent_id`/`fork_point`), two forks at the older one, a session and its
   earlier state at that state; histories that never meet compare with an empty session
-  (a note says so).
+  (a note says so). A merge commit is walked by its first parent (the session's own
+  line); a side holding a merge of the other's head says so (`A merged B`).
 - A side reads only headers, the transcript lines past the ancestor's count (the
   transcript is append-only), compaction records, plan, pins, usage and its own commits'
   trailers; nothing is written. The result is JSON-ready.
@@ -37,8 +38,14 @@ def diff(store: SessionStore, a: State, b: State) -> dict[str, Any]:
     base = None
     if found is not None:
         base = store.head_at(owner_of(found[1]) or a.head.id, found[0])
+    ancestor = _ancestor(a, b, base)
+    for side, commits, other, name in (("A", a_commits, b, "B"), ("B", b_commits, a, "A")):
+        for commit_id, commit in commits:
+            if len(commit.parents) > 1 and commit.parents[1] == other.head.commit:
+                ancestor["note"] += f"; {side} merged {name} (commit {commit_id.decode()[:10]})"
+                break
     return {
-        "ancestor": _ancestor(a, b, base),
+        "ancestor": ancestor,
         "a": _side(store, a, base, a_commits),
         "b": _side(store, b, base, b_commits),
     }

@@ -2,10 +2,13 @@
 
 Invariants:
 - `commits`: the first-parent history, newest first (a fork's parent's too), one record
-  a commit from its trailers (a compaction's number as `show --compaction N` takes it).
+  a commit from its trailers (a compaction's number as `show --compaction N` takes it);
+  a merge commit's record (`merged_session`, `merged_head`) is followed by the joined
+  line's commits (`merged_by`, `line_head`): both lines of turns are in the log.
 - `turns`: a turn's commits grouped at its first commit, every other commit its own
   record (a compaction mid-turn too, times still newest first); no commit dropped.
-- A turn's tools are read from the transcript lines its commits added.
+- A turn's tools are read from the transcript lines its commits added (a joined line's
+  from the head the merge joined).
 """
 
 from typing import Any
@@ -16,29 +19,59 @@ from gitsessions.values.clock import iso_of_timestamp
 
 
 def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
-    """One record per commit, newest first."""
+    """One record per commit, newest first; a merge's record is followed by the commits
+    of the line it joined (the fork's own, newest first, each with `merged_by`)."""
+    line = list(store.history(head))
+    main = {commit_id for commit_id, _commit in line}
     entries = []
-    for commit_id, commit in store.history(head):
-        subject, trailers = parse_trailers(commit.message)
-        entry: dict[str, Any] = {
-            "commit": commit_id.decode(),
-            "time": iso_of_timestamp(commit.commit_time),
-            "event": trailers.get("Event", ""),
-            "session": trailers.get("Session", ""),
-            "subject": subject,
-        }
-        for key in ("Turn", "Step"):
-            if trailers.get(key, "").isdigit():
-                entry[key.lower()] = int(trailers[key])
-        if "Tokens-Before" in trailers:
-            entry["tokens_before"] = int(trailers["Tokens-Before"])
-            entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
-        if trailers.get("Compaction", "").isdigit():  # an undo names the one it took back
-            entry["compaction"] = int(trailers["Compaction"])
-        elif entry["event"] == "compact" and commit.parents:  # its number: `show --compaction`
-            entry["compaction"] = store.head_at(head.id, commit_id).counts.get("compactions", 0)
-        entries.append(entry)
+    for commit_id, commit in line:
+        entries.append(_entry(store, head, commit_id, commit))
+        if len(commit.parents) > 1:
+            entries += _joined(store, head, commit_id, commit.parents[1], main)
     return entries
+
+
+def _joined(
+    store: SessionReader, head: Head, merge: bytes, tip: bytes, main: set[bytes]
+) -> list[dict[str, Any]]:
+    """The records of the line a merge joined: from its second parent back along first
+    parents until the session's own line (the fork point)."""
+    joined = []
+    commit_id: bytes | None = tip
+    while commit_id is not None and commit_id not in main:
+        commit = store.read_commit(commit_id)
+        entry = _entry(store, head, commit_id, commit)
+        entry["merged_by"] = merge.decode()
+        entry["line_head"] = tip.decode()
+        joined.append(entry)
+        commit_id = commit.parents[0] if commit.parents else None
+    return joined
+
+
+def _entry(store: SessionReader, head: Head, commit_id: bytes, commit: Any) -> dict[str, Any]:
+    """One commit's record."""
+    subject, trailers = parse_trailers(commit.message)
+    entry: dict[str, Any] = {
+        "commit": commit_id.decode(),
+        "time": iso_of_timestamp(commit.commit_time),
+        "event": trailers.get("Event", ""),
+        "session": trailers.get("Session", ""),
+        "subject": subject,
+    }
+    for key in ("Turn", "Step"):
+        if trailers.get(key, "").isdigit():
+            entry[key.lower()] = int(trailers[key])
+    if "Tokens-Before" in trailers:
+        entry["tokens_before"] = int(trailers["Tokens-Before"])
+        entry["tokens_after"] = int(trailers.get("Tokens-After", "0"))
+    if trailers.get("Compaction", "").isdigit():  # an undo names the one it took back
+        entry["compaction"] = int(trailers["Compaction"])
+    elif entry["event"] == "compact" and commit.parents:  # its number: `show --compaction`
+        entry["compaction"] = store.head_at(head.id, commit_id).counts.get("compactions", 0)
+    if len(commit.parents) > 1:
+        entry["merged_session"] = trailers.get("Merged-Session", "")
+        entry["merged_head"] = commit.parents[1].decode()
+    return entry
 
 
 def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,10 +93,14 @@ def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> li
                 "subject": entry["subject"],
                 "commits": [],
             }
+            for key_ in ("merged_by", "line_head"):
+                if key_ in entry:
+                    group[key_] = entry[key_]
             records.append(group)
         group["commits"].insert(0, entry)  # newest first, like everything else
     counts: dict[bytes, int] = {}
-    spans: list[tuple[int, int, dict[str, Any]]] = []
+    # a joined line's turns are read from its own transcript (its head when merged)
+    spans: dict[str | None, list[tuple[int, int, dict[str, Any]]]] = {}
     for group in groups.values():
         newest, oldest = group["commits"][0], group["commits"][-1]
         group["commit"] = newest["commit"]
@@ -72,8 +109,10 @@ def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> li
         start = _messages_before(store, head, oldest["commit"].encode(), counts)
         end = _messages_at(store, head, newest["commit"].encode(), counts)
         if end > start:
-            spans.append((start, end, group["tools"]))
-    _count_tools(store, head, spans)
+            spans.setdefault(group.get("line_head"), []).append((start, end, group["tools"]))
+    for line_head, line_spans in spans.items():
+        reading = head if line_head is None else store.head_at(head.id, line_head.encode())
+        _count_tools(store, reading, line_spans)
     records.reverse()
     return records
 

@@ -34,6 +34,7 @@ class Edit:
     event: str
     subject: str
     trailers: Mapping[str, Any] = field(default_factory=dict)
+    merged: bytes | None = None  # a second parent: another session's head joined in
 
 
 class Written(NamedTuple):
@@ -100,6 +101,7 @@ def commit_on(store: SessionStore, head: Head, edit: Edit) -> Written:
         subject=edit.subject,
         trailers=edit.trailers,
         skip_unchanged=True,
+        merged=edit.merged,
     )
     return Written(new, new.commit != head.commit)
 
