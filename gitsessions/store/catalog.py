@@ -18,7 +18,8 @@ warm cache import no git library but dulwich's config parser (tests/test_startup
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.cache import open_cache
@@ -39,6 +40,34 @@ SCHEMA = [
 PROMPT_CHARS = 200
 BATCH = 500  # rows read again before they are written
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
+
+
+Row = tuple[str, str, str, str, str, int]  # a `headers` row, in its columns' order
+
+
+def row(session_id: str, commit: str, header: dict[str, Any], prompt: str) -> Row:
+    """The cache's row of a session read at `commit` (its header without `first_prompt`):
+    what `refresh` writes, and a pull for the sessions it brings (`fill`)."""
+    active = header.get("active_at") or header.get("updated_at") or ""
+    archived = int(bool(header.get("archived")))
+    return (session_id, commit, json.dumps(header), prompt, str(active), archived)
+
+
+def first_prompt(messages: Iterable[dict[str, Any]]) -> str:
+    """The text of the first user message among `messages` (the transcript's first
+    `FIRST_LINES`), on one line, at most `PROMPT_CHARS` ("" if none)."""
+    for message in messages:
+        if message.get("role") == "user":
+            return " ".join(text_of(message).split())[:PROMPT_CHARS]
+    return ""
+
+
+def fill(home: Path, rows: Iterable[Row]) -> None:
+    """Write the rows of sessions read elsewhere (a pull, from what it fetched and
+    checked) into the cache, so the next listing finds them; a row whose commit is not
+    its branch's head when listed is read again, as any other."""
+    with open_cache(home / "index.sqlite", SCHEMA) as db:
+        Catalog._write(db, list(rows), [])
 
 
 def broken_header(
@@ -98,14 +127,14 @@ class Catalog:
         self.heads = dict(refs)
         with open_cache(self.path, SCHEMA) as db:
             cached = dict(db.execute("SELECT id, head FROM headers"))
-            fresh: list[tuple[str, str, str, str, str, int]] = []
+            fresh: list[Row] = []
             for sid, commit in refs.items():
                 if cached.get(sid) == commit:
                     continue
                 known = None  # the first prompt, carried from the row's older head
                 if sid in cached:
-                    row = db.execute("SELECT first_prompt FROM headers WHERE id = ?", (sid,))
-                    known = (row.fetchone() or [None])[0]
+                    old = db.execute("SELECT first_prompt FROM headers WHERE id = ?", (sid,))
+                    known = (old.fetchone() or [None])[0]
                 header = self._read(sid, commit, known)
                 if header is None:
                     del self.heads[sid]
@@ -116,9 +145,7 @@ class Catalog:
                     self.broken.append(header)
                 else:
                     prompt = header.pop("first_prompt")
-                    active = header.get("active_at") or header.get("updated_at") or ""
-                    fresh.append((sid, commit, json.dumps(header), prompt, str(active),
-                                  int(bool(header.get("archived")))))  # fmt: skip
+                    fresh.append(row(sid, commit, header, prompt))
                     if len(fresh) >= BATCH:  # written as read: a cold cache is not held whole
                         self._write(db, fresh, [])
                         fresh = []
@@ -143,9 +170,7 @@ class Catalog:
         yield from self.broken
 
     @staticmethod
-    def _write(
-        db: sqlite3.Connection, fresh: list[tuple[Any, ...]], gone: list[tuple[str]]
-    ) -> None:
+    def _write(db: sqlite3.Connection, fresh: list[Row], gone: list[tuple[str]]) -> None:
         if fresh or gone:
             with db:
                 db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
@@ -190,10 +215,7 @@ class Catalog:
     def _first_prompt(self, head: "Head") -> str:
         """The text of the transcript's first user message, on one line ("" if none)."""
         end = min(FIRST_LINES, head.counts.get("messages", 0))
-        for message in self.store.transcript(head, 0, end):
-            if message.get("role") == "user":
-                return " ".join(text_of(message).split())[:PROMPT_CHARS]
-        return ""
+        return first_prompt(self.store.transcript(head, 0, end))
 
     def forget(self, session_id: str) -> None:
         """Drop a session's row now (after delete), not at the next listing."""

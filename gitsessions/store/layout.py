@@ -17,7 +17,7 @@ Invariants:
 """
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from gitsessions.store import chunks, upgrades
@@ -67,10 +67,16 @@ def read_chunk(git: "GitStore", blob_id: bytes) -> list[Record]:
 
 
 def iter_records(
-    git: "GitStore", get: chunks.Get, top: bytes | None, count: int, start: int, end: int | None
+    blob: Callable[[bytes], bytes],
+    get: chunks.Get,
+    top: bytes | None,
+    count: int,
+    start: int,
+    end: int | None,
 ) -> Iterator[tuple[int, Record]]:
     """`(index, record)` for records `start:end` of the transcript `top` (its trees read
-    through `get`), reading only the chunks holding them."""
+    through `get`, its chunks' bytes through `blob`), reading only the chunks holding
+    them."""
     end = count if end is None else min(end, count)
     start = max(0, start)
     if start >= end:
@@ -81,7 +87,7 @@ def iter_records(
     for first, blob_id in chunks.covering(get, top, start, end):
         if expected is not None and first != expected:
             raise StoreCorrupt(f"transcript: message {expected} is missing")
-        records = read_chunk(git, blob_id)
+        records = decode_lines(blob(blob_id), f"transcript chunk {blob_id.decode()[:12]}")
         expected = first + len(records)
         for offset, record in enumerate(records):
             if start <= first + offset < end:

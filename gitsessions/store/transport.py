@@ -287,10 +287,9 @@ def hinted(
         raise StoreError(f"cannot read what a push sends: {error}") from None
 
 
-def files_at(git: Git, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
-    """The content of `path` in the tree of each `(commit, path)`, None where there is
-    none, read by stock git in one go."""
-    names = [commit + b":" + path.encode() for commit, path in wanted]
+def contents_of(git: Git, names: list[bytes], env: Env = None) -> list[bytes | None]:
+    """The content of each object named (an id, or `<commit>:<path>`), None where there
+    is none, read by stock git in one go."""
     try:
         return list(stockgit.contents(git.path, names, env))
     except stockgit.GitFailed as error:
