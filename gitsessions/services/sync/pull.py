@@ -274,6 +274,8 @@ def _check_arriving(
     that id, else why not}`, as `checked_head` decides, the headers read in batches
     (`arrivals`); each accepted one's row goes into the listing cache now, before its
     branch is made (a row of a branch that never came is dropped by the next listing)."""
+    if not arriving:
+        return {}
     from gitsessions.store import arrivals, catalog  # sqlite: only when sessions arrive
 
     out: dict[str, str | None] = {}
