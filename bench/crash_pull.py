@@ -4,7 +4,8 @@ Prepared once: a remote that a team filled, `--sessions` (2,000) sessions of one
 made by `git fast-import` from one real session (bench/scale_team.py), and a home with
 that remote and a few sessions of its own, nothing pulled yet. Then `pull` runs as a
 real `python -m gitsessions` process under strace, counted once, and is killed at
-sampled invocations N of each syscall (`strace -f -e inject=SC:signal=KILL:when=N`;
+sampled invocations N of each syscall, sqlite's `pwrite64` and `fdatasync` (the listing
+cache) among them (`strace -f -e inject=SC:signal=KILL:when=N`;
 strace counts per process, so the git processes the pull starts are killed too: its
 `fetch`, its `cat-file` reads).
 
@@ -25,6 +26,7 @@ import argparse
 import json
 import platform
 import random
+import re
 import shutil
 import signal
 import sys
@@ -42,7 +44,6 @@ from bench.crash import (  # noqa: E402
     SEED,
     Check,
     check_refs,
-    count_syscalls,
     git,
     gitsessions,
     last_line,
@@ -54,7 +55,8 @@ from bench.scale_team import add_sessions, template  # noqa: E402
 from bench.scale_team import git as team_git  # noqa: E402
 from bench.store import table  # noqa: E402
 
-KILL_SYSCALLS = ["rename", "unlink", "write", "fsync"]
+# sqlite writes the listing cache by pwrite64 and syncs it by fdatasync
+KILL_SYSCALLS = ["rename", "unlink", "write", "pwrite64", "fsync", "fdatasync"]
 OWN = 3  # sessions the home has before it pulls
 
 
@@ -128,6 +130,25 @@ def verify(case: Path, before: dict[str, str], remote: set[str]) -> Check:
     return check
 
 
+def count_calls(case: Path) -> tuple[dict[str, int], float, int]:
+    """Per syscall of `KILL_SYSCALLS`, the most invocations any one process of the pull
+    made (strace counts per process); its seconds and exit code."""
+    trace = case / "strace.out"
+    prefix = ["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=" + ",".join(KILL_SYSCALLS)]
+    started = time.perf_counter()
+    done = gitsessions(case, ["pull"], prefix, timeout=900)
+    seconds = time.perf_counter() - started
+    per: dict[tuple[str, str], int] = {}
+    for line in trace.read_text(errors="replace").splitlines():
+        if found := re.match(r"^(\d+)\s+(\w+)\(", line):
+            key = (found[1], found[2])
+            per[key] = per.get(key, 0) + 1
+    counts: dict[str, int] = {}
+    for (_pid, name), n in per.items():
+        counts[name] = max(counts.get(name, 0), n)
+    return counts, seconds, done.returncode
+
+
 def run_point(base: Path, work: Path, remote: set[str], syscall: str, n: int) -> dict[str, Any]:
     case = work / f"{syscall}-{n}"
     shutil.copytree(base, case, symlinks=True)
@@ -161,7 +182,7 @@ def main() -> None:
         base, remote = prepare(root, args.sessions)
         counted = root / "count"
         shutil.copytree(base, counted, symlinks=True)
-        counts, seconds, code = count_syscalls(counted, ["pull"])
+        counts, seconds, code = count_calls(counted)
         print(f"pull of {len(remote)} sessions: {seconds:.1f} s, exit {code}, calls {counts}")
         results: list[dict[str, Any]] = []
         for syscall in KILL_SYSCALLS:
@@ -182,7 +203,8 @@ def main() -> None:
         failed = sum(not r["ok"] for r in mine)
         lost = sum(r["lost_count"] for r in mine)
         rows.append([syscall, len(mine), sum(r["killed"] for r in mine), failed, lost])
-    print(table(["syscall", "points", "killed", "failures", "sessions lost"], rows))
+    heads = ["syscall", "points", "killed", "failures", "sessions lost"]
+    print(table(f"pull of {len(remote)} new sessions killed", heads, rows))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     minutes = round((time.perf_counter() - started) / 60, 1)
     args.out.write_text(json.dumps({

@@ -4,8 +4,9 @@ first prompt, for the listing cache (`catalog.fill`), read by stock git in batch
 Invariants:
 - Reads only, by `cat-file --batch` (`transport.contents_of`): a batch of `BATCH`
   sessions costs a few processes (the headers and transcript tops, then each level of
-  the transcripts' trees, then their first chunks), never a process or a lookup per
-  session, and holds one batch's objects at most (a chunk cut to the lines wanted).
+  the transcripts' trees, then their first chunks, `OBJECTS` a process), never a
+  process or a lookup per session, and holds one batch's headers and trees and its
+  chunks' first lines at most (a chunk is cut to the lines wanted as it is read).
 - A head is accepted only as `checked_head` would accept it: a `session.json` that is a
   JSON object of a known format whose `id` is the session's (else `why`, one line).
 - The first prompt is the catalog's (`catalog.first_prompt` over the transcript's first
@@ -32,7 +33,8 @@ from gitsessions.store.layout import iter_records
 from gitsessions.store.tracking import Git
 from gitsessions.values.ids import short
 
-BATCH = 500  # sessions read together
+BATCH = 2000  # sessions read together: their headers and transcripts' tops in one go
+OBJECTS = 500  # trees or chunks read in one go (a chunk may be large)
 LEVELS = 8  # tree levels read at most (16 ** 8 chunks: far beyond any transcript)
 
 
@@ -165,11 +167,13 @@ def _prompts(
         if not waiting:
             return
         ids = sorted(lacking)
-        for sha, raw in zip(ids, transport.contents_of(git, ids, env), strict=True):
-            if lacking[sha]:
-                blobs[sha] = None if raw is None else _lines(raw, FIRST_LINES)
-            else:
-                trees[sha] = None if raw is None else _tree(raw)
+        for start in range(0, len(ids), OBJECTS):
+            part = ids[start : start + OBJECTS]
+            for sha, raw in zip(part, transport.contents_of(git, part, env), strict=True):
+                if lacking[sha]:
+                    blobs[sha] = None if raw is None else _lines(raw, FIRST_LINES)
+                else:
+                    trees[sha] = None if raw is None else _tree(raw)
         pending = waiting
 
 

@@ -39,6 +39,7 @@ SCHEMA = [
 ]
 PROMPT_CHARS = 200
 BATCH = 500  # rows read again before they are written
+FILL_BATCH = 5000  # rows a pull read written in one transaction
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
@@ -64,10 +65,17 @@ def first_prompt(messages: Iterable[dict[str, Any]]) -> str:
 
 def fill(home: Path, rows: Iterable[Row]) -> None:
     """Write the rows of sessions read elsewhere (a pull, from what it fetched and
-    checked) into the cache, so the next listing finds them; a row whose commit is not
-    its branch's head when listed is read again, as any other."""
+    checked) into the cache as they come, `FILL_BATCH` a transaction, so the next
+    listing finds them; a row whose commit is not its branch's head when listed is
+    read again, as any other."""
     with open_cache(home / "index.sqlite", SCHEMA) as db:
-        Catalog._write(db, list(rows), [])
+        batch: list[Row] = []
+        for one in rows:
+            batch.append(one)
+            if len(batch) >= FILL_BATCH:
+                Catalog._write(db, batch, [])
+                batch = []
+        Catalog._write(db, batch, [])
 
 
 def broken_header(

@@ -26,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -279,14 +279,16 @@ def _check_arriving(
     from gitsessions.store import arrivals, catalog  # sqlite: only when sessions arrive
 
     out: dict[str, str | None] = {}
-    for batch in arrivals.read(store.git, arriving, env):
-        rows: list[catalog.Row] = []
-        for arrival in batch:
-            out[arrival.id] = arrival.why
-            if arrival.header is not None and arrival.prompt is not None:
-                commit = arrival.commit.decode()
-                rows.append(catalog.row(arrival.id, commit, arrival.header, arrival.prompt))
-        catalog.fill(store.home, rows)
+
+    def rows() -> Iterator[catalog.Row]:
+        for batch in arrivals.read(store.git, arriving, env):
+            for arrival in batch:
+                out[arrival.id] = arrival.why
+                if arrival.header is not None and arrival.prompt is not None:
+                    commit = arrival.commit.decode()
+                    yield catalog.row(arrival.id, commit, arrival.header, arrival.prompt)
+
+    catalog.fill(store.home, rows())
     return out
 
 
