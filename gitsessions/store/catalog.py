@@ -11,6 +11,9 @@ Each row also keeps the session's first prompt (`first_prompt`, one line, at mos
 `PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
 never changes, so it is read once, from the first chunk, and carried to the next head.
 
+A pull writes the rows of the sessions it creates (`fill`, `row`: the same row a refresh
+writes, from what `arrivals` read), so the first listing after it reads none of them.
+
 A catalog reads the refs through `StoreRefs` (no dulwich repository) when it is given
 them, and opens the full store only for a row it must read again: `list` and `info` on a
 warm cache import no git library but dulwich's config parser (tests/test_startup.py).

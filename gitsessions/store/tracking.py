@@ -53,14 +53,19 @@ def tracking_prefix(name: str) -> bytes:
 def tracking_name(name: str, remote_ref: bytes) -> bytes:
     """Where the remote `name`'s `remote_ref` is tracked here; `BadRefName` unless
     `remote_ref` is a name of the store's layout (`refnames.of_layout`)."""
+    out = _tracked(name, remote_ref)
+    check(out)
+    return out
+
+
+def _tracked(name: str, remote_ref: bytes) -> bytes:
+    """`tracking_name` unchecked against git's rules (for a `packed-refs` write, whose
+    `commit` checks every name at once)."""
     if not of_layout(remote_ref):
         raise BadRefName(f"not a ref a remote of sessions holds: {shown(remote_ref)}")
     if remote_ref.startswith(b"refs/heads/sessions/"):
-        out = tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
-    else:
-        out = tracking_prefix(name) + remote_ref[len(b"refs/") :]
-    check(out)
-    return out
+        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
 
 
 @dataclass
@@ -80,11 +85,11 @@ class Tracking:
             new = {n: s for n, s in packed.items() if not n.startswith(prefix)}
         else:
             new = {**packed, **loose}
-        for ref, sha in self.refs.items():
+        for ref, sha in self.refs.items():  # the names checked as `packed-refs` is written
             if sha is None:
-                new.pop(tracking_name(self.name, ref), None)
+                new.pop(_tracked(self.name, ref), None)
             else:
-                new[tracking_name(self.name, ref)] = sha
+                new[_tracked(self.name, ref)] = sha
         return new
 
 
