@@ -10,7 +10,7 @@ Invariants:
 - A head is accepted only as `checked_head` would accept it: a `session.json` that is a
   JSON object of a known format whose `id` is the session's (else `why`, one line).
 - The first prompt is the catalog's (`catalog.first_prompt` over the transcript's first
-  `FIRST_LINES`, read as `layout.iter_records` reads them); where it cannot be read
+  `FIRST_LINES`, read as `layout.iter_records` reads them: `records_in`); where it cannot be read
   here (an older format's head, a transcript that does not read) it is None, and the
   listing reads that session itself, as it reads any session it has no row for.
 """
@@ -29,7 +29,7 @@ from gitsessions.store import chunks, transport
 from gitsessions.store.catalog import FIRST_LINES, first_prompt
 from gitsessions.store.errors import StoreCorrupt, StoreError
 from gitsessions.store.formats import FORMAT, check_header
-from gitsessions.store.layout import iter_records
+from gitsessions.store.layout import records_in
 from gitsessions.store.tracking import Git
 from gitsessions.values.ids import short
 
@@ -143,25 +143,26 @@ def _prompts(
             raise StoreCorrupt(f"transcript chunk {sha.decode()[:12]} does not read")
         return data
 
-    pending = list(arrivals)
+    pending: list[tuple[Arrival, list[tuple[int, bytes]] | None]] = [(a, None) for a in arrivals]
     for _round in range(LEVELS + 1):
         lacking: dict[bytes, bool] = {}  # the objects to read: True for a chunk
-        waiting: list[Arrival] = []
-        for arrival in pending:
+        waiting: list[tuple[Arrival, list[tuple[int, bytes]] | None]] = []
+        for arrival, found in pending:
             assert arrival.header is not None
             end = min(FIRST_LINES, _messages(arrival.header))
             try:
-                wanted = [sha for _f, sha in chunks.covering(get, tops[arrival.id], 0, end)]
-                unread = [sha for sha in wanted if sha not in blobs]
+                if found is None:  # the chunks holding the first lines, walked once
+                    found = list(chunks.covering(get, tops[arrival.id], 0, end))
+                unread = [sha for _first, sha in found if sha not in blobs]
                 if unread:
                     lacking.update(dict.fromkeys(unread, True))
-                    waiting.append(arrival)
+                    waiting.append((arrival, found))
                     continue
-                lines = iter_records(blob, get, tops[arrival.id], end, 0, end)
+                lines = records_in(blob, found, 0, end)
                 arrival.prompt = first_prompt(record["message"] for _i, record in lines)
             except _Lacking as need:
                 lacking[need.sha] = False
-                waiting.append(arrival)
+                waiting.append((arrival, None))
             except StoreError:
                 continue  # the listing reads it, and says what is wrong
         if not waiting:

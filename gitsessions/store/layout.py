@@ -17,7 +17,7 @@ Invariants:
 """
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from gitsessions.store import chunks, upgrades
@@ -83,8 +83,17 @@ def iter_records(
         return
     if top is None:
         raise StoreCorrupt("transcript is missing")
+    yield from records_in(blob, chunks.covering(get, top, start, end), start, end)
+
+
+def records_in(
+    blob: Callable[[bytes], bytes], covering: Iterable[tuple[int, bytes]], start: int, end: int
+) -> Iterator[tuple[int, Record]]:
+    """`(index, record)` for records `start:end` of the chunks `covering` (`(first
+    message index, blob id)`, in order: `chunks.covering`'s), each one checked to
+    follow the one before."""
     expected = None
-    for first, blob_id in chunks.covering(get, top, start, end):
+    for first, blob_id in covering:
         if expected is not None and first != expected:
             raise StoreCorrupt(f"transcript: message {expected} is missing")
         records = decode_lines(blob(blob_id), f"transcript chunk {blob_id.decode()[:12]}")
