@@ -18,9 +18,10 @@ Invariants:
 - A remote that is down or refuses fails with one line before any branch here moves;
   so does a pull without stock git 2.29 or newer (`transport.require_git`).
 - A pull loads only what it needs: the writer, the catalog and the code-snapshot sync
-  are imported where they are used (a fork, `--code`); it never imports the secret
-  rules. Nothing is read for a session whose branch here already holds the remote's
-  commit.
+  are imported where they are used (a fork, sessions new here, `--code`); it never
+  imports the secret rules. Nothing is read for a session whose branch here already
+  holds the remote's commit; what it reads of a session new here (its header, its
+  first prompt: `store.arrivals`, in batches) also fills the listing cache.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def pull(
     project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
     the only sessions here a remote's tombstone may delete (None: any). Nothing is read
     for a session whose branch here already holds the remote's commit; the branches
-    that move (created, fast-forwarded) and the remote-tracking refs go in one
-    `packed-refs` write per 256 branches, each a compare-and-swap."""
+    it creates, the remote-tracking refs and its first 256 fast-forwards go in one
+    `packed-refs` write (`_move`), each a compare-and-swap."""
     git = store.git
     transport.require_git(git)
     name = pick_remote(store, remote)
