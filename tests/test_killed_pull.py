@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from gitsessions.cli.app import app
+from gitsessions.store.arrivals import CHUNK_BYTES
+from gitsessions.store.catalog import PROMPT_CHARS
 from gitsessions.store.repo import GitStore
+from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.store.storelock import PACKED_WRITER, flocked
 from gitsessions.store.tracking import update_refs_if_equal
 from tests.conftest import REPO, Cli, git
@@ -227,3 +230,31 @@ def test_a_branch_a_writer_creates_while_a_pull_creates_it_stays_the_writers(hom
         gitstore.close()
     assert moved == [set()]
     assert refs(store, SESSIONS)[SESSIONS + sid] == ours
+
+
+def test_a_first_chunk_too_large_to_read_in_a_pull_is_left_to_the_listing(
+    cli: Cli, home: Path, tmp_path: Path
+):
+    """A pull reads no first chunk over `CHUNK_BYTES` (what a remote sends is never held
+    whole): it writes no row for that session, and the listing reads it as before."""
+    writer = tmp_path / "writer"
+    big = make(writer, turns=0, tag="big", redact=False)
+    store = SessionStore(writer, redact=False, background_maintenance=False)
+    try:
+        prompt = "word " * (CHUNK_BYTES // 4)
+        head = store.head(big)
+        user = {"role": "user", "content": prompt}
+        store.commit(head, Change(context=[user], append=[user]), event="turn", subject="t")
+    finally:
+        store.close()
+    small = make(writer, tag="small")
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == {big: "created", small: "created"}
+    assert [row[0] for row in _rows(home)] == [small]
+    ids, _shown = _listed(cli)
+    assert sorted(ids) == sorted([big, small])
+    rows = {row[0]: row[3] for row in _rows(home)}
+    assert rows[big] == " ".join(prompt.split())[:PROMPT_CHARS]

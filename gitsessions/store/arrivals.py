@@ -2,17 +2,20 @@
 first prompt, for the listing cache (`catalog.fill`), read by stock git in batches.
 
 Invariants:
-- Reads only, by `cat-file --batch` (`transport.contents_of`): a batch of `BATCH`
+- Reads only, by `cat-file` (`transport.sizes_of`, `contents_of`): a batch of `BATCH`
   sessions costs a few processes (the headers and transcript tops, then each level of
-  the transcripts' trees, then their first chunks, `OBJECTS` a process), never a
-  process or a lookup per session, and holds one batch's headers and trees and its
-  chunks' first lines at most (a chunk is cut to the lines wanted as it is read).
+  the transcripts' trees, then their first chunks), never a process or a lookup per
+  session. Memory is bounded by what the remote sent, never held whole: objects are
+  sized first and read `RUN_BYTES` a process; a batch's headers and trees are held,
+  and of each first chunk (at most `CHUNK_BYTES`; a larger one is left to the listing)
+  only its first lines.
 - A head is accepted only as `checked_head` would accept it: a `session.json` that is a
   JSON object of a known format whose `id` is the session's (else `why`, one line).
-- The first prompt is the catalog's (`catalog.first_prompt` over the transcript's first
-  `FIRST_LINES`, read as `layout.iter_records` reads them: `records_in`); where it cannot be read
-  here (an older format's head, a transcript that does not read) it is None, and the
-  listing reads that session itself, as it reads any session it has no row for.
+- The first prompt is the catalog's (`catalog.first_prompt` over the transcript's
+  first `FIRST_LINES`, read as `layout.iter_records` reads them: `records_in`); where
+  it cannot be read here (an older format's head, a transcript that does not read, a
+  first chunk over `CHUNK_BYTES`) it is None, and the listing reads that session
+  itself, as it reads any session it has no row for.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from gitsessions.store.tracking import Git
 from gitsessions.values.ids import short
 
 BATCH = 2000  # sessions read together: their headers and transcripts' tops in one go
-OBJECTS = 500  # trees or chunks read in one go (a chunk may be large)
+RUN_BYTES = 16 << 20  # objects read by one `cat-file` at most (sized first)
+CHUNK_BYTES = 1 << 20  # a larger first chunk is left to the listing (its own bounds)
 LEVELS = 8  # tree levels read at most (16 ** 8 chunks: far beyond any transcript)
 
 
@@ -66,7 +70,7 @@ def read(git: Git, heads: dict[str, bytes], env: transport.Env) -> Iterator[list
 
 def _batch(git: Git, heads: dict[str, bytes], env: transport.Env) -> list[Arrival]:
     names = [sha + path for sha in heads.values() for path in (b":session.json", b":transcript")]
-    found = transport.contents_of(git, names, env)
+    found = _contents(git, names, env)
     out: list[Arrival] = []
     tops: dict[str, bytes] = {}
     trees: dict[bytes, Tree | None] = {}
@@ -168,14 +172,37 @@ def _prompts(
         if not waiting:
             return
         ids = sorted(lacking)
-        for start in range(0, len(ids), OBJECTS):
-            part = ids[start : start + OBJECTS]
-            for sha, raw in zip(part, transport.contents_of(git, part, env), strict=True):
-                if lacking[sha]:
-                    blobs[sha] = None if raw is None else _lines(raw, FIRST_LINES)
-                else:
-                    trees[sha] = None if raw is None else _tree(raw)
+        for sha, raw in zip(ids, _contents(git, ids, env, CHUNK_BYTES), strict=True):
+            if lacking[sha]:
+                blobs[sha] = None if raw is None else _lines(raw, FIRST_LINES)
+            else:
+                trees[sha] = None if raw is None else _tree(raw)
         pending = waiting
+
+
+def _contents(
+    git: Git, names: list[bytes], env: transport.Env, cap: int | None = None
+) -> list[bytes | None]:
+    """The content of each object named, None where there is none (or, with `cap`, where
+    it is larger): sized first, then read `RUN_BYTES` a process (a larger one alone), so
+    what a remote sent never sits in memory whole."""
+    out: list[bytes | None] = [None] * len(names)
+    runs: list[list[int]] = [[]]
+    total = 0
+    for n, size in enumerate(transport.sizes_of(git, names, env)):
+        if size is None or (cap is not None and size > cap):
+            continue
+        if runs[-1] and total + size > RUN_BYTES:
+            runs.append([])
+            total = 0
+        runs[-1].append(n)
+        total += size
+    for run in runs:
+        for n, raw in zip(
+            run, transport.contents_of(git, [names[n] for n in run], env), strict=True
+        ):
+            out[n] = raw
+    return out
 
 
 def _lines(data: bytes, count: int) -> bytes:

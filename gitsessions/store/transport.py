@@ -301,6 +301,22 @@ def hinted(
         raise StoreError(f"cannot read what a push sends: {error}") from None
 
 
+def sizes_of(git: Git, names: list[bytes], env: Env = None) -> list[int | None]:
+    """The size of each object named (an id, or `<commit>:<path>`), None where there is
+    none, asked of stock git in one go (`cat-file --batch-check`)."""
+    if not names:
+        return []
+    listing = b"".join(name + b"\n" for name in names)
+    try:
+        out = stockgit.run(git.path, ["cat-file", "--batch-check=%(objectsize)"], env, listing)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read fetched sessions: {error}") from None
+    sizes = [int(line) if line.isdigit() else None for line in out.splitlines()]
+    if len(sizes) != len(names):
+        raise StoreError(f"cannot read fetched sessions: git sized {len(sizes)} of {len(names)}")
+    return sizes
+
+
 def contents_of(git: Git, names: list[bytes], env: Env = None) -> list[bytes | None]:
     """The content of each object named (an id, or `<commit>:<path>`), None where there
     is none, read by stock git in one go."""

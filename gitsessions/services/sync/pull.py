@@ -80,11 +80,10 @@ def pull(
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
-        local = store.ids()  # read once: the tombstones' merge takes it too
+        local = store.ids()  # read once: the tombstones' merge takes it too (`live`)
         listed, dead, remote_dead = fetch_tombstones(
-            store, name, url, progress, env, track=False, listed=indexed, report=report,
-            live=local,
-        )  # fmt: skip
+            store, name, url, progress, env, track=False, listed=indexed, report=report, live=local
+        )
         here.start(store.home, local.keys)  # what it brings is not this home's
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
