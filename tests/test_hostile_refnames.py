@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gitsessions.store.refnames import all_keep_rules, breaks_rules
 from tests.conftest import Cli, fsck, git
 from tests.git_servers import git_http
 from tests.test_hostile_remote import bare, plumb, tombstone
@@ -169,3 +170,17 @@ def test_doctor_finds_and_repair_removes_a_dangerous_ref_name(cli: Cli, home: Pa
     assert json.loads(cli("info", sid[:8], "--json").stdout)["title"] == "renamed"
     say(home, sid, "after the repair")
     git(store, "for-each-ref")  # stock git reads the store again
+
+
+def test_names_checked_together_are_judged_as_each_alone():
+    """`all_keep_rules` (one search over every name a `packed-refs` write holds) says
+    False exactly when `breaks_rules` finds one of them bad, wherever it sits."""
+    good = [b"refs/heads/sessions/" + b"a" * 32, "refs/é".encode(), b"r" * 255, b"refs/a.lockx"]
+    bad = [b"refs/a\nb", b"refs/x/../y", b"refs/a b", b"refs/a.lock", b"refs/a.lock/b",
+           b"refs/a/", b"refs/a.", b"@", b"", b"/refs", b".refs", b"refs//a", b"refs/.a",
+           b"refs/a@{b", b"refs/\x7f", b"r" * 256, b"refs/\xff", b"refs/a~", b"refs/a\\b",
+           b"refs/a\tb", b"refs/a\n"]  # fmt: skip
+    assert all_keep_rules(good)
+    for name in good + bad:
+        assert all_keep_rules([name]) == (breaks_rules(name) is None), name
+        assert all_keep_rules([*good, name, *good]) == (breaks_rules(name) is None), name

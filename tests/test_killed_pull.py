@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -16,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from gitsessions.cli.app import app
+from gitsessions.store.arrivals import CHUNK_BYTES
+from gitsessions.store.catalog import PROMPT_CHARS
+from gitsessions.store.repo import GitStore
+from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.store.storelock import PACKED_WRITER, flocked
+from gitsessions.store.tracking import update_refs_if_equal
 from tests.conftest import REPO, Cli, git
 from tests.test_hostile_remote import bare
 from tests.test_sync import make, refs, results, summary
@@ -130,3 +136,125 @@ def test_doctor_waits_for_a_write_under_way_and_never_calls_its_sessions_lost(cl
     doctor.join()
     found = json.loads(done[0])["findings"]
     assert not [f for f in found if f["subject"] == sid], found
+
+
+def _rows(home: Path) -> list[tuple[str, ...]]:
+    """The listing cache's rows, sorted."""
+    with sqlite3.connect(home / "index.sqlite") as db:
+        return sorted(db.execute("SELECT * FROM headers"))
+
+
+def _listed(cli: Cli) -> tuple[list[str], str]:
+    out = cli("list", "--json", "--include-archived").stdout
+    return [row["id"] for row in json.loads(out)], out
+
+
+def test_a_pull_fills_the_listing_cache_as_a_listing_would(cli: Cli, home: Path, tmp_path: Path):
+    """The rows a pull writes for the sessions it brings (their headers and first prompts,
+    read in batches as they came) are the rows a listing reads from the store itself, so
+    the first `list` after a pull reads no session again."""
+    writer = tmp_path / "writer"
+    arriving = [make(writer, turns=0, tag="empty"), *(make(writer, tag=f"t{n}") for n in range(3))]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
+    store = home / "store.git"
+    pulled = _rows(home)
+    heads = {sid: sha for (sid, sha, *_rest) in pulled}
+    assert heads == {sid: refs(store, SESSIONS)[SESSIONS + sid] for sid in arriving}
+    assert {row[3] for row in pulled} == {"", "t0 question 0", "t1 question 0", "t2 question 0"}
+    ids, shown = _listed(cli)
+    assert sorted(ids) == sorted(arriving) and _rows(home) == pulled  # nothing read again
+    (home / "index.sqlite").unlink()
+    assert _listed(cli)[1] == shown and _rows(home) == pulled  # as a listing builds them
+
+
+@pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
+)
+def test_a_pull_killed_after_filling_the_cache_is_finished_by_the_next(
+    cli: Cli, home: Path, tmp_path: Path
+):
+    """Killed as it renames `packed-refs` into place, a pull has written the cache's rows
+    of the sessions it was creating but no branch: `list` shows none of them, the next
+    pull creates them, and each is listed once, as a cache built anew lists it."""
+    writer = tmp_path / "writer"
+    arriving = [make(writer, tag=f"arriving {n}") for n in range(4)]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    mine = make(home, tag="mine")
+    cli("remote", "add", "origin", str(origin))
+    killed = _killed_at_rename(home, home / "store.git" / "packed-refs.lock", "pull")
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
+    assert {row[0] for row in _rows(home)} == {*arriving}  # filled before any branch
+    assert _listed(cli)[0] == [mine]
+
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
+    ids, shown = _listed(cli)
+    assert len(ids) == len(set(ids)) and set(ids) == {mine, *arriving}
+    (home / "index.sqlite").unlink()
+    assert _listed(cli)[1] == shown
+
+
+def test_a_branch_a_writer_creates_while_a_pull_creates_it_stays_the_writers(home: Path):
+    """A pull creates branches without their flocks; a writer here that held one (about
+    to create that branch) while the pull wrote `packed-refs` is waited for after the
+    write, its loose value stands, and the pull reports the branch as not created."""
+    sid = make(home, tag="theirs")
+    mine = make(home, tag="mine")
+    store = home / "store.git"
+    theirs = refs(store, SESSIONS)[SESSIONS + sid]
+    ours = refs(store, SESSIONS)[SESSIONS + mine]
+    git(store, "update-ref", "-d", SESSIONS + sid)
+    ref = (SESSIONS + sid).encode()
+    gitstore = GitStore(store)
+    lock_file = store / "locks" / (SESSIONS + sid).replace("/", "%")
+    moved: list[set[bytes]] = []
+
+    def pull() -> None:
+        with gitstore.locked():
+            moved.append(update_refs_if_equal(gitstore, {ref: (None, theirs.encode())}))
+
+    try:
+        with flocked(store, lock_file.name):  # the writer: it holds the branch's flock
+            puller = threading.Thread(target=pull)
+            puller.start()
+            while puller.is_alive() and not _waiting_on(lock_file):
+                puller.join(0.05)  # until the pull, its write done, waits for the writer
+            (store / SESSIONS / sid).write_text(ours + "\n")  # the writer's create lands
+        puller.join()
+    finally:
+        gitstore.close()
+    assert moved == [set()]
+    assert refs(store, SESSIONS)[SESSIONS + sid] == ours
+
+
+def test_a_first_chunk_too_large_to_read_in_a_pull_is_left_to_the_listing(
+    cli: Cli, home: Path, tmp_path: Path
+):
+    """A pull reads no first chunk over `CHUNK_BYTES` (what a remote sends is never held
+    whole): it writes no row for that session, and the listing reads it as before."""
+    writer = tmp_path / "writer"
+    big = make(writer, turns=0, tag="big", redact=False)
+    store = SessionStore(writer, redact=False, background_maintenance=False)
+    try:
+        prompt = "word " * (CHUNK_BYTES // 4)
+        head = store.head(big)
+        user = {"role": "user", "content": prompt}
+        store.commit(head, Change(context=[user], append=[user]), event="turn", subject="t")
+    finally:
+        store.close()
+    small = make(writer, tag="small")
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == {big: "created", small: "created"}
+    assert [row[0] for row in _rows(home)] == [small]
+    ids, _shown = _listed(cli)
+    assert sorted(ids) == sorted([big, small])
+    rows = {row[0]: row[3] for row in _rows(home)}
+    assert rows[big] == " ".join(prompt.split())[:PROMPT_CHARS]

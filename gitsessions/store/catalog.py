@@ -7,6 +7,8 @@ Invariants:
   named in `damaged` for the caller to say.
 - A row keeps the session's first prompt (one line, `PROMPT_CHARS`), read once from the
   first chunk and carried to the next head (the transcript never changes).
+- A pull writes the rows of the sessions it creates (`fill`, `row`: the same row a
+  refresh writes) before their branches exist; a row with no branch is dropped.
 - Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
   cache import no git library but dulwich's config parser (tests/test_startup.py).
 - Rows are brought up to the refs by ids and commits alone, then read in the order shown
@@ -16,7 +18,8 @@ Invariants:
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.cache import open_cache
@@ -37,7 +40,43 @@ SCHEMA = [
 ]
 PROMPT_CHARS = 200
 BATCH = 500  # rows read again before they are written
+FILL_BATCH = 5000  # rows a pull read written in one transaction
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
+
+
+Row = tuple[str, str, str, str, str, int]  # a `headers` row, in its columns' order
+
+
+def row(session_id: str, commit: str, header: dict[str, Any], prompt: str) -> Row:
+    """The cache's row of a session read at `commit` (its header without `first_prompt`):
+    what `refresh` writes, and a pull for the sessions it brings (`fill`)."""
+    active = header.get("active_at") or header.get("updated_at") or ""
+    archived = int(bool(header.get("archived")))
+    return (session_id, commit, json.dumps(header), prompt, str(active), archived)
+
+
+def first_prompt(messages: Iterable[dict[str, Any]]) -> str:
+    """The text of the first user message among `messages` (the transcript's first
+    `FIRST_LINES`), on one line, at most `PROMPT_CHARS` ("" if none)."""
+    for message in messages:
+        if message.get("role") == "user":
+            return " ".join(text_of(message).split())[:PROMPT_CHARS]
+    return ""
+
+
+def fill(home: Path, rows: Iterable[Row]) -> None:
+    """Write the rows of sessions read elsewhere (a pull, from what it fetched and
+    checked) into the cache as they come, `FILL_BATCH` a transaction, so the next
+    listing finds them; a row whose commit is not its branch's head when listed is
+    read again, as any other."""
+    with open_cache(home / "index.sqlite", SCHEMA) as db:
+        batch: list[Row] = []
+        for one in rows:
+            batch.append(one)
+            if len(batch) >= FILL_BATCH:
+                Catalog._write(db, batch, [])
+                batch = []
+        Catalog._write(db, batch, [])
 
 
 def broken_header(
@@ -97,14 +136,14 @@ class Catalog:
         self.heads = dict(refs)
         with open_cache(self.path, SCHEMA) as db:
             cached = dict(db.execute("SELECT id, head FROM headers"))
-            fresh: list[tuple[str, str, str, str, str, int]] = []
+            fresh: list[Row] = []
             for sid, commit in refs.items():
                 if cached.get(sid) == commit:
                     continue
                 known = None  # the first prompt, carried from the row's older head
                 if sid in cached:
-                    row = db.execute("SELECT first_prompt FROM headers WHERE id = ?", (sid,))
-                    known = (row.fetchone() or [None])[0]
+                    old = db.execute("SELECT first_prompt FROM headers WHERE id = ?", (sid,))
+                    known = (old.fetchone() or [None])[0]
                 header = self._read(sid, commit, known)
                 if header is None:
                     del self.heads[sid]
@@ -115,9 +154,7 @@ class Catalog:
                     self.broken.append(header)
                 else:
                     prompt = header.pop("first_prompt")
-                    active = header.get("active_at") or header.get("updated_at") or ""
-                    fresh.append((sid, commit, json.dumps(header), prompt, str(active),
-                                  int(bool(header.get("archived")))))  # fmt: skip
+                    fresh.append(row(sid, commit, header, prompt))
                     if len(fresh) >= BATCH:  # written as read: a cold cache is not held whole
                         self._write(db, fresh, [])
                         fresh = []
@@ -154,9 +191,7 @@ class Catalog:
         return merged_forks(found, self.heads)
 
     @staticmethod
-    def _write(
-        db: sqlite3.Connection, fresh: list[tuple[Any, ...]], gone: list[tuple[str]]
-    ) -> None:
+    def _write(db: sqlite3.Connection, fresh: list[Row], gone: list[tuple[str]]) -> None:
         if fresh or gone:
             with db:
                 db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
@@ -201,10 +236,7 @@ class Catalog:
     def _first_prompt(self, head: "Head") -> str:
         """The text of the transcript's first user message, on one line ("" if none)."""
         end = min(FIRST_LINES, head.counts.get("messages", 0))
-        for message in self.store.transcript(head, 0, end):
-            if message.get("role") == "user":
-                return " ".join(text_of(message).split())[:PROMPT_CHARS]
-        return ""
+        return first_prompt(self.store.transcript(head, 0, end))
 
     def forget(self, session_id: str) -> None:
         """Drop a session's row now (after delete), not at the next listing."""

@@ -14,7 +14,7 @@ format's line or tree reads as one through `upgrades`.
 """
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from gitsessions.store import chunks, upgrades
@@ -64,21 +64,36 @@ def read_chunk(git: "GitStore", blob_id: bytes) -> list[Record]:
 
 
 def iter_records(
-    git: "GitStore", get: chunks.Get, top: bytes | None, count: int, start: int, end: int | None
+    blob: Callable[[bytes], bytes],
+    get: chunks.Get,
+    top: bytes | None,
+    count: int,
+    start: int,
+    end: int | None,
 ) -> Iterator[tuple[int, Record]]:
     """`(index, record)` for records `start:end` of the transcript `top` (its trees read
-    through `get`), reading only the chunks holding them."""
+    through `get`, its chunks' bytes through `blob`), reading only the chunks holding
+    them."""
     end = count if end is None else min(end, count)
     start = max(0, start)
     if start >= end:
         return
     if top is None:
         raise StoreCorrupt("transcript is missing")
+    yield from records_in(blob, chunks.covering(get, top, start, end), start, end)
+
+
+def records_in(
+    blob: Callable[[bytes], bytes], covering: Iterable[tuple[int, bytes]], start: int, end: int
+) -> Iterator[tuple[int, Record]]:
+    """`(index, record)` for records `start:end` of the chunks `covering` (`(first
+    message index, blob id)`, in order: `chunks.covering`'s), each one checked to
+    follow the one before."""
     expected = None
-    for first, blob_id in chunks.covering(get, top, start, end):
+    for first, blob_id in covering:
         if expected is not None and first != expected:
             raise StoreCorrupt(f"transcript: message {expected} is missing")
-        records = read_chunk(git, blob_id)
+        records = decode_lines(blob(blob_id), f"transcript chunk {blob_id.decode()[:12]}")
         expected = first + len(records)
         for offset, record in enumerate(records):
             if start <= first + offset < end:

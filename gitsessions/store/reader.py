@@ -245,7 +245,7 @@ class SessionReader:
     ) -> Iterator[tuple[int, Record]]:
         """`(index, record)` for records `start:end`, one chunk in memory at a time."""
         get, top = self._transcript_at(head)
-        return iter_records(self.git, get, top, head.counts.get("messages", 0), start, end)
+        return iter_records(self.git.blob, get, top, head.counts.get("messages", 0), start, end)
 
     def read_file(self, head: Head, name: str) -> bytes | None:
         """The bytes of the session's file `name` (`files/<sha256>.<ext>`: `store.files`)

@@ -11,6 +11,7 @@ Invariants:
 """
 
 import re
+from collections.abc import Collection
 
 from gitsessions.store.errors import StoreError
 
@@ -35,6 +36,10 @@ _CHARACTER = re.compile(rb"[\x00-\x20\x7f~^:?*\[\\]")
 _BROKEN = re.compile(
     rb"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\A[./]|\.lock(?=/|\Z)|[/.]\Z|\A@\Z"
 )
+# what `_BROKEN` finds, in names joined by (and wrapped in) newlines (`all_keep_rules`)
+_BAD_BYTES = bytes([*range(0x00, 0x0A), *range(0x0B, 0x21), 0x7F]) + b"~^:?*[\\"
+_BAD_PARTS = (b"..", b"@{", b"//", b"/.", b".lock/", b".lock\n", b"\n.", b"\n/", b"/\n",
+              b".\n", b"\n@\n", b"\n\n")  # fmt: skip
 SHOWN = 120  # characters of a bad name shown in a line
 
 
@@ -59,6 +64,27 @@ def breaks_rules(name: bytes) -> str | None:
         except UnicodeDecodeError:
             return "is not UTF-8"
     return None
+
+
+def all_keep_rules(names: Collection[bytes]) -> bool:
+    """Whether every one of `names` keeps git's rules (`breaks_rules` finds nothing), by
+    a few byte searches over them all (a `packed-refs` of 100,000 names is written
+    through it); on False, `breaks_rules` of each says which and why."""
+    if not names:
+        return True
+    joined = b"\n" + b"\n".join(names) + b"\n"
+    if joined.count(b"\n") != len(names) + 1 or max(map(len, names)) > MAX_NAME:
+        return False  # a newline inside a name, or one too long
+    if len(joined.translate(None, _BAD_BYTES)) != len(joined):
+        return False
+    if any(part in joined for part in _BAD_PARTS):
+        return False
+    if not joined.isascii():
+        try:
+            joined.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 def _why(name: bytes) -> str:

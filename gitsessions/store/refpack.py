@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitsessions.store.errors import StoreBusy, StoreCorrupt
-from gitsessions.store.refnames import breaks_rules, check
+from gitsessions.store.refnames import all_keep_rules, breaks_rules, check
 from gitsessions.store.storelock import PACKED_WRITER, flocked
 
 HEADER = b"# pack-refs with: sorted \n"
@@ -209,8 +209,9 @@ def packed_lock(
 
         def commit(refs: dict[bytes, bytes]) -> None:
             nonlocal done
-            for name in refs:
-                check(name)  # `BadRefName`: nothing is written
+            if not all_keep_rules(refs):
+                for name in refs:
+                    check(name)  # `BadRefName`: nothing is written
             body = HEADER + b"".join(
                 sha + b" " + name + b"\n" for name, sha in sorted(refs.items())
             )

@@ -3,10 +3,13 @@ or fast-forwards, and the `sending` refs a push names its commits by.
 
 Invariants:
 - A branch moves only through `update_refs_if_equal`: compare-and-swap from the value
-  seen, under its flock, its new head in `headlog` first; a ref that moved is reported,
-  never overwritten.
-- Written in one `packed-refs` write per 256 branches (`refpack`); a loose file holding
-  the old value is removed only after (a kill leaves the old value).
+  seen, its new head in `headlog` first; a ref that moved is reported, never
+  overwritten. A branch that exists moves under its flock; one created takes none (a
+  pull creates thousands), and one a writer here created meanwhile is found after the
+  write by its flock and loose file and reported as not moved (its value stands).
+- A pull's created branches, tracking refs and first 256 fast-forwards go in one
+  `packed-refs` write (`refpack`); a loose file holding the old value is removed only
+  after (a kill leaves the old value).
 - Tracking refs are named only for layout refs; no file is read by a name breaking git's
   rules: nothing a remote lists reaches a path outside `refs/`.
 - The caller has fetched and checked every object first, under the shared lock.
@@ -42,14 +45,19 @@ def tracking_prefix(name: str) -> bytes:
 def tracking_name(name: str, remote_ref: bytes) -> bytes:
     """Where the remote `name`'s `remote_ref` is tracked here; `BadRefName` unless
     `remote_ref` is a name of the store's layout (`refnames.of_layout`)."""
+    out = _tracked(name, remote_ref)
+    check(out)
+    return out
+
+
+def _tracked(name: str, remote_ref: bytes) -> bytes:
+    """`tracking_name` unchecked against git's rules (for a `packed-refs` write, whose
+    `commit` checks every name at once)."""
     if not of_layout(remote_ref):
         raise BadRefName(f"not a ref a remote of sessions holds: {shown(remote_ref)}")
     if remote_ref.startswith(b"refs/heads/sessions/"):
-        out = tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
-    else:
-        out = tracking_prefix(name) + remote_ref[len(b"refs/") :]
-    check(out)
-    return out
+        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
 
 
 @dataclass
@@ -69,11 +77,11 @@ class Tracking:
             new = {n: s for n, s in packed.items() if not n.startswith(prefix)}
         else:
             new = {**packed, **loose}
-        for ref, sha in self.refs.items():
+        for ref, sha in self.refs.items():  # the names checked as `packed-refs` is written
             if sha is None:
-                new.pop(tracking_name(self.name, ref), None)
+                new.pop(_tracked(self.name, ref), None)
             else:
-                new[tracking_name(self.name, ref)] = sha
+                new[_tracked(self.name, ref)] = sha
         return new
 
 
@@ -94,41 +102,80 @@ def update_refs_if_equal(
     git: Git,
     moves: dict[bytes, tuple[bytes | None, bytes]],
     tracking: Tracking | None = None,
-    batch: int = 256,
 ) -> set[bytes]:
     """Move each ref of `moves` from its old value (None: absent, loose or packed) to
-    its new one, each while holding its branch's flock and only if it still holds the
-    old value: compare-and-swap, in one fsynced `packed-refs` write per `batch` refs
-    (not one fsync per ref). A loose file holding the old value goes after the write
-    (until then it shadows the new one: a kill in between leaves the old value). The
-    first write also sets `tracking`. Returns the names moved. The caller holds
+    its new one, only if it still holds the old value (compare-and-swap), all in one
+    fsynced `packed-refs` write with `tracking`: one transaction. A ref that exists
+    here is moved holding its branch's flock (the caller bounds how many: one file
+    each); a ref created takes none (`_created_meanwhile`). A loose file holding the
+    old value goes after the write (until then it shadows the new one: a kill in
+    between leaves the old value). Returns the names moved. The caller holds
     `git.locked()`."""
-    moved: set[bytes] = set()
-    names = sorted(moves)
-    for start in range(0, max(len(names), 1), batch):
-        chunk = names[start : start + batch]
-        track = tracking if start == 0 else None
-        with contextlib.ExitStack() as stack:
-            for ref in chunk:
-                stack.enter_context(git.ref_locked(ref))
-            loose: dict[bytes, bytes] = {}
-            with packed_lock(git.path) as commit:
-                packed = read_packed(git.path / "packed-refs")
-                won = [ref for ref in chunk if _holds(git.path, ref, packed, moves[ref][0])]
-                new = packed
-                if track is not None:
-                    loose = read_loose(git.path, tracking_prefix(track.name))
-                    new = track.apply(packed, loose)
-                new = {**new, **{ref: moves[ref][1] for ref in won}}
-                headlog.record(git.path, _session_heads(won, moves))
-                if new != packed:
-                    commit(new)
-            for ref in won:
-                with contextlib.suppress(FileNotFoundError):
-                    (git.path / os.fsdecode(ref)).unlink()
-            _drop_loose(git, loose)
-        moved.update(won)
-    return moved
+    held = sorted(ref for ref, (old, _new) in moves.items() if old is not None)
+    created = sorted(ref for ref, (old, _new) in moves.items() if old is None)
+    with contextlib.ExitStack() as stack:
+        for ref in held:
+            stack.enter_context(git.ref_locked(ref))
+        loose: dict[bytes, bytes] = {}
+        with packed_lock(git.path) as commit:
+            packed = read_packed(git.path / "packed-refs")
+            moved = [ref for ref in held if _holds(git.path, ref, packed, moves[ref][0])]
+            made = _absent(git.path, created, packed)
+            new = packed
+            if tracking is not None:
+                loose = read_loose(git.path, tracking_prefix(tracking.name))
+                new = tracking.apply(packed, loose)
+            new = {**new, **{ref: moves[ref][1] for ref in moved + made}}
+            headlog.record(git.path, _session_heads(moved + made, moves))
+            if new != packed:
+                commit(new)
+        for ref in moved:
+            with contextlib.suppress(FileNotFoundError):
+                (git.path / os.fsdecode(ref)).unlink()
+        _drop_loose(git, loose)
+    return {*moved, *made} - _created_meanwhile(git, made, moves)
+
+
+def _absent(store_path: Path, refs: list[bytes], packed: dict[bytes, bytes]) -> list[bytes]:
+    """Those of `refs` neither packed nor loose (each folder's loose files listed once,
+    not a lookup each)."""
+    listed: dict[str, set[str]] = {}
+    out: list[bytes] = []
+    for ref in refs:
+        check(ref)
+        folder, _slash, leaf = os.fsdecode(ref).rpartition("/")
+        if folder not in listed:
+            try:
+                listed[folder] = set(os.listdir(store_path / folder))
+            except (FileNotFoundError, NotADirectoryError):
+                listed[folder] = set()
+        if ref not in packed and leaf not in listed[folder]:
+            out.append(ref)
+    return out
+
+
+def _created_meanwhile(
+    git: Git, created: list[bytes], moves: dict[bytes, tuple[bytes | None, bytes]]
+) -> set[bytes]:
+    """Of the refs just created in `packed-refs`, those a writer here created meanwhile
+    (its loose file shadows ours: its value stands, ours stays named by the
+    remote-tracking ref, and the next pull judges the two). Only a branch whose flock
+    file exists can have such a writer (a writer makes the file before it reads the
+    ref; one that makes it now reads our value): its flock is taken, so a writer under
+    way is waited for, and its loose file read."""
+    try:
+        locks = set(os.listdir(git.path / "locks"))
+    except FileNotFoundError:
+        return set()
+    out: set[bytes] = set()
+    for ref in created:
+        if os.fsdecode(ref).replace("/", "%") not in locks:
+            continue
+        with git.ref_locked(ref):
+            found = read_ref_file(git.path / os.fsdecode(ref))
+        if found is not None and found != moves[ref][1]:
+            out.add(ref)
+    return out
 
 
 def _session_heads(

@@ -39,6 +39,7 @@ from gitsessions.store.tracking import (
 
 ZERO_SHA = b"0" * 40
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
+FEW = 200  # objects looked up one by one (`present`); more: by one stock git process
 PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
 Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
@@ -132,7 +133,8 @@ def fetch(
         )
         if ignored is not None:
             ignored.update(bad_names)
-        wanted = {sha for sha in wants(refs) if not history.has(git, sha)}
+        asked = set(wants(refs))
+        wanted = asked - present(git, asked, env)
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
             return refs
@@ -150,11 +152,11 @@ def fetch(
                 except stockgit.ObjectsRefused as alone:
                     bad[sha] = str(alone)
         git.rescan()
-        came = sorted(sha for sha in wanted if sha not in bad and history.has(git, sha))
-        bad |= treecheck.refused(git.path, came, env)
+        here = present(git, wanted, env)
+        bad |= treecheck.refused(git.path, sorted(here - bad.keys()), env)
     if bad and refused is None:
         raise RemoteError(f"cannot fetch from {mask(url)}: {next(iter(bad.values()))}")
-    lacking = sorted(sha for sha in wanted if sha not in bad and not history.has(git, sha))
+    lacking = sorted(wanted - bad.keys() - here)
     if lacking:
         raise RemoteError(
             f"cannot fetch from {mask(url)}: commit {lacking[0].decode()[:12]} did not come"
@@ -164,6 +166,18 @@ def fetch(
     if track:
         set_tracking(git, name, {ref: refs[ref] for ref in chosen if refs[ref] not in bad})
     return refs
+
+
+def present(git: Git, ids: set[bytes], env: Env = None) -> set[bytes]:
+    """Those of `ids` the store holds: one `cat-file --batch-check` for thousands (a
+    lookup each through the packs' indexes costs more past a few hundred)."""
+    if len(ids) < FEW:
+        return {sha for sha in ids if history.has(git, sha)}
+    listing = b"".join(sha + b"\n" for sha in sorted(ids))
+    out = stockgit.run(
+        git.path, ["cat-file", "--batch-check=%(objectname) %(objecttype)"], env, listing
+    )
+    return {line[:40] for line in out.splitlines() if line[41:] != b"missing"} & ids
 
 
 def fetch_indexed(
@@ -272,10 +286,25 @@ def hinted(
         raise StoreError(f"cannot read what a push sends: {error}") from None
 
 
-def files_at(git: Git, wanted: list[tuple[bytes, str]], env: Env = None) -> list[bytes | None]:
-    """The content of `path` in the tree of each `(commit, path)`, None where there is
-    none, read by stock git in one go."""
-    names = [commit + b":" + path.encode() for commit, path in wanted]
+def sizes_of(git: Git, names: list[bytes], env: Env = None) -> list[int | None]:
+    """The size of each object named (an id, or `<commit>:<path>`), None where there is
+    none, asked of stock git in one go (`cat-file --batch-check`)."""
+    if not names:
+        return []
+    listing = b"".join(name + b"\n" for name in names)
+    try:
+        out = stockgit.run(git.path, ["cat-file", "--batch-check=%(objectsize)"], env, listing)
+    except stockgit.GitFailed as error:
+        raise StoreError(f"cannot read fetched sessions: {error}") from None
+    sizes = [int(line) if line.isdigit() else None for line in out.splitlines()]
+    if len(sizes) != len(names):
+        raise StoreError(f"cannot read fetched sessions: git sized {len(sizes)} of {len(names)}")
+    return sizes
+
+
+def contents_of(git: Git, names: list[bytes], env: Env = None) -> list[bytes | None]:
+    """The content of each object named (an id, or `<commit>:<path>`), None where there
+    is none, read by stock git in one go."""
     try:
         return list(stockgit.contents(git.path, names, env))
     except stockgit.GitFailed as error:

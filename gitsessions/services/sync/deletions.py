@@ -37,10 +37,15 @@ if TYPE_CHECKING:
 
 
 def merge_tombstones(
-    store: Store, name: str, refs: dict[bytes, bytes], report: Report | None = None
+    store: Store,
+    name: str,
+    refs: dict[bytes, bytes],
+    report: Report | None = None,
+    live: dict[str, bytes] | None = None,
 ) -> tuple[set[str], set[str]]:
     """Fold the remote's deleted ids into ours, except those of sessions live here (a
-    pull deletes them: `delete_here`) and those whose branch is lost here (this home
+    pull deletes them: `delete_here`; `live`: the caller's `store.ids()`, taken under
+    the same lock) and those whose branch is lost here (this home
     recorded heads for them, `headlog`: `doctor --repair` restores them, said in
     `report.kept`): (every deleted id, the remote's). The ids recorded are `LEARNED`
     ones (this home never had those sessions), at most `MAX_LEARNED` a call (those the
@@ -51,7 +56,7 @@ def merge_tombstones(
     tip = refs.get(TOMBSTONES)
     if tip is not None and history.has(store.git, tip):
         remote_dead = history.tombstone_ids(store.git, tip)
-    live = store.ids()
+    live = store.ids() if live is None else live
     local = tombstones.deleted(store.git.path) - live.keys()
     new = remote_dead - local - live.keys()
     lost = new & headlog.heads(store.git.path).keys() if new else set()
@@ -143,10 +148,12 @@ def fetch_tombstones(
     track: bool = True,
     listed: dict[bytes, bytes] | None = None,
     report: Report | None = None,
+    live: dict[str, bytes] | None = None,
 ) -> tuple[dict[bytes, bytes], set[str], set[str]]:
     """The remote's refs (or `listed`, what the caller asked of it), with its tombstone
     commit fetched, tracked (unless the caller writes that ref itself: not `track`), and
-    merged into ours (`merge_tombstones`): (its refs, every deleted id, the remote's).
+    merged into ours (`merge_tombstones`, with `live`): (its refs, every deleted id,
+    the remote's).
     The bad ref names it lists (`transport.fetch`), the lost sessions it lists as
     deleted and the ids left for the next pull go into `report`. The caller holds the
     store's shared lock."""
@@ -164,5 +171,5 @@ def fetch_tombstones(
     )
     if TOMBSTONES in refs and track and history.has(store.git, refs[TOMBSTONES]):
         tracking.set_tracking(store.git, name, {TOMBSTONES: refs[TOMBSTONES]})
-    dead, remote_dead = merge_tombstones(store, name, refs, report)
+    dead, remote_dead = merge_tombstones(store, name, refs, report, live)
     return refs, dead, remote_dead

@@ -9,14 +9,14 @@ Invariants:
 - What arrives is checked before a branch names it (`checked_head`, refused objects).
 - A remote down or refusing, or git older than 2.29, is one line before anything moves.
 - Loads only what it needs (writer, catalog, code sync imported where used, never the
-  secret rules); nothing read for a session whose branch holds the remote's commit.
+  secret rules); nothing read for a session whose branch holds the remote's commit; what
+  it reads of a session new here (`store.arrivals`, in batches) fills the listing cache.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -26,13 +26,12 @@ from gitsessions.services.sync.forks import fork_hooks, fork_line
 from gitsessions.services.sync.remotes import pick_remote
 from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report, quiet
 from gitsessions.store import here, history, remoteconfig, tracking, transport
-from gitsessions.store.errors import StoreCorrupt, StoreError
-from gitsessions.store.formats import check_header
+from gitsessions.store.errors import StoreError
 from gitsessions.store.lease import Lease, SessionInUse
 from gitsessions.store.refs import ref_name
 from gitsessions.store.tracking import SESSIONS, TOMBSTONES
 from gitsessions.store.transport import RemoteError
-from gitsessions.values.ids import is_session_id, short
+from gitsessions.values.ids import is_session_id
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
@@ -59,8 +58,8 @@ def pull(
     project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
     the only sessions here a remote's tombstone may delete (None: any). Nothing is read
     for a session whose branch here already holds the remote's commit; the branches
-    that move (created, fast-forwarded) and the remote-tracking refs go in one
-    `packed-refs` write per 256 branches, each a compare-and-swap."""
+    it creates, the remote-tracking refs and its first 256 fast-forwards go in one
+    `packed-refs` write (`_move`), each a compare-and-swap."""
     git = store.git
     transport.require_git(git)
     name = pick_remote(store, remote)
@@ -70,10 +69,10 @@ def pull(
     with git.locked():
         progress(f"reading {remoteconfig.mask(url)}")
         indexed = None if keys is None else transport.fetch_indexed(git, url, keys, progress, env)
+        local = store.ids()  # read once: the tombstones' merge takes it too (`live`)
         listed, dead, remote_dead = fetch_tombstones(
-            store, name, url, progress, env, track=False, listed=indexed, report=report
+            store, name, url, progress, env, track=False, listed=indexed, report=report, live=local
         )
-        local = store.ids()
         here.start(store.home, local.keys)  # what it brings is not this home's
         doomed = {s for s in remote_dead & local.keys() if scope is None or s in scope}
         wants: list[bytes] = []
@@ -166,19 +165,19 @@ def _move(
     batch: int = 256,
 ) -> dict[str, Outcome]:
     """Create the sessions `new` here and fast-forward those `behind`, each branch by
-    compare-and-swap, `batch` branches a `packed-refs` write (the first also writes
-    `tracked`). A fast-forward holds the session's lease: one a running agent holds
-    is left for the next pull."""
+    compare-and-swap: every creation, `tracked` and the first `batch` fast-forwards in
+    one `packed-refs` write (one transaction), further fast-forwards `batch` a write (a
+    fast-forward holds the session's lease and its branch's flock: a file each). One a
+    running agent holds is left for the next pull."""
     git = store.git
     outcomes: dict[str, Outcome] = {}
-    order = sorted({*new, *behind})
+    order = sorted(behind)
     for start in range(0, max(len(order), 1), batch):
         with contextlib.ExitStack() as leases:
             moves: dict[bytes, tuple[bytes | None, bytes]] = {}
+            if start == 0:
+                moves = {ref_name(sid): (None, sha) for sid, sha in new.items()}
             for sid in order[start : start + batch]:
-                if sid in new:
-                    moves[ref_name(sid)] = (None, new[sid])
-                    continue
                 try:
                     leases.enter_context(Lease(store.home, sid))
                 except SessionInUse:
@@ -262,26 +261,24 @@ def _check_arriving(
     store: Store, arriving: dict[str, bytes], env: transport.Env
 ) -> dict[str, str | None]:
     """`{id: None when the remote's head of a session new here is a readable header of
-    that id, else why not}`, as `checked_head` decides, all headers read in one go."""
-    order = sorted(arriving)
-    raws = transport.files_at(store.git, [(arriving[sid], "session.json") for sid in order], env)
+    that id, else why not}`, as `checked_head` decides, the headers read in batches
+    (`arrivals`); each accepted one's row goes into the listing cache now, before its
+    branch is made (a row of a branch that never came is dropped by the next listing)."""
+    if not arriving:
+        return {}
+    from gitsessions.store import arrivals, catalog  # sqlite: only when sessions arrive
+
     out: dict[str, str | None] = {}
-    for sid, raw in zip(order, raws, strict=True):
-        try:
-            if raw is None:
-                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
-            try:
-                header = json.loads(raw)
-            except ValueError as error:
-                raise StoreCorrupt(f"session.json of {short(sid)}: {error}") from None
-            if not isinstance(header, dict):
-                raise StoreCorrupt(f"session {sid[:8]}: session.json is missing")
-            check_header(header, sid)
-            if header.get("id") != sid:
-                raise StoreError(f"the remote's branch of {short(sid)} holds another session")
-            out[sid] = None
-        except StoreError as error:
-            out[sid] = str(error)
+
+    def rows() -> Iterator[catalog.Row]:
+        for batch in arrivals.read(store.git, arriving, env):
+            for arrival in batch:
+                out[arrival.id] = arrival.why
+                if arrival.header is not None and arrival.prompt is not None:
+                    commit = arrival.commit.decode()
+                    yield catalog.row(arrival.id, commit, arrival.header, arrival.prompt)
+
+    catalog.fill(store.home, rows())
     return out
 
 
