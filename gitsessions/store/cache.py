@@ -45,6 +45,12 @@ def _open(path: Path, schema: Sequence[str], timeout: float) -> sqlite3.Connecti
     return db
 
 
+def is_damage(error: sqlite3.DatabaseError) -> bool:
+    """Whether `error` says the file is damaged or no database (not busy, not locked): a
+    cache found so while in use is deleted and built again by its owner."""
+    return getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
 @contextlib.contextmanager
 def open_cache(
     path: Path, schema: Sequence[str], timeout: float = 30
