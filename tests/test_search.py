@@ -1,5 +1,6 @@
 """`gitsessions search` and the search index cache."""
 
+import json
 import sqlite3
 
 from gitsessions.services.sessions import manage
@@ -152,3 +153,39 @@ def test_a_message_forks_share_is_one_hit_naming_them(cli, store, make_session):
     user = [r for r in rows if r[2] == "user"]
     assert len(user) == 1 and set(user[0][5].split(",")) == everyone
     assert [h["sessions"] for h in cli.json("search", "fork 1")] == [[forks[1].id]]
+
+
+def test_a_refresh_reads_only_the_sessions_whose_head_moved(store, make_session):
+    first = make_session(turns=2, tag="alpha")
+    make_session(turns=1, tag="other")
+    index = SearchIndex(store)
+    index.refresh()
+    assert index.read == 2
+    index.refresh()
+    assert index.read == 0
+    turn = Change(append=[{"role": "user", "content": "gamma"}])
+    store.commit(first, turn, event="turn", subject="t")
+    assert [h.index for h in index.search("gamma")] == [5] and index.read == 1
+    new = make_session(turns=1, tag="delta")
+    assert len(index.search("delta")) == 2 and index.read == 1
+    # what a pull brought: only those sessions, the refs not listed
+    pulled = make_session(turns=1, tag="epsilon")
+    index.refresh({pulled.id: pulled.commit})
+    assert index.read == 1 and len(index.search("epsilon")) == 2 and index.read == 0
+    assert {h.session for h in index.search("alpha")} == {first.id} and new.id
+
+
+def test_an_index_found_damaged_in_use_is_rebuilt_without_a_word(cli, make_session, home):
+    make_session(turns=1, tag="mended")
+    assert len(cli.json("search", "mended")) == 2
+    path = home / "search.sqlite"
+    with sqlite3.connect(path) as db:
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+        (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'meta'").fetchone()
+    data = bytearray(path.read_bytes())
+    data[(page - 1) * size : page * size] = b"\x0d" * size  # the table's page: garbage
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as db:  # the file opens; reading the table fails
+        db.execute("PRAGMA user_version").fetchone()
+    result = cli("search", "mended", "--json")
+    assert len(json.loads(result.stdout)) == 2 and result.stderr == ""
