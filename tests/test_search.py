@@ -2,6 +2,7 @@
 
 import json
 import sqlite3
+import threading
 
 from gitsessions.services.sessions import manage
 from gitsessions.services.sessions.manage import fork
@@ -189,3 +190,32 @@ def test_an_index_found_damaged_in_use_is_rebuilt_without_a_word(cli, make_sessi
         db.execute("PRAGMA user_version").fetchone()
     result = cli("search", "mended", "--json")
     assert len(json.loads(result.stdout)) == 2 and result.stderr == ""
+
+
+def test_refreshes_at_once_take_turns_and_leave_one_index(store, make_session, home):
+    made = {make_session(turns=1, title=f"shared {n}", tag="both").id for n in range(12)}
+    indexes = [SearchIndex(store) for _ in range(3)]
+    failed: list[BaseException] = []
+
+    def refresh(index: SearchIndex) -> None:
+        try:
+            index.refresh()
+        except BaseException as error:
+            failed.append(error)
+
+    threads = [threading.Thread(target=refresh, args=(index,)) for index in indexes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert sum(index.read for index in indexes) >= len(made)  # each read by one at least
+    with sqlite3.connect(home / "search.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*), count(DISTINCT session) FROM meta").fetchone() == (
+            12,
+            12,
+        )
+        assert db.execute("SELECT count(*) FROM labelled").fetchone() == (12,)
+    hits = indexes[0].search("shared", limit=100)
+    assert sorted(h.session for h in hits) == sorted(made) and indexes[0].read == 0

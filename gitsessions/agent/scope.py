@@ -10,13 +10,15 @@ or not, is out of reach whatever id or query the model sends.
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.code.project_id import recorded as recorded_identity
 from gitsessions.services.code.project_id import same_project
 from gitsessions.services.code.workspace import project_of
-from gitsessions.store.catalog import Project
 from gitsessions.store.sessions import SessionStore
+
+if TYPE_CHECKING:
+    from gitsessions.store.catalog import Project
 
 
 def _resolved(path: Any) -> str | None:
@@ -73,10 +75,12 @@ def project_in(
     workspace: Path,
     project: Path | None = None,
     identity: Mapping[str, list[str]] | None = None,
-) -> Project:
+) -> "Project":
     """What `workspace_sessions` matches, as the listing cache's project index asks it:
     of the folders sessions were recorded in (`values(kind)`, each once), those that
     resolve to `workspace` or to `project`; and `identity`."""
+    from gitsessions.store.catalog import Project  # the cache (sqlite): `--here` only
+
     here = str(workspace.resolve())
     root = str(project.resolve()) if project is not None else None
 
