@@ -65,6 +65,7 @@ SCHEMA = [
     "  -- labels: title, summary and compaction summaries; no system prompts",
 ]
 TABLES = ("texts", "labels", "labelled", "holds", "blobs", "meta", "mode")
+TOPS = 1000  # transcripts whose chunks a refresh keeps (sessions sharing one read it once)
 BATCH = 500  # sessions indexed in one transaction: a killed refresh keeps what it did
 
 
@@ -155,6 +156,7 @@ class SearchIndex:
         self.path = store.home / "search.sqlite"
         self.skipped: list[str] = []  # sessions that could not be read at the last refresh
         self.read = 0  # sessions read from the store at the last refresh
+        self._tops: dict[bytes, list[tuple[int, bytes]]] = {}  # chunks by transcript
         self.damaged: list[DamagedRef] = []  # refs that could not be read at the last refresh
 
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -250,7 +252,9 @@ class SearchIndex:
                 (sid,),
             )
         )
-        current = {start: blob.decode() for start, blob in self.store.segments(head)}
+        if len(self._tops) > TOPS:
+            self._tops.clear()
+        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):
