@@ -11,6 +11,13 @@ Each row also keeps the session's first prompt (`first_prompt`, one line, at mos
 `PROMPT_CHARS`), what `list` shows of a session with no title or summary: the transcript
 never changes, so it is read once, from the first chunk, and carried to the next head.
 
+The project index (`places`) says where each row's header was made: its folder,
+repository root, worktree's repository, project identity (roots, remotes) and parent.
+SQLite fills it from the header by triggers, so every writer of `headers` keeps it; its
+kinds and values must stay what `scope.workspace_sessions` compares, so `list --here`
+(`stream(within=Project)`) reads only the project's rows and their forks' (a recursive
+query down `parent`), never every header.
+
 A catalog reads the refs through `StoreRefs` (no dulwich repository) when it is given
 them, and opens the full store only for a row it must read again: `list` and `info` on a
 warm cache import no git library but dulwich's config parser (tests/test_startup.py).

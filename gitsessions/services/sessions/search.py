@@ -18,6 +18,11 @@ whose branch is gone or damaged are dropped from it (a damaged ref named in `dam
 the others still searched); a cache that cannot be read, or was built for
 another schema, is deleted and rebuilt (`store.cache`). Rows of deleted sessions are
 removed and the file is rewritten (`optimize`, `VACUUM`), so deleted text does not linger.
+A refresh reads only the sessions whose head is not the one indexed (`read` counts them),
+in batches, each one IMMEDIATE transaction that skips a session another refresh brought
+up meanwhile, so concurrent refreshes take turns and a killed one keeps its batches; a
+file found damaged while in use is deleted and built again. A session's labels are found
+through `labelled` (a scan of the FTS table for each session was quadratic).
 Storage (`_index`, `_blob`, `_drop`) and the query (`search`, over `_matching`) are kept apart.
 A message several sessions share (a fork and its parent) is one hit naming every session
 that holds it, newest first.
