@@ -219,3 +219,14 @@ def test_refreshes_at_once_take_turns_and_leave_one_index(store, make_session, h
         assert db.execute("SELECT count(*) FROM labelled").fetchone() == (12,)
     hits = indexes[0].search("shared", limit=100)
     assert sorted(h.session for h in hits) == sorted(made) and indexes[0].read == 0
+
+
+def test_sessions_sharing_a_transcript_read_its_chunks_once(store, make_session):
+    parent = make_session(turns=2, tag="shared")
+    child = fork(store, parent.id)
+    known: dict[bytes, list[tuple[int, bytes]]] = {}
+    first = store.segments(store.head(parent.id), known)
+    assert store.segments(store.head(child.id), known) == first and len(known) == 1
+    index = SearchIndex(store)
+    index.refresh()
+    assert index.read == 2 and len(index._tops) == 1
