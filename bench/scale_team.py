@@ -10,9 +10,10 @@ index `refs/gitsessions/projects/<root>/<id>`; the refs packed as a remote's are
 
 Measured in a fresh home whose remote is that repository, each command a new
 `python -m gitsessions` process (seconds, peak RSS from `wait4`): the first `pull`, the
-first `list` after it, `list` again, `list --here`, `list --json`, `search`, `info`,
-`gc`; then 100 sessions more on the remote and a second `pull`, against a `pull` of 100
-sessions into an empty home (the issue's goal: within 2x).
+first `list` after it, `list` again, `list --here`, `list --json`, `search` (its index
+built) and again, `info`, `gc`; then 100 sessions more on the remote and a second `pull`,
+against a `pull` of 100 sessions into an empty home (the issue's goal: within 2x), and
+`search` after it (its index brought up by the 100 new sessions alone).
 """
 
 import json
@@ -152,6 +153,7 @@ def team_cases(
         ("list --here", ["list", "--here"]),
         ("list --json", ["list", "--json"]),
         (f"search {WORD}", ["search", WORD, "--json"]),
+        (f"search {WORD} again", ["search", WORD, "--json"]),
         ("info", ["info", some]),
         ("gc", ["gc"]),
     ]
@@ -163,4 +165,6 @@ def team_cases(
         rows.append(row)
     add_sessions(remote, head, root, sessions, NEW)
     rows.append(_row(f"second pull ({NEW} new)", run(["pull"], env, timeout, clone)))
+    again = run(["search", WORD, "--json"], env, timeout, clone)
+    rows.append(_row(f"search {WORD} after it ({NEW} new)", again))
     return rows

@@ -1,6 +1,8 @@
 """`gitsessions search` and the search index cache."""
 
+import json
 import sqlite3
+import threading
 
 from gitsessions.services.sessions import manage
 from gitsessions.services.sessions.manage import fork
@@ -152,3 +154,79 @@ def test_a_message_forks_share_is_one_hit_naming_them(cli, store, make_session):
     user = [r for r in rows if r[2] == "user"]
     assert len(user) == 1 and set(user[0][5].split(",")) == everyone
     assert [h["sessions"] for h in cli.json("search", "fork 1")] == [[forks[1].id]]
+
+
+def test_a_refresh_reads_only_the_sessions_whose_head_moved(store, make_session):
+    first = make_session(turns=2, tag="alpha")
+    make_session(turns=1, tag="other")
+    index = SearchIndex(store)
+    index.refresh()
+    assert index.read == 2
+    index.refresh()
+    assert index.read == 0
+    turn = Change(append=[{"role": "user", "content": "gamma"}])
+    store.commit(first, turn, event="turn", subject="t")
+    assert [h.index for h in index.search("gamma")] == [5] and index.read == 1
+    new = make_session(turns=1, tag="delta")
+    assert len(index.search("delta")) == 2 and index.read == 1
+    # what a pull brought: only those sessions, the refs not listed
+    pulled = make_session(turns=1, tag="epsilon")
+    index.refresh({pulled.id: pulled.commit})
+    assert index.read == 1 and len(index.search("epsilon")) == 2 and index.read == 0
+    assert {h.session for h in index.search("alpha")} == {first.id} and new.id
+
+
+def test_an_index_found_damaged_in_use_is_rebuilt_without_a_word(cli, make_session, home):
+    make_session(turns=1, tag="mended")
+    assert len(cli.json("search", "mended")) == 2
+    path = home / "search.sqlite"
+    with sqlite3.connect(path) as db:
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+        (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'meta'").fetchone()
+    data = bytearray(path.read_bytes())
+    data[(page - 1) * size : page * size] = b"\x0d" * size  # the table's page: garbage
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as db:  # the file opens; reading the table fails
+        db.execute("PRAGMA user_version").fetchone()
+    result = cli("search", "mended", "--json")
+    assert len(json.loads(result.stdout)) == 2 and result.stderr == ""
+
+
+def test_refreshes_at_once_take_turns_and_leave_one_index(store, make_session, home):
+    made = {make_session(turns=1, title=f"shared {n}", tag="both").id for n in range(12)}
+    indexes = [SearchIndex(store) for _ in range(3)]
+    failed: list[BaseException] = []
+
+    def refresh(index: SearchIndex) -> None:
+        try:
+            index.refresh()
+        except BaseException as error:
+            failed.append(error)
+
+    threads = [threading.Thread(target=refresh, args=(index,)) for index in indexes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert sum(index.read for index in indexes) >= len(made)  # each read by one at least
+    with sqlite3.connect(home / "search.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*), count(DISTINCT session) FROM meta").fetchone() == (
+            12,
+            12,
+        )
+        assert db.execute("SELECT count(*) FROM labelled").fetchone() == (12,)
+    hits = indexes[0].search("shared", limit=100)
+    assert sorted(h.session for h in hits) == sorted(made) and indexes[0].read == 0
+
+
+def test_sessions_sharing_a_transcript_read_its_chunks_once(store, make_session):
+    parent = make_session(turns=2, tag="shared")
+    child = fork(store, parent.id)
+    known: dict[bytes, list[tuple[int, bytes]]] = {}
+    first = store.segments(store.head(parent.id), known)
+    assert store.segments(store.head(child.id), known) == first and len(known) == 1
+    index = SearchIndex(store)
+    index.refresh()
+    assert index.read == 2 and len(index._tops) == 1

@@ -8,14 +8,17 @@ forks of those, down any depth of `parent_id`. A session of another project, arc
 or not, is out of reach whatever id or query the model sends.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.services.code.project_id import recorded as recorded_identity
 from gitsessions.services.code.project_id import same_project
 from gitsessions.services.code.workspace import project_of
 from gitsessions.store.sessions import SessionStore
+
+if TYPE_CHECKING:
+    from gitsessions.store.catalog import Project
 
 
 def _resolved(path: Any) -> str | None:
@@ -65,6 +68,32 @@ def workspace_sessions(
         if node in reached:
             reached.update(chain)
     return reached
+
+
+def project_in(
+    values: Callable[[str], Iterable[str]],
+    workspace: Path,
+    project: Path | None = None,
+    identity: Mapping[str, list[str]] | None = None,
+) -> "Project":
+    """What `workspace_sessions` matches, as the listing cache's project index asks it:
+    of the folders sessions were recorded in (`values(kind)`, each once), those that
+    resolve to `workspace` or to `project`; and `identity`."""
+    from gitsessions.store.catalog import Project  # the cache (sqlite): `--here` only
+
+    here = str(workspace.resolve())
+    root = str(project.resolve()) if project is not None else None
+
+    def resolving(kind: str, *to: str | None) -> list[str]:
+        return [v for v in values(kind) if (r := _resolved(v)) is not None and r in to]
+
+    return Project(
+        paths=resolving("path", here),
+        roots=resolving("root", root) if root is not None else [],
+        repos=resolving("repo", here, root),
+        commits=list(identity["roots"]) if identity else [],
+        remotes=list(identity["remotes"]) if identity else [],
+    )
 
 
 def continued_here(

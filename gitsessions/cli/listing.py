@@ -47,29 +47,37 @@ def session_rows(
     store: "SessionStore | Catalog", include_archived: bool, workspace: Path | None = None
 ) -> list[dict[str, Any]]:
     """`list` rows, the most recently active first (`parent_deleted` set); with
-    `workspace`, only the sessions of that workspace and their forks."""
+    `workspace`, only the sessions of that workspace's project and their forks."""
     catalog = store if isinstance(store, Catalog) else Catalog(store)
-    if workspace is not None:
-        return rows_of(catalog.headers(), include_archived, workspace)
-    return list(open_rows(catalog, include_archived))
+    return list(open_rows(catalog, include_archived, workspace)[0])
 
 
-def open_rows(catalog: Catalog, include_archived: bool) -> Iterator[dict[str, Any]]:
-    """`session_rows` without a workspace, one at a time, in the same order: the catalog
-    refreshed now (its `damaged` and `count` then hold), each row built as it is read."""
+def open_rows(
+    catalog: Catalog, include_archived: bool, workspace: Path | None = None
+) -> tuple[Iterator[dict[str, Any]], int]:
+    """`session_rows`, one at a time, in the same order, and how many: the catalog
+    refreshed now (its `damaged` then holds), each row built as it is read. With
+    `workspace`, the rows come from the cache's project index (`Catalog.stream`'s
+    `within`): only that project's sessions are read."""
     catalog.refresh()
     known = catalog.ids
     merged = catalog.merged()
+    within = None
+    if workspace is not None:  # the project's sessions, from any of its folders
+        from gitsessions.agent.scope import project_in  # `--here` only
+        from gitsessions.services.code.workspace import project_of
+
+        within = project_in(catalog.values, workspace, *project_of(workspace, os.environ))
 
     def rows() -> Iterator[dict[str, Any]]:
-        for header in catalog.stream(include_archived):
+        for header in catalog.stream(include_archived, within):
             row = list_row(header)
             parent = row.get("parent_id")
             row["parent_deleted"] = bool(parent) and parent not in known
             row["merged_into"] = merged.get(row["id"])
             yield row
 
-    return rows()
+    return rows(), catalog.count(include_archived, within)
 
 
 def rows_of(

@@ -74,12 +74,10 @@ def cmd_list(
     from gitsessions.cli import listing  # the header cache (sqlite): `show` needs neither
 
     catalog = state_of(ctx).catalog()
-    if here_only:
-        rows: Iterable[dict[str, Any]] = listing.session_rows(catalog, include_archived, Path.cwd())
-        total = len(rows)  # type: ignore[arg-type]
-    else:  # streamed from the cache in the order shown: only the rows shown are built
-        rows = listing.open_rows(catalog, include_archived)
-        total = catalog.count(include_archived)
+    # streamed from the cache in the order shown: only the rows shown are built
+    here = Path.cwd() if here_only else None
+    rows: Iterable[dict[str, Any]]
+    rows, total = listing.open_rows(catalog, include_archived, here)
     warn_damaged(catalog.damaged)  # the others are listed: exit 0, as git for-each-ref
     pipe = piped(plain_out)
     shown = limit if limit is not None else (0 if json_ or pipe else 100)

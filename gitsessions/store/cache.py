@@ -26,23 +26,34 @@ def schema_version(schema: Sequence[str]) -> int:
 def _open(path: Path, schema: Sequence[str], timeout: float) -> sqlite3.Connection:
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-    db = sqlite3.connect(path, timeout=timeout)
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         db.execute("PRAGMA secure_delete=ON")
         version = schema_version(schema)
-        found = db.execute("PRAGMA user_version").fetchone()[0]
-        if found != version:
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if tables:
-                raise _OtherSchema(f"{path} has schema {found}, not {version}")
-        for statement in schema:
-            db.execute(statement)
-        if found != version:
-            db.execute(f"PRAGMA user_version = {version}")
+        if db.execute("PRAGMA user_version").fetchone()[0] != version:
+            # made in one transaction: another process opening it meanwhile waits, then
+            # finds it whole (not half made, which it would take for another schema)
+            db.execute("BEGIN IMMEDIATE")
+            found = db.execute("PRAGMA user_version").fetchone()[0]
+            if found != version:
+                tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if tables:
+                    raise _OtherSchema(f"{path} has schema {found}, not {version}")
+                for statement in schema:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {version}")
+            db.execute("COMMIT")
+        db.isolation_level = "DEFERRED"  # Python opens transactions again, for the caller
     except BaseException:
         db.close()
         raise
     return db
+
+
+def is_damage(error: sqlite3.DatabaseError) -> bool:
+    """Whether `error` says the file is damaged or no database (not busy, not locked): a
+    cache found so while in use is deleted and built again by its owner."""
+    return getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 
 @contextlib.contextmanager

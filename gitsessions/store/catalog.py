@@ -9,6 +9,10 @@ Invariants:
   first chunk and carried to the next head (the transcript never changes).
 - A pull writes the rows of the sessions it creates (`fill`, `row`: the same row a
   refresh writes) before their branches exist; a row with no branch is dropped.
+- The project index (`places`: each header's folder, repository root, worktree
+  repository, identity, parent) is filled by SQLite triggers from `headers`, so every
+  writer keeps it; its values must stay what `scope.workspace_sessions` compares, so
+  `list --here` (`stream(within=...)`) reads only the project's rows and their forks'.
 - Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
   cache import no git library but dulwich's config parser (tests/test_startup.py).
 - Rows are brought up to the refs by ids and commits alone, then read in the order shown
@@ -18,7 +22,8 @@ Invariants:
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +38,42 @@ if TYPE_CHECKING:
     from gitsessions.store.reader import Head, SessionReader
     from gitsessions.store.sessions import SessionStore
 
+MOST = 16  # roots or remotes of a project identity read (`project_id.MOST`)
+_ONE = (
+    "SELECT '{kind}' AS kind, json_extract(new.header, '{at}') AS value"
+    " WHERE json_type(new.header, '{at}') = 'text'"
+)
+_EACH = (
+    "SELECT '{kind}', value FROM json_each(new.header, '$.workspace.project.{key}')"
+    f" WHERE type = 'text' AND key < {MOST}"
+    " AND json_type(new.header, '$.workspace.project.roots') = 'array'"
+    " AND json_type(new.header, '$.workspace.project.remotes') = 'array'"
+)
+PLACES = " UNION ALL ".join(  # what `scope.workspace_sessions` compares of a header
+    [
+        _ONE.format(kind="path", at="$.workspace.path"),
+        _ONE.format(kind="root", at="$.workspace.repo_root"),
+        _ONE.format(kind="repo", at="$.worktree.repo"),
+        _ONE.format(kind="parent", at="$.parent_id"),
+        _EACH.format(kind="commit", key="roots"),
+        _EACH.format(kind="remote", key="remotes"),
+    ]
+)
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
     "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0)",
     "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+    # the project index: where each session says it was made (kind, value), filled from
+    # the header by SQLite itself, so every writer of `headers` keeps it
+    "CREATE TABLE IF NOT EXISTS places (id TEXT, kind TEXT, value TEXT)",
+    "CREATE INDEX IF NOT EXISTS places_by_value ON places (kind, value)",
+    "CREATE INDEX IF NOT EXISTS places_by_id ON places (id)",
+    "CREATE TRIGGER IF NOT EXISTS places_put AFTER INSERT ON headers BEGIN"
+    " DELETE FROM places WHERE id = new.id;"
+    " INSERT INTO places SELECT new.id, kind, value FROM (" + PLACES + ") WHERE value != '';"
+    " END",
+    "CREATE TRIGGER IF NOT EXISTS places_drop AFTER DELETE ON headers BEGIN"
+    " DELETE FROM places WHERE id = old.id; END",
 ]
 PROMPT_CHARS = 200
 BATCH = 500  # rows read again before they are written
@@ -84,6 +121,50 @@ def broken_header(
 ) -> dict[str, Any]:
     """What `list` shows of a session that cannot be read: its id and why (never cached)."""
     return {"id": session_id, "title": title, "broken": why}
+
+
+@dataclass(frozen=True)
+class Project:
+    """The sessions of one project as the index (`places`) finds them: those recorded in
+    one of `paths`, with a `repo_root` in `roots` or a worktree of a repository in
+    `repos` (each as recorded), or with an identity sharing a root commit in `commits`,
+    or (when either side has no root commit) a remote in `remotes`; and every fork
+    descending from one of those."""
+
+    paths: Sequence[str] = ()
+    roots: Sequence[str] = ()
+    repos: Sequence[str] = ()
+    commits: Sequence[str] = ()
+    remotes: Sequence[str] = ()
+
+
+_WITHIN = (
+    "WITH RECURSIVE inside(id) AS ("
+    "SELECT id FROM places WHERE kind = 'path' AND value IN (SELECT value FROM json_each(?))"
+    " UNION SELECT id FROM places WHERE kind = 'root'"
+    " AND value IN (SELECT value FROM json_each(?))"
+    " UNION SELECT id FROM places WHERE kind = 'repo'"
+    " AND value IN (SELECT value FROM json_each(?))"
+    " UNION SELECT id FROM places WHERE kind = 'commit'"
+    " AND value IN (SELECT value FROM json_each(?))"
+    " UNION SELECT p.id FROM places AS p WHERE p.kind = 'remote'"
+    " AND p.value IN (SELECT value FROM json_each(?)) AND (? OR NOT EXISTS"
+    " (SELECT 1 FROM places AS c WHERE c.id = p.id AND c.kind = 'commit'))"
+    " UNION SELECT p.id FROM places AS p JOIN inside ON p.kind = 'parent' AND p.value = inside.id"
+    ") "
+)
+
+
+def _where(include_archived: bool, within: Project | None) -> tuple[tuple[str, str], list[Any]]:
+    """The `WITH` before a query of `headers` and the `WHERE` after it, and their values."""
+    conditions = [] if include_archived else ["archived = 0"]
+    if within is None:
+        return ("", " WHERE " + " AND ".join(conditions) if conditions else ""), []
+    conditions.append("id IN (SELECT id FROM inside)")
+    lists = (within.paths, within.roots, within.repos, within.commits, within.remotes)
+    args: list[Any] = [json.dumps(list(values)) for values in lists]
+    args.append(int(not within.commits))  # no root commit here: any remote matches
+    return (_WITHIN, " WHERE " + " AND ".join(conditions)), args
 
 
 class Catalog:
@@ -162,21 +243,33 @@ class Catalog:
             self._write(db, fresh, gone)
         self.broken.sort(key=lambda h: h["id"], reverse=True)
 
-    def stream(self, include_archived: bool) -> Iterator[dict[str, Any]]:
+    def stream(
+        self, include_archived: bool, within: "Project | None" = None
+    ) -> Iterator[dict[str, Any]]:
         """The headers `refresh` left, one at a time, the most recently active first
         (`active_at`, else `updated_at`, then the id, descending; the unreadable last):
-        read from the cache's index in that order, never all held at once."""
-        where = "" if include_archived else " WHERE archived = 0"
+        read from the cache's index in that order, never all held at once. With
+        `within`, only that project's sessions (the unreadable are none of them)."""
+        where, args = _where(include_archived, within)
         with open_cache(self.path, SCHEMA) as db:
-            query = f"SELECT id, head, header, first_prompt FROM headers{where} "
-            for sid, commit, text, prompt in db.execute(query + "ORDER BY active_at DESC, id DESC"):
+            query = f"{where[0]}SELECT id, head, header, first_prompt FROM headers{where[1]} "
+            rows = db.execute(query + "ORDER BY active_at DESC, id DESC", args)
+            for sid, commit, text, prompt in rows:
                 if self.heads.get(sid) != commit:
                     continue  # unreadable at its head, or moved or gone since `refresh`
                 header = json.loads(text)
                 header["head"] = commit
                 header["first_prompt"] = prompt or ""
                 yield header
-        yield from self.broken
+        if within is None:
+            yield from self.broken
+
+    def values(self, kind: str) -> list[str]:
+        """Each value of one kind of the project index once (`path`, `root`, `repo`:
+        the folders sessions were recorded in, as recorded)."""
+        with open_cache(self.path, SCHEMA) as db:
+            found = db.execute("SELECT DISTINCT value FROM places WHERE kind = ?", (kind,))
+            return [row[0] for row in found]
 
     def merged(self) -> dict[str, str]:
         """{fork id: the session it was merged into} for every fork some session's
@@ -202,12 +295,13 @@ class Catalog:
         """The sessions the last `refresh` found (those it could not read too)."""
         return set(self.heads) | {str(h["id"]) for h in self.broken}
 
-    def count(self, include_archived: bool) -> int:
-        """How many headers `stream(include_archived)` yields (after `refresh`)."""
-        where = "" if include_archived else " WHERE archived = 0"
+    def count(self, include_archived: bool, within: "Project | None" = None) -> int:
+        """How many headers `stream(include_archived, within)` yields (after `refresh`)."""
+        where, args = _where(include_archived, within)
         with open_cache(self.path, SCHEMA) as db:
-            (cached,) = db.execute(f"SELECT count(*) FROM headers{where}").fetchone()
-        return int(cached) + len(self.broken)
+            query = f"{where[0]}SELECT count(*) FROM headers{where[1]}"
+            (cached,) = db.execute(query, args).fetchone()
+        return int(cached) + (len(self.broken) if within is None else 0)
 
     def _read(self, sid: str, commit: str, prompt: str | None) -> dict[str, Any] | None:
         """A session's header read from the store at `commit` (`first_prompt` added), a

@@ -226,10 +226,20 @@ class SessionReader:
                 out[index] = record["message"]
         return out
 
-    def segments(self, head: Head) -> list[tuple[int, bytes]]:
-        """The transcript's chunks as `(first message index, blob id)`."""
+    def segments(
+        self, head: Head, known: dict[bytes, list[tuple[int, bytes]]] | None = None
+    ) -> list[tuple[int, bytes]]:
+        """The transcript's chunks as `(first message index, blob id)`. `known`: those of
+        transcripts read before, by their top tree (one id, the same chunks), added to
+        as read: sessions sharing a transcript (forks, copies) read it once."""
         get, top = self._transcript_at(head)
-        return [] if top is None else list(chunks.all_chunks(get, top))
+        if top is None:
+            return []
+        if known is None or head.version != FORMAT:  # an older one's is made in memory
+            return list(chunks.all_chunks(get, top))
+        if top not in known:
+            known[top] = list(chunks.all_chunks(get, top))
+        return known[top]
 
     def segment(self, blob_id: bytes) -> list[dict[str, Any]]:
         """The messages of one transcript chunk."""

@@ -7,8 +7,12 @@ Invariants:
   blob's text once (`texts`), which sessions hold it where (`holds`); a fork adds only
   `holds` rows, a shared message is one hit naming every session holding it, and a
   refresh reads only blobs no session held yet.
+- A refresh reads only sessions whose head moved (`read` counts them), in batches of
+  500, each one IMMEDIATE transaction skipping what another refresh did: concurrent
+  refreshes take turns, a killed one keeps its batches; `refresh(heads)` serves a pull.
 - The refs are the truth: gone or damaged sessions dropped (a damaged ref named), an
-  unreadable cache or other schema rebuilt; deleted text removed and the file vacuumed.
+  unreadable cache or other schema rebuilt, also when found damaged in use; deleted text
+  removed and the file vacuumed.
 - With redaction on, text is redacted before it is indexed (even of sessions stored
   before); an index built under other rules (`mode`) is emptied and rebuilt.
 """
@@ -16,12 +20,12 @@ Invariants:
 import json
 import re
 import sqlite3
-from collections.abc import Collection, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gitsessions.store.cache import open_cache
+from gitsessions.store.cache import is_damage, open_cache
 from gitsessions.store.errors import NotACommit, ObjectMissing, StoreCorrupt
 from gitsessions.store.refs import DamagedRef, ref_name
 from gitsessions.store.sessions import Head, SessionStore
@@ -44,10 +48,15 @@ SCHEMA = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(text, role UNINDEXED, tokenize='trigram')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS labels USING fts5(text, session UNINDEXED,"
     " idx UNINDEXED, role UNINDEXED, tokenize='trigram')",
+    # which `labels` rows are a session's: found by an index, not by scanning `labels`
+    "CREATE TABLE IF NOT EXISTS labelled (row INTEGER PRIMARY KEY, session TEXT)",
+    "CREATE INDEX IF NOT EXISTS labelled_session ON labelled (session)",
     "CREATE TABLE IF NOT EXISTS mode (redact INTEGER)"
     "  -- labels: title, summary and compaction summaries; no system prompts",
 ]
-TABLES = ("texts", "labels", "holds", "blobs", "meta", "mode")
+TABLES = ("texts", "labels", "labelled", "holds", "blobs", "meta", "mode")
+TOPS = 1000  # transcripts whose chunks a refresh keeps (sessions sharing one read it once)
+BATCH = 500  # sessions indexed in one transaction: a killed refresh keeps what it did
 
 
 @dataclass(frozen=True)
@@ -118,43 +127,88 @@ def snippet(text: str, words: list[str], width: int = 60) -> tuple[str, Marks]:
     return body, tuple(merged)
 
 
+@contextmanager
+def _writing(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, begun IMMEDIATE: concurrent refreshes take turns, and one
+    that reads what to do inside it sees what the other wrote."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 class SearchIndex:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self.path = store.home / "search.sqlite"
         self.skipped: list[str] = []  # sessions that could not be read at the last refresh
+        self.read = 0  # sessions read from the store at the last refresh
+        self._tops: dict[bytes, list[tuple[int, bytes]]] = {}  # chunks by transcript
         self.damaged: list[DamagedRef] = []  # refs that could not be read at the last refresh
 
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
         return open_cache(self.path, SCHEMA)
 
-    def refresh(self) -> None:
-        """Bring the index up to date with the refs (reads only what changed)."""
-        scanned = self.store.scan()
-        self.damaged = list(scanned.damaged)
-        refs = scanned.ids
+    def refresh(self, heads: Mapping[str, bytes] | None = None) -> None:
+        """Bring the index up to date with the refs, reading only the sessions whose head
+        is not the one indexed (`read` counts them). With `heads` (sessions and the
+        commits a pull just wrote), only those are brought up to date, no refs listed.
+        A file found damaged is deleted and built again, once."""
+        try:
+            self._refresh(heads)
+        except sqlite3.DatabaseError as error:
+            if not is_damage(error):
+                raise
+            self.path.unlink(missing_ok=True)
+            self._refresh(heads)
+
+    def _refresh(self, heads: Mapping[str, bytes] | None) -> None:
+        self.read = 0
+        if heads is None:
+            scanned = self.store.scan()
+            self.damaged = list(scanned.damaged)
+            refs = scanned.ids
+        else:
+            refs = dict(heads)
         with self._db() as db:
-            reset = self._match_mode(db)
-            known = {row[0]: row[1] for row in db.execute("SELECT session, head FROM meta")}
-            for session in set(known) - set(refs):
-                self._drop(db, session)
-            for session, commit in refs.items():
-                if known.get(session) != commit.decode():
-                    try:
-                        self._index(db, self.store.head_at(session, commit))
-                    except ObjectMissing:
-                        if self.store.exists(session):  # damaged: `doctor` names it
-                            self._damaged(session, "its objects are missing")
-                        self._drop(db, session)  # deleted while we indexed
-                    except NotACommit:
-                        self._damaged(session, "does not name a commit")
-                        self._drop(db, session)
-                    except StoreCorrupt:
-                        self.skipped.append(session)  # damaged: the others still search
-                        self._drop(db, session)
-            db.commit()
+            db.isolation_level = None  # each batch its own IMMEDIATE transaction
+            with _writing(db):
+                reset = self._match_mode(db)
+            known = dict(db.execute("SELECT session, head FROM meta").fetchall())
+            gone = [] if heads is not None else [s for s in known if s not in refs]
+            changed = [(s, c) for s, c in refs.items() if known.get(s) != c.decode()]
+            del known
+            with _writing(db):
+                for session in gone:
+                    self._drop(db, session)
+            for at in range(0, len(changed), BATCH):
+                with _writing(db):  # another refresh meanwhile may have done some
+                    for session, commit in changed[at : at + BATCH]:
+                        self._bring(db, session, commit)
             if reset:
                 self._compact_file(db)
+
+    def _bring(self, db: sqlite3.Connection, session: str, commit: bytes) -> None:
+        """Index `session` at `commit` unless it is indexed there already."""
+        row = db.execute("SELECT head FROM meta WHERE session = ?", (session,)).fetchone()
+        if row is not None and row[0] == commit.decode():
+            return
+        self.read += 1
+        try:
+            self._index(db, self.store.head_at(session, commit))
+        except ObjectMissing:
+            if self.store.exists(session):  # damaged: `doctor` names it
+                self._damaged(session, "its objects are missing")
+            self._drop(db, session)  # deleted while we indexed
+        except NotACommit:
+            self._damaged(session, "does not name a commit")
+            self._drop(db, session)
+        except StoreCorrupt:
+            self.skipped.append(session)  # damaged: the others still search
+            self._drop(db, session)
 
     def _damaged(self, session: str, why: str) -> None:
         self.damaged.append(DamagedRef(ref_name(session).decode(), why))
@@ -163,8 +217,10 @@ class SearchIndex:
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
         sid, h = head.id, head.header
-        db.execute("DELETE FROM labels WHERE session = ?", (sid,))
-        compactions = self.store.read(head, "compactions")
+        self._unlabel(db, sid)
+        counted = head.counts.get("compactions")
+        # the store counts compactions in the header: read them only when there are some
+        compactions = [] if counted == 0 else self.store.read(head, "compactions")
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
@@ -175,9 +231,10 @@ class SearchIndex:
             ),
         ):
             if text:
-                db.execute(
+                row = db.execute(
                     "INSERT INTO labels VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
-                )
+                ).lastrowid
+                db.execute("INSERT INTO labelled VALUES (?, ?)", (row, sid))
         stored = dict(
             db.execute(
                 "SELECT holds.start, blobs.sha FROM holds JOIN blobs ON blobs.id = holds.blob"
@@ -185,7 +242,9 @@ class SearchIndex:
                 (sid,),
             )
         )
-        current = {start: blob.decode() for start, blob in self.store.segments(head)}
+        if len(self._tops) > TOPS:
+            self._tops.clear()
+        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):
@@ -265,9 +324,19 @@ class SearchIndex:
         held = [
             row[0] for row in db.execute("SELECT blob FROM holds WHERE session = ?", (session,))
         ]
-        for table in ("labels", "holds", "meta"):
+        self._unlabel(db, session)
+        for table in ("holds", "meta"):
             db.execute(f"DELETE FROM {table} WHERE session = ?", (session,))
         self._collect(db, held)
+
+    @staticmethod
+    def _unlabel(db: sqlite3.Connection, session: str) -> None:
+        """Delete a session's titles and summaries (by `labelled`'s index on session)."""
+        db.execute(
+            "DELETE FROM labels WHERE rowid IN (SELECT row FROM labelled WHERE session = ?)",
+            (session,),
+        )
+        db.execute("DELETE FROM labelled WHERE session = ?", (session,))
 
     def _compact_file(self, db: sqlite3.Connection) -> None:
         """Rewrite the file so deleted text is not left in free pages."""
