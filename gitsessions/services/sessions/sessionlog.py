@@ -10,21 +10,29 @@ Invariants:
   the middle of a turn is its own record and times still go newest first. Every other
   commit (create, compact, rename, fork, import, pin...) is a record of its own, as in
   `commits`. No commit is dropped: the commits of each turn are under `commits`.
+- A page of `commits` (`start`, `limit`) grouped by `turns` may cut a turn at its edge:
+  each page shows the commits of it that page holds.
 - The tools a turn used are read from the transcript messages its commits added (the
   transcript is never rewritten, so a fork's history reads from the fork's head).
 """
 
+import itertools
 from typing import Any
 
 from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import iso_of_timestamp
+from gitsessions.values.plural import plural
 
 
-def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
-    """One record per commit, newest first."""
+def commits(
+    store: SessionReader, head: Head, start: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """One record per commit, newest first; with `start` and `limit`, only commits
+    `start` to `start + limit` of the history (a page: the walk stops there)."""
     entries = []
-    for commit_id, commit in store.history(head):
+    end = None if limit is None else start + limit
+    for commit_id, commit in itertools.islice(store.history(head), start, end):
         subject, trailers = parse_trailers(commit.message)
         entry: dict[str, Any] = {
             "commit": commit_id.decode(),
@@ -45,6 +53,24 @@ def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
             entry["compaction"] = store.head_at(head.id, commit_id).counts.get("compactions", 0)
         entries.append(entry)
     return entries
+
+
+def detail(entry: dict[str, Any]) -> str:
+    """What `log` says after a record's subject: the tokens of a compaction (and its
+    number); the steps and tools of a turn."""
+    if "tokens_before" in entry:
+        tokens = f"{entry['tokens_before']} -> {entry['tokens_after']}"
+        number = entry.get("compaction")
+        if number is None:
+            return tokens
+        undone = " undone" if entry["event"] == "compact-undo" else ""
+        return f"compaction {number}{undone}: {tokens}"
+    if "tools" not in entry:
+        return ""
+    tools = ", ".join(
+        name if count == 1 else f"{name} x{count}" for name, count in entry["tools"].items()
+    )
+    return plural(entry["steps"], "step") + (f": {tools}" if tools else "")
 
 
 def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,189 @@
+"""A session's page: its facts, its forks drawn as a tree (parent, fork point,
+children), the context timeline, one page of its transcript and one page of its turns
+as `log` shows them (services/sessions/sessionlog.py).
+
+Invariant: one page reads at most `PAGE` transcript records for the transcript,
+`WINDOW` for the timeline and `LOG_PAGE` commits of the history, whatever the
+session's length: a 100k-message session's pages cost what a short one's do.
+"""
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from gitsessions.protocols.web import timeline
+from gitsessions.protocols.web.markup import e, href, link, number, table
+from gitsessions.protocols.web.source import Source
+from gitsessions.protocols.web.transcript import messages_html
+from gitsessions.services.sessions import sessionlog
+from gitsessions.values.ids import short
+from gitsessions.values.records import label
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import Head, SessionStore
+
+PAGE = 100  # transcript messages a page
+LOG_PAGE = 100  # commits of the history a page of turns groups
+WINDOW = 5_000  # transcript messages the timeline reads
+ANCESTORS = 16  # a longer chain of parents is cut
+TREE_NODES = 200  # forks drawn under a session
+
+
+def facts(head: "Head") -> str:
+    """The session's facts as a definition list."""
+    h = head.header
+    counts = head.counts
+    workspace: Mapping[str, Any] = h["workspace"] if isinstance(h.get("workspace"), Mapping) else {}
+    settings: Mapping[str, Any] = h["settings"] if isinstance(h.get("settings"), Mapping) else {}
+    pairs = [
+        ("id", e(head.id)),
+        ("messages", f"{number(counts.get('messages', 0))} in the transcript, "
+         f"{number(counts.get('context_messages', 0))} in the context"),
+        ("compactions", number(counts.get("compactions", 0))),
+        ("model", e(settings.get("model") or h.get("model") or "-")),
+        ("workspace", e(workspace.get("path") or "-")),
+        ("created", e(h.get("created_at") or "-")),
+        ("active", e(h.get("active_at") or h.get("updated_at") or "-")),
+    ]  # fmt: skip
+    if h.get("archived"):
+        pairs.append(("archived", "yes"))
+    body = "".join(f"<dt>{e(k)}</dt><dd>{v}</dd>" for k, v in pairs)
+    return f'<dl class="facts">{body}</dl>'
+
+
+def _name(row: Mapping[str, Any], links: bool) -> str:
+    text = f"{short(row['id'])} {row.get('label') or label(row)}"
+    return link(f"/s/{row['id']}", text) if links else e(text)
+
+
+def tree(store: "SessionStore", head: "Head", rows: list[dict[str, Any]], links: bool) -> str:
+    """Its parents up the chain, then the session with the forks made from it (and theirs)."""
+    by_id = {r["id"]: r for r in rows}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if isinstance(row.get("parent_id"), str):
+            children.setdefault(row["parent_id"], []).append(row)
+    chain: list[str] = []
+    header: Mapping[str, Any] = head.header
+    seen = {head.id}
+    while isinstance(header.get("parent_id"), str) and len(chain) < ANCESTORS:
+        parent, at = header["parent_id"], str(header.get("fork_point") or "")[:10]
+        where = f' <span class="dim">forked at {e(at)}</span>' if at else ""
+        found = by_id.get(parent)
+        if found is None or parent in seen:
+            chain.append(f"<li>{e(short(parent))} (deleted){where}</li>")
+            break
+        chain.append(f"<li>{_name(found, links)}{where}</li>")
+        seen.add(parent)
+        header = found
+    drawn = [0]
+
+    def below(sid: str, depth: int) -> str:
+        items = []
+        for child in children.get(sid, []):
+            if drawn[0] >= TREE_NODES or child["id"] in seen:
+                break
+            seen.add(child["id"])
+            drawn[0] += 1
+            items.append(f"<li>{_name(child, links)}{below(child['id'], depth + 1)}</li>")
+        return f"<ul>{''.join(items)}</ul>" if items else ""
+
+    me = (
+        f'<li class="me"><b>{e(short(head.id))} {e(label(head.header))}</b>{below(head.id, 0)}</li>'
+    )
+    parents = "".join(reversed(chain))
+    if not parents and not children.get(head.id):
+        return '<p class="dim">no parent and no forks</p>'
+    return (
+        f'<ul class="tree">{parents}{me}</ul>'
+        if not parents
+        else (f'<ul class="tree">{parents}</ul><ul class="tree">{me}</ul>')
+    )
+
+
+def timeline_html(store: "SessionStore", head: "Head", start: int, links: bool) -> str:
+    """The timeline of transcript messages `start` to `start + WINDOW`."""
+    total = head.counts.get("messages", 0)
+    shown = timeline.points(store.iter_records(head, start, min(total, start + WINDOW)))
+    compactions = store.read(head, "compactions")
+    falls = timeline.drops(compactions, shown, start + WINDOW >= total)
+    drawn = timeline.svg(head.id, shown, falls, links)
+    if not drawn:
+        return '<p class="dim">no token counts recorded (replies carry none)</p>'
+    note = ""
+    if total > WINDOW:
+        note = f'<p class="dim">messages {start:,} to {min(total, start + WINDOW) - 1:,}</p>'
+    return f'<div class="chart">{drawn}</div>{note}'
+
+
+def pager(path: str, key: str, at: int, step: int, total: int | None, **keep: object) -> str:
+    """Links to the first, previous and next pages (`total` None: unknown; next while full)."""
+    parts = []
+    if at > 0:
+        parts.append(link(path, "first", **keep, **{key: 0}))
+        parts.append(link(path, "previous", **keep, **{key: max(0, at - step)}))
+    if total is None or at + step < total:
+        parts.append(link(path, "next", **keep, **{key: at + step}))
+    if total is not None and at + step < total:
+        parts.append(link(path, "last", **keep, **{key: (total - 1) // step * step}))
+    return f'<p class="pager">{" · ".join(parts)}</p>' if parts else ""
+
+
+def log_rows(head: "Head", entries: list[dict[str, Any]], links: bool) -> list[list[str]]:
+    rows = []
+    for entry in entries:
+        subject = e(entry["subject"])
+        if links and entry["event"] == "turn" and "turn" in entry:
+            subject = link(f"/s/{entry['session']}/turn/{entry['turn']}", entry["subject"])
+        if entry["session"] != head.id:
+            subject += f' <span class="dim">({e(short(entry["session"]))})</span>'
+        detail = e(sessionlog.detail(entry))
+        if links and entry["event"] == "compact" and "compaction" in entry:
+            target = f"/s/{entry['session']}/compaction/{entry['compaction']}"
+            detail = link(target, sessionlog.detail(entry))
+        time = e(entry["time"].replace("T", " "))
+        rows.append([f"<code>{e(entry['commit'][:10])}</code>", time, e(entry["event"]),
+                     subject, detail])  # fmt: skip
+    return rows
+
+
+def log_html(store: "SessionStore", head: "Head", page: int, at: int) -> str:
+    """Page `page` of the turns, as `log` shows them (newest first)."""
+    entries = sessionlog.commits(store, head, page * LOG_PAGE, LOG_PAGE)
+    grouped = sessionlog.turns(store, head, entries)
+    body = table(["commit", "time", "event", "subject", "detail"], log_rows(head, grouped, True))
+    path = f"/s/{head.id}"
+    more = [link(path, "newer", at=at, log=page - 1)] if page else []
+    if len(entries) == LOG_PAGE:
+        more.append(link(path, "older", at=at, log=page + 1))
+    return body + (f'<p class="pager">{" · ".join(more)}</p>' if more else "")
+
+
+def render(source: Source, text: str, at: int, log: int) -> tuple[str, str]:
+    """(title, body) of the session page: transcript from message `at`, turns page `log`."""
+    store = source.store()
+    head = store.head(store.resolve(text))
+    total = head.counts.get("messages", 0)
+    at = max(0, min(at, max(total - 1, 0))) // PAGE * PAGE
+    path = f"/s/{head.id}"
+    title = label(head.header)
+    body = [
+        f"<h1>{e(title)}</h1>",
+        facts(head),
+        "<h2>Forks</h2>",
+        tree(store, head, source.rows(True), True),
+        "<h2>Context</h2>",
+        timeline_html(store, head, at // WINDOW * WINDOW, True),
+        f'<h2 id="transcript">Transcript <span class="dim">messages {at:,} to '
+        f"{min(total, at + PAGE) - 1:,} of {total:,}</span></h2>",
+        pager(path, "at", at, PAGE, total, log=log or None),
+        messages_html(store.iter_records(head, at, at + PAGE), f"gitsessions show {head.id}"),
+        pager(path, "at", at, PAGE, total, log=log or None),
+        '<h2 id="turns">Turns</h2>',
+        log_html(store, head, log, at),
+    ]
+    return f"{title} · gitsessions", "".join(body)
+
+
+def anchor(session: str, index: int) -> str:
+    """Where message `index` of a session is shown: its transcript page, at it."""
+    return href(f"/s/{session}", at=index // PAGE * PAGE) + f"#m{index}"
