@@ -166,7 +166,7 @@ def test_a_long_session_is_read_a_page_at_a_time(home, tmp_path):
     try:
         _s, _h, first = served.get(f"/s/{head.id}")
         assert "message number 99<" in first and "message number 100<" not in first
-        assert f'href="/s/{head.id}?at=100"' in first and f"?at=1100" in first
+        assert f'href="/s/{head.id}?at=100"' in first and "?at=1100" in first
         _s, _h, later = served.get(f"/s/{head.id}?at=1150")
         assert "message number 1100<" in later and "message number 1199<" in later
         assert "message number 1099<" not in later

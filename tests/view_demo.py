@@ -150,8 +150,8 @@ def build(home: Path, project: Path, hostile: bool = False) -> dict[str, str]:
             test = "from cart import TOTAL\n\ndef test_total():\n    assert TOTAL == 1\n"
             snapshot = project_commit(project, {"test_cart.py": test}, "test")
         output = "\n".join(f"line {i}: TOTAL = {n}" for i in range(40))
-        head = turn(store, head, context, n, prompt, (tool, args, output),
-                    f"Done with step {n}: the total now counts every item.", tokens, snapshot)  # fmt: skip
+        reply = f"Done with step {n}: the total now counts every item."
+        head = turn(store, head, context, n, prompt, (tool, args, output), reply, tokens, snapshot)
         tokens += 1400
         if n == 2:
             fork_at = head
