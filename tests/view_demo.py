@@ -13,7 +13,6 @@ from typing import Any
 
 from gitsessions.services.compaction.continuation import make_note
 from gitsessions.store.sessions import Change, Head, SessionStore
-from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import empty_usage, new_header
 
@@ -108,7 +107,8 @@ def compaction(store: SessionStore, head: Head, context: list[dict[str, Any]]) -
     note = make_note("Goal: fix the cart total. Done: read cart.py, fixed TOTAL.", "")
     kept = context[-4:]
     context[:] = [context[0], note, *kept]
-    record = {"time": now_iso(), "trigger": "manual", "stages": ["summarize"],
+    newest = store.records(head, head.counts["messages"] - 1)[0]
+    record = {"time": newest["time"], "trigger": "manual", "stages": ["summarize"],
               "before_tokens": before, "after_tokens": after, "summary": "Goal: fix the cart",
               "summarizer": None, "cleared": []}  # fmt: skip
     return store.commit(

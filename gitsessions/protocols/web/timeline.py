@@ -34,10 +34,12 @@ class Drop:
     at: int  # how many points come before it
 
 
-def _key(time: object) -> str:
-    """A UTC ISO time comparable as text, with or without milliseconds."""
+def _key(time: object, end: bool = False) -> str:
+    """A UTC ISO time comparable as text, with or without milliseconds (a time in
+    seconds taken as the start of its second, or with `end` its end: a compaction,
+    recorded in seconds, comes after the replies of its second)."""
     text = str(time or "").rstrip("Z")
-    return text if "." in text else text + ".000"
+    return text if "." in text else text + (".999" if end else ".000")
 
 
 def points(records: Iterable[tuple[int, Mapping[str, Any]]]) -> list[Point]:
@@ -71,7 +73,7 @@ def drops(compactions: list[Any], shown: list[Point], to_the_end: bool) -> list[
         before, after = record.get("before_tokens"), record.get("after_tokens")
         if not isinstance(before, int) or not isinstance(after, int):
             continue
-        time = _key(record.get("time"))
+        time = _key(record.get("time"), end=True)
         if shown and ((time < first and n > 1) or (time > last and not to_the_end)):
             continue
         at = sum(1 for p in shown if p.time <= time)
