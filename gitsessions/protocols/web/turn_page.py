@@ -6,6 +6,8 @@ Invariants: a turn's messages are the transcript records between the message cou
 the parent of its first commit and the count at its last commit (at most `MESSAGES` of
 them shown); its code is `diff --code`'s (services/code/code_diff.py) between the
 snapshot before the turn and the one it ended with, the patch read up to `PATCH` bytes.
+A turn with no commits of its own (an import commits many at once) is found in the
+transcript by bisection on its records' `turn`: a few chunks read, not the whole of it.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,33 @@ MESSAGES = 500  # a turn's messages shown; the session's pages have the rest
 PATCH = 512 * 1024  # bytes of the code diff shown
 
 
+class NoTurnCommits(InvalidInput):
+    """The history holds no commit of the turn (an import writes its turns in one)."""
+
+
+def _turn_from(store: "SessionStore", head: "Head", index: int, total: int) -> int | None:
+    """The turn of the first record at or after `index` that names one (within a chunk)."""
+    for _index, record in store.iter_records(head, index, min(total, index + 256)):
+        if isinstance(record.get("turn"), int):
+            return int(record["turn"])
+    return None
+
+
+def first_of(store: "SessionStore", head: "Head", turn: int) -> int:
+    """The index of the first record of turn `turn` or later (records name their turns
+    in order), found by bisection: a few chunks read, however long the transcript."""
+    low, high = 0, head.counts.get("messages", 0)
+    total = high
+    while low < high:
+        middle = (low + high) // 2
+        found = _turn_from(store, head, middle, total)
+        if found is None or found >= turn:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head | None"]:
     """(the state at the turn's last commit, the state before its first) of turn `turn`
     in `head`'s first-parent history; None before it: the history starts with it."""
@@ -46,7 +75,7 @@ def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head 
         elif int(number_) < turn and newest is not None:
             break
     if newest is None or oldest is None:
-        raise InvalidInput(f"session {short(head.id)} has no turn {turn}")
+        raise NoTurnCommits(f"session {short(head.id)} has no commits of turn {turn}")
     owner = owner_of(store.read_commit(newest)) or head.id
     after = store.head_at(owner, newest)
     if not oldest.parents:
@@ -87,9 +116,17 @@ def code_html(source: Source, store: "SessionStore", after: "Head", before: "Hea
 def render_turn(source: Source, text: str, turn: int) -> tuple[str, str]:
     store = source.store()
     head = store.head(store.resolve(text))
-    after, before = span(store, head, turn)
-    start = before.counts.get("messages", 0) if before is not None else 0
-    end = after.counts.get("messages", 0)
+    try:
+        after, before = span(store, head, turn)
+        start = before.counts.get("messages", 0) if before is not None else 0
+        end = after.counts.get("messages", 0)
+        code = code_html(source, store, after, before)
+    except NoTurnCommits as error:  # an imported session: its records name their turns
+        start, end = first_of(store, head, turn), first_of(store, head, turn + 1)
+        if start >= end:
+            raise InvalidInput(f"session {short(head.id)} has no turn {turn}") from error
+        after, code = head, f'<p class="dim">{e(error)}: no code snapshot diff</p>'
+
     shown = min(end, start + MESSAGES)
     where = f"gitsessions show {head.id}@turn:{turn}"
     title = f"turn {turn} of {label(head.header)}"
@@ -107,7 +144,7 @@ def render_turn(source: Source, text: str, turn: int) -> tuple[str, str]:
         messages_html(store.iter_records(after, start, shown), where),
         more,
         "<h2>Code</h2>",
-        code_html(source, store, after, before),
+        code,
     ]
     return title, "".join(body)
 
