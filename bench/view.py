@@ -46,8 +46,8 @@ SYSTEM = {"role": "system", "content": "You are a coding agent."}
 def many(home: Path, count: int) -> None:
     store = SessionStore(home, background_maintenance=False)
     for n in range(count):
-        header = new_header(new_id(), f"2026-12-01T{n // 3600 % 24:02}:{n // 60 % 60:02}:"
-                            f"{n % 60:02}Z", title=f"session {n}: fix bug {n * 7 % 101}")  # fmt: skip
+        when = f"2026-12-01T{n // 3600 % 24:02}:{n // 60 % 60:02}:{n % 60:02}Z"
+        header = new_header(new_id(), when, title=f"session {n}: fix bug {n * 7 % 101}")
         msgs = [SYSTEM, {"role": "user", "content": f"question {n}"},
                 {"role": "assistant", "content": f"answer {n}"}]  # fmt: skip
         store.create(header, Change(context=msgs, append=msgs))
