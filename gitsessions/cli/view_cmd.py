@@ -17,6 +17,7 @@ from gitsessions.cli.args import OptionalIdArg, cwd_or_none, session_or_latest, 
 from gitsessions.cli.state import State, plain_out
 from gitsessions.protocols.web.source import Source
 from gitsessions.values.errors import InvalidInput
+from gitsessions.values.plural import plural
 
 
 def source_of(state: State, here: Path | None) -> Source:
@@ -70,7 +71,9 @@ def cmd_view(
         from gitsessions.protocols.web.export import write_html
 
         session_id, messages = write_html(source, session_or_latest(state, session), html)
-        consoles.err.print(f"wrote session {session_id[:8]} ({messages:,} messages) to {html}")
+        consoles.err.print(
+            f"wrote session {session_id[:8]} ({plural(messages, 'message')}) to {html}"
+        )
         return
     # the server (http.server): only for the view
     from gitsessions.protocols.web.server import ViewServer

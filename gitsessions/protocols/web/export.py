@@ -17,6 +17,7 @@ from gitsessions.protocols.web.session_page import facts, log_rows, tree
 from gitsessions.protocols.web.source import Source
 from gitsessions.protocols.web.transcript import message_html
 from gitsessions.services.sessions import sessionlog
+from gitsessions.values.plural import plural
 from gitsessions.values.records import label
 
 
@@ -37,9 +38,8 @@ def write_html(source: Source, text: str, path: Path) -> tuple[str, int]:
         out.write("<h2>Forks</h2>" + tree(store, head, source.rows(True), False))
         if drawn:
             out.write(f'<h2>Context</h2><div class="chart">{drawn}</div>')
-        out.write(
-            f'<h2 id="transcript">Transcript <span class="dim">{total:,} messages</span></h2>'
-        )
+        counted = plural(total, "message")
+        out.write(f'<h2 id="transcript">Transcript <span class="dim">{counted}</span></h2>')
         where = f"gitsessions show {head.id}"
         for index, record in store.iter_records(head):
             out.write(message_html(index, record, where))

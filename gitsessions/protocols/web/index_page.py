@@ -13,6 +13,7 @@ from gitsessions.protocols.web.session_page import anchor, pager
 from gitsessions.protocols.web.source import Source
 from gitsessions.services.sessions.search import SearchIndex, query_words
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 PAGE = 100  # sessions a page
 HITS = 50  # search hits shown
@@ -68,7 +69,7 @@ def render(source: Source, page: int, archived: bool, query: str) -> tuple[str, 
         "/", "hide archived" if archived else "show archived", archived=None if archived else 1
     )
     body.append(
-        f'<p class="dim">{len(rows):,} sessions, {here:,} of this project (●), '
+        f'<p class="dim">{plural(len(rows), "session")}, {here:,} of this project (●), '
         f"most recently active first · {toggle}</p>"
     )
     headings = ["session", "id", "active", "messages", "compactions", "origin", "workspace"]
