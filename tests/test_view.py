@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,6 +103,10 @@ def test_every_answer_carries_the_security_headers(demo):
         assert headers["cache-control"] == "no-store"
     status, _h, _b = served.get("/", method="POST")
     assert status == 501  # only GET and HEAD
+    status, _h, body = served.get("/?" + "&".join(f"k{n}=v" for n in range(40)))
+    assert status == 400 and body == "bad request: too many query fields\n"
+    status, _h, _b = served.get("/")
+    assert status == 200  # and the server goes on
     status, headers, body = served.get("/", method="HEAD")
     assert status == 200 and body == "" and int(headers["content-length"]) > 0
 
@@ -191,12 +196,18 @@ def test_html_writes_one_self_contained_page(home, tmp_path):
     assert HOSTILE not in out.read_text()
 
 
-def test_view_prints_its_url_and_serves_until_stopped(home, tmp_path):
-    """The process is the subject: its URL line, its token, its stop."""
+def test_view_prints_its_url_opens_it_and_serves_until_stopped(home, tmp_path):
+    """The process is the subject: its URL line, its token, the browser it opens
+    (`$BROWSER`, as the webbrowser module reads it: here a script noting the URL)."""
     build(home, tmp_path / "project")
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
     process = subprocess.Popen(
-        [sys.executable, "-m", "gitsessions", "view"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, cwd=tmp_path / "project", env=dict(os.environ),
+        [sys.executable, "-m", "gitsessions", "view", "--open"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path / "project",
+        env={**os.environ, "BROWSER": f"{browser} %s"},
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -206,6 +217,11 @@ def test_view_prints_its_url_and_serves_until_stopped(home, tmp_path):
         connection = http.client.HTTPConnection("127.0.0.1", int(match[1]), timeout=30)
         connection.request("GET", f"/?token={match[2]}")
         assert connection.getresponse().status == 303
+        for _ in range(300):  # the browser is started as the URL is printed
+            if opened.exists() and opened.read_text().strip():
+                break
+            time.sleep(0.1)
+        assert opened.read_text().strip() == url
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from gitsessions.cli import state as consoles
-from gitsessions.cli.args import OptionalIdArg, cwd_or_none, session_or_latest, state_of
+from gitsessions.cli.args import cwd_or_none, session_or_latest, state_of
 from gitsessions.cli.state import State, plain_out
 from gitsessions.protocols.web.source import Source
 from gitsessions.values.errors import InvalidInput
@@ -47,10 +47,24 @@ def source_of(state: State, here: Path | None) -> Source:
 
 def cmd_view(
     ctx: typer.Context,
-    session: OptionalIdArg = None,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="ID",
+            help="Session id or a unique prefix (4+): open its page (none: the index; with "
+            "--html, none, `@` or `-`: this project's latest session).",
+            show_default=False,
+        ),
+    ] = None,
     port: Annotated[
         int,
-        typer.Option(min=0, max=65535, help="The port on 127.0.0.1 [default: a free one]."),
+        typer.Option(
+            min=0,
+            max=65535,
+            metavar="N",
+            show_default=False,
+            help="The port on 127.0.0.1 [default: a free one].",
+        ),
     ] = 0,
     open_: Annotated[bool, typer.Option("--open", help="Open the page in the browser.")] = False,
     html: Annotated[

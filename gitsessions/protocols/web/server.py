@@ -59,6 +59,10 @@ class ViewServer(ThreadingHTTPServer):
         self.css = stylesheet()
         self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that broke (a browser closing it mid-answer) ends quietly: the
+        server prints nothing, and the next request is served."""
+
     @property
     def port(self) -> int:
         return int(self.server_address[1])
@@ -98,7 +102,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Host", "") not in self.server.hosts:
             return self.refuse("this server answers only to 127.0.0.1 and localhost")
         url = urlsplit(self.path)
-        query = parse_qs(url.query, max_num_fields=16)
+        try:
+            query = parse_qs(url.query, max_num_fields=16)
+        except ValueError:
+            line = b"bad request: too many query fields\n"
+            return HTTPStatus.BAD_REQUEST, {"Content-Type": "text/plain; charset=utf-8"}, line
         token = self.server.token
         given = (query.get("token") or [""])[0]
         if given:
