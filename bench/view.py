@@ -4,9 +4,9 @@ process spawned until it prints its URL) against `list`'s (spawned until it exit
 pipe), over the same small store (goal: within 1.5x).
 
 The stores are written through the store's API in a temporary directory: 1,000 sessions
-of one turn each; one session of 100,000 messages in turns of four (prompt, tool call,
-output, reply; each reply with the usage a server reports) with a compaction every
-2,500 turns, written in one import-like commit (chunks of 256 lines); the view is served
+of one turn each; one session of 100,000 messages in 25,000 turns of four (prompt, tool
+call, output, reply; each reply with the usage a server reports), a commit each (so a
+chunk each, as the agent writes them), with a compaction every 2,500 turns; the view is served
 in this process and asked over http.client (first request, then the median of `--reps`);
 the first index request builds the header cache, as a first `list` does.
 The page's peak Python allocation is measured once more under tracemalloc.
@@ -43,6 +43,7 @@ from gitsessions.values.records import new_header  # noqa: E402
 GOAL_PAGE_S = 0.5
 GOAL_START_RATIO = 1.5
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
+COMPACT_EVERY = 2500  # turns
 
 
 def many(home: Path, count: int) -> None:
@@ -59,42 +60,45 @@ def many(home: Path, count: int) -> None:
 
 
 def long_session(home: Path, messages: int) -> str:
-    """One session of `messages` transcript messages, as an import writes it."""
+    """One session of `messages` transcript messages: a commit a turn of four (prompt,
+    tool call, output, reply, the replies with the usage a server reports), as the agent
+    commits them, and a compaction every `COMPACT_EVERY` turns."""
     store = SessionStore(home, background_maintenance=False)
-    records: list[dict[str, Any]] = [{"message": SYSTEM, "time": "2026-12-01T00:00:00.000Z"}]
-    compactions = []
-    tokens = 1000
-    turn = 0
-    while len(records) < messages:
+    sid = new_id()
+    head = store.create(new_header(sid, "2026-12-01T00:00:00Z", title="long"),
+                        Change(context=[SYSTEM], append=[SYSTEM]))  # fmt: skip
+    tokens, turn, compactions = 1000, 0, []
+    while head.counts["messages"] < messages:
         turn += 1
-        day, second = 1 + turn // 86400, turn % 86400
-        stamp = f"2026-12-{day:02}T{second // 3600:02}:{second // 60 % 60:02}:{second % 60:02}"
         usage = {"prompt_tokens": tokens, "completion_tokens": 50}
-        later = {**usage, "prompt_tokens": tokens + 400}
         arguments = json.dumps({"path": f"m{turn}.py"})
         call = {"id": f"c{turn}", "type": "function",
                 "function": {"name": "read_file", "arguments": arguments}}  # fmt: skip
-        output = f"def f{turn}(): pass\n" * 20
-        for step, message, extra in [
-            (0, {"role": "user", "content": f"task {turn}: read m{turn}.py"}, {}),
-            (1, {"role": "assistant", "content": None, "tool_calls": [call]}, {"usage": usage}),
-            (1, {"role": "tool", "tool_call_id": f"c{turn}", "content": output}, {}),
-            (2, {"role": "assistant", "content": f"m{turn}.py read"}, {"usage": later}),
-        ]:  # fmt: skip
-            records.append({"message": message, "time": f"{stamp}.{step}00Z", "turn": turn,
-                            "step": step, **extra})  # fmt: skip
+        batch = [
+            {"role": "user", "content": f"task {turn}: read m{turn}.py"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{turn}", "content": f"def f{turn}(): pass\n" * 20},
+            {"role": "assistant", "content": f"m{turn}.py read"},
+        ][: messages - head.counts["messages"]]
+        meta = [{}, {"usage": usage}, {}, {"usage": {**usage, "prompt_tokens": tokens + 400}}]
+        head = store.commit(
+            head, Change(context=[SYSTEM, *batch], append=batch, append_meta=meta[: len(batch)]),
+            event="turn", subject=f"turn {turn}: task {turn}", trailers={"Turn": turn, "Step": 2},
+        )  # fmt: skip
         tokens += 600
-        if turn % 2500 == 0:
-            compactions.append({"time": f"{stamp}Z", "trigger": "auto", "stages": ["summarize"],
-                                "before_tokens": tokens, "after_tokens": 3000, "summary": "s",
-                                "summarizer": None, "cleared": []})  # fmt: skip
+        if turn % COMPACT_EVERY == 0:
+            newest = store.records(head, head.counts["messages"] - 1)[0]
+            compactions.append({"time": newest["time"], "trigger": "auto",
+                                "stages": ["summarize"], "before_tokens": tokens,
+                                "after_tokens": 3000, "summary": "s", "summarizer": None,
+                                "cleared": []})  # fmt: skip
+            head = store.commit(
+                head, Change(context=[SYSTEM], compactions=list(compactions)), event="compact",
+                subject=f"compact: {tokens} -> 3000 tokens",
+                trailers={"Tokens-Before": tokens, "Tokens-After": 3000, "Trigger": "auto"},
+            )  # fmt: skip
             tokens = 3000
-    records = records[:messages]
-    sid = new_id()
-    change = Change(context=[SYSTEM], append=[r["message"] for r in records],
-                    append_meta=[{k: v for k, v in r.items() if k != "message"} for r in records],
-                    as_recorded=True, compactions=compactions)  # fmt: skip
-    store.create(new_header(sid, "2026-12-01T00:00:00Z", title="long"), change)
+    maintenance.merge_packs(store.git)
     store.close()
     wait_for_maintenance(home / "store.git")
     return sid

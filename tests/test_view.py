@@ -157,24 +157,41 @@ def test_what_a_session_holds_is_escaped_on_every_page(demo):
 
 def test_a_long_session_is_read_a_page_at_a_time(home, tmp_path):
     """A page of a long session reads a bounded range: the transcript page, the
-    timeline's window and a page of the history, with links to the others."""
+    timeline's sample and a page of the history, with links to the others; a turn with
+    no commit of its own (an import's) is found by its records."""
     store = SessionStore(home)
     system = {"role": "system", "content": "s"}
-    lines = [system] + [
-        {"role": "user" if n % 2 else "assistant", "content": f"message number {n}"}
-        for n in range(1, 1200)
-    ]
+    records = [{"message": system, "time": "2026-12-01T00:00:00.000Z"}]
+    for n in range(1, 3000):
+        turn = (n + 1) // 2
+        message = {"role": "user" if n % 2 else "assistant", "content": f"message number {n}"}
+        record = {"message": message, "time": f"2026-12-01T01:{n // 60 % 60:02}:{n % 60:02}.000Z",
+                  "turn": turn, "step": 0 if n % 2 else 1}  # fmt: skip
+        if not n % 2:
+            record["usage"] = {"prompt_tokens": 10 * n, "completion_tokens": 1}
+        records.append(record)
+    meta = [{k: v for k, v in r.items() if k != "message"} for r in records]
     head = store.create(new_header(new_id(), "2026-12-01T09:00:00Z", title="long"),
-                        Change(context=[system], append=lines))  # fmt: skip
+                        Change(context=[system], append=[r["message"] for r in records],
+                               append_meta=meta, as_recorded=True), event="import")  # fmt: skip
     store.close()
     served = Served(home, tmp_path)
     try:
         _s, _h, first = served.get(f"/s/{head.id}")
         assert "message number 99<" in first and "message number 100<" not in first
-        assert f'href="/s/{head.id}?at=100"' in first and "?at=1100" in first
-        _s, _h, later = served.get(f"/s/{head.id}?at=1150")
-        assert "message number 1100<" in later and "message number 1199<" in later
-        assert "message number 1099<" not in later
+        assert f'href="/s/{head.id}?at=100"' in first and "?at=2900" in first
+        assert "turns sampled evenly" in first
+        assert 100 < first.count('<circle class="dot"') <= 240  # a sample, not every turn
+        _s, _h, later = served.get(f"/s/{head.id}?at=2950")
+        assert "message number 2900<" in later and "message number 2999<" in later
+        assert "message number 2899<" not in later
+        status, _h, turn = served.get(f"/s/{head.id}/turn/700")
+        assert status == 200 and "<h1>Turn 700</h1>" in turn
+        assert "message number 1399<" in turn and "message number 1400<" in turn
+        assert "message number 1398<" not in turn and "message number 1401<" not in turn
+        assert f"gitsessions diff {head.id}@turn:699" in turn  # no commits: the command
+        status, _h, _b = served.get(f"/s/{head.id}/turn/1501")
+        assert status == 404
     finally:
         served.close()
 

@@ -3,11 +3,12 @@ children), the context timeline, one page of its transcript and one page of its 
 as `log` shows them (services/sessions/sessionlog.py).
 
 Invariant: one page reads at most `PAGE` transcript records for the transcript,
-`WINDOW` for the timeline and `LOG_PAGE` commits of the history, whatever the
-session's length: a 100k-message session's pages cost what a short one's do.
+`SAMPLES` chunks for the timeline (every record of a session of at most `EXACT`
+messages) and `LOG_PAGE` commits of the history, whatever the session's length: a
+100k-message session's pages cost what a short one's do.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.protocols.web import timeline
@@ -16,6 +17,7 @@ from gitsessions.protocols.web.source import Source
 from gitsessions.protocols.web.transcript import messages_html
 from gitsessions.services.sessions import sessionlog
 from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 from gitsessions.values.records import label
 
 if TYPE_CHECKING:
@@ -23,7 +25,9 @@ if TYPE_CHECKING:
 
 PAGE = 100  # transcript messages a page
 LOG_PAGE = 100  # commits of the history a page of turns groups
-WINDOW = 5_000  # transcript messages the timeline reads
+EXACT = 2_000  # a session of at most this many messages: its timeline reads every record
+SAMPLES = 240  # else the timeline reads this many places of the transcript, evenly spaced
+LOOK = 8  # records read at each place for a reply that says its context
 ANCESTORS = 16  # a longer chain of parents is cut
 TREE_NODES = 200  # forks drawn under a session
 
@@ -100,18 +104,32 @@ def tree(store: "SessionStore", head: "Head", rows: list[dict[str, Any]], links:
     )
 
 
-def timeline_html(store: "SessionStore", head: "Head", start: int, links: bool) -> str:
-    """The timeline of transcript messages `start` to `start + WINDOW`."""
+def replies(store: "SessionStore", head: "Head") -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The records the timeline is drawn from: all of a short session's; of a long one,
+    at `SAMPLES` evenly spaced places the first reply that says its context (one chunk
+    read a place, whatever the length)."""
     total = head.counts.get("messages", 0)
-    shown = timeline.points(store.iter_records(head, start, min(total, start + WINDOW)))
-    compactions = store.read(head, "compactions")
-    falls = timeline.drops(compactions, shown, start + WINDOW >= total)
+    if total <= EXACT:
+        yield from store.iter_records(head)
+        return
+    for k in range(SAMPLES):
+        place = total * k // SAMPLES
+        for index, record in store.iter_records(head, place, min(total, place + LOOK)):
+            if isinstance(record.get("usage"), Mapping):
+                yield index, record
+                break
+
+
+def timeline_html(store: "SessionStore", head: "Head", links: bool) -> str:
+    """The whole session's timeline (sampled when long: said under it)."""
+    shown = timeline.points(replies(store, head))
+    falls = timeline.drops(store.read(head, "compactions"), shown)
     drawn = timeline.svg(head.id, shown, falls, links)
     if not drawn:
         return '<p class="dim">no token counts recorded (replies carry none)</p>'
     note = ""
-    if total > WINDOW:
-        note = f'<p class="dim">messages {start:,} to {min(total, start + WINDOW) - 1:,}</p>'
+    if head.counts.get("messages", 0) > EXACT:
+        note = f'<p class="dim">{plural(len(shown), "turn")} sampled evenly; every compaction</p>'
     return f'<div class="chart">{drawn}</div>{note}'
 
 
@@ -172,7 +190,7 @@ def render(source: Source, text: str, at: int, log: int) -> tuple[str, str]:
         "<h2>Forks</h2>",
         tree(store, head, source.rows(True), True),
         "<h2>Context</h2>",
-        timeline_html(store, head, at // WINDOW * WINDOW, True),
+        timeline_html(store, head, True),
         f'<h2 id="transcript">Transcript <span class="dim">messages {at:,} to '
         f"{min(total, at + PAGE) - 1:,} of {total:,}</span></h2>",
         pager(path, "at", at, PAGE, total, log=log or None),

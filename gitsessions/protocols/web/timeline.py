@@ -2,7 +2,7 @@
 `usage.prompt_tokens`: the context it was sent, the largest of a turn's replies), and each
 compaction a drop from its before count to its after count, drawn as inline SVG.
 
-Invariants: it reads the transcript records it is given (a bounded window) and the
+Invariants: it reads the transcript records it is given (a bounded sample) and the
 compaction records (`compactions.json`, one small file), nothing else; a compaction is
 placed by its time among the turns' (both UTC ISO times), compaction N being record
 N (as `show --compaction N` numbers them); every label passes `e`.
@@ -61,12 +61,10 @@ def points(records: Iterable[tuple[int, Mapping[str, Any]]]) -> list[Point]:
     return sorted(found.values(), key=lambda p: (p.time, p.turn))
 
 
-def drops(compactions: list[Any], shown: list[Point], to_the_end: bool) -> list[Drop]:
-    """The compactions among `shown` (all after them too when `to_the_end`), each with
-    how many of the points come before it."""
+def drops(compactions: list[Any], shown: list[Point]) -> list[Drop]:
+    """Every compaction with a before and after count, with how many of the points come
+    before it."""
     out = []
-    first = shown[0].time if shown else ""
-    last = shown[-1].time if shown else ""
     for n, record in enumerate(compactions, start=1):
         if not isinstance(record, Mapping):
             continue
@@ -74,10 +72,7 @@ def drops(compactions: list[Any], shown: list[Point], to_the_end: bool) -> list[
         if not isinstance(before, int) or not isinstance(after, int):
             continue
         time = _key(record.get("time"), end=True)
-        if shown and ((time < first and n > 1) or (time > last and not to_the_end)):
-            continue
-        at = sum(1 for p in shown if p.time <= time)
-        out.append(Drop(n, before, after, time, at))
+        out.append(Drop(n, before, after, time, sum(1 for p in shown if p.time <= time)))
     return out
 
 

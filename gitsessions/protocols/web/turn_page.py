@@ -6,8 +6,9 @@ Invariants: a turn's messages are the transcript records between the message cou
 the parent of its first commit and the count at its last commit (at most `MESSAGES` of
 them shown); its code is `diff --code`'s (services/code/code_diff.py) between the
 snapshot before the turn and the one it ended with, the patch read up to `PATCH` bytes.
-A turn with no commits of its own (an import commits many at once) is found in the
-transcript by bisection on its records' `turn`: a few chunks read, not the whole of it.
+A turn with no commits of its own (an import commits many at once), or more than `WALK`
+commits back, is found in the transcript by bisection on its records' `turn` (a few
+chunks read, not the whole of it), its code diff named as a command instead.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 MESSAGES = 500  # a turn's messages shown; the session's pages have the rest
 PATCH = 512 * 1024  # bytes of the code diff shown
+WALK = 2_000  # commits of the history read looking for a turn's; past them, its records
 
 
 class NoTurnCommits(InvalidInput):
@@ -64,7 +66,9 @@ def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head 
     in `head`'s first-parent history; None before it: the history starts with it."""
     newest: bytes | None = None
     oldest: Any = None
-    for commit_id, commit in store.history(head):
+    for walked, (commit_id, commit) in enumerate(store.history(head)):
+        if walked == WALK and newest is None:
+            raise NoTurnCommits(f"turn {turn} is over {WALK:,} commits back")
         trailers = parse_trailers(commit.message)[1]
         number_ = trailers.get("Turn", "")
         if trailers.get("Event") != "turn" or not number_.isdigit():
@@ -125,7 +129,9 @@ def render_turn(source: Source, text: str, turn: int) -> tuple[str, str]:
         start, end = first_of(store, head, turn), first_of(store, head, turn + 1)
         if start >= end:
             raise InvalidInput(f"session {short(head.id)} has no turn {turn}") from error
-        after, code = head, f'<p class="dim">{e(error)}: no code snapshot diff</p>'
+        command = f"gitsessions diff {head.id}@turn:{turn - 1} {head.id}@turn:{turn} --code"
+        after = head
+        code = f'<p class="dim">{e(error)}: its code diff is `{e(command)}`</p>'
 
     shown = min(end, start + MESSAGES)
     where = f"gitsessions show {head.id}@turn:{turn}"
