@@ -170,7 +170,9 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, Any] = {"sessions": args.sessions, "messages": args.messages,
                                "load": os.getloadavg()}  # fmt: skip
-    with tempfile.TemporaryDirectory() as work:
+    # in memory where there is a tmpfs: 25,000 commits, each fsynced, build in minutes there
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as work:
         small = Path(work) / "small"
         many(small, 3)
         results["startup"] = startup(small, args.reps)

@@ -20,7 +20,7 @@ from gitsessions.protocols.web.server import COOKIE, ViewServer
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
-from tests.conftest import REPO, run_gitsessions
+from tests.conftest import REPO, add_session, run_gitsessions
 from tests.view_demo import HOSTILE, MARKER, build
 
 
@@ -256,3 +256,23 @@ def test_a_taken_port_and_a_wrong_id_are_one_line(home, tmp_path):
         served.close()
     done = run_gitsessions("view", "abcdef", cwd=REPO)
     assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_the_turns_are_paged_from_a_commit(home, tmp_path):
+    """The turns come `LOG_PAGE` commits a page; an older page starts at its commit."""
+    store = SessionStore(home)
+    head = add_session(store, turns=130, title="many turns")
+    store.close()
+    served = Served(home, tmp_path)
+    try:
+        _s, _h, first = served.get(f"/s/{head.id}")
+        assert "turn 130: question 129" in first and "turn 31: question 30<" in first
+        assert "turn 30: question 29<" not in first
+        older = re.search(r'href="(/s/[0-9a-f]+\?log=[0-9a-f]{40})">older<', first)
+        assert older, first[-2000:]
+        _s, _h, second = served.get(older[1])
+        assert "turn 30: question 29<" in second and "turn 1: question 0<" in second
+        assert "turn 31: question 30<" not in second and ">newest<" in second
+        assert ">older<" not in second
+    finally:
+        served.close()

@@ -168,7 +168,8 @@ def route(source: Source, path: str, query: dict[str, list[str]]) -> tuple[str, 
         raise NotFound(path)
     session = parts[1][:64]
     if len(parts) == 2:
-        return session_page.render(source, session, _number(query, "at"), _number(query, "log"))
+        since = (query.get("log") or [""])[0][:40]
+        return session_page.render(source, session, _number(query, "at"), since)
     if not parts[3].isdigit() or len(parts[3]) > 9:
         raise NotFound(path)
     if parts[2] == "turn":

@@ -4,10 +4,11 @@ as `log` shows them (services/sessions/sessionlog.py).
 
 Invariant: one page reads at most `PAGE` transcript records for the transcript,
 `SAMPLES` chunks for the timeline (every record of a session of at most `EXACT`
-messages) and `LOG_PAGE` commits of the history, whatever the session's length: a
-100k-message session's pages cost what a short one's do.
+messages) and `LOG_PAGE` commits of the history (a page of them starts at its commit),
+whatever the session's length: a 100k-message session's pages cost what a short one's do.
 """
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from gitsessions.protocols.web.markup import e, href, link, number, table
 from gitsessions.protocols.web.source import Source
 from gitsessions.protocols.web.transcript import messages_html
 from gitsessions.services.sessions import sessionlog
+from gitsessions.services.sessions.revisions import owner_of
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 from gitsessions.values.records import label
@@ -164,20 +166,28 @@ def log_rows(head: "Head", entries: list[dict[str, Any]], links: bool) -> list[l
     return rows
 
 
-def log_html(store: "SessionStore", head: "Head", page: int, at: int) -> str:
-    """Page `page` of the turns, as `log` shows them (newest first)."""
-    entries = sessionlog.commits(store, head, page * LOG_PAGE, LOG_PAGE)
-    grouped = sessionlog.turns(store, head, entries)
+def log_html(store: "SessionStore", head: "Head", since: str, at: int) -> str:
+    """`LOG_PAGE` commits of the turns, as `log` shows them (newest first), from commit
+    `since` of the history (40 hex; "": its head): the page starts where it is, so an
+    old page costs what the first does."""
+    start = head
+    if re.fullmatch(r"[0-9a-f]{40}", since):
+        commit = store.read_commit(since.encode())
+        start = store.head_at(owner_of(commit) or head.id, since.encode())
+    entries = sessionlog.commits(store, start, 0, LOG_PAGE + 1)
+    shown = entries[:LOG_PAGE]
+    grouped = sessionlog.turns(store, start, shown)
     body = table(["commit", "time", "event", "subject", "detail"], log_rows(head, grouped, True))
     path = f"/s/{head.id}"
-    more = [link(path, "newer", at=at, log=page - 1)] if page else []
-    if len(entries) == LOG_PAGE:
-        more.append(link(path, "older", at=at, log=page + 1))
+    more = [link(path, "newest", at=at or None)] if start is not head else []
+    if len(entries) > LOG_PAGE:
+        more.append(link(path, "older", at=at or None, log=entries[LOG_PAGE]["commit"]))
     return body + (f'<p class="pager">{" · ".join(more)}</p>' if more else "")
 
 
-def render(source: Source, text: str, at: int, log: int) -> tuple[str, str]:
-    """(title, body) of the session page: transcript from message `at`, turns page `log`."""
+def render(source: Source, text: str, at: int, log: str) -> tuple[str, str]:
+    """(title, body) of the session page: transcript from message `at`, turns from
+    commit `log` ("": the newest)."""
     store = source.store()
     head = store.head(store.resolve(text))
     total = head.counts.get("messages", 0)
