@@ -152,7 +152,7 @@ def test_what_a_session_holds_is_escaped_on_every_page(demo):
         assert "&lt;script&gt;" in body, path
         assert not re.search(r"<[a-z]+[^<>]*\son\w+=", body), path  # no tag with a handler
     _s, _h, turn = served.get(f"/s/{hostile}/turn/2")
-    assert "&lt;img src=x onerror=" in turn  # the changed file's name, in the diff
+    assert "diff --git &quot;a/&lt;img src=x onerror=" in turn  # the changed file's name
 
 
 def test_a_long_session_is_read_a_page_at_a_time(home, tmp_path):

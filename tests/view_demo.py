@@ -173,6 +173,7 @@ def hostile_session(store: SessionStore, project: Path, workspace: dict[str, Any
     """A session whose title, prompt, reply, tool call, tool output and changed file's
     name all hold the payloads."""
     name = f"{PAYLOADS[1]}.py".replace("/", "_")
+    before = git(project, "rev-parse", "HEAD")
     snapshot = project_commit(project, {name: HOSTILE + "\n"}, "hostile")
     sid = new_id()
     header = new_header(sid, "2026-12-01T11:00:00Z", title=HOSTILE)
@@ -180,7 +181,7 @@ def hostile_session(store: SessionStore, project: Path, workspace: dict[str, Any
     head = store.create(header, Change(context=[SYSTEM], append=[SYSTEM]))
     context = [SYSTEM]
     tool = ("write_file", {"path": name, "content": HOSTILE}, HOSTILE)
-    head = turn(store, head, context, 1, HOSTILE, tool, HOSTILE, 500, None)
+    head = turn(store, head, context, 1, HOSTILE, tool, HOSTILE, 500, before)
     tool = ("read_file", {"path": HOSTILE}, HOSTILE * 40)
     turn(store, head, context, 2, HOSTILE, tool, HOSTILE, 800, snapshot)
     return sid
