@@ -86,6 +86,8 @@ def long_session(home: Path, messages: int) -> str:
             event="turn", subject=f"turn {turn}: task {turn}", trailers={"Turn": turn, "Step": 2},
         )  # fmt: skip
         tokens += 600
+        if turn % 500 == 0:  # what background maintenance would have done meanwhile
+            maintenance.merge_packs(store.git)
         if turn % COMPACT_EVERY == 0:
             newest = store.records(head, head.counts["messages"] - 1)[0]
             compactions.append({"time": newest["time"], "trigger": "auto",
