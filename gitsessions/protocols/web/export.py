@@ -35,7 +35,7 @@ def write_html(source: Source, text: str, path: Path) -> tuple[str, int]:
     with partial.open("w", encoding="utf-8") as out:
         out.write(opening(f"{label(head.header)} · gitsessions", css))
         out.write(f"<h1>{e(label(head.header))}</h1>{facts(head)}")
-        out.write("<h2>Forks</h2>" + tree(store, head, source.rows(True), False))
+        out.write("<h2>Forks</h2>" + tree(head, source.rows(True), False))
         if drawn:
             out.write(f'<h2>Context</h2><div class="chart">{drawn}</div>')
         counted = plural(total, "message")

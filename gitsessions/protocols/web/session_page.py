@@ -61,49 +61,45 @@ def _name(row: Mapping[str, Any], links: bool) -> str:
     return link(f"/s/{row['id']}", text) if links else e(text)
 
 
-def tree(store: "SessionStore", head: "Head", rows: list[dict[str, Any]], links: bool) -> str:
-    """Its parents up the chain, then the session with the forks made from it (and theirs)."""
+def tree(head: "Head", rows: list[dict[str, Any]], links: bool) -> str:
+    """The session in its family: its parents up the chain (each holding the next), the
+    point it was forked at, and the forks made from it (and theirs) under it."""
     by_id = {r["id"]: r for r in rows}
     children: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if isinstance(row.get("parent_id"), str):
             children.setdefault(row["parent_id"], []).append(row)
-    chain: list[str] = []
-    header: Mapping[str, Any] = head.header
     seen = {head.id}
-    while isinstance(header.get("parent_id"), str) and len(chain) < ANCESTORS:
-        parent, at = header["parent_id"], str(header.get("fork_point") or "")[:10]
-        where = f' <span class="dim">forked at {e(at)}</span>' if at else ""
-        found = by_id.get(parent)
-        if found is None or parent in seen:
-            chain.append(f"<li>{e(short(parent))} (deleted){where}</li>")
-            break
-        chain.append(f"<li>{_name(found, links)}{where}</li>")
-        seen.add(parent)
-        header = found
     drawn = [0]
 
-    def below(sid: str, depth: int) -> str:
+    def below(sid: str) -> str:
         items = []
         for child in children.get(sid, []):
             if drawn[0] >= TREE_NODES or child["id"] in seen:
                 break
             seen.add(child["id"])
             drawn[0] += 1
-            items.append(f"<li>{_name(child, links)}{below(child['id'], depth + 1)}</li>")
+            items.append(f"<li>{_name(child, links)}{below(child['id'])}</li>")
         return f"<ul>{''.join(items)}</ul>" if items else ""
 
-    me = (
-        f'<li class="me"><b>{e(short(head.id))} {e(label(head.header))}</b>{below(head.id, 0)}</li>'
-    )
-    parents = "".join(reversed(chain))
-    if not parents and not children.get(head.id):
+    point = str(head.header.get("fork_point") or "")[:10]
+    forked = f' <span class="dim">forked at commit {e(point)}</span>' if point else ""
+    name = f"{short(head.id)} {label(head.header)}"
+    inner = f'<li class="me"><b>{e(name)}</b>{forked}{below(head.id)}</li>'
+    parent = head.header.get("parent_id")
+    for _ in range(ANCESTORS):
+        if not isinstance(parent, str):
+            break
+        found = by_id.get(parent)
+        shown = _name(found, links) if found else e(f"{short(parent)} (deleted)")
+        inner = f"<li>{shown}<ul>{inner}</ul></li>"
+        if found is None or parent in seen:
+            break
+        seen.add(parent)
+        parent = found.get("parent_id")
+    if drawn[0] == 0 and not isinstance(head.header.get("parent_id"), str):
         return '<p class="dim">no parent and no forks</p>'
-    return (
-        f'<ul class="tree">{parents}{me}</ul>'
-        if not parents
-        else (f'<ul class="tree">{parents}</ul><ul class="tree">{me}</ul>')
-    )
+    return f'<ul class="tree">{inner}</ul>'
 
 
 def replies(store: "SessionStore", head: "Head") -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -198,7 +194,7 @@ def render(source: Source, text: str, at: int, log: str) -> tuple[str, str]:
         f"<h1>{e(title)}</h1>",
         facts(head),
         "<h2>Forks</h2>",
-        tree(store, head, source.rows(True), True),
+        tree(head, source.rows(True), True),
         "<h2>Context</h2>",
         timeline_html(store, head, True),
         f'<h2 id="transcript">Transcript <span class="dim">messages {at:,} to '
