@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from gitsessions.store.sessions import Head, SessionStore
 
 PAGE = 100  # transcript messages a page
-LOG_PAGE = 100  # commits of the history a page of turns groups
+LOG_PAGE = 50  # commits of the history a page of turns groups
 EXACT = 2_000  # a session of at most this many messages: its timeline reads every record
-SAMPLES = 240  # else the timeline reads this many places of the transcript, evenly spaced
+SAMPLES = 120  # else the timeline reads this many places of the transcript, evenly spaced
 LOOK = 8  # records read at each place for a reply that says its context
 ANCESTORS = 16  # a longer chain of parents is cut
 TREE_NODES = 200  # forks drawn under a session
