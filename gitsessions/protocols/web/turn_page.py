@@ -68,7 +68,7 @@ def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head 
     oldest: Any = None
     for walked, (commit_id, commit) in enumerate(store.history(head)):
         if walked == WALK and newest is None:
-            raise NoTurnCommits(f"turn {turn} is over {WALK:,} commits back")
+            raise NoTurnCommits(f"turn {turn} is over {plural(WALK, 'commit')} back")
         trailers = parse_trailers(commit.message)[1]
         number_ = trailers.get("Turn", "")
         if trailers.get("Event") != "turn" or not number_.isdigit():
