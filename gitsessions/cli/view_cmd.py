@@ -92,13 +92,13 @@ def cmd_view(
     # the server (http.server): only for the view
     from gitsessions.protocols.web.server import ViewServer
 
+    path = "/"
+    if session is not None:  # a wrong ID is said now, in one line, not in the browser
+        path = f"/s/{state.store.resolve(session_or_latest(state, session))}"
     try:
         server = ViewServer(source, port)
     except OSError as error:
         raise InvalidInput(f"cannot serve on 127.0.0.1:{port}: {error.strerror}") from None
-    path = "/"
-    if session is not None:  # a wrong ID is said now, in one line, not in the browser
-        path = f"/s/{state.reader.resolve(session_or_latest(state, session))}"
     url = server.url(path)
     plain_out.file.write(url + "\n")
     plain_out.file.flush()
