@@ -295,7 +295,7 @@ def test_every_package_says_what_it_owns() -> None:
         assert ast.get_docstring(tree), f"{layer}/__init__.py says what it owns"
     protocols = PACKAGE / "protocols"
     adapters = sorted(p.parent.name for p in protocols.glob("*/__init__.py"))
-    assert adapters == ["acp", "mcp_server"]
+    assert adapters == ["acp", "mcp_server", "web"]
     for init in [protocols / "__init__.py", *(protocols / a / "__init__.py" for a in adapters)]:
         tree = ast.parse(init.read_text(encoding="utf-8"))
         assert "Never" in (ast.get_docstring(tree) or ""), f"{init} says what it must never do"

@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("sync_cmd", "Pull, then push: one line says what moved; safe from cron."),
     "acp": ("acp_cmd", "Serve the agent to editors such as Zed over ACP (stdio)."),
     "mcp": ("mcp_cmd", "Serve the session store to other agents over MCP (stdio)."),
+    "view": ("view_cmd", "Browse the sessions in a web browser, read-only, on 127.0.0.1."),
     "hooks": ("hooks_cmd", "Install, uninstall or list the git hooks that name a session."),
     "hook": ("githook", "What the installed git hook shims run; not for typing."),
 }

@@ -33,7 +33,6 @@ from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
-from gitsessions.values.plural import plural
 from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
 
 if TYPE_CHECKING:
@@ -384,7 +383,7 @@ def cmd_log(
         if piped(plain_out):  # commit, time, event, session, subject, detail
             for e in entries:
                 cells = [e["commit"], e["time"], e["event"], e["session"], e["subject"]]
-                sink.line("\t".join(one_line(c) for c in [*cells, _detail(e)]))
+                sink.line("\t".join(one_line(c) for c in [*cells, sessionlog.detail(e)]))
             return
         width = max((len(e["event"]) for e in entries), default=5)
         for e in entries:
@@ -397,33 +396,8 @@ def cmd_log(
             sink.text(f"  {e['time'].replace('T', ' ')}  ", one_line=True)
             sink.text(e["event"].ljust(width), "bold", one_line=True)
             sink.text(f"  {subject}", one_line=True)
-            detail = _detail(e)
+            detail = sessionlog.detail(e)
             sink.line(f"  {detail}" if detail else "", "dim", one_line=True)
-
-
-def _detail(entry: dict[str, Any]) -> str:
-    """Tokens of a compaction (and its number); steps and tools of a turn; the line a
-    merge joined, and which merge joined a commit of it."""
-    if entry.get("merged_head"):
-        return f"joins {short(entry.get('merged_session') or '')} at {entry['merged_head'][:10]}"
-    if "merged_by" in entry:
-        merged = f"merged by {entry['merged_by'][:10]}"
-        return (
-            _detail({k: v for k, v in entry.items() if k != "merged_by"}) + "; " + merged
-        ).lstrip("; ")
-    if "tokens_before" in entry:
-        tokens = f"{entry['tokens_before']} -> {entry['tokens_after']}"
-        number = entry.get("compaction")
-        if number is None:
-            return tokens
-        undone = " undone" if entry["event"] == "compact-undo" else ""
-        return f"compaction {number}{undone}: {tokens}"
-    if "tools" not in entry:
-        return ""
-    tools = ", ".join(
-        name if count == 1 else f"{name} x{count}" for name, count in entry["tools"].items()
-    )
-    return plural(entry["steps"], "step") + (f": {tools}" if tools else "")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,6 @@
-"""Adapters that speak to other programs over stdio: the agent to editors over the Agent
-Client Protocol (acp/), the session store to MCP clients (mcp_server/).
+"""Adapters that speak to other programs: over stdio, the agent to editors over the Agent
+Client Protocol (acp/) and the session store to MCP clients (mcp_server/); over HTTP on
+127.0.0.1, the store to a browser (web/, read-only).
 
 Owns: each protocol's framing, its messages and their mapping onto the agent and the
 services; the limits on what a client may send.

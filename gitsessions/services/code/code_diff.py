@@ -7,6 +7,8 @@ Invariants:
   sessions' project by identity, else the recorded one, with no external diff or
   textconv (projectgit.py); nothing written. A missing side, repository or failing git
   is one note, never an error; `full_diff` gives the command that prints the patch.
+- `patch` (the web view's turn page) reads the patch, at most `limit` bytes: git is
+  stopped past them, so a huge change costs bounded memory and time.
 """
 
 import re
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code.project_id import recorded, same_project
-from gitsessions.services.code.projectgit import DIFF_SAFE, run
+from gitsessions.services.code.projectgit import DIFF_SAFE, command, run
 from gitsessions.services.code.workspace import project_of
 from gitsessions.services.sessions.revisions import State
 from gitsessions.store.sessions import Head, SessionStore
@@ -87,3 +89,26 @@ def _repo(head: Head) -> str | None:
     workspace = head.header.get("workspace") or {}
     root = workspace.get("repo_root") if isinstance(workspace, dict) else None
     return root if isinstance(root, str) and root else None
+
+
+def patch(result: Mapping[str, Any], env: Mapping[str, str], limit: int) -> tuple[str, bool]:
+    """The whole patch between the snapshots of a `code_diff` result that has a stat
+    (`git diff A B` in its repository, no external diff or textconv), cut at `limit`
+    bytes; `(text, cut)`, `("", False)` when there is none or git fails."""
+    if not result.get("full_diff"):
+        return "", False
+    old, new = str(result["a"]), str(result["b"])
+    if not (_OBJECT_ID.fullmatch(old) and _OBJECT_ID.fullmatch(new)):
+        return "", False
+    argv, full = command(result["repo"], env, "diff", *DIFF_SAFE, old, new, "--")
+    try:
+        with subprocess.Popen(
+            argv, env=full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        ) as git:  # fmt: skip
+            assert git.stdout is not None
+            data = git.stdout.read(limit + 1)
+            git.kill()  # past `limit` (or done): nothing more is read
+    except OSError:
+        return "", False
+    return data[:limit].decode("utf-8", "replace"), len(data) > limit

@@ -9,25 +9,37 @@ Invariants:
   record (a compaction mid-turn too, times still newest first); no commit dropped.
 - A turn's tools are read from the transcript lines its commits added (a joined line's
   from the head the merge joined).
+- A page of `commits` (`start`, `limit`) grouped by `turns` may cut a turn at its edge:
+  each page shows the commits of it that page holds.
 """
 
+import itertools
 from typing import Any
 
 from gitsessions.store.reader import Head, SessionReader
 from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import iso_of_timestamp
+from gitsessions.values.ids import short
+from gitsessions.values.plural import plural
 
 
-def commits(store: SessionReader, head: Head) -> list[dict[str, Any]]:
-    """One record per commit, newest first; a merge's record is followed by the commits
-    of the line it joined (the fork's own, newest first, each with `merged_by`)."""
-    line = list(store.history(head))
+def commits(
+    store: SessionReader, head: Head, start: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """One record per commit, newest first; with `start` and `limit`, only commits
+    `start` to `start + limit` of the history (a page: the walk stops there). A merge's
+    record is followed by the commits of the line it joined (the fork's own, newest
+    first, each with `merged_by`)."""
+    end = None if limit is None else start + limit
+    line = list(itertools.islice(store.history(head), start, end))
     main = {commit_id for commit_id, _commit in line}
     entries = []
     for commit_id, commit in line:
-        entries.append(_entry(store, head, commit_id, commit))
+        entry = _entry(store, head, commit_id, commit)
+        entries.append(entry)
         if len(commit.parents) > 1:
-            entries += _joined(store, head, commit_id, commit.parents[1], main)
+            joined = _joined(store, head, commit_id, commit.parents[1], main)
+            entries += [e for e in joined if e["session"] == entry["merged_session"]]
     return entries
 
 
@@ -72,6 +84,31 @@ def _entry(store: SessionReader, head: Head, commit_id: bytes, commit: Any) -> d
         entry["merged_session"] = trailers.get("Merged-Session", "")
         entry["merged_head"] = commit.parents[1].decode()
     return entry
+
+
+def detail(entry: dict[str, Any]) -> str:
+    """What `log` says after a record's subject: the tokens of a compaction (and its
+    number); the steps and tools of a turn; the line a merge joined, and which merge
+    joined a commit of it."""
+    if entry.get("merged_head"):
+        return f"joins {short(entry.get('merged_session') or '')} at {entry['merged_head'][:10]}"
+    if "merged_by" in entry:
+        merged = f"merged by {entry['merged_by'][:10]}"
+        rest = detail({k: v for k, v in entry.items() if k != "merged_by"})
+        return (rest + "; " + merged).lstrip("; ")
+    if "tokens_before" in entry:
+        tokens = f"{entry['tokens_before']} -> {entry['tokens_after']}"
+        number = entry.get("compaction")
+        if number is None:
+            return tokens
+        undone = " undone" if entry["event"] == "compact-undo" else ""
+        return f"compaction {number}{undone}: {tokens}"
+    if "tools" not in entry:
+        return ""
+    tools = ", ".join(
+        name if count == 1 else f"{name} x{count}" for name, count in entry["tools"].items()
+    )
+    return plural(entry["steps"], "step") + (f": {tools}" if tools else "")
 
 
 def turns(store: SessionReader, head: Head, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
