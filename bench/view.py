@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[0] = str(ROOT)  # the repository, not bench/ (its secrets.py shadows the stdlib's)
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from gitsessions.cli.state import State  # noqa: E402
 from gitsessions.cli.view_cmd import source_of  # noqa: E402

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the repository, not bench/ (whose secrets.py would stand for the standard library's)
-sys.path[0] = str(ROOT)
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from gitsessions.cli.state import State  # noqa: E402
 from gitsessions.cli.view_cmd import source_of  # noqa: E402

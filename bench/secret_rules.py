@@ -1,8 +1,8 @@
 """Redaction: our rule table against detect-secrets, on the test corpus and on 1 MB of
 transcript-like text.
 
-    uv run python bench/secrets.py                              # our rules only
-    uv run --with detect-secrets==1.5.0 python bench/secrets.py  # and detect-secrets
+    uv run python bench/secret_rules.py                              # our rules only
+    uv run --with detect-secrets==1.5.0 python bench/secret_rules.py  # and detect-secrets
 
 Reports, for each, positives caught (the value gone from the text), look-alikes flagged
 (false positives), and seconds to scan 1 MB with and without secrets in it; for our
