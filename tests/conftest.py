@@ -25,10 +25,10 @@ from tests.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Every commit fsyncs its pack, index and refs, as it must: on a disk that was half the
-# time of a store-heavy test. The tests' directories go on a tmpfs where one has room
-# (fsync still called, and free there); elsewhere, or with --basetemp or
-# PYTEST_DEBUG_TEMPROOT given, where pytest puts them.
+# Every commit fsyncs its pack, index and refs, as it must: on a disk, the fsyncs were
+# half the time of a store-heavy test. So the tests' directories go on a tmpfs where one
+# has room (fsync is still called, and costs nothing there); elsewhere, or with
+# --basetemp or PYTEST_DEBUG_TEMPROOT given, where pytest puts them.
 RAM_DISK = Path("/dev/shm")
 RAM_DISK_ROOM = 2 << 30  # bytes free: a whole run writes a few hundred MB
 
