@@ -2,14 +2,14 @@
 Codex's shape, starts a real MCP server (tests/fixtures/mcp_calc.py, on the `mcp` SDK)
 over stdio; its tools are offered as `mcp__<server>__<tool>`, need approval like any
 mutating tool, and a server that fails to start or dies is one line while the agent
-goes on. `exec` in the test's process against the fake model server."""
+goes on. Real `exec` processes against the fake model server."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_calc.py"
@@ -24,10 +24,12 @@ def configure(home: Path, extra: str = "") -> None:
 
 
 def exec_(server: FakeOpenAI, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`exec` in this process (its MCP servers are processes of their own)."""
-    return run_gitsessions(
-        "exec", *args, "--base-url", server.base_url, "--model", "m", "--json", cwd=cwd
-    )
+    return subprocess.run(
+        [sys.executable, "-m", "gitsessions", "exec", *args, "--base-url", server.base_url,
+         "--model", "m", "--json"],
+        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=180,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
 
 
 def call(name: str, arguments: dict) -> dict:  # type: ignore[type-arg]
