@@ -25,6 +25,24 @@ from tests.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Every commit fsyncs its pack, index and refs, as it must: on a disk, the fsyncs were
+# half the time of a store-heavy test. So the tests' directories go on a tmpfs where one
+# has room (fsync is still called, and costs nothing there); elsewhere, or with
+# --basetemp or PYTEST_DEBUG_TEMPROOT given, where pytest puts them.
+RAM_DISK = Path("/dev/shm")
+RAM_DISK_ROOM = 2 << 30  # bytes free: a whole run writes a few hundred MB
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    try:
+        room = os.statvfs(RAM_DISK)
+    except OSError:
+        return
+    if room.f_bavail * room.f_frsize >= RAM_DISK_ROOM and os.access(RAM_DISK, os.W_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_DISK)
+
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, loosen, run_gitsessions_process
+from tests.conftest import git, loosen, run_gitsessions, run_gitsessions_process
 
 ROOT = os.geteuid() == 0
 
@@ -50,9 +50,10 @@ def _one_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def _make(env: dict[str, str], count: int = 2) -> list[str]:
+    """`count` sessions imported, in this process: the faults come after."""
     ids = []
     for n in range(count):
-        done = run_gitsessions_process("import", "-", env=env, input=_export(n))
+        done = run_gitsessions("import", "-", env=env, input=_export(n))
         assert done.returncode == 0, done.stderr
         ids.append(done.stdout.strip().split()[-1])
     return ids

@@ -25,7 +25,11 @@ def drop_an_interrupt() -> None:
     del thing
     gc.collect()
     assert ref() is None
-    time.sleep(30)  # the main thread goes on, into a blocking call (a request's read)
+    # the main thread goes on, into blocking calls (a request's reads): short ones, since
+    # a signal that arrives just before a call blocks is handled only once it returns
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 CHILD = """

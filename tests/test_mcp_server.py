@@ -16,18 +16,16 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 
 def exec_turn(server: FakeOpenAI, cwd: Path, prompt: str, *flags: str) -> str:
     server.reply(content=f"answer to {prompt}")
     server.reply(content=f"summary of {prompt}")
-    done = subprocess.run(
-        [sys.executable, "-m", "gitsessions", "exec", prompt, "--base-url", server.base_url,
-         "--model", "m", "--json", *flags],
-        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done = run_gitsessions(
+        "exec", prompt, "--base-url", server.base_url, "--model", "m", "--json", *flags, cwd=cwd
+    )  # in this process: only what the server reads is a process's subject here
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["session"]
 
@@ -128,8 +126,7 @@ def test_writes_only_with_allow_writes(tmp_path):
     assert not pinned[0] and not renamed[0] and not forked[0], (pinned, renamed, forked)
     assert forked.data["parent_id"] == mine
     assert empty[0] and "empty query" in empty[1]
-    shown = subprocess.run([sys.executable, "-m", "gitsessions", "info", mine, "--json"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    shown = run_gitsessions("info", mine, "--json")
     assert json.loads(shown.stdout)["title"] == "API work"
 
 

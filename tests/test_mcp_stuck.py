@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gitsessions.protocols.mcp_server.calls import QUEUED
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 from tests.test_mcp_server import exec_turn, project
 
@@ -134,8 +135,7 @@ def test_a_stuck_call_is_answered_at_its_deadline_ping_meanwhile_and_eof_ends_it
         if wire.process.poll() is None:
             wire.process.kill()
             wire.process.wait()
-    shown = subprocess.run([sys.executable, "-m", "gitsessions", "pins", sid],
-                           capture_output=True, text=True, timeout=BOUND)  # fmt: skip
+    shown = run_gitsessions("pins", sid)
     assert "never written" not in shown.stdout  # given up with the process, never run
 
 

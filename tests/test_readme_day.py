@@ -1,11 +1,12 @@
 """The README's worked example ("A day with gitsessions"), run for real, line by line, in
-the order the README shows it: every `gitsessions` command of its shell blocks is a
-process against the fake model server (`chat` on a real pty), in a real project, with a
-second home and a clone of the project for "the laptop", a bare repository for the
-remote and a Claude Code session file to import. What the README names by example is
-put in for real: `~/src/shop` the project (on the laptop its clone), `3f2a` the session
-the first chat made, `9c1e` the fork, the remote's URL the bare repository. Each step
-is then checked for what the README says it does."""
+the order the README shows it: every `gitsessions` command of its shell blocks runs
+against the fake model server (`chat` a process on a real pty, the others in this
+test's process), in a real project, with a second home and a clone of the project for
+"the laptop", a bare repository for the remote and a Claude Code session file to
+import. What the README names by example is put in for real: `~/src/shop` the project
+(on the laptop its clone), `3f2a` the session the first chat made, `9c1e` the fork, the
+remote's URL the bare repository. Each step is then checked for what the README says
+it does."""
 
 import json
 import os
@@ -18,7 +19,7 @@ from typing import Any
 
 import pexpect
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TERMINAL_VARIABLES, run_gitsessions
 from tests.fake_openai import FakeOpenAI
 from tests.import_fixtures import claude_session
 from tests.test_chat import PROMPT, plain
@@ -63,14 +64,11 @@ class Machine:
         )
 
     def run(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "gitsessions", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.cwd,
-            timeout=120,
-        )
+        """A command but chat, in this process (`run_gitsessions`) with this machine's
+        environment but the terminal's (the chat's pty has its own)."""
+        env = {k: v for k, v in self.env.items() if k not in TERMINAL_VARIABLES}
+        env.update({k: os.environ[k] for k in TERMINAL_VARIABLES if k in os.environ})
+        result = run_gitsessions(*args, env=env, cwd=self.cwd)
         assert result.returncode == 0, (args, result.stdout, result.stderr)
         return result
 

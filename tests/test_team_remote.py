@@ -8,11 +8,11 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 from tests.git_servers import gitolite, gitolite_missing
 
@@ -31,12 +31,10 @@ def host(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def gs(home: Path, user: str, host, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    """`gitsessions ARGS` as `user` on their home, in this process."""
     env = dict(os.environ, GITSESSIONS_HOME=str(home), USER=user, LOGNAME=user,
                GIT_SSH_COMMAND=host.ssh(user))  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", *args], capture_output=True, text=True,
-        env=env, timeout=120, stdin=subprocess.DEVNULL, cwd=home.parent,
-    )  # fmt: skip
+    return run_gitsessions(*args, env=env, cwd=home.parent)
 
 
 def test_a_writer_and_a_reader_share_one_gitolite_remote(host, tmp_path):
@@ -94,11 +92,9 @@ def test_a_writer_and_a_reader_share_one_gitolite_remote(host, tmp_path):
     stranger.mkdir()
     gs(stranger, "eve", host, "remote", "add", "origin", host.url("sessions"))
     env_key = host.ssh("alice").replace(str(host.root / "alice"), str(host.root / "host"))
-    done = subprocess.run(
-        [sys.executable, "-m", "gitsessions", "pull"], capture_output=True, text=True,
-        env=dict(os.environ, GITSESSIONS_HOME=str(stranger), GIT_SSH_COMMAND=env_key),
-        timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done = run_gitsessions(
+        "pull", env=dict(os.environ, GITSESSIONS_HOME=str(stranger), GIT_SSH_COMMAND=env_key)
+    )
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Permission denied (publickey)" in errors[0], done.stderr
