@@ -51,8 +51,9 @@ def test_the_control_summary_through_compact_scores_every_fact_from_the_summary(
     assert row["after_tokens"] < row["before_tokens"]
 
 
-def test_a_forgetful_summary_scores_nothing_from_the_summary():
-    planted = PLANTED["cart"]
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_a_forgetful_summary_scores_nothing_from_the_summary(name):
+    planted = PLANTED[name]
     with fake_server(lambda _request: FORGETFUL) as server:
         row = run_once(planted, server, 8000, TokenCounter())
     assert row["by_part"]["summary"] == 0 and row["summary"] == FORGETFUL
@@ -60,6 +61,8 @@ def test_a_forgetful_summary_scores_nothing_from_the_summary():
     # turn), each fact once
     assert row["kept"] == len(set().union(*row["kept_by_part"].values()))
     assert row["kept"] >= 16  # issue 47's goal for a summariser that forgets everything
+    assert row["ratio"] <= 0.6  # ... in at most 0.6 of the context (tool schemas counted)
+    assert "earlier failure" in " ".join(row["kept_by_part"]["ledger"])  # not only the last
 
 
 def test_the_echo_guard_zeroes_a_summary_over_40_percent_of_its_input():
