@@ -52,6 +52,7 @@ from bench import quality_cart, quality_ingest, quality_retry  # noqa: E402
 from bench.quality_scoring import ECHO_SHARE, PARTS, score, split_context  # noqa: E402
 from bench.quality_sessions import Planted, store_session  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
+from gitsessions.store.background import wait_for_maintenance  # noqa: E402
 from gitsessions.store.sessions import SessionStore  # noqa: E402
 from gitsessions.values.tokens import TokenCounter  # noqa: E402
 from tests.fake_openai import FakeOpenAI  # noqa: E402
@@ -212,6 +213,8 @@ def run_once(planted: Planted, server: Server, max_context: int, counter: TokenC
             compactions = store.read(head, "compactions")
         finally:
             store.close()
+        # the store's background maintenance may still be writing: the home goes after it
+        wait_for_maintenance(home / "store.git")
     row["before_tokens"] = counter.count_context(planted.messages, TOOLS)
     row["after_tokens"] = counter.count_context(context, TOOLS)
     row["ratio"] = round(row["after_tokens"] / row["before_tokens"], 3)
