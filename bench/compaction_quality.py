@@ -17,7 +17,15 @@ Summarizers:
 - `smollm2`: SmolLM2-135M-Instruct served by llama.cpp through node-llama-cpp
   (tests/llama_server.mjs), as `.ci/install-test-tools` installs it;
 - `qwen`: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, once `.ci/install-test-tools --bench` has
-  fetched it.
+  fetched it;
+- `--replay NAME=FILE`: the replies a model wrote in an earlier run (the llama server's
+  request log, `--keep-requests`), answered by the fake server to the same requests, so
+  a change to the note's deterministic parts is scored against the same summaries without
+  running the model again; a request that is not in the log fails its row (the
+  summarizer's input changed), and each row says `replayed`.
+
+The JSON is written again after each row, so a run stopped early keeps what it measured
+(`"complete": false`).
 
     uv run python bench/compaction_quality.py                          # control and fake
     uv run python bench/compaction_quality.py --summarizers smollm2,qwen --runs 3
@@ -44,6 +52,7 @@ from bench import quality_cart, quality_ingest, quality_retry  # noqa: E402
 from bench.quality_scoring import ECHO_SHARE, PARTS, score, split_context  # noqa: E402
 from bench.quality_sessions import Planted, store_session  # noqa: E402
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS  # noqa: E402
+from gitsessions.store.background import wait_for_maintenance  # noqa: E402
 from gitsessions.store.sessions import SessionStore  # noqa: E402
 from gitsessions.values.tokens import TokenCounter  # noqa: E402
 from tests.fake_openai import FakeOpenAI  # noqa: E402
@@ -70,6 +79,7 @@ class Server:
 
     def __init__(self, base_url: str, model: str, requests: Callable[[], list[dict[str, Any]]]):
         self.base_url, self.model, self.requests = base_url, model, requests
+        self.missed_count: Callable[[], int] = lambda: 0  # replayed: requests not in the log
 
 
 @contextmanager
@@ -80,8 +90,35 @@ def fake_server(answer: Callable[[dict[str, Any]], str]) -> Iterator[Server]:
 
 
 @contextmanager
+def replay_server(log: Path) -> Iterator[Server]:
+    """The fake server answering each request with the reply recorded for it in `log`."""
+    replies: dict[str, str] = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        key = json.dumps(entry["request"]["messages"], sort_keys=True)
+        replies[key] = str(entry["reply"]["content"])
+    missed: list[int] = []
+
+    def answer(request: dict[str, Any]) -> str:
+        found = replies.get(json.dumps(request["messages"], sort_keys=True))
+        if found is None:
+            missed.append(1)
+            return ""  # an empty summary: compaction refuses it and commits nothing
+        return found
+
+    with fake_server(answer) as server:
+        server.missed_count = lambda: len(missed)
+        yield server
+
+
+@contextmanager
 def llama_server(
-    tools: Path, model: str, threads: int, context: int, max_tokens: int
+    tools: Path,
+    model: str,
+    threads: int,
+    context: int,
+    max_tokens: int,
+    keep: Path | None = None,
 ) -> Iterator[Server]:
     node = shutil.which("node")
     modules, gguf = tools / "npm" / "node_modules", tools / "models" / model
@@ -129,6 +166,9 @@ def llama_server(
     finally:
         child.terminate()
         child.wait(timeout=30)
+        if keep is not None and log.exists():
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, keep)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -173,6 +213,8 @@ def run_once(planted: Planted, server: Server, max_context: int, counter: TokenC
             compactions = store.read(head, "compactions")
         finally:
             store.close()
+        # the store's background maintenance may still be writing: the home goes after it
+        wait_for_maintenance(home / "store.git")
     row["before_tokens"] = counter.count_context(planted.messages, TOOLS)
     row["after_tokens"] = counter.count_context(context, TOOLS)
     row["ratio"] = round(row["after_tokens"] / row["before_tokens"], 3)
@@ -236,7 +278,10 @@ def summarizer_server(name: str, args: argparse.Namespace, planted: dict[str, Pl
             return found[0].control if found else FORGETFUL
 
         return fake_server(control)
-    return llama_server(args.tools, MODELS[name], args.threads, args.context, args.max_tokens)
+    if name in args.replay:
+        return replay_server(args.replay[name])
+    keep = args.keep_requests / f"{name}.jsonl" if args.keep_requests else None
+    return llama_server(args.tools, MODELS[name], args.threads, args.context, args.max_tokens, keep)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -317,12 +362,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=REPO / "bench" / "results" / "compaction_quality.json"
     )
+    parser.add_argument(
+        "--keep-requests",
+        type=Path,
+        help="a folder to keep each model's request log in (NAME.jsonl), for --replay",
+    )
+    parser.add_argument(
+        "--replay",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="answer NAME's requests with the replies recorded in FILE (a kept request log)",
+    )
     args = parser.parse_args(argv)
+    try:
+        args.replay = {n: Path(f) for n, f in (item.split("=", 1) for item in args.replay)}
+    except ValueError:
+        parser.error("--replay takes NAME=FILE")
+    args.summarizers = ",".join([*args.summarizers.split(","), *(
+        n for n in args.replay if n not in args.summarizers.split(",")
+    )])  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="quality-env-") as env:
         for name in [n for n in os.environ if n.startswith(("GITSESSIONS_", "OPENAI_"))]:
             del os.environ[name]
         os.environ.update(XDG_CONFIG_HOME=f"{env}/config", GITSESSIONS_TIMEOUT=str(args.timeout))
         return run(args)
+
+
+def write_report(
+    args: argparse.Namespace, counter: TokenCounter, rows: list[dict[str, Any]], complete: bool
+) -> None:
+    report = {
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "complete": complete,
+        "max_context_tokens": args.max_context_tokens,
+        "token_count": counter.method,
+        "echo_share": ECHO_SHARE,
+        "ratio_goal": RATIO_GOAL,
+        "summary": averages(rows),
+        "rows": rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -331,36 +412,32 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for name in args.summarizers.split(","):
         with summarizer_server(name, args, planted) as server:
-            runs = 1 if name in ("control", "fake") else args.runs
+            # the fake and a replay answer the same every time
+            runs = 1 if name in ("control", "fake", *args.replay) else args.runs
             for run_number in range(1, runs + 1):
                 for session in planted.values():
+                    missed = server.missed_count()
                     row = run_once(session, server, args.max_context_tokens, counter)
+                    if name in args.replay:
+                        row["replayed"] = str(args.replay[name])
+                        if server.missed_count() > missed:
+                            row["error"] = "replay: the summarizer's input is not in the log"
                     rows.append({"summarizer": name, "run": run_number, **row})
                     print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+                    write_report(args, counter, rows, complete=False)
     print(
         f"max_context_tokens {args.max_context_tokens}; token count {counter.method}; tools "
         f"counted in before/after; * = echo guard (summary over {ECHO_SHARE:.0%} of its input)"
     )
     print(table(rows))
-    summary = averages(rows)
-    for name, figures in summary.items():
+    for name, figures in averages(rows).items():
         print(f"{name}: {json.dumps(figures)}")
     control_ok = all(
         r["kept"] == r["total"] and r["by_part"]["summary"] == r["total"]
         for r in rows
         if r["summarizer"] == "control" and not r.get("error")
     )
-    report = {
-        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "max_context_tokens": args.max_context_tokens,
-        "token_count": counter.method,
-        "echo_share": ECHO_SHARE,
-        "ratio_goal": RATIO_GOAL,
-        "summary": summary,
-        "rows": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_report(args, counter, rows, complete=True)
     print(f"wrote {args.out}", file=sys.stderr)
     if not control_ok:
         print(

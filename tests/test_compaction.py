@@ -759,7 +759,7 @@ def test_a_dry_run_predicts_the_run_when_a_short_summary_would_make_it_smaller()
     messages = [
         {"role": "system", "content": "sys"},
         user("first"),  # quoted verbatim in the note: the answer is what summarizing saves
-        assistant(content="answer " + "z" * 1200),
+        assistant(content="answer " + "z" * 3000),  # the ledger quotes its first 400 chars
         user("the last prompt"),
     ]
     policy = Policy(max_context_tokens=8000, summary_max_tokens=1024)
