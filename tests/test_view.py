@@ -42,7 +42,7 @@ class Served:
         connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
         headers = {"Host": host or self.host}
         if cookie:
-            headers["Cookie"] = f"{COOKIE}={self.server.token}"
+            headers["Cookie"] = f"{self.server.cookie_name}={self.server.token}"
         connection.putrequest(method, path, skip_host=True)
         for key, value in headers.items():
             connection.putheader(key, value)
@@ -75,10 +75,13 @@ def test_the_token_is_the_one_way_in(demo):
     status, headers, _b = served.get(f"/s/abc?token={served.server.token}&at=5", cookie=False)
     assert status == 303 and headers["location"] == "/s/abc?at=5"  # the token leaves the URL
     cookie = headers["set-cookie"]
-    assert f"{COOKIE}={served.server.token}" in cookie
+    assert f"{COOKIE}_{served.server.port}={served.server.token}" in cookie  # this view's
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     status, _h, body = served.get("/")
     assert status == 200 and "<h1>Sessions</h1>" in body
+    other = ViewServer(served.server.source)  # another view: its own cookie, its own token
+    assert other.cookie_name != served.server.cookie_name and other.token != served.server.token
+    other.server_close()
     status, _h, _b = served.get("/assets/view.css", cookie=False)
     assert status == 403  # the stylesheet too
 

@@ -4,8 +4,8 @@ Invariants (the door, as Jupyter keeps it):
 - Every request must name this server in its Host header (`127.0.0.1:PORT` or
   `localhost:PORT`, nothing else: a page of another site that rebinds its name to
   127.0.0.1 is refused) and carry the token: in the URL (`?token=`, once: answered with a
-  cookie, HttpOnly, SameSite=Strict, and a redirect to the same page without it) or in
-  that cookie. Anything else gets 403 and one line, before any page is built.
+  cookie named for the port, HttpOnly, SameSite=Strict, and a redirect to the same page
+  without it) or in that cookie. Anything else gets 403 and one line, before any page is built.
 - Only GET and HEAD; every answer says `Cache-Control: no-store`, `nosniff`, and a
   Content-Security-Policy allowing no script at all, no frames around it, styles and
   images from itself only.
@@ -26,7 +26,7 @@ from gitsessions.protocols.web.markup import e, page
 from gitsessions.protocols.web.source import Source
 from gitsessions.values.errors import GitsessionsError
 
-COOKIE = "gitsessions_view"
+COOKIE = "gitsessions_view"  # and the port: a browser sends one host's cookies to every port
 POLICY = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -58,6 +58,7 @@ class ViewServer(ThreadingHTTPServer):
         self.token = token or secrets.token_urlsafe(32)
         self.css = stylesheet()
         self.hosts = {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
+        self.cookie_name = f"{COOKIE}_{self.port}"  # two views at once keep their own
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that broke (a browser closing it mid-answer) ends quietly: the
@@ -114,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.refuse("wrong token")
             rest = {k: v for k, v in query.items() if k != "token"}
             target = url.path + ("?" + urlencode(rest, doseq=True) if rest else "")
-            cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+            cookie = f"{self.server.cookie_name}={token}; HttpOnly; SameSite=Strict; Path=/"
             return HTTPStatus.SEE_OTHER, {"Location": target, "Set-Cookie": cookie}, b""
         if not hmac.compare_digest(self.cookie().encode(), token.encode()):
             return self.refuse("no token: open the URL `gitsessions view` printed")
@@ -141,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
             jar = SimpleCookie(self.headers.get("Cookie", ""))
         except CookieError:
             return ""
-        morsel = jar.get(COOKIE)
+        morsel = jar.get(self.server.cookie_name)
         return morsel.value if morsel is not None else ""
 
     def refuse(self, why: str) -> tuple[int, dict[str, str], bytes]:
