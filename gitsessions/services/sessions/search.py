@@ -216,11 +216,26 @@ class SearchIndex:
     # -- storage: each segment blob's text once, and which sessions hold it -------------
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
-        sid, h = head.id, head.header
-        self._unlabel(db, sid)
         counted = head.counts.get("compactions")
         # the store counts compactions in the header: read them only when there are some
         compactions = [] if counted == 0 else self.store.read(head, "compactions")
+        if len(self._tops) > TOPS:
+            self._tops.clear()
+        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
+        self._store(db, head.id, head.commit, head.header, compactions, current)
+
+    def _store(
+        self,
+        db: sqlite3.Connection,
+        sid: str,
+        commit: bytes,
+        h: Mapping[str, Any],
+        compactions: list[Any],
+        current: dict[int, str],
+    ) -> None:
+        """Index session `sid` at `commit`: its header `h`, its compaction records and its
+        transcript's chunks (`current`: first message index -> blob id)."""
+        self._unlabel(db, sid)
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
@@ -242,9 +257,6 @@ class SearchIndex:
                 (sid,),
             )
         )
-        if len(self._tops) > TOPS:
-            self._tops.clear()
-        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):
@@ -268,19 +280,23 @@ class SearchIndex:
             "INSERT OR REPLACE INTO meta VALUES (?, ?, ?, ?, ?)",
             (
                 sid,
-                head.commit.decode(),
+                commit.decode(),
                 h.get("title") or "",
                 int(bool(h.get("archived"))),
                 h.get("updated_at") or "",
             ),
         )
 
-    def _blob(self, db: sqlite3.Connection, sha: str) -> int:
-        """The key of segment blob `sha`, its messages indexed if they were not yet."""
+    def _blob(
+        self, db: sqlite3.Connection, sha: str, messages: list[dict[str, Any]] | None = None
+    ) -> int:
+        """The key of segment blob `sha`, its messages (read from the store unless given)
+        indexed if they were not yet."""
         row = db.execute("SELECT id FROM blobs WHERE sha = ?", (sha,)).fetchone()
         if row is not None:
             return int(row[0])
-        messages = self.store.segment(sha.encode())
+        if messages is None:
+            messages = self.store.segment(sha.encode())
         if len(messages) > SLOTS:
             raise StoreCorrupt(f"segment {sha[:12]} holds {plural(len(messages), 'message')}")
         key = db.execute("INSERT INTO blobs (sha) VALUES (?)", (sha,)).lastrowid

@@ -1,0 +1,52 @@
+"""A pull brings search's index up for the sessions it brings (issue 46): what it writes
+is what a search builds from the store itself, and a search after it reads no session."""
+
+import sqlite3
+from pathlib import Path
+
+from gitsessions.services.sessions.search import SLOTS, SearchIndex
+from gitsessions.store.sessions import SessionStore
+from tests.conftest import Cli
+from tests.test_hostile_remote import bare
+from tests.test_sync import make, results, summary
+
+
+def _dump(home: Path) -> dict[str, list[tuple[object, ...]]]:
+    """The index's rows, keyed by what they hold (not by the row ids a build picked)."""
+    with sqlite3.connect(home / "search.sqlite") as db:
+        q = {
+            "meta": "SELECT * FROM meta",
+            "labels": "SELECT text, session, idx, role FROM labels",
+            "holds": "SELECT session, start, sha FROM holds JOIN blobs ON blobs.id = blob",
+            "texts": f"SELECT sha, texts.rowid % {SLOTS}, text, role FROM texts"
+            f" JOIN blobs ON blobs.id = texts.rowid / {SLOTS}",
+        }
+        return {name: sorted(db.execute(sql).fetchall()) for name, sql in q.items()}
+
+
+def test_a_search_after_a_pull_reads_no_session(cli: Cli, home: Path, tmp_path: Path) -> None:
+    writer = tmp_path / "writer"
+    arriving = [
+        make(writer, turns=0, tag="empty"),
+        *(make(writer, tag=f"t{n}") for n in range(3)),
+        make(writer, turns=20, tag="long"),  # 21 chunks: a transcript of two tree levels
+    ]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
+    pulled = _dump(home)
+    assert {row[0] for row in pulled["meta"]} == set(arriving)
+    store = SessionStore(home)
+    try:
+        index = SearchIndex(store)
+        hits = index.search("long question 19")
+        assert index.read == 0 and [(h.session, h.index) for h in hits] == [(arriving[-1], 39)]
+        assert index.search("t1 answer") and index.read == 0
+        assert _dump(home) == pulled
+        (home / "search.sqlite").unlink()
+        index.refresh()  # built anew from the store: the rows the pull wrote
+        assert index.read == len(arriving) and _dump(home) == pulled
+    finally:
+        store.close()
