@@ -232,10 +232,13 @@ class SearchIndex:
         h: Mapping[str, Any],
         compactions: list[Any],
         current: dict[int, str],
+        fresh: bool = False,
     ) -> None:
         """Index session `sid` at `commit`: its header `h`, its compaction records and its
-        transcript's chunks (`current`: first message index -> blob id)."""
-        self._unlabel(db, sid)
+        transcript's chunks (`current`: first message index -> blob id). `fresh`: the
+        caller knows the index holds nothing of `sid` (nothing to replace)."""
+        if not fresh:
+            self._unlabel(db, sid)
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
@@ -250,13 +253,13 @@ class SearchIndex:
                     "INSERT INTO labels VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
                 ).lastrowid
                 db.execute("INSERT INTO labelled VALUES (?, ?)", (row, sid))
-        stored = dict(
+        stored = {} if fresh else dict(
             db.execute(
                 "SELECT holds.start, blobs.sha FROM holds JOIN blobs ON blobs.id = holds.blob"
                 " WHERE holds.session = ?",
                 (sid,),
             )
-        )
+        )  # fmt: skip
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):

@@ -63,6 +63,9 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
                         index._blob(db, sha.decode(), [r["message"] for r in records])
                     except (StoreError, KeyError, TypeError):
                         unread.add(sha)
+            ids = json.dumps([a.id for a in heads])
+            inside = "SELECT session FROM meta WHERE session IN (SELECT value FROM json_each(?))"
+            indexed = {row[0] for row in db.execute(inside, (ids,))}
             done = 0
             for arrival in heads:
                 assert arrival.header is not None
@@ -70,7 +73,8 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
                 if chunks is None or any(sha in unread for _first, sha in chunks):
                     continue
                 current = {first: sha.decode() for first, sha in chunks}
-                index._store(db, arrival.id, arrival.commit, arrival.header, [], current)
+                fresh = arrival.id not in indexed  # the common case: nothing to replace
+                index._store(db, arrival.id, arrival.commit, arrival.header, [], current, fresh)
                 done += 1
     return done
 
