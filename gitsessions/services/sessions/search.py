@@ -9,7 +9,8 @@ Invariants:
   refresh reads only blobs no session held yet.
 - A refresh reads only sessions whose head moved (`read` counts them), in batches of
   500, each one IMMEDIATE transaction skipping what another refresh did: concurrent
-  refreshes take turns, a killed one keeps its batches; `refresh(heads)` serves a pull.
+  refreshes take turns, a killed one keeps its batches. A pull writes the sessions it
+  brings through `_store`/`_blob` itself (`search_fill`), from texts it read.
 - The refs are the truth: gone or damaged sessions dropped (a damaged ref named), an
   unreadable cache or other schema rebuilt, also when found damaged in use; deleted text
   removed and the file vacuumed.
