@@ -9,8 +9,8 @@ Invariants:
 - What arrives is checked before a branch names it (`checked_head`, refused objects).
 - A remote down or refusing, or git older than 2.29, is one line before anything moves.
 - Loads only what it needs (writer, catalog, code sync imported where used; the secret
-  rules only when sessions arrive, for search's redacted text); nothing read for a session whose branch holds the remote's commit; what
-  it reads of a session new here (`store.arrivals`, in batches) fills the listing cache
+  rules only when sessions arrive, for search's redacted text); nothing read for a
+  session whose branch holds the remote's commit; what it reads of a session new here (`store.arrivals`, in batches) fills the listing cache
   and search's index (`search_fill`: a search after it reads none of them).
 """
 
