@@ -10,8 +10,9 @@ Invariants:
 - A remote down or refusing, or git older than 2.29, is one line before anything moves.
 - Loads only what it needs (writer, catalog, code sync imported where used; the secret
   rules only when sessions arrive, for search's redacted text); nothing read for a
-  session whose branch holds the remote's commit; what it reads of a session new here (`store.arrivals`, in batches) fills the listing cache
-  and search's index (`search_fill`: a search after it reads none of them).
+  session whose branch holds the remote's commit; what it reads of a session new here
+  (`store.arrivals`, in batches) fills the listing cache and search's index
+  (`search_fill`: a search after it reads none of them).
 """
 
 from __future__ import annotations
