@@ -5,7 +5,8 @@ import sqlite3
 from pathlib import Path
 
 from gitsessions.services.sessions.search import SLOTS, SearchIndex
-from gitsessions.store.sessions import SessionStore
+from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.values.clock import now_iso
 from tests.conftest import Cli
 from tests.test_hostile_remote import bare
 from tests.test_sync import make, results, summary
@@ -48,5 +49,43 @@ def test_a_search_after_a_pull_reads_no_session(cli: Cli, home: Path, tmp_path: 
         (home / "search.sqlite").unlink()
         index.refresh()  # built anew from the store: the rows the pull wrote
         assert index.read == len(arriving) and _dump(home) == pulled
+    finally:
+        store.close()
+
+
+def _compacted(home: Path) -> str:
+    """A session with a compaction record (summary: `lexer moved`)."""
+    sid = make(home, tag="compacted")
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        head = store.head(sid)
+        record = {"time": now_iso(), "trigger": "manual", "stages": ["summarize"],
+                  "before_tokens": 10, "after_tokens": 5, "cleared": [], "summarizer": None,
+                  "summary": "Earlier: the user moved the lexer"}  # fmt: skip
+        change = Change(header={**head.header, "updated_at": now_iso()}, compactions=[record])
+        store.commit(head, change, event="compact", subject="compact")
+        return sid
+    finally:
+        store.close()
+
+
+def test_a_session_with_compactions_is_left_to_the_search(
+    cli: Cli, home: Path, tmp_path: Path
+) -> None:
+    """Its compaction records are not read by the pull: the search reads it, and finds
+    them."""
+    writer = tmp_path / "writer"
+    plain, compacted = make(writer, tag="plain"), _compacted(writer)
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == {plain: "created", compacted: "created"}
+    assert {row[0] for row in _dump(home)["meta"]} == {plain}
+    store = SessionStore(home)
+    try:
+        index = SearchIndex(store)
+        assert [h.session for h in index.search("lexer moved")] == [compacted]
+        assert index.read == 1
     finally:
         store.close()
