@@ -10,7 +10,8 @@ Invariants:
 - Only a session read whole here is written: one with compactions (their file is not
   read here), an older format's head, or a transcript whose trees or chunks do not read
   here (or a chunk over `arrivals.CHUNK_BYTES`) is left to the search's own refresh.
-- A chunk already indexed is not read again; one batch is one IMMEDIATE transaction.
+- A chunk already indexed is not read again; one batch is one IMMEDIATE transaction, a
+  chunk's text in it whole or not at all (a savepoint).
 """
 
 from __future__ import annotations
@@ -57,12 +58,16 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
             unread: set[bytes] = set()
             for run in arrival_texts.records(store.git, wanted, env):
                 for sha, records in run:
-                    try:
-                        if records is None:
-                            raise StoreError("not read")
-                        index._blob(db, sha.decode(), [r["message"] for r in records])
-                    except (StoreError, KeyError, TypeError):
+                    if records is None:
                         unread.add(sha)
+                        continue
+                    db.execute("SAVEPOINT chunk")  # a chunk's text goes in whole or not
+                    try:
+                        index._blob(db, sha.decode(), [r["message"] for r in records])
+                    except (StoreError, LookupError, TypeError, AttributeError, ValueError):
+                        db.execute("ROLLBACK TO chunk")
+                        unread.add(sha)  # its sessions are left to the search
+                    db.execute("RELEASE chunk")
             ids = json.dumps([a.id for a in heads])
             inside = "SELECT session FROM meta WHERE session IN (SELECT value FROM json_each(?))"
             indexed = {row[0] for row in db.execute(inside, (ids,))}
