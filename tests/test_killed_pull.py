@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gitsessions.cli.app import app
+from gitsessions.services.sessions.search import SearchIndex
 from gitsessions.store.arrivals import CHUNK_BYTES
 from gitsessions.store.catalog import PROMPT_CHARS
 from gitsessions.store.repo import GitStore
@@ -178,8 +179,9 @@ def test_a_pull_killed_after_filling_the_cache_is_finished_by_the_next(
     cli: Cli, home: Path, tmp_path: Path
 ):
     """Killed as it renames `packed-refs` into place, a pull has written the cache's rows
-    of the sessions it was creating but no branch: `list` shows none of them, the next
-    pull creates them, and each is listed once, as a cache built anew lists it."""
+    (and search's) of the sessions it was creating but no branch: `list` and `search`
+    show none of them, the next pull creates them, and each is listed once, as a cache
+    built anew lists it, and found by a search that reads none of them."""
     writer = tmp_path / "writer"
     arriving = [make(writer, tag=f"arriving {n}") for n in range(4)]
     origin = bare(tmp_path / "origin.git")
@@ -190,13 +192,33 @@ def test_a_pull_killed_after_filling_the_cache_is_finished_by_the_next(
     killed = _killed_at_rename(home, home / "store.git" / "packed-refs.lock", "pull")
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
     assert {row[0] for row in _rows(home)} == {*arriving}  # filled before any branch
+    assert _searched(home) == {*arriving}
     assert _listed(cli)[0] == [mine]
+    # the search reads `mine` alone (never indexed) and drops the rows with no branch
+    assert _found(home, "arriving") == (set(), 1) and _searched(home) == {mine}
 
     assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
     ids, shown = _listed(cli)
     assert len(ids) == len(set(ids)) and set(ids) == {mine, *arriving}
     (home / "index.sqlite").unlink()
     assert _listed(cli)[1] == shown
+    assert _found(home, "arriving") == ({*arriving}, 0)
+
+
+def _searched(home: Path) -> set[str]:
+    """The sessions search's index holds."""
+    with sqlite3.connect(home / "search.sqlite") as db:
+        return {row[0] for row in db.execute("SELECT session FROM meta")}
+
+
+def _found(home: Path, word: str) -> tuple[set[str], int]:
+    """The sessions a search for `word` finds, and how many it read."""
+    store = SessionStore(home)
+    try:
+        index = SearchIndex(store)
+        return {hit.session for hit in index.search(word)}, index.read
+    finally:
+        store.close()
 
 
 def test_a_branch_a_writer_creates_while_a_pull_creates_it_stays_the_writers(home: Path):

@@ -52,6 +52,7 @@ class Arrival:
     header: dict[str, Any] | None
     why: str | None = None
     prompt: str | None = None
+    top: Tree | None = None  # its transcript's top tree, read (this build's format only)
 
 
 class _Lacking(Exception):
@@ -85,6 +86,7 @@ def _batch(git: Git, heads: dict[str, bytes], env: transport.Env) -> list[Arriva
         elif raw_top is not None and (top := _tree(raw_top)) is not None:
             trees[top.id] = top
             tops[sid] = top.id
+            arrival.top = top
     _prompts([a for a in out if a.id in tops], tops, trees, git, env)
     return out
 
@@ -187,22 +189,36 @@ def _contents(
     it is larger): sized first, then read `RUN_BYTES` a process (a larger one alone), so
     what a remote sent never sits in memory whole."""
     out: list[bytes | None] = [None] * len(names)
-    runs: list[list[int]] = [[]]
+    for run in runs(git, names, env, cap):
+        for n, raw in run:
+            out[n] = raw
+    return out
+
+
+def runs(
+    git: Git, names: list[bytes], env: transport.Env, cap: int | None = None
+) -> Iterator[list[tuple[int, bytes | None]]]:
+    """`(index in names, content)` of the objects named, `RUN_BYTES` a run (sized first;
+    a larger one alone), each run read by one `cat-file`: the caller holds one run at a
+    time. One missing (or, with `cap`, larger) comes in a last run, as None."""
+    chosen: list[list[int]] = [[]]
+    left: list[tuple[int, bytes | None]] = []
     total = 0
     for n, size in enumerate(transport.sizes_of(git, names, env)):
         if size is None or (cap is not None and size > cap):
+            left.append((n, None))
             continue
-        if runs[-1] and total + size > RUN_BYTES:
-            runs.append([])
+        if chosen[-1] and total + size > RUN_BYTES:
+            chosen.append([])
             total = 0
-        runs[-1].append(n)
+        chosen[-1].append(n)
         total += size
-    for run in runs:
-        for n, raw in zip(
-            run, transport.contents_of(git, [names[n] for n in run], env), strict=True
-        ):
-            out[n] = raw
-    return out
+    for run in chosen:
+        if run:
+            found = transport.contents_of(git, [names[n] for n in run], env)
+            yield list(zip(run, found, strict=True))
+    if left:
+        yield left
 
 
 def _lines(data: bytes, count: int) -> bytes:

@@ -9,7 +9,8 @@ Invariants:
   refresh reads only blobs no session held yet.
 - A refresh reads only sessions whose head moved (`read` counts them), in batches of
   500, each one IMMEDIATE transaction skipping what another refresh did: concurrent
-  refreshes take turns, a killed one keeps its batches; `refresh(heads)` serves a pull.
+  refreshes take turns, a killed one keeps its batches. A pull writes the sessions it
+  brings through `_store`/`_blob` itself (`search_fill`), from texts it read.
 - The refs are the truth: gone or damaged sessions dropped (a damaged ref named), an
   unreadable cache or other schema rebuilt, also when found damaged in use; deleted text
   removed and the file vacuumed.
@@ -216,11 +217,29 @@ class SearchIndex:
     # -- storage: each segment blob's text once, and which sessions hold it -------------
 
     def _index(self, db: sqlite3.Connection, head: Head) -> None:
-        sid, h = head.id, head.header
-        self._unlabel(db, sid)
         counted = head.counts.get("compactions")
         # the store counts compactions in the header: read them only when there are some
         compactions = [] if counted == 0 else self.store.read(head, "compactions")
+        if len(self._tops) > TOPS:
+            self._tops.clear()
+        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
+        self._store(db, head.id, head.commit, head.header, compactions, current)
+
+    def _store(
+        self,
+        db: sqlite3.Connection,
+        sid: str,
+        commit: bytes,
+        h: Mapping[str, Any],
+        compactions: list[Any],
+        current: dict[int, str],
+        fresh: bool = False,
+    ) -> None:
+        """Index session `sid` at `commit`: its header `h`, its compaction records and its
+        transcript's chunks (`current`: first message index -> blob id). `fresh`: the
+        caller knows the index holds nothing of `sid` (nothing to replace)."""
+        if not fresh:
+            self._unlabel(db, sid)
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
             (SUMMARY, "summary", h.get("summary") or ""),
@@ -235,16 +254,13 @@ class SearchIndex:
                     "INSERT INTO labels VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
                 ).lastrowid
                 db.execute("INSERT INTO labelled VALUES (?, ?)", (row, sid))
-        stored = dict(
+        stored = {} if fresh else dict(
             db.execute(
                 "SELECT holds.start, blobs.sha FROM holds JOIN blobs ON blobs.id = holds.blob"
                 " WHERE holds.session = ?",
                 (sid,),
             )
-        )
-        if len(self._tops) > TOPS:
-            self._tops.clear()
-        current = {start: blob.decode() for start, blob in self.store.segments(head, self._tops)}
+        )  # fmt: skip
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):
@@ -268,19 +284,23 @@ class SearchIndex:
             "INSERT OR REPLACE INTO meta VALUES (?, ?, ?, ?, ?)",
             (
                 sid,
-                head.commit.decode(),
+                commit.decode(),
                 h.get("title") or "",
                 int(bool(h.get("archived"))),
                 h.get("updated_at") or "",
             ),
         )
 
-    def _blob(self, db: sqlite3.Connection, sha: str) -> int:
-        """The key of segment blob `sha`, its messages indexed if they were not yet."""
+    def _blob(
+        self, db: sqlite3.Connection, sha: str, messages: list[dict[str, Any]] | None = None
+    ) -> int:
+        """The key of segment blob `sha`, its messages (read from the store unless given)
+        indexed if they were not yet."""
         row = db.execute("SELECT id FROM blobs WHERE sha = ?", (sha,)).fetchone()
         if row is not None:
             return int(row[0])
-        messages = self.store.segment(sha.encode())
+        if messages is None:
+            messages = self.store.segment(sha.encode())
         if len(messages) > SLOTS:
             raise StoreCorrupt(f"segment {sha[:12]} holds {plural(len(messages), 'message')}")
         key = db.execute("INSERT INTO blobs (sha) VALUES (?)", (sha,)).lastrowid

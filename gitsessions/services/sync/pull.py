@@ -8,9 +8,11 @@ Invariants:
 - A session whose lease is held is left and reported; tombstones are merged first.
 - What arrives is checked before a branch names it (`checked_head`, refused objects).
 - A remote down or refusing, or git older than 2.29, is one line before anything moves.
-- Loads only what it needs (writer, catalog, code sync imported where used, never the
-  secret rules); nothing read for a session whose branch holds the remote's commit; what
-  it reads of a session new here (`store.arrivals`, in batches) fills the listing cache.
+- Loads only what it needs (writer, catalog, code sync imported where used; the secret
+  rules only when sessions arrive, for search's redacted text); nothing read for a
+  session whose branch holds the remote's commit; what it reads of a session new here
+  (`store.arrivals`, in batches) fills the listing cache and search's index
+  (`search_fill`: a search after it reads none of them).
 """
 
 from __future__ import annotations
@@ -263,15 +265,20 @@ def _check_arriving(
     """`{id: None when the remote's head of a session new here is a readable header of
     that id, else why not}`, as `checked_head` decides, the headers read in batches
     (`arrivals`); each accepted one's row goes into the listing cache now, before its
-    branch is made (a row of a branch that never came is dropped by the next listing)."""
+    branch is made (a row of a branch that never came is dropped by the next listing),
+    and so does its text into search's index (`search_fill`)."""
     if not arriving:
         return {}
-    from gitsessions.store import arrivals, catalog  # sqlite: only when sessions arrive
+    from gitsessions.services.sessions import search_fill  # sqlite: only when sessions arrive
+    from gitsessions.store import arrivals, catalog
+    from gitsessions.store.sessions import SessionStore
 
     out: dict[str, str | None] = {}
 
     def rows() -> Iterator[catalog.Row]:
         for batch in arrivals.read(store.git, arriving, env):
+            if isinstance(store, SessionStore):  # its redaction setting known: search's
+                search_fill.fill(store, [a for a in batch if a.why is None], env)
             for arrival in batch:
                 out[arrival.id] = arrival.why
                 if arrival.header is not None and arrival.prompt is not None:
