@@ -169,10 +169,6 @@ def test_a_refresh_reads_only_the_sessions_whose_head_moved(store, make_session)
     assert [h.index for h in index.search("gamma")] == [5] and index.read == 1
     new = make_session(turns=1, tag="delta")
     assert len(index.search("delta")) == 2 and index.read == 1
-    # what a pull brought: only those sessions, the refs not listed
-    pulled = make_session(turns=1, tag="epsilon")
-    index.refresh({pulled.id: pulled.commit})
-    assert index.read == 1 and len(index.search("epsilon")) == 2 and index.read == 0
     assert {h.session for h in index.search("alpha")} == {first.id} and new.id
 
 

@@ -153,33 +153,29 @@ class SearchIndex:
     def _db(self) -> AbstractContextManager[sqlite3.Connection]:
         return open_cache(self.path, SCHEMA)
 
-    def refresh(self, heads: Mapping[str, bytes] | None = None) -> None:
+    def refresh(self) -> None:
         """Bring the index up to date with the refs, reading only the sessions whose head
-        is not the one indexed (`read` counts them). With `heads` (sessions and the
-        commits a pull just wrote), only those are brought up to date, no refs listed.
-        A file found damaged is deleted and built again, once."""
+        is not the one indexed (`read` counts them). A file found damaged is deleted and
+        built again, once."""
         try:
-            self._refresh(heads)
+            self._refresh()
         except sqlite3.DatabaseError as error:
             if not is_damage(error):
                 raise
             self.path.unlink(missing_ok=True)
-            self._refresh(heads)
+            self._refresh()
 
-    def _refresh(self, heads: Mapping[str, bytes] | None) -> None:
+    def _refresh(self) -> None:
         self.read = 0
-        if heads is None:
-            scanned = self.store.scan()
-            self.damaged = list(scanned.damaged)
-            refs = scanned.ids
-        else:
-            refs = dict(heads)
+        scanned = self.store.scan()
+        self.damaged = list(scanned.damaged)
+        refs = scanned.ids
         with self._db() as db:
             db.isolation_level = None  # each batch its own IMMEDIATE transaction
             with _writing(db):
                 reset = self._match_mode(db)
             known = dict(db.execute("SELECT session, head FROM meta").fetchall())
-            gone = [] if heads is not None else [s for s in known if s not in refs]
+            gone = [s for s in known if s not in refs]
             changed = [(s, c) for s, c in refs.items() if known.get(s) != c.decode()]
             del known
             with _writing(db):
