@@ -44,7 +44,7 @@ def test_each_schema_is_derived_from_its_typed_function(store, tmp_path):
     workspace = tmp_path / "project"
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     typed, listed = offered(store, workspace)
-    assert sorted(typed) == sorted(listed) and len(listed) == 9
+    assert sorted(typed) == sorted(listed) and len(listed) == 11
     for name, tool in listed.items():
         parameters = inspect.signature(typed[name]).parameters
         schema = tool.input_schema

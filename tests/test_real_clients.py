@@ -17,10 +17,14 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from gitsessions.services.sessions import manage
+from gitsessions.store.sessions import SessionStore
 from tests.acp_raw import PARAMS, RESPONSES, RawEditor, Schema
+from tests.diff_helpers import turn
 from tests.fake_openai import FakeOpenAI
 from tests.real_tools import INSPECTOR, acp_schema, need, node
 from tests.test_mcp_server import exec_turn
+from tests.view_demo import compaction
 
 WAIT = 60  # seconds any one step may take (never reached when well)
 
@@ -59,6 +63,19 @@ def arguments(tool: dict[str, Any], values: dict[str, Any]) -> list[str]:
     return out
 
 
+def compacted_with_a_fork(session: str) -> str:
+    """`session` given compaction 1, and a fork of it with a turn of its own to merge
+    back: the fork's id."""
+    store = SessionStore(Path(os.environ["GITSESSIONS_HOME"]))
+    try:
+        head = store.head(session)
+        compaction(store, head, [m for m, _ref in store.context_lines(head)])
+        fork = manage.fork(store, session, "tried another way")
+        return turn(store, store.head(fork.id), 3, "fork").id
+    finally:
+        store.close()
+
+
 def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
     need(INSPECTOR)
     here = project(tmp_path)
@@ -66,6 +83,7 @@ def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
         first = exec_turn(server, here, "how does the pagination cursor work")
         exec_turn(server, here, "and the page size", "--resume", first)
         second = exec_turn(server, here, "a second session")
+    joined = compacted_with_a_fork(first)  # for show_compaction and merge_session
     (here / "notes.txt").write_text("a line for blame\n")
     listed = inspector(here, "--method", "tools/list")["tools"]
     names = [tool["name"] for tool in listed]
@@ -75,7 +93,7 @@ def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
         "session": first, "a": f"{first}@turn:1", "b": first, "query": "pagination",
         "text": "a pinned note", "title": "renamed by the inspector", "at": "turn:1",
         "start": 0, "count": 3, "limit": 5, "include_archived": True,
-        "file": "notes.txt", "line": 1,
+        "file": "notes.txt", "line": 1, "number": 1, "fork": joined, "code": False,
     }  # fmt: skip
     for tool in listed:
         assert tool["inputSchema"]["type"] == "object", tool["name"]

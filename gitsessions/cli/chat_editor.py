@@ -62,7 +62,7 @@ class _Completions(Completer):
                 if command.startswith(name.lower()):
                     yield Completion(command, start_position=-len(name))
             return
-        if name.lower() == "diff" and " " not in rest:
+        if name.lower() in ("diff", "merge") and " " not in rest:  # a session id next
             try:
                 found = self.sessions()
             except Exception:  # a store that cannot be read completes nothing

@@ -16,8 +16,8 @@ PROMPT = "> "
 CONTINUATION = ". "
 # the in-chat commands, for completion (tests/test_chat_input.py: Slash's own)
 COMMANDS = (
-    "blame", "compact", "diff", "exit", "fork", "help", "info", "mcp", "pin", "plan", "quit",
-    "retry", "rewind", "search", "sessions", "title", "undo",
+    "blame", "compact", "diff", "exit", "fork", "help", "info", "mcp", "merge", "pin", "plan",
+    "quit", "retry", "rewind", "search", "sessions", "title", "undo",
 )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import typer
 
 from gitsessions.cli import state as consoles
 from gitsessions.cli.args import cwd_or_none, session_or_latest, state_of
-from gitsessions.cli.state import State, plain_out
+from gitsessions.cli.state import State
 from gitsessions.protocols.web.source import Source
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.plural import plural
@@ -100,8 +100,7 @@ def cmd_view(
     except OSError as error:
         raise InvalidInput(f"cannot serve on 127.0.0.1:{port}: {error.strerror}") from None
     url = server.url(path)
-    plain_out.file.write(url + "\n")
-    plain_out.file.flush()
+    consoles.out.print(url, soft_wrap=True, highlight=False)  # one line, to copy whole
     consoles.err.print("serving the sessions read-only; Ctrl-C stops it")
     if open_:
         webbrowser.open(url)

@@ -380,7 +380,8 @@ def _check_caches(
     store: SessionStore, refs: dict[str, bytes], report: Report, repair: bool
 ) -> None:
     """Rows of deleted sessions must not linger (a head behind is normal: the next read
-    refreshes it); an unreadable cache is reported. Repair deletes the file."""
+    refreshes it; a lost branch's rows are not stale: repair restores it); an unreadable
+    cache is reported. Repair deletes the file."""
     queries = {
         "index.sqlite": "SELECT id FROM headers",
         "search.sqlite": "SELECT session FROM meta",
@@ -398,7 +399,8 @@ def _check_caches(
         except sqlite3.Error as error:
             problem = f"cannot be read ({error})"
         else:
-            stale = len(ids - set(refs))
+            lost = {f.subject for f in report.findings if f.kind == "lost"}  # not gone
+            stale = len(ids - set(refs) - lost)
             if not stale:
                 continue
             problem = f"{stale} rows of sessions that no longer exist"
