@@ -3,7 +3,7 @@
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -55,27 +55,6 @@ def report(console: Console, done: ForkMerge) -> None:
             )
         else:
             say(f"chat: fork {short(fork.id)} is already merged into {short(done.into)}")
-
-
-def as_json(done: ForkMerge) -> dict[str, Any]:
-    code = done.code
-    return {
-        "fork": done.fork.id,
-        "into": done.into,
-        "commit": done.written.head.commit.decode() if done.written else None,
-        "committed": bool(done.written and done.written.committed),
-        "code": None
-        if code is None
-        else {
-            "files": [{"status": s, "path": p} for s, p in code.files],
-            "conflicts": code.conflicts,
-            "base": code.base,
-            "theirs": code.theirs,
-            "ours": code.ours,
-            "result": code.result,
-            "saved": code.saved,
-        },
-    }
 
 
 def cmd_merge(
@@ -138,7 +117,7 @@ def cmd_merge(
         force=force,
     )
     if json_:
-        print_json(plain_out, as_json(done))
+        print_json(plain_out, done.as_json())
     report(err, done)
     if done.code is not None and done.code.conflicts:
         raise typer.Exit(1)  # as `git merge` says a conflict

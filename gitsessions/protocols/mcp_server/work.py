@@ -311,24 +311,7 @@ def _write_tools(
 
 
 def _merged(done: fork_merge.ForkMerge) -> Merged:
-    code = done.code
-    return {
-        "fork": done.fork.id,
-        "into": done.into,
-        "commit": done.written.head.commit.decode() if done.written else None,
-        "committed": bool(done.written and done.written.committed),
-        "code": None
-        if code is None
-        else {
-            "files": [{"status": s, "path": p} for s, p in code.files],
-            "conflicts": code.conflicts,
-            "base": code.base,
-            "theirs": code.theirs,
-            "ours": code.ours,
-            "result": code.result,
-            "saved": code.saved,
-        },
-    }
+    return cast(Merged, done.as_json())
 
 
 def _listed(row: Mapping[str, Any]) -> SessionRow:

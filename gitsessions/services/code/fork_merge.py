@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitsessions.services.code.merge_code import Merged, merge_code
 from gitsessions.services.code.worktree_mark import check, workspace_for
@@ -38,6 +39,27 @@ class ForkMerge:
     def unchanged(self) -> bool:
         code_same = self.code is None or not self.code.files
         return code_same and (self.written is None or not self.written.committed)
+
+    def as_json(self) -> dict[str, Any]:
+        """What `merge --json` prints and the MCP tool `merge_session` answers."""
+        code = self.code
+        return {
+            "fork": self.fork.id,
+            "into": self.into,
+            "commit": self.written.head.commit.decode() if self.written else None,
+            "committed": bool(self.written and self.written.committed),
+            "code": None
+            if code is None
+            else {
+                "files": [{"status": s, "path": p} for s, p in code.files],
+                "conflicts": code.conflicts,
+                "base": code.base,
+                "theirs": code.theirs,
+                "ours": code.ours,
+                "result": code.result,
+                "saved": code.saved,
+            },
+        }
 
 
 def place(home: Path, head: Head, env: Mapping[str, str], fallback: Path) -> Path:
