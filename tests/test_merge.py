@@ -40,6 +40,17 @@ def parents(home: Path, session: str) -> list[str]:
     return git(home / "store.git", "rev-list", "--parents", "-n", "1", ref).stdout.split()
 
 
+def fork_that_adds_two(server, tmp_path: Path) -> tuple[Path, str, str]:  # type: ignore[no-untyped-def]
+    """A project with one turn, and a worktree fork of it whose own turn writes two.txt:
+    the project, the session and the fork."""
+    root = make_project(tmp_path / "project")
+    sid = write_turn(server, root, "one.txt", "one\n")
+    fid = fork_worktree(tmp_path, sid)["id"]
+    turn(server, tmp_path, fid[:8], "change",
+         [tool("write_file", path="two.txt", content="two\n")], "two added")  # fmt: skip
+    return root, sid, fid
+
+
 def test_a_worktree_fork_merged_back_brings_its_code_and_its_conclusion(server, tmp_path, home):
     root = make_project(tmp_path / "project")
     sid = write_turn(server, root, "one.txt", "one\n")
@@ -156,17 +167,7 @@ def test_a_conflicting_merge_keeps_both_sides(server, tmp_path, home):
 
 
 def test_merge_refuses_work_no_snapshot_holds_unless_forced(server, tmp_path, home):
-    root = make_project(tmp_path / "project")
-    sid = write_turn(server, root, "one.txt", "one\n")
-    fid = fork_worktree(tmp_path, sid)["id"]
-    turn(
-        server,
-        tmp_path,
-        fid[:8],
-        "change",
-        [tool("write_file", path="two.txt", content="two\n")],
-        "two added",
-    )
+    root, sid, fid = fork_that_adds_two(server, tmp_path)
     (root / "mine.txt").write_text("typed by hand, in no snapshot\n")
     head = parents(home, sid)[0]
     refused = gitsessions("merge", fid[:8], cwd=tmp_path)
@@ -181,17 +182,7 @@ def test_merge_refuses_work_no_snapshot_holds_unless_forced(server, tmp_path, ho
 
 
 def test_chat_only_and_code_only(server, tmp_path, home):
-    root = make_project(tmp_path / "project")
-    sid = write_turn(server, root, "one.txt", "one\n")
-    fid = fork_worktree(tmp_path, sid)["id"]
-    turn(
-        server,
-        tmp_path,
-        fid[:8],
-        "change",
-        [tool("write_file", path="two.txt", content="two\n")],
-        "two added",
-    )
+    root, sid, fid = fork_that_adds_two(server, tmp_path)
     head = parents(home, sid)[0]
     code_only = gitsessions("merge", fid[:8], "--code", cwd=tmp_path)
     assert code_only.returncode == 0, code_only.stderr
