@@ -43,19 +43,26 @@ def _killed_at_rename(home: Path, lock: Path, *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
+def _arriving(cli: Cli, home: Path, tmp_path: Path, count: int) -> tuple[list[str], str]:
+    """`count` sessions pushed by another home to a remote this home has added, and one
+    session of this home's own: their ids."""
+    writer = tmp_path / "writer"
+    arriving = [make(writer, tag=f"arriving {n}") for n in range(count)]
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    mine = make(home, tag="mine")
+    cli("remote", "add", "origin", str(origin))
+    return arriving, mine
+
+
 @pytest.mark.skipif(
     shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
 )
 def test_a_pull_killed_at_its_packed_refs_rename_stops_nothing_after_it(
     cli: Cli, home: Path, tmp_path: Path
 ):
-    writer = tmp_path / "writer"
-    arriving = [make(writer, tag=f"arriving {n}") for n in range(3)]
-    origin = bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    cli("--home", str(writer), "push", "--all")
-    mine = make(home, tag="mine")
-    cli("remote", "add", "origin", str(origin))
+    arriving, mine = _arriving(cli, home, tmp_path, 3)
     store = home / "store.git"
     lock = store / "packed-refs.lock"
 
@@ -182,13 +189,7 @@ def test_a_pull_killed_after_filling_the_cache_is_finished_by_the_next(
     (and search's) of the sessions it was creating but no branch: `list` and `search`
     show none of them, the next pull creates them, and each is listed once, as a cache
     built anew lists it, and found by a search that reads none of them."""
-    writer = tmp_path / "writer"
-    arriving = [make(writer, tag=f"arriving {n}") for n in range(4)]
-    origin = bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    cli("--home", str(writer), "push", "--all")
-    mine = make(home, tag="mine")
-    cli("remote", "add", "origin", str(origin))
+    arriving, mine = _arriving(cli, home, tmp_path, 4)
     killed = _killed_at_rename(home, home / "store.git" / "packed-refs.lock", "pull")
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
     assert {row[0] for row in _rows(home)} == {*arriving}  # filled before any branch
