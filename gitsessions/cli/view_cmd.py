@@ -23,13 +23,20 @@ from gitsessions.values.plural import plural
 def source_of(state: State, here: Path | None) -> Source:
     """What the view reads: the store, `list`'s rows (`here`'s project first), the counter."""
 
+    project: list[Any] = []  # `here`'s identity, asked of git once, on the first page
+
     def rows(include_archived: bool) -> list[dict[str, Any]]:
-        # the header cache (sqlite) and the project's identity: per page, as `list` reads them
+        # the header cache (sqlite): per page, as `list` reads it
+        from gitsessions.agent.scope import workspace_sessions
         from gitsessions.cli import listing
+        from gitsessions.services.code.workspace import project_of
 
         headers = state.catalog().headers()
         shown = listing.rows_of(headers, include_archived)
-        ours = {r["id"] for r in listing.rows_of(headers, True, here)} if here else set()
+        ours: set[str] = set()
+        if here is not None:
+            project[:] = project or project_of(here, state.env)
+            ours = set(workspace_sessions(headers, here, *project))
         for row in shown:
             row["label"] = listing.label(row) + listing.marks(row)
             row["origin"] = listing.origin(row)

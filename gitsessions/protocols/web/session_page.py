@@ -175,13 +175,15 @@ def log_html(store: "SessionStore", head: "Head", since: str, at: int) -> str:
         commit = store.read_commit(since.encode())
         start = store.head_at(owner_of(commit) or head.id, since.encode())
     entries = sessionlog.commits(store, start, 0, LOG_PAGE + 1)
-    shown = entries[:LOG_PAGE]
+    own = [n for n, entry in enumerate(entries) if "merged_by" not in entry]  # its own line
+    cut = own[LOG_PAGE] if len(own) > LOG_PAGE else len(entries)  # a joined line stays whole
+    shown = entries[:cut]
     grouped = sessionlog.turns(store, start, shown)
     body = table(["commit", "time", "event", "subject", "detail"], log_rows(head, grouped, True))
     path = f"/s/{head.id}"
     more = [link(path, "newest", at=at or None)] if start is not head else []
-    if len(entries) > LOG_PAGE:
-        more.append(link(path, "older", at=at or None, log=entries[LOG_PAGE]["commit"]))
+    if cut < len(entries):
+        more.append(link(path, "older", at=at or None, log=entries[cut]["commit"]))
     return body + (f'<p class="pager">{" · ".join(more)}</p>' if more else "")
 
 

@@ -38,20 +38,23 @@ def commits(
         entry = _entry(store, head, commit_id, commit)
         entries.append(entry)
         if len(commit.parents) > 1:
-            joined = _joined(store, head, commit_id, commit.parents[1], main)
-            entries += [e for e in joined if e["session"] == entry["merged_session"]]
+            merged = entry["merged_session"]
+            entries += _joined(store, head, commit_id, commit.parents[1], main, merged)
     return entries
 
 
 def _joined(
-    store: SessionReader, head: Head, merge: bytes, tip: bytes, main: set[bytes]
+    store: SessionReader, head: Head, merge: bytes, tip: bytes, main: set[bytes], merged: str
 ) -> list[dict[str, Any]]:
-    """The records of the line a merge joined: from its second parent back along first
-    parents until the session's own line (the fork point)."""
+    """The records of the line a merge joined, the session `merged`'s (the fork's): from
+    its second parent back along first parents until the session's own line or a commit
+    of another session (the fork point: a page's `main` may not reach that far)."""
     joined = []
     commit_id: bytes | None = tip
     while commit_id is not None and commit_id not in main:
         commit = store.read_commit(commit_id)
+        if parse_trailers(commit.message)[1].get("Session", "") != merged:
+            break
         entry = _entry(store, head, commit_id, commit)
         entry["merged_by"] = merge.decode()
         entry["line_head"] = tip.decode()
