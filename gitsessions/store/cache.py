@@ -63,7 +63,9 @@ def open_cache(
     """A connection to the cache at `path` with `schema` applied; rebuilt if unreadable."""
     try:
         db = _open(path, schema, timeout)
-    except sqlite3.DatabaseError:
+    except sqlite3.DatabaseError as error:
+        if not (isinstance(error, _OtherSchema) or is_damage(error)):
+            raise  # busy or locked past the timeout: another process's cache, not ours to drop
         path.unlink(missing_ok=True)
         db = _open(path, schema, timeout)
     try:

@@ -321,12 +321,16 @@ class SearchIndex:
             )
             db.execute("DELETE FROM blobs WHERE id = ?", (key,))
 
+    def _mode(self, db: sqlite3.Connection) -> tuple[int | None, int]:
+        """(the rules the index was built under, None when empty; the rules now)."""
+        row = db.execute("SELECT redact FROM mode").fetchone()
+        return (None if row is None else row[0]), (rules_id() if self.store.redact else 0)
+
     def _match_mode(self, db: sqlite3.Connection) -> bool:
         """Empty an index built under the other redaction setting or other rules; True
-        when it did."""
-        expected = rules_id() if self.store.redact else 0
-        row = db.execute("SELECT redact FROM mode").fetchone()
-        if row is not None and row[0] == expected:
+        when it did (then `_compact_file`, outside the transaction)."""
+        built, expected = self._mode(db)
+        if built == expected:
             return False
         for table in TABLES:
             db.execute(f"DELETE FROM {table}")

@@ -50,6 +50,9 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
     with index._db() as db:
         db.isolation_level = None
         with _writing(db):
+            built, expected = index._mode(db)
+            if built not in (None, expected):  # built under other rules: refresh rebuilds
+                return 0  # and compacts the file, which a pull's transaction cannot
             index._match_mode(db)
             shas = sorted({s.decode() for c in found.values() if c for _first, s in c})
             held = "SELECT sha FROM blobs WHERE sha IN (SELECT value FROM json_each(?))"
