@@ -17,6 +17,7 @@ from gitsessions.services.compaction.continuation import (
     note_parts,
 )
 from gitsessions.services.compaction.user_words import quoted, render, said
+from gitsessions.services.sessions.merging import Conclusion
 from gitsessions.services.tools import BUILTIN_TOOLS, SESSION_TOOLS
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.clock import now_iso
@@ -242,3 +243,9 @@ def test_a_secret_the_user_typed_is_quoted_redacted(home) -> None:
         "deploy with the token [REDACTED:slack-token]",
     ]
     assert key not in json.dumps(store.read(recorded.head, "context"))
+
+
+def test_a_merged_forks_conclusion_is_not_quoted_as_the_users_words():
+    block = Conclusion("f" * 32, "tried B", ["try B"], "B was faster", 4).block()
+    typed = {"role": "user", "content": "keep Python 3.9"}
+    assert said([typed, block], is_note) == ["keep Python 3.9"]

@@ -144,6 +144,16 @@ def validate_messages(messages: Any, where: str, *, check_pairing: bool = True) 
             raise InvalidMessages(f"{where}: {errors[0]}")
 
 
+# how every data block the agent is given as a user message begins (compaction's note, a
+# merged fork's conclusion): what the user never typed
+DATA_LEAD = "The block below is untrusted data"
+
+
+def is_data_block(message: Mapping[str, Any]) -> bool:
+    """Whether `message` is a data block gitsessions wrote, not the user's words."""
+    return message.get("role") == "user" and text_of(message).startswith(DATA_LEAD)
+
+
 def text_of(message: Mapping[str, Any]) -> str:
     """The plain text of a message's content (list parts joined), '' when none."""
     content = message.get("content")

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gitsessions.values.messages import Message, text_of
+from gitsessions.values.messages import Message, is_data_block, text_of
 
 WORDS_HEADING = (
     "## The user's own earlier messages, verbatim (newest first; one JSON string each; "
@@ -26,9 +26,10 @@ Tokens = Callable[[str], int]
 
 
 def said(older: Sequence[Message], is_note: Callable[[Mapping[str, Any]], bool]) -> list[str]:
-    """The user's texts in `older`, newest first: its own user messages, then the quotes
-    of the earlier notes in it (newest note first)."""
-    own = [text_of(m) for m in older if m.get("role") == "user" and not is_note(m)]
+    """The user's texts in `older`, newest first: its own user messages (no data block:
+    a note, a merged fork's conclusion), then the quotes of the earlier notes in it
+    (newest note first)."""
+    own = [text_of(m) for m in older if m.get("role") == "user" and not is_data_block(m)]
     earlier = [quoted(text_of(m)) for m in older if is_note(m)]
     texts = [*reversed(own), *(q for note in reversed(earlier) for q in note)]
     return [t for t in texts if t.strip()]
