@@ -24,10 +24,10 @@ from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
 from gitsessions.services.code.snapshot_chains import chains, snapshot_refs
-from gitsessions.services.code.snapshots import SNAPSHOT_SUBJECT, Project, git
+from gitsessions.services.code.snapshots import MERGE_SUBJECT, SNAPSHOT_SUBJECT, Project, git
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
-MERGE = re.compile(r"session [0-9a-f]+ merge of ([0-9a-f]{32})\Z")  # merge_code.py's
+MERGE = re.compile(rf"session [0-9a-f]+ {re.escape(MERGE_SUBJECT)}([0-9a-f]{{32}})\Z")
 FORMAT = 2
 STALE_LOCK = 300  # seconds: a lock older than this was left by a killed blame
 

@@ -35,11 +35,6 @@ class ForkMerge:
     written: Written | None = None
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def unchanged(self) -> bool:
-        code_same = self.code is None or not self.code.files
-        return code_same and (self.written is None or not self.written.committed)
-
     def as_json(self) -> dict[str, Any]:
         """What `merge --json` prints and the MCP tool `merge_session` answers."""
         code = self.code

@@ -38,7 +38,6 @@ from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
 
 _HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-MERGE_SUBJECT = "merge of "  # a snapshot's subject: "gitsessions snapshot: session X merge of ID"
 
 
 class CodeNotMerged(InvalidInput):
@@ -145,7 +144,9 @@ def merge_code(
     if stages:
         done.conflicts = sorted({path for path, _line in stages})
         _leave_conflicts(project, env, stages)
-    message = f"{snapshots.SNAPSHOT_SUBJECT}session {short(into.id)} {MERGE_SUBJECT}{fork.id}"
+    message = (
+        f"{snapshots.SNAPSHOT_SUBJECT}session {short(into.id)} {snapshots.MERGE_SUBJECT}{fork.id}"
+    )
     done.result = snapshotter.take(project, env, into.id, message).commit
     return done
 

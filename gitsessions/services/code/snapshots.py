@@ -25,6 +25,9 @@ from gitsessions.values.errors import GitsessionsError
 REF_PREFIX = "refs/gitsessions/snapshots/"
 KEEP_SUBJECT = "gitsessions keep: session "
 SNAPSHOT_SUBJECT = "gitsessions snapshot: "
+MERGE_SUBJECT = (
+    "merge of "  # a merge's result: "<SNAPSHOT_SUBJECT>session X merge of ID" (blame reads it)
+)
 IDENTITY = {
     "GIT_AUTHOR_NAME": "gitsessions",
     "GIT_AUTHOR_EMAIL": "gitsessions@localhost",
