@@ -218,7 +218,7 @@ class GitStore:
     def forget_ref_lock(self, name: bytes) -> None:
         """Remove the branch's flock file once the branch itself is gone."""
         with contextlib.suppress(FileNotFoundError):
-            (self.path / "locks" / os.fsdecode(name).replace("/", "%")).unlink()
+            (self.path / "locks" / storelock.ref_lock_name(name)).unlink()
 
     def clear_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> int:
         """Remove dulwich lock files left by crashed writers; returns how many."""

@@ -59,11 +59,16 @@ def flocked(store: Path, key: str, wait: bool = True) -> Iterator[bool]:
         os.close(fd)
 
 
+def ref_lock_name(name: bytes) -> str:
+    """The file name of a branch's flock under `locks/`."""
+    return os.fsdecode(name).replace("/", "%")
+
+
 @contextlib.contextmanager
 def ref_locked(store: Path, name: bytes, wait: bool = True) -> Iterator[bool]:
     """Hold the branch's own flock; a dulwich `<ref>.lock` found now is stale.
     With `wait=False`, yields False at once (holding nothing) when it is taken."""
-    with flocked(store, os.fsdecode(name).replace("/", "%"), wait) as held:
+    with flocked(store, ref_lock_name(name), wait) as held:
         if held:
             with contextlib.suppress(FileNotFoundError):
                 (store / (os.fsdecode(name) + ".lock")).unlink()

@@ -30,6 +30,7 @@ from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refnames import BadRefName, check, of_layout, shown
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed, read_ref_file
 from gitsessions.store.repo import GitStore
+from gitsessions.store.storelock import ref_lock_name
 
 Git = GitStore  # what a pull, a push, a fork read through
 
@@ -169,7 +170,7 @@ def _created_meanwhile(
         return set()
     out: set[bytes] = set()
     for ref in created:
-        if os.fsdecode(ref).replace("/", "%") not in locks:
+        if ref_lock_name(ref) not in locks:
             continue
         with git.ref_locked(ref):
             found = read_ref_file(git.path / os.fsdecode(ref))
