@@ -119,10 +119,7 @@ def merge_code(
     trees = [snapshots.tree_of(project, env, c) for c in (base, theirs)]
     captured = capture.capture(project, env)
     in_git, unheld = check_held(store, env, into, project, captured, force)
-    label = f"{snapshots.SNAPSHOT_SUBJECT}session {short(into.id)} before merge of {fork.id}"
-    ours = snapshots.record(
-        project, env, into.id, captured, label, snapshots.newest(project, env, into.id)
-    )
+    ours = snapshots.save_before(project, env, into.id, captured, f"before merge of {fork.id}")
     done = Merged(project.root, base, theirs, ours.commit, saved=ours.commit if unheld else None)
     if trees[0] == trees[1]:
         done.notes.append(f"note: fork {short(fork.id)} changed no code since its fork point")

@@ -177,14 +177,7 @@ def _rewind_code(
 
     def apply() -> None:
         if result.unheld:
-            saved = snapshots.record(
-                project,
-                env,
-                head.id,
-                captured,
-                f"gitsessions snapshot: session {short(head.id)} before rewind",
-                snapshots.newest(project, env, head.id),
-            )
+            saved = snapshots.save_before(project, env, head.id, captured, "before rewind")
             result.saved = saved.commit
         apply_changes(project, env, target_tree, changes)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from gitsessions.services.code.projectgit import run
 from gitsessions.services.code.workspace import no_repository
 from gitsessions.values.errors import GitsessionsError
+from gitsessions.values.ids import short
 
 REF_PREFIX = "refs/gitsessions/snapshots/"
 KEEP_SUBJECT = "gitsessions keep: session "
@@ -172,6 +173,14 @@ def keep_commit(
     )
     args = ["commit-tree", tree, "-p", snapshot, "-p", below]
     return out(git(project.root, env, *args, input=body.encode(), extra=IDENTITY))
+
+
+def save_before(
+    project: Project, env: Mapping[str, str], session_id: str, captured: Captured, what: str
+) -> Snapshot:
+    """Snapshot the workspace as found, before `what` writes over it ("before rewind")."""
+    message = f"{SNAPSHOT_SUBJECT}session {short(session_id)} {what}"
+    return record(project, env, session_id, captured, message, newest(project, env, session_id))
 
 
 def record(
