@@ -44,14 +44,19 @@ class ServerContext(NamedTuple):
 
 
 def ask(
-    settings: ModelSettings, listed: Sequence[Mapping[str, Any]] | None = None
+    settings: ModelSettings,
+    listed: Sequence[Mapping[str, Any]] | None = None,
+    client: ModelClient | None = None,
 ) -> ServerContext | None:
     """The smallest context the server says it holds (None when it says nothing within
     `ASK_SECONDS` of the model client being made). `listed`: the model list already
-    read (GET /models), whose `max_model_len` is used instead of asking again."""
+    read (GET /models), whose `max_model_len` is used instead of asking again; `client`:
+    a model client already made for this server (chat's probe), else one is made."""
     root = _root(settings.base_url)
     if root is None:
         return None
+    if client is not None:
+        return _ask(client, settings, root, listed)
     # the model client (the openai SDK): imported in this thread, as start-up goes on
     from gitsessions.services.model.model import ModelClient
 

@@ -37,15 +37,15 @@ def probe(settings: ModelSettings) -> Probe:
 
     quick = replace(settings, timeout=min(settings.timeout, PROBE_SECONDS))
     listed: list[dict[str, Any]] = []
-    try:
-        with ModelClient(quick) as client:
+    with ModelClient(quick) as client:  # the context asked through the same client
+        try:
             listed = client.model_list()
-    except EndpointUnreachable as error:
-        return Probe(unreachable=str(error))
-    except ModelError:  # some servers have no /models, or a slow one: the request tells
-        return Probe(context=context_window.ask(settings, listed=[]))
-    models = tuple(sorted(entry["id"] for entry in listed))
-    return Probe(models=models, context=context_window.ask(settings, listed=listed))
+        except EndpointUnreachable as error:
+            return Probe(unreachable=str(error))
+        except ModelError:  # some servers have no /models, or a slow one: the request tells
+            return Probe(context=context_window.ask(settings, listed=[], client=client))
+        models = tuple(sorted(entry["id"] for entry in listed))
+        return Probe(models=models, context=context_window.ask(settings, listed, client))
 
 
 def _unreachable(settings: ModelSettings, reason: object) -> str:
