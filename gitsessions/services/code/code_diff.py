@@ -14,6 +14,7 @@ Invariants:
 import re
 import shlex
 import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,12 @@ def patch(result: Mapping[str, Any], env: Mapping[str, str], limit: int) -> tupl
             stderr=subprocess.DEVNULL,
         ) as git:  # fmt: skip
             assert git.stdout is not None
-            data = git.stdout.read(limit + 1)
+            stuck = threading.Timer(TIMEOUT, git.kill)  # a git that hangs: what it wrote
+            stuck.start()
+            try:
+                data = git.stdout.read(limit + 1)
+            finally:
+                stuck.cancel()
             git.kill()  # past `limit` (or done): nothing more is read
     except OSError:
         return "", False
