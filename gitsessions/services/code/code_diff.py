@@ -7,8 +7,9 @@ Invariants:
   sessions' project by identity, else the recorded one, with no external diff or
   textconv (projectgit.py); nothing written. A missing side, repository or failing git
   is one note, never an error; `full_diff` gives the command that prints the patch.
-- `patch` (the web view's turn page) reads the patch, at most `limit` bytes: git is
-  stopped past them, so a huge change costs bounded memory and time.
+- `patch` (the web view's turn page) reads the patch, at most `limit` bytes and
+  `TIMEOUT` seconds: git is stopped past them, so a huge change costs bounded memory and
+  time.
 """
 
 import re
