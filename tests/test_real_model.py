@@ -9,6 +9,7 @@ A 135M model's answers are no test of anything: the assertions are about the pro
 (what the requests carried, that each reply was stored as the server sent it, that the
 ledger survives whatever the summarizer writes), never about what the model said."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -27,7 +28,8 @@ from gitsessions.services.compaction.ledger import LEDGER_HEADING
 from gitsessions.services.model.endpoint import probe
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.store.sessions import Change, SessionStore
-from tests.acp_raw import RawEditor, Schema
+from tests.acp_helpers import serve_in_process
+from tests.acp_raw import Schema, StreamEditor
 from tests.conftest import run_gitsessions
 from tests.real_tools import LLAMA_SERVER, MODEL, NODE_LLAMA_CPP, NODE_MODULES, need, node
 from tests.test_acp import transcript
@@ -193,19 +195,23 @@ def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(
 ):
     ws = project
     before = len(llama.requests())
-    editor = RawEditor(
-        llama.base_url, MODEL_ID, Schema(), tmp_path / "acp.txt", "reject_once", wait=240
-    )
-    try:
-        editor.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        sid = editor.ask("session/new", {"cwd": str(ws), "mcpServers": []})["result"]["sessionId"]
+    schema = Schema()
+    talked: list[Any] = []
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        editor = StreamEditor(reader, writer, schema, "reject_once", wait=240)
+        talked.append(editor)
+        await editor.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        answer = await editor.ask("session/new", {"cwd": str(ws), "mcpServers": []})
+        talked.append(answer["result"]["sessionId"])
         prompt = [{"type": "text", "text": "Write two sentences about rivers."}]
-        done = editor.ask("session/prompt", {"sessionId": sid, "prompt": prompt})
+        done = await editor.ask("session/prompt", {"sessionId": talked[1], "prompt": prompt})
         assert done["result"]["stopReason"] in {"end_turn", "max_tokens", "max_turn_requests"}
-        assert editor.close() == 0
-    finally:
-        if editor.child.poll() is None:
-            editor.child.kill()
+        await editor.close()
+
+    args = ["--base-url", llama.base_url, "--model", MODEL_ID]
+    assert serve_in_process(args, client, tmp_path / "acp.txt") == 0
+    editor, sid = talked
     editor.validate_all()  # every message, against ACP's schema
     served = turns(llama, before)
     request = served[0]["request"]
