@@ -1,7 +1,9 @@
 """A plain JSON-RPC editor for `gitsessions acp` (every line it receives kept and checked
 against ACP's official schema.json), for tests/test_real_clients.py and the real-model
-tests."""
+tests: `RawEditor` starts the agent as a process, `StreamEditor` speaks to one served in
+this process."""
 
+import asyncio
 import json
 import queue
 import subprocess
@@ -93,11 +95,7 @@ class RawEditor:
             message = json.loads(line)
             self.received.append(message)
             if "method" in message and "id" in message:  # the agent asks
-                options = message["params"]["options"]
-                chosen = next(o for o in options if o["kind"] == self.answer_kind)
-                outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
-                self.write({"jsonrpc": "2.0", "id": message["id"],
-                            "result": {"outcome": outcome}})  # fmt: skip
+                self.write(answer_to(message, self.answer_kind))
             elif "method" in message:
                 self.updates.put(message)
             else:
@@ -129,17 +127,82 @@ class RawEditor:
 
     def validate_all(self) -> dict[str, int]:
         """Every message received, against the schema; how many of each kind."""
-        kinds: dict[str, int] = {}
-        for message in self.received:
-            self.schema.side(0, message)
-            if "method" in message:
-                kind = message["method"]
-                self.schema.check(PARAMS[kind], message["params"])
-            elif "error" in message:
-                kind = "error"
-                self.schema.check("Error", message["error"])
-            else:
-                kind = self.sent[message["id"]]
-                self.schema.check(RESPONSES[kind], message["result"])
-            kinds[kind] = kinds.get(kind, 0) + 1
-        return kinds
+        return validate(self.schema, self.received, self.sent)
+
+
+def validate(
+    schema: Schema, received: list[dict[str, Any]], sent: dict[int, str]
+) -> dict[str, int]:
+    """Every message `received`, against the schema (a response against the answer to
+    the method `sent` with its id); how many of each kind."""
+    kinds: dict[str, int] = {}
+    for message in received:
+        schema.side(0, message)
+        if "method" in message:
+            kind = message["method"]
+            schema.check(PARAMS[kind], message["params"])
+        elif "error" in message:
+            kind = "error"
+            schema.check("Error", message["error"])
+        else:
+            kind = sent[message["id"]]
+            schema.check(RESPONSES[kind], message["result"])
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
+def answer_to(message: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The answer to the agent's permission request `message`: its option of `kind`."""
+    chosen = next(o for o in message["params"]["options"] if o["kind"] == kind)
+    outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
+    return {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}
+
+
+class StreamEditor:
+    """RawEditor's plain JSON-RPC lines over the streams of an agent served in this
+    process (tests/acp_helpers.py `serve_in_process`), on the client's event loop."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        schema: Schema,
+        answer: str = "allow_once",
+        wait: float = WAIT,
+    ) -> None:
+        self.reader, self.writer, self.schema = reader, writer, schema
+        self.answer_kind = answer
+        self.wait = wait
+        self.received: list[dict[str, Any]] = []
+        self.sent: dict[int, str] = {}  # request id -> method
+        self.answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.reading = asyncio.get_running_loop().create_task(self.read())
+
+    def write(self, message: dict[str, Any]) -> None:
+        self.schema.side(1, message)  # this test speaks the protocol too
+        self.writer.write(json.dumps(message).encode() + b"\n")
+
+    async def read(self) -> None:
+        while line := await self.reader.readline():
+            message = json.loads(line)
+            self.received.append(message)
+            if "method" in message and "id" in message:  # the agent asks
+                self.write(answer_to(message, self.answer_kind))
+            elif "method" not in message:
+                self.answers[message["id"]].set_result(message)
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        n = len(self.sent) + 1
+        self.sent[n] = method
+        self.answers[n] = asyncio.get_running_loop().create_future()
+        self.write({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+        await self.writer.drain()
+        return await asyncio.wait_for(self.answers[n], self.wait)
+
+    async def close(self) -> None:
+        """Close the agent's input; wait for the end of its output."""
+        self.writer.close()
+        await asyncio.wait_for(self.reading, self.wait)
+
+    def validate_all(self) -> dict[str, int]:
+        return validate(self.schema, self.received, self.sent)

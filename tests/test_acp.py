@@ -1,5 +1,8 @@
 """`gitsessions acp` driven by the `agent-client-protocol` package's own client side
-(`spawn_agent_process`, a real subprocess over stdio) against the fake model server."""
+against the fake model server: served in this process (tests/acp_helpers.py) where the
+protocol is the subject; started as a process (`spawn_agent_process`, stdio pipes, as an
+editor starts it) where the process is: its start-up, exit, signals and line framing,
+and one session end to end."""
 
 import asyncio
 import json
@@ -13,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    connect_to_agent,
+    spawn_agent_process,
+    text_block,
+)
 from acp.helpers import audio_block, embedded_blob_resource, image_block, resource_block
 from acp.schema import (
     AgentMessageChunk,
@@ -28,10 +37,9 @@ from acp.schema import (
 
 from gitsessions.agent.turns import CANCELLED
 from gitsessions.store.sessions import SessionStore
+from tests.acp_helpers import WAIT, acp_args, serve_in_process
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI
-
-WAIT = 60  # seconds any one step may take before the test fails (never reached when well)
 
 
 class Editor:
@@ -79,8 +87,42 @@ class Editor:
 Session = Callable[[Any], Awaitable[None]]
 
 
+async def _ready(conn: Any) -> None:
+    ready = await asyncio.wait_for(
+        conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+        ),
+        WAIT,
+    )
+    assert ready.protocol_version == PROTOCOL_VERSION
+    assert ready.agent_capabilities.load_session is True
+    assert ready.agent_capabilities.session_capabilities.list is not None
+    assert ready.agent_info.name == "gitsessions"
+
+
 def drive(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) -> str:
-    """Start `gitsessions acp`, initialize, run `steps(conn)`, close stdin; its stderr."""
+    """Serve `gitsessions acp` in this process (tests/acp_helpers.py) to the package's
+    client, initialize, run `steps(conn)`, close its input; its stderr."""
+    log = tmp_path / "acp-stderr.txt"
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = connect_to_agent(editor, writer, reader)
+        editor.conn = conn
+        try:
+            await _ready(conn)
+            await asyncio.wait_for(steps(conn), WAIT)
+        finally:
+            await conn.close()
+
+    code = serve_in_process(acp_args(server.base_url), client, log)
+    assert code == 0  # it stopped on its own when its input closed
+    return log.read_text()
+
+
+def drive_process(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) -> str:
+    """As `drive`, `gitsessions acp` started as the editor starts it (`spawn_agent_process`,
+    a real subprocess over stdio pipes)."""
     log = tmp_path / "acp-stderr.txt"
 
     async def main() -> None:
@@ -91,26 +133,14 @@ def drive(server: FakeOpenAI, editor: Editor, tmp_path: Path, steps: Session) ->
                 "-m",
                 "gitsessions",
                 "acp",
-                "--base-url",
-                server.base_url,
-                "--model",
-                "fake-model",
+                *acp_args(server.base_url),
                 env=dict(os.environ),
                 cwd=REPO,
-                transport_kwargs={"stderr": stderr},
+                # it exits on its own; under load that may take the SDK's 2 s and more
+                transport_kwargs={"stderr": stderr, "shutdown_timeout": WAIT},
             ) as (conn, process):
                 editor.conn = conn
-                ready = await asyncio.wait_for(
-                    conn.initialize(
-                        protocol_version=PROTOCOL_VERSION,
-                        client_capabilities=ClientCapabilities(),
-                    ),
-                    WAIT,
-                )
-                assert ready.protocol_version == PROTOCOL_VERSION
-                assert ready.agent_capabilities.load_session is True
-                assert ready.agent_capabilities.session_capabilities.list is not None
-                assert ready.agent_info.name == "gitsessions"
+                await _ready(conn)
                 await asyncio.wait_for(steps(conn), WAIT)
         assert process.returncode == 0  # it stopped on its own when its input closed
 
@@ -402,7 +432,12 @@ def test_cancel_while_the_last_title_is_awaited_cancels_the_next_turn(server, ws
     turn (chat's wait for a title takes a Ctrl-C as "skip the title" instead)."""
     held = threading.Event()
     server.reply(content="first answer")
-    server.reply(content="A title", hold=held, hold_at=0)
+
+    def title(request: dict[str, Any]) -> str:  # not streamed: held before its answer
+        held.wait(WAIT)
+        return "A title"
+
+    server.responder = title
     editor = Editor()
     ids: list[str] = []
 
@@ -481,7 +516,7 @@ def test_cancel_during_a_running_command_stops_it_and_saves_the_turn(server, ws,
         await conn.cancel(session_id=ids[0])
         assert await turn == "cancelled"
 
-    drive(server, editor, tmp_path, steps)
+    drive_process(server, editor, tmp_path, steps)  # SIGINT to a process's main thread
     assert len(server.requests) == 1  # the cancelled command's result was never sent
     stored = transcript(home, ids[0])
     assert stored[-1]["role"] == "tool" and stored[-1]["tool_call_id"] == "call_0"

@@ -1,22 +1,22 @@
 """Issue 44, item 4: the MCP server's `merge_session` (a write tool, only with
 --allow-writes) and `show_compaction` (a read tool), called by the `mcp` SDK's client
 over stdio; ACP's `session/resume` and `session/fork`, called by the
-`agent-client-protocol` SDK's client over stdio. Real servers, the fake model server."""
+`agent-client-protocol` SDK's client (the server in this process). Real servers, the
+fake model server."""
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, connect_to_agent, text_block
 from acp.schema import AgentMessageChunk, ClientCapabilities
 
 from gitsessions.services.sessions import manage
 from gitsessions.store.sessions import SessionStore
-from tests.conftest import REPO, git
+from tests.acp_helpers import WAIT, acp_args, serve_in_process
+from tests.conftest import git
 from tests.diff_helpers import turn
-from tests.test_acp import WAIT, Editor
+from tests.test_acp import Editor
 from tests.test_compact_cli import big_session, compact
 from tests.test_mcp_server import call, project
 from tests.test_merge_reads import merged_pair
@@ -67,23 +67,23 @@ def test_mcp_merges_a_fork_and_shows_a_compaction(cli, server, store, make_sessi
 
 
 def drive(server: Any, editor: Editor, tmp_path: Path, steps: Any) -> None:
-    """`gitsessions acp` with the unstable methods on at the client too (the SDK routes
-    session/resume and session/fork as unstable), initialized, then `steps(conn, ready)`."""
+    """`gitsessions acp` served in this process (tests/acp_helpers.py), with the unstable
+    methods on at the client too (the SDK routes session/resume and session/fork as
+    unstable), initialized, then `steps(conn, ready)`."""
 
-    async def main() -> None:
-        with (tmp_path / "acp-stderr.txt").open("ab") as stderr:
-            async with spawn_agent_process(
-                editor, sys.executable, "-m", "gitsessions", "acp", "--base-url",
-                server.base_url, "--model", "fake-model", env=dict(os.environ), cwd=REPO,
-                transport_kwargs={"stderr": stderr}, use_unstable_protocol=True,
-            ) as (conn, _process):  # fmt: skip
-                editor.conn = conn
-                ready = await conn.initialize(
-                    protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
-                )
-                await asyncio.wait_for(steps(conn, ready), WAIT)
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = connect_to_agent(editor, writer, reader, use_unstable_protocol=True)
+        editor.conn = conn
+        try:
+            ready = await conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
+            )
+            await asyncio.wait_for(steps(conn, ready), WAIT)
+        finally:
+            await conn.close()
 
-    asyncio.run(main())
+    log = tmp_path / "acp-stderr.txt"
+    assert serve_in_process(acp_args(server.base_url), client, log) == 0
 
 
 def test_acp_resumes_and_forks_a_stored_session(server, tmp_path, home):

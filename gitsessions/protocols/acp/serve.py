@@ -8,6 +8,7 @@ each line capped at 16 MiB (lines.py: an over-long line is answered with a short
 import asyncio
 import os
 import stat
+import sys
 import threading
 
 from gitsessions.protocols.acp.agent import GitsessionsAcp
@@ -22,12 +23,14 @@ class ConnectionFailed(GitsessionsError):
 
 def check_stdio() -> None:
     """The protocol needs stdin and stdout it can wait on: pipes, sockets or a terminal
-    (a regular file or /dev/null is refused with one line instead of a traceback)."""
-    for name, fd in (("stdin", 0), ("stdout", 1)):  # by descriptor: nothing written here
+    (a regular file or /dev/null is refused with one line instead of a traceback). The
+    streams checked are `sys.stdin` and `sys.stdout`, which the protocol is served on."""
+    for name in ("stdin", "stdout"):  # by descriptor: nothing written here
         try:
+            fd = getattr(sys, name).fileno()
             mode = os.fstat(fd).st_mode
             usable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-        except OSError:  # closed
+        except (AttributeError, OSError, ValueError):  # closed (None), or no descriptor
             usable = False
         if not usable:
             raise BadUsage(
