@@ -4,8 +4,10 @@ fetched by id, branches pushed, and the walks around them.
 Invariants:
 - Git 2.29 or newer does every transfer; else one line before anything happens
   (`require_git`).
-- Fetched objects are written under the store's shared lock and named by a ref before
-  it is released (a failed pull may leave them unnamed for a later purge).
+- Fetched objects are written under the store's shared lock, into a quarantine of no
+  refs but the commits offered (`incoming`: git's walks there are in proportion to what
+  comes, not to the store's refs), moved into the store once there and named by a ref
+  before the lock is released (a failed pull may leave them unnamed for a later purge).
 - Nothing fetched is named unchecked: git's checks, then `treecheck`; when a batch is
   refused each commit is fetched alone, the refused ones reported, the others come.
 - The remote's refs move only by compare-and-swap, never forced; a prune is leased.
@@ -21,7 +23,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from gitsessions.store import history, refnames, stockgit, treecheck
+from gitsessions.store import history, incoming, refnames, stockgit, treecheck
 from gitsessions.store.errors import StoreError
 from gitsessions.store.projectrefs import PROJECTS, session_of
 from gitsessions.store.refpack import current as ref_value
@@ -138,22 +140,23 @@ def fetch(
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
             return refs
-        tips = _tips(git, name, chosen)
         relay = _report(progress, url)
         bad: dict[bytes, str] = {}
-        try:
-            stockgit.fetch(git.path, url, sorted(wanted), env, relay, tips)
-        except stockgit.ObjectsRefused:
-            if refused is None:
-                raise
-            for sha in sorted(wanted):  # each alone: which ones are bad
-                try:
-                    stockgit.fetch(git.path, url, [sha], env, relay, tips)
-                except stockgit.ObjectsRefused as alone:
-                    bad[sha] = str(alone)
-        git.rescan()
-        here = present(git, wanted, env)
-        bad |= treecheck.refused(git.path, sorted(here - bad.keys()), env)
+        with incoming.quarantine(git.path, _tips(git, name, chosen)) as stage:
+            try:
+                stockgit.fetch(stage, url, sorted(wanted), env, relay)
+            except stockgit.ObjectsRefused:
+                if refused is None:
+                    raise
+                for sha in sorted(wanted):  # each alone: which ones are bad
+                    try:
+                        stockgit.fetch(stage, url, [sha], env, relay)
+                    except stockgit.ObjectsRefused as alone:
+                        bad[sha] = str(alone)
+            incoming.admit(stage, git.path)
+            git.rescan()
+            here = present(git, wanted, env)
+            bad |= treecheck.refused(stage, sorted(here - bad.keys()), env)
     if bad and refused is None:
         raise RemoteError(f"cannot fetch from {mask(url)}: {next(iter(bad.values()))}")
     lacking = sorted(wanted - bad.keys() - here)
@@ -215,13 +218,12 @@ def fetch_indexed(
 
 def _tips(git: Git, name: str, chosen: list[bytes]) -> list[bytes]:
     """The commits offered as common ground for `chosen`: what this store has of each
-    (its branch, its remote-tracking ref); none when one is new here (it may share
-    history with any: git's negotiation offers everything)."""
+    (its branch, its remote-tracking ref); nothing for one new here (offering every
+    ref of a store of thousands of sessions costs a walk of them all, and git's
+    negotiation gives up before it finds the few that matter)."""
     tips: list[bytes] = []
     for ref in chosen:
         here = [ref_value(git.path, r) for r in (ref, tracking_name(name, ref))]
-        if not any(here):
-            return []
         tips += [sha for sha in here if sha is not None]
     return tips
 
