@@ -63,7 +63,7 @@ SETTINGS = (
     "protocol.version=2",
     "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
-REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
+REF_LINES = re.compile(rb"(?m)^([0-9a-f]{40})\t(\S+)$")  # `ls-remote`'s, all at once
 Relay = Callable[[bytes], None]
 
 
@@ -257,12 +257,8 @@ def _feed(process: "subprocess.Popen[bytes]", data: bytes) -> None:
 def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     out = run(store, ["ls-remote", "--", url], env)
-    refs: dict[bytes, bytes] = {}
-    for line in out.splitlines():
-        found = REF_LINE.match(line)
-        if found and not found[2].endswith(b"^{}"):
-            refs[found[2]] = found[1]
-    return refs
+    lines = out.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # as `splitlines` splits
+    return {name: sha for sha, name in REF_LINES.findall(lines) if not name.endswith(b"^{}")}
 
 
 def fetch(
