@@ -118,13 +118,14 @@ def of_layout(name: bytes) -> bool:
 
 
 def lines_matching(names: Collection[bytes], line: re.Pattern[bytes]) -> list[bytes] | None:
-    """Those of `names` that `line` (a multiline `^...$` pattern) matches whole, found
-    by one search over them all (at 100,000 names a regex call each costs several times
-    more); None when a name holds a newline (the caller looks at each)."""
+    """Those of `names` that `line` (a multiline `^...$` pattern of no capturing group)
+    matches whole, found by one search over them all (at 100,000 names a regex call
+    each costs several times more); None when a name holds a newline (the caller looks
+    at each)."""
     joined = b"\n".join(names)
     if joined.count(b"\n") != len(names) - 1:
         return None
-    return [found[0] for found in line.finditer(joined)]
+    return line.findall(joined)
 
 
 _BRANCH_LINE = re.compile(rb"(?m)^" + re.escape(SESSIONS) + _ID + rb"$")

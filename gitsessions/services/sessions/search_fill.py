@@ -12,8 +12,8 @@ Invariants:
   here (or a chunk over `arrivals.CHUNK_BYTES`) is left to the search's own refresh.
 - Reads what the pull did not (`arrivals.Reads`: it adds the trees it reads, and the
   first prompts' lines of each chunk it reads, which the pull's first prompts then take
-  from it). A chunk already indexed is not read again; one batch is one IMMEDIATE transaction, a
-  chunk's text in it whole or not at all (a savepoint).
+  from it). A chunk already indexed is not read again; one batch is one IMMEDIATE
+  transaction, a chunk's text in it whole or not at all (a savepoint).
 """
 
 from __future__ import annotations
