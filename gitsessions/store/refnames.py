@@ -150,6 +150,12 @@ def well_formed(ids: dict[bytes, bytes]) -> dict[str, bytes]:
     return {sid.decode(): ids[sid] for sid in found}
 
 
+def all_of_layout(names: Collection[bytes]) -> bool:
+    """Whether every one of `names` is a name of the layout (`of_layout`), by one search."""
+    found = lines_matching(names, _LAYOUT_LINE) if names else []
+    return found is not None and len(found) == len(names)
+
+
 def sort_listing(refs: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], list[bytes]]:
     """A remote's listing split: (the refs of the layout, the bad names, sorted). The
     others (its `HEAD`, branches of its own) are dropped without a word."""

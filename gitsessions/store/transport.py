@@ -118,8 +118,9 @@ def fetch(
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
     returns the remote's refs as listed (or `listed`, the caller's listing just
-    before). The commits the store lacks are fetched by their ids (git writes no ref:
-    a thousand loose ones cost it a second, and matching a thousand names more), and
+    before, of the layout's names alone: a `fetch`'s or `fetch_indexed`'s). The
+    commits the store lacks are fetched by their ids (git writes no ref: a thousand
+    loose ones cost it a second, and matching a thousand names more), and
     the remote-tracking refs of `name` set for what came, unless not `track` (the
     caller's own write names them). A wanted commit whose objects fail the checks is
     left out and put in `refused` (`{commit: why}`); without `refused`, that fails the
@@ -130,8 +131,10 @@ def fetch(
     The caller holds `git.locked()`."""
     stockgit.remember_version(git.path)
     with _talking(url, "fetch from"):
-        refs, bad_names = refnames.sort_listing(
-            stockgit.ls_remote(git.path, url, env) if listed is None else listed
+        refs, bad_names = (
+            refnames.sort_listing(stockgit.ls_remote(git.path, url, env))
+            if listed is None
+            else (listed, [])  # the caller's: of the layout already
         )
         if ignored is not None:
             ignored.update(bad_names)
