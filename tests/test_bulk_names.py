@@ -1,7 +1,8 @@
-"""Names read in bulk (issue 46): a `packed-refs` file, a remote's listing and the
-session branches among 100,000 names are found by one regex search over them all
-(`refpack._whole`, `refnames.lines_matching`), and each reads exactly as a loop over the
-lines or names did, a bad line or a name holding a newline included."""
+"""Names read in bulk (issue 46): a remote's listing's layout names and the session
+branches among 100,000 names are found by one regex search over them all
+(`refnames.lines_matching`), and each reads exactly as a loop over the names did, a name
+holding a newline included; and a `packed-refs` file reads as its lines say, a bad line
+named (a bulk parse of it was tried and measured: 8-10% faster, not kept)."""
 
 import os
 from pathlib import Path

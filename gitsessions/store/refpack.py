@@ -68,11 +68,7 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
         if strict and cached is not None and cached[0] == key:
             return cached[1]
         data = file.read()
-    refs = _whole(data) if strict else None
-    if refs is not None:
-        _parsed[path] = (key, refs)
-        return refs
-    refs = {}
+    refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line or line.startswith(b"#") or line.startswith(b"^"):
             continue
@@ -87,22 +83,6 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
     if strict:
         _parsed[path] = (key, refs)
     return refs
-
-
-_REF_LINE = re.compile(rb"(?m)^([0-9a-f]{40}) (refs/[^\n]*)$")
-_CONTENT_LINE = re.compile(rb"(?m)^[^#^\n]")  # neither empty, a comment nor a peeled id
-
-
-def _whole(data: bytes) -> dict[bytes, bytes] | None:
-    """The refs of a `packed-refs` whose every line is good, by two searches over it
-    (at 100,000 refs a loop over its lines costs several times more); None when one is
-    not (or a line ends in a carriage return): the caller's loop says which."""
-    if b"\r" in data:
-        return None
-    found = _REF_LINE.findall(data)
-    if len(found) != len(_CONTENT_LINE.findall(data)):
-        return None
-    return {name: sha for sha, name in found}
 
 
 def check_packed(path: Path) -> None:
@@ -233,7 +213,7 @@ def packed_lock(
                 for name in refs:
                     check(name)  # `BadRefName`: nothing is written
             body = HEADER + b"".join(
-                [b"%s %s\n" % (sha, name) for name, sha in sorted(refs.items())]
+                sha + b" " + name + b"\n" for name, sha in sorted(refs.items())
             )
             view = memoryview(body)
             while view:
