@@ -28,7 +28,6 @@ _LAYOUT = re.compile(
     + rb"|refs/gitsessions/projects/" + _KEY + rb"/" + _ID
     + rb"|refs/heads/main"
 )  # fmt: skip
-_LAYOUT_LINE = re.compile(rb"(?m)^(?:" + _LAYOUT.pattern + rb")$")
 _FOLDERS = (SESSIONS, PROJECTS, TOMBSTONES)  # a name here must be one of the layout's
 # what git refuses in a name: a control character, space or ~^:?*[\, `..`, `@{`, an
 # empty component, a component starting with `.` or ending with `.lock`, a name
@@ -117,58 +116,16 @@ def of_layout(name: bytes) -> bool:
     return _LAYOUT.fullmatch(name) is not None
 
 
-def lines_matching(names: Collection[bytes], line: re.Pattern[bytes]) -> list[bytes] | None:
-    """Those of `names` that `line` (a multiline `^...$` pattern of no capturing group)
-    matches whole, found by one search over them all (at 100,000 names a regex call
-    each costs several times more); None when a name holds a newline (the caller looks
-    at each)."""
-    joined = b"\n".join(names)
-    if joined.count(b"\n") != len(names) - 1:
-        return None
-    return line.findall(joined)
-
-
-_BRANCH_LINE = re.compile(rb"(?m)^" + re.escape(SESSIONS) + _ID + rb"$")
-_ID_LINE = re.compile(rb"(?m)^" + _ID + rb"$")
-
-
-def session_branches(refs: dict[bytes, bytes]) -> dict[str, bytes]:
-    """`{session id: commit}` of the session branches among `refs` (the others, and
-    names whose id is not a well-formed one, left out), by one search over them all."""
-    found = lines_matching(refs, _BRANCH_LINE) if refs else []
-    if found is None:
-        found = [name for name in refs if _BRANCH_LINE.fullmatch(name)]
-    return {name[len(SESSIONS) :].decode(): refs[name] for name in found}
-
-
-def well_formed(ids: dict[bytes, bytes]) -> dict[str, bytes]:
-    """`{session id: commit}` of those of `ids` (`{id: commit}`) that are well-formed
-    session ids, by one search over them all."""
-    found = lines_matching(ids, _ID_LINE) if ids else []
-    if found is None:
-        found = [sid for sid in ids if _ID_LINE.fullmatch(sid)]
-    return {sid.decode(): ids[sid] for sid in found}
-
-
-def all_of_layout(names: Collection[bytes]) -> bool:
-    """Whether every one of `names` is a name of the layout (`of_layout`), by one search."""
-    found = lines_matching(names, _LAYOUT_LINE) if names else []
-    return found is not None and len(found) == len(names)
-
-
 def sort_listing(refs: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], list[bytes]]:
     """A remote's listing split: (the refs of the layout, the bad names, sorted). The
     others (its `HEAD`, branches of its own) are dropped without a word."""
-    found = lines_matching(refs, _LAYOUT_LINE) if refs else []
-    if found is None:
-        kept = {name: sha for name, sha in refs.items() if of_layout(name)}
-    else:
-        kept = {name: refs[name] for name in found}
-    bad = [
-        name
-        for name in refs.keys() - kept.keys()
-        if breaks_rules(name) is not None or name.startswith(_FOLDERS)
-    ]
+    kept: dict[bytes, bytes] = {}
+    bad: list[bytes] = []
+    for name, sha in refs.items():
+        if of_layout(name):
+            kept[name] = sha
+        elif breaks_rules(name) is not None or name.startswith(_FOLDERS):
+            bad.append(name)
     return kept, sorted(bad)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gitsessions.store import headlog
 from gitsessions.store.projectrefs import PROJECTS
-from gitsessions.store.refnames import BadRefName, all_of_layout, check, of_layout, shown
+from gitsessions.store.refnames import BadRefName, check, of_layout, shown
 from gitsessions.store.refpack import packed_lock, read_loose, read_packed, read_ref_file
 from gitsessions.store.repo import GitStore
 from gitsessions.store.storelock import ref_lock_name
@@ -56,14 +56,9 @@ def _tracked(name: str, remote_ref: bytes) -> bytes:
     `commit` checks every name at once)."""
     if not of_layout(remote_ref):
         raise BadRefName(f"not a ref a remote of sessions holds: {shown(remote_ref)}")
-    return _under(tracking_prefix(name), remote_ref)
-
-
-def _under(prefix: bytes, remote_ref: bytes) -> bytes:
-    """A layout name's tracking ref under `prefix` (`refs/remotes/<name>/`)."""
     if remote_ref.startswith(b"refs/heads/sessions/"):
-        return prefix + remote_ref[len(b"refs/heads/") :]
-    return prefix + remote_ref[len(b"refs/") :]
+        return tracking_prefix(name) + remote_ref[len(b"refs/heads/") :]
+    return tracking_prefix(name) + remote_ref[len(b"refs/") :]
 
 
 @dataclass
@@ -83,13 +78,11 @@ class Tracking:
             new = {n: s for n, s in packed.items() if not n.startswith(prefix)}
         else:
             new = {**packed, **loose}
-        laid = all_of_layout(self.refs)  # else `_tracked` says which is not
         for ref, sha in self.refs.items():  # the names checked as `packed-refs` is written
-            name = _under(prefix, ref) if laid else _tracked(self.name, ref)
             if sha is None:
-                new.pop(name, None)
+                new.pop(_tracked(self.name, ref), None)
             else:
-                new[name] = sha
+                new[_tracked(self.name, ref)] = sha
         return new
 
 

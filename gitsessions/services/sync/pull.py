@@ -30,10 +30,10 @@ from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report,
 from gitsessions.store import here, history, remoteconfig, tracking, transport
 from gitsessions.store.errors import StoreError
 from gitsessions.store.lease import Lease, SessionInUse
-from gitsessions.store.refnames import session_branches
 from gitsessions.store.refs import ref_name
 from gitsessions.store.tracking import SESSIONS, TOMBSTONES
 from gitsessions.store.transport import RemoteError
+from gitsessions.values.ids import is_session_id
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def pull(
         seen: list[tuple[dict[bytes, bytes], dict[str, bytes]]] = []  # refs, their sessions
 
         def wanted(refs: dict[bytes, bytes]) -> list[bytes]:
-            seen[:] = [(refs, session_branches(refs))]
+            seen[:] = [(refs, _sessions(refs))]
             wants[:] = [
                 sha for sid, sha in seen[0][1].items() if local.get(sid) != sha and brought(sid)
             ]
@@ -96,7 +96,7 @@ def pull(
             git, url, wanted, progress, name=name, env=env, listed=listed,
             track=False, refused=refused,
         )  # fmt: skip
-        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else session_branches(refs)
+        remote_sessions = seen[0][1] if seen and seen[0][0] is refs else _sessions(refs)
         theirs = {s: sha for s, sha in remote_sessions.items() if brought(s)}
         tracked: dict[bytes, bytes | None] = {
             ref_name(s): sha for s, sha in theirs.items() if sha not in refused
@@ -206,6 +206,16 @@ def _maintain(store: Store) -> None:
 
     if piles.needs_maintenance(store.git.path):
         background.schedule(store.git.path)
+
+
+def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for ref, sha in refs.items():
+        if ref.startswith(SESSIONS):
+            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
+            if is_session_id(sid):
+                out[sid] = sha
+    return out
 
 
 def _bring(
