@@ -121,3 +121,15 @@ def test_a_quarantine_offers_the_tips_alone_and_reads_the_store_through_its_alte
         assert incoming.admit(stage, store) == 0  # nothing came: nothing moves
 
     assert _leftovers(store) == []
+
+
+def test_gc_removes_a_killed_pulls_quarantine_and_its_flock_file(cli: Cli, home: Path):
+    make(home, tag="kept")
+    store = home / "store.git"
+    killed = _killed_in_quarantine(store)
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
+    assert len(_leftovers(store)) == 2
+
+    cli("gc")
+
+    assert _leftovers(store) == []
