@@ -3,6 +3,7 @@ refs but the commits offered, the store its alternate, so stock git's walks do n
 every ref of the store. What came is moved into the store and the quarantine removed;
 one a killed pull left is removed by the next pull, one a live fetch holds is not."""
 
+import json
 import os
 import signal
 import subprocess
@@ -132,4 +133,40 @@ def test_gc_removes_a_killed_pulls_quarantine_and_its_flock_file(cli: Cli, home:
 
     cli("gc")
 
+    assert _leftovers(store) == []
+
+
+def _objects_of_packs(store: Path, names: set[str]) -> int:
+    """How many objects the packs `names` (of the store's pack directory) hold."""
+    total = 0
+    for name in names:
+        idx = store / "objects" / "pack" / name
+        with idx.open("rb") as data:
+            shown = subprocess.run(
+                ["git", "show-index"], stdin=data, capture_output=True, check=True
+            ).stdout.splitlines()
+        total += len(shown)
+    return total
+
+
+def test_a_fork_of_a_session_here_comes_without_the_history_this_home_has(
+    cli: Cli, home: Path, tmp_path: Path
+):
+    writer = tmp_path / "writer"
+    parent = make(writer, turns=6, tag="parent")
+    origin = bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    cli("--home", str(writer), "push", "--all")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == {parent: "created"}
+    store = home / "store.git"
+    history = len(git(store, "rev-list", "--objects", "--all").stdout.splitlines())
+    fork = json.loads(cli("--home", str(writer), "fork", parent, "--json").stdout)["id"]
+    cli("--home", str(writer), "push", "--all")
+    packs = {p.name for p in (store / "objects" / "pack").glob("pack-*.idx")}
+
+    assert results(summary(cli, home, "pull"))[fork] == "created"
+
+    came = {p.name for p in (store / "objects" / "pack").glob("pack-*.idx")} - packs
+    assert came and _objects_of_packs(store, came) < history // 2, (came, history)
     assert _leftovers(store) == []

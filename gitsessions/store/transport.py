@@ -28,6 +28,7 @@ from gitsessions.store.errors import StoreError
 from gitsessions.store.projectrefs import PROJECTS, session_of
 from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import read_loose, read_packed
+from gitsessions.store.refs import session_refs
 from gitsessions.store.remoteconfig import clean, mask
 from gitsessions.store.repo import GitStore
 from gitsessions.store.tracking import (
@@ -42,6 +43,7 @@ from gitsessions.store.tracking import (
 ZERO_SHA = b"0" * 40
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
 FEW = 200  # objects looked up one by one (`present`); more: by one stock git process
+OFFER_ALL = 1000  # session heads offered as common ground at most (`_tips`)
 PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
 Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
@@ -221,13 +223,20 @@ def fetch_indexed(
 
 def _tips(git: Git, name: str, chosen: list[bytes]) -> list[bytes]:
     """The commits offered as common ground for `chosen`: what this store has of each
-    (its branch, its remote-tracking ref); nothing for one new here (offering every
-    ref of a store of thousands of sessions costs a walk of them all, and git's
-    negotiation gives up before it finds the few that matter)."""
+    (its branch, its remote-tracking ref); for one new here (a fork may share history
+    with any session), every session's head too while there are at most `OFFER_ALL`
+    (past that, offering them all costs a walk of them all, and git's negotiation
+    gives up before it finds the few that matter)."""
     tips: list[bytes] = []
+    new = False
     for ref in chosen:
         here = [ref_value(git.path, r) for r in (ref, tracking_name(name, ref))]
+        new = new or not any(here)
         tips += [sha for sha in here if sha is not None]
+    if new:
+        heads = session_refs(git.path)
+        if len(heads) <= OFFER_ALL:
+            tips += heads.values()
     return tips
 
 
