@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dulwich.objects import Tree
 
 from gitsessions.store import chunks, transport
-from gitsessions.store.arrivals import CHUNK_BYTES, LEVELS, _tree, runs
+from gitsessions.store.arrivals import CHUNK_BYTES, LEVELS, _tree, first_lines, runs
 from gitsessions.store.errors import StoreError
 from gitsessions.store.layout import Record, decode_lines
 from gitsessions.store.tracking import Git
@@ -28,10 +28,13 @@ from gitsessions.store.tracking import Git
 Segments = list[tuple[int, bytes]]  # (first message index, chunk id), in order
 
 
-def segments(git: Git, tops: dict[str, Tree], env: transport.Env) -> dict[str, Segments | None]:
+def segments(
+    git: Git, tops: dict[str, Tree], env: transport.Env, trees: dict[bytes, Tree | None]
+) -> dict[str, Segments | None]:
     """Each session's transcript chunks from its top tree (`tops`), as `chunks.all_chunks`
-    lists them; None for one whose trees do not read."""
-    trees: dict[bytes, Tree | None] = {top.id: top for top in tops.values()}
+    lists them; None for one whose trees do not read. `trees`: those already read (a
+    batch's, `arrivals.Reads`), to which it adds those it reads."""
+    trees.update({top.id: top for top in tops.values()})
 
     def get(sha: bytes) -> Tree:
         tree = trees.get(sha)
@@ -63,13 +66,21 @@ def segments(git: Git, tops: dict[str, Tree], env: transport.Env) -> dict[str, S
 
 
 def records(
-    git: Git, ids: list[bytes], env: transport.Env
+    git: Git,
+    ids: list[bytes],
+    env: transport.Env,
+    firsts: dict[bytes, bytes | None],
+    keep: set[bytes],
 ) -> Iterator[list[tuple[bytes, list[Record] | None]]]:
     """The records of each chunk of `ids`, a run (`arrivals.RUN_BYTES`) at a time; None
-    for one missing, larger than `CHUNK_BYTES` or not reading."""
+    for one missing, larger than `CHUNK_BYTES` or not reading. Of each chunk in `keep`
+    (one holding a first prompt's lines), those lines go into `firsts` as it is read
+    (`arrivals.Reads`: the first prompts do not read it again)."""
     for run in runs(git, ids, env, CHUNK_BYTES):
         out: list[tuple[bytes, list[Record] | None]] = []
         for n, raw in run:
+            if ids[n] in keep:
+                firsts[ids[n]] = None if raw is None else first_lines(raw)
             try:
                 found = None if raw is None else decode_lines(raw, "transcript chunk")
             except StoreError:

@@ -9,6 +9,9 @@ Invariants:
   sized first and read `RUN_BYTES` a process; a batch's headers and trees are held,
   and of each first chunk (at most `CHUNK_BYTES`; a larger one is left to the listing)
   only its first lines.
+- Read once: search's fill of a batch (`read`'s `texts`) and its first prompts share
+  what either read (`Reads`: the trees, the first prompts' lines of each chunk), so no
+  tree or first chunk is asked of git twice.
 - A head is accepted only as `checked_head` would accept it: a `session.json` that is a
   JSON object of a known format whose `id` is the session's (else `why`, one line).
 - The first prompt is the catalog's (`catalog.first_prompt` over the transcript's
@@ -21,8 +24,8 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from dulwich.errors import ObjectFormatException
@@ -55,6 +58,20 @@ class Arrival:
     top: Tree | None = None  # its transcript's top tree, read (this build's format only)
 
 
+@dataclass
+class Reads:
+    """What a batch read of its transcripts, shared by the first prompts and search's
+    fill (`arrival_texts`), so neither reads a tree or a first chunk the other did:
+    each tree read (None: one that does not read), and of each chunk holding a first
+    prompt's lines, those lines (None: one not read here)."""
+
+    trees: dict[bytes, Tree | None] = field(default_factory=dict)
+    firsts: dict[bytes, bytes | None] = field(default_factory=dict)
+
+
+Texts = Callable[[list["Arrival"], Reads], object]  # a batch's texts read further (search)
+
+
 class _Lacking(Exception):
     """A tree not read yet (the next round reads it)."""
 
@@ -62,19 +79,34 @@ class _Lacking(Exception):
         self.sha = sha
 
 
-def read(git: Git, heads: dict[str, bytes], env: transport.Env) -> Iterator[list[Arrival]]:
-    """Each of `heads` (`{id: commit}`) read and checked, `BATCH` at a time, in id order."""
+def read(
+    git: Git, heads: dict[str, bytes], env: transport.Env, texts: Texts | None = None
+) -> Iterator[list[Arrival]]:
+    """Each of `heads` (`{id: commit}`) read and checked, `BATCH` at a time, in id order.
+    `texts`: given each batch's accepted arrivals once their headers and transcripts'
+    tops are read, and what was read (`Reads`, which it fills), before the first
+    prompts are found from it (search's fill: the trees and first chunks it reads are
+    not read again)."""
     order = sorted(heads)
     for start in range(0, len(order), BATCH):
-        yield _batch(git, {sid: heads[sid] for sid in order[start : start + BATCH]}, env)
+        reads = Reads()
+        batch = {sid: heads[sid] for sid in order[start : start + BATCH]}
+        out, tops = _batch(git, batch, env, reads.trees)
+        if texts is not None:
+            texts([a for a in out if a.why is None], reads)
+        _prompts([a for a in out if a.id in tops], tops, reads, git, env)
+        yield out
 
 
-def _batch(git: Git, heads: dict[str, bytes], env: transport.Env) -> list[Arrival]:
+def _batch(
+    git: Git, heads: dict[str, bytes], env: transport.Env, trees: dict[bytes, Tree | None]
+) -> tuple[list[Arrival], dict[str, bytes]]:
+    """The heads' headers checked and their transcripts' top trees read (into `trees`):
+    (the arrivals, `{id: top tree}` of those whose first prompt is still to find)."""
     names = [sha + path for sha in heads.values() for path in (b":session.json", b":transcript")]
     found = _contents(git, names, env)
     out: list[Arrival] = []
     tops: dict[str, bytes] = {}
-    trees: dict[bytes, Tree | None] = {}
     for n, (sid, sha) in enumerate(heads.items()):
         arrival = _checked(sid, sha, found[2 * n])
         out.append(arrival)
@@ -87,8 +119,7 @@ def _batch(git: Git, heads: dict[str, bytes], env: transport.Env) -> list[Arriva
             trees[top.id] = top
             tops[sid] = top.id
             arrival.top = top
-    _prompts([a for a in out if a.id in tops], tops, trees, git, env)
-    return out
+    return out, tops
 
 
 def _checked(sid: str, sha: bytes, raw: bytes | None) -> Arrival:
@@ -125,15 +156,12 @@ def _tree(raw: bytes) -> Tree | None:
 
 
 def _prompts(
-    arrivals: list[Arrival],
-    tops: dict[str, bytes],
-    trees: dict[bytes, Tree | None],
-    git: Git,
-    env: transport.Env,
+    arrivals: list[Arrival], tops: dict[str, bytes], reads: Reads, git: Git, env: transport.Env
 ) -> None:
     """Each arrival's first prompt, its transcript's trees read a level a round and its
-    first chunks in a last one (a session whose transcript does not read keeps None)."""
-    blobs: dict[bytes, bytes | None] = {}
+    first chunks in a last one, but those `reads` holds (a session whose transcript
+    does not read keeps None)."""
+    trees, blobs = reads.trees, reads.firsts
 
     def get(sha: bytes) -> Tree:
         if sha not in trees:
@@ -219,6 +247,11 @@ def runs(
             yield list(zip(run, found, strict=True))
     if left:
         yield left
+
+
+def first_lines(data: bytes) -> bytes:
+    """What a first prompt can need of a chunk (its first `FIRST_LINES` lines)."""
+    return _lines(data, FIRST_LINES)
 
 
 def _lines(data: bytes, count: int) -> bytes:

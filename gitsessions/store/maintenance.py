@@ -267,8 +267,8 @@ def _remove_temporary_packs(git: GitStore) -> None:
     """Half-written packs of a killed writer, pack run or fetch (`tmp*` in the pack
     directory: dulwich's `tmpXXXX.pack`, git's `tmp_pack_*`, ours), a pack renamed into
     place by a writer killed before its index was (nothing can read it), and the
-    quarantine a killed fetch of an older gitsessions (through dulwich) left (we hold
-    the exclusive lock: none is live)."""
+    quarantine a killed fetch left (`incoming`; we hold the exclusive lock: none is
+    live)."""
     for leftover in (git.path / "objects").glob("tmp_pack_*"):
         with contextlib.suppress(OSError):
             leftover.unlink()
@@ -282,6 +282,9 @@ def _remove_temporary_packs(git: GitStore) -> None:
                 data.unlink()
     for quarantine in (git.path / "gitsessions").glob("incoming-*"):  # a killed fetch's
         shutil.rmtree(quarantine, ignore_errors=True)
+    for flock in (git.path / "locks").glob("incoming-*"):  # and its `flock` file
+        with contextlib.suppress(OSError):
+            flock.unlink()
 
 
 def _remove_empty_fanout(git: GitStore) -> None:

@@ -63,7 +63,7 @@ SETTINGS = (
     "protocol.version=2",
     "fetch.unpackLimit=1",  # a fetch keeps the pack that came (see above)
 )
-REF_LINE = re.compile(rb"^([0-9a-f]{40})\t(\S+)$")
+REF_LINES = re.compile(rb"(?m)^([0-9a-f]{40})\t(\S+)$")  # `ls-remote`'s, all at once
 Relay = Callable[[bytes], None]
 
 
@@ -257,12 +257,8 @@ def _feed(process: "subprocess.Popen[bytes]", data: bytes) -> None:
 def ls_remote(store: Path, url: str, env: Mapping[str, str] | None) -> dict[bytes, bytes]:
     """The refs the remote advertises (no objects move)."""
     out = run(store, ["ls-remote", "--", url], env)
-    refs: dict[bytes, bytes] = {}
-    for line in out.splitlines():
-        found = REF_LINE.match(line)
-        if found and not found[2].endswith(b"^{}"):
-            refs[found[2]] = found[1]
-    return refs
+    lines = out.replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # as `splitlines` splits
+    return {name: sha for sha, name in REF_LINES.findall(lines) if not name.endswith(b"^{}")}
 
 
 def fetch(
@@ -271,17 +267,15 @@ def fetch(
     wants: list[bytes],
     env: Mapping[str, str] | None,
     relay: Relay | None = None,
-    tips: Iterable[bytes] = (),
 ) -> None:
-    """Fetch the commits `wants` (ids the remote advertised) and all they need; no ref
-    is written (the caller names them). `tips`: the commits whose histories alone are
-    offered as common (git's negotiation from every ref of a store of a thousand
-    sessions gives up before it finds the few that matter, and the remote then sends
-    whole histories)."""
-    args = ["-c", "fetch.fsckObjects=true", "fetch", "--no-tags", "--no-write-fetch-head"]
-    args += ["--no-auto-gc"]
+    """Fetch the commits `wants` (ids the remote advertised) and all they need into
+    `store` (a quarantine: `incoming`); no ref is written (the caller names them). The
+    commits offered as common ground are `store`'s refs alone: an alternate's refs are
+    not listed (`core.alternateRefsCommand`), so git neither walks nor offers the
+    refs of the store behind it."""
+    args = ["-c", "fetch.fsckObjects=true", "-c", "core.alternateRefsCommand=true"]
+    args += ["fetch", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
     args += ["--no-auto-maintenance", "--no-recurse-submodules", "--stdin"]
-    args += [f"--negotiation-tip={tip.decode()}" for tip in sorted(set(tips))]
     args += ["--progress" if relay is not None else "--quiet", "--", url]
     try:
         run(store, args, env, stdin=b"".join(sha + b"\n" for sha in wants), relay=relay)

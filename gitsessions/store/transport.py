@@ -4,8 +4,10 @@ fetched by id, branches pushed, and the walks around them.
 Invariants:
 - Git 2.29 or newer does every transfer; else one line before anything happens
   (`require_git`).
-- Fetched objects are written under the store's shared lock and named by a ref before
-  it is released (a failed pull may leave them unnamed for a later purge).
+- Fetched objects are written under the store's shared lock, into a quarantine of no
+  refs but the commits offered (`incoming`: git's walks there are in proportion to what
+  comes, not to the store's refs), moved into the store once there and named by a ref
+  before the lock is released (a failed pull may leave them unnamed for a later purge).
 - Nothing fetched is named unchecked: git's checks, then `treecheck`; when a batch is
   refused each commit is fetched alone, the refused ones reported, the others come.
 - The remote's refs move only by compare-and-swap, never forced; a prune is leased.
@@ -21,11 +23,12 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from gitsessions.store import history, refnames, stockgit, treecheck
+from gitsessions.store import history, incoming, refnames, stockgit, treecheck
 from gitsessions.store.errors import StoreError
 from gitsessions.store.projectrefs import PROJECTS, session_of
 from gitsessions.store.refpack import current as ref_value
 from gitsessions.store.refpack import read_loose, read_packed
+from gitsessions.store.refs import session_refs
 from gitsessions.store.remoteconfig import clean, mask
 from gitsessions.store.repo import GitStore
 from gitsessions.store.tracking import (
@@ -40,6 +43,7 @@ from gitsessions.store.tracking import (
 ZERO_SHA = b"0" * 40
 Entry = tuple[bytes, int, bytes]  # hex id, object type, path (`maintenance.Entry`)
 FEW = 200  # objects looked up one by one (`present`); more: by one stock git process
+OFFER_ALL = 1000  # session heads offered as common ground at most (`_tips`)
 PUSH_BATCH = 2000  # refs per `git push` (its arguments stay well under the OS limit)
 Progress = Callable[[str], None]
 Env = Mapping[str, str] | None  # the environment stock git runs in (None: this one's)
@@ -116,8 +120,9 @@ def fetch(
 ) -> dict[bytes, bytes]:
     """Fetch the commits `wants(remote refs)` names (and all they need) into the store;
     returns the remote's refs as listed (or `listed`, the caller's listing just
-    before). The commits the store lacks are fetched by their ids (git writes no ref:
-    a thousand loose ones cost it a second, and matching a thousand names more), and
+    before, of the layout's names alone: a `fetch`'s or `fetch_indexed`'s). The
+    commits the store lacks are fetched by their ids (git writes no ref: a thousand
+    loose ones cost it a second, and matching a thousand names more), and
     the remote-tracking refs of `name` set for what came, unless not `track` (the
     caller's own write names them). A wanted commit whose objects fail the checks is
     left out and put in `refused` (`{commit: why}`); without `refused`, that fails the
@@ -128,8 +133,10 @@ def fetch(
     The caller holds `git.locked()`."""
     stockgit.remember_version(git.path)
     with _talking(url, "fetch from"):
-        refs, bad_names = refnames.sort_listing(
-            stockgit.ls_remote(git.path, url, env) if listed is None else listed
+        refs, bad_names = (
+            refnames.sort_listing(stockgit.ls_remote(git.path, url, env))
+            if listed is None
+            else (listed, [])  # the caller's: of the layout already
         )
         if ignored is not None:
             ignored.update(bad_names)
@@ -138,22 +145,23 @@ def fetch(
         chosen = sorted(ref for ref, sha in refs.items() if sha in wanted)
         if not chosen:
             return refs
-        tips = _tips(git, name, chosen)
         relay = _report(progress, url)
         bad: dict[bytes, str] = {}
-        try:
-            stockgit.fetch(git.path, url, sorted(wanted), env, relay, tips)
-        except stockgit.ObjectsRefused:
-            if refused is None:
-                raise
-            for sha in sorted(wanted):  # each alone: which ones are bad
-                try:
-                    stockgit.fetch(git.path, url, [sha], env, relay, tips)
-                except stockgit.ObjectsRefused as alone:
-                    bad[sha] = str(alone)
-        git.rescan()
-        here = present(git, wanted, env)
-        bad |= treecheck.refused(git.path, sorted(here - bad.keys()), env)
+        with incoming.quarantine(git.path, _tips(git, name, chosen)) as stage:
+            try:
+                stockgit.fetch(stage, url, sorted(wanted), env, relay)
+            except stockgit.ObjectsRefused:
+                if refused is None:
+                    raise
+                for sha in sorted(wanted):  # each alone: which ones are bad
+                    try:
+                        stockgit.fetch(stage, url, [sha], env, relay)
+                    except stockgit.ObjectsRefused as alone:
+                        bad[sha] = str(alone)
+            incoming.admit(stage, git.path)
+            git.rescan()
+            here = present(git, wanted, env)
+            bad |= treecheck.refused(stage, sorted(here - bad.keys()), env)
     if bad and refused is None:
         raise RemoteError(f"cannot fetch from {mask(url)}: {next(iter(bad.values()))}")
     lacking = sorted(wanted - bad.keys() - here)
@@ -215,14 +223,20 @@ def fetch_indexed(
 
 def _tips(git: Git, name: str, chosen: list[bytes]) -> list[bytes]:
     """The commits offered as common ground for `chosen`: what this store has of each
-    (its branch, its remote-tracking ref); none when one is new here (it may share
-    history with any: git's negotiation offers everything)."""
+    (its branch, its remote-tracking ref); for one new here (a fork may share history
+    with any session), every session's head too while there are at most `OFFER_ALL`
+    (past that, offering them all costs a walk of them all, and git's negotiation
+    gives up before it finds the few that matter)."""
     tips: list[bytes] = []
+    new = False
     for ref in chosen:
         here = [ref_value(git.path, r) for r in (ref, tracking_name(name, ref))]
-        if not any(here):
-            return []
+        new = new or not any(here)
         tips += [sha for sha in here if sha is not None]
+    if new:
+        heads = session_refs(git.path)
+        if len(heads) <= OFFER_ALL:
+            tips += heads.values()
     return tips
 
 

@@ -229,12 +229,12 @@ class SearchIndex:
         h: Mapping[str, Any],
         compactions: list[Any],
         current: dict[int, str],
-        fresh: bool = False,
     ) -> None:
         """Index session `sid` at `commit`: its header `h`, its compaction records and its
-        transcript's chunks (`current`: first message index -> blob id). `fresh`: the
-        caller knows the index holds nothing of `sid` (nothing to replace)."""
-        if not fresh:
+        transcript's chunks (`current`: first message index -> blob id), replacing what
+        the index held of it (found by `labelled`'s and `holds`' indexes: a session new
+        to the index costs two lookups, not a delete from the FTS table)."""
+        if db.execute("SELECT 1 FROM labelled WHERE session = ? LIMIT 1", (sid,)).fetchone():
             self._unlabel(db, sid)
         for idx, role, text in (
             (TITLE, "title", h.get("title") or ""),
@@ -250,13 +250,13 @@ class SearchIndex:
                     "INSERT INTO labels VALUES (?, ?, ?, ?)", (self._clean(text), sid, idx, role)
                 ).lastrowid
                 db.execute("INSERT INTO labelled VALUES (?, ?)", (row, sid))
-        stored = {} if fresh else dict(
+        stored = dict(
             db.execute(
                 "SELECT holds.start, blobs.sha FROM holds JOIN blobs ON blobs.id = holds.blob"
                 " WHERE holds.session = ?",
                 (sid,),
             )
-        )  # fmt: skip
+        )
         released: set[int] = set()
         for start in set(stored) | set(current):
             if stored.get(start) == current.get(start):

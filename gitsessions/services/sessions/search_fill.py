@@ -10,8 +10,10 @@ Invariants:
 - Only a session read whole here is written: one with compactions (their file is not
   read here), an older format's head, or a transcript whose trees or chunks do not read
   here (or a chunk over `arrivals.CHUNK_BYTES`) is left to the search's own refresh.
-- A chunk already indexed is not read again; one batch is one IMMEDIATE transaction, a
-  chunk's text in it whole or not at all (a savepoint).
+- Reads what the pull did not (`arrivals.Reads`: it adds the trees it reads, and the
+  first prompts' lines of each chunk it reads, which the pull's first prompts then take
+  from it). A chunk already indexed is not read again; one batch is one IMMEDIATE
+  transaction, a chunk's text in it whole or not at all (a savepoint).
 """
 
 from __future__ import annotations
@@ -21,32 +23,36 @@ import sqlite3
 
 from gitsessions.services.sessions.search import SearchIndex, _writing
 from gitsessions.store import arrival_texts, transport
-from gitsessions.store.arrivals import Arrival
+from gitsessions.store.arrivals import Arrival, Reads
 from gitsessions.store.cache import is_damage
+from gitsessions.store.catalog import FIRST_LINES
 from gitsessions.store.errors import StoreError
 from gitsessions.store.formats import FORMAT, check_header
 from gitsessions.store.sessions import SessionStore
 
 
-def fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
+def fill(store: SessionStore, batch: list[Arrival], env: transport.Env, reads: Reads) -> int:
     """Index those of `batch` (accepted arrivals, `store.arrivals`) that read whole here;
-    how many it indexed. An index file busy or found damaged is left to the search (which
-    rebuilds a damaged one): the pull goes on."""
+    how many it indexed. `reads`: what the pull read of the batch's transcripts, which
+    this adds to (the trees, the first prompts' lines of each chunk read). An index file
+    busy or found damaged is left to the search (which rebuilds a damaged one): the pull
+    goes on."""
     try:
-        return _fill(store, batch, env)
+        return _fill(store, batch, env, reads)
     except sqlite3.DatabaseError as error:
         if is_damage(error):
             (store.home / "search.sqlite").unlink(missing_ok=True)
         return 0
 
 
-def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
+def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env, reads: Reads) -> int:
     heads = [a for a in batch if _plain(a)]
     if not heads:
         return 0
     index = SearchIndex(store)
     tops = {a.id: a.top for a in heads if a.top is not None}
-    found = arrival_texts.segments(store.git, tops, env)
+    found = arrival_texts.segments(store.git, tops, env, reads.trees)
+    keep = {sha for a in heads for sha in _first_chunks(a, found.get(a.id))}
     with index._db() as db:
         db.isolation_level = None
         with _writing(db):
@@ -59,7 +65,7 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
             known = {row[0] for row in db.execute(held, (json.dumps(shas),))}
             wanted = [sha.encode() for sha in shas if sha not in known]
             unread: set[bytes] = set()
-            for run in arrival_texts.records(store.git, wanted, env):
+            for run in arrival_texts.records(store.git, wanted, env, reads.firsts, keep):
                 for sha, records in run:
                     if records is None:
                         unread.add(sha)
@@ -71,9 +77,6 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
                         db.execute("ROLLBACK TO chunk")
                         unread.add(sha)  # its sessions are left to the search
                     db.execute("RELEASE chunk")
-            ids = json.dumps([a.id for a in heads])
-            inside = "SELECT session FROM meta WHERE session IN (SELECT value FROM json_each(?))"
-            indexed = {row[0] for row in db.execute(inside, (ids,))}
             done = 0
             for arrival in heads:
                 assert arrival.header is not None
@@ -81,10 +84,18 @@ def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env) -> int:
                 if chunks is None or any(sha in unread for _first, sha in chunks):
                     continue
                 current = {first: sha.decode() for first, sha in chunks}
-                fresh = arrival.id not in indexed  # the common case: nothing to replace
-                index._store(db, arrival.id, arrival.commit, arrival.header, [], current, fresh)
+                index._store(db, arrival.id, arrival.commit, arrival.header, [], current)
                 done += 1
     return done
+
+
+def _first_chunks(arrival: Arrival, found: arrival_texts.Segments | None) -> list[bytes]:
+    """The chunks holding the lines its first prompt is found in (`catalog.FIRST_LINES`)."""
+    assert arrival.header is not None
+    counts = arrival.header.get("counts")
+    messages = counts.get("messages") if isinstance(counts, dict) else 0
+    end = min(FIRST_LINES, messages if isinstance(messages, int) else 0)
+    return [sha for first, sha in found or [] if first < end]
 
 
 def _plain(arrival: Arrival) -> bool:

@@ -275,10 +275,13 @@ def _check_arriving(
 
     out: dict[str, str | None] = {}
 
+    texts: arrivals.Texts | None = None
+    if isinstance(store, SessionStore):  # its redaction setting known: search's
+        full = store
+        texts = lambda batch, reads: search_fill.fill(full, batch, env, reads)  # noqa: E731
+
     def rows() -> Iterator[catalog.Row]:
-        for batch in arrivals.read(store.git, arriving, env):
-            if isinstance(store, SessionStore):  # its redaction setting known: search's
-                search_fill.fill(store, [a for a in batch if a.why is None], env)
+        for batch in arrivals.read(store.git, arriving, env, texts):
             for arrival in batch:
                 out[arrival.id] = arrival.why
                 if arrival.header is not None and arrival.prompt is not None:
