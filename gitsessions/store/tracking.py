@@ -28,7 +28,13 @@ from pathlib import Path
 from gitsessions.store import headlog
 from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refnames import BadRefName, check, of_layout, shown
-from gitsessions.store.refpack import packed_lock, read_loose, read_packed, read_ref_file
+from gitsessions.store.refpack import (
+    name_creating,
+    packed_lock,
+    read_loose,
+    read_packed,
+    read_ref_file,
+)
 from gitsessions.store.repo import GitStore
 from gitsessions.store.storelock import ref_lock_name
 
@@ -85,6 +91,28 @@ class Tracking:
                 new[_tracked(self.name, ref)] = sha
         return new
 
+    def changes(
+        self, packed: dict[bytes, bytes], loose: dict[bytes, bytes]
+    ) -> tuple[dict[bytes, bytes], list[bytes]] | None:
+        """What `apply` changes as loose files: (the tracking refs whose value differs
+        from the one they hold, the loose ones to remove); None when a packed one goes
+        (only a `packed-refs` write removes it)."""
+        prefix = tracking_prefix(self.name)
+        want: dict[bytes, bytes] = {}
+        gone: list[bytes] = []
+        for ref, sha in self.refs.items():
+            if sha is None:
+                gone.append(_tracked(self.name, ref))
+            else:
+                want[_tracked(self.name, ref)] = sha
+        if self.replace:
+            gone += [n for n in packed if n.startswith(prefix) and n not in want]
+            gone += [n for n in loose if n not in want]
+        if any(n in packed for n in gone):
+            return None
+        write = {n: s for n, s in want.items() if loose.get(n, packed.get(n)) != s}
+        return write, [n for n in gone if n in loose]
+
 
 def set_tracking(
     git: Git, name: str, refs: dict[bytes, bytes | None], *, replace: bool = False
@@ -95,7 +123,7 @@ def set_tracking(
     prefix = tracking_prefix(name)
     before = {**read_packed(git.path / "packed-refs"), **read_loose(git.path, prefix)}
     update_refs_if_equal(git, {}, Tracking(name, refs, replace))
-    after = read_packed(git.path / "packed-refs")
+    after = {**read_packed(git.path / "packed-refs"), **read_loose(git.path, prefix)}
     return len([n for n in before if n.startswith(prefix) and n not in after])
 
 
@@ -122,10 +150,15 @@ def update_refs_if_equal(
             packed = read_packed(git.path / "packed-refs")
             moved = [ref for ref in held if _holds(git.path, ref, packed, moves[ref][0])]
             made = _absent(git.path, created, packed)
-            new = packed
             if tracking is not None:
                 loose = read_loose(git.path, tracking_prefix(tracking.name))
-                new = tracking.apply(packed, loose)
+            plan = ({}, []) if tracking is None else tracking.changes(packed, loose)
+            if plan is not None:  # nothing packed goes: loose files, `packed-refs` as it is
+                name_creating(git.path, {ref: moves[ref][1] for ref in made})
+                headlog.record(git.path, _session_heads(moved + made, moves))
+                made = _write_loose(git.path, moved, made, moves, *plan)
+                return {*moved, *made} - _created_meanwhile(git, made, moves)
+            new = tracking.apply(packed, loose) if tracking is not None else packed
             new = {**new, **{ref: moves[ref][1] for ref in moved + made}}
             headlog.record(git.path, _session_heads(moved + made, moves))
             if new != packed:
@@ -135,6 +168,71 @@ def update_refs_if_equal(
                 (git.path / os.fsdecode(ref)).unlink()
         _drop_loose(git, loose)
     return {*moved, *made} - _created_meanwhile(git, made, moves)
+
+
+def _write_loose(
+    store_path: Path,
+    moved: list[bytes],
+    made: list[bytes],
+    moves: dict[bytes, tuple[bytes | None, bytes]],
+    tracked: dict[bytes, bytes],
+    gone: list[bytes],
+) -> list[bytes]:
+    """Write the branches `moved` (their flocks held) and `made` (each created only if
+    no file is there: `os.link`), then the tracking refs `tracked`, as loose files, each
+    whole (written and fsynced aside, then linked or renamed in); remove the loose
+    tracking refs `gone` that still hold what was read. Returns those of `made` created."""
+    folders: set[Path] = set()
+    (store_path / "gitsessions").mkdir(mode=0o700, exist_ok=True)
+    for ref in moved:
+        _put(store_path, ref, moves[ref][1], folders, create=False)
+    made = [ref for ref in made if _put(store_path, ref, moves[ref][1], folders, create=True)]
+    for ref, sha in tracked.items():
+        check(ref)
+        _put(store_path, ref, sha, folders, create=False)
+    for ref in gone:
+        file = store_path / os.fsdecode(ref)
+        with contextlib.suppress(FileNotFoundError):
+            if read_ref_file(file) is not None:
+                file.unlink()
+                folders.add(file.parent)
+    for folder in sorted(folders):
+        _fsync_dir(folder)
+    return made
+
+
+def _put(store_path: Path, ref: bytes, sha: bytes, folders: set[Path], *, create: bool) -> bool:
+    """Write `sha` to `ref`'s loose file through a file aside (`gitsessions/newref-<pid>`):
+    linked in when `create` (False when a file is there), else renamed over it."""
+    target = store_path / os.fsdecode(ref)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    aside = store_path / "gitsessions" / f"newref-{os.getpid()}"
+    aside.unlink(missing_ok=True)
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, sha + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        if create:
+            os.link(aside, target)
+        else:
+            os.replace(aside, target)
+    except FileExistsError:
+        return False
+    finally:
+        aside.unlink(missing_ok=True)
+    folders.add(target.parent)
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _absent(store_path: Path, refs: list[bytes], packed: dict[bytes, bytes]) -> list[bytes]:
