@@ -98,20 +98,29 @@ class Tracking:
         from the one they hold, the loose ones to remove); None when a packed one goes
         (only a `packed-refs` write removes it)."""
         prefix = tracking_prefix(self.name)
-        want: dict[bytes, bytes] = {}
+        held = {n: s for n, s in packed.items() if n.startswith(prefix)}  # tracking name: sha
+        held.update(loose)
+        now = {_remote_ref(prefix, n): n for n in held}  # remote ref: its tracking name
+        write: dict[bytes, bytes] = {}
         gone: list[bytes] = []
         for ref, sha in self.refs.items():
+            name = now.get(ref)
             if sha is None:
-                gone.append(_tracked(self.name, ref))
-            else:
-                want[_tracked(self.name, ref)] = sha
+                gone += [] if name is None else [name]
+            elif name is None or held[name] != sha:  # only what moved is named anew
+                write[_tracked(self.name, ref)] = sha
         if self.replace:
-            gone += [n for n in packed if n.startswith(prefix) and n not in want]
-            gone += [n for n in loose if n not in want]
+            gone += [n for ref, n in now.items() if ref not in self.refs]
         if any(n in packed for n in gone):
             return None
-        write = {n: s for n, s in want.items() if loose.get(n, packed.get(n)) != s}
-        return write, [n for n in gone if n in loose]
+        return write, gone
+
+
+def _remote_ref(prefix: bytes, name: bytes) -> bytes:
+    """The remote's ref a tracking ref `name` (under `prefix`) tracks: `_tracked`
+    reversed."""
+    tail = name[len(prefix) :]
+    return (b"refs/heads/" if tail.startswith(b"sessions/") else b"refs/") + tail
 
 
 def set_tracking(
