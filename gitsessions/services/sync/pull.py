@@ -30,10 +30,10 @@ from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report,
 from gitsessions.store import here, history, remoteconfig, tracking, transport
 from gitsessions.store.errors import StoreError
 from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.refnames import is_session_branch
 from gitsessions.store.refs import ref_name
 from gitsessions.store.tracking import SESSIONS, TOMBSTONES
 from gitsessions.store.transport import RemoteError
-from gitsessions.values.ids import is_session_id
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
@@ -209,12 +209,11 @@ def _maintain(store: Store) -> None:
 
 
 def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    """The session branches of a listing: `{id: sha}`."""
     out: dict[str, bytes] = {}
     for ref, sha in refs.items():
-        if ref.startswith(SESSIONS):
-            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
-            if is_session_id(sid):
-                out[sid] = sha
+        if is_session_branch(ref):
+            out[ref[len(SESSIONS) :].decode()] = sha
     return out
 
 
