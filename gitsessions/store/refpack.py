@@ -32,7 +32,6 @@ HEADER = b"# pack-refs with: sorted \n"
 INTERRUPTED = Path("gitsessions") / "interrupted"  # stale `packed-refs.lock`s set aside
 KEEP_INTERRUPTED = 4
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
-_HEX = b"0123456789abcdef"
 
 
 def is_sha(value: bytes) -> bool:
@@ -71,14 +70,16 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
         data = file.read()
     refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
-        # `<40 hex> refs/...`: sliced and checked by one `translate` (no regex a line)
-        if line[40:46] == b" refs/" and not line[:40].translate(None, _HEX):
-            if strict or breaks_rules(line[41:]) is None:
-                refs[line[41:]] = line[:40]
+        if not line or line.startswith(b"#") or line.startswith(b"^"):
             continue
-        if not line or line.startswith(b"#") or line.startswith(b"^") or not strict:
+        sha, sep, name = line.partition(b" ")
+        if not sep or not is_sha(sha) or not name.startswith(b"refs/"):
+            if not strict:
+                continue
+            raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
+        if not strict and breaks_rules(name) is not None:
             continue
-        raise StoreCorrupt(f"{path} line {number} is not a ref line; run `gitsessions doctor`")
+        refs[name] = sha
     if strict:
         _parsed[path] = (key, refs)
     return refs
