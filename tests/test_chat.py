@@ -679,7 +679,7 @@ class HourAgo(datetime):
 def test_resume_without_an_id_and_sessions_pick_from_this_workspace(
     server, ws, tmp_path, monkeypatch
 ):
-    def made(prompt: str, where: Path) -> str:
+    def summarized(prompt: str, where: Path) -> str:
         server.reply(content="ok")
         server.reply(content=f"about {prompt}")  # the list summary
         done = run_gitsessions(*exec_args(server, where), prompt, "--json")
@@ -687,13 +687,13 @@ def test_resume_without_an_id_and_sessions_pick_from_this_workspace(
 
     with monkeypatch.context() as earlier:  # activity is recorded to the second
         earlier.setattr(clock, "datetime", HourAgo)
-        older = made("older work", ws)
-    newer = made("newer work", ws)
+        older = summarized("older work", ws)
+    newer = summarized("newer work", ws)
     active = {row["id"]: row["active_at"] for row in sessions()}
     assert active[older] < active[newer]  # an hour apart
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    made("other project", elsewhere)
+    summarized("other project", elsewhere)
     child = spawn_picker(server.base_url, ws, "--resume")
     child.expect_exact("Esc cancels")
     shown = plain(child.before)
