@@ -1,11 +1,15 @@
-"""A command's process ends without the interpreter's teardown (`cli/lazy.leave`): its
-output whole, its exit code kept."""
+"""What leaving costs: a command's process ends without the interpreter's teardown
+(`cli/lazy.leave`), its output whole, its exit code kept; closing a model client (a chat
+left at its first prompt) waits for no client still being made."""
 
 import json
 import os
 import subprocess
 import sys
+import threading
 
+from gitsessions.services.model.model import ModelClient
+from gitsessions.services.settings.config import resolve_model_settings
 from tests.conftest import REPO
 
 
@@ -43,3 +47,18 @@ def test_output_no_reader_takes_ends_quietly_as_before(make_session):
             stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=120,
         )  # fmt: skip
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_closing_a_model_client_waits_for_none_being_made():
+    """The SDK's client is made in a thread while the caller works (its import about 0.6 s
+    of CPU); `close` meanwhile returns at once, and the client is closed once made."""
+    settings = resolve_model_settings(
+        {"base_url": "http://127.0.0.1:9/v1"}, {"OPENAI_API_KEY": "sk-test"}, {}
+    )
+    client = ModelClient(settings)
+    closed = threading.Event()
+    with client._making:  # as while its maker imports the SDK
+        threading.Thread(target=lambda: (client.close(), closed.set()), daemon=True).start()
+        assert closed.wait(60)  # not behind the maker
+    made, _limits = client._client()  # made now, or before `close`: closed either way
+    assert made.is_closed()
