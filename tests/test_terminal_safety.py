@@ -28,6 +28,7 @@ from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
 from gitsessions.values.visible import json_visible, visible
 from tests.conftest import REPO, run_gitsessions
+from tests.test_chat import as_a_terminal
 
 CLI = Path(__file__).resolve().parent.parent / "gitsessions" / "cli"
 
@@ -523,7 +524,7 @@ def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO
         cwd=str(REPO),
         dimensions=(50, 120),
     )
-    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
+    as_a_terminal(child)
     child.logfile_read = log
     child.expect(PROMPT)
     return child, log
