@@ -271,7 +271,7 @@ def test_a_damaged_pack_gives_one_line_and_doctor_names_it(tmp_path, case):
     assert "session.json" in broken[0], out
 
 
-def test_the_crafted_zeros_are_one_valid_zlib_stream():
+def test_the_crafted_zeros_are_one_valid_zlib_stream() -> None:
     """`_zeros` (the bombs' data) inflates to its prefix and zeros, checksum and end
     included (zlib checks the Adler-32 at the end of the stream)."""
     prefix = b"blob 20\0"
