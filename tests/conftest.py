@@ -83,14 +83,23 @@ def made_once(root: Path, make: Callable[[Path], Any]) -> Any:
     with pytest.MonkeyPatch.context() as monkeypatch:
         home = isolate(root, monkeypatch)
         made = make(home)
-        wait_for_maintenance(home / "store.git")
-        fsck(home)
+        if (home / "store.git" / "HEAD").exists():
+            wait_for_maintenance(home / "store.git")
+            fsck(home)
     return made
 
 
 def copy_home(template: Path, home: Path) -> None:
     """A test's home as a copy of a module's shared one (`made_once`)."""
     shutil.copytree(template, home, symlinks=True, dirs_exist_ok=True)
+
+
+def put_back(saved: Path, where: Path) -> None:
+    """`where` as it was when `saved` was copied from it: for shared setup that holds its
+    own absolute paths (clones, worktrees, homes naming them), which a copy elsewhere
+    would break; each test gets it back at the same place (tests run one at a time)."""
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(saved, where, symlinks=True)
 
 
 @pytest.fixture
