@@ -136,6 +136,27 @@ def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
         assert git(home / "store.git", "fsck", "--strict", check=False).returncode == 0
 
 
+@needs_root
+def test_a_lease_whose_pid_cannot_be_written_is_let_go(tmp_path):
+    """On a full disk a lease cannot write its pid: it is refused, and not held, so a
+    long-lived process (a chat, a server) can take it once there is room again."""
+    from gitsessions.store.lease import Lease
+
+    with tmpfs(tmp_path / "full", "1m") as home:
+        sid = uuid.uuid4().hex
+        (home / "leases").mkdir()
+        (home / "leases" / f"{sid}.lock").touch()
+        fill(home)
+        with contextlib.suppress(OSError), open(home / "crumbs", "wb", buffering=0) as f:
+            while True:  # what the 64 KiB chunks left, a byte at a time
+                f.write(b"x")
+        with pytest.raises(OSError, match="No space left"):
+            Lease(home, sid)
+        (home / "filler").unlink()
+        with Lease(home, sid) as lease:  # not "in use by another gitsessions process"
+            assert lease.path.read_text() == str(os.getpid())
+
+
 def test_a_truncated_pack_is_one_line_and_named_by_every_reader(home, make_session):
     head = make_session(turns=3)
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
