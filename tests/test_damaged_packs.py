@@ -4,9 +4,9 @@ a version-2 index) into a real store, so that a session's `session.json` resolve
 the crafted object. `show`, `log`, `info`, `list` and `doctor` run one after another
 in a process under a 1 GiB address-space limit that peaks under 200 MB, with no
 traceback: the first three say one `error:` line naming the object and `gitsessions
-doctor` and exit non-zero;
-`list` marks the session's row unreadable (naming `gitsessions doctor`) and lists the
-rest, as for any damaged session; `doctor` names the object, its file and the session."""
+doctor` and exit non-zero; `list` marks the session's row unreadable (naming
+`gitsessions doctor`) and lists the rest, as for any damaged session; `doctor` names
+the object, its file and the session."""
 
 import hashlib
 import json
@@ -28,7 +28,7 @@ from gitsessions.values.records import new_header
 from tests.conftest import REPO, loosen
 
 OFS_DELTA, REF_DELTA, BLOB = 6, 7, 3
-LIMIT = 1 << 30  # address space of each command: Python runs, a blow-up fails fast
+LIMIT = 1 << 30  # address space of the commands' process: Python runs, a blow-up fails fast
 PEAK = 200 << 20
 
 RUN = """
