@@ -21,15 +21,23 @@ EVIL = "\x1b[2J\x1b]0;title\x07"
 @pytest.fixture(scope="module")
 def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tuple[Path, Head]]:
     """A home holding one long session of `turns` turns (committed turn by turn), made
-    once for the module: each test works on a copy (`_long`)."""
+    once for the module: each test works on a copy (`_long`). One of 600 turns is a copy
+    of the one of 300 with 300 more (each commit costs more as the context grows)."""
     made: dict[int, tuple[Path, Head]] = {}
 
     def home_of(turns: int) -> tuple[Path, Head]:
         if turns not in made:
             template = tmp_path_factory.mktemp(f"long{turns}") / "gshome"
+            shorter = turns // 2 if turns >= 600 else 0
+            if shorter:
+                shutil.copytree(home_of(shorter)[0], template,
+                                ignore=shutil.ignore_patterns("*.lock"))  # fmt: skip
             store = SessionStore(template)
             try:
-                head = add_session(store, turns=turns, title="long")
+                if shorter:
+                    head = _more_turns(store, made[shorter][1], shorter, turns)
+                else:
+                    head = add_session(store, turns=turns, title="long")
             finally:
                 store.close()
             wait_for_maintenance(template / "store.git")
@@ -37,6 +45,27 @@ def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tupl
         return made[turns]
 
     return home_of
+
+
+def _more_turns(store: SessionStore, head: Head, start: int, end: int) -> Head:
+    """Turns `start` to `end` (not included) of the session at `head`, as `add_session`
+    commits its own."""
+    head = store.head(head.id)
+    context = store.read(head, "context")
+    for n in range(start, end):
+        msgs = [
+            {"role": "user", "content": f"question {n} "},
+            {"role": "assistant", "content": f"answer {n} "},
+        ]
+        context = context + msgs
+        head = store.commit(
+            head,
+            Change(context=context, append=msgs),
+            event="turn",
+            subject=f"turn {n + 1}: question {n}",
+        )
+    assert store.read(head, "context") == context
+    return head
 
 
 def _long(long_homes: Callable[[int], tuple[Path, Head]], home: Path, turns: int = 600) -> Head:
