@@ -154,7 +154,13 @@ def test_delete_killed_while_purging_loses_only_the_deleted_session(few, tmp_pat
 
 
 def test_random_kills_of_mixed_commands_lose_nothing(few, tmp_path):
+    """Each command is timed whole first, then killed at a random point of that time (a
+    fixed 0.5-2 s outlived both commands, so nothing was killed)."""
     rng = random.Random(7)
     for index, name in enumerate(["fork", "delete"]):
-        result = crash.run_kill(few, tmp_path, (name, rng.uniform(0.5, 2.0)), index)
+        whole = crash.run_kill(few, tmp_path, (name, 120.0), 2 * index)
+        assert not whole["killed"] and whole["finished_s"] is not None
+        assert_survived(whole)
+        delay = rng.uniform(0.5, 0.95) * whole["finished_s"]
+        result = crash.run_kill(few, tmp_path, (name, delay), 2 * index + 1)
         assert_survived(result)
