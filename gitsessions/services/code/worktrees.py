@@ -407,7 +407,10 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
         if exists:
             add_worktree(repo, env, path, mark["branch"])
         else:  # the branch is gone: made again at the newest code the session names
-            snap, made = newest_here(store, env, repo, session_id, mark["base"])
+            found = newest_here(store, env, repo, store.head(session_id))
+            snap = found[0] if found else mark["base"]
+            at = f"the code of {code_of(found[1])}" if found else "its fork point"
+            made = f" (made again at {at}, snapshot {snap[:12]})"
             project = find_project(repo, env)
             assert project is not None
             start = branch_base(project, env, snap, f"session {short(session_id)}")
@@ -419,16 +422,19 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
 
 
 def newest_here(
-    store: SessionStore, env: Mapping[str, str], repo: Path, session_id: str, fallback: str
-) -> tuple[str, str]:
-    """The newest code snapshot the session's history names that is a commit of `repo`
-    (else `fallback`), and what to say about it (` (the code of turn N)`)."""
-    newest = points.newest_snapshot(store, store.head(session_id))
-    if newest is not None and is_commit(repo, env, newest[0]):
-        snap, turn = newest
-        at = f"turn {turn}" if turn is not None else "its newest snapshot"
-        return snap, f" (made again at the code of {at}, snapshot {snap[:12]})"
-    return fallback, f" (made again at its fork point, snapshot {fallback[:12]})"
+    store: SessionStore, env: Mapping[str, str], repo: Path, head: Head
+) -> tuple[str, int | None] | None:
+    """The newest code snapshot `head`'s history names and its turn (None: unknown),
+    when it is a commit of `repo` (a restore's or an adopt's clone); else None."""
+    newest = points.newest_snapshot(store, head)
+    if newest is None or not is_commit(repo, env, newest[0]):
+        return None
+    return newest
+
+
+def code_of(turn: int | None) -> str:
+    """Whose code a snapshot `newest_here` found is: `turn N`, else `its newest snapshot`."""
+    return f"turn {turn}" if turn is not None else "its newest snapshot"
 
 
 def is_commit(repo: Path, env: Mapping[str, str], text: str) -> bool:
