@@ -3,7 +3,7 @@ commands may leave out: this project's latest session, as `git log` defaults to 
 the `--json` flag, and the resolved `State` a command reads from its context (typer
 only; nothing heavy), and the current directory when it still exists."""
 
-from contextlib import closing
+from collections.abc import Generator
 from pathlib import Path
 from typing import Annotated
 
@@ -45,8 +45,9 @@ def session_or_latest(state: "State", session: str | None) -> str:
     catalog = state.catalog()
     here = Path.cwd()
     rows, _count = listing.open_rows(catalog, include_archived=False, workspace=here)
-    with closing(rows):  # the first row alone is built (the cache's cursor closed)
-        first = next(rows, None)
+    first = next(rows, None)  # the first row alone is built
+    if isinstance(rows, Generator):
+        rows.close()  # the cache's cursor closed now, not when the generator is freed
     warn_damaged(catalog.damaged)
     if first is None:
         raise SessionNotFound(
