@@ -130,9 +130,8 @@ def assemble(
     checkpoint) working in `workspace`, its session leased (`lease`: one taken before,
     for `picked`). Its first notes go to `notes`, those of later turns (snapshots) to
     `stderr`. The lease is released here, however the build ends. `ask_server`: the
-    server's context bounds the budget from the first request (agent/server_budget.py)."""
-    # with `ask_server`, the model client is made now: the server's context is asked
-    # through it (in a thread) while the rest is built, then it sends the turns
+    server's context, asked at once through the agent's model client (then made here,
+    first), bounds the budget from the first request (agent/server_budget.py)."""
     early = ModelClient(settings, retries=RETRIES, wait=events.retrying) if ask_server else None
     asked = asking(settings, early) if early is not None else lambda: None
     store = state.store
