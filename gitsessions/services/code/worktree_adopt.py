@@ -95,10 +95,10 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         if exists:
-            add_worktree(repo, env, path, branch)
+            add_worktree(store.home, repo, env, path, branch)
         else:
             start = branch_base(project, env, base, f"session {short(head.id)}")
-            add_worktree(repo, env, path, start, branch)
+            add_worktree(store.home, repo, env, path, start, branch)
     except BaseException:
         forget(store.home, head.id)
         raise

@@ -31,6 +31,7 @@ from gitsessions.services.code.snapshots import (
     out,
 )
 from gitsessions.services.code.workspace import describe
+from gitsessions.services.code.worktree_add import add_with_branch
 from gitsessions.services.code.worktree_mark import Checked, check, forget, remember
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import points, writer
@@ -217,19 +218,27 @@ def _add_worktree(
     remember(store.home, fork_id, mark)
     try:
         branch, path = mark["branch"], mark["path"]
-        add_worktree(project.root, env, Path(path), base_commit, branch)
+        add_worktree(store.home, project.root, env, Path(path), base_commit, branch)
     except BaseException:
         forget(store.home, fork_id)
         raise
 
 
 def add_worktree(
-    repo: Path, env: Mapping[str, str], path: Path, start: str, new_branch: str | None = None
+    home: Path,
+    repo: Path,
+    env: Mapping[str, str],
+    path: Path,
+    start: str,
+    new_branch: str | None = None,
 ) -> None:
     """`git worktree add -q [-b NEW_BRANCH] PATH START` in `repo` (a restore clears what
-    a killed one left at `path` first: `clear_unfinished`; a fork's path is new)."""
-    branch = ["-b", new_branch] if new_branch else []
-    git(repo, env, "worktree", "add", "-q", *branch, str(path), start)
+    a killed one left at `path` first: `clear_unfinished`; a fork's path is new; the lock
+    of NEW_BRANCH a killed add of this `home` left: worktree_add.py)."""
+    if new_branch:
+        add_with_branch(home, repo, env, path, start, new_branch)
+    else:
+        git(repo, env, "worktree", "add", "-q", str(path), start)
 
 
 def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
@@ -405,7 +414,7 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
     made = ""
     try:
         if exists:
-            add_worktree(repo, env, path, mark["branch"])
+            add_worktree(store.home, repo, env, path, mark["branch"])
         else:  # the branch is gone: made again at the newest code the session names
             found = newest_here(store, env, repo, store.head(session_id))
             snap = found[0] if found else mark["base"]
@@ -414,7 +423,7 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
             project = find_project(repo, env)
             assert project is not None
             start = branch_base(project, env, snap, f"session {short(session_id)}")
-            add_worktree(repo, env, path, start, mark["branch"])
+            add_worktree(store.home, repo, env, path, start, mark["branch"])
     except SnapshotError as error:
         raise WorktreeError(f"cannot restore the worktree: {error}") from None
     _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
