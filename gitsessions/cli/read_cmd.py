@@ -33,7 +33,7 @@ from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
-from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
+from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, context_budget, made_by
 
 if TYPE_CHECKING:
     from gitsessions.store.reader import Head
@@ -247,19 +247,6 @@ def _settings_line(settings: Any) -> str:
     if held is not None and held != budget:
         tokens += f", the server holds {held:,}: the budget"
     return f"{settings.get('model')} at {settings.get('base_url')}{tokens}"
-
-
-def context_budget(settings: Any) -> int | None:
-    """The context budget the session last ran with: the smaller of its
-    `max_context_tokens` and the context its server said it holds."""
-    if not isinstance(settings, dict):
-        return None
-    said = [
-        value
-        for value in (settings.get("max_context_tokens"), settings.get("server_context_tokens"))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0
-    ]
-    return min(said) if said else None
 
 
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")]
