@@ -18,6 +18,9 @@ Invariants:
 - Rows are brought up to the refs by ids and commits alone, then read in the order shown
   (index on `(active_at, id)`): `--limit` builds only the rows shown, a pipe gets a row
   at a time.
+- A row keeps what `list` shows of the session (`listed`: `values.listed.list_row` of
+  its header and first prompt, made when the row is written), so a listing parses that
+  small object a session rather than the whole header (`stream_rows`).
 """
 
 import json
@@ -31,6 +34,7 @@ from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import NotACommit, ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
 from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
+from gitsessions.values.listed import list_row
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import merged_forks
 
@@ -61,7 +65,8 @@ PLACES = " UNION ALL ".join(  # what `scope.workspace_sessions` compares of a he
 )
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
-    "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0)",
+    "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
+    "listed TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
     # the project index: where each session says it was made (kind, value), filled from
     # the header by SQLite itself, so every writer of `headers` keeps it
@@ -81,15 +86,17 @@ FILL_BATCH = 5000  # rows a pull read written in one transaction
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
-Row = tuple[str, str, str, str, str, int]  # a `headers` row, in its columns' order
+Row = tuple[str, str, str, str, str, int, str]  # a `headers` row, in its columns' order
 
 
 def row(session_id: str, commit: str, header: dict[str, Any], prompt: str) -> Row:
     """The cache's row of a session read at `commit` (its header without `first_prompt`):
-    what `refresh` writes, and a pull for the sessions it brings (`fill`)."""
+    what `refresh` writes, and a pull for the sessions it brings (`fill`). Its `listed`
+    is the row `list` shows, made from the header as `stream` gives it back."""
     active = header.get("active_at") or header.get("updated_at") or ""
     archived = int(bool(header.get("archived")))
-    return (session_id, commit, json.dumps(header), prompt, str(active), archived)
+    listed = json.dumps(list_row({**header, "first_prompt": prompt or ""}))
+    return (session_id, commit, json.dumps(header), prompt, str(active), archived, listed)
 
 
 def first_prompt(messages: Iterable[dict[str, Any]]) -> str:
@@ -250,19 +257,40 @@ class Catalog:
         (`active_at`, else `updated_at`, then the id, descending; the unreadable last):
         read from the cache's index in that order, never all held at once. With
         `within`, only that project's sessions (the unreadable are none of them)."""
-        where, args = _where(include_archived, within)
-        with open_cache(self.path, SCHEMA) as db:
-            query = f"{where[0]}SELECT id, head, header, first_prompt FROM headers{where[1]} "
-            rows = db.execute(query + "ORDER BY active_at DESC, id DESC", args)
-            for sid, commit, text, prompt in rows:
-                if self.heads.get(sid) != commit:
-                    continue  # unreadable at its head, or moved or gone since `refresh`
-                header = json.loads(text)
-                header["head"] = commit
-                header["first_prompt"] = prompt or ""
-                yield header
+        for commit, (text, prompt) in self._ordered(
+            "header, first_prompt", include_archived, within
+        ):
+            header = json.loads(text)
+            header["head"] = commit
+            header["first_prompt"] = prompt or ""
+            yield header
         if within is None:
             yield from self.broken
+
+    def stream_rows(
+        self, include_archived: bool, within: "Project | None" = None
+    ) -> Iterator[dict[str, Any]]:
+        """`list_row` of each header `stream` yields, in the same order: the rows cached
+        beside the headers (`listed`), so no header is parsed."""
+        for _commit, (text,) in self._ordered("listed", include_archived, within):
+            yield json.loads(text)
+        if within is None:
+            yield from (list_row(header) for header in self.broken)
+
+    def _ordered(
+        self, columns: str, include_archived: bool, within: "Project | None"
+    ) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """`columns` of each cached row `refresh` checked, with its commit, in the order
+        shown (see `stream`)."""
+        where, args = _where(include_archived, within)
+        with open_cache(self.path, SCHEMA) as db:
+            query = f"{where[0]}SELECT id, head, {columns} FROM headers{where[1]} "
+            for sid, commit, *values in db.execute(
+                query + "ORDER BY active_at DESC, id DESC", args
+            ):
+                if self.heads.get(sid) != commit:
+                    continue  # unreadable at its head, or moved or gone since `refresh`
+                yield commit, tuple(values)
 
     def values(self, kind: str) -> list[str]:
         """Each value of one kind of the project index once (`path`, `root`, `repo`:
@@ -287,7 +315,7 @@ class Catalog:
     def _write(db: sqlite3.Connection, fresh: list[Row], gone: list[tuple[str]]) -> None:
         if fresh or gone:
             with db:
-                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
+                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
                 db.executemany("DELETE FROM headers WHERE id = ?", gone)
 
     @property
