@@ -79,6 +79,19 @@ def rows_of(
     return rows
 
 
+def record(row: Mapping[str, Any]) -> list[object]:
+    """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
+    return [
+        row["id"],
+        row["active_at"] or "-",
+        row["messages"],
+        row["compactions"],
+        row["parent_id"] or "-",
+        row["workspace"] or "-",
+        label(row) + marks(row),
+    ]
+
+
 def marks(row: Mapping[str, Any]) -> str:
     """What a listing appends to a session's label: ` (no reply)` when no request of it
     ever reached a model (a failed start), ` (archived)`, ` (merged into <id8>)`."""

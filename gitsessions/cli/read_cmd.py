@@ -95,7 +95,7 @@ def cmd_list(
         return
     ordered = itertools.chain([first], ordered)
     if pipe:
-        write_records(plain_out, (_list_record(r) for _depth, r in ordered))
+        write_records(plain_out, (listing.record(r) for _depth, r in ordered))
         return
     table = list(ordered)
     from gitsessions.cli import list_table  # for a terminal only (rich)
@@ -104,22 +104,6 @@ def cmd_list(
     total = count() if shown and len(table) >= shown else len(table)  # counted when cut
     if total > len(table):
         consoles.err.print(f"... and {total - len(table)} more (--limit 0 shows all)")
-
-
-def _list_record(r: dict[str, Any]) -> list[object]:
-    """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
-    # the header cache (sqlite): 12-14 ms show and pull do not need
-    from gitsessions.cli import listing
-
-    return [
-        r["id"],
-        r["active_at"] or "-",
-        r["messages"],
-        r["compactions"],
-        r["parent_id"] or "-",
-        r["workspace"] or "-",
-        listing.label(r) + listing.marks(r),
-    ]
 
 
 PLACE = ("path", "repo_root", "branch", "head")

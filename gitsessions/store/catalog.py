@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from gitsessions.store.reader import Head, SessionReader
     from gitsessions.store.sessions import SessionStore
 
+_MERGING = "instr(header, '\"merged\"') > 0"  # a header that may record a merge
 MOST = 16  # roots or remotes of a project identity read (`project_id.MOST`)
 _ONE = (
     "SELECT '{kind}' AS kind, json_extract(new.header, '{at}') AS value"
@@ -68,6 +69,8 @@ SCHEMA = [
     "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
     "listed TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+    # the few headers that may record a merge (`merged`): read without a scan of all
+    f"CREATE INDEX IF NOT EXISTS headers_merging ON headers (id) WHERE {_MERGING}",
     # the project index: where each session says it was made (kind, value), filled from
     # the header by SQLite itself, so every writer of `headers` keeps it
     "CREATE TABLE IF NOT EXISTS places (id TEXT, kind TEXT, value TEXT)",
@@ -220,10 +223,12 @@ class Catalog:
         scanned = self.refs.scan()
         self.damaged = list(scanned.damaged)
         self.broken = []
-        refs = {sid: commit.decode() for sid, commit in scanned.ids.items()}
-        self.heads = dict(refs)
+        self.heads = {sid: commit.decode() for sid, commit in scanned.ids.items()}
         with open_cache(self.path, SCHEMA) as db:
             cached = dict(db.execute("SELECT id, head FROM headers"))
+            if cached == self.heads:
+                return  # every row at its branch's head, none gone: one comparison
+            refs = dict(self.heads)
             fresh: list[Row] = []
             for sid, commit in refs.items():
                 if cached.get(sid) == commit:
@@ -305,7 +310,7 @@ class Catalog:
         mention a merge are parsed)."""
         found: list[dict[str, Any]] = []
         with open_cache(self.path, SCHEMA) as db:
-            query = "SELECT id, head, header FROM headers WHERE instr(header, '\"merged\"') > 0"
+            query = f"SELECT id, head, header FROM headers WHERE {_MERGING}"  # its index
             for sid, commit, text in db.execute(query):
                 if self.heads.get(sid) == commit:
                     found.append(json.loads(text))
