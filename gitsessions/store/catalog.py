@@ -69,6 +69,7 @@ SCHEMA = [
     "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
     "listed TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+    "CREATE INDEX IF NOT EXISTS headers_heads ON headers (id, head)",  # `refresh` reads it alone
     # the few headers that may record a merge (`merged`): read without a scan of all
     f"CREATE INDEX IF NOT EXISTS headers_merging ON headers (id) WHERE {_MERGING}",
     # the project index: where each session says it was made (kind, value), filled from
@@ -262,7 +263,7 @@ class Catalog:
         (`active_at`, else `updated_at`, then the id, descending; the unreadable last):
         read from the cache's index in that order, never all held at once. With
         `within`, only that project's sessions (the unreadable are none of them)."""
-        for commit, (text, prompt) in self._ordered(
+        for _sid, commit, text, prompt in self._ordered(
             "header, first_prompt", include_archived, within
         ):
             header = json.loads(text)
@@ -277,25 +278,24 @@ class Catalog:
     ) -> Iterator[dict[str, Any]]:
         """`list_row` of each header `stream` yields, in the same order: the rows cached
         beside the headers (`listed`), so no header is parsed."""
-        for _commit, (text,) in self._ordered("listed", include_archived, within):
-            yield json.loads(text)
+        loads = json.loads
+        for row in self._ordered("listed", include_archived, within):
+            yield loads(row[2])
         if within is None:
             yield from (list_row(header) for header in self.broken)
 
     def _ordered(
         self, columns: str, include_archived: bool, within: "Project | None"
-    ) -> Iterator[tuple[str, tuple[Any, ...]]]:
-        """`columns` of each cached row `refresh` checked, with its commit, in the order
-        shown (see `stream`)."""
+    ) -> Iterator[tuple[Any, ...]]:
+        """Each cached row `refresh` checked (`id, head, <columns>`), in the order shown
+        (see `stream`)."""
         where, args = _where(include_archived, within)
+        heads = self.heads
         with open_cache(self.path, SCHEMA) as db:
             query = f"{where[0]}SELECT id, head, {columns} FROM headers{where[1]} "
-            for sid, commit, *values in db.execute(
-                query + "ORDER BY active_at DESC, id DESC", args
-            ):
-                if self.heads.get(sid) != commit:
-                    continue  # unreadable at its head, or moved or gone since `refresh`
-                yield commit, tuple(values)
+            for row in db.execute(query + "ORDER BY active_at DESC, id DESC", args):
+                if heads.get(row[0]) == row[1]:  # else unreadable at its head, or moved
+                    yield row  # or gone since `refresh`
 
     def values(self, kind: str) -> list[str]:
         """Each value of one kind of the project index once (`path`, `root`, `repo`:

@@ -32,6 +32,10 @@ HEADER = b"# pack-refs with: sorted \n"
 INTERRUPTED = Path("gitsessions") / "interrupted"  # stale `packed-refs.lock`s set aside
 KEEP_INTERRUPTED = 4
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
+_REF_LINE = re.compile(
+    rb"^([0-9a-f]{40}) (refs/[^\n]*)$", re.M
+)  # a good line, as `_parse` reads it
+_CONTENT = re.compile(rb"^[^#^\n]", re.M)  # a line that is neither empty, a comment nor a peel
 
 
 def is_sha(value: bytes) -> bool:
@@ -68,6 +72,10 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
         if strict and cached is not None and cached[0] == key:
             return cached[1]
         data = file.read()
+    whole = _well_formed(data) if strict else None
+    if whole is not None:
+        _parsed[path] = (key, whole)
+        return whole
     refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line or line.startswith(b"#") or line.startswith(b"^"):
@@ -83,6 +91,18 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
     if strict:
         _parsed[path] = (key, refs)
     return refs
+
+
+def _well_formed(data: bytes) -> dict[bytes, bytes] | None:
+    """The strict reading of `data` in two scans of it (100,000 refs in a fraction of the
+    line-by-line time), when only `\n` ends its lines and each is a good one; else None,
+    and the line-by-line reading names the bad line."""
+    if b"\r" in data:
+        return None
+    pairs = _REF_LINE.findall(data)
+    if len(pairs) != len(_CONTENT.findall(data)):
+        return None
+    return {name: sha for sha, name in pairs}
 
 
 def check_packed(path: Path) -> None:
