@@ -15,9 +15,9 @@ Invariants:
   `list --here` (`stream(within=...)`) reads only the project's rows and their forks'.
 - Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
   cache import no git library but dulwich's config parser (tests/test_startup.py).
-- Rows are brought up to the refs by ids and commits alone, then read in the order shown
-  (index on `(active_at, id)`): `--limit` builds only the rows shown, a pipe gets a row
-  at a time.
+- Rows are brought up to the refs by ids and commits alone (their own index), then read
+  in the order shown (index on `(active_at, id)`, holding the listed row too): `--limit`
+  builds only the rows shown, a pipe gets a row at a time.
 - A row keeps what `list` shows of the session (`listed`: `values.listed.list_row` of
   its header and first prompt, made when the row is written), so a listing parses that
   small object a session rather than the whole header (`stream_rows`).
@@ -68,7 +68,9 @@ SCHEMA = [
     "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
     "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
     "listed TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+    # in the order shown, covering what a listing reads (`stream_rows`): one pass over it
+    "CREATE INDEX IF NOT EXISTS headers_by_activity"
+    " ON headers (active_at, id, archived, head, listed)",
     "CREATE INDEX IF NOT EXISTS headers_heads ON headers (id, head)",  # `refresh` reads it alone
     # the few headers that may record a merge (`merged`): read without a scan of all
     f"CREATE INDEX IF NOT EXISTS headers_merging ON headers (id) WHERE {_MERGING}",
