@@ -294,7 +294,10 @@ class Catalog:
         where, args = _where(include_archived, within)
         heads = self.heads
         with open_cache(self.path, SCHEMA) as db:
-            query = f"{where[0]}SELECT id, head, {columns} FROM headers{where[1]} "
+            # a project's rows too in the order shown, each looked up among the project's
+            # (not all of them sorted afterwards: a project may be the whole store)
+            table = "headers INDEXED BY headers_by_activity" if within else "headers"
+            query = f"{where[0]}SELECT id, head, {columns} FROM {table}{where[1]} "
             for row in db.execute(query + "ORDER BY active_at DESC, id DESC", args):
                 if heads.get(row[0]) == row[1]:  # else unreadable at its head, or moved
                     yield row  # or gone since `refresh`

@@ -32,10 +32,10 @@ HEADER = b"# pack-refs with: sorted \n"
 INTERRUPTED = Path("gitsessions") / "interrupted"  # stale `packed-refs.lock`s set aside
 KEEP_INTERRUPTED = 4
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
-_REF_LINE = re.compile(
-    rb"^([0-9a-f]{40}) (refs/[^\n]*)$", re.M
-)  # a good line, as `_parse` reads it
-_CONTENT = re.compile(rb"^[^#^\n]", re.M)  # a line that is neither empty, a comment nor a peel
+# a line's newline and a good line, as `_parse` reads it; a line neither empty, a comment
+# nor a peel (each found from the newline before it: a fast search, not a try at each byte)
+_REF_LINE = re.compile(rb"\n([0-9a-f]{40}) (refs/[^\n]*)(?=\n)")
+_CONTENT = re.compile(rb"\n[^#^\n]")
 
 
 def is_sha(value: bytes) -> bool:
@@ -95,12 +95,13 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
 
 def _well_formed(data: bytes) -> dict[bytes, bytes] | None:
     """The strict reading of `data` in two scans of it (100,000 refs in a fraction of the
-    line-by-line time), when only `\n` ends its lines and each is a good one; else None,
+    line-by-line time), when only `\\n` ends its lines and each is a good one; else None,
     and the line-by-line reading names the bad line."""
     if b"\r" in data:
         return None
-    pairs = _REF_LINE.findall(data)
-    if len(pairs) != len(_CONTENT.findall(data)):
+    framed = b"\n" + data + b"\n"  # every line between two newlines
+    pairs = _REF_LINE.findall(framed)
+    if len(pairs) != len(_CONTENT.findall(framed)):
         return None
     return {name: sha for sha, name in pairs}
 
