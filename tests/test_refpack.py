@@ -15,7 +15,7 @@ import pytest
 
 from gitsessions.store import maintenance
 from gitsessions.store.errors import StoreCorrupt
-from gitsessions.store.refpack import delete_ref, pack_refs, read_packed
+from gitsessions.store.refpack import _well_formed, delete_ref, pack_refs, read_packed
 from gitsessions.store.sessions import Change, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -241,6 +241,8 @@ def test_packed_refs_are_read_whole_as_line_by_line(tmp_path: Path) -> None:
         a + b" refs/a\r\n" + b + b" refs/b\r" + c + b" refs/c\n",  # other line ends
         a + b" refs/odd\x0bname\x85\n",
         b"",
+        b"\n^" + a + b"\n" + b + b" refs/b\n\n",  # the first line empty, then a peel
+        b"^" + a + b"\n" + b + b" refs/b",
     ]
     bad = [
         a + b"  refs/two-spaces\n",
@@ -263,3 +265,10 @@ def test_packed_refs_are_read_whole_as_line_by_line(tmp_path: Path) -> None:
             found = read_packed(path)
             assert list(found.items()) == list(expected.items()) and data in good
     assert read_packed(tmp_path / "packed-refs-1") == {b"refs/a": c, b"refs/b with space": b}
+    # read in two scans unless a name comes twice or a line ends otherwise than in `\n`
+    fast = [_well_formed(data) for data in good]
+    assert [found is not None for found in fast] == [True, False, False, True, True, True, True]
+    assert all(
+        found == _line_by_line(data) for found, data in zip(fast, good, strict=True) if found
+    )
+    assert all(_well_formed(data) is None for data in bad)
