@@ -102,14 +102,13 @@ def _well_formed(data: bytes) -> dict[bytes, bytes] | None:
         return None
     first = data.partition(b"\n")[0]
     content = len(_CONTENT.findall(data))
-    refs: dict[bytes, bytes] = {}
-    if first and first[:1] not in (b"#", b"^"):
+    refs = {found[2]: found[1] for found in _REF_LINE.finditer(data)}
+    if first and first[:1] not in (b"#", b"^"):  # a file without git's header line
         content += 1
         found = _FIRST_LINE.fullmatch(first)
         if found is None:
             return None
-        refs[found[2]] = found[1]
-    refs.update({found[2]: found[1] for found in _REF_LINE.finditer(data)})
+        refs = {found[2]: found[1], **refs}  # first, as read: a later line's value wins
     return refs if len(refs) == content else None  # every line a ref, each once
 
 
