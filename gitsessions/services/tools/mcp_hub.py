@@ -280,6 +280,9 @@ class McpHub:
             if "closed" in why.lower():  # its process ended, or its connection did
                 self._sessions.pop(name, None)
                 self.failed[name] = why
+                stop = self._stops.get(name)  # its task ends (else it waits for close)
+                if stop is not None:
+                    self._loop.call_soon_threadsafe(stop.set)
                 again = " (it starts again on the next call)" if self._restarts_left(name) else ""
                 return ToolResult(f"error: MCP server {name} is gone ({why}){again}", ok=False)
             return ToolResult(f"error: {name}'s {tool.name} failed: {why}", ok=False)
