@@ -1,6 +1,7 @@
 """`gitsessions mcp` (issue 23, item 3): a real MCP client of the `mcp` SDK starts the
 server as a subprocess over stdio and calls its tools: list, search, read (paged), info
-and diff, scoped to the project it was started in; writes only with --allow-writes."""
+and diff, scoped to the project it was started in; writes only with --allow-writes.
+(`--help` against tools/list builds the server in process: no process is its subject.)"""
 
 import asyncio
 import json
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from gitsessions.protocols.mcp_server.server import build
+from gitsessions.store.sessions import SessionStore
 from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
@@ -251,12 +254,25 @@ def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
     assert forked.data["parent_id"] == mine
 
 
-def test_help_names_every_tool_the_server_offers(tmp_path, cli):
+def listed(store: SessionStore, workspace: Path, allow_writes: bool) -> set[str]:
+    """The tools `tools/list` gives, the server built in process (as `gitsessions mcp`
+    builds it, with or without --allow-writes) and asked by the SDK's own client."""
+    server = build(store, dict(os.environ), workspace, lambda archived, where: [], False,
+                   allow_writes)  # fmt: skip
+
+    async def names() -> set[str]:
+        async with Client(server) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    return asyncio.run(names())
+
+
+def test_help_names_every_tool_the_server_offers(tmp_path, cli, store):
     """Issue 41, item 10: `mcp --help` left out `blame`; it names what tools/list gives,
     the write tools under --allow-writes."""
     here = project(tmp_path, "here")
-    reads = set(asyncio.run(serve(here, [])).tools)
-    writes = set(asyncio.run(serve(here, [], "--allow-writes")).tools) - reads
+    reads = listed(store, here, allow_writes=False)
+    writes = listed(store, here, allow_writes=True) - reads
     assert "blame" in reads and writes == {"pin", "rename", "fork", "merge_session"}
     shown = " ".join(cli("mcp", "--help").stdout.split())
     body, _, options = shown.partition("Options:")
