@@ -40,7 +40,8 @@ class Wire:
         )  # fmt: skip
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.aside: dict[Any, dict[str, Any]] = {}
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.request(0, "initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "test", "version": "0"},
@@ -84,9 +85,20 @@ class Wire:
         try:
             return self.process.wait(timeout=BOUND)
         except subprocess.TimeoutExpired:
+            raise AssertionError("the server did not end when its stdin closed") from None
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """The process ended (killed if it had not), its output read to the end, its
+        pipes closed."""
+        if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-            raise AssertionError("the server did not end when its stdin closed") from None
+        self.reader.join(BOUND)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def error_text(answer: dict[str, Any]) -> str:
@@ -136,9 +148,7 @@ def test_a_stuck_call_is_answered_at_its_deadline_ping_meanwhile_and_eof_ends_it
         assert wire.close() == 0  # the pin still waits on the lock: stdin's end ends it
     finally:
         os.close(lock)
-        if wire.process.poll() is None:
-            wire.process.kill()
-            wire.process.wait()
+        wire.release()
     shown = run_gitsessions("pins", sid)
     assert "never written" not in shown.stdout  # given up with the process, never run
 
@@ -160,14 +170,20 @@ def test_the_end_of_input_waits_for_every_answer_and_at_most_its_bound() -> None
         await client.aclose()  # the end of input, two calls not answered yet
         served: list[Any] = []
         with anyio.fail_after(BOUND):
-            async with answered_first(read, write, finish) as (server_reads, server_writes):
+            async with (
+                read,
+                replies,
+                answered_first(read, write, finish) as (server_reads, server_writes),
+                server_reads,
+                server_writes,
+            ):
                 async for message in server_reads:  # ends once answered, or at `finish`
                     served.append(message.message.id)
                     if answer:
                         reply = types.JSONRPCResponse(jsonrpc="2.0", id=served[-1], result={})
                         await server_writes.send(SessionMessage(reply))
                 await server_writes.aclose()
-        return served, [m.message.id async for m in replies]
+                return served, [m.message.id async for m in replies]
 
     assert anyio.run(serve, 600.0, True) == ([1, 2], [1, 2])  # ended by the answers
     assert anyio.run(serve, 0.05, False) == ([1, 2], [])  # ended by the bound
@@ -194,6 +210,4 @@ def test_calls_waiting_behind_a_stuck_one_are_bounded(here, home):
         assert wire.close() == 0
     finally:
         os.close(lock)
-        if wire.process.poll() is None:
-            wire.process.kill()
-            wire.process.wait()
+        wire.release()
