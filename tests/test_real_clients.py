@@ -151,6 +151,7 @@ def test_every_message_of_an_editor_session_validates_against_acps_schema(tmp_pa
     with FakeOpenAI(strict=True) as server:
         server.reply(tool_calls=[WRITE])
         server.reply(content="wrote notes.txt")
+        server.reply(content="A title")  # the list summary, asked after the first reply
         server.reply(content="Held answer begins here, then the server waits", hold=held)
         editor = RawEditor(server.base_url, "fake-model", schema, tmp_path / "acp-stderr.txt")
         try:
@@ -164,9 +165,10 @@ def test_every_message_of_an_editor_session_validates_against_acps_schema(tmp_pa
             assert (ws / "notes.txt").read_text() == "hi\n"  # allowed, and so it ran
             turn = editor.start("session/prompt", {"sessionId": sid, "prompt": [
                 {"type": "text", "text": "hold on"}]})  # fmt: skip
-            while True:  # the first piece of the held reply
+            while True:  # the first piece of the held reply (the first turn's come before)
                 update = editor.updates.get(timeout=WAIT)["params"]["update"]
-                if update["sessionUpdate"] == "agent_message_chunk":
+                chunk = update["sessionUpdate"] == "agent_message_chunk"
+                if chunk and update["content"]["text"].startswith("Held"):
                     break
             editor.notify("session/cancel", {"sessionId": sid})
             assert editor.answer(turn)["result"]["stopReason"] == "cancelled"
