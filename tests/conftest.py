@@ -166,16 +166,23 @@ def loosen(store_git: Path) -> None:
 def add_session(
     store: SessionStore, turns: int = 2, title: str = "a session", tag: str = ""
 ) -> Head:
-    """A session with `turns` simple user/assistant turns, committed one by one. The
-    context each commit gives is kept here and read back once at the end (reading it
-    back each turn made a long session's setup quadratic)."""
+    """A session with `turns` simple user/assistant turns, committed one by one."""
     sid = new_id()
     system = {"role": "system", "content": "You are a helpful coding agent."}
     head = store.create(
         new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
     )
-    context = [system]
-    for n in range(turns):
+    return add_turns(store, head, [system], 0, turns, tag)
+
+
+def add_turns(
+    store: SessionStore, head: Head, context: list[dict[str, Any]], start: int, end: int,
+    tag: str = "",
+) -> Head:  # fmt: skip
+    """Turns `start` to `end` (not included) committed on `head`, whose context is
+    `context`. The context each commit gives is kept here and read back once at the end
+    (reading it back each turn made a long session's setup quadratic)."""
+    for n in range(start, end):
         msgs = [
             {"role": "user", "content": f"question {n} {tag}"},
             {"role": "assistant", "content": f"answer {n} {tag}"},

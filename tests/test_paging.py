@@ -13,7 +13,7 @@ import pytest
 
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.sessions import Change, Head, SessionStore
-from tests.conftest import REPO, add_session, run_gitsessions
+from tests.conftest import REPO, add_session, add_turns, run_gitsessions
 
 EVIL = "\x1b[2J\x1b]0;title\x07"
 
@@ -35,7 +35,8 @@ def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tupl
             store = SessionStore(template)
             try:
                 if shorter:
-                    head = _more_turns(store, made[shorter][1], shorter, turns)
+                    head = store.head(made[shorter][1].id)
+                    head = add_turns(store, head, store.read(head, "context"), shorter, turns)
                 else:
                     head = add_session(store, turns=turns, title="long")
             finally:
@@ -45,27 +46,6 @@ def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tupl
         return made[turns]
 
     return home_of
-
-
-def _more_turns(store: SessionStore, head: Head, start: int, end: int) -> Head:
-    """Turns `start` to `end` (not included) of the session at `head`, as `add_session`
-    commits its own."""
-    head = store.head(head.id)
-    context = store.read(head, "context")
-    for n in range(start, end):
-        msgs = [
-            {"role": "user", "content": f"question {n} "},
-            {"role": "assistant", "content": f"answer {n} "},
-        ]
-        context = context + msgs
-        head = store.commit(
-            head,
-            Change(context=context, append=msgs),
-            event="turn",
-            subject=f"turn {n + 1}: question {n}",
-        )
-    assert store.read(head, "context") == context
-    return head
 
 
 def _long(long_homes: Callable[[int], tuple[Path, Head]], home: Path, turns: int = 600) -> Head:
