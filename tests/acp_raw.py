@@ -73,12 +73,13 @@ class RawEditor:
         self.updates: queue.Queue[dict[str, Any]] = queue.Queue()
         self.next_id = 0
         self.lock = threading.Lock()
-        self.child = subprocess.Popen(
-            [sys.executable, "-m", "gitsessions", "acp", "--base-url", base_url,
-             "--model", model],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr.open("ab"),
-            text=True, cwd=REPO,
-        )  # fmt: skip
+        with stderr.open("ab") as errors:  # the child holds its own copy
+            self.child = subprocess.Popen(
+                [sys.executable, "-m", "gitsessions", "acp", "--base-url", base_url,
+                 "--model", model],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                text=True, cwd=REPO,
+            )  # fmt: skip
         self.reader = threading.Thread(target=self.read, daemon=True)
         self.reader.start()
 
@@ -123,6 +124,8 @@ class RawEditor:
         self.child.stdin.close()
         code = self.child.wait(timeout=self.wait)
         self.reader.join(self.wait)
+        if self.child.stdout is not None:
+            self.child.stdout.close()
         return code
 
     def validate_all(self) -> dict[str, int]:

@@ -4,6 +4,7 @@ tmp_path, and no GIT_* variables, so nothing reaches the user's state or the net
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -46,14 +47,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "gshome"
+    home = isolate(tmp_path, monkeypatch)
+    yield home
+    if (home / "store.git" / "HEAD").exists():  # whatever the test did, the store is valid
+        wait_for_maintenance(home / "store.git")
+        fsck(home)
+
+
+def isolate(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The environment every test runs in, its home and user folders under `root`: also
+    for a module's shared setup (`made_once`), which runs before any test's."""
+    home = root / "gshome"
     for name in list(os.environ):
         if name.startswith("GIT_") or name.startswith("GITSESSIONS_") or name.startswith("OPENAI_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("GITSESSIONS_HOME", str(home))
-    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("HOME", str(root / "userhome"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(root / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # A fresh exec asks for the list summary after it prints its reply: by default in a
     # process of its own after exec exits, here by exec itself, so the scripted server's
@@ -62,10 +73,33 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     # Many tests start gitsessions processes: with bytecode caching off (as on some CI
     # machines) each one compiled openai, rich and dulwich from source again (~2 s).
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    yield home
-    if (home / "store.git" / "HEAD").exists():  # whatever the test did, the store is valid
-        wait_for_maintenance(home / "store.git")
-        fsck(home)
+    return home
+
+
+def made_once(root: Path, make: Callable[[Path], Any]) -> Any:
+    """`make(home)` run once in an environment of its own under `root` (as a test's, so
+    nothing reaches the user's state), its store then quiet and valid: for a module's
+    shared setup, which each test copies (`copy_home`) instead of making it again."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        home = isolate(root, monkeypatch)
+        made = make(home)
+        if (home / "store.git" / "HEAD").exists():
+            wait_for_maintenance(home / "store.git")
+            fsck(home)
+    return made
+
+
+def copy_home(template: Path, home: Path) -> None:
+    """A test's home as a copy of a module's shared one (`made_once`)."""
+    shutil.copytree(template, home, symlinks=True, dirs_exist_ok=True)
+
+
+def put_back(saved: Path, where: Path) -> None:
+    """`where` as it was when `saved` was copied from it: for shared setup that holds its
+    own absolute paths (clones, worktrees, homes naming them), which a copy elsewhere
+    would break; each test gets it back at the same place (tests run one at a time)."""
+    shutil.rmtree(where, ignore_errors=True)
+    shutil.copytree(saved, where, symlinks=True)
 
 
 @pytest.fixture
@@ -132,16 +166,23 @@ def loosen(store_git: Path) -> None:
 def add_session(
     store: SessionStore, turns: int = 2, title: str = "a session", tag: str = ""
 ) -> Head:
-    """A session with `turns` simple user/assistant turns, committed one by one. The
-    context each commit gives is kept here and read back once at the end (reading it
-    back each turn made a long session's setup quadratic)."""
+    """A session with `turns` simple user/assistant turns, committed one by one."""
     sid = new_id()
     system = {"role": "system", "content": "You are a helpful coding agent."}
     head = store.create(
         new_header(sid, now_iso(), title=title), Change(context=[system], append=[system])
     )
-    context = [system]
-    for n in range(turns):
+    return add_turns(store, head, [system], 0, turns, tag)
+
+
+def add_turns(
+    store: SessionStore, head: Head, context: list[dict[str, Any]], start: int, end: int,
+    tag: str = "",
+) -> Head:  # fmt: skip
+    """Turns `start` to `end` (not included) committed on `head`, whose context is
+    `context`. The context each commit gives is kept here and read back once at the end
+    (reading it back each turn made a long session's setup quadratic)."""
+    for n in range(start, end):
         msgs = [
             {"role": "user", "content": f"question {n} {tag}"},
             {"role": "assistant", "content": f"answer {n} {tag}"},

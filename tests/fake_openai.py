@@ -69,7 +69,8 @@ Fault modes, as `reply()` keywords (streamed or not unless said):
                                                    #   and headers too
     server.reply(content="...", hold=event)        # stream: wait for `event` (at most
                                                    #   60 s) after the first content piece
-                                                   #   (`hold_at=0`: before any event)
+                                                   #   (`hold_at=0`: before any event);
+                                                   #   not streamed: before the answer
     server.progress                                # [bytes sent, bytes in the body] of
                                                    #   each trickled answer, live
     server.reply(tool_calls=[{"id": "x", ...}, {"id": "x", ...}])  # ids may repeat
@@ -104,7 +105,7 @@ class Reply:
     chunked: bool = False
     trickle: float | None = None  # seconds between bytes
     trickle_headers: bool = False
-    hold: threading.Event | None = None  # a stream waits for it after `hold_at` events
+    hold: threading.Event | None = None  # a stream waits after `hold_at` events, else the answer
     hold_at: int = 2  # the role's, then the first content piece's
 
 
@@ -380,6 +381,8 @@ class _Handler(BaseHTTPRequestHandler):
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             self._stream(item, request.get("model", "fake-model"), include_usage)
         else:
+            if item.hold is not None:  # not streamed: the whole answer waits
+                item.hold.wait(60)
             body = json.dumps(_completion(item, request.get("model", "fake-model"))).encode()
             if item.trickle_headers:
                 head = (

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from gitsessions.agent.granted import Granted
+from gitsessions.agent.shell_scope import Scope
 from gitsessions.services.sessions import granted
 from tests.conftest import exec_args, run_gitsessions
 from tests.test_chat import PROMPT, leave, plain, sessions, spawn
@@ -41,6 +43,24 @@ def granted_in_chat(server, ws: Path) -> str:
     return sessions()[0]["id"]
 
 
+def granted_as_in_chat(server, ws: Path, home: Path) -> str:
+    """A session (made by `exec` in this process) granted what `granted_in_chat`'s user
+    answers "always" to, through the grants the chat's approver keeps; its id. Where the
+    chat is not what is tested: `test_always_in_chat_holds_when_the_session_is_resumed`
+    checks the chat grants exactly these."""
+    server.reply(content="done")
+    server.reply(content="Files")  # the list summary
+    done = run_gitsessions(*exec_args(server, ws), "make files", "--json")
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout)["session"]
+    grants = Granted()
+    grants.bind(home, sid)
+    grants.grant("write_file")
+    grants.grant(Scope(("touch",)))
+    assert info(sid)["approvals"] == ["write_file", "touch ..."]
+    return sid
+
+
 def info(session_id: str, home: Path | None = None) -> dict:
     env = None
     if home is not None:
@@ -70,8 +90,8 @@ def test_always_in_chat_holds_when_the_session_is_resumed(server, ws):
     assert (ws / "b.txt").exists() and (ws / "two.txt").exists()
 
 
-def test_exec_resume_runs_what_always_allowed_and_nothing_else(server, ws):
-    sid = granted_in_chat(server, ws)
+def test_exec_resume_runs_what_always_allowed_and_nothing_else(server, ws, home):
+    sid = granted_as_in_chat(server, ws, home)
     call(server, "write_file", path="c.txt", content="c\n")
     server.reply(content="wrote c")
     done = run_gitsessions(*exec_args(server, ws), "--resume", sid, "write c")
@@ -84,7 +104,7 @@ def test_exec_resume_runs_what_always_allowed_and_nothing_else(server, ws):
 
 
 def test_an_imported_session_brings_no_approvals(server, ws, tmp_path, home):
-    sid = granted_in_chat(server, ws)
+    sid = granted_as_in_chat(server, ws, home)
     exported = tmp_path / "s.json"
     assert run_gitsessions("export", sid, "-o", str(exported)).returncode == 0
     other = tmp_path / "other-home"
@@ -118,10 +138,10 @@ def test_a_record_naming_another_session_or_unsound_grants_nothing(home):
     assert granted.load(home, "../" + sid) == granted.NONE
 
 
-def test_an_acp_session_load_goes_on_with_what_chat_granted(server, ws, tmp_path):
+def test_an_acp_session_load_goes_on_with_what_chat_granted(server, ws, tmp_path, home):
     from tests.test_acp import Editor, drive, prompt
 
-    sid = granted_in_chat(server, ws)
+    sid = granted_as_in_chat(server, ws, home)
     call(server, "write_file", path="e.txt", content="e\n")
     server.reply(content="wrote e")
     editor = Editor("reject_once")
@@ -135,7 +155,7 @@ def test_an_acp_session_load_goes_on_with_what_chat_granted(server, ws, tmp_path
 
 
 def test_a_pulled_session_brings_no_approvals(server, ws, tmp_path, home):
-    sid = granted_in_chat(server, ws)
+    sid = granted_as_in_chat(server, ws, home)
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     assert run_gitsessions("remote", "add", "origin", str(bare)).returncode == 0

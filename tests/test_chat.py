@@ -10,12 +10,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, tzinfo
 from pathlib import Path
 
 import pexpect
 import pytest
 
+from gitsessions.values import clock
 from tests.conftest import REPO, exec_args, run_gitsessions, run_gitsessions_process
+from tests.test_find_sessions import failed_start
 
 # the line editor is reading: it turns the terminal's bracketed paste on as it starts
 # (its first prompt is written before it is loaded; keys typed then wait for it)
@@ -49,8 +52,18 @@ def spawn(server_url: str, workspace: Path, *args: str, columns: int = 120) -> p
         cwd=str(REPO),
         dimensions=(50, columns),
     )
-    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
+    as_a_terminal(child)
     child.expect(PROMPT)
+    return child
+
+
+def as_a_terminal(child: pexpect.spawn) -> pexpect.spawn:
+    """Keys sent as a terminal sends them: Enter is CR (a "\n" is Ctrl-J: a new line), and
+    each key at once (pexpect sleeps 50 ms before every send unless told not to); the
+    pty let go of at once when the child is collected (ptyprocess sleeps 0.1 s first)."""
+    child.linesep = "\r"
+    child.delaybeforesend = None
+    child.ptyproc.delayafterclose = 0
     return child
 
 
@@ -70,6 +83,13 @@ def leave(child: pexpect.spawn) -> None:
 
 def sessions() -> list[dict]:
     return json.loads(run_gitsessions("list", "--json").stdout)
+
+
+def made(server, workspace: Path, prompt: str, *args: str) -> str:
+    """A turn run by `exec` in this process (where a session only has to exist); its id."""
+    done = run_gitsessions(*exec_args(server, workspace), *args, prompt, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["session"]
 
 
 @pytest.fixture
@@ -336,10 +356,7 @@ def test_second_chat_on_same_session_is_refused(server, ws):
 def test_a_resumed_chat_holds_its_session_from_its_prompt(server, ws):
     """The lease is taken before a resumed chat's prompt (the agent is built after it):
     a second chat on the session is refused while the first waits at its prompt."""
-    first = spawn(server.base_url, ws)
-    say(first, "hi")
-    leave(first)
-    sid = sessions()[0]["id"]
+    sid = made(server, ws, "hi")
     held = server.hold_models()
     try:
         first = spawn(server.base_url, ws, "--resume", sid[:8])
@@ -483,9 +500,7 @@ def test_a_prompt_after_a_cancelled_one_is_sent_alone_and_undone_alone(server, w
 
 
 def test_a_prompt_after_continuing_an_unanswered_session_is_sent_alone(server, ws):
-    child = spawn("http://127.0.0.1:9/v1", ws)
-    say(child, "first try")  # the server is down: saved, unanswered
-    leave(child)
+    failed_start(ws, "first try")  # as a chat left with the server down: saved, unanswered
     server.reply(content="fresh answer")
     child = spawn(server.base_url, ws, "--continue")
     assert "no reply yet" in plain(child.before)
@@ -498,26 +513,30 @@ def test_a_prompt_after_continuing_an_unanswered_session_is_sent_alone(server, w
     assert server.rejected == []
 
 
-@pytest.mark.parametrize("run", range(30))
+@pytest.mark.parametrize("run", range(10))
 def test_the_first_ctrl_c_cancels_a_held_streamed_reply(server, ws, run):
     """The server holds its streamed reply, in even runs after the first piece, in odd
     ones before any (the Ctrl-C then comes while the first request is being made): one
     Ctrl-C cancels, every time (the request runs in a worker thread; the main thread
-    only waits)."""
-    held = threading.Event()
+    only waits). Thirty tries: ten chats, the first of each chat's three turns its
+    process's first request."""
     first = run % 2 == 0
     text = "Held answer begins here, then the server waits"
-    server.reply(content=text, hold=held, hold_at=2 if first else 0)
     child = spawn(server.base_url, ws)
-    try:
-        child.sendline("hold on")
-        child.expect_exact("Held" if first else "thinking")
-        child.sendintr()  # once: a second press would hide a first one lost
-        child.expect_exact("cancelled; the session is saved")
-        child.expect(PROMPT)
-    finally:
-        held.set()
+    for turn in range(3):
+        held = threading.Event()
+        server.reply(content=text, hold=held, hold_at=2 if first else 0)
+        try:
+            child.sendline(f"hold on {turn}")
+            child.expect_exact("Held" if first else "thinking")
+            child.sendintr()  # once: a second press would hide a first one lost
+            child.expect_exact("cancelled; the session is saved")
+            child.expect(PROMPT)
+        finally:
+            held.set()
     leave(child)
+    prompts = [r["messages"][-1]["content"] for r in server.requests if r.get("tools")]
+    assert prompts == ["hold on 0", "hold on 1", "hold on 2"]
 
 
 def test_undo_drops_the_last_turn_from_the_context_and_keeps_the_record(server, ws):
@@ -650,23 +669,35 @@ def spawn_picker(server_url: str, workspace: Path, *args: str) -> pexpect.spawn:
          "--workspace", str(workspace), *args],
         env=env, encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(50, 120),
     )  # fmt: skip
-    child.linesep = "\r"  # Enter, as a terminal sends it
-    return child
+    return as_a_terminal(child)
 
 
-def test_resume_without_an_id_and_sessions_pick_from_this_workspace(server, ws, tmp_path):
-    def made(prompt: str, where: Path) -> str:
+class HourAgo(datetime):
+    """The clock an hour back: values/clock.py reads the time through `datetime.now`."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> "HourAgo":
+        return cls.fromtimestamp(time.time() - 3600, tz)
+
+
+def test_resume_without_an_id_and_sessions_pick_from_this_workspace(
+    server, ws, tmp_path, monkeypatch
+):
+    def summarized(prompt: str, where: Path) -> str:
         server.reply(content="ok")
         server.reply(content=f"about {prompt}")  # the list summary
         done = run_gitsessions(*exec_args(server, where), prompt, "--json")
         return json.loads(done.stdout)["session"]
 
-    older = made("older work", ws)
-    time.sleep(1.1)  # activity is recorded to the second: let the newer one be newer
-    newer = made("newer work", ws)
+    with monkeypatch.context() as earlier:  # activity is recorded to the second
+        earlier.setattr(clock, "datetime", HourAgo)
+        older = summarized("older work", ws)
+    newer = summarized("newer work", ws)
+    active = {row["id"]: row["active_at"] for row in sessions()}
+    assert active[older] < active[newer]  # an hour apart
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    made("other project", elsewhere)
+    summarized("other project", elsewhere)
     child = spawn_picker(server.base_url, ws, "--resume")
     child.expect_exact("Esc cancels")
     shown = plain(child.before)
@@ -710,15 +741,12 @@ def test_resume_without_an_id_and_no_terminal_lists_and_says_so(server, ws):
     assert run_gitsessions("exec", "--resume", "--", "x").returncode == 2
 
 
-def test_the_picker_offers_a_failed_start_last_and_marked(server, ws):
+def test_the_picker_offers_a_failed_start_last_and_marked(server, ws, monkeypatch):
     """Defect 7 of issue 20: the picker's default (its first line) is a session a model
     answered, never a newer failed start."""
-    from tests.test_exec import next_second
-
-    answered = json.loads(run_gitsessions(*exec_args(server, ws), "real", "--json").stdout)
-    next_second()  # the failed start is the most recently active
-    from tests.test_find_sessions import failed_start
-
+    with monkeypatch.context() as earlier:  # the failed start is the most recently active
+        earlier.setattr(clock, "datetime", HourAgo)
+        answered = json.loads(run_gitsessions(*exec_args(server, ws), "real", "--json").stdout)
     failed = failed_start(ws, "hello?")  # as a chat left after its first request failed
     args = ["chat", "--resume", "--base-url", server.base_url, "--workspace", str(ws)]
     listed = run_gitsessions_process(*args, input="").stderr
@@ -754,10 +782,7 @@ def test_a_resumed_chat_shows_its_prompt_while_the_server_holds_its_model_list(s
     """A resumed chat's prompt waits for nothing slow either: its banner and its
     unanswered prompt are read from the session before it; the agent is built and the
     server asked while the user types, and what they found prints before the reply."""
-    child = spawn("http://127.0.0.1:9/v1", ws)
-    say(child, "important prompt")  # the server is down: the prompt is kept, unanswered
-    leave(child)
-    sid = sessions()[0]["id"]
+    sid = failed_start(ws, "important prompt")  # as a chat left with the server down
     held = server.hold_models()
     server.models = ["other-model"]
     try:
@@ -861,9 +886,7 @@ def test_a_read_only_home_is_refused_before_the_prompt(server, ws, home):
     """Defect 8 of issue 20: the home's writability (where the lease goes) is checked
     before the prompt, new or resumed: nothing is typed in vain."""
     server.reply(content="stored")
-    child = spawn(server.base_url, ws)
-    say(child, "a first session")
-    leave(child)
+    made(server, ws, "a first session")
     args = ["--base-url", server.base_url, "--workspace", str(ws)]
     with read_only(home):
         done = run_gitsessions_process("chat", *args, input="typed in vain\n")
@@ -903,14 +926,10 @@ def test_resuming_shows_the_title_and_the_last_exchange(server, ws):
     """Defect 11 of issue 20: `--continue` and `--resume` say where the session was."""
     server.reply(content="first reply")
     server.reply(content="Parser fixes")  # the title written after the first reply
-    child = spawn(server.base_url, ws)
-    say(child, "fix the parser")
+    sid = made(server, ws, "fix the parser")
     long_reply = "\n".join(f"line {n} " + "x" * 150 for n in range(1, 8))
     server.reply(content=long_reply)
-    child.sendline("and explain\\")  # a line ending in a backslash goes on
-    say(child, "what you did")
-    leave(child)
-    sid = sessions()[0]["id"]
+    made(server, ws, "and explain\nwhat you did", "--resume", sid)
     for how in (["--continue"], ["--resume", sid[:8]]):
         child = spawn(server.base_url, ws, *how)
         shown = plain(child.before)
@@ -929,13 +948,10 @@ def test_the_resume_banner_after_a_rewind_names_the_turn_it_shows(server, ws):
     3)` over turn 1's exchange, and `title:` over a summary `info` does not call a title."""
     server.reply(content="first reply")
     server.reply(content="Parser fixes")  # the list summary, asked after the first reply
-    child = spawn(server.base_url, ws)
-    say(child, "first prompt")
+    sid = made(server, ws, "first prompt")
     for n in (2, 3):
         server.reply(content=f"reply {n}")
-        say(child, f"prompt {n}")
-    leave(child)
-    sid = sessions()[0]["id"]
+        made(server, ws, f"prompt {n}", "--resume", sid)
     rewound = run_gitsessions("rewind", sid[:8], "--to", "turn:1", "--chat")
     assert rewound.returncode == 0, rewound.stderr
     info = dict(line.split("\t") for line in run_gitsessions("info", sid).stdout.splitlines())

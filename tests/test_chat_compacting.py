@@ -11,7 +11,7 @@ import pexpect
 
 from gitsessions.store.sessions import Change
 from tests.conftest import REPO, git
-from tests.test_chat import PROMPT, leave, plain, say, spawn
+from tests.test_chat import PROMPT, as_a_terminal, leave, plain, say, spawn
 
 SUMMARIZER = "You write the continuation summary"
 TITLE = "Write a one-line title"
@@ -87,6 +87,7 @@ def test_the_compact_command_shows_how_long_its_summary_has_taken(
         ["-m", "gitsessions", "compact", head.id, "--base-url", server.base_url, "--model", "m"],
         env=env, encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(40, 100),
     )  # fmt: skip
+    as_a_terminal(child)
     try:
         child.expect(rf"compacting {head.id[:8]} · [1-9]\d* s")
         assert slow.asked.wait(30)

@@ -22,7 +22,7 @@ from gitsessions.cli.chat_input import LEAVE_HINT
 from gitsessions.cli.chat_line import COMMANDS
 from gitsessions.cli.slash import Slash
 from tests.conftest import REPO
-from tests.test_chat import PROMPT, leave, plain, say, sessions, spawn
+from tests.test_chat import PROMPT, as_a_terminal, leave, plain, say, sessions, spawn
 
 TRACEBACK = ["Traceback (most recent call last):"] + [
     f'  File "app.py", line {n}, in step_{n}\n    step_{n + 1}()' for n in range(1, 10)
@@ -134,7 +134,7 @@ def test_the_terminal_is_left_as_it_was_found(server, ws, tmp_path):
     env = dict(os.environ, TERM="xterm", COLUMNS="120", LINES="50")
     child = pexpect.spawn("sh", ["-c", script], env=env, encoding="utf-8", timeout=30,
                           cwd=str(REPO), dimensions=(50, 120))  # fmt: skip
-    child.linesep = "\r"
+    as_a_terminal(child)
     child.expect(PROMPT)
     say(child, "hello")
     child.send("\x03")  # Ctrl-C at the prompt

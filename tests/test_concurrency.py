@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from gitsessions.store.sessions import SessionStore
-from tests.conftest import REPO, fsck
+from tests.conftest import REPO, fsck, run_gitsessions
 
 WORKER = """
 import sys
@@ -146,9 +146,10 @@ def test_concurrent_pulls_and_an_exec_leave_every_session_whole(home, tmp_path, 
             stderr=subprocess.PIPE, text=True, cwd=REPO,
         )  # fmt: skip
 
+    # the setup and the checks after in this process: the racing ones are the subject
     for args in (["remote", "add", "origin", str(bare)], ["push", "--all"]):
-        assert gitsessions("--home", str(other), *args).wait(timeout=120) == 0
-    assert gitsessions("remote", "add", "origin", str(bare)).wait(timeout=120) == 0
+        assert run_gitsessions("--home", str(other), *args).returncode == 0
+    assert run_gitsessions("remote", "add", "origin", str(bare)).returncode == 0
     workspace = tmp_path / "work"
     workspace.mkdir()
     server.reply(content="done while pulling")
@@ -163,23 +164,15 @@ def test_concurrent_pulls_and_an_exec_leave_every_session_whole(home, tmp_path, 
     for n, pulled in enumerate(pushed_ids):  # one more change there, then a quiet pull
         if n % 4 == 0:
             say(other, pulled, "later")
-    assert gitsessions("--home", str(other), "push", "--all").wait(timeout=120) == 0
-    done = subprocess.run(
-        [sys.executable, "-m", "gitsessions", "pull", "origin"], capture_output=True,
-        text=True, cwd=REPO, timeout=240,
-    )  # fmt: skip
+    assert run_gitsessions("--home", str(other), "push", "--all").returncode == 0
+    done = run_gitsessions("pull", "origin")
     assert done.returncode == 0, done.stderr
     for pulled in pushed_ids:
         ref = f"refs/heads/sessions/{pulled}"
         assert (
             git(home / "store.git", "rev-parse", ref).stdout == git(bare, "rev-parse", ref).stdout
         )
-    listed = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "gitsessions", "list", "--json"], capture_output=True,
-            text=True, cwd=REPO, timeout=120, check=True,
-        ).stdout
-    )  # fmt: skip
+    listed = json.loads(run_gitsessions("list", "--json").stdout)
     assert {s["id"] for s in listed} == {*pushed_ids, own}  # the pulled ones, the exec's own
     store = SessionStore(home)
     assert store.transcript(store.head(own))[-1]["content"] == "done while pulling"

@@ -1,5 +1,6 @@
 """A short bench/crash.py: real `gitsessions` processes killed at chosen syscalls (strace
-fault injection) or at random times, then checked with stock git and the next command.
+fault injection) or at random times, then checked with stock git and the next commands
+(run in this process: the killed command is the process under test).
 
 After every kill: each session that existed before still exists, at its old head or a
 descendant of it; `git fsck --strict` is clean; `list` and a `rename` work without manual
@@ -10,6 +11,7 @@ killed command packs refs (inside `gc`, `delete`, and the autopack after a plain
 import importlib.util
 import random
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from gitsessions.store.maintenance import AUTOPACK_REFS
-from tests.conftest import REPO
+from tests.conftest import REPO, run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 
@@ -33,6 +35,25 @@ def _bench() -> ModuleType:
 
 crash = _bench()
 needs_strace = pytest.mark.skipif(not shutil.which("strace"), reason="strace is not installed")
+_process = crash.gitsessions
+
+
+def _in_process(
+    case: Path, args: list[str], prefix: list[str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """bench/crash.py's `gitsessions`: the command under strace (to be counted or killed)
+    a process, as there; the next commands after the kill (`list`, `rename`) and the
+    base's export in this process, as the CLI runs them (`run_gitsessions`)."""
+    if prefix:
+        return _process(case, args, prefix, timeout)
+    return run_gitsessions(*args, env=crash.child_env(case), cwd=case)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def next_commands_in_process() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crash, "gitsessions", _in_process)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +154,13 @@ def test_delete_killed_while_purging_loses_only_the_deleted_session(few, tmp_pat
 
 
 def test_random_kills_of_mixed_commands_lose_nothing(few, tmp_path):
+    """Each command is timed whole first, then killed at a random point of that time (a
+    fixed 0.5-2 s outlived both commands, so nothing was killed)."""
     rng = random.Random(7)
     for index, name in enumerate(["fork", "delete"]):
-        result = crash.run_kill(few, tmp_path, (name, rng.uniform(0.5, 2.0)), index)
+        whole = crash.run_kill(few, tmp_path, (name, 120.0), 2 * index)
+        assert not whole["killed"] and whole["finished_s"] is not None
+        assert_survived(whole)
+        delay = rng.uniform(0.5, 0.95) * whole["finished_s"]
+        result = crash.run_kill(few, tmp_path, (name, delay), 2 * index + 1)
         assert_survived(result)

@@ -1,13 +1,15 @@
 """A damaged pack never hangs or blows up (store/packrecords.py): packs written by hand
 (header, records with their type/size varints, offset and reference deltas, zlib data,
 a version-2 index) into a real store, so that a session's `session.json` resolves to
-the crafted object. `show`, `log`, `info`, `list` and `doctor` run as processes under
-a 1 GiB address-space limit and peak under 200 MB, with no traceback: the first three
-say one `error:` line naming the object and `gitsessions doctor` and exit non-zero;
-`list` marks the session's row unreadable (naming `gitsessions doctor`) and lists the
-rest, as for any damaged session; `doctor` names the object, its file and the session."""
+the crafted object. `show`, `log`, `info`, `list` and `doctor` run one after another
+in a process under a 1 GiB address-space limit that peaks under 200 MB, with no
+traceback: the first three say one `error:` line naming the object and `gitsessions
+doctor` and exit non-zero; `list` marks the session's row unreadable (naming
+`gitsessions doctor`) and lists the rest, as for any damaged session; `doctor` names
+the object, its file and the session."""
 
 import hashlib
+import json
 import os
 import struct
 import subprocess
@@ -26,19 +28,35 @@ from gitsessions.values.records import new_header
 from tests.conftest import REPO, loosen
 
 OFS_DELTA, REF_DELTA, BLOB = 6, 7, 3
-LIMIT = 1 << 30  # address space of each command: Python runs, a blow-up fails fast
+LIMIT = 1 << 30  # address space of the commands' process: Python runs, a blow-up fails fast
 PEAK = 200 << 20
 
 RUN = """
-import resource, subprocess, sys
-def limit():
-    resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-done = subprocess.run(sys.argv[1:], capture_output=True, text=True, preexec_fn=limit)
-sys.stdout.write(done.stdout)
-sys.stderr.write(done.stderr)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-sys.stderr.write(f"PEAK {{peak}}\\n")
-sys.exit(done.returncode)
+import gc, json, resource, sys, traceback
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+from typer.testing import CliRunner
+from gitsessions.cli.app import main
+done = []
+for args in json.loads(sys.argv[1]):
+    sys.argv = ["gitsessions", *args]
+    with CliRunner().isolation() as (out, err, _):
+        try:
+            main()
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+        except BaseException:  # as the process would: a traceback
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        said = [out.getvalue().decode(), err.getvalue().decode()]
+    gc.unfreeze()  # `cli.lazy.started` freezes what a process keeps for its life
+    with open("/proc/self/status") as status:  # this process's own peak (ru_maxrss
+        # keeps the parent's from before exec: a pytest of the whole suite is 300 MB)
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) * 1024
+    done.append([code, *said, peak])
+print(json.dumps(done))
 """
 
 
@@ -114,11 +132,23 @@ def write_pack(pack_dir: Path, records: list[Record]) -> None:
     name.with_suffix(".idx").write_bytes(bytes(idx))
 
 
+def _zeros(prefix: bytes, mib: int) -> bytes:
+    """A valid zlib stream of `prefix` then `mib` MiB of zeros, about 1 KB a MiB: one
+    MiB compressed once after a full flush (which resets the compressor, so every MiB
+    compresses to the same bytes) and repeated, an empty final block, and the Adler-32
+    of the whole (zeros leave its low half as it is and add `n * low` to its high half).
+    Compressing 1 GiB took seconds of CPU."""
+    squeeze = zlib.compressobj(9)
+    head = squeeze.compress(prefix) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    piece = squeeze.compress(bytes(1 << 20)) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    check = zlib.adler32(prefix)
+    low, high = check & 0xFFFF, (check >> 16) + (mib << 20) * (check & 0xFFFF)
+    return head + piece * mib + b"\x03\x00" + struct.pack(">I", (high % 65521) << 16 | low)
+
+
 def _bomb() -> bytes:
     """zlib data of 256 MiB of zeros (about 250 KB)."""
-    squeeze = zlib.compressobj(9)
-    chunk = bytes(1 << 20)
-    return b"".join(squeeze.compress(chunk) for _ in range(256)) + squeeze.flush()
+    return _zeros(b"", 256)
 
 
 def crafted(case: str, target: bytes) -> list[list[Record]]:
@@ -161,19 +191,13 @@ CASES = [
 def _loose_bomb() -> bytes:
     """A loose blob declaring 1 GiB of zeros (about 1 MB of zlib): dulwich allocates and
     inflates what a loose object's header declares."""
-    squeeze = zlib.compressobj(9)
-    out = [squeeze.compress(b"blob %d\0" % (1 << 30))]
-    out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 10)]
-    return b"".join(out) + squeeze.flush()
+    return _zeros(b"blob %d\0" % (1 << 30), 1 << 10)
 
 
 def _loose_stream_past_its_size() -> bytes:
     """A loose blob whose header declares 20 bytes over 512 MiB of zeros (about 500 KB
     of zlib): dulwich inflates the whole stream."""
-    squeeze = zlib.compressobj(9)
-    out = [squeeze.compress(b"blob 20\0")]
-    out += [squeeze.compress(bytes(1 << 20)) for _ in range(1 << 9)]
-    return b"".join(out) + squeeze.flush()
+    return _zeros(b"blob 20\0", 1 << 9)
 
 
 def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
@@ -208,25 +232,27 @@ def damaged_store(tmp_path: Path, case: str) -> tuple[Path, str, str]:
     return home, sid, sha.hex()
 
 
-def run(home: Path, *args: str) -> tuple[int, str, str, int]:
-    """`gitsessions *args` under the address-space limit: (exit code, stdout, stderr
-    without the peak line, peak RSS in bytes)."""
+def run(home: Path, *commands: tuple[str, ...]) -> list[tuple[int, str, str, int]]:
+    """Each command of `commands` run by `gitsessions`'s entry point in turn, in one
+    process under the address-space limit: (exit code, stdout, stderr, the process's
+    peak RSS in bytes so far) each. One process for them all: each command's start-up
+    (half a second) was most of these tests' time, and a peak under `PEAK` after all
+    of them bounds each."""
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
     done = subprocess.run(
-        [sys.executable, "-c", RUN.format(limit=LIMIT), sys.executable, "-m", "gitsessions",
-         *args],
+        [sys.executable, "-c", RUN.format(limit=LIMIT), json.dumps(commands)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
     )  # fmt: skip
-    lines = done.stderr.splitlines()
-    peak = int(lines[-1].removeprefix("PEAK "))
-    return done.returncode, done.stdout, "\n".join(lines[:-1]), peak
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return [(code, out, err, peak) for code, out, err, peak in json.loads(done.stdout)]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_damaged_pack_gives_one_line_and_doctor_names_it(tmp_path, case):
     home, sid, sha = damaged_store(tmp_path, case)
-    for args in (("show", sid[:8]), ("log", sid[:8]), ("info", sid[:8])):
-        code, out, err, peak = run(home, *args)
+    reads = [("show", sid[:8]), ("log", sid[:8]), ("info", sid[:8])]
+    *read, listed, as_json, doctor = run(home, *reads, ("list",), ("list", "--json"), ("doctor",))
+    for args, (code, out, err, peak) in zip(reads, read, strict=True):
         assert "Traceback" not in err and "Error" not in err.replace("error:", ""), (args, err)
         errors = [line for line in err.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "gitsessions doctor" in errors[0], (args, err)
@@ -234,17 +260,28 @@ def test_a_damaged_pack_gives_one_line_and_doctor_names_it(tmp_path, case):
         assert code != 0, (args, out, err)
         assert peak < PEAK, (args, peak)
     # `list` lists the others, this one's row marked (as any damaged session's)
-    code, out, err, peak = run(home, "list")
+    code, out, err, peak = listed
     assert code == 0 and "Traceback" not in err and peak < PEAK, err
     assert out.startswith(sid) and "(unreadable: run gitsessions doctor)" in out, out
-    code, out, err, peak = run(home, "list", "--json")
+    code, out, err, peak = as_json
     assert sha[:12] in out and "gitsessions doctor" in out and peak < PEAK, out
-    code, out, err, peak = run(home, "doctor")
+    code, out, err, peak = doctor
     assert code != 0 and "Traceback" not in err, err
     assert peak < PEAK, peak
     broken = [line for line in out.splitlines() if sha[:12] in line]
     assert broken and sid[:8] in broken[0], out
     assert "session.json" in broken[0], out
+
+
+def test_the_crafted_zeros_are_one_valid_zlib_stream() -> None:
+    """`_zeros` (the bombs' data) inflates to its prefix and zeros, checksum and end
+    included (zlib checks the Adler-32 at the end of the stream)."""
+    prefix = b"blob 20\0"
+    inflate = zlib.decompressobj()
+    data = inflate.decompress(_zeros(prefix, 3)) + inflate.flush()
+    assert inflate.eof and not inflate.unused_data
+    assert data == prefix + bytes(3 << 20)
+    assert len(_zeros(prefix, 1024)) < 1100 << 10  # about 1 MB: a bomb
 
 
 def test_the_store_writes_no_object_it_would_not_read_back(store):
@@ -302,7 +339,7 @@ def test_doctor_names_an_object_whose_stream_does_not_inflate_to_its_size(tmp_pa
     the header checks: `doctor` said nothing wrong. It inflates each record bounded and
     names the object, its path and the session that reaches it."""
     home, sid, sha = damaged_store(tmp_path, case)
-    code, out, err, peak = run(home, "doctor")
+    [(code, out, err, peak)] = run(home, ("doctor",))
     assert code != 0 and "Traceback" not in err, (out, err)
     assert peak < PEAK, peak
     broken = [line for line in out.splitlines() if sha[:12] in line]

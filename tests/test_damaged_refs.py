@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import pexpect
 import pytest
 
-from tests.conftest import REPO, exec_args, git, run_gitsessions
+from tests.conftest import REPO, copy_home, exec_args, git, made_once, run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 KINDS = ("nonsense", "missing", "blob", "packed")
@@ -73,11 +73,27 @@ def _damage(home: Path, victim: str, kind: str) -> tuple[Path, bytes]:
     return path, saved
 
 
-@pytest.fixture
-def sessions(server: FakeOpenAI, tmp_path: Path) -> tuple[list[str], Path]:
-    workspace = tmp_path / "project"
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], Path]:
+    """Three sessions made once for the module (a home, the ids, their workspace)."""
+    root = tmp_path_factory.mktemp("made")
+    workspace = root / "project"
     workspace.mkdir()
-    return [_make(server, workspace, n) for n in range(3)], workspace
+
+    def make(_home: Path) -> list[str]:
+        with FakeOpenAI(strict=True) as server:
+            return [_make(server, workspace, n) for n in range(3)]
+
+    ids = made_once(root, make)
+    return root / "gshome", ids, workspace
+
+
+@pytest.fixture
+def sessions(made: tuple[Path, list[str], Path], home: Path) -> tuple[list[str], Path]:
+    """The test's home a copy of the module's three sessions: their ids, their workspace."""
+    template, ids, workspace = made
+    copy_home(template, home)
+    return list(ids), workspace
 
 
 @pytest.fixture(params=KINDS)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gitsessions.services.hooks.audit import audit
 from gitsessions.services.sessions import chat_history
+from gitsessions.store.lease import Lease
 from tests.conftest import exec_args
 from tests.test_chat import leave, say, spawn
 
@@ -24,9 +25,11 @@ def exec_(cli, server, workspace: Path, *args: str) -> str:
     return json.loads(done.stdout)["session"]
 
 
-def make(cli, server, workspace: Path, marker: str) -> str:
+def make(cli, server, workspace: Path, marker: str, chat: bool = True) -> str:
     """A session whose prompt, tool output, reply, title, pin and chat history hold
-    `marker`, and which the list and search caches have seen."""
+    `marker`, and which the list and search caches have seen; typed in a chat on a
+    real pty (whatever a chat writes under the home is scanned), or with `chat` False
+    a resumed `exec` turn and the history line added as a chat adds it."""
     (workspace / f"{marker}.txt").write_text(f"the file says {marker} twice: {marker}\n")
     server.reply(
         content=None, tool_calls=[{"name": "read_file", "arguments": {"path": f"{marker}.txt"}}]
@@ -36,10 +39,16 @@ def make(cli, server, workspace: Path, marker: str) -> str:
     sid = exec_(cli, server, workspace, f"read the {marker} file")
     cli("rename", sid, f"title {marker}")
     cli("pin", sid, f"pinned {marker}")
-    chat = spawn(server.base_url, workspace, "--resume", sid)
     server.reply(content="ok")
-    say(chat, f"typed in the chat {marker}")
-    leave(chat)
+    if chat:
+        child = spawn(server.base_url, workspace, "--resume", sid)
+        say(child, f"typed in the chat {marker}")
+        leave(child)
+    else:
+        exec_(cli, server, workspace, "--resume", sid, f"typed in the chat {marker}")
+        chat_history.append(
+            Path(os.environ["GITSESSIONS_HOME"]), sid, [f"typed in the chat {marker}"]
+        )
     assert marker in cli("search", marker).stdout
     assert cli.json("list")
     return sid
@@ -60,7 +69,7 @@ def test_delete_leaves_no_trace_of_the_session(cli, server, tmp_path, home):
     ws = tmp_path / "project"
     ws.mkdir()
     gone = make(cli, server, ws, GONE)
-    kept = make(cli, server, ws, KEPT)
+    kept = make(cli, server, ws, KEPT, chat=False)  # what the delete must leave
     before = everything(home)
     assert GONE.encode() in before and KEPT.encode() in before
     assert [s for s, line in chat_history.load(home) if GONE in line] == [gone]
@@ -124,13 +133,10 @@ def test_a_failed_delete_keeps_the_lease_file_and_the_history(cli, server, tmp_p
     server.reply(content="title")
     sid = exec_(cli, server, ws, "hello")
     chat_history.append(home, sid, ["hello"])
-    chat = spawn(server.base_url, ws, "--resume", sid)  # holds the lease
-    try:
+    with Lease(home, sid):  # as a chat holds it (a lock of its own open file)
         result = cli("delete", sid, "--yes", code=1)
         assert "in use" in result.stderr
         assert chat_history.load(home) == [(sid, "hello")]
         assert (home / "leases" / f"{sid}.lock").exists()
-    finally:
-        leave(chat)
     last = json.loads((home / "audit.jsonl").read_text().splitlines()[-1])
     assert last["operation"] == "delete" and last["error"] == "SessionInUse"

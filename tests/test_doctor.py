@@ -61,7 +61,8 @@ def test_stale_locks_dead_leases_and_stale_cache_rows(cli, home, make_session):
     cli("list")  # fills index.sqlite
     with sqlite3.connect(home / "index.sqlite") as db:
         db.execute(
-            "INSERT INTO headers (id, head, header) VALUES (?, ?, ?)", ("f" * 32, "0" * 40, "{}")
+            "INSERT INTO headers (id, head, header, listed) VALUES (?, ?, ?, ?)",
+            ("f" * 32, "0" * 40, "{}", "{}"),
         )
     lock = home / "store.git" / "packed-refs.lock"
     lock.write_text("")

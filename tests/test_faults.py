@@ -1,6 +1,7 @@
 """Every failure of the disk or of a damaged store is one line and exit 1, never a
 traceback, and changes nothing: a read-only home, a full disk, a truncated pack, a bad
-`store.git/config`, a corrupt loose object."""
+`store.git/config`, a corrupt loose object. The CLI runs in this process (a traceback
+would be an exception raised here): the faults, not the process, are the subject."""
 
 import contextlib
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, loosen, run_gitsessions, run_gitsessions_process
+from tests.conftest import git, loosen, run_gitsessions
 
 ROOT = os.geteuid() == 0
 
@@ -90,7 +91,7 @@ def test_a_read_only_home_gives_one_line_errors(tmp_path):
     with tmpfs(tmp_path / "ro", "8m") as home:
         env = {**os.environ, "GITSESSIONS_HOME": str(home)}
         ids = _make(env)
-        assert run_gitsessions_process("list", env=env).returncode == 0
+        assert run_gitsessions("list", env=env).returncode == 0
         before = _snapshot(home)
         subprocess.run(["mount", "-o", "remount,ro", str(home)], check=True)
         short = ids[0][:8]
@@ -104,15 +105,13 @@ def test_a_read_only_home_gives_one_line_errors(tmp_path):
             ["import", "-"],
             ["exec", "--resume", short, "hello"],
         ):
-            result = run_gitsessions_process(*args, env=env, input=_export(7))
+            result = run_gitsessions(*args, env=env, input=_export(7))
             line = _one_line(result)
             assert "Read-only file system" in line and "gitsessions doctor" in line, (args, line)
         # reading still works (export logs itself, so it cannot), and nothing changed
-        assert run_gitsessions_process("info", short, env=env).returncode == 0
-        assert "hello 0" in run_gitsessions_process("show", short, env=env).stdout
-        assert "Read-only file system" in _one_line(
-            run_gitsessions_process("export", short, env=env)
-        )
+        assert run_gitsessions("info", short, env=env).returncode == 0
+        assert "hello 0" in run_gitsessions("show", short, env=env).stdout
+        assert "Read-only file system" in _one_line(run_gitsessions("export", short, env=env))
         assert _snapshot(home) == before
 
 
@@ -124,7 +123,7 @@ def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
         before = _snapshot(home)
         filler = fill(home)
         for args in (["rename", ids[0][:8], "t" * 50], ["pin", ids[1][:8], "n" * 4000]):
-            result = run_gitsessions_process(*args, env=env)
+            result = run_gitsessions(*args, env=env)
             if result.returncode == 0:
                 continue  # it fit in what was left
             line = _one_line(result)
@@ -133,32 +132,53 @@ def test_a_full_disk_gives_one_line_errors_and_keeps_every_session(tmp_path):
         for line in before.splitlines():  # every session still there, at its head or newer
             assert line.split()[1] in after
         filler.unlink()
-        assert run_gitsessions_process("rename", ids[0][:8], "after", env=env).returncode == 0
+        assert run_gitsessions("rename", ids[0][:8], "after", env=env).returncode == 0
         assert git(home / "store.git", "fsck", "--strict", check=False).returncode == 0
+
+
+@needs_root
+def test_a_lease_whose_pid_cannot_be_written_is_let_go(tmp_path):
+    """On a full disk a lease cannot write its pid: it is refused, and not held, so a
+    long-lived process (a chat, a server) can take it once there is room again."""
+    from gitsessions.store.lease import Lease
+
+    with tmpfs(tmp_path / "full", "1m") as home:
+        sid = uuid.uuid4().hex
+        (home / "leases").mkdir()
+        (home / "leases" / f"{sid}.lock").touch()
+        fill(home)
+        with contextlib.suppress(OSError), open(home / "crumbs", "wb", buffering=0) as f:
+            while True:  # what the 64 KiB chunks left, a byte at a time
+                f.write(b"x")
+        with pytest.raises(OSError, match="No space left"):
+            Lease(home, sid)
+        (home / "filler").unlink()
+        with Lease(home, sid) as lease:  # not "in use by another gitsessions process"
+            assert lease.path.read_text() == str(os.getpid())
 
 
 def test_a_truncated_pack_is_one_line_and_named_by_every_reader(home, make_session):
     head = make_session(turns=3)
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
-    assert run_gitsessions_process("gc", env=env).returncode == 0
+    assert run_gitsessions("gc", env=env).returncode == 0
     pack = next((home / "store.git" / "objects" / "pack").glob("*.pack"))
     saved = pack.read_bytes()
     pack.chmod(0o600)
     pack.write_bytes(saved[: len(saved) // 2])
-    line = _one_line(run_gitsessions_process("show", head.id[:8], env=env))
+    line = _one_line(run_gitsessions("show", head.id[:8], env=env))
     assert "gitsessions doctor" in line
     # `gc` filled the header cache (it looks up the projects the sessions worked in), and
     # a warm row is read without the pack; with the cache cold (another machine's first
     # `list`, or the cache rebuilt) the header is read from the pack
     (home / "index.sqlite").unlink(missing_ok=True)
-    listed = run_gitsessions_process("list", env=env)  # the others would still be listed
+    listed = run_gitsessions("list", env=env)  # the others would still be listed
     assert listed.returncode == 0 and "doctor" in listed.stdout
-    searched = run_gitsessions_process("search", "question", env=env)
+    searched = run_gitsessions("search", "question", env=env)
     assert searched.returncode == 0 and "doctor" in searched.stderr
-    gc = run_gitsessions_process("gc", env=env)
+    gc = run_gitsessions("gc", env=env)
     assert gc.returncode == 0 and "nothing was packed or purged" in gc.stderr
     assert pack.read_bytes() == saved[: len(saved) // 2]  # gc did not touch it
-    doctor = run_gitsessions_process("doctor", env=env)
+    doctor = run_gitsessions("doctor", env=env)
     assert doctor.returncode == 1 and head.id in doctor.stdout
     pack.write_bytes(saved)
 
@@ -169,7 +189,7 @@ def test_a_bad_store_config_is_one_line(home, make_session):
     saved = config.read_bytes()
     config.write_text("[core\nthis is not = = config\n")
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
-    line = _one_line(run_gitsessions_process("list", env=env))
+    line = _one_line(run_gitsessions("list", env=env))
     assert "config" in line and "gitsessions doctor" in line
     config.write_bytes(saved)
 
@@ -183,7 +203,7 @@ def test_a_corrupt_loose_object_is_one_line(home, make_session):
     obj.chmod(0o600)
     obj.write_bytes(b"\x78\x9c garbage")
     env = {**os.environ, "GITSESSIONS_HOME": str(home)}
-    line = _one_line(run_gitsessions_process("show", head.id[:8], env=env))
+    line = _one_line(run_gitsessions("show", head.id[:8], env=env))
     assert sha[:12] in line and "gitsessions doctor" in line
     obj.write_bytes(saved)
     shutil.rmtree(home / "leases", ignore_errors=True)

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 
 import pytest
@@ -236,10 +236,27 @@ def test_here_is_the_whole_project_from_any_of_its_folders(server, tmp_path):
     assert {r[0] for r in lines(gs("list", "--here", cwd=other))} == {elsewhere}
 
 
-def test_reading_commands_default_to_this_projects_latest_session(server, ws, tmp_path):
-    older = turn(server, ws, "older work")
-    time.sleep(1.1)  # activity is recorded to the second: let the newer one be newer
+class _AnHourAgo(datetime):
+    """The clock `values.clock` reads, set an hour back."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> "_AnHourAgo":
+        moment = datetime.now(tz) - timedelta(hours=1)
+        return cls.fromtimestamp(moment.timestamp(), tz)
+
+
+def test_reading_commands_default_to_this_projects_latest_session(
+    server, ws, tmp_path, monkeypatch
+):
+    from gitsessions.values import clock
+
+    # activity is recorded to the second: the older one's clock is set back an hour
+    with monkeypatch.context() as earlier:
+        earlier.setattr(clock, "datetime", _AnHourAgo)
+        older = turn(server, ws, "older work")
     newer = turn(server, ws, "newer work")
+    active = {row["id"]: row["active_at"] for row in listed()}
+    assert active[older] < active[newer]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     other = turn(server, elsewhere, "elsewhere work")  # newest of all, but not here

@@ -18,6 +18,7 @@ import pexpect
 import pytest
 from acp import text_block
 
+from tests.conftest import made_once, put_back
 from tests.fake_openai import FakeOpenAI
 from tests.project_helpers import tool
 from tests.test_acp import Editor, drive
@@ -59,6 +60,27 @@ def forked_on_a_pulled_on_b(tmp_path: Path) -> tuple[Day, str, int]:
     return day, fork, last
 
 
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Day, str, int]:
+    """`forked_on_a_pulled_on_b` once for the module, in an environment of its own, and a
+    copy of it as made: (where, the copy, the day, the fork, its last turn)."""
+    root = tmp_path_factory.mktemp("pulled")
+    where, saved = root / "day", root / "saved"
+    where.mkdir()
+    day, fork, last = made_once(root, lambda _home: forked_on_a_pulled_on_b(where))
+    shutil.copytree(where, saved, symlinks=True)
+    return where, saved, day, fork, last
+
+
+@pytest.fixture
+def pulled(made: tuple[Path, Path, Day, str, int]) -> tuple[Day, str, int]:
+    """The fork pulled onto B, as `forked_on_a_pulled_on_b` leaves it, at the module's
+    place (its homes and clones hold their paths), put back for each test."""
+    where, saved, day, fork, last = made
+    put_back(saved, where)
+    return day, fork, last
+
+
 def untouched(clone: Path) -> None:
     """B's main checkout holds only what its origin gave it."""
     assert git("status", "--porcelain", "--untracked-files=all", cwd=clone) == ""
@@ -69,8 +91,8 @@ def worktree_of(day: Day, fork: str) -> Path:
     return day.home_b / "worktrees" / f"shop-{fork[:8]}"
 
 
-def test_restore_of_a_pulled_fork_checks_out_its_latest_turn_and_names_it(tmp_path):
-    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+def test_restore_of_a_pulled_fork_checks_out_its_latest_turn_and_names_it(pulled):
+    day, fork, last = pulled
     said = day.b("worktree", "restore", fork[:8])
     path = worktree_of(day, fork)
     assert f"turn {last}" in said, said
@@ -83,8 +105,8 @@ def test_restore_of_a_pulled_fork_checks_out_its_latest_turn_and_names_it(tmp_pa
     untouched(day.clone_b)
 
 
-def test_exec_resume_of_a_pulled_fork_without_its_worktree_says_the_command(tmp_path):
-    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+def test_exec_resume_of_a_pulled_fork_without_its_worktree_says_the_command(pulled):
+    day, fork, _ = pulled
     with FakeOpenAI(strict=True) as server:
         server.reply(content=None, tool_calls=[tool("write_file", path="oops.py", content="1\n")])
         server.reply(content="wrote it")
@@ -97,8 +119,10 @@ def test_exec_resume_of_a_pulled_fork_without_its_worktree_says_the_command(tmp_
     assert not worktree_of(day, fork).exists()
 
 
-def test_acp_load_of_a_pulled_fork_without_its_worktree_says_the_command(tmp_path, monkeypatch):
-    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+def test_acp_load_of_a_pulled_fork_without_its_worktree_says_the_command(
+    pulled, tmp_path, monkeypatch
+):
+    day, fork, _ = pulled
     monkeypatch.setenv("GITSESSIONS_HOME", str(day.home_b))
     refused: list[str] = []
 
@@ -133,8 +157,8 @@ def chat_on_b(day: Day, server: FakeOpenAI, fork: str) -> pexpect.spawn:
     return child
 
 
-def test_chat_resume_offers_the_restore_and_goes_on_in_the_worktree_on_yes(tmp_path):
-    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+def test_chat_resume_offers_the_restore_and_goes_on_in_the_worktree_on_yes(pulled):
+    day, fork, last = pulled
     with FakeOpenAI(strict=True) as server:
         child = chat_on_b(day, server, fork)
         child.sendline("y")
@@ -155,8 +179,8 @@ def test_chat_resume_offers_the_restore_and_goes_on_in_the_worktree_on_yes(tmp_p
     untouched(day.clone_b)
 
 
-def test_chat_resume_answered_no_stops_with_the_command(tmp_path):
-    day, fork, _ = forked_on_a_pulled_on_b(tmp_path)
+def test_chat_resume_answered_no_stops_with_the_command(pulled):
+    day, fork, _ = pulled
     with FakeOpenAI(strict=True) as server:
         child = chat_on_b(day, server, fork)
         child.sendline("n")
@@ -204,12 +228,12 @@ def test_one_sync_on_each_side_brings_a_worktree_fork_at_its_latest_turn_and_bac
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace: apt-get install strace")
 @pytest.mark.parametrize("file", ["HEAD", "commondir"])
-def test_a_restore_killed_inside_git_worktree_add_is_finished_by_the_next(tmp_path, file):
+def test_a_restore_killed_inside_git_worktree_add_is_finished_by_the_next(pulled, file):
     """`git worktree add` killed as it writes a file of its new entry (strace, limited to
     that file) leaves the entry locked "initializing" (with an empty `commondir`, one git
     cannot even list) and a folder: the next `worktree restore` clears them (the folder
     set aside, never deleted) and makes the worktree."""
-    day, fork, last = forked_on_a_pulled_on_b(tmp_path)
+    day, fork, last = pulled
     head = day.clone_b / ".git" / "worktrees" / f"shop-{fork[:8]}" / file
     env = dict(os.environ, GITSESSIONS_HOME=str(day.home_b))
     killed = subprocess.run(

@@ -83,7 +83,7 @@ def test_a_cache_of_another_schema_is_rebuilt(cli, home, make_session):
     cli("list")
     with sqlite3.connect(home / "index.sqlite") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] != 0
-        db.execute("INSERT INTO headers (id, head, header) VALUES ('x' , 'y', '{}')")
+        db.execute("INSERT INTO headers (id, head, header, listed) VALUES ('x', 'y', '{}', '{}')")
         db.execute("PRAGMA user_version = 7")
     rows = cli.json("list")
     assert [r["id"] for r in rows] == [head.id]

@@ -188,3 +188,18 @@ def test_names_checked_together_are_judged_as_each_alone():
     for name in good + bad:
         assert all_keep_rules([name]) == (breaks_rules(name) is None), name
         assert all_keep_rules([*good, name, *good]) == (breaks_rules(name) is None), name
+
+
+def test_every_short_name_is_judged_together_as_alone():
+    """Parity of the two searches over every name of up to four pieces, each piece a
+    character or a part one of git's rules looks for: a rule of `breaks_rules` that
+    `all_keep_rules` did not hold (or held differently) makes one of them disagree."""
+    pieces = [b"a", b".", b"/", b"@", b"{", b".lock", b"\n", b" ", b"~", b"\xff", b"\xc3\xa9"]
+    found = {b""}
+    for _ in range(4):
+        found |= {name + piece for name in found for piece in pieces}
+    names = sorted(found)
+    assert len(names) > 10_000 and b"a/.lock" in names
+    disagree = [n for n in names if all_keep_rules([b"a", n, b"b"]) != (breaks_rules(n) is None)]
+    assert disagree == []
+    assert all_keep_rules([n for n in names if breaks_rules(n) is None])

@@ -85,10 +85,12 @@ def test_the_project_index_finds_what_the_header_rule_finds(
     here, s = project
     workspace = here / folder
     catalog = Catalog(store)
-    rows, total = listing.open_rows(catalog, include_archived, workspace)
-    found = [r["id"] for r in rows]
+    rows, count = listing.open_rows(catalog, include_archived, workspace)
+    streamed = list(rows)
+    found = [r["id"] for r in streamed]
     by_rule = listing.rows_of(catalog.headers(), include_archived, workspace)
-    assert found == [r["id"] for r in by_rule] and total == len(found)
+    assert found == [r["id"] for r in by_rule] and count() == len(found)
+    assert streamed == by_rule  # the rows cached beside the headers: those made from them
     wanted = {sid for name, sid in s.items() if not name.startswith("-")}
     if not include_archived:
         wanted.discard(s["archived"])

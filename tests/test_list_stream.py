@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.cli.plain import write_json, write_json_array
+from gitsessions.store import catalog
 from gitsessions.store.sessions import Change, SessionStore
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
+from tests.conftest import git
 
 
 class _Out:
@@ -56,7 +58,7 @@ def test_the_cache_is_read_through_its_index_on_activity(cli, home: Path, store)
             "ORDER BY active_at DESC, id DESC"
         ).fetchall()
         stamps = [row[0] for row in db.execute("SELECT active_at FROM headers")]
-    assert "USING INDEX headers_by_activity" in " ".join(str(step[-1]) for step in plan)
+    assert "INDEX headers_by_activity" in " ".join(str(step[-1]) for step in plan)  # covering
     assert sorted(stamps)[0].startswith("2026-05-01T10:")
 
 
@@ -73,3 +75,45 @@ def test_a_streamed_json_array_is_the_text_of_the_whole_one() -> None:
         write_json_array(streamed, iter(items))
         assert streamed.file.getvalue() == whole.file.getvalue()
         assert json.loads(streamed.file.getvalue()) == items
+
+
+def test_a_warm_cache_still_follows_what_another_writer_did(cli, home: Path, store) -> None:
+    """A listing whose refs all match the cache answers from it at once; stock git moving
+    one ref back, deleting one, or a damaged ref is still seen by the next listing."""
+    first, gone, damaged = _sessions(store, 3)
+    old = store.head(first).commit.decode()
+    cli("rename", first, "renamed")
+    cli("rename", gone, "renamed too")
+    assert cli.json("list")[2]["title"] == "renamed"
+    assert {r["title"] for r in cli.json("list")} == {"renamed", "renamed too", "session 2"}
+    git(home / "store.git", "update-ref", f"refs/heads/sessions/{first}", old)
+    git(home / "store.git", "update-ref", "-d", f"refs/heads/sessions/{gone}")
+    git(home / "store.git", "pack-refs", "--all")
+    (home / "store.git" / "refs" / "heads" / "sessions").mkdir(parents=True, exist_ok=True)
+    (home / "store.git" / "refs" / "heads" / "sessions" / damaged).write_text("not a commit\n")
+    listed = cli("list", "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["id"], r["title"]) for r in rows] == [(first, "session 0")]
+    assert damaged in listed.stderr and "does not hold a commit id" in listed.stderr
+    (home / "store.git" / "refs" / "heads" / "sessions" / damaged).unlink()  # its packed ref
+    assert [r["id"] for r in cli.json("list")] == [damaged, first]  # by activity
+
+
+def test_merges_are_read_through_their_own_index(cli, home: Path, store) -> None:
+    """Only the headers that may record a merge are read for `merged_into` (a partial
+    index), and a fork is marked while its head is the one merged."""
+    parent, other = _sessions(store, 2)
+    fork = store.fork(store.head(parent), new_id(), title="fork", created_at="2026-05-04T10:00:00Z")
+    head = store.head(other)
+    merged = {**head.header, "merged": [{"id": fork.id, "commit": fork.commit.decode()}]}
+    store.commit(head, Change(header=merged), event="edit", subject="merged")
+    rows = {r["id"]: r for r in cli.json("list")}
+    assert rows[fork.id]["merged_into"] == other and rows[parent]["merged_into"] is None
+    with sqlite3.connect(home / "index.sqlite") as db:
+        query = "SELECT id, head, header FROM headers WHERE " + catalog._MERGING
+        plan = " ".join(str(step[-1]) for step in db.execute("EXPLAIN QUERY PLAN " + query))
+        assert [row[0] for row in db.execute(query)] == [other]
+    assert "USING INDEX headers_merging" in plan
+    store.commit(store.head(fork.id), Change(header={**fork.header, "title": "on"}), event="edit",
+                 subject="went on")  # fmt: skip
+    assert {r["id"]: r for r in cli.json("list")}[fork.id]["merged_into"] is None

@@ -2,8 +2,8 @@
 API's pattern in full or that two tools share, JSON-RPC the SDK cannot validate, a call
 past its timeout, one-line results that never end or are 200 MB, and more tools than
 the context budget holds. Each ends in one line and the agent goes on. The servers are
-real processes (tests/hostile_servers.py, run as `mcp KIND`) driven by real `exec`
-processes against the fake model server."""
+real processes (tests/hostile_servers.py, run as `mcp KIND`) driven by `exec`, run in
+process, against the fake model server."""
 
 import json
 import sys

@@ -1,7 +1,7 @@
 """MCP servers given by `url` (streamable HTTP): a real server on the `mcp` SDK
 (tests/fixtures/mcp_calc.py under uvicorn, on 127.0.0.1) answering as an event stream
 and as JSON; an answer over the 1 MiB byte cap; an answer compressed though none was
-asked (a gzip bomb). Each ends in one line and the agent goes on. Real `exec` processes
+asked (a gzip bomb). Each ends in one line and the agent goes on. `exec` runs in process
 against the fake model server."""
 
 import gzip
@@ -21,18 +21,25 @@ from tests.test_mcp_tools import SERVER, call, exec_, tool_messages
 @contextmanager
 def calc_over_http(*mode: str) -> Iterator[str]:
     """The calculator served over streamable HTTP; its endpoint's URL."""
-    child = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, str(SERVER), "http", *mode],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line.startswith("listening "), line
-        yield f"http://127.0.0.1:{line.split()[1]}/mcp"
-    finally:
-        child.terminate()
-        child.wait(timeout=30)
+    ) as child:  # fmt: skip
+        try:
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            assert line.startswith("listening "), line
+            yield f"http://127.0.0.1:{line.split()[1]}/mcp"
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def calc_as_json() -> Iterator[str]:
+    """One calculator answering as JSON for the tests of this module (it keeps no state)."""
+    with calc_over_http("json") as url:
+        yield url
 
 
 def configure(home: Path, url: str) -> None:
@@ -42,9 +49,21 @@ def configure(home: Path, url: str) -> None:
     )
 
 
-@pytest.mark.parametrize("mode", [(), ("json",)], ids=["event-stream", "json"])
-def test_a_real_http_server_answers_and_an_answer_over_the_cap_is_one_line(tmp_path, home, mode):
-    with calc_over_http(*mode) as url, FakeOpenAI(strict=True) as server:
+@pytest.fixture(params=["event-stream", "json"])
+def calc_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The calculator answering as an event stream (its own), or as JSON (the module's)."""
+    if request.param == "json":
+        yield request.getfixturevalue("calc_as_json")
+    else:
+        with calc_over_http() as url:
+            yield url
+
+
+def test_a_real_http_server_answers_and_an_answer_over_the_cap_is_one_line(
+    tmp_path, home, calc_url
+):
+    url = calc_url
+    with FakeOpenAI(strict=True) as server:
         configure(home, url)
         server.reply(content=None, tool_calls=[call("mcp__calc__add", {"a": 2, "b": 3})])
         server.reply(content=None, tool_calls=[call("mcp__calc__big", {"mib": 3})])
@@ -62,11 +81,13 @@ def test_a_real_http_server_answers_and_an_answer_over_the_cap_is_one_line(tmp_p
     assert after == "2"  # the server still answers after the refused message
 
 
-def test_a_call_slower_than_the_http_clients_default_timeout_is_answered(tmp_path, home):
+def test_a_call_slower_than_the_http_clients_default_timeout_is_answered(
+    tmp_path, home, calc_as_json
+):
     """httpx2 gives up on a read after 5 s by default; a tool may take its server's
     `tool_timeout_sec` (60 s by default) to answer."""
-    with calc_over_http("json") as url, FakeOpenAI(strict=True) as server:
-        configure(home, url)
+    with FakeOpenAI(strict=True) as server:
+        configure(home, calc_as_json)
         server.reply(content=None, tool_calls=[call("mcp__calc__nap", {"seconds": 6})])
         server.reply(content="Rested.")
         server.reply(content="Nap")

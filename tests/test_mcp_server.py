@@ -1,6 +1,7 @@
 """`gitsessions mcp` (issue 23, item 3): a real MCP client of the `mcp` SDK starts the
 server as a subprocess over stdio and calls its tools: list, search, read (paged), info
-and diff, scoped to the project it was started in; writes only with --allow-writes."""
+and diff, scoped to the project it was started in; writes only with --allow-writes.
+(`--help` against tools/list builds the server in process: no process is its subject.)"""
 
 import asyncio
 import json
@@ -13,9 +14,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from gitsessions.protocols.mcp_server.server import build
+from gitsessions.store.sessions import SessionStore
 from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
@@ -151,30 +154,57 @@ def test_an_id_out_of_scope_reads_as_one_that_does_not_exist(tmp_path):
     assert served.results[-1].text == served.results[4].text.replace(unknown[:8], theirs[:8])
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "said"),
-    [
-        ("read_session", {"count": 0}, "count must be an integer from 1 to 50 (got 0)"),
-        ("read_session", {"count": 51}, "count must be an integer from 1 to 50 (got 51)"),
-        ("read_session", {"start": -5}, "start must be an integer of 0 or more (got -5)"),
-        ("read_session", {"count": "3"}, "count must be an integer from 1 to 50 (got '3')"),
-        ("read_session", {"page": 2}, "no argument 'page' (it takes session, start, count)"),
-        ("list_sessions", {"limit": 0}, "limit must be an integer from 1 to 200 (got 0)"),
-        ("list_sessions", {"limit": -1}, "limit must be an integer from 1 to 200 (got -1)"),
-        ("search_sessions", {"query": "x", "limit": 0},
-         "limit must be an integer from 1 to 200 (got 0)"),
-        ("search_sessions", {}, "query is required"),
-        ("list_sessions", {"include_archived": "yes"},
-         "include_archived must be true or false (got 'yes')"),
-    ],
-)  # fmt: skip
-def test_arguments_out_of_range_are_refused_in_one_line(tmp_path, name, arguments, said):
-    here = project(tmp_path, "here")
-    with FakeOpenAI(strict=True) as server:
-        mine = exec_turn(server, here, "a session")
-    if name == "read_session":
-        arguments = {"session": mine, **arguments}
-    (result,) = asyncio.run(serve(here, [(name, arguments)])).results
+REFUSED = [
+    ("read_session", {"count": 0}, "count must be an integer from 1 to 50 (got 0)"),
+    ("read_session", {"count": 51}, "count must be an integer from 1 to 50 (got 51)"),
+    ("read_session", {"start": -5}, "start must be an integer of 0 or more (got -5)"),
+    ("read_session", {"count": "3"}, "count must be an integer from 1 to 50 (got '3')"),
+    ("read_session", {"page": 2}, "no argument 'page' (it takes session, start, count)"),
+    ("list_sessions", {"limit": 0}, "limit must be an integer from 1 to 200 (got 0)"),
+    ("list_sessions", {"limit": -1}, "limit must be an integer from 1 to 200 (got -1)"),
+    ("search_sessions", {"query": "x", "limit": 0},
+     "limit must be an integer from 1 to 200 (got 0)"),
+    ("search_sessions", {}, "query is required"),
+    ("list_sessions", {"include_archived": "yes"},
+     "include_archived must be true or false (got 'yes')"),
+]  # fmt: skip
+
+
+def isolated(root: Path, patch: pytest.MonkeyPatch) -> None:
+    """The environment conftest's `isolated_env` gives a test, under `root`: for a
+    module's fixture, made before any test's."""
+    for name in list(os.environ):
+        if name.startswith(("GIT_", "GITSESSIONS_", "OPENAI_")):
+            patch.delenv(name)
+    patch.setenv("GITSESSIONS_HOME", str(root / "gshome"))
+    patch.setenv("HOME", str(root / "userhome"))
+    patch.setenv("XDG_DATA_HOME", str(root / "xdg-data"))
+    patch.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
+    patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    patch.setenv("GITSESSIONS_EXEC_SUMMARY", "wait")
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory) -> list[Result]:
+    """Every call of REFUSED made to one server over a project of one session, in order
+    (a refused call runs nothing, so one server and one session serve them all)."""
+    root = tmp_path_factory.mktemp("refusals")
+    with pytest.MonkeyPatch.context() as patch:
+        isolated(root, patch)
+        here = project(root, "here")
+        with FakeOpenAI(strict=True) as server:
+            mine = exec_turn(server, here, "a session")
+        calls = [
+            (name, {"session": mine, **arguments} if name == "read_session" else arguments)
+            for name, arguments, _said in REFUSED
+        ]
+        return asyncio.run(serve(here, calls)).results
+
+
+@pytest.mark.parametrize(("name", "arguments", "said"), REFUSED)
+def test_arguments_out_of_range_are_refused_in_one_line(refusals, name, arguments, said):
+    assert len(refusals) == len(REFUSED)  # one answer to each call
+    result = refusals[REFUSED.index((name, arguments, said))]
     assert result.error and result.text == f"{name}: {said}" and result.data is None
 
 
@@ -224,12 +254,25 @@ def test_the_server_answers_as_the_mcp_spec_shapes_it(tmp_path):
     assert forked.data["parent_id"] == mine
 
 
-def test_help_names_every_tool_the_server_offers(tmp_path, cli):
+def listed(store: SessionStore, workspace: Path, allow_writes: bool) -> set[str]:
+    """The tools `tools/list` gives, the server built in process (as `gitsessions mcp`
+    builds it, with or without --allow-writes) and asked by the SDK's own client."""
+    server = build(store, dict(os.environ), workspace, lambda archived, where: [], False,
+                   allow_writes)  # fmt: skip
+
+    async def names() -> set[str]:
+        async with Client(server) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    return asyncio.run(names())
+
+
+def test_help_names_every_tool_the_server_offers(tmp_path, cli, store):
     """Issue 41, item 10: `mcp --help` left out `blame`; it names what tools/list gives,
     the write tools under --allow-writes."""
     here = project(tmp_path, "here")
-    reads = set(asyncio.run(serve(here, [])).tools)
-    writes = set(asyncio.run(serve(here, [], "--allow-writes")).tools) - reads
+    reads = listed(store, here, allow_writes=False)
+    writes = listed(store, here, allow_writes=True) - reads
     assert "blame" in reads and writes == {"pin", "rename", "fork", "merge_session"}
     shown = " ".join(cli("mcp", "--help").stdout.split())
     body, _, options = shown.partition("Options:")

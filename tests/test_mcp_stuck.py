@@ -15,9 +15,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
+from mcp.shared.message import SessionMessage
 
 from gitsessions.protocols.mcp_server.calls import QUEUED
+from gitsessions.protocols.mcp_server.draining import answered_first
 from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 from tests.test_mcp_server import exec_turn, project
@@ -36,7 +40,8 @@ class Wire:
         )  # fmt: skip
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.aside: dict[Any, dict[str, Any]] = {}
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.request(0, "initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "test", "version": "0"},
@@ -80,9 +85,20 @@ class Wire:
         try:
             return self.process.wait(timeout=BOUND)
         except subprocess.TimeoutExpired:
+            raise AssertionError("the server did not end when its stdin closed") from None
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """The process ended (killed if it had not), its output read to the end, its
+        pipes closed."""
+        if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-            raise AssertionError("the server did not end when its stdin closed") from None
+        self.reader.join(BOUND)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def error_text(answer: dict[str, Any]) -> str:
@@ -132,11 +148,45 @@ def test_a_stuck_call_is_answered_at_its_deadline_ping_meanwhile_and_eof_ends_it
         assert wire.close() == 0  # the pin still waits on the lock: stdin's end ends it
     finally:
         os.close(lock)
-        if wire.process.poll() is None:
-            wire.process.kill()
-            wire.process.wait()
+        wire.release()
     shown = run_gitsessions("pins", sid)
     assert "never written" not in shown.stdout  # given up with the process, never run
+
+
+def request(number: int) -> SessionMessage:
+    return SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=number, method="ping"))
+
+
+def test_the_end_of_input_waits_for_every_answer_and_at_most_its_bound() -> None:
+    """After the client's last line, the server reads on until what it read is answered
+    (a call written with the end of input is not dropped), but never longer than the
+    bound: a call stuck past it no longer holds the server (`gitsessions mcp` ends)."""
+
+    async def serve(finish: float, answer: bool) -> tuple[list[Any], list[Any]]:
+        client, read = anyio.create_memory_object_stream[Any](2)
+        write, replies = anyio.create_memory_object_stream[Any](2)
+        await client.send(request(1))
+        await client.send(request(2))
+        await client.aclose()  # the end of input, two calls not answered yet
+        served: list[Any] = []
+        with anyio.fail_after(BOUND):
+            async with (
+                read,
+                replies,
+                answered_first(read, write, finish) as (server_reads, server_writes),
+                server_reads,
+                server_writes,
+            ):
+                async for message in server_reads:  # ends once answered, or at `finish`
+                    served.append(message.message.id)
+                    if answer:
+                        reply = types.JSONRPCResponse(jsonrpc="2.0", id=served[-1], result={})
+                        await server_writes.send(SessionMessage(reply))
+                await server_writes.aclose()
+                return served, [m.message.id async for m in replies]
+
+    assert anyio.run(serve, 600.0, True) == ([1, 2], [1, 2])  # ended by the answers
+    assert anyio.run(serve, 0.05, False) == ([1, 2], [])  # ended by the bound
 
 
 def test_calls_waiting_behind_a_stuck_one_are_bounded(here, home):
@@ -153,9 +203,11 @@ def test_calls_waiting_behind_a_stuck_one_are_bounded(here, home):
         wire.call(99, "session_info", {"session": sid})
         said = error_text(wire.answer(99))  # at once: not after the 600 s deadline
         assert said.startswith(f"session_info: refused: {QUEUED} calls already wait behind")
+        fcntl.flock(lock, fcntl.LOCK_UN)  # the pin goes on; then each call waiting behind it
+        assert wire.answer(1)["result"]["isError"] is False
+        for number in range(3, 3 + QUEUED):
+            assert wire.answer(number)["result"]["structuredContent"]["id"] == sid
         assert wire.close() == 0
     finally:
         os.close(lock)
-        if wire.process.poll() is None:
-            wire.process.kill()
-            wire.process.wait()
+        wire.release()

@@ -2,14 +2,14 @@
 Codex's shape, starts a real MCP server (tests/fixtures/mcp_calc.py, on the `mcp` SDK)
 over stdio; its tools are offered as `mcp__<server>__<tool>`, need approval like any
 mutating tool, and a server that fails to start or dies is one line while the agent
-goes on. Real `exec` processes against the fake model server."""
+goes on. `exec` runs in process against the fake model server."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import run_gitsessions
 from tests.fake_openai import FakeOpenAI
 
 SERVER = Path(__file__).parent / "fixtures" / "mcp_calc.py"
@@ -19,17 +19,17 @@ def configure(home: Path, extra: str = "") -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         f"[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
-        f'args = [{json.dumps(str(SERVER))}]\ndisabled_tools = ["shout"]\n' + extra
-    )
+        f'args = [{json.dumps(str(SERVER))}]\ndisabled_tools = ["shout"]\n'
+        "startup_timeout_sec = 60\n" + extra
+    )  # a start-up timeout a loaded machine cannot run out
 
 
 def exec_(server: FakeOpenAI, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gitsessions", "exec", *args, "--base-url", server.base_url,
-         "--model", "m", "--json"],
-        capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=180,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    """`exec` in this process (the process is not the subject: the hub closes every
+    server and its loop, so nothing is left open for the next test)."""
+    return run_gitsessions(
+        "exec", *args, "--base-url", server.base_url, "--model", "m", "--json", cwd=cwd
+    )
 
 
 def call(name: str, arguments: dict) -> dict:  # type: ignore[type-arg]

@@ -239,13 +239,13 @@ def test_timeout_names_the_seconds(server: FakeOpenAI) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("stream", [False, True])
 def test_timeout_is_a_deadline_for_the_whole_request(server: FakeOpenAI, stream: bool) -> None:
-    # One byte every 0.3 s: no single read ever waits 2 s, so only a deadline for the
+    # One byte every 0.3 s: no single read ever waits 1 s, so only a deadline for the
     # whole request stops it (the body takes minutes to send).
     server.reply(content="a slow answer " * 20, trickle=0.3)
-    slow_client = make_client(server.base_url, timeout=2)
+    slow_client = make_client(server.base_url, timeout=1)
     with slow_client, pytest.raises(ModelTimeout) as caught:
         slow_client.complete(USER, stream=stream)
-    assert "did not finish within 2 s" in str(caught.value)
+    assert "did not finish within 1 s" in str(caught.value)
     assert "timeout from flag --timeout" in str(caught.value)
     [(sent, total)] = server.progress
     assert 0 < sent < total  # it was sending, and had much more to send
@@ -259,8 +259,8 @@ def test_timeout_is_a_deadline_for_the_whole_request(server: FakeOpenAI, stream:
 @pytest.mark.timeout(60)
 def test_the_deadline_covers_trickled_headers(server: FakeOpenAI) -> None:
     server.reply(content="slow", trickle=0.3, trickle_headers=True)
-    slow_client = make_client(server.base_url, timeout=2)
-    with slow_client, pytest.raises(ModelTimeout, match="did not finish within 2 s"):
+    slow_client = make_client(server.base_url, timeout=1)
+    with slow_client, pytest.raises(ModelTimeout, match="did not finish within 1 s"):
         slow_client.complete(USER)
     [(sent, total)] = server.progress
     assert 0 < sent < total

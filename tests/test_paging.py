@@ -13,7 +13,7 @@ import pytest
 
 from gitsessions.store.background import wait_for_maintenance
 from gitsessions.store.sessions import Change, Head, SessionStore
-from tests.conftest import REPO, add_session, run_gitsessions
+from tests.conftest import REPO, add_session, add_turns, run_gitsessions
 
 EVIL = "\x1b[2J\x1b]0;title\x07"
 
@@ -21,15 +21,24 @@ EVIL = "\x1b[2J\x1b]0;title\x07"
 @pytest.fixture(scope="module")
 def long_homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], tuple[Path, Head]]:
     """A home holding one long session of `turns` turns (committed turn by turn), made
-    once for the module: each test works on a copy (`_long`)."""
+    once for the module: each test works on a copy (`_long`). One of 600 turns is a copy
+    of the one of 300 with 300 more (each commit costs more as the context grows)."""
     made: dict[int, tuple[Path, Head]] = {}
 
     def home_of(turns: int) -> tuple[Path, Head]:
         if turns not in made:
             template = tmp_path_factory.mktemp(f"long{turns}") / "gshome"
+            shorter = turns // 2 if turns >= 600 else 0
+            if shorter:
+                shutil.copytree(home_of(shorter)[0], template,
+                                ignore=shutil.ignore_patterns("*.lock"))  # fmt: skip
             store = SessionStore(template)
             try:
-                head = add_session(store, turns=turns, title="long")
+                if shorter:
+                    head = store.head(made[shorter][1].id)
+                    head = add_turns(store, head, store.read(head, "context"), shorter, turns)
+                else:
+                    head = add_session(store, turns=turns, title="long")
             finally:
                 store.close()
             wait_for_maintenance(template / "store.git")

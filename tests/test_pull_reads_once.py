@@ -11,23 +11,14 @@ import pytest
 
 from gitsessions.store import transport
 from tests.conftest import Cli
-from tests.test_hostile_remote import bare
-from tests.test_sync import make, results, summary
+from tests.test_pull_search import arriving_sessions
+from tests.test_sync import results, summary
 
 
 def test_a_pull_reads_each_tree_and_chunk_of_what_it_brings_once(
     cli: Cli, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer = tmp_path / "writer"
-    arriving = [
-        make(writer, turns=0, tag="empty"),
-        *(make(writer, tag=f"t{n}") for n in range(3)),
-        make(writer, turns=20, tag="long"),  # 21 chunks: a transcript of two tree levels
-    ]
-    origin = bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    cli("--home", str(writer), "push", "--all")
-    cli("remote", "add", "origin", str(origin))
+    arriving = arriving_sessions(cli, tmp_path)
     asked: Counter[bytes] = Counter()
     real: Callable[..., list[bytes | None]] = transport.contents_of
 

@@ -25,17 +25,24 @@ def _dump(home: Path) -> dict[str, list[tuple[object, ...]]]:
         return {name: sorted(db.execute(sql).fetchall()) for name, sql in q.items()}
 
 
-def test_a_search_after_a_pull_reads_no_session(cli: Cli, home: Path, tmp_path: Path) -> None:
+def arriving_sessions(cli: Cli, tmp_path: Path) -> list[str]:
+    """Five sessions on a remote `origin` of this home, pushed by another: one empty,
+    three of two turns, one of 21 chunks (a transcript of two tree levels); their ids."""
     writer = tmp_path / "writer"
     arriving = [
         make(writer, turns=0, tag="empty"),
         *(make(writer, tag=f"t{n}") for n in range(3)),
-        make(writer, turns=20, tag="long"),  # 21 chunks: a transcript of two tree levels
+        make(writer, turns=20, tag="long"),
     ]
     origin = bare(tmp_path / "origin.git")
     cli("--home", str(writer), "remote", "add", "origin", str(origin))
     cli("--home", str(writer), "push", "--all")
     cli("remote", "add", "origin", str(origin))
+    return arriving
+
+
+def test_a_search_after_a_pull_reads_no_session(cli: Cli, home: Path, tmp_path: Path) -> None:
+    arriving = arriving_sessions(cli, tmp_path)
     assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
     pulled = _dump(home)
     assert {row[0] for row in pulled["meta"]} == set(arriving)

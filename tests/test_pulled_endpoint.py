@@ -22,6 +22,7 @@ from gitsessions.values.records import new_header
 from tests.conftest import REPO, run_gitsessions
 from tests.fake_openai import FakeOpenAI
 from tests.hostile_servers import Running, recorder
+from tests.test_chat import as_a_terminal
 
 KEY = "sk-victim-key-never-leaves-0123456789"
 FUTURE = "2099-01-01T00:00:00Z"
@@ -155,7 +156,7 @@ def test_chat_continue_and_resume_send_nothing_to_the_recorded_endpoint(
             env=dict(env, TERM="xterm", COLUMNS="120", LINES="50"),
             encoding="utf-8", timeout=30, cwd=str(REPO), dimensions=(50, 120),
         )  # fmt: skip
-        child.linesep = "\r"
+        as_a_terminal(child)
         child.expect(r"\x1b\[\?2004h")  # the line editor reads
         seen = child.before
         child.sendline("hello")

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,23 @@ def compacted_with_a_fork(session: str) -> str:
         store.close()
 
 
+def calls(cwd: Path, listed: list[dict[str, Any]], values: dict[str, Any]) -> dict[str, Any]:
+    """Each listed tool called by an inspector of its own (a run calls one tool): the
+    read-only tools side by side, the write tools one after another in listed order
+    beside them (each run is a process pair mostly starting up: two cores at once)."""
+
+    def one(tool: dict[str, Any]) -> Any:
+        return inspector(
+            cwd, "--method", "tools/call", "--tool-name", tool["name"], *arguments(tool, values)
+        )
+
+    writes = [t for t in listed if not t.get("annotations", {}).get("readOnlyHint")]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        chain = pool.submit(lambda: {t["name"]: one(t) for t in writes})
+        reads = {t["name"]: pool.submit(one, t) for t in listed if t not in writes}
+        return {**{name: r.result() for name, r in reads.items()}, **chain.result()}
+
+
 def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
     need(INSPECTOR)
     here = project(tmp_path)
@@ -100,9 +118,10 @@ def test_the_inspector_lists_and_calls_every_mcp_tool(tmp_path):
         Draft202012Validator.check_schema(tool["inputSchema"])
         if "outputSchema" in tool:
             Draft202012Validator.check_schema(tool["outputSchema"])
-        result = inspector(
-            here, "--method", "tools/call", "--tool-name", tool["name"], *arguments(tool, values)
-        )
+    results = calls(here, listed, values)
+    assert sorted(results) == sorted(names)  # every tool called, once
+    for tool in listed:
+        result = results[tool["name"]]
         assert result.get("isError", False) is False, (tool["name"], result)
         assert result["content"], tool["name"]
         assert all(
@@ -132,6 +151,7 @@ def test_every_message_of_an_editor_session_validates_against_acps_schema(tmp_pa
     with FakeOpenAI(strict=True) as server:
         server.reply(tool_calls=[WRITE])
         server.reply(content="wrote notes.txt")
+        server.reply(content="A title")  # the list summary, asked after the first reply
         server.reply(content="Held answer begins here, then the server waits", hold=held)
         editor = RawEditor(server.base_url, "fake-model", schema, tmp_path / "acp-stderr.txt")
         try:
@@ -145,9 +165,10 @@ def test_every_message_of_an_editor_session_validates_against_acps_schema(tmp_pa
             assert (ws / "notes.txt").read_text() == "hi\n"  # allowed, and so it ran
             turn = editor.start("session/prompt", {"sessionId": sid, "prompt": [
                 {"type": "text", "text": "hold on"}]})  # fmt: skip
-            while True:  # the first piece of the held reply
+            while True:  # the first piece of the held reply (the first turn's come before)
                 update = editor.updates.get(timeout=WAIT)["params"]["update"]
-                if update["sessionUpdate"] == "agent_message_chunk":
+                chunk = update["sessionUpdate"] == "agent_message_chunk"
+                if chunk and update["content"]["text"].startswith("Held"):
                     break
             editor.notify("session/cancel", {"sessionId": sid})
             assert editor.answer(turn)["result"]["stopReason"] == "cancelled"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gitsessions.store import maintenance
-from gitsessions.store.refpack import delete_ref, pack_refs, read_packed
+from gitsessions.store.errors import StoreCorrupt
+from gitsessions.store.refpack import _well_formed, delete_ref, pack_refs, read_packed
 from gitsessions.store.sessions import Change, SessionStore, ref_name
 from gitsessions.values.clock import now_iso
 from gitsessions.values.ids import new_id
@@ -214,3 +215,60 @@ def test_readers_never_see_an_older_head_while_refs_are_packed(home):
     assert reads and not stale, stale[:3]
     assert store.head(sid).commit == committed[-1]
     store.close()
+
+
+def _line_by_line(data: bytes) -> dict[bytes, bytes] | int:
+    """packed-refs read as git's format says, a line at a time: the refs, or the number
+    of the first line that is not one."""
+    refs: dict[bytes, bytes] = {}
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line or line[:1] in (b"#", b"^"):
+            continue
+        sha, sep, name = line.partition(b" ")
+        if not sep or len(sha) != 40 or sha.strip(b"0123456789abcdef") or name[:5] != b"refs/":
+            return number
+        refs[name] = sha
+    return refs
+
+
+def test_packed_refs_are_read_whole_as_line_by_line(tmp_path: Path) -> None:
+    """`read_packed` reads a healthy file in two scans: the same refs, in the same order,
+    as a reading line by line, and the same bad line named in any other file."""
+    a, b, c = (bytes([ch]) * 40 for ch in b"abc")
+    good = [
+        b"# pack-refs with: sorted \n" + a + b" refs/heads/sessions/x\n^" + b + b"\n",
+        a + b" refs/a\n\n" + b + b" refs/b with space\n" + c + b" refs/a",  # no final newline
+        a + b" refs/a\r\n" + b + b" refs/b\r" + c + b" refs/c\n",  # other line ends
+        a + b" refs/odd\x0bname\x85\n",
+        b"",
+        b"\n^" + a + b"\n" + b + b" refs/b\n\n",  # the first line empty, then a peel
+        b"^" + a + b"\n" + b + b" refs/b",
+    ]
+    bad = [
+        a + b"  refs/two-spaces\n",
+        a + b"a refs/long\n",
+        a.upper() + b" refs/upper\n",
+        a + b" ref/x\n",
+        a + b" refs/a\n   \n",
+        a + b" refs/a\n" + a + b"\n",
+        a + b" refs/a\r\ngarbage\r\n",
+        b"garbage",
+    ]
+    for n, data in enumerate(good + bad):
+        path = tmp_path / f"packed-refs-{n}"
+        path.write_bytes(data)
+        expected = _line_by_line(data)
+        if isinstance(expected, int):
+            with pytest.raises(StoreCorrupt, match=f"line {expected} is not a ref line"):
+                read_packed(path)
+        else:
+            found = read_packed(path)
+            assert list(found.items()) == list(expected.items()) and data in good
+    assert read_packed(tmp_path / "packed-refs-1") == {b"refs/a": c, b"refs/b with space": b}
+    # read in two scans unless a name comes twice or a line ends otherwise than in `\n`
+    fast = [_well_formed(data) for data in good]
+    assert [found is not None for found in fast] == [True, False, False, True, True, True, True]
+    assert all(
+        found == _line_by_line(data) for found, data in zip(fast, good, strict=True) if found
+    )
+    assert all(_well_formed(data) is None for data in bad)

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from gitsessions.services.tools.sandbox import (
 )
 from gitsessions.services.tools.shell import LAUNCHER
 from gitsessions.services.tools.shell_env import shell_environment
-from tests.conftest import run_gitsessions, run_gitsessions_process
+from tests.conftest import run_gitsessions
 from tests.tool_helpers import ENV, call
 
 ABI = landlock_abi()
@@ -216,12 +217,17 @@ def exec_shell(server, places: dict[str, Path], command: str, *flags: str, env=N
     )
     server.reply(content="done")
     server.reply(content="a title")
-    # a process of its own: the sandbox is made from its environment (TMPDIR) at start
-    done = run_gitsessions_process(
-        "exec", "--base-url", server.base_url, "--model", "fake-model",
-        "--workspace", str(places["ws"]), "--auto-approve", *flags, "go",
-        env={**os.environ, "TMPDIR": str(places["tmp"]), **(env or {})},
-    )  # fmt: skip
+    # the sandbox's temporary folder is `tempfile.gettempdir()`: what TMPDIR said when a
+    # process first asked (kept for its life), so set here as a process would find it
+    kept, tempfile.tempdir = tempfile.tempdir, str(places["tmp"])
+    try:
+        done = run_gitsessions(
+            "exec", "--base-url", server.base_url, "--model", "fake-model",
+            "--workspace", str(places["ws"]), "--auto-approve", *flags, "go",
+            env={**os.environ, "TMPDIR": str(places["tmp"]), **(env or {})},
+        )  # fmt: skip
+    finally:
+        tempfile.tempdir = kept
     assert done.returncode == 0, done.stderr
     result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
     return done, result["content"]

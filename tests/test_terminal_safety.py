@@ -20,7 +20,7 @@ from rich.text import Text
 from gitsessions.cli import state
 from gitsessions.cli.approvals import describe_approval
 from gitsessions.cli.chat_ui import ChatEvents, markdown
-from gitsessions.cli.plain import PlainConsole, Styled, vtext, write_json
+from gitsessions.cli.plain import PlainConsole, Styled, one_line, vtext, write_json, write_records
 from gitsessions.cli.terminal import VisibleConsole
 from gitsessions.store.sessions import Change
 from gitsessions.values.clock import now_iso
@@ -28,6 +28,7 @@ from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
 from gitsessions.values.visible import json_visible, visible
 from tests.conftest import REPO, run_gitsessions
+from tests.test_chat import as_a_terminal
 
 CLI = Path(__file__).resolve().parent.parent / "gitsessions" / "cli"
 
@@ -341,6 +342,22 @@ def test_write_json_keeps_data_and_escapes() -> None:
     assert json.loads(text) == {"title": EVIL}
 
 
+def test_records_show_each_field_one_line_clean_or_not() -> None:
+    """`write_records` scans a record's fields at once: a line is still each field as
+    `one_line` shows it (a joiner split across two fields escaped as in each alone)."""
+    rows: list[list[object]] = [
+        ["a", 1, None, "b c", "中文 🙂"],
+        ["clean", EVIL, "x\ty", "two\nlines", "👨\u200d👩"],
+        ["👨", "\u200d👩", "\u200d"],
+    ]
+    console = VisibleConsole(file=io.StringIO())
+    write_records(console, rows)
+    lines = console.file.getvalue().split("\n")  # type: ignore[attr-defined]
+    assert lines == ["a\t1\t\tb c\t中文 🙂", *("\t".join(map(one_line, r)) for r in rows[1:]), ""]
+    assert lines[2] == "👨\t\\u200d👩\t\\u200d" and lines[1].count("\t") == 4
+    assert_safe("".join(lines))
+
+
 # -- a hostile session through every command --------------------------------------------
 
 
@@ -523,7 +540,7 @@ def spawn_chat(server, ws: Path, *args: str) -> tuple[pexpect.spawn, io.StringIO
         cwd=str(REPO),
         dimensions=(50, 120),
     )
-    child.linesep = "\r"  # Enter, as a terminal sends it (a "\n" is Ctrl-J: a new line)
+    as_a_terminal(child)
     child.logfile_read = log
     child.expect(PROMPT)
     return child, log

@@ -10,15 +10,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Commit
 
 from gitsessions.cli.state import State
 from gitsessions.cli.view_cmd import source_of
+from gitsessions.protocols.web import turn_page
 from gitsessions.protocols.web.server import COOKIE, ViewServer
 from gitsessions.services.sessions import merging
-from gitsessions.store.sessions import Change, SessionStore
+from gitsessions.store.sessions import Change, Head, SessionStore
+from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import new_id
 from gitsessions.values.records import new_header
 from tests.conftest import REPO, add_session, run_gitsessions
@@ -174,6 +178,33 @@ def test_what_a_session_holds_is_escaped_on_every_page(demo):
         assert not re.search(r"<[a-z]+[^<>]*\son\w+=", body), path  # no tag with a handler
     _s, _h, turn = served.get(f"/s/{hostile}/turn/2")
     assert "diff --git &quot;a/&lt;img src=x onerror=" in turn  # the changed file's name
+
+
+class NoWalk(SessionStore):
+    """A store whose history is never to be read (each page that would read it fails)."""
+
+    def history(self, head: Head) -> Iterator[tuple[bytes, Commit]]:
+        raise AssertionError("the history was walked")
+
+
+def test_a_turn_past_the_last_is_none_without_walking_the_history(demo, home):
+    """The transcript's last records name the last turn: a turn past it is answered from
+    them (the history, up to `WALK` commits of it, is not read); one within still is."""
+    served, ids = demo
+    main = ids["main"]
+    store = NoWalk(home)
+    try:
+        source = replace(served.server.source, store=lambda: store)
+        assert turn_page.last_turn(store, store.head(main)) == 4
+        for past in (5, 99, 10**9):
+            with pytest.raises(InvalidInput, match=f"has no turn {past}$"):
+                turn_page.render_turn(source, main, past)
+        with pytest.raises(AssertionError, match="the history was walked"):
+            turn_page.render_turn(source, main, 4)  # a turn of it: its commits are read
+    finally:
+        store.close()
+    _s, _h, page = served.get(f"/s/{main}/turn/2")
+    assert "<h1>Turn 2</h1>" in page
 
 
 def test_a_long_session_is_read_a_page_at_a_time(home, tmp_path):

@@ -130,8 +130,10 @@ def assemble(
     checkpoint) working in `workspace`, its session leased (`lease`: one taken before,
     for `picked`). Its first notes go to `notes`, those of later turns (snapshots) to
     `stderr`. The lease is released here, however the build ends. `ask_server`: the
-    server's context bounds the budget from the first request (agent/server_budget.py)."""
-    asked = asking(settings) if ask_server else lambda: None
+    server's context, asked at once through the agent's model client (then made here,
+    first), bounds the budget from the first request (agent/server_budget.py)."""
+    early = ModelClient(settings, retries=RETRIES, wait=events.retrying) if ask_server else None
+    asked = asking(settings, early) if early is not None else lambda: None
     store = state.store
     env = dict(state.env)
     prompt, in_force = project_prompt(
@@ -166,7 +168,7 @@ def assemble(
         if hub is not None:
             check_budget(settings.max_context_tokens, prompt, registry.definitions())
         config = agent_config(settings, max_steps=max_steps, stream=stream, summary=summary)
-        with ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
+        with early or ModelClient(settings, retries=RETRIES, wait=events.retrying) as client:
             agent = Agent(
                 session, client, registry, default_counter(), config, cost, events,
                 workspace_head=lambda: head_of(workspace, env), code_snapshot=snapshot,
@@ -176,6 +178,8 @@ def assemble(
                 agent.budget.first = lambda: use_server_context(agent, settings, asked())
             yield Built(agent, settings, workspace, picked is not None)
     finally:
+        if early is not None:
+            early.close()  # when the build failed before using it (closing twice is harmless)
         if hub is not None:
             hub.close()
         if lease is not None and session is not None and session.is_draft:
@@ -184,12 +188,13 @@ def assemble(
             lease.release()
 
 
-def asking(settings: ModelSettings) -> Callable[[], ServerContext | None]:
-    """What the server says its context holds, asked in a thread from now on; the
-    function returned waits for it (at most `context_window.ASK_SECONDS`)."""
+def asking(settings: ModelSettings, client: ModelClient) -> Callable[[], ServerContext | None]:
+    """What the server says its context holds, asked through `client` (the agent's) in a
+    thread from now on; the function returned waits for it (at most
+    `context_window.ASK_SECONDS` once the client is made)."""
     said: list[ServerContext | None] = [None]
     thread = threading.Thread(
-        target=lambda: said.__setitem__(0, context_window.ask(settings)),
+        target=lambda: said.__setitem__(0, context_window.ask(settings, client=client)),
         daemon=True,
         name="ask-context",
     )

@@ -3,6 +3,7 @@ commands may leave out: this project's latest session, as `git log` defaults to 
 the `--json` flag, and the resolved `State` a command reads from its context (typer
 only; nothing heavy), and the current directory when it still exists."""
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import Annotated
 
@@ -43,14 +44,17 @@ def session_or_latest(state: "State", session: str | None) -> str:
 
     catalog = state.catalog()
     here = Path.cwd()
-    rows = listing.session_rows(catalog, include_archived=False, workspace=here)
+    rows, _count = listing.open_rows(catalog, include_archived=False, workspace=here)
+    first = next(rows, None)  # the first row alone is built
+    if isinstance(rows, Generator):
+        rows.close()  # the cache's cursor closed now, not when the generator is freed
     warn_damaged(catalog.damaged)
-    if not rows:
+    if first is None:
         raise SessionNotFound(
             f"no session of this project ({here}) yet: give a session ID "
             "(`gitsessions list` shows every session)"
         )
-    return str(rows[0]["id"])
+    return str(first["id"])
 
 
 def cwd_or_none() -> Path | None:

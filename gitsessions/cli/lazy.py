@@ -10,14 +10,21 @@ Invariants:
 - The cycle collector, off from `cli/entry.py` on, runs again once the command is built
   (`started`), the start-up objects frozen out of its reach (off saves `list` about 8 ms
   of CPU, frozen about 30 ms).
+- A command that exited (`exiting`: its code) ends the process once the other exit
+  handlers ran and its threads were joined, its streams flushed, without the
+  interpreter's teardown (`leave`); a stream that cannot be flushed leaves it to the
+  teardown, which says so as before.
 """
 
 import gc
+import os
 from importlib import import_module
 from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+
+from gitsessions.cli.plain import StreamOf
 
 # command -> (module under gitsessions.cli, the summary `--help` lists: one full sentence)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -69,6 +76,32 @@ def started() -> None:
     scan them all, about 30 ms) and it runs again from here on."""
     gc.freeze()
     gc.enable()
+
+
+_code: int | None = None  # the exit code of a command that exited, once it did
+
+
+def exiting(code: object) -> None:
+    """The command exited with `code` (a `SystemExit`'s): `leave` may end the process."""
+    global _code
+    _code = code if isinstance(code, int) else 0 if code is None else None
+
+
+def leave() -> None:
+    """The last exit handler: once the command exited, stdout and stderr are flushed and
+    the process ends at once. The interpreter's teardown would free every module and
+    object one at a time (with openai, pydantic and rich loaded: about 0.3 s of CPU, a
+    chat's exit); the non-daemon threads were joined and the other exit handlers ran
+    before this one (registered first), and every file the commands write is closed by
+    then. A flush that fails (a reader gone) is left to the teardown, as before."""
+    if _code is None:
+        return
+    try:
+        for name in ("stdout", "stderr"):
+            StreamOf(name).file.flush()
+    except BaseException:  # the teardown flushes again and says what failed
+        return
+    os._exit(_code)
 
 
 def load(name: str) -> Any:

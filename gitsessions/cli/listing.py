@@ -7,40 +7,18 @@ nothing opens a session. A chat whose first request failed reads `(no reply)`
 """
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitsessions.store.catalog import Catalog
 from gitsessions.values.ids import short
+from gitsessions.values.listed import list_row as list_row  # what `list --json` prints
 from gitsessions.values.records import label as label  # `listing.label`: what names a row
-from gitsessions.values.records import made_by, merged_forks, never_answered
+from gitsessions.values.records import merged_forks
 
 if TYPE_CHECKING:
     from gitsessions.store.sessions import SessionStore
-
-
-def list_row(header: dict[str, Any]) -> dict[str, Any]:
-    """What `list --json` prints of a session (`first_prompt`: see `store.catalog`)."""
-    counts = header.get("counts") or {}
-    return {
-        "id": header["id"],
-        "title": header.get("title", ""),
-        "summary": header.get("summary", ""),
-        "first_prompt": header.get("first_prompt", ""),
-        "parent_id": parent if isinstance(parent := header.get("parent_id"), str) else None,
-        "archived": bool(header.get("archived")),
-        "no_reply": never_answered(header),
-        "messages": counts.get("messages", 0),
-        "compactions": counts.get("compactions", 0),
-        "created_at": header.get("created_at"),
-        "updated_at": header.get("updated_at"),
-        "active_at": header.get("active_at") or header.get("updated_at"),
-        "workspace": (header.get("workspace") or {}).get("path"),
-        "made_by": made_by(header),
-        "imported_from": _imported_from(header),
-        **({"broken": header["broken"]} if "broken" in header else {}),
-    }
 
 
 def session_rows(
@@ -54,9 +32,10 @@ def session_rows(
 
 def open_rows(
     catalog: Catalog, include_archived: bool, workspace: Path | None = None
-) -> tuple[Iterator[dict[str, Any]], int]:
-    """`session_rows`, one at a time, in the same order, and how many: the catalog
-    refreshed now (its `damaged` then holds), each row built as it is read. With
+) -> tuple[Iterator[dict[str, Any]], Callable[[], int]]:
+    """`session_rows`, one at a time, in the same order, and what counts them (a query
+    of its own: asked only when a listing is cut): the catalog refreshed now (its
+    `damaged` then holds), each row read as cached (`Catalog.stream_rows`). With
     `workspace`, the rows come from the cache's project index (`Catalog.stream`'s
     `within`): only that project's sessions are read."""
     catalog.refresh()
@@ -70,14 +49,13 @@ def open_rows(
         within = project_in(catalog.values, workspace, *project_of(workspace, os.environ))
 
     def rows() -> Iterator[dict[str, Any]]:
-        for header in catalog.stream(include_archived, within):
-            row = list_row(header)
+        for row in catalog.stream_rows(include_archived, within):
             parent = row.get("parent_id")
             row["parent_deleted"] = bool(parent) and parent not in known
             row["merged_into"] = merged.get(row["id"])
             yield row
 
-    return rows(), catalog.count(include_archived, within)
+    return rows(), lambda: catalog.count(include_archived, within)
 
 
 def rows_of(
@@ -99,6 +77,19 @@ def rows_of(
         rows = [r for r in rows if r["id"] in reached]
     rows.sort(key=lambda r: (r["active_at"] or "", r["id"]), reverse=True)
     return rows
+
+
+def record(row: Mapping[str, Any]) -> list[object]:
+    """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
+    return [
+        row["id"],
+        row["active_at"] or "-",
+        row["messages"],
+        row["compactions"],
+        row["parent_id"] or "-",
+        row["workspace"] or "-",
+        label(row) + marks(row),
+    ]
 
 
 def marks(row: Mapping[str, Any]) -> str:
@@ -123,13 +114,6 @@ def origin(row: Mapping[str, Any]) -> str:
     if row.get("imported_from"):
         parts.append(f"imported from {row['imported_from']}")
     return ", ".join(parts)
-
-
-def _imported_from(header: Mapping[str, Any]) -> str | None:
-    """The agent an imported session came from (`claude-code`, `codex`), else None."""
-    imported = header.get("imported")
-    source = imported.get("from") if isinstance(imported, Mapping) else None
-    return source if isinstance(source, str) else None
 
 
 def mark_deleted_parents(rows: list[dict[str, Any]], ids: Iterable[str]) -> None:

@@ -13,7 +13,7 @@ from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
 from gitsessions.cli.rewind_cmd import session_workspace
 from gitsessions.cli.state import err, plain_out
-from gitsessions.services.code.fork_merge import ForkMerge, merge, target
+from gitsessions.services.code.fork_merge import ForkMerge, merge
 from gitsessions.services.code.merge_code import finish_hint
 from gitsessions.services.code.restore import restore_command
 from gitsessions.values.ids import short
@@ -100,18 +100,13 @@ def cmd_merge(
     status 1 when conflicts are left."""
     state = state_of(ctx)
     store = state.store
-    fork_id = store.resolve(fork)
     both = not chat and not code
-    place = None
-    if code or both:
-        into_id = target(store, store.head(fork_id), into)
-        place = session_workspace(store.head(into_id), workspace, state.home, state.env)
     done = merge(
         store,
         state.env,
-        fork_id,
+        store.resolve(fork),
         into,
-        workspace=place,
+        workspace=lambda head: session_workspace(head, workspace, state.home, state.env),
         chat=chat or both,
         code=code or both,
         force=force,

@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any, Protocol, TextIO
 
-from gitsessions.values.visible import json_visible, visible
+from gitsessions.values.visible import is_visible, json_visible, visible
 
 
 class HasFile(Protocol):
@@ -149,7 +149,11 @@ def write_records(console: HasFile, rows: Iterable[Iterable[object]]) -> None:
     data shows as `\\t` / `\\n`), so a line is always exactly one record."""
     wrote = False
     for row in rows:  # a line at a time: the rows may come from a stream
-        console.file.write("\t".join(one_line("" if f is None else f) for f in row) + "\n")
+        fields = ["" if f is None else str(f) for f in row]
+        if is_visible("".join(fields), keep_newlines=False):  # no field to escape
+            console.file.write("\t".join(fields) + "\n")
+        else:
+            console.file.write("\t".join(one_line(f) for f in fields) + "\n")
         wrote = True
     if wrote:
         console.file.flush()

@@ -33,7 +33,7 @@ from gitsessions.services.sessions.granted import described
 from gitsessions.store.refs import StoreRefs, ref_name
 from gitsessions.values.errors import BadUsage, InvalidInput
 from gitsessions.values.ids import short
-from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, made_by
+from gitsessions.values.records import HEADER_FORMAT, USAGE_TOTAL_KEYS, context_budget, made_by
 
 if TYPE_CHECKING:
     from gitsessions.store.reader import Head
@@ -76,49 +76,34 @@ def cmd_list(
     # streamed from the cache in the order shown: only the rows shown are built
     here = Path.cwd() if here_only else None
     rows: Iterable[dict[str, Any]]
-    rows, total = listing.open_rows(catalog, include_archived, here)
+    rows, count = listing.open_rows(catalog, include_archived, here)
     warn_damaged(catalog.damaged)  # the others are listed: exit 0, as git for-each-ref
     pipe = piped(plain_out)
     shown = limit if limit is not None else (0 if json_ or pipe else 100)
     if shown:
         rows = itertools.islice(rows, shown)
-    if tree:
-        ordered: Iterable[tuple[int, dict[str, Any]]] = listing.as_tree(list(rows))
-    else:
-        ordered = ((0, r) for r in rows)
+    ordered: Iterator[tuple[int, dict[str, Any]]]
+    ordered = iter(listing.as_tree(list(rows))) if tree else ((0, r) for r in rows)
     if json_:
         write_json_array(plain_out, (r for _depth, r in ordered))
         return
-    if not total:
+    first = next(ordered, None)
+    if first is None:
         consoles.err.print(
             "no sessions yet" if not here_only else "no sessions in this workspace yet"
         )
         return
+    ordered = itertools.chain([first], ordered)
     if pipe:
-        write_records(plain_out, (_list_record(r) for _depth, r in ordered))
+        write_records(plain_out, (listing.record(r) for _depth, r in ordered))
         return
-    ordered = list(ordered)
+    table = list(ordered)
     from gitsessions.cli import list_table  # for a terminal only (rich)
 
-    list_table.show(consoles.out, ordered)
-    if total > len(ordered):
-        consoles.err.print(f"... and {total - len(ordered)} more (--limit 0 shows all)")
-
-
-def _list_record(r: dict[str, Any]) -> list[object]:
-    """`list` into a pipe: id, active_at, messages, compactions, parent id, workspace, label."""
-    # the header cache (sqlite): 12-14 ms show and pull do not need
-    from gitsessions.cli import listing
-
-    return [
-        r["id"],
-        r["active_at"] or "-",
-        r["messages"],
-        r["compactions"],
-        r["parent_id"] or "-",
-        r["workspace"] or "-",
-        listing.label(r) + listing.marks(r),
-    ]
+    list_table.show(consoles.out, table)
+    total = count() if shown and len(table) >= shown else len(table)  # counted when cut
+    if total > len(table):
+        consoles.err.print(f"... and {total - len(table)} more (--limit 0 shows all)")
 
 
 PLACE = ("path", "repo_root", "branch", "head")
@@ -247,19 +232,6 @@ def _settings_line(settings: Any) -> str:
     if held is not None and held != budget:
         tokens += f", the server holds {held:,}: the budget"
     return f"{settings.get('model')} at {settings.get('base_url')}{tokens}"
-
-
-def context_budget(settings: Any) -> int | None:
-    """The context budget the session last ran with: the smaller of its
-    `max_context_tokens` and the context its server said it holds."""
-    if not isinstance(settings, dict):
-        return None
-    said = [
-        value
-        for value in (settings.get("max_context_tokens"), settings.get("server_context_tokens"))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0
-    ]
-    return min(said) if said else None
 
 
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Do not page the output on a terminal.")]

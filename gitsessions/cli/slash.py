@@ -16,7 +16,7 @@ from gitsessions.cli.chat_line import is_command
 from gitsessions.cli.merge_cmd import merge_here
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import instructions_line
-from gitsessions.cli.rewind_cmd import report, session_workspace
+from gitsessions.cli.rewind_cmd import report
 from gitsessions.cli.search import held_by, highlighted
 from gitsessions.cli.session_facts import messages_text, usage_text
 from gitsessions.services.code import worktrees
@@ -311,13 +311,11 @@ class Slash:
             return
         self.agent.save()
         session = self.agent.session
-        workspace = self.workspace or session_workspace(
-            session.head, None, session.store.home, os.environ
-        )
 
         def run(dry_run: bool) -> Rewound:
             return rewind(session.store, dict(os.environ), session.id, turn, force=force,
-                          workspace=workspace, lease_held=True, dry_run=dry_run)  # fmt: skip
+                          workspace=self.workspace, lease_held=True,
+                          dry_run=dry_run)  # fmt: skip
 
         preview = run(dry_run=True)
         report(self.err, preview)

@@ -15,9 +15,12 @@ Invariants:
   `list --here` (`stream(within=...)`) reads only the project's rows and their forks'.
 - Refs are read through `StoreRefs` (no dulwich repository): `list` and `info` on a warm
   cache import no git library but dulwich's config parser (tests/test_startup.py).
-- Rows are brought up to the refs by ids and commits alone, then read in the order shown
-  (index on `(active_at, id)`): `--limit` builds only the rows shown, a pipe gets a row
-  at a time.
+- Rows are brought up to the refs by ids and commits alone (their own index), then read
+  in the order shown (index on `(active_at, id)`, holding the listed row too): `--limit`
+  builds only the rows shown, a pipe gets a row at a time.
+- A row keeps what `list` shows of the session (`listed`: `values.listed.list_row` of
+  its header and first prompt, made when the row is written), so a listing parses that
+  small object a session rather than the whole header (`stream_rows`).
 """
 
 import json
@@ -31,6 +34,7 @@ from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import NotACommit, ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
 from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
+from gitsessions.values.listed import list_row
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import merged_forks
 
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from gitsessions.store.reader import Head, SessionReader
     from gitsessions.store.sessions import SessionStore
 
+_MERGING = "instr(header, '\"merged\"') > 0"  # a header that may record a merge
 MOST = 16  # roots or remotes of a project identity read (`project_id.MOST`)
 _ONE = (
     "SELECT '{kind}' AS kind, json_extract(new.header, '{at}') AS value"
@@ -61,8 +66,14 @@ PLACES = " UNION ALL ".join(  # what `scope.workspace_sessions` compares of a he
 )
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
-    "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0)",
-    "CREATE INDEX IF NOT EXISTS headers_by_activity ON headers (active_at, id)",
+    "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
+    "listed TEXT NOT NULL)",
+    # in the order shown, covering what a listing reads (`stream_rows`): one pass over it
+    "CREATE INDEX IF NOT EXISTS headers_by_activity"
+    " ON headers (active_at, id, archived, head, listed)",
+    "CREATE INDEX IF NOT EXISTS headers_heads ON headers (id, head)",  # `refresh` reads it alone
+    # the few headers that may record a merge (`merged`): read without a scan of all
+    f"CREATE INDEX IF NOT EXISTS headers_merging ON headers (id) WHERE {_MERGING}",
     # the project index: where each session says it was made (kind, value), filled from
     # the header by SQLite itself, so every writer of `headers` keeps it
     "CREATE TABLE IF NOT EXISTS places (id TEXT, kind TEXT, value TEXT)",
@@ -81,15 +92,17 @@ FILL_BATCH = 5000  # rows a pull read written in one transaction
 FIRST_LINES = 8  # the first prompt is within the transcript's first lines (system, user)
 
 
-Row = tuple[str, str, str, str, str, int]  # a `headers` row, in its columns' order
+Row = tuple[str, str, str, str, str, int, str]  # a `headers` row, in its columns' order
 
 
 def row(session_id: str, commit: str, header: dict[str, Any], prompt: str) -> Row:
     """The cache's row of a session read at `commit` (its header without `first_prompt`):
-    what `refresh` writes, and a pull for the sessions it brings (`fill`)."""
+    what `refresh` writes, and a pull for the sessions it brings (`fill`). Its `listed`
+    is the row `list` shows, made from the header as `stream` gives it back."""
     active = header.get("active_at") or header.get("updated_at") or ""
     archived = int(bool(header.get("archived")))
-    return (session_id, commit, json.dumps(header), prompt, str(active), archived)
+    listed = json.dumps(list_row({**header, "first_prompt": prompt or ""}))
+    return (session_id, commit, json.dumps(header), prompt, str(active), archived, listed)
 
 
 def first_prompt(messages: Iterable[dict[str, Any]]) -> str:
@@ -213,10 +226,12 @@ class Catalog:
         scanned = self.refs.scan()
         self.damaged = list(scanned.damaged)
         self.broken = []
-        refs = {sid: commit.decode() for sid, commit in scanned.ids.items()}
-        self.heads = dict(refs)
+        self.heads = {sid: commit.decode() for sid, commit in scanned.ids.items()}
         with open_cache(self.path, SCHEMA) as db:
             cached = dict(db.execute("SELECT id, head FROM headers"))
+            if cached == self.heads:
+                return  # every row at its branch's head, none gone: one comparison
+            refs = dict(self.heads)
             fresh: list[Row] = []
             for sid, commit in refs.items():
                 if cached.get(sid) == commit:
@@ -250,19 +265,42 @@ class Catalog:
         (`active_at`, else `updated_at`, then the id, descending; the unreadable last):
         read from the cache's index in that order, never all held at once. With
         `within`, only that project's sessions (the unreadable are none of them)."""
-        where, args = _where(include_archived, within)
-        with open_cache(self.path, SCHEMA) as db:
-            query = f"{where[0]}SELECT id, head, header, first_prompt FROM headers{where[1]} "
-            rows = db.execute(query + "ORDER BY active_at DESC, id DESC", args)
-            for sid, commit, text, prompt in rows:
-                if self.heads.get(sid) != commit:
-                    continue  # unreadable at its head, or moved or gone since `refresh`
-                header = json.loads(text)
-                header["head"] = commit
-                header["first_prompt"] = prompt or ""
-                yield header
+        for _sid, commit, text, prompt in self._ordered(
+            "header, first_prompt", include_archived, within
+        ):
+            header = json.loads(text)
+            header["head"] = commit
+            header["first_prompt"] = prompt or ""
+            yield header
         if within is None:
             yield from self.broken
+
+    def stream_rows(
+        self, include_archived: bool, within: "Project | None" = None
+    ) -> Iterator[dict[str, Any]]:
+        """`list_row` of each header `stream` yields, in the same order: the rows cached
+        beside the headers (`listed`), so no header is parsed."""
+        loads = json.loads
+        for row in self._ordered("listed", include_archived, within):
+            yield loads(row[2])
+        if within is None:
+            yield from (list_row(header) for header in self.broken)
+
+    def _ordered(
+        self, columns: str, include_archived: bool, within: "Project | None"
+    ) -> Iterator[tuple[Any, ...]]:
+        """Each cached row `refresh` checked (`id, head, <columns>`), in the order shown
+        (see `stream`)."""
+        where, args = _where(include_archived, within)
+        heads = self.heads
+        with open_cache(self.path, SCHEMA) as db:
+            # a project's rows too in the order shown, each looked up among the project's
+            # (not all of them sorted afterwards: a project may be the whole store)
+            table = "headers INDEXED BY headers_by_activity" if within else "headers"
+            query = f"{where[0]}SELECT id, head, {columns} FROM {table}{where[1]} "
+            for row in db.execute(query + "ORDER BY active_at DESC, id DESC", args):
+                if heads.get(row[0]) == row[1]:  # else unreadable at its head, or moved
+                    yield row  # or gone since `refresh`
 
     def values(self, kind: str) -> list[str]:
         """Each value of one kind of the project index once (`path`, `root`, `repo`:
@@ -277,7 +315,7 @@ class Catalog:
         mention a merge are parsed)."""
         found: list[dict[str, Any]] = []
         with open_cache(self.path, SCHEMA) as db:
-            query = "SELECT id, head, header FROM headers WHERE instr(header, '\"merged\"') > 0"
+            query = f"SELECT id, head, header FROM headers WHERE {_MERGING}"  # its index
             for sid, commit, text in db.execute(query):
                 if self.heads.get(sid) == commit:
                     found.append(json.loads(text))
@@ -287,7 +325,7 @@ class Catalog:
     def _write(db: sqlite3.Connection, fresh: list[Row], gone: list[tuple[str]]) -> None:
         if fresh or gone:
             with db:
-                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?)", fresh)
+                db.executemany("INSERT OR REPLACE INTO headers VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
                 db.executemany("DELETE FROM headers WHERE id = ?", gone)
 
     @property

@@ -50,8 +50,12 @@ class Lease:
                     f"{f' (pid {found.split()[0]})' if found else ''}; wait for it to finish,"
                     f" or work on a fork: gitsessions fork {short(session_id)}"
                 ) from None
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()} {holder}".strip().encode(), 0)
+        try:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{os.getpid()} {holder}".strip().encode(), 0)
+        except OSError:  # a full disk: not held, or a long-lived process kept it
+            os.close(self.fd)
+            raise
 
     def release(self) -> None:
         if self.fd >= 0:

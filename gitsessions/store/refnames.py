@@ -36,7 +36,9 @@ _CHARACTER = re.compile(rb"[\x00-\x20\x7f~^:?*\[\\]")
 _BROKEN = re.compile(
     rb"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\A[./]|\.lock(?=/|\Z)|[/.]\Z|\A@\Z"
 )
-# what `_BROKEN` finds, in names joined by (and wrapped in) newlines (`all_keep_rules`)
+# what `_BROKEN` finds, in names joined by (and wrapped in) newlines (`all_keep_rules`):
+# restated as byte searches, about twice as fast as the same rules as one regular
+# expression; tests/test_hostile_refnames.py fails when the two judge a short name apart
 _BAD_BYTES = bytes([*range(0x00, 0x0A), *range(0x0B, 0x21), 0x7F]) + b"~^:?*[\\"
 _BAD_PARTS = (b"..", b"@{", b"//", b"/.", b".lock/", b".lock\n", b"\n.", b"\n/", b"/\n",
               b".\n", b"\n@\n", b"\n\n")  # fmt: skip

@@ -32,6 +32,11 @@ HEADER = b"# pack-refs with: sorted \n"
 INTERRUPTED = Path("gitsessions") / "interrupted"  # stale `packed-refs.lock`s set aside
 KEEP_INTERRUPTED = 4
 _SHA = re.compile(rb"^[0-9a-f]{40}$")
+# a good line as `_parse` reads it, and a line neither empty, a comment nor a peel, each
+# after the first found from the newline before it (a fast search, not a try at each byte)
+_FIRST_LINE = re.compile(rb"([0-9a-f]{40}) (refs/[^\n]*)")
+_REF_LINE = re.compile(rb"\n([0-9a-f]{40}) (refs/[^\n]*)(?=\n|\Z)")
+_CONTENT = re.compile(rb"\n[^#^\n]")
 
 
 def is_sha(value: bytes) -> bool:
@@ -68,6 +73,10 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
         if strict and cached is not None and cached[0] == key:
             return cached[1]
         data = file.read()
+    whole = _well_formed(data) if strict else None
+    if whole is not None:
+        _parsed[path] = (key, whole)
+        return whole
     refs: dict[bytes, bytes] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line or line.startswith(b"#") or line.startswith(b"^"):
@@ -83,6 +92,24 @@ def _parse(path: Path, strict: bool) -> dict[bytes, bytes]:
     if strict:
         _parsed[path] = (key, refs)
     return refs
+
+
+def _well_formed(data: bytes) -> dict[bytes, bytes] | None:
+    """The strict reading of `data` in two scans of it (100,000 refs in a fraction of the
+    line-by-line time), when only `\\n` ends its lines, each is a good one and no name
+    comes twice; else None, and the line-by-line reading names the bad line."""
+    if b"\r" in data:
+        return None
+    first = data.partition(b"\n")[0]
+    content = len(_CONTENT.findall(data))
+    refs = {found[2]: found[1] for found in _REF_LINE.finditer(data)}
+    if first and first[:1] not in (b"#", b"^"):  # a file without git's header line
+        content += 1
+        found = _FIRST_LINE.fullmatch(first)
+        if found is None:
+            return None
+        refs = {found[2]: found[1], **refs}  # first, as read: a later line's value wins
+    return refs if len(refs) == content else None  # every line a ref, each once
 
 
 def check_packed(path: Path) -> None:

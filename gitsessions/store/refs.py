@@ -12,6 +12,7 @@ Invariants:
 """
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -25,6 +26,7 @@ from gitsessions.values.ids import check_prefix, is_session_id
 from gitsessions.values.plural import plural
 
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
+_SESSION_REF = re.compile(re.escape(SESSION_REF_PREFIX) + rb"([0-9a-f]{32})")  # `is_session_id`
 
 
 def ref_name(session_id: str) -> bytes:
@@ -89,13 +91,13 @@ def scan_session_ids(store_path: Path) -> ScannedRefs:
         elif not named:
             damaged.append(DamagedRef(f"packed-refs line {number}", "not a ref line"))
     hidden = {os.fsencode(n) for n in bad_loose}
-    refs = {
-        name[len(prefix) :]: sha
+    id_in = _SESSION_REF.fullmatch  # one match a packed ref: the id, or None
+    ids = {
+        found[1].decode(): sha
         for name, sha in packed.items()
-        if name.startswith(prefix) and name[len(prefix) :] not in hidden
+        if (found := id_in(name)) is not None and found[1] not in hidden
     }
-    refs.update(loose)
-    ids = {k.decode(): v for k, v in refs.items() if is_session_id(k.decode())}
+    ids.update((k.decode(), v) for k, v in loose.items() if is_session_id(k.decode()))
     return ScannedRefs(ids, damaged)
 
 

@@ -121,6 +121,20 @@ def new_header(
     }
 
 
+def context_budget(settings: Any) -> int | None:
+    """The context budget a session's recorded `settings` say it last ran with: the
+    smaller of its `max_context_tokens` and the context its server said it holds
+    (`server_context_tokens`), each only as a positive whole number; None with neither."""
+    if not isinstance(settings, Mapping):
+        return None
+    said = [
+        value
+        for value in (settings.get("max_context_tokens"), settings.get("server_context_tokens"))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0
+    ]
+    return min(said) if said else None
+
+
 def made_by(header: Mapping[str, Any]) -> str | None:
     """`user@host` of who made a session, when its header says (`workspace.user`, `.host`)."""
     workspace = header.get("workspace")

@@ -48,6 +48,12 @@ class Misfit(ValueError):
         return f"{'.'.join(map(str, self.path)) or 'the value'}: {self.kind}"
 
 
+def described(schema: Mapping[str, Any], said: str) -> dict[str, Any]:
+    """`schema` with `said` as its `description`: what its value must be, as the caller's
+    one line says it when a value does not fit (settings, `[mcp_servers]`, exports)."""
+    return {**schema, "description": said}
+
+
 def types_of(schema: Mapping[str, Any]) -> list[str]:
     """The type names `schema` allows (`anyOf` branches' included); [] for any."""
     declared = flat(schema).get("type", [])

@@ -97,6 +97,13 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     return pattern.sub(_escape, text)
 
 
+def is_visible(text: str, *, keep_newlines: bool = True) -> bool:
+    """Whether `visible(text, keep_newlines=...)` leaves `text` as it is: one scan, so
+    the fields of a record can be checked at once, joined (each pattern is one
+    character class: the join holds a character to escape only when a field does)."""
+    return _pattern("unsafe" if keep_newlines else "one_line").search(text) is None
+
+
 def json_visible(text: str) -> str:
     """JSON text (as `json.dumps(..., ensure_ascii=False)` writes it) with the same
     characters as `visible` written as `\\uXXXX` escapes: same data, terminal-safe.

@@ -58,10 +58,12 @@ class _Unanswered:
 
 @asynccontextmanager
 async def answered_first(
-    read: ObjectReceiveStream[Received], write: ObjectSendStream[SessionMessage]
+    read: ObjectReceiveStream[Received],
+    write: ObjectSendStream[SessionMessage],
+    finish: float = FINISH_SECONDS,
 ) -> AsyncIterator[tuple[ObjectReceiveStream[Received], ObjectSendStream[SessionMessage]]]:
     """The streams to serve over instead of `read` and `write`: the same messages, the
-    read side ending only once what was read is answered (or `FINISH_SECONDS` on)."""
+    read side ending only once what was read is answered (or `finish` seconds on)."""
     unanswered = _Unanswered()
     to_server, server_reads = anyio.create_memory_object_stream[Received](0)
     server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
@@ -75,7 +77,7 @@ async def answered_first(
                     await to_server.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return  # the server stopped reading: nothing is left to wait for
-            with anyio.move_on_after(FINISH_SECONDS):
+            with anyio.move_on_after(finish):
                 await unanswered.none_left()
 
     async def pass_out() -> None:

@@ -27,9 +27,7 @@ def write_html(source: Source, text: str, path: Path) -> tuple[str, int]:
     head = store.head(store.resolve(text))
     total = head.counts.get("messages", 0)
     css = stylesheet().decode("utf-8")
-    shown = timeline.points(store.iter_records(head))
-    falls = timeline.drops(store.read(head, "compactions"), shown)
-    drawn = timeline.svg(head.id, shown, falls, links=False)
+    drawn, _turns = timeline.chart(store, head, store.iter_records(head), links=False)
     entries = sessionlog.turns(store, head, sessionlog.commits(store, head))
     partial = path.with_name(f".{path.name}.partial")
     with partial.open("w", encoding="utf-8") as out:

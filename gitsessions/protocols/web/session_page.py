@@ -124,14 +124,12 @@ def replies(store: "SessionStore", head: "Head") -> Iterator[tuple[int, Mapping[
 
 def timeline_html(store: "SessionStore", head: "Head", links: bool) -> str:
     """The whole session's timeline (sampled when long: said under it)."""
-    shown = timeline.points(replies(store, head))
-    falls = timeline.drops(store.read(head, "compactions"), shown)
-    drawn = timeline.svg(head.id, shown, falls, links)
+    drawn, turns = timeline.chart(store, head, replies(store, head), links)
     if not drawn:
         return '<p class="dim">no token counts recorded (replies carry none)</p>'
     note = ""
     if head.counts.get("messages", 0) > EXACT:
-        note = f'<p class="dim">{plural(len(shown), "turn")} sampled evenly; every compaction</p>'
+        note = f'<p class="dim">{plural(turns, "turn")} sampled evenly; every compaction</p>'
     return f'<div class="chart">{drawn}</div>{note}'
 
 

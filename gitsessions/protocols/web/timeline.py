@@ -10,9 +10,12 @@ N (as `show --compaction N` numbers them); every label passes `e`.
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsessions.protocols.web.markup import e, href
+
+if TYPE_CHECKING:
+    from gitsessions.store.sessions import Head, SessionStore
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 960, 240, 64, 16, 16, 28
 DOTS = 300  # at most this many turns get a dot of their own (a link); the line has all
@@ -146,3 +149,16 @@ def svg(session: str, shown: list[Point], falls: list[Drop], links: bool = True)
         parts.append(f'<a href="{target}">{mark}</a>' if links else mark)
     parts.append("</svg>")
     return "".join(parts)
+
+
+def chart(
+    store: "SessionStore",
+    head: "Head",
+    records: Iterable[tuple[int, Mapping[str, Any]]],
+    links: bool,
+) -> tuple[str, int]:
+    """The session's timeline drawn from `records` (all of them, or a sample) and its
+    compactions: (the SVG, "" when no reply says its context; how many turns it shows)."""
+    shown = points(records)
+    falls = drops(store.read(head, "compactions"), shown)
+    return svg(head.id, shown, falls, links), len(shown)

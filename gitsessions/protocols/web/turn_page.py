@@ -8,7 +8,8 @@ them shown); its code is `diff --code`'s (services/code/code_diff.py) between th
 snapshot before the turn and the one it ended with, the patch read up to `PATCH` bytes.
 A turn with no commits of its own (an import commits many at once), or more than `WALK`
 commits back, is found in the transcript by bisection on its records' `turn` (a few
-chunks read, not the whole of it), its code diff named as a command instead.
+chunks read, not the whole of it), its code diff named as a command instead. A turn past
+the last one the transcript's last records name is none, said without reading the history.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 MESSAGES = 500  # a turn's messages shown; the session's pages have the rest
 PATCH = 512 * 1024  # bytes of the code diff shown
 WALK = 2_000  # commits of the history read looking for a turn's; past them, its records
+LOOK_BACK = 256  # records read from the end for the last turn (a turn past it: none)
 
 
 class NoTurnCommits(InvalidInput):
@@ -59,6 +61,17 @@ def first_of(store: "SessionStore", head: "Head", turn: int) -> int:
         else:
             low = middle + 1
     return low
+
+
+def last_turn(store: "SessionStore", head: "Head") -> int | None:
+    """The turn the last records name (turn numbers only go on: it is the last turn),
+    from the last `LOOK_BACK` records; None when none of them names one."""
+    total = head.counts.get("messages", 0)
+    last = None
+    for _index, record in store.iter_records(head, max(0, total - LOOK_BACK), total):
+        if isinstance(record.get("turn"), int) and not isinstance(record["turn"], bool):
+            last = int(record["turn"])
+    return last
 
 
 def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head | None"]:
@@ -120,6 +133,9 @@ def code_html(source: Source, store: "SessionStore", after: "Head", before: "Hea
 def render_turn(source: Source, text: str, turn: int) -> tuple[str, str]:
     store = source.store()
     head = store.head(store.resolve(text))
+    last = last_turn(store, head)
+    if last is not None and turn > last:  # said without walking the history for it
+        raise InvalidInput(f"session {short(head.id)} has no turn {turn}")
     try:
         after, before = span(store, head, turn)
         start = before.counts.get("messages", 0) if before is not None else 0

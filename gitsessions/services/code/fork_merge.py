@@ -12,7 +12,7 @@ Invariants:
 """
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,15 +93,16 @@ def merge(
     fork_id: str,
     into: str | None,
     *,
-    workspace: Path | None,
+    workspace: Path | Callable[[Head], Path] | None,
     chat: bool = True,
     code: bool = True,
     force: bool = False,
     lease_held: bool = False,
 ) -> ForkMerge:
     """Merge fork `fork_id` into `into` (default: its parent). `workspace`: where the
-    code of the session merged into is (None with `code=False`); `lease_held`: the
-    caller holds that session's lease (the chat)."""
+    code of the session merged into is, or a function of its head (read under its
+    lease) that says where (`place`; None with `code=False`); `lease_held`: the caller
+    holds that session's lease (the chat)."""
     if not chat and not code:
         raise InvalidInput("nothing to merge: give --chat, --code or neither")
     fork = store.head(fork_id)
@@ -119,7 +120,8 @@ def merge(
             merging.check(store, head, fork)
         if code:
             assert workspace is not None, "the code merges into a workspace"
-            done.code = merge_code(store, env, head, fork, workspace, force)
+            where = workspace if isinstance(workspace, Path) else workspace(head)
+            done.code = merge_code(store, env, head, fork, where, force)
             done.notes += done.code.notes
         if chat:
             done.written = merging.merge_chat(

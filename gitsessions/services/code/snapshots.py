@@ -54,22 +54,29 @@ def git(
     input: bytes | None = None,
     extra: Mapping[str, str] | None = None,
     check: bool = True,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """Stock git in `cwd`, its command-running config off (projectgit.py);
-    `SnapshotError` naming the command when it fails (`check`)."""
+    `SnapshotError` naming the command when it fails (`check`: `failure`). `pass_fds`:
+    files git inherits (worktree_add.py's `flock`)."""
     try:
         # a Ctrl-C at the terminal is the agent's to handle, not a snapshot's to die of
         done = run(cwd, {**env, **(extra or {})}, *args, timeout=TIMEOUT, input=input,
-                   text=False, start_new_session=True)  # fmt: skip
+                   text=False, start_new_session=True, pass_fds=pass_fds)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SnapshotError(f"git {args[0]} failed in {cwd}: {error}") from None
     if check and done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        # git's own error line (a hint may follow it, as after a lock that is left)
-        errors = [line for line in said if line.startswith(("fatal: ", "error: "))]
-        reason = errors[0] if errors else said[-1] if said else "?"
-        raise SnapshotError(f"git {args[0]} failed in {cwd}: {reason}")
+        raise failure(cwd, args[0], done)
     return done
+
+
+def failure(cwd: Path, command: str, done: subprocess.CompletedProcess[bytes]) -> SnapshotError:
+    """The one line of a git command that failed: git's own error line (a hint may
+    follow it, as after a lock that is left)."""
+    said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    errors = [line for line in said if line.startswith(("fatal: ", "error: "))]
+    reason = errors[0] if errors else said[-1] if said else "?"
+    return SnapshotError(f"git {command} failed in {cwd}: {reason}")
 
 
 def out(done: subprocess.CompletedProcess[bytes]) -> str:

@@ -26,13 +26,14 @@ from gitsessions.services.code.worktrees import (
     branch_base,
     branch_name,
     clear_unfinished,
-    is_commit,
+    code_of,
     main_root,
+    newest_here,
 )
 from gitsessions.services.code.worktrees import (
     restore as restore_own,
 )
-from gitsessions.services.sessions import points, writer
+from gitsessions.services.sessions import writer
 from gitsessions.services.sessions.writer import Edit
 from gitsessions.store.errors import SessionNotFound
 from gitsessions.store.here import remember_session
@@ -71,13 +72,13 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
             "to make it here"
         )
     project = find_project(root, env)
-    newest = points.newest_snapshot(store, head)
-    base, turn = newest if newest is not None else ("", None)
-    if project is None or not is_commit(root, env, base):
+    newest = newest_here(store, env, root, head) if project is not None else None
+    if project is None or newest is None:
         raise WorktreeError(
             f"the code of session {short(head.id)}'s worktree is not in this clone; "
             "`gitsessions pull --code` brings it"
         )
+    base, turn = newest
     repo = main_root(project, env)
     path = store.home / WORKTREES_DIR / f"{repo.name}-{short(head.id)}"
     clear_unfinished(repo, env, path)
@@ -94,10 +95,10 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         if exists:
-            add_worktree(repo, env, path, branch)
+            add_worktree(store.home, repo, env, path, branch)
         else:
             start = branch_base(project, env, base, f"session {short(head.id)}")
-            add_worktree(repo, env, path, start, branch)
+            add_worktree(store.home, repo, env, path, start, branch)
     except BaseException:
         forget(store.home, head.id)
         raise
@@ -112,8 +113,7 @@ def adopt(store: SessionStore, env: Mapping[str, str], head: Head, here: Path) -
         git(repo, env, "worktree", "remove", "--force", str(path), check=False)
         forget(store.home, head.id)
         raise
-    at = f"turn {turn}" if turn is not None else "its newest snapshot"
-    made = "on its branch" if exists else f"at the code of {at} (snapshot {base[:12]})"
+    made = "on its branch" if exists else f"at the code of {code_of(turn)} (snapshot {base[:12]})"
     said = f"made worktree {path} on branch {branch} ({made}); it was made on another machine"
     return Adopted(head.id, path, turn if not exists else None, said)
 

@@ -31,6 +31,7 @@ from gitsessions.services.code.snapshots import (
     out,
 )
 from gitsessions.services.code.workspace import describe
+from gitsessions.services.code.worktree_add import add_with_branch
 from gitsessions.services.code.worktree_mark import Checked, check, forget, remember
 from gitsessions.services.hooks.hooks import NO_HOOKS, Hooks
 from gitsessions.services.sessions import points, writer
@@ -217,19 +218,27 @@ def _add_worktree(
     remember(store.home, fork_id, mark)
     try:
         branch, path = mark["branch"], mark["path"]
-        add_worktree(project.root, env, Path(path), base_commit, branch)
+        add_worktree(store.home, project.root, env, Path(path), base_commit, branch)
     except BaseException:
         forget(store.home, fork_id)
         raise
 
 
 def add_worktree(
-    repo: Path, env: Mapping[str, str], path: Path, start: str, new_branch: str | None = None
+    home: Path,
+    repo: Path,
+    env: Mapping[str, str],
+    path: Path,
+    start: str,
+    new_branch: str | None = None,
 ) -> None:
     """`git worktree add -q [-b NEW_BRANCH] PATH START` in `repo` (a restore clears what
-    a killed one left at `path` first: `clear_unfinished`; a fork's path is new)."""
-    branch = ["-b", new_branch] if new_branch else []
-    git(repo, env, "worktree", "add", "-q", *branch, str(path), start)
+    a killed one left at `path` first: `clear_unfinished`; a fork's path is new; the lock
+    of NEW_BRANCH a killed add of this `home` left: worktree_add.py)."""
+    if new_branch:
+        add_with_branch(home, repo, env, path, start, new_branch)
+    else:
+        git(repo, env, "worktree", "add", "-q", str(path), start)
 
 
 def clear_unfinished(repo: Path, env: Mapping[str, str], path: Path) -> None:
@@ -405,13 +414,16 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
     made = ""
     try:
         if exists:
-            add_worktree(repo, env, path, mark["branch"])
+            add_worktree(store.home, repo, env, path, mark["branch"])
         else:  # the branch is gone: made again at the newest code the session names
-            snap, made = newest_here(store, env, repo, session_id, mark["base"])
+            found = newest_here(store, env, repo, store.head(session_id))
+            snap = found[0] if found else mark["base"]
+            at = f"the code of {code_of(found[1])}" if found else "its fork point"
+            made = f" (made again at {at}, snapshot {snap[:12]})"
             project = find_project(repo, env)
             assert project is not None
             start = branch_base(project, env, snap, f"session {short(session_id)}")
-            add_worktree(repo, env, path, start, mark["branch"])
+            add_worktree(store.home, repo, env, path, start, mark["branch"])
     except SnapshotError as error:
         raise WorktreeError(f"cannot restore the worktree: {error}") from None
     _set_mark(store, session_id, None, "worktree-restore", f"worktree: restored {path.name}")
@@ -419,16 +431,19 @@ def restore(store: SessionStore, env: Mapping[str, str], session_id: str) -> str
 
 
 def newest_here(
-    store: SessionStore, env: Mapping[str, str], repo: Path, session_id: str, fallback: str
-) -> tuple[str, str]:
-    """The newest code snapshot the session's history names that is a commit of `repo`
-    (else `fallback`), and what to say about it (` (the code of turn N)`)."""
-    newest = points.newest_snapshot(store, store.head(session_id))
-    if newest is not None and is_commit(repo, env, newest[0]):
-        snap, turn = newest
-        at = f"turn {turn}" if turn is not None else "its newest snapshot"
-        return snap, f" (made again at the code of {at}, snapshot {snap[:12]})"
-    return fallback, f" (made again at its fork point, snapshot {fallback[:12]})"
+    store: SessionStore, env: Mapping[str, str], repo: Path, head: Head
+) -> tuple[str, int | None] | None:
+    """The newest code snapshot `head`'s history names and its turn (None: unknown),
+    when it is a commit of `repo` (a restore's or an adopt's clone); else None."""
+    newest = points.newest_snapshot(store, head)
+    if newest is None or not is_commit(repo, env, newest[0]):
+        return None
+    return newest
+
+
+def code_of(turn: int | None) -> str:
+    """Whose code a snapshot `newest_here` found is: `turn N`, else `its newest snapshot`."""
+    return f"turn {turn}" if turn is not None else "its newest snapshot"
 
 
 def is_commit(repo: Path, env: Mapping[str, str], text: str) -> bool:

@@ -5,9 +5,10 @@ is then the smaller of `--max-context-tokens` and that): llama.cpp `GET /props`
 at once in a thread; a server answering none (OpenAI, a proxy) leaves the budget as set.
 
 Each is asked through the model client (`ModelClient.server_json`: the openai SDK's
-HTTP client, its transport, TLS, proxies and reply limits), made in the asking thread
-while start-up goes on (exec waits for the answer at its first request, which needs
-the SDK too; chat asks in its probe's thread, after its prompt shows).
+HTTP client, its transport, TLS, proxies and reply limits): the one the agent sends its
+turns with (exec, acp: asked in a thread while start-up goes on; exec waits for the
+answer at its first request, which needs the SDK too), the one chat's probe listed the
+models with (in the probe's thread, after its prompt shows).
 
 Invariants:
 - Nothing goes anywhere but the base URL's origin: paths built from it, no redirect
@@ -51,21 +52,22 @@ def ask(
     """The smallest context the server says it holds (None when it says nothing within
     `ASK_SECONDS` of the model client being made). `listed`: the model list already
     read (GET /models), whose `max_model_len` is used instead of asking again; `client`:
-    a model client already made for this server (chat's probe), else one is made."""
+    the model client for this server the caller made (chat's probe, exec's agent),
+    else one is made here."""
     root = _root(settings.base_url)
     if root is None:
         return None
-    if client is not None:
-        return _ask(client, settings, root, listed)
-    # the model client (the openai SDK): imported in this thread, as start-up goes on
-    from gitsessions.services.model.model import ModelClient
+    if client is None:
+        # the model client (the openai SDK): imported in this thread, as start-up goes on
+        from gitsessions.services.model.model import ModelClient
 
-    with ModelClient(settings) as client:
-        try:
-            client.made()
-        except Exception:  # a key no header can hold: nothing is asked
-            return None
-        return _ask(client, settings, root, listed)
+        with ModelClient(settings) as made:
+            return ask(settings, listed, made)
+    try:
+        client.made()  # or waited for: its SDK is imported in a thread of its own
+    except Exception:  # a key no header can hold: nothing is asked
+        return None
+    return _ask(client, settings, root, listed)
 
 
 def _ask(

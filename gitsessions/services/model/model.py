@@ -133,6 +133,8 @@ class ModelClient:
         self._http_client: Any = None  # the SDK's HTTP client it was made with
         self._limits: ReplyLimits | None = None
         self._making = threading.Lock()  # held while it is made
+        self._closing = threading.Lock()  # held while the client is set or `close` reads it
+        self._closed = False
         # The SDK's client (its import, TLS context, connection pool) is made while the
         # caller does other work (exec: the store), so its first request waits less; a
         # failure there comes again, and is raised, at the request.
@@ -166,20 +168,28 @@ class ModelClient:
                     **tls_for(self.settings.base_url),
                 )
                 self._http_client = http_client
-                self._openai_client = sdk.OpenAI(
+                made = sdk.OpenAI(
                     base_url=self.settings.base_url,
                     api_key=self.settings.api_key,
                     timeout=self.settings.timeout,
                     max_retries=0,  # retried here, where the wait can be shown
                     http_client=http_client,
                 )
-                self._limits = limits
+                with self._closing:
+                    self._openai_client, self._limits = made, limits
+                    closed = self._closed
+                if closed:  # closed while it was made: never to be used
+                    made.close()
             return self._openai_client, self._limits
 
     def close(self) -> None:
-        with self._making:  # after a client being made, never before it
-            if self._openai_client is not None:
-                self._openai_client.close()
+        """Close the SDK's client; one still being made (the SDK still importing: a chat
+        left at its first prompt) is closed as soon as it is made, not waited for."""
+        with self._closing:
+            self._closed = True
+            made = self._openai_client
+        if made is not None:
+            made.close()
 
     def __enter__(self) -> ModelClient:
         return self

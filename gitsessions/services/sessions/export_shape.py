@@ -15,7 +15,7 @@ from typing import Any
 
 from gitsessions.services.sessions.exchange_files import InvalidExport
 from gitsessions.values.records import LOCAL_ONLY_FIELDS, USAGE_TOTAL_KEYS, empty_workspace
-from gitsessions.values.shapes import Misfit, check
+from gitsessions.values.shapes import Misfit, check, described
 
 EXPORT_FORMAT = "gitsessions.session/3"  # a session that holds files
 PLAIN_FORMAT = "gitsessions.session/2"  # one that holds none: what older builds import too
@@ -27,7 +27,7 @@ TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z$"
 
 def _typed(kinds: str | list[str], said: str, **keywords: Any) -> dict[str, Any]:
     """A key's schema: its JSON types and `said`, what its value must be."""
-    return {"type": kinds, "description": said, **keywords}
+    return described({"type": kinds, **keywords}, said)
 
 
 # a field whose type alone is said with what it was: "'title' must be a string, got int"

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from gitsessions.services.settings.config_file import CONFIG_FILE, ConfigError
 from gitsessions.services.settings.config_file import KNOWN_KEYS as KNOWN_KEYS  # beside _LOOKUP
-from gitsessions.values.shapes import Misfit, check, types_of
+from gitsessions.values.shapes import Misfit, check, described, types_of
 
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama's OpenAI-compatible endpoint
 DEFAULT_MODEL = "gemma4"
@@ -241,15 +241,11 @@ def _lookup(
     return None
 
 
-def _said(schema: Mapping[str, Any], said: str) -> dict[str, Any]:
-    """A setting's schema (values/shapes.py) with `said`, what the error line says its
-    value must be."""
-    return {**schema, "description": said}
-
-
-TEXT = _said({"type": "string", "pattern": r"\S"}, "must be a non-empty string")
-SECONDS = _said({"type": "number", "exclusiveMinimum": 0}, "must be a positive number of seconds")
-FRACTION = _said(
+TEXT = described({"type": "string", "pattern": r"\S"}, "must be a non-empty string")
+SECONDS = described(
+    {"type": "number", "exclusiveMinimum": 0}, "must be a positive number of seconds"
+)
+FRACTION = described(
     {"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "must be a fraction in (0, 1]"
 )
 # each model setting's shape, once resolved (its value is never shown when it is text:
@@ -260,16 +256,16 @@ SETTING_SHAPES: dict[str, dict[str, Any]] = {
     "api_key": TEXT,
     "timeout": SECONDS,
     "summary_timeout": SECONDS,
-    "max_context_tokens": _said(
+    "max_context_tokens": described(
         {"type": "integer", "exclusiveMinimum": 0}, "must be a positive integer"
     ),
     "ledger_share": FRACTION,
     "user_words_share": FRACTION,
-    "compact_target": _said(
+    "compact_target": described(
         {"type": "number", "exclusiveMinimum": 0, "maximum": 0.8},
         "must be a fraction in (0, 0.8] (compaction starts at 0.8 of max_context_tokens)",
     ),
-    "exec_summary": _said(
+    "exec_summary": described(
         {"enum": list(EXEC_SUMMARY)}, f"must be one of {', '.join(EXEC_SUMMARY)}"
     ),
 }

@@ -12,6 +12,7 @@ Invariants:
 """
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,4 +95,14 @@ def http_transport(
     client = httpx2.AsyncClient(
         headers=sent, timeout=timeout, transport=_CappedTransport(link, log)
     )
-    return streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE)
+    return _closing(
+        client, streamable_http_client(url, http_client=client, max_sse_event_size=MAX_MESSAGE)
+    )
+
+
+@asynccontextmanager
+async def _closing(client: httpx2.AsyncClient, streams: Any) -> AsyncIterator[Any]:
+    """`streams` entered, and `client` closed after them (the SDK leaves a client it is
+    given open: its connections would wait for the garbage collector)."""
+    async with client, streams as entered:
+        yield entered

@@ -55,7 +55,7 @@ class McpHub:
         self._restart: set[str] = set()  # connections we closed: opened again on a call
         self._restarts: dict[str, int] = {}  # server -> starts after it ended by itself
         self._loop = asyncio.new_event_loop()
-        self._tasks: list[Any] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="mcp")
 
     def start(self, notes: Callable[[str], None]) -> None:
@@ -280,6 +280,9 @@ class McpHub:
             if "closed" in why.lower():  # its process ended, or its connection did
                 self._sessions.pop(name, None)
                 self.failed[name] = why
+                stop = self._stops.get(name)  # its task ends (else it waits for close)
+                if stop is not None:
+                    self._loop.call_soon_threadsafe(stop.set)
                 again = " (it starts again on the next call)" if self._restarts_left(name) else ""
                 return ToolResult(f"error: MCP server {name} is gone ({why}){again}", ok=False)
             return ToolResult(f"error: {name}'s {tool.name} failed: {why}", ok=False)
@@ -289,15 +292,28 @@ class McpHub:
         return ToolResult(text)
 
     def close(self) -> None:
-        if not self._thread.is_alive():
-            return
-        with contextlib.suppress(BaseException):
-            for stop in self._stops.values():
-                self._loop.call_soon_threadsafe(stop.set)
-            if self._tasks:
-                self._call(asyncio.wait(self._tasks, timeout=5), 10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
+        """Close every connection (each server's process stopped, its transport closed),
+        then the loop: nothing is left for the garbage collector to find open."""
+        if self._thread.is_alive():
+            with contextlib.suppress(BaseException):
+                for stop in self._stops.values():
+                    self._loop.call_soon_threadsafe(stop.set)
+                if self._tasks:
+                    self._call(_ended(self._tasks), 15)
+                self._call(self._loop.shutdown_asyncgens(), 5)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+        if not self._thread.is_alive() and not self._loop.is_closed():
+            self._loop.close()
+
+
+async def _ended(tasks: list["asyncio.Task[None]"]) -> None:
+    """`tasks` ended: each waited for 5 s, then cancelled and waited for again."""
+    _, pending = await asyncio.wait(tasks, timeout=5)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=5)
 
 
 async def _list_tools(session: Any) -> tuple[list[Any], bool]:

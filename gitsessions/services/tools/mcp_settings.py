@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitsessions.values.errors import GitsessionsError
-from gitsessions.values.shapes import Misfit, check
+from gitsessions.values.shapes import Misfit, check, described
 
 CONFIG_FILE = "config.toml"
 
@@ -53,16 +53,11 @@ class McpServer:
         return tool not in self.disabled_tools
 
 
-def _key(schema: dict[str, Any], said: str) -> dict[str, Any]:
-    """A key's schema; `said`: what its value must do, as the error line says it."""
-    return {**schema, "description": said}
-
-
-STRINGS = _key({"type": "array", "items": {"type": "string"}}, "must be a list of strings")
-TABLE_OF_STRINGS = _key(
+STRINGS = described({"type": "array", "items": {"type": "string"}}, "must be a list of strings")
+TABLE_OF_STRINGS = described(
     {"type": "object", "additionalProperties": {"type": "string"}}, "must be a table of strings"
 )
-SECONDS = _key(
+SECONDS = described(
     {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
     "must be a number of seconds between 0 and 3600",
 )
@@ -70,17 +65,19 @@ SECONDS = _key(
 SERVER_SHAPE: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "command": _key({"type": "string", "minLength": 1}, "must be a program name or path"),
+        "command": described({"type": "string", "minLength": 1}, "must be a program name or path"),
         "args": STRINGS,
         "env": TABLE_OF_STRINGS,
-        "cwd": _key({"type": "string"}, "must be a path"),
-        "url": _key(
+        "cwd": described({"type": "string"}, "must be a path"),
+        "url": described(
             {"type": "string", "pattern": "^https?://"}, "must be an http:// or https:// URL"
         ),
         "http_headers": TABLE_OF_STRINGS,
         "env_http_headers": TABLE_OF_STRINGS,
-        "bearer_token_env_var": _key({"type": "string", "minLength": 1}, "must name a variable"),
-        "enabled": _key({"type": "boolean"}, "must be true or false"),
+        "bearer_token_env_var": described(
+            {"type": "string", "minLength": 1}, "must name a variable"
+        ),
+        "enabled": described({"type": "boolean"}, "must be true or false"),
         "enabled_tools": STRINGS,
         "disabled_tools": STRINGS,
         "startup_timeout_sec": SECONDS,

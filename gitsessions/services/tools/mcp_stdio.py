@@ -7,7 +7,7 @@ Invariants:
   (waiting calls fail at once; `Link.cut` says why). The SDK's own reader has no limit.
 - A line that is not JSON-RPC is one line in the server's log; nothing reaches the terminal.
 - The server runs in its own process group; closing is stdin, then SIGTERM, then SIGKILL,
-  every wait bounded.
+  then its stdout read to its end, every wait bounded: nothing is left open.
 - `route_sdk_logging()` sends the `mcp` loggers' records to the server's log, never to
   the root logger (whose last-resort handler prints to stderr).
 """
@@ -149,17 +149,21 @@ async def stdio_transport(
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 await reader_end.aclose()  # the server stopped reading: the session ends
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        group.start_soon(write)
-        try:
-            yield read_stream, write_stream
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(process)
-            group.cancel_scope.cancel()
-    for stream in (read_stream, write_stream):
-        await stream.aclose()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            group.start_soon(write)
+            try:
+                yield read_stream, write_stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _release(process)
+        for stream in (read_stream, write_stream):
+            await stream.aclose()
 
 
 async def _stop(process: Any) -> None:
@@ -176,5 +180,20 @@ async def _stop(process: Any) -> None:
             await anyio.sleep(0.01)
         if process.returncode is not None:
             break
+
+
+async def _release(process: Any) -> None:
+    """Read the ended server's stdout to its end (at most `GRACE` seconds), then close it:
+    a pipe left unread (a reader that stopped at a cut) is never seen to end, and asyncio
+    would keep it and the process's transport open until the garbage collector finds
+    them."""
+    with (
+        anyio.move_on_after(GRACE),
+        contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+        ),
+    ):
+        while True:
+            await process.stdout.receive(65536)
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdout.aclose()
