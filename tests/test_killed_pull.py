@@ -34,21 +34,14 @@ SESSIONS = "refs/heads/sessions/"
 def _killed_at_rename(
     home: Path, lock: Path, *args: str, calls: str = "rename,renameat,renameat2"
 ) -> subprocess.CompletedProcess[str]:
-    """`gitsessions ARGS` killed as it renames `lock` into place (or, with `calls`,
-    makes any other first call on that path: strace's injection, limited to it)."""
+    """`gitsessions ARGS` killed as it renames `lock` into place (or makes another of
+    `calls` on that path first: strace's injection, limited to it)."""
     return subprocess.run(
         ["strace", "-f", "-qq", "-o", "/dev/null", "-P", str(lock), "-e", f"trace={calls}",
          "-e", f"inject={calls}:signal=KILL:when=1",
          sys.executable, "-m", "gitsessions", "--home", str(home), *args],
         capture_output=True, text=True, cwd=REPO, env=dict(os.environ), timeout=300,
     )  # fmt: skip
-
-
-def _killed_creating(home: Path, arriving: list[str]) -> subprocess.CompletedProcess[str]:
-    """`gitsessions pull` killed as it links in the first branch it creates (a pull
-    writes what it creates as loose files, named in `packed-refs.lock` first)."""
-    first = home / "store.git" / SESSIONS / min(arriving)
-    return _killed_at_rename(home, first, "pull", calls="link,linkat")
 
 
 def _arriving(cli: Cli, home: Path, tmp_path: Path, count: int) -> tuple[list[str], str]:
@@ -67,14 +60,14 @@ def _arriving(cli: Cli, home: Path, tmp_path: Path, count: int) -> tuple[list[st
 @pytest.mark.skipif(
     shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
 )
-def test_a_pull_killed_creating_its_branches_stops_nothing_after_it(
+def test_a_pull_killed_at_its_packed_refs_rename_stops_nothing_after_it(
     cli: Cli, home: Path, tmp_path: Path
 ):
     arriving, mine = _arriving(cli, home, tmp_path, 3)
     store = home / "store.git"
     lock = store / "packed-refs.lock"
 
-    killed = _killed_creating(home, arriving)
+    killed = _killed_at_rename(home, lock, "pull")
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
     assert lock.exists() and set(refs(store, SESSIONS)) == {SESSIONS + mine}
 
@@ -109,7 +102,7 @@ def test_a_push_or_sync_after_a_killed_pull_goes_on(cli: Cli, home: Path, tmp_pa
     mine = make(home, tag="mine")
     cli("remote", "add", "origin", str(origin))
     lock = home / "store.git" / "packed-refs.lock"
-    killed = _killed_creating(home, [arriving])
+    killed = _killed_at_rename(home, lock, "pull")
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
 
     assert results(summary(cli, home, "push", "--all")) == {mine: "new"}
@@ -193,12 +186,12 @@ def test_a_pull_fills_the_listing_cache_as_a_listing_would(cli: Cli, home: Path,
 def test_a_pull_killed_after_filling_the_cache_is_finished_by_the_next(
     cli: Cli, home: Path, tmp_path: Path
 ):
-    """Killed as it creates its first branch, a pull has written the cache's rows
+    """Killed as it renames `packed-refs` into place, a pull has written the cache's rows
     (and search's) of the sessions it was creating but no branch: `list` and `search`
     show none of them, the next pull creates them, and each is listed once, as a cache
     built anew lists it, and found by a search that reads none of them."""
     arriving, mine = _arriving(cli, home, tmp_path, 4)
-    killed = _killed_creating(home, arriving)
+    killed = _killed_at_rename(home, home / "store.git" / "packed-refs.lock", "pull")
     assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
     assert {row[0] for row in _rows(home)} == {*arriving}  # filled before any branch
     assert _searched(home) == {*arriving}

@@ -1,18 +1,29 @@
-"""A pull writes what changed as loose ref files (issue 46): the branches it creates, the
-remote-tracking refs that moved; `packed-refs` (100,000 lines at 50,000 sessions) stays
-as it is unless a packed remote-tracking ref goes. Stock git reads the same refs, and
-maintenance packs them later."""
+"""A pull writes what changed as loose ref files (issue 46) when they are few beside
+`packed-refs` (100,000 lines at 50,000 sessions: `tracking.LOOSE_PER_PACKED`): the
+branches it creates, the remote-tracking refs that moved; `packed-refs` stays as it is
+unless a packed remote-tracking ref goes. Stock git reads the same refs, maintenance
+packs them later, and a pull killed as it links in its first branch loses nothing."""
 
+import json
 import os
+import shutil
+import signal
 from pathlib import Path
 
+import pytest
+
 from gitsessions.store import refs as store_refs
+from gitsessions.store import tracking
 from gitsessions.store.refnames import is_session_branch, of_layout
-from gitsessions.store.refpack import pack_refs
+from gitsessions.store.refpack import pack_refs, packed_lock, read_packed
+from gitsessions.store.refs import ref_name
 from gitsessions.store.repo import GitStore
-from gitsessions.values.ids import is_session_id
+from gitsessions.store.sessions import SessionStore
+from gitsessions.store.tracking import LOOSE_PER_PACKED
+from gitsessions.values.ids import is_session_id, new_id
 from tests.conftest import Cli, fsck, git
 from tests.test_hostile_remote import bare
+from tests.test_killed_pull import _arriving, _killed_at_rename
 from tests.test_sync import make, refs, results, summary
 
 SESSIONS = "refs/heads/sessions/"
@@ -25,10 +36,27 @@ def _pushed(cli: Cli, writer: Path, origin: Path, count: int, tag: str) -> list[
     return made
 
 
-def _pack(home: Path) -> None:
-    git_store = GitStore(home / "store.git")
+def _files(folder: Path) -> list[str]:
+    """The loose ref files in `folder` (none when it is not there)."""
+    return os.listdir(folder) if folder.is_dir() else []
+
+
+def _pack(home: Path, ballast: int = 0) -> None:
+    """Every loose ref packed, and `ballast` refs more (another remote's tracking refs,
+    at a commit here): a `packed-refs` as long as a big store's, beside a few sessions."""
+    store = home / "store.git"
+    git_store = GitStore(store)
     try:
         pack_refs(git_store)
+        if ballast:
+            with packed_lock(store) as commit:
+                packed = read_packed(store / "packed-refs")
+                sha = next(s for n, s in packed.items() if n.startswith(SESSIONS.encode()))
+                more = {
+                    b"refs/remotes/ballast/sessions/" + new_id().encode(): sha
+                    for _ in range(ballast)
+                }
+                commit({**packed, **more})
     finally:
         git_store.close()
 
@@ -40,10 +68,10 @@ def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path
     cli("remote", "add", "origin", str(origin))
     assert results(summary(cli, home, "pull")) == dict.fromkeys(first, "created")
     store = home / "store.git"
-    _pack(home)
+    _pack(home, ballast=8 * LOOSE_PER_PACKED)
     packed = store / "packed-refs"
     before, inode = packed.read_bytes(), packed.stat().st_ino
-    assert not list((store / SESSIONS).iterdir())  # every branch packed
+    assert not _files(store / SESSIONS)  # every branch packed
 
     second = _pushed(cli, writer, origin, 2, "second")
     assert results(summary(cli, home, "pull")) == {
@@ -51,8 +79,8 @@ def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path
         **dict.fromkeys(second, "created"),
     }
     assert packed.read_bytes() == before and packed.stat().st_ino == inode
-    assert sorted(os.listdir(store / SESSIONS)) == sorted(second)
-    assert sorted(os.listdir(store / TRACKING)) == sorted(second)  # only what moved
+    assert sorted(_files(store / SESSIONS)) == sorted(second)
+    assert sorted(_files(store / TRACKING)) == sorted(second)  # only what moved
     assert not [n for n in os.listdir(store / "gitsessions") if n.startswith("newref-")]
     assert not (store / "packed-refs.lock").exists()
     seen = refs(store)  # stock git reads loose over packed
@@ -61,7 +89,7 @@ def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path
         assert seen[SESSIONS + sid] == seen[TRACKING + sid] == theirs[SESSIONS + sid]
     assert set(store_refs.session_ids(store)) == {*first, *second}
     _pack(home)  # maintenance packs them: the same refs
-    assert refs(store) == seen and not os.listdir(store / SESSIONS)
+    assert refs(store) == seen and not _files(store / SESSIONS)
     fsck(home)
 
 
@@ -74,7 +102,7 @@ def test_a_packed_tracking_ref_that_goes_rewrites_packed_refs(cli: Cli, home: Pa
     cli("remote", "add", "origin", str(origin))
     summary(cli, home, "pull")
     store = home / "store.git"
-    _pack(home)
+    _pack(home, ballast=8 * LOOSE_PER_PACKED)
     packed = store / "packed-refs"
     inode = packed.stat().st_ino
     assert (TRACKING + one).encode() in packed.read_bytes()
@@ -129,3 +157,89 @@ def test_fast_checks_decide_as_the_patterns_do(tmp_path: Path):
         if is_session_id(k.decode())
     }
     assert store_refs.session_ids(store) == expected == {sid: newer}
+
+
+def test_a_small_store_takes_one_packed_refs_write(cli: Cli, home: Path, tmp_path: Path):
+    """Beside a short `packed-refs` (a first pull), one write of it costs less than a
+    file (and an fsync) a ref: the branches and tracking refs go there."""
+    writer, origin = tmp_path / "writer", bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    came = _pushed(cli, writer, origin, 3, "s")
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(came, "created")
+    store = home / "store.git"
+    packed = read_packed(store / "packed-refs")
+    for sid in came:
+        assert (SESSIONS + sid).encode() in packed and (TRACKING + sid).encode() in packed
+    assert not _files(store / SESSIONS)
+
+
+@pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace is not installed: apt-get install strace"
+)
+def test_a_pull_killed_linking_its_first_branch_loses_nothing(cli: Cli, home: Path, tmp_path: Path):
+    """Killed as it links in the first branch it creates (loose: a long `packed-refs`),
+    a pull has named what it was creating in `packed-refs.lock`: `doctor` calls those
+    sessions unfinished, not lost; the next pull sets the lock aside and creates each
+    once."""
+    arriving, mine = _arriving(cli, home, tmp_path, 3)
+    store = home / "store.git"
+    _pack(home, ballast=8 * LOOSE_PER_PACKED)
+    before = (store / "packed-refs").read_bytes()
+    first = store / SESSIONS / min(arriving)
+    killed = _killed_at_rename(home, first, "pull", calls="link,linkat")
+    assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr
+    assert set(refs(store, SESSIONS)) == {SESSIONS + mine}
+    assert (store / "packed-refs").read_bytes() == before
+
+    found = json.loads(cli("doctor", "--json", code=1).stdout)["findings"]
+    kinds = {(f["kind"], f["subject"]) for f in found}
+    assert {("unfinished", sid) for sid in arriving} <= kinds, found
+    assert not [f for f in found if f["kind"] == "lost"], found
+
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
+    assert not (store / "packed-refs.lock").exists()
+    assert sorted(_files(store / SESSIONS)) == sorted(arriving)
+    ids = json.loads(cli("list", "--json").stdout)
+    listed = [row["id"] for row in (ids if isinstance(ids, list) else ids["sessions"])]
+    assert sorted(listed) == sorted([*arriving, mine])  # each once
+    assert json.loads(cli("doctor", "--json").stdout)["healthy"]
+    fsck(home)
+
+
+def test_loose_writes_move_branches_by_compare_and_swap(home: Path):
+    """`update_refs_if_equal` beside a long `packed-refs`: a branch moves only from the
+    value it was seen at (its loose file replaced whole), a create only where nothing
+    is, the tracking refs that moved written, and `packed-refs` left as it is."""
+    one, two, three = make(home, tag="one"), make(home, tag="two"), make(home, tag="three")
+    _pack(home, ballast=8 * LOOSE_PER_PACKED)
+    store_path = home / "store.git"
+    before = (store_path / "packed-refs").read_bytes()
+    store = SessionStore(home, background_maintenance=False)
+    try:
+        heads = {sid: store.head(sid).commit for sid in (one, two, three)}
+        older = store.git.get(heads[one]).parents[0]
+        fresh = new_id()
+        with store.git.locked():
+            moved = tracking.update_refs_if_equal(
+                store.git,
+                {
+                    ref_name(one): (heads[one], older),  # holds what was seen: moves
+                    ref_name(two): (older, heads[one]),  # moved meanwhile: stays
+                    ref_name(three): (None, heads[one]),  # exists: no create
+                    ref_name(fresh): (None, heads[two]),  # absent: created
+                },
+                tracking.Tracking("origin", {ref_name(two): heads[two]}),
+            )
+    finally:
+        store.close()
+    assert moved == {ref_name(one), ref_name(fresh)}
+    assert (store_path / "packed-refs").read_bytes() == before
+    assert (store_path / SESSIONS / one).read_bytes() == older + b"\n"
+    now = refs(store_path)
+    assert now[SESSIONS + one] == older.decode()
+    assert now[SESSIONS + two] == heads[two].decode()
+    assert now[SESSIONS + three] == heads[three].decode()
+    assert now[SESSIONS + fresh] == heads[two].decode()
+    assert now[TRACKING + two] == heads[two].decode()
+    fsck(home)

@@ -42,6 +42,9 @@ Git = GitStore  # what a pull, a push, a fork read through
 
 SESSIONS = b"refs/heads/sessions/"
 TOMBSTONES = b"refs/gitsessions/tombstones"
+# a loose file (written and fsynced alone) costs about what this many `packed-refs` lines
+# do rewritten: a pull writes loose only what is fewer files than the packed lines / this
+LOOSE_PER_PACKED = 128
 SENDING = b"refs/gitsessions/sending/"  # + pid + /sessions/<id>, /projects/..: a push's
 
 
@@ -162,7 +165,10 @@ def update_refs_if_equal(
             if tracking is not None:
                 loose = read_loose(git.path, tracking_prefix(tracking.name))
             plan = ({}, []) if tracking is None else tracking.changes(packed, loose)
-            if plan is not None:  # nothing packed goes: loose files, `packed-refs` as it is
+            files = len(moved) + len(made) + (0 if plan is None else len(plan[0]))
+            if plan is not None and files * LOOSE_PER_PACKED <= len(packed):
+                # nothing packed goes, and the files (an fsync each) cost less than
+                # `packed-refs` rewritten: loose files, `packed-refs` as it is
                 name_creating(git.path, {ref: moves[ref][1] for ref in made})
                 headlog.record(git.path, _session_heads(moved + made, moves))
                 made = _write_loose(git.path, moved, made, moves, *plan)
