@@ -73,6 +73,8 @@ def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path
     before, inode = packed.read_bytes(), packed.stat().st_ino
     assert not _files(store / SESSIONS)  # every branch packed
 
+    stale = store / "gitsessions" / "newref-999999999"  # a killed pull's (no such pid)
+    stale.write_bytes(b"0" * 40 + b"\n")
     second = _pushed(cli, writer, origin, 2, "second")
     assert results(summary(cli, home, "pull")) == {
         **dict.fromkeys(first, "unchanged"),
@@ -199,6 +201,7 @@ def test_a_pull_killed_linking_its_first_branch_loses_nothing(cli: Cli, home: Pa
 
     assert results(summary(cli, home, "pull")) == dict.fromkeys(arriving, "created")
     assert not (store / "packed-refs.lock").exists()
+    assert not [n for n in os.listdir(store / "gitsessions") if n.startswith("newref-")]
     assert sorted(_files(store / SESSIONS)) == sorted(arriving)
     ids = json.loads(cli("list", "--json").stdout)
     listed = [row["id"] for row in (ids if isinstance(ids, list) else ids["sessions"])]
