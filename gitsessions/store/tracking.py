@@ -157,8 +157,10 @@ def update_refs_if_equal(
     here is moved holding its branch's flock (the caller bounds how many: one file
     each); a ref created takes none (`_created_meanwhile`). A loose file holding the
     old value goes after the write (until then it shadows the new one: a kill in
-    between leaves the old value). Returns the names moved. The caller holds
-    `git.locked()`."""
+    between leaves the old value). When nothing packed goes and the files are few
+    beside `packed-refs` (`LOOSE_PER_PACKED`), each ref is a loose file instead
+    (`_write_loose`) and `packed-refs` stays. Returns the names moved. The caller
+    holds `git.locked()`."""
     held = sorted(ref for ref, (old, _new) in moves.items() if old is not None)
     created = sorted(ref for ref, (old, _new) in moves.items() if old is None)
     with contextlib.ExitStack() as stack:
@@ -179,13 +181,16 @@ def update_refs_if_equal(
                 name_creating(git.path, {ref: moves[ref][1] for ref in made})
                 headlog.record(git.path, _session_heads(moved + made, moves))
                 made = _write_loose(git.path, moved, made, moves, *plan)
-                return {*moved, *made} - _created_meanwhile(git, made, moves)
-            new = tracking.apply(packed, loose) if tracking is not None else packed
-            new = {**new, **{ref: moves[ref][1] for ref in moved + made}}
-            headlog.record(git.path, _session_heads(moved + made, moves))
-            if new != packed:
-                commit(new)
-        for ref in moved:
+                stale = []  # the moved branches' files hold the new values
+                loose = {}
+            else:
+                new = tracking.apply(packed, loose) if tracking is not None else packed
+                new = {**new, **{ref: moves[ref][1] for ref in moved + made}}
+                headlog.record(git.path, _session_heads(moved + made, moves))
+                if new != packed:
+                    commit(new)
+                stale = moved  # a loose file holding the old value goes after the write
+        for ref in stale:
             with contextlib.suppress(FileNotFoundError):
                 (git.path / os.fsdecode(ref)).unlink()
         _drop_loose(git, loose)
