@@ -31,10 +31,11 @@ from tests.test_sync import make, refs, results, summary
 SESSIONS = "refs/heads/sessions/"
 
 
-def _killed_at_rename(home: Path, lock: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`gitsessions ARGS` killed as it renames `lock` into place (strace's injection,
-    limited to that path)."""
-    calls = "rename,renameat,renameat2"
+def _killed_at_rename(
+    home: Path, lock: Path, *args: str, calls: str = "rename,renameat,renameat2"
+) -> subprocess.CompletedProcess[str]:
+    """`gitsessions ARGS` killed as it renames `lock` into place (or makes another of
+    `calls` on that path first: strace's injection, limited to it)."""
     return subprocess.run(
         ["strace", "-f", "-qq", "-o", "/dev/null", "-P", str(lock), "-e", f"trace={calls}",
          "-e", f"inject={calls}:signal=KILL:when=1",

@@ -29,9 +29,15 @@ from gitsessions.store.layout import (
     read_chunk,
     transcript_tree,
 )
-from gitsessions.store.refs import ScannedRefs, StoreRefs, ref_name, resolve_id, scan_session_ids
+from gitsessions.store.refs import (
+    ScannedRefs,
+    StoreRefs,
+    ref_name,
+    resolve_id,
+    scan_session_ids,
+    session_ids,
+)
 from gitsessions.store.repo import GitStore
-from gitsessions.values.ids import is_session_id
 from gitsessions.values.records import empty_usage
 
 CONTEXTS_KEPT = 2  # sessions whose last context a reader keeps to match the next against
@@ -82,9 +88,7 @@ class SessionReader:
 
     def ids(self) -> dict[str, bytes]:
         """`{session id: head commit}` for every session."""
-        return {
-            k.decode(): v for k, v in self.git.session_refs().items() if is_session_id(k.decode())
-        }
+        return session_ids(self.git.path)
 
     def scan(self) -> ScannedRefs:
         """The sessions whose refs can be read, and each damaged ref named (listings)."""

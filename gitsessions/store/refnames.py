@@ -118,6 +118,17 @@ def of_layout(name: bytes) -> bool:
     return _LAYOUT.fullmatch(name) is not None
 
 
+_BRANCH = len(SESSIONS) + 32
+_HEX = b"0123456789abcdef"
+
+
+def is_session_branch(name: bytes) -> bool:
+    """`refs/heads/sessions/<id>`, checked by slices and one `translate` (no regex: a
+    listing holds 50,000)."""
+    tail = name[len(SESSIONS) :]
+    return len(name) == _BRANCH and name.startswith(SESSIONS) and not tail.translate(None, _HEX)
+
+
 def sort_listing(refs: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], list[bytes]]:
     """A remote's listing split: (the refs of the layout, the bad names, sorted). The
     others (its `HEAD`, branches of its own) are dropped without a word."""

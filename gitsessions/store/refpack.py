@@ -324,6 +324,14 @@ def unfinished(store_path: Path) -> dict[bytes, bytes]:
     return found
 
 
+def name_creating(store_path: Path, refs: dict[bytes, bytes]) -> None:
+    """Instead of `commit`, while holding `packed_lock`: name in `packed-refs.lock` the
+    refs about to be created as loose files, so a kill before they are leaves what
+    `unfinished` reads (the lock is removed when the block ends, never renamed)."""
+    body = b"".join(sha + b" " + name + b"\n" for name, sha in sorted(refs.items()))
+    (store_path / "packed-refs.lock").write_bytes(HEADER + body)
+
+
 def drop_unfinished(store_path: Path) -> None:
     """Forget the interrupted writes set aside (`doctor --repair` acted on them)."""
     folder = store_path / INTERRUPTED

@@ -30,10 +30,10 @@ from gitsessions.services.sync.report import SWAPPED, Outcome, Progress, Report,
 from gitsessions.store import here, history, remoteconfig, tracking, transport
 from gitsessions.store.errors import StoreError
 from gitsessions.store.lease import Lease, SessionInUse
+from gitsessions.store.refnames import is_session_branch
 from gitsessions.store.refs import ref_name
 from gitsessions.store.tracking import SESSIONS, TOMBSTONES
 from gitsessions.store.transport import RemoteError
-from gitsessions.values.ids import is_session_id
 from gitsessions.values.plural import plural
 
 if TYPE_CHECKING:
@@ -61,7 +61,9 @@ def pull(
     the only sessions here a remote's tombstone may delete (None: any). Nothing is read
     for a session whose branch here already holds the remote's commit; the branches
     it creates, the remote-tracking refs and its first 256 fast-forwards go in one
-    `packed-refs` write (`_move`), each a compare-and-swap."""
+    `packed-refs` write (`_move`), each a compare-and-swap, or, when they are few
+    beside `packed-refs`, as loose files (only the tracking refs that moved:
+    `tracking.update_refs_if_equal`)."""
     git = store.git
     transport.require_git(git)
     name = pick_remote(store, remote)
@@ -168,7 +170,8 @@ def _move(
 ) -> dict[str, Outcome]:
     """Create the sessions `new` here and fast-forward those `behind`, each branch by
     compare-and-swap: every creation, `tracked` and the first `batch` fast-forwards in
-    one `packed-refs` write (one transaction), further fast-forwards `batch` a write (a
+    one `packed-refs` write (one transaction; loose files when few:
+    `tracking.update_refs_if_equal`), further fast-forwards `batch` a write (a
     fast-forward holds the session's lease and its branch's flock: a file each). One a
     running agent holds is left for the next pull."""
     git = store.git
@@ -209,12 +212,11 @@ def _maintain(store: Store) -> None:
 
 
 def _sessions(refs: dict[bytes, bytes]) -> dict[str, bytes]:
+    """The session branches of a listing: `{id: sha}`."""
     out: dict[str, bytes] = {}
     for ref, sha in refs.items():
-        if ref.startswith(SESSIONS):
-            sid = ref[len(SESSIONS) :].decode("ascii", "replace")
-            if is_session_id(sid):
-                out[sid] = sha
+        if is_session_branch(ref):
+            out[ref[len(SESSIONS) :].decode()] = sha
     return out
 
 
