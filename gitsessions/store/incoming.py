@@ -28,6 +28,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from gitsessions.store.refpack import fsync_dir
 from gitsessions.store.storelock import flocked
 
 PREFIX = "incoming-"
@@ -101,15 +102,7 @@ def admit(path: Path, store: Path) -> int:
                 if not (target / loose.name).exists():
                     os.replace(loose, target / loose.name)
                     moved += 1
-            _sync(target)
+            fsync_dir(target)
     if moved:
-        _sync(pack_dir)
+        fsync_dir(pack_dir)
     return moved
-
-
-def _sync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -210,7 +210,8 @@ def unreadable_loose(store_path: Path, under: bytes = b"refs/") -> list[bytes]:
     return sorted(bad)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a folder's entries (a rename, a new file) durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -249,7 +250,7 @@ def packed_lock(
             os.close(fd)
             done = True
             os.replace(lock, target)
-            _fsync_dir(store_path)
+            fsync_dir(store_path)
 
         try:
             yield commit

@@ -35,6 +35,7 @@ from gitsessions.store import headlog
 from gitsessions.store.projectrefs import PROJECTS
 from gitsessions.store.refnames import BadRefName, check, of_layout, shown
 from gitsessions.store.refpack import (
+    fsync_dir,
     name_creating,
     packed_lock,
     read_loose,
@@ -225,7 +226,7 @@ def _write_loose(
                 file.unlink()
                 folders.add(file.parent)
     for folder in sorted(folders):
-        _fsync_dir(folder)
+        fsync_dir(folder)
     return made
 
 
@@ -272,14 +273,6 @@ def _put(store_path: Path, ref: bytes, sha: bytes, folders: set[Path], *, create
         aside.unlink(missing_ok=True)
     folders.add(target.parent)
     return True
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _absent(store_path: Path, refs: list[bytes], packed: dict[bytes, bytes]) -> list[bytes]:
