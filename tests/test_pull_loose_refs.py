@@ -13,18 +13,16 @@ from pathlib import Path
 import pytest
 
 from gitsessions.store import refs as store_refs
-from gitsessions.store import tracking
 from gitsessions.store.refnames import is_session_branch, of_layout
 from gitsessions.store.refpack import pack_refs, packed_lock, read_packed
 from gitsessions.store.refs import ref_name
 from gitsessions.store.repo import GitStore
-from gitsessions.store.sessions import SessionStore
 from gitsessions.store.tracking import LOOSE_PER_PACKED
 from gitsessions.values.ids import is_session_id, new_id
 from tests.conftest import Cli, fsck, git
 from tests.test_hostile_remote import bare
 from tests.test_killed_pull import _arriving, _killed_at_rename
-from tests.test_sync import make, refs, results, summary
+from tests.test_sync import make, refs, results, summary, swapped
 
 SESSIONS = "refs/heads/sessions/"
 TRACKING = "refs/remotes/origin/sessions/"
@@ -34,6 +32,16 @@ def _pushed(cli: Cli, writer: Path, origin: Path, count: int, tag: str) -> list[
     made = [make(writer, tag=f"{tag} {n}") for n in range(count)]
     cli("--home", str(writer), "push", "--all")
     return made
+
+
+def _pulled(cli: Cli, home: Path, tmp_path: Path, tag: str) -> tuple[Path, Path, list[str]]:
+    """Three sessions another home pushed to `origin`, pulled here: (writer, origin, ids)."""
+    writer, origin = tmp_path / "writer", bare(tmp_path / "origin.git")
+    cli("--home", str(writer), "remote", "add", "origin", str(origin))
+    came = _pushed(cli, writer, origin, 3, tag)
+    cli("remote", "add", "origin", str(origin))
+    assert results(summary(cli, home, "pull")) == dict.fromkeys(came, "created")
+    return writer, origin, came
 
 
 def _files(folder: Path) -> list[str]:
@@ -62,11 +70,7 @@ def _pack(home: Path, ballast: int = 0) -> None:
 
 
 def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path, tmp_path: Path):
-    writer, origin = tmp_path / "writer", bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    first = _pushed(cli, writer, origin, 3, "first")
-    cli("remote", "add", "origin", str(origin))
-    assert results(summary(cli, home, "pull")) == dict.fromkeys(first, "created")
+    writer, origin, first = _pulled(cli, home, tmp_path, "first")
     store = home / "store.git"
     _pack(home, ballast=8 * LOOSE_PER_PACKED)
     packed = store / "packed-refs"
@@ -98,11 +102,7 @@ def test_a_pull_of_new_sessions_leaves_packed_refs_as_it_is(cli: Cli, home: Path
 def test_a_packed_tracking_ref_that_goes_rewrites_packed_refs(cli: Cli, home: Path, tmp_path: Path):
     """The remote drops a branch: its remote-tracking ref goes, from `packed-refs` when
     it is packed (the one case a pull writes it), else its loose file alone."""
-    writer, origin = tmp_path / "writer", bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    one, two, three = _pushed(cli, writer, origin, 3, "s")
-    cli("remote", "add", "origin", str(origin))
-    summary(cli, home, "pull")
+    writer, origin, (one, two, three) = _pulled(cli, home, tmp_path, "s")
     store = home / "store.git"
     _pack(home, ballast=8 * LOOSE_PER_PACKED)
     packed = store / "packed-refs"
@@ -164,11 +164,7 @@ def test_fast_checks_decide_as_the_patterns_do(tmp_path: Path):
 def test_a_small_store_takes_one_packed_refs_write(cli: Cli, home: Path, tmp_path: Path):
     """Beside a short `packed-refs` (a first pull), one write of it costs less than a
     file (and an fsync) a ref: the branches and tracking refs go there."""
-    writer, origin = tmp_path / "writer", bare(tmp_path / "origin.git")
-    cli("--home", str(writer), "remote", "add", "origin", str(origin))
-    came = _pushed(cli, writer, origin, 3, "s")
-    cli("remote", "add", "origin", str(origin))
-    assert results(summary(cli, home, "pull")) == dict.fromkeys(came, "created")
+    *_, came = _pulled(cli, home, tmp_path, "s")
     store = home / "store.git"
     packed = read_packed(store / "packed-refs")
     for sid in came:
@@ -218,24 +214,7 @@ def test_loose_writes_move_branches_by_compare_and_swap(home: Path):
     _pack(home, ballast=8 * LOOSE_PER_PACKED)
     store_path = home / "store.git"
     before = (store_path / "packed-refs").read_bytes()
-    store = SessionStore(home, background_maintenance=False)
-    try:
-        heads = {sid: store.head(sid).commit for sid in (one, two, three)}
-        older = store.git.get(heads[one]).parents[0]
-        fresh = new_id()
-        with store.git.locked():
-            moved = tracking.update_refs_if_equal(
-                store.git,
-                {
-                    ref_name(one): (heads[one], older),  # holds what was seen: moves
-                    ref_name(two): (older, heads[one]),  # moved meanwhile: stays
-                    ref_name(three): (None, heads[one]),  # exists: no create
-                    ref_name(fresh): (None, heads[two]),  # absent: created
-                },
-                tracking.Tracking("origin", {ref_name(two): heads[two]}),
-            )
-    finally:
-        store.close()
+    moved, heads, older, fresh = swapped(home, one, two, three)
     assert moved == {ref_name(one), ref_name(fresh)}
     assert (store_path / "packed-refs").read_bytes() == before
     assert (store_path / SESSIONS / one).read_bytes() == older + b"\n"

@@ -567,22 +567,21 @@ def test_an_incremental_pull_brings_only_what_changed(cli, home, other, bare_rem
     assert 0 < added <= 12 < len(walked.stdout.splitlines())
 
 
-def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
-    """`update_refs_if_equal`: each branch moves only from the value it was seen at (a loose file,
-    which shadows `packed-refs`, goes once the new value is packed); a create only where
-    nothing is; the remote-tracking refs go in the same write."""
-    one, two, three = make(home, tag="one"), make(home, tag="two"), make(home, tag="three")
+def swapped(
+    home: Path, one: str, two: str, three: str
+) -> tuple[set[bytes], dict[str, bytes], bytes, str]:
+    """`update_refs_if_equal` of four branches: `one` from its head (what was seen) to
+    its parent, `two` from that parent (moved meanwhile), `three` created (it exists), a
+    new id created; the tracking ref of `two` in the same write. (moved, heads, the
+    parent, the new id)."""
     store = SessionStore(home, background_maintenance=False)
     try:
-        git_store = store.git
         heads = {sid: store.head(sid).commit for sid in (one, two, three)}
         older = store.git.get(heads[one]).parents[0]
-        loose = home / "store.git" / "refs" / "heads" / "sessions" / one
-        assert loose.exists()  # a commit writes its branch loose
         fresh = new_id()
-        with git_store.locked():
+        with store.git.locked():
             moved = tracking.update_refs_if_equal(
-                git_store,
+                store.git,
                 {
                     ref_name(one): (heads[one], older),  # holds what was seen: moves
                     ref_name(two): (older, heads[one]),  # moved meanwhile: stays
@@ -593,6 +592,17 @@ def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
             )
     finally:
         store.close()
+    return moved, heads, older, fresh
+
+
+def test_branches_move_by_compare_and_swap_in_one_packed_refs_write(home):
+    """`update_refs_if_equal`: each branch moves only from the value it was seen at (a loose file,
+    which shadows `packed-refs`, goes once the new value is packed); a create only where
+    nothing is; the remote-tracking refs go in the same write."""
+    one, two, three = make(home, tag="one"), make(home, tag="two"), make(home, tag="three")
+    loose = home / "store.git" / "refs" / "heads" / "sessions" / one
+    assert loose.exists()  # a commit writes its branch loose
+    moved, heads, older, fresh = swapped(home, one, two, three)
     assert moved == {ref_name(one), ref_name(fresh)}
     assert not loose.exists()
     now = refs(home / "store.git")

@@ -59,11 +59,9 @@ def pull(
     only the sessions the remote's project index lists under them (`pull --here`: one
     project's, asked of the remote by their prefixes alone; `projectrefs`). `scope`:
     the only sessions here a remote's tombstone may delete (None: any). Nothing is read
-    for a session whose branch here already holds the remote's commit; the branches
-    it creates, the remote-tracking refs and its first 256 fast-forwards go in one
-    `packed-refs` write (`_move`), each a compare-and-swap, or, when they are few
-    beside `packed-refs`, as loose files (only the tracking refs that moved:
-    `tracking.update_refs_if_equal`)."""
+    for a session whose branch here already holds the remote's commit; the refs it
+    writes are compare-and-swaps in one `packed-refs` write, or loose files when few
+    (`_move`, `tracking.update_refs_if_equal`)."""
     git = store.git
     transport.require_git(git)
     name = pick_remote(store, remote)
