@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gitsessions.services.code.blame_history import Snapshot, in_order
 from tests.agent_trace_rules import check_record
 from tests.conftest import exec_args, run_gitsessions
 from tests.project_helpers import pgit
@@ -58,7 +59,16 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_sessions_turns_and_a_persons_edits_each_line_right(server, project, home):
+@pytest.mark.parametrize("one_second", [False, True])
+def test_sessions_turns_and_a_persons_edits_each_line_right(
+    server, project, home, monkeypatch, one_second
+):
+    """Also when every snapshot's commit has the same second (fast turns: git's times
+    are whole seconds): the snapshots' own ns order them, not their turns (session b's
+    first turn came after session a's second)."""
+    if one_second:
+        for name in ("GIT_COMMITTER_DATE", "GIT_AUTHOR_DATE"):
+            monkeypatch.setenv(name, "2026-12-08T00:00:00+0000")
     a = turn(server, project, "add two", tool("write_file", path="app.py",
              content="first = 1\nsecond = 2\nthird = 3\n"))  # fmt: skip
     # a person edits between turns: a line of their own, and one of the agent's changed
@@ -83,6 +93,24 @@ def test_sessions_turns_and_a_persons_edits_each_line_right(server, project, hom
     assert rows[0]["line"] == 1 and len(rows[0]["commit"]) == 40
     snapshot = pgit(project, "cat-file", "-p", f"{rows[0]['commit']}:app.py")
     assert snapshot.startswith("zero = 0\n")
+
+
+def test_snapshots_of_one_second_are_ordered_by_when_they_were_taken():
+    """Session a's second turn, then session b's first, in one second: a's come first
+    (by turn, b's turn 1 came before a's turn 2, and a line a wrote was b's person's);
+    a snapshot without its ns (an older one, or forged) never goes before its line's
+    previous one."""
+    second = 1_796_688_000
+    ns = second * 1_000_000_000
+
+    def snap(sid: str, turn: int, step: int, after: int | None) -> Snapshot:
+        nanos = 0 if after is None else ns + after
+        return Snapshot(f"{sid}{turn}{step}", sid, "t", second, turn, step, None, nanos)
+
+    a = [snap("a", 1, 0, 10), snap("a", 1, 1, 20), snap("a", 2, 0, 30), snap("a", 2, 1, 40)]
+    b = [snap("b", 1, 0, 50), snap("b", 1, 1, 60), snap("b", 2, 0, None)]
+    order = [s.commit for s in in_order({"b": b, "a": a})]
+    assert order == ["a10", "a11", "a20", "a21", "b10", "b11", "b20"]
 
 
 def test_a_file_renamed_by_a_turn_keeps_its_lines_turns(server, project, home):

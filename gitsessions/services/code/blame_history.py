@@ -28,7 +28,7 @@ from gitsessions.services.code.snapshots import MERGE_SUBJECT, SNAPSHOT_SUBJECT,
 
 STEP = re.compile(r"session ([0-9a-f]+) turn (\d+)\.(\d+)\Z")
 MERGE = re.compile(rf"session [0-9a-f]+ {re.escape(MERGE_SUBJECT)}([0-9a-f]{{32}})\Z")
-FORMAT = 2
+FORMAT = 3  # 3: a snapshot keeps its ns
 STALE_LOCK = 300  # seconds: a lock older than this was left by a killed blame
 
 
@@ -44,6 +44,12 @@ class Snapshot:
     turn: int | None
     step: int | None
     merged: str | None = None  # a merge's result: the session whose code it joined
+    nanos: int = 0  # when it was taken, in ns (0: an older snapshot says only its second)
+
+    @property
+    def at(self) -> int:
+        """Its place in time: its ns, else the start of its second."""
+        return self.nanos or self.time * 1_000_000_000
 
     @property
     def by_agent(self) -> bool:
@@ -80,23 +86,32 @@ def snapshot_lines(project: Project, env: Mapping[str, str]) -> dict[str, list[S
             turn, step = (int(match[2]), int(match[3])) if match else (None, None)
             joined = MERGE.search(subject)
             line.append(Snapshot(commit, chain.session, node.tree, node.time, turn, step,
-                                 joined[1] if joined else None))  # fmt: skip
+                                 joined[1] if joined else None, node.nanos))  # fmt: skip
         if line:
             lines[chain.session] = line
     return lines
 
 
 def in_order(lines: Mapping[str, list[Snapshot]]) -> list[Snapshot]:
-    """Every snapshot by time, then turn (times are whole seconds: a fork, which goes
-    on counting its parent's turns, comes after the parent's snapshots of the same
-    second; a merge's result after the joined session's of its second), then session
-    id, each session's in its own order."""
+    """Every snapshot by time (its `Snapshot-Time`, else its second's start; `_times`), then
+    turn (within an older second: a fork, which goes on counting its parent's turns,
+    comes after the parent's snapshots; a merge's result after the joined session's),
+    then session id, each session's in its own order."""
     keyed = [
-        (s.time, turn, sid, i, s)
+        (at, turn, sid, i, s)
         for sid, line in lines.items()
-        for i, (s, turn) in enumerate(zip(line, _turns(line, lines), strict=True))
+        for i, (s, at, turn) in enumerate(zip(line, _times(line), _turns(line, lines), strict=True))
     ]
     return [s for *_, s in sorted(keyed, key=lambda k: (k[0], k[1], k[2], k[3]))]
+
+
+def _times(line: list[Snapshot]) -> list[int]:
+    """Each snapshot's time for ordering, never going back along its line (one without
+    its ns, at the start of its second, after an earlier one with them)."""
+    out: list[int] = []
+    for s in line:
+        out.append(max(s.at, out[-1]) if out else s.at)
+    return out
 
 
 def _turns(line: list[Snapshot], lines: Mapping[str, list[Snapshot]]) -> list[float]:
@@ -159,7 +174,7 @@ def _cached(project: Project, env: Mapping[str, str], tips: dict[str, str], cach
         new = [s for s in order if s.commit not in have]
         positions = {s.commit: i for i, s in enumerate(order)}
         still = all(s.commit in positions for s in old)
-        newer = not new or not old or min(s.time for s in new) >= max(s.time for s in old)
+        newer = not new or not old or min(s.at for s in new) >= max(s.at for s in old)
         if still and newer and _prefixes(old, lines):
             grown = _build(project, env, new, cache / "history", kept.snapshots, kept.marks)
             grown.tips = tips

@@ -8,6 +8,7 @@ Invariants:
   before; an old-style chain links snapshots through their second parent (`linked`).
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,11 +16,14 @@ from gitsessions.services.code.snapshots import (
     KEEP_SUBJECT,
     REF_PREFIX,
     SNAPSHOT_SUBJECT,
+    TIME_TRAILER,
     Project,
     git,
     out,
 )
 from gitsessions.values.ids import is_session_id
+
+TREE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class Node:
     keep: bool  # a keep commit (else a snapshot)
     tree: str = ""
     subject: str = ""
+    nanos: int = 0  # its `Snapshot-Time` trailer: when it was taken, in ns (0: none)
 
 
 @dataclass
@@ -66,7 +71,7 @@ def _nodes(project: Project, env: Mapping[str, str]) -> dict[str, Node]:
         env,
         "rev-list",
         "--parents",
-        "--format=%ct %T %s",
+        f"--format=%ct %(trailers:key={TIME_TRAILER},valueonly,separator=)%x1f%T %s",
         f"--glob={REF_PREFIX}*",
         "--not",
         "--branches",
@@ -77,10 +82,15 @@ def _nodes(project: Project, env: Mapping[str, str]) -> dict[str, Node]:
     lines = out(done).splitlines()
     for header, body in zip(lines[0::2], lines[1::2], strict=False):
         shas = header.split()[1:]
-        stamp, tree, subject = [*body.split(" ", 2), "", ""][:3]
+        stamp, _, rest = body.partition(" ")
+        nanos, _, rest = rest.partition("\x1f")
+        tree, _, subject = rest.partition(" ")
+        if not TREE.fullmatch(tree):  # a forged trailer's separator: not ours
+            continue
         if subject.startswith(KEEP_SUBJECT) or subject.startswith(SNAPSHOT_SUBJECT):
             keep = subject.startswith(KEEP_SUBJECT)
-            nodes[shas[0]] = Node(tuple(shas[1:]), int(stamp or 0), keep, tree, subject)
+            taken = int(nanos) if nanos.isdigit() and len(nanos) < 20 else 0
+            nodes[shas[0]] = Node(tuple(shas[1:]), int(stamp or 0), keep, tree, subject, taken)
     return nodes
 
 

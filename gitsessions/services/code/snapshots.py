@@ -14,6 +14,7 @@ Invariants:
 """
 
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ SNAPSHOT_SUBJECT = "gitsessions snapshot: "
 MERGE_SUBJECT = (
     "merge of "  # a merge's result: "<SNAPSHOT_SUBJECT>session X merge of ID" (blame reads it)
 )
+TIME_TRAILER = "Snapshot-Time"  # when it was taken, in ns: orders a second's snapshots
 IDENTITY = {
     "GIT_AUTHOR_NAME": "gitsessions",
     "GIT_AUTHOR_EMAIL": "gitsessions@localhost",
@@ -210,6 +212,7 @@ def record(
     body = message
     if captured.left_out:
         body += "\n\nLeft out (over the size limit):\n" + "\n".join(captured.left_out)
+    body += f"\n\n{TIME_TRAILER}: {time.time_ns()}\n"
     commit = out(git(project.root, env, *args, input=body.encode(), extra=IDENTITY))
     old = (previous.tip or previous.commit) if previous else ZERO
     below = old if previous else None
