@@ -34,6 +34,7 @@ from gitsessions.store.cache import open_cache
 from gitsessions.store.errors import NotACommit, ObjectMissing, StoreError
 from gitsessions.store.formats import NewerFormat
 from gitsessions.store.refs import DamagedRef, StoreRefs, ref_name
+from gitsessions.values.listed import FORMAT as LISTED
 from gitsessions.values.listed import list_row
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import merged_forks
@@ -67,7 +68,7 @@ PLACES = " UNION ALL ".join(  # what `scope.workspace_sessions` compares of a he
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS headers (id TEXT PRIMARY KEY, head TEXT, header TEXT, "
     "first_prompt TEXT, active_at TEXT NOT NULL DEFAULT '', archived INTEGER NOT NULL DEFAULT 0, "
-    "listed TEXT NOT NULL)",
+    f"listed TEXT NOT NULL) -- rows of list_row, format {LISTED}",
     # in the order shown, covering what a listing reads (`stream_rows`): one pass over it
     "CREATE INDEX IF NOT EXISTS headers_by_activity"
     " ON headers (active_at, id, archived, head, listed)",

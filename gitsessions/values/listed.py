@@ -3,13 +3,17 @@
 Invariant: a function of the header (and its first prompt) only, so `store.catalog` can
 make it once, when it caches the header, and a listing parse that small row instead of
 the whole header (`Catalog.stream_rows`); `parent_deleted` and `merged_into`, which
-depend on other sessions, are added when listed (`cli/listing.open_rows`).
+depend on other sessions, are added when listed (`cli/listing.open_rows`). A change to
+what it returns bumps `FORMAT`, part of the cache's schema: caches of rows made before
+are then made again.
 """
 
 from collections.abc import Mapping
 from typing import Any
 
 from gitsessions.values.records import made_by, never_answered
+
+FORMAT = 1  # of `list_row`'s rows: a change to them bumps it, and the cached rows go
 
 
 def list_row(header: Mapping[str, Any]) -> dict[str, Any]:
