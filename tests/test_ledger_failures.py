@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bench.quality_ingest import UNIQUE
 from gitsessions.services.compaction.failures import (
     MAX_LINE_CHARS,
     MAX_LINES,
@@ -103,20 +104,7 @@ failures:
 
 test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"""
 
-TRACEBACK = """\
-exit code: 1
-Traceback (most recent call last):
-  File "/home/dev/meter-ingest/ingest/load.py", line 61, in load_batch
-    cursor.executemany(INSERT, rows)
-psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "k"
-DETAIL:  Key (meter_id, taken_at)=(M-2291, 2025-10-26 01:00:00+00) already exists.
-
-The above exception was the direct cause of the following exception:
-
-Traceback (most recent call last):
-  File "/home/dev/meter-ingest/ingest/load.py", line 88, in main
-    load_batch(conn, batch)
-ingest.load.LoadError: batch 1 of 1 rolled back (96 rows)"""
+TRACEBACK = "exit code: 1\n" + UNIQUE  # the ingest session's load failure
 
 MYPY = """\
 exit code: 1
@@ -163,7 +151,8 @@ def test_error_lines_are_the_failing_tests_first() -> None:
 def test_without_tests_the_exceptions_then_the_first_error_line() -> None:
     assert error_lines(PYTEST_COLLECTION) == ("ModuleNotFoundError: No module named 'tomllib'",)
     assert error_lines(TRACEBACK) == (
-        'psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "k"',
+        "psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "
+        '"readings_meter_id_taken_at_key"',
         "ingest.load.LoadError: batch 1 of 1 rolled back (96 rows)",
     )
     assert error_lines(MYPY) == (
