@@ -77,6 +77,12 @@ def settings_for(base_url: str, model: str = "fake-model") -> ModelSettings:
     return ModelSettings(model=model, base_url=base_url, api_key="k-test-1234", summary_model=model)
 
 
+def asked(settings: ModelSettings, listed: list[dict[str, Any]] | None = None) -> Any:
+    """`context_window.ask` through a model client made for it, as chat's probe makes one."""
+    with ModelClient(settings) as client:
+        return context_window.ask(settings, client, listed)
+
+
 @pytest.mark.parametrize(
     ("kind", "said_by"),
     [
@@ -89,19 +95,19 @@ def settings_for(base_url: str, model: str = "fake-model") -> ModelSettings:
 def test_each_server_is_asked_its_context_its_own_way(kind: str, said_by: str) -> None:
     with FakeOpenAI() as server:
         server.context = (kind, 8192)
-        assert context_window.ask(settings_for(server.base_url)) == (8192, said_by)
+        assert asked(settings_for(server.base_url)) == (8192, said_by)
         assert server.authorizations == []  # no chat request: nothing but the asks
     with FakeOpenAI() as server:  # the list chat's probe read already: not asked again
         server.context = (kind, 8192)
         listed = [{"id": "fake-model", "max_model_len": 8192}] if kind == "vllm" else []
-        said = context_window.ask(settings_for(server.base_url), listed=listed)
+        said = asked(settings_for(server.base_url), listed)
         assert said == (8192, said_by) and server.model_lists == 0
 
 
 def test_ollama_s_num_ctx_bounds_the_model_s_context_length() -> None:
     with FakeOpenAI() as server:
         server.context, server.num_ctx = ("ollama", 131072), 4096
-        assert context_window.ask(settings_for(server.base_url)) == (
+        assert asked(settings_for(server.base_url)) == (
             4096,
             "Ollama (POST /api/show)",
         )
@@ -122,19 +128,19 @@ def test_ollama_s_num_ctx_bounds_the_model_s_context_length() -> None:
 def test_a_server_saying_nonsense_about_its_context_is_not_believed(body: bytes) -> None:
     head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
     with raw_answer(head.encode() + b"\r\nConnection: close\r\n\r\n" + body) as base:
-        assert context_window.ask(settings_for(f"{base}/v1")) is None
+        assert asked(settings_for(f"{base}/v1")) is None
 
 
 def test_an_endless_answer_about_the_context_is_cut_and_not_believed() -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
     with endless_answer(head + b'{"n_ctx": 4096, "x": "', b"y" * 65536) as base:
-        assert context_window.ask(settings_for(f"{base}/v1")) is None
+        assert asked(settings_for(f"{base}/v1")) is None
 
 
 def test_the_context_is_asked_of_the_base_url_s_host_only() -> None:
     """A redirect is no answer: the other origin gets nothing, the key least of all."""
     with recorder() as elsewhere, redirector(307, elsewhere.base) as here:
-        assert context_window.ask(settings_for(f"{here.base}/v1")) is None
+        assert asked(settings_for(f"{here.base}/v1")) is None
         assert sorted(seen.path for seen in here.seen) == ["/api/show", "/props", "/v1/models"]
         assert elsewhere.seen == []
 

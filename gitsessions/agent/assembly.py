@@ -194,7 +194,7 @@ def asking(settings: ModelSettings, client: ModelClient) -> Callable[[], ServerC
     `context_window.ASK_SECONDS` once the client is made)."""
     said: list[ServerContext | None] = [None]
     thread = threading.Thread(
-        target=lambda: said.__setitem__(0, context_window.ask(settings, client=client)),
+        target=lambda: said.__setitem__(0, context_window.ask(settings, client)),
         daemon=True,
         name="ask-context",
     )

@@ -46,23 +46,17 @@ class ServerContext(NamedTuple):
 
 def ask(
     settings: ModelSettings,
+    client: ModelClient,
     listed: Sequence[Mapping[str, Any]] | None = None,
-    client: ModelClient | None = None,
 ) -> ServerContext | None:
     """The smallest context the server says it holds (None when it says nothing within
-    `ASK_SECONDS` of the model client being made). `listed`: the model list already
-    read (GET /models), whose `max_model_len` is used instead of asking again; `client`:
-    the model client for this server the caller made (chat's probe, exec's agent),
-    else one is made here."""
+    `ASK_SECONDS` of the model client being made), asked through `client`, the model
+    client for this server the caller made (chat's probe, exec's agent). `listed`: the
+    model list already read (GET /models), whose `max_model_len` is used instead of
+    asking again."""
     root = _root(settings.base_url)
     if root is None:
         return None
-    if client is None:
-        # the model client (the openai SDK): imported in this thread, as start-up goes on
-        from gitsessions.services.model.model import ModelClient
-
-        with ModelClient(settings) as made:
-            return ask(settings, listed, made)
     try:
         client.made()  # or waited for: its SDK is imported in a thread of its own
     except Exception:  # a key no header can hold: nothing is asked

@@ -43,9 +43,9 @@ def probe(settings: ModelSettings) -> Probe:
         except EndpointUnreachable as error:
             return Probe(unreachable=str(error))
         except ModelError:  # some servers have no /models, or a slow one: the request tells
-            return Probe(context=context_window.ask(settings, listed=[], client=client))
+            return Probe(context=context_window.ask(settings, client, listed=[]))
         models = tuple(sorted(entry["id"] for entry in listed))
-        return Probe(models=models, context=context_window.ask(settings, listed, client))
+        return Probe(models=models, context=context_window.ask(settings, client, listed))
 
 
 def _unreachable(settings: ModelSettings, reason: object) -> str:
