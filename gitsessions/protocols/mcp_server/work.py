@@ -28,7 +28,7 @@ from gitsessions.services.compaction.history import view
 from gitsessions.services.sessions import manage, revisions, session_diff
 from gitsessions.services.sessions.session_tools import messages_in, resolve_in, search
 from gitsessions.store.catalog import Catalog
-from gitsessions.store.sessions import SessionStore
+from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
 from gitsessions.values.tokens import default_counter
@@ -229,10 +229,10 @@ def tools(
         ) -> Merged:
             fork_id = resolve(fork)
             into_id = resolve(into) if into is not None else None
-            where = None
-            if code:
-                target_id = fork_merge.target(store, store.head(fork_id), into_id)
-                where = fork_merge.place(store.home, store.head(target_id), env, workspace)
+
+            def where(head: Head) -> Path:  # read under its lease, as `merge` finds it
+                return fork_merge.place(store.home, head, env, workspace)
+
             merged = fork_merge.merge(store, env, fork_id, into_id, workspace=where, chat=chat,
                                       code=code, force=force)  # fmt: skip
             return _merged(merged)
