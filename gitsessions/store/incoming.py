@@ -33,8 +33,6 @@ from gitsessions.store.storelock import flocked
 
 PREFIX = "incoming-"
 TIP_REF = b"refs/tips/"  # a tip's ref in the quarantine: `refs/tips/<n>`
-# git runs this with the alternate's path as argument; it lists no ref of the store
-NO_ALTERNATE_REFS = "core.alternateRefsCommand=true"
 
 
 @contextlib.contextmanager

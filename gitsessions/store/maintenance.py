@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from dulwich.objects import Blob, Commit, Tag, Tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, Pack, PackFileDisappeared
 
-from gitsessions.store import headlog, piles, stockgit, tombstones
+from gitsessions.store import headlog, incoming, piles, stockgit, tombstones
 from gitsessions.store.errors import NotACommit, StoreBusy, StoreCorrupt, StoreError
 from gitsessions.store.packrecords import mapped, pack_base, record_header
 from gitsessions.store.piles import AUTOPACK_LOOSE, AUTOPACK_PACKS, AUTOPACK_REFS
@@ -280,9 +280,9 @@ def _remove_temporary_packs(git: GitStore) -> None:
         if not data.with_suffix(".idx").exists():
             with contextlib.suppress(OSError):
                 data.unlink()
-    for quarantine in (git.path / "gitsessions").glob("incoming-*"):  # a killed fetch's
+    for quarantine in (git.path / "gitsessions").glob(f"{incoming.PREFIX}*"):  # a killed fetch's
         shutil.rmtree(quarantine, ignore_errors=True)
-    for flock in (git.path / "locks").glob("incoming-*"):  # and its `flock` file
+    for flock in (git.path / "locks").glob(f"{incoming.PREFIX}*"):  # and its `flock` file
         with contextlib.suppress(OSError):
             flock.unlink()
 

@@ -405,12 +405,4 @@ def _ours_or_stale(name: bytes, space: bytes) -> bool:
     if name.startswith(space):
         return True
     pid = name[len(SENDING) :].split(b"/", 1)[0]
-    if not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not pid.isdigit() or not _alive(int(pid))
