@@ -37,19 +37,20 @@ def fill(store: SessionStore, batch: list[Arrival], env: transport.Env, reads: R
     this adds to (the trees, the first prompts' lines of each chunk read). An index file
     busy or found damaged is left to the search (which rebuilds a damaged one): the pull
     goes on."""
+    index = SearchIndex(store)
     try:
-        return _fill(store, batch, env, reads)
+        return _fill(index, batch, env, reads)
     except sqlite3.DatabaseError as error:
         if is_damage(error):
-            (store.home / "search.sqlite").unlink(missing_ok=True)
+            index.path.unlink(missing_ok=True)
         return 0
 
 
-def _fill(store: SessionStore, batch: list[Arrival], env: transport.Env, reads: Reads) -> int:
+def _fill(index: SearchIndex, batch: list[Arrival], env: transport.Env, reads: Reads) -> int:
+    store = index.store
     heads = [a for a in batch if _plain(a)]
     if not heads:
         return 0
-    index = SearchIndex(store)
     tops = {a.id: a.top for a in heads if a.top is not None}
     found = arrival_texts.segments(store.git, tops, env, reads.trees)
     keep = {sha for a in heads for sha in _first_chunks(a, found.get(a.id))}
