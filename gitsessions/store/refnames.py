@@ -125,8 +125,12 @@ _HEX = b"0123456789abcdef"
 def is_session_branch(name: bytes) -> bool:
     """`refs/heads/sessions/<id>`, checked by slices and one `translate` (no regex: a
     listing holds 50,000)."""
-    tail = name[len(SESSIONS) :]
-    return len(name) == _BRANCH and name.startswith(SESSIONS) and not tail.translate(None, _HEX)
+    return len(name) == _BRANCH and name.startswith(SESSIONS) and is_id(name[len(SESSIONS) :])
+
+
+def is_id(tail: bytes) -> bool:
+    """A session id (`values.ids.is_session_id`) as bytes, by its length and one `translate`."""
+    return len(tail) == 32 and not tail.translate(None, _HEX)
 
 
 def sort_listing(refs: dict[bytes, bytes]) -> tuple[dict[bytes, bytes], list[bytes]]:

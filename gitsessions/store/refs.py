@@ -12,7 +12,6 @@ Invariants:
 """
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -21,12 +20,12 @@ from dulwich.config import ConfigFile
 
 from gitsessions.store.errors import AmbiguousSessionId, SessionNotFound, StoreCorrupt
 from gitsessions.store.formats import FORMAT
+from gitsessions.store.refnames import is_id, is_session_branch
 from gitsessions.store.refpack import current, is_sha, read_packed, scan_packed
 from gitsessions.values.ids import check_prefix, is_session_id
 from gitsessions.values.plural import plural
 
 SESSION_REF_PREFIX = b"refs/heads/sessions/"
-_SESSION_REF = re.compile(re.escape(SESSION_REF_PREFIX) + rb"([0-9a-f]{32})")  # `is_session_id`
 
 
 def ref_name(session_id: str) -> bytes:
@@ -91,11 +90,11 @@ def scan_session_ids(store_path: Path) -> ScannedRefs:
         elif not named:
             damaged.append(DamagedRef(f"packed-refs line {number}", "not a ref line"))
     hidden = {os.fsencode(n) for n in bad_loose}
-    id_in = _SESSION_REF.fullmatch  # one match a packed ref: the id, or None
+    start = len(SESSION_REF_PREFIX)
     ids = {
-        found[1].decode(): sha
+        name[start:].decode(): sha
         for name, sha in packed.items()
-        if (found := id_in(name)) is not None and found[1] not in hidden
+        if is_session_branch(name) and name[start:] not in hidden
     }
     ids.update((k.decode(), v) for k, v in loose.items() if is_session_id(k.decode()))
     return ScannedRefs(ids, damaged)
@@ -133,31 +132,9 @@ def session_refs(store_path: Path) -> dict[bytes, bytes]:
 
 def session_ids(store_path: Path) -> dict[str, bytes]:
     """`{session id: head commit}` for every session (names that are no id skipped), as
-    `session_refs` reads them, in one pass over `packed-refs` (an id checked by its
-    length and one `translate`, not a regex each: 50,000 a pull)."""
-    prefix = SESSION_REF_PREFIX
-    start = len(prefix)
-    loose, bad = _loose_session_refs(store_path)
-    if bad:
-        raise StoreCorrupt(
-            f"{store_path / os.fsdecode(prefix) / bad[0]} does not hold a commit id; "
-            "run `gitsessions doctor`"
-        )
-    out: dict[str, bytes] = {}
-    for name, sha in read_packed(store_path / "packed-refs").items():
-        if len(name) == start + 32 and name.startswith(prefix) and _is_id(name[start:]):
-            out[name[start:].decode()] = sha
-    for tail, sha in loose.items():  # loose files shadow packed lines
-        if _is_id(tail):
-            out[tail.decode()] = sha
-    return out
-
-
-def _is_id(tail: bytes) -> bool:
-    return len(tail) == 32 and not tail.translate(None, _HEX)
-
-
-_HEX = b"0123456789abcdef"
+    `session_refs` reads them (an id checked by its length and one `translate`, not a
+    regex each: 50,000 a pull)."""
+    return {tail.decode(): sha for tail, sha in session_refs(store_path).items() if is_id(tail)}
 
 
 def resolve_id(text: str, scan: Callable[[], ScannedRefs], exists: Callable[[str], bool]) -> str:
