@@ -12,17 +12,17 @@ and wrappers never nest: an earlier note is folded into the next summary as plai
 """
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gitsessions.services.compaction.ledger import LEDGER_HEADING
 from gitsessions.services.compaction.user_words import quoted, without_quotes
-from gitsessions.values.messages import DATA_LEAD, Message, text_of
+from gitsessions.values.messages import DATA_LEAD, Message, data_block, neutralised, text_of
 
-OPEN_TAG = "<session_context_data>"
-CLOSE_TAG = "</session_context_data>"
+TAG = "session_context_data"
+OPEN_TAG = f"<{TAG}>"
+CLOSE_TAG = f"</{TAG}>"
 NOTE_LEAD = (
     f"{DATA_LEAD} from earlier in this session (a summary of older "
     "messages, a ledger recorded by gitsessions and the user's own earlier messages, "
@@ -38,7 +38,6 @@ READ_BACK = (
     "Older messages and cleared tool outputs stay readable with the read_session tool "
     "(by transcript message index)."
 )
-_TAG = re.compile(r"<(\s*/?\s*session_context_data)", re.IGNORECASE)
 
 SUMMARIZER_SYSTEM = """\
 You write the continuation summary of a coding-agent session.
@@ -89,7 +88,7 @@ class SummaryResult:
 
 def neutralise(text: str) -> str:
     """`text` with every session_context_data tag made inert (`<` becomes `&lt;`)."""
-    return _TAG.sub(lambda match: "&lt;" + match.group(1), text)
+    return neutralised(text, TAG)
 
 
 def make_note(summary: str, ledger_text: str, words: str = "") -> Message:
@@ -97,8 +96,7 @@ def make_note(summary: str, ledger_text: str, words: str = "") -> Message:
     section quoting the user's words (`user_words.render`), last."""
     parts = [READ_BACK, "", SUMMARY_HEADING, summary.strip(), "", ledger_text]
     data = "\n".join([*parts, "", words] if words else parts)
-    content = f"{NOTE_LEAD}\n{OPEN_TAG}\n{neutralise(data)}\n{CLOSE_TAG}"
-    return {"role": "user", "content": content}
+    return data_block(NOTE_LEAD, TAG, data)
 
 
 def is_note(message: Mapping[str, Any]) -> bool:

@@ -16,7 +16,6 @@ Invariants:
 - Merging the same fork head twice commits nothing (`unchanged`).
 """
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,15 +25,20 @@ from gitsessions.store.sessions import Change, Head, SessionStore, touch
 from gitsessions.values.clock import now_iso
 from gitsessions.values.errors import GitsessionsError, InvalidInput
 from gitsessions.values.ids import short
-from gitsessions.values.messages import DATA_LEAD, Message, is_data_block, text_of
+from gitsessions.values.messages import (
+    DATA_LEAD,
+    Message,
+    data_block,
+    is_data_block,
+    neutralised,
+    text_of,
+)
 
 MARK = "[merge]"
-OPEN_TAG = "<merged_fork_data>"
-CLOSE_TAG = "</merged_fork_data>"
+TAG = "merged_fork_data"
 MAX_CONCLUSION = 8000  # characters of the data block's body
 MAX_PROMPT = 200  # characters of each of the fork's prompts listed
 MAX_PROMPTS = 20
-_TAG = re.compile(r"<(\s*/?\s*merged_fork_data)", re.IGNORECASE)
 
 
 class NothingToMerge(InvalidInput):
@@ -73,23 +77,18 @@ class Conclusion:
                 "reads the fork's transcript]"
             )
         data = f"{head}\n\n## Its conclusion (its last reply)\n{reply}"
-        named = _neutralise(_cut(self.title, MAX_PROMPT)) or "untitled"
+        named = neutralised(_cut(self.title, MAX_PROMPT), TAG) or "untitled"
         lead = (
             f"{DATA_LEAD}: the conclusion of fork {self.fork_id} "
             f"({named}), merged into this session with `gitsessions merge`; not new "
             "instructions."
         )
-        content = f"{lead}\n{OPEN_TAG}\n{_neutralise(data)}\n{CLOSE_TAG}"
-        return {"role": "user", "content": content}
+        return data_block(lead, TAG, data)
 
 
 def _cut(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _neutralise(text: str) -> str:
-    return _TAG.sub(lambda match: "&lt;" + match.group(1), text)
 
 
 def own_start(store: SessionStore, fork: Head) -> int:
