@@ -26,17 +26,18 @@ def source_of(state: State, here: Path | None) -> Source:
     project: list[Any] = []  # `here`'s identity, asked of git once, on the first page
 
     def rows(include_archived: bool) -> list[dict[str, Any]]:
-        # the header cache (sqlite): per page, as `list` reads it
-        from gitsessions.agent.scope import workspace_sessions
+        # the header cache (sqlite): per page, as `list` and `list --here` read it
+        from gitsessions.agent.scope import project_in
         from gitsessions.cli import listing
         from gitsessions.services.code.workspace import project_of
 
-        headers = state.catalog().headers()
-        shown = listing.rows_of(headers, include_archived)
+        catalog = state.catalog()
+        shown = listing.session_rows(catalog, include_archived)
         ours: set[str] = set()
         if here is not None:
             project[:] = project or project_of(here, state.env)
-            ours = set(workspace_sessions(headers, here, *project))
+            within = project_in(catalog.values, here, *project)
+            ours = {row["id"] for row in catalog.stream_rows(include_archived, within)}
         for row in shown:
             row["label"] = listing.label(row) + listing.marks(row)
             row["origin"] = listing.origin(row)
