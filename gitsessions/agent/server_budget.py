@@ -19,7 +19,6 @@ from gitsessions.agent.loop import Agent
 from gitsessions.services.compaction.compaction_policy import Policy
 from gitsessions.services.settings.config import ModelSettings, session_settings
 from gitsessions.values.errors import BadUsage
-from gitsessions.values.records import context_budget
 from gitsessions.values.tokens import default_counter
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ def use_server_context(agent: Agent, settings: ModelSettings, said: "ServerConte
         recorded["server_context_tokens"] = said.tokens
     agent.session.note_header(settings=recorded)  # over what the assembly noted
     configured = agent.config.policy.max_context_tokens
-    if said is None or context_budget({**recorded, "max_context_tokens": configured}) == configured:
+    if said is None or said.tokens >= configured:
         return configured  # the server holds as much or more: the budget stays as set
     context = agent.session.context
     prompt = (context[0].get("content") or "") if context else ""

@@ -269,10 +269,8 @@ SETTING_SHAPES: dict[str, dict[str, Any]] = {
         {"enum": list(EXEC_SUMMARY)}, f"must be one of {', '.join(EXEC_SUMMARY)}"
     ),
 }
-CHECKED_LATER = (
-    "timeout", "summary_timeout", "max_context_tokens", "ledger_share", "user_words_share",
-    "compact_target", "exec_summary",
-)  # fmt: skip  # in this order, after the text settings and the URL
+TEXTS = ("model", "summary_model", "api_key")  # checked first, with the URL
+CHECKED_LATER = tuple(name for name in SETTING_SHAPES if name not in TEXTS)  # in this order
 
 
 def _setting(name: str, value: Any, source: str) -> Any:
