@@ -303,11 +303,9 @@ def _show_compaction(ctx: typer.Context, session: str, number: int, json_: bool)
     """`show --compaction N`: read from the compaction's commit and its parent."""
     # dulwich and the token counter: only for this view
     from gitsessions.services.compaction.history import view
-    from gitsessions.values.tokens import default_counter
 
     head = _head(ctx, session)
-    counter = default_counter()
-    data = view(state_of(ctx).reader, head, number, lambda messages: counter.estimate(messages))
+    data = view(state_of(ctx).reader, head, number)
     if json_:
         print_json(plain_out, data)
         return

@@ -21,7 +21,7 @@ from gitsessions.values.plural import plural
 
 
 def source_of(state: State, here: Path | None) -> Source:
-    """What the view reads: the store, `list`'s rows (`here`'s project first), the counter."""
+    """What the view reads: the store, `list`'s rows (`here`'s project first)."""
 
     project: list[Any] = []  # `here`'s identity, asked of git once, on the first page
 
@@ -44,13 +44,7 @@ def source_of(state: State, here: Path | None) -> Source:
             row["here"] = row["id"] in ours
         return [r for r in shown if r["here"]] + [r for r in shown if not r["here"]]
 
-    def count(messages: list[dict[str, Any]]) -> int:
-        # the tokenizer: only for a compaction's page
-        from gitsessions.values.tokens import default_counter
-
-        return default_counter().estimate(messages)
-
-    return Source(lambda: state.store, rows, count, state.env, here)
+    return Source(lambda: state.store, rows, state.env, here)
 
 
 def cmd_view(

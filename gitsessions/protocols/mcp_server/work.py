@@ -31,7 +31,6 @@ from gitsessions.store.catalog import Catalog
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.messages import text_of
 from gitsessions.values.records import label
-from gitsessions.values.tokens import default_counter
 
 OUT_OF_SCOPE = (
     "no session {text!r} among this project's sessions (the server reaches only this "
@@ -270,8 +269,7 @@ def _session_tools(
 
     def show_compaction(session: SessionArg, number: Number) -> dict[str, Any]:
         head = store.head(resolve(session))
-        counter = default_counter()
-        data = view(store, head, number, lambda messages: counter.estimate(messages))
+        data = view(store, head, number)
         for key in ("summarized", "cleared"):  # bounded: the first LIMIT of each
             data[f"{key}_total"] = len(data[key])
             data[key] = data[key][:LIMIT]

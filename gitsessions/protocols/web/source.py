@@ -16,20 +16,17 @@ if TYPE_CHECKING:  # dulwich: imported when the first page is built
     from gitsessions.store.sessions import SessionStore
 
 Rows = Callable[[bool], list[dict[str, Any]]]
-Count = Callable[[list[dict[str, Any]]], int]
 
 
 @dataclass
 class Source:
     """`store()`: the session store (opened once, on first use); `rows(include_archived)`:
     `list`'s rows, this project's first, each with `label` (as `list` names it, with its
-    marks), `origin` (`fork of ...`) and `here` (of this project); `count`: the token
-    counter `show --compaction` uses; `env` and `here` for the project's git (`diff
-    --code`)."""
+    marks), `origin` (`fork of ...`) and `here` (of this project); `env` and `here` for
+    the project's git (`diff --code`)."""
 
     store: "Callable[[], SessionStore]"
     rows: Rows
-    count: Count
     env: Mapping[str, str]
     here: Path | None
     lock: threading.Lock = field(default_factory=threading.Lock)

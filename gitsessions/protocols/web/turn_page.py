@@ -189,7 +189,7 @@ def _items(session: str, items: list[dict[str, Any]], cleared: bool) -> str:
 def render_compaction(source: Source, text: str, number_: int) -> tuple[str, str]:
     store = source.store()
     head = store.head(store.resolve(text))
-    data = view(store, head, number_, source.count)
+    data = view(store, head, number_)
     back = link(f"/s/{head.id}", f"{short(head.id)} {label(head.header)}")
     stages = "+".join(data["stages"]) or "-"
     recorded = data["recorded"]

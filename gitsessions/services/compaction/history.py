@@ -19,6 +19,7 @@ from gitsessions.store.trailers import parse_trailers
 from gitsessions.values.clock import iso_of_timestamp
 from gitsessions.values.errors import GitsessionsError
 from gitsessions.values.messages import Message, text_of
+from gitsessions.values.tokens import default_counter
 
 Count = Callable[[list[Message]], int]
 FIRST_LINE = 200
@@ -114,9 +115,10 @@ def _item(message: Message, ref: int | None, count: Count, turns: dict[int, Any]
     }
 
 
-def view(store: SessionReader, head: Head, number: int, count: Count) -> dict[str, Any]:
+def view(store: SessionReader, head: Head, number: int) -> dict[str, Any]:
     """What compaction `number` took out of the working context and the summary it left,
-    with both states, as JSON-ready data."""
+    with both states (counted by the process's token counter), as JSON-ready data."""
+    count = default_counter().estimate
     found = find(store, head, number)
     before = store.context_lines(found.before)
     after = store.context_lines(found.after)
