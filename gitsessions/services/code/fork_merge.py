@@ -117,7 +117,7 @@ def merge(
         head = store.head(into_id)
         done = ForkMerge(fork, into_id)
         if chat and not merging.already_merged(head, fork):
-            merging.check(store, head, fork)
+            merging.check(head, fork, merging.own_start(store, fork))
         if code:
             assert workspace is not None, "the code merges into a workspace"
             where = workspace if isinstance(workspace, Path) else workspace(head)

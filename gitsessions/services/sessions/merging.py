@@ -104,10 +104,9 @@ def own_start(store: SessionStore, fork: Head) -> int:
         return 0
 
 
-def conclusion(store: SessionStore, fork: Head) -> Conclusion:
+def conclusion(store: SessionStore, fork: Head, start: int) -> Conclusion:
     """The fork's own prompts and last reply, read from its transcript past its fork point
-    a chunk at a time."""
-    start = own_start(store, fork)
+    (`start`: `own_start`) a chunk at a time."""
     end = fork.counts.get("messages", 0)
     prompts: list[str] = []
     total = 0
@@ -138,12 +137,12 @@ def already_merged(head: Head, fork: Head) -> bool:
     )
 
 
-def check(store: SessionStore, into: Head, fork: Head) -> None:
+def check(into: Head, fork: Head, start: int) -> None:
     """Refuse a merge that cannot be made: a session into itself, a fork with nothing
-    of its own."""
+    of its own (`start`: `own_start`)."""
     if into.id == fork.id:
         raise NothingToMerge(f"cannot merge session {short(fork.id)} into itself")
-    if fork.commit == into.commit or fork.counts.get("messages", 0) <= own_start(store, fork):
+    if fork.commit == into.commit or fork.counts.get("messages", 0) <= start:
         raise NothingToMerge(
             f"fork {short(fork.id)} has no messages of its own since its fork point; "
             "nothing to merge"
@@ -162,13 +161,14 @@ def merge_chat(
     """Commit the merge of `fork` into session `into_id` (see the module's invariants).
     `code_note`: what merging the code did, told in the block; `snapshot`: the code the
     merge left in the workspace (the commit's `Code-Snapshot`)."""
-    found = conclusion(store, fork)
+    start = own_start(store, fork)  # of `fork` as given: the same on each retry
+    found = conclusion(store, fork, start)
     block = found.block(code_note)
 
     def edit(head: Head) -> Edit | None:
         if already_merged(head, fork):
             return None
-        check(store, head, fork)
+        check(head, fork, start)
         earlier = head.header.get("merged")
         merged = [m for m in earlier if isinstance(m, dict)] if isinstance(earlier, list) else []
         merged.append({"id": fork.id, "commit": fork.commit.decode(), "at": now_iso()})
