@@ -11,11 +11,10 @@ from rich.console import Console
 from gitsessions.cli.args import JsonFlag, state_of
 from gitsessions.cli.plain import one_line, vtext
 from gitsessions.cli.render import print_json
-from gitsessions.cli.rewind_cmd import session_workspace
+from gitsessions.cli.rewind_cmd import say_saved, session_workspace
 from gitsessions.cli.state import err, plain_out
 from gitsessions.services.code.fork_merge import ForkMerge, merge
 from gitsessions.services.code.merge_code import finish_hint
-from gitsessions.services.code.restore import restore_command
 from gitsessions.values.ids import short
 
 if TYPE_CHECKING:  # the chat's agent: `merge` itself never builds one
@@ -34,10 +33,7 @@ def report(console: Console, done: ForkMerge) -> None:
     code = done.code
     if code is not None:
         if code.saved:
-            say(f"saved the workspace's changes first as snapshot {code.saved[:12]}; to get "
-                "them back:")  # fmt: skip
-            console.print(restore_command(code.root, code.saved), markup=False,
-                          highlight=False, soft_wrap=True)  # fmt: skip
+            say_saved(console, code.root, code.saved)
         say(f"code: {code.said()}")
         conflicted = set(code.conflicts)
         for status, path in code.files:

@@ -30,6 +30,14 @@ def session_workspace(head: Head, flag: Path | None, home: Path, env: Mapping[st
     return place(home, head, env, Path.cwd())
 
 
+def say_saved(console: Console, root: Path, snapshot: str) -> None:
+    """What `--force` saved first (the workspace at `root` as `snapshot`), and the
+    command that brings it back, on one line however wide: it is copied whole."""
+    console.print(f"saved the workspace's changes first as snapshot {snapshot[:12]}; to get "
+                  "them back:", markup=False, highlight=False)  # fmt: skip
+    console.print(restore_command(root, snapshot), markup=False, highlight=False, soft_wrap=True)
+
+
 def report(console: Console, done: Rewound) -> None:
     """What changed (`done.dry_run`: what would change): the files, the working
     context's messages, and the command that restores what `--force` saved first."""
@@ -44,10 +52,7 @@ def report(console: Console, done: Rewound) -> None:
         return
     would = done.dry_run
     if done.saved and done.root is not None:
-        say(f"saved the workspace's changes first as snapshot {done.saved[:12]}; to get them back:")
-        # on one line however wide: it is copied whole
-        console.print(restore_command(done.root, done.saved), markup=False, highlight=False,
-                      soft_wrap=True)  # fmt: skip
+        say_saved(console, done.root, done.saved)
     elif would and done.unheld:
         say("the workspace's changes no snapshot holds would be saved as a snapshot first")
     if done.code:
