@@ -12,7 +12,6 @@ Invariants:
   time.
 """
 
-import re
 import shlex
 import subprocess
 import threading
@@ -21,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from gitsessions.services.code.project_id import recorded, same_project
-from gitsessions.services.code.projectgit import DIFF_SAFE, command, run
+from gitsessions.services.code.projectgit import DIFF_SAFE, OBJECT_ID, command, run
 from gitsessions.services.code.workspace import project_of
 from gitsessions.services.sessions.revisions import State
 from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.store.trailers import parse_trailers
 
 TRAILER = "Code-Snapshot"
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 TIMEOUT = 60
 
 
@@ -37,7 +35,7 @@ def snapshot(store: SessionStore, head: Head) -> str | None:
     for _commit_id, commit in store.history(head):
         value = parse_trailers(commit.message)[1].get(TRAILER, "").strip().lower()
         if value:
-            return value if _OBJECT_ID.fullmatch(value) else None
+            return value if OBJECT_ID.fullmatch(value) else None
     return None
 
 
@@ -100,7 +98,7 @@ def patch(result: Mapping[str, Any], env: Mapping[str, str], limit: int) -> tupl
     if not result.get("full_diff"):
         return "", False
     old, new = str(result["a"]), str(result["b"])
-    if not (_OBJECT_ID.fullmatch(old) and _OBJECT_ID.fullmatch(new)):
+    if not (OBJECT_ID.fullmatch(old) and OBJECT_ID.fullmatch(new)):
         return "", False
     argv, full = command(result["repo"], env, "diff", *DIFF_SAFE, old, new, "--")
     try:

@@ -22,12 +22,12 @@ Invariants:
 - Nothing here commits to the session store, prints or reads the environment.
 """
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitsessions.services.code import capture, snapshots, snapshotter
+from gitsessions.services.code.projectgit import OBJECT_ID
 from gitsessions.services.code.rewind import apply_changes, check_held, tree_changes
 from gitsessions.services.code.snapshots import IDENTITY, Project, find_project, git, out
 from gitsessions.services.code.worktree_mark import check
@@ -36,8 +36,6 @@ from gitsessions.store.sessions import Head, SessionStore
 from gitsessions.values.errors import InvalidInput
 from gitsessions.values.ids import short
 from gitsessions.values.plural import plural
-
-_HEX = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 class CodeNotMerged(InvalidInput):
@@ -114,7 +112,7 @@ def merge_code(
             f"{'at its fork point' if base is None else 'of its own'}; nothing was changed "
             "(--chat merges the conversation alone)"
         )
-    if not all(_HEX.fullmatch(c) for c in (base, theirs)):  # a header or trailer's claim
+    if not all(OBJECT_ID.fullmatch(c) for c in (base, theirs)):  # a header or trailer's claim
         raise CodeNotMerged(f"cannot merge the code: fork {short(fork.id)} names no snapshot id")
     trees = [snapshots.tree_of(project, env, c) for c in (base, theirs)]
     captured = capture.capture(project, env)

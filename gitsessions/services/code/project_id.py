@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitsessions.services.code.projectgit import run
+from gitsessions.services.code.projectgit import OBJECT_ID, run
 
 MOST = 16  # roots or remotes kept: a repository of many merged histories lists a few
 _SCP = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # user@host:path, as git reads it
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]*@)?([^/:]+)(?::\d+)?(/.*)?$", re.I)
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def normalize_url(url: str) -> str:
@@ -50,7 +49,7 @@ def identity(root: Path, env: Mapping[str, str]) -> dict[str, list[str]] | None:
     roots = sorted(
         line
         for line in _git_lines(root, env, "rev-list", "--max-parents=0", "HEAD")
-        if _SHA.match(line)
+        if OBJECT_ID.fullmatch(line)
     )[:MOST]
     urls = _git_lines(root, env, "config", "--get-regexp", r"^remote\..*\.url$")
     remotes = sorted({normalize_url(line.partition(" ")[2]) for line in urls} - {""})[:MOST]

@@ -15,6 +15,7 @@ Invariants:
 """
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping
 from os import PathLike
@@ -36,6 +37,7 @@ SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("submodule.recurse", "false"),
 )
 DIFF_SAFE = ("--no-ext-diff", "--no-textconv")
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a SHA-1 or SHA-256 object id
 FILTERING = frozenset(
     {"status", "update-index", "checkout-index", "read-tree", "write-tree", "worktree",
      "diff-files"}

@@ -8,10 +8,10 @@ Invariants:
   before; an old-style chain links snapshots through their second parent (`linked`).
 """
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gitsessions.services.code.projectgit import OBJECT_ID
 from gitsessions.services.code.snapshots import (
     KEEP_SUBJECT,
     REF_PREFIX,
@@ -22,8 +22,6 @@ from gitsessions.services.code.snapshots import (
     out,
 )
 from gitsessions.values.ids import is_session_id
-
-TREE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def _nodes(project: Project, env: Mapping[str, str]) -> dict[str, Node]:
         stamp, _, rest = body.partition(" ")
         nanos, _, rest = rest.partition("\x1f")
         tree, _, subject = rest.partition(" ")
-        if not TREE.fullmatch(tree):  # a forged trailer's separator: not ours
+        if not OBJECT_ID.fullmatch(tree):  # a forged trailer's separator: not ours
             continue
         if subject.startswith(KEEP_SUBJECT) or subject.startswith(SNAPSHOT_SUBJECT):
             keep = subject.startswith(KEEP_SUBJECT)
