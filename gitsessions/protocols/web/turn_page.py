@@ -77,7 +77,7 @@ def last_turn(store: "SessionStore", head: "Head") -> int | None:
 def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head | None"]:
     """(the state at the turn's last commit, the state before its first) of turn `turn`
     in `head`'s first-parent history; None before it: the history starts with it."""
-    newest: bytes | None = None
+    newest: tuple[bytes, Any] | None = None  # its id and its commit
     oldest: Any = None
     for walked, (commit_id, commit) in enumerate(store.history(head)):
         if walked == WALK and newest is None:
@@ -87,14 +87,14 @@ def span(store: "SessionStore", head: "Head", turn: int) -> tuple["Head", "Head 
         if trailers.get("Event") != "turn" or not number_.isdigit():
             continue
         if int(number_) == turn:
-            newest = newest or commit_id
+            newest = newest or (commit_id, commit)
             oldest = commit
         elif int(number_) < turn and newest is not None:
             break
     if newest is None or oldest is None:
         raise NoTurnCommits(f"session {short(head.id)} has no commits of turn {turn}")
-    owner = owner_of(store.read_commit(newest)) or head.id
-    after = store.head_at(owner, newest)
+    owner = owner_of(newest[1]) or head.id
+    after = store.head_at(owner, newest[0])
     if not oldest.parents:
         return after, None
     parent = oldest.parents[0]
