@@ -35,7 +35,7 @@ def commits(
     main = {commit_id for commit_id, _commit in line}
     entries = []
     for commit_id, commit in line:
-        entry = _entry(store, head, commit_id, commit)
+        entry = _entry(store, head, commit_id, commit, parse_trailers(commit.message))
         entries.append(entry)
         if len(commit.parents) > 1:
             merged = entry["merged_session"]
@@ -53,9 +53,10 @@ def _joined(
     commit_id: bytes | None = tip
     while commit_id is not None and commit_id not in main:
         commit = store.read_commit(commit_id)
-        if parse_trailers(commit.message)[1].get("Session", "") != merged:
+        parsed = parse_trailers(commit.message)
+        if parsed[1].get("Session", "") != merged:
             break
-        entry = _entry(store, head, commit_id, commit)
+        entry = _entry(store, head, commit_id, commit, parsed)
         entry["merged_by"] = merge.decode()
         entry["line_head"] = tip.decode()
         joined.append(entry)
@@ -63,9 +64,15 @@ def _joined(
     return joined
 
 
-def _entry(store: SessionReader, head: Head, commit_id: bytes, commit: Any) -> dict[str, Any]:
-    """One commit's record."""
-    subject, trailers = parse_trailers(commit.message)
+def _entry(
+    store: SessionReader,
+    head: Head,
+    commit_id: bytes,
+    commit: Any,
+    parsed: tuple[str, dict[str, str]],
+) -> dict[str, Any]:
+    """One commit's record (`parsed`: its message's subject and trailers)."""
+    subject, trailers = parsed
     entry: dict[str, Any] = {
         "commit": commit_id.decode(),
         "time": iso_of_timestamp(commit.commit_time),
