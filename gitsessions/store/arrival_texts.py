@@ -42,9 +42,10 @@ def segments(
             raise StoreError(f"transcript tree {sha.decode()[:12]} does not read")
         return tree
 
+    frontier = [t for t in trees.values() if t is not None]  # then each round's new ones
     for _level in range(LEVELS + 1):  # read every tree below those held, a level a round
         lacking: set[bytes] = set()
-        for tree in [t for t in trees.values() if t is not None]:
+        for tree in frontier:
             try:
                 for _first, sha, is_dir in chunks.entries(get, tree.id):
                     if is_dir and sha not in trees:
@@ -54,8 +55,11 @@ def segments(
         if not lacking:
             break
         ids = sorted(lacking)
+        frontier = []
         for n, raw in (pair for run in runs(git, ids, env, CHUNK_BYTES) for pair in run):
-            trees[ids[n]] = None if raw is None else _tree(raw)
+            trees[ids[n]] = read = None if raw is None else _tree(raw)
+            if read is not None:
+                frontier.append(read)
     out: dict[str, Segments | None] = {}
     for sid, top in tops.items():
         try:
